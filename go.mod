@@ -1,0 +1,3 @@
+module github.com/ironic-go/ironic-agent
+
+go 1.26

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone on Debian: installs what the tests
+# need (apt packages as root, Go tools with go install), then runs the gofmt
+# check, go vet, staticcheck and every test with the race detector.
+# Tests that need root, loop devices, namespaces, lldpd, QEMU or Debian's Ironic
+# run when this script runs as root (as CI does) and skip loudly otherwise.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+STATICCHECK_VERSION=v0.8.2
+# Debian packages the tests use. Keep one per line, sorted.
+APT_PACKAGES=(
+	bzip2
+	cpio
+	curl
+	dosfstools
+	e2fsprogs
+	gdisk
+	iproute2
+	lldpd
+	ovmf
+	qemu-system-x86
+	qemu-utils
+	util-linux
+	xz-utils
+	zstd
+)
+
+log() { printf '== %s\n' "$*" >&2; }
+
+install_packages() {
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		log "not root or no apt-get: skipping package installation; tests needing them will say so"
+		return
+	fi
+	local missing=()
+	for p in "${APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	done
+	if [ "${#missing[@]}" -eq 0 ]; then
+		log "all ${#APT_PACKAGES[@]} Debian packages present"
+		return
+	fi
+	log "installing Debian packages: ${missing[*]}"
+	# Maintainer scripts must not start daemons (tftpd-hpa, lldpd, ...): the
+	# tests start what they need themselves.
+	local made_policy=0
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod +x /usr/sbin/policy-rc.d
+		made_policy=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -o DPkg::Lock::Timeout=900 update -qq
+	apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if [ "$made_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+}
+
+install_go_tools() {
+	GOBIN="$(go env GOPATH)/bin"
+	export PATH="$GOBIN:$PATH"
+	if ! staticcheck -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; then
+		log "installing staticcheck $STATICCHECK_VERSION"
+		GOFLAGS= go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+	fi
+}
+
+install_packages
+install_go_tools
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	printf 'gofmt would change:\n%s\n' "$unformatted" >&2
+	exit 1
+fi
+log "go vet"
+go vet ./...
+log "staticcheck"
+staticcheck ./...
+log "go test -race"
+go test -race -count=1 -timeout 40m "$@" ./...
+log "all tests passed"
