@@ -16,8 +16,10 @@ APT_PACKAGES=(
 	dosfstools
 	e2fsprogs
 	gdisk
+	hdparm
 	iproute2
 	lldpd
+	nvme-cli
 	ovmf
 	qemu-system-x86
 	qemu-utils
