@@ -28,6 +28,10 @@ type Options struct {
 	// SkipBMC leaves bmc_address and bmc_v6address null (lookup's
 	// agent_skip_bmc_detect).
 	SkipBMC bool
+	// IgnoreUdev makes the disk collector derive every value from sysfs even
+	// when /run/udev/data and /dev/disk/by-path exist below Root (the
+	// ramdisk's own view, and the check that both routes agree).
+	IgnoreUdev bool
 }
 
 func (o Options) root() string {
@@ -52,6 +56,11 @@ func Collect(ctx context.Context, opts Options) (*inventory.Inventory, error) {
 		Disks:      []inventory.Disk{},
 		CPU:        inventory.CPU{Flags: []string{}},
 	}
+	disks, err := Disks(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	inv.Disks = disks
 	inv.Boot.CurrentBootMode = "bios"
 	if fi, err := os.Stat(filepath.Join(root, "sys/firmware/efi")); err == nil && fi.IsDir() {
 		inv.Boot.CurrentBootMode = "uefi"

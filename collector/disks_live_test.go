@@ -1,0 +1,244 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+// lsblkDev is one device of `lsblk -b -J -o NAME,SIZE,TYPE,ROTA,LOG-SEC,
+// PHY-SEC,MODEL,SERIAL,WWN,TRAN` (util-linux 2.38 prints sizes as numbers
+// and ROTA as a boolean).
+type lsblkDev struct {
+	Name     string     `json:"name"`
+	Size     int64      `json:"size"`
+	Type     string     `json:"type"`
+	Rota     bool       `json:"rota"`
+	LogSec   int        `json:"log-sec"`
+	PhySec   int        `json:"phy-sec"`
+	Model    *string    `json:"model"`
+	Serial   *string    `json:"serial"`
+	WWN      *string    `json:"wwn"`
+	Tran     *string    `json:"tran"`
+	Children []lsblkDev `json:"children"`
+}
+
+// runLsblk lists every block device lsblk knows (all tree levels), keyed by
+// name. The test execs lsblk only to have an independent reference.
+func runLsblk(t *testing.T, args ...string) map[string]lsblkDev {
+	t.Helper()
+	path, err := exec.LookPath("lsblk")
+	if err != nil {
+		t.Skip("SKIPPED: lsblk (util-linux) not installed; nothing to compare with")
+	}
+	argv := append([]string{"-b", "-J", "-o", "NAME,SIZE,TYPE,ROTA,LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN"}, args...)
+	cmd := exec.Command(path, argv...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lsblk %s: %v: %s", strings.Join(argv, " "), err, stderr.String())
+	}
+	var doc struct {
+		BlockDevices []lsblkDev `json:"blockdevices"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("lsblk output: %v\n%s", err, out)
+	}
+	m := map[string]lsblkDev{}
+	var walk func([]lsblkDev)
+	walk = func(ds []lsblkDev) {
+		for _, d := range ds {
+			m[d.Name] = d
+			walk(d.Children)
+		}
+	}
+	walk(doc.BlockDevices)
+	return m
+}
+
+// compareWithLsblk checks one of our records against lsblk's view of the
+// same device. Without udev lsblk reads MODEL and SERIAL raw from sysfs
+// and has no WWN, so those are compared only where lsblk has a value.
+func compareWithLsblk(t *testing.T, d inventory.Disk, l lsblkDev) {
+	t.Helper()
+	if d.Size != l.Size {
+		t.Errorf("%s: size %d, lsblk %d", d.Name, d.Size, l.Size)
+	}
+	if d.Rotational != l.Rota {
+		t.Errorf("%s: rotational %v, lsblk %v", d.Name, d.Rotational, l.Rota)
+	}
+	if d.LogicalSectors == nil || *d.LogicalSectors != l.LogSec {
+		t.Errorf("%s: logical_sectors %v, lsblk %d", d.Name, deref(d.LogicalSectors), l.LogSec)
+	}
+	if d.PhysicalSectors == nil || *d.PhysicalSectors != l.PhySec {
+		t.Errorf("%s: physical_sectors %v, lsblk %d", d.Name, deref(d.PhysicalSectors), l.PhySec)
+	}
+	if got, want := strOrNull(d.Tran), strOrNull(l.Tran); got != want {
+		t.Errorf("%s: tran %s, lsblk %s", d.Name, got, want)
+	}
+	if l.Model != nil && *l.Model != "" && (d.Model == nil || *d.Model != normalizeWhitespace(*l.Model)) {
+		t.Errorf("%s: model %s, lsblk %q", d.Name, strOrNull(d.Model), *l.Model)
+	}
+	if l.Serial != nil && *l.Serial != "" && (d.Serial == nil || *d.Serial != normalizeWhitespace(*l.Serial)) {
+		t.Errorf("%s: serial %s, lsblk %q", d.Name, strOrNull(d.Serial), *l.Serial)
+	}
+	if l.WWN != nil && *l.WWN != "" && (d.WWN == nil || *d.WWN != *l.WWN) {
+		t.Errorf("%s: wwn %s, lsblk %q", d.Name, strOrNull(d.WWN), *l.WWN)
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func strOrNull(p *string) string {
+	if p == nil || *p == "" {
+		return "null"
+	}
+	return strconv.Quote(*p)
+}
+
+// TestDisksMatchLsblk compares Disks() on this machine with lsblk: every
+// disk both list agrees, and every device lsblk shows that IPA's rules keep
+// is in our list (and nothing else is).
+func TestDisksMatchLsblk(t *testing.T) {
+	if _, err := os.Stat("/sys/block"); err != nil {
+		t.Skip("SKIPPED: no /sys/block on this machine")
+	}
+	disks, err := Disks(context.Background(), Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := runLsblk(t, "-a")
+	ours := map[string]bool{}
+	for _, d := range disks {
+		name := strings.TrimPrefix(d.Name, "/dev/")
+		ours[name] = true
+		l, ok := ls[name]
+		if !ok {
+			t.Errorf("%s: listed by us, unknown to lsblk", d.Name)
+			continue
+		}
+		compareWithLsblk(t, d, l)
+	}
+	for name, l := range ls {
+		keep := (l.Type == "disk" || strings.Contains(l.Type, "raid") || l.Type == "mpath") &&
+			l.Size != 0 && !strings.HasPrefix(name, "fd") && !strings.HasPrefix(name, "ram") && !strings.HasPrefix(name, "zram")
+		if keep && !ours[name] && !isMultipathPath(name) {
+			t.Errorf("%s: lsblk type %s size %d, IPA would list it, we do not", name, l.Type, l.Size)
+		}
+		if !keep && ours[name] {
+			t.Errorf("%s: lsblk type %s size %d, IPA would skip it, we list it", name, l.Type, l.Size)
+		}
+	}
+	t.Logf("%d disks agree with lsblk", len(disks))
+}
+
+func isMultipathPath(name string) bool {
+	hs, _ := os.ReadDir("/sys/block/" + name + "/holders")
+	for _, h := range hs {
+		u, _ := os.ReadFile("/sys/block/" + h.Name() + "/dm/uuid")
+		if strings.HasPrefix(string(u), "mpath-") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBlockDevicesLoop attaches a loop device over a sparse file of a size
+// no other device here has, with 4096-byte logical sectors, and checks
+// BlockDevices reports it (loop devices bypass IPA's type filter) with the
+// right size and sector sizes, agreeing with lsblk.
+func TestBlockDevicesLoop(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: attaching a loop device")
+	}
+	losetup, err := exec.LookPath("losetup")
+	if err != nil {
+		t.Fatal("losetup (util-linux) missing; ./test.sh installs it")
+	}
+	dir := filepath.Join(os.TempDir(), "disks-loop")
+	if _, err := os.Stat("/work/tmp"); err == nil {
+		dir = "/work/tmp/disks"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.CreateTemp(dir, "loop-*.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := f.Name()
+	t.Cleanup(func() { os.Remove(img) })
+	const size = 96<<20 + 4096*3 // odd size to be sure we read this device
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err := exec.Command(losetup, "--find", "--show", "--sector-size", "4096", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup --find --show --sector-size 4096 %s: %v: %s", img, err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command(losetup, "--detach", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+		}
+	})
+
+	got, err := BlockDevices(context.Background(), Options{Logger: testLogger(t)}, []string{dev, dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d records for one device named twice", len(got))
+	}
+	d := got[0]
+	if d.Name != dev || d.Size != size {
+		t.Errorf("got %s size %d, want %s size %d", d.Name, d.Size, dev, size)
+	}
+	if d.LogicalSectors == nil || *d.LogicalSectors != 4096 {
+		t.Errorf("logical_sectors = %v, want 4096", deref(d.LogicalSectors))
+	}
+	l, ok := runLsblk(t, dev)[strings.TrimPrefix(dev, "/dev/")]
+	if !ok {
+		t.Fatalf("lsblk does not list %s", dev)
+	}
+	compareWithLsblk(t, d, l)
+	for _, p := range []*string{d.Model, d.Serial, d.WWN, d.Vendor, d.HCTL, d.ByPath, d.Tran} {
+		if p != nil {
+			t.Errorf("loop device has a value where IPA has null: %+v", d)
+			break
+		}
+	}
+	// The inventory proper never lists loop devices.
+	all, err := Disks(context.Background(), Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range all {
+		if x.Name == dev {
+			t.Errorf("Disks lists loop device %s", dev)
+		}
+	}
+	if _, err := BlockDevices(context.Background(), Options{}, []string{"/dev/nonexistent-disk"}); err == nil {
+		t.Error("BlockDevices accepted a device that does not exist")
+	}
+	for _, bad := range []string{"", "/dev/", "/dev/../etc", "a/b"} {
+		if _, err := BlockDevices(context.Background(), Options{}, []string{bad}); err == nil {
+			t.Errorf("BlockDevices accepted name %q", bad)
+		}
+	}
+}
