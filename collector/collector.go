@@ -2,14 +2,19 @@
 // procfs, udev data, SMBIOS tables, netlink) and builds the IPA-format
 // inventory. The root is "/" in production and a fixtures/<machine> tree in
 // tests, so the same code runs against recorded machines.
+//
+// The inventory is built by named units (cpu, memory, interfaces, lldp,
+// system_vendor, boot, hostname, disks, bmc), like node_exporter's collectors
+// and IPA's inspection collectors: a unit that fails leaves its fields null
+// and logs one warning naming the file and the reason; the other units still
+// run, and Collect itself fails only when its context ends.
 package collector
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
+	"runtime/debug"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -18,6 +23,8 @@ import (
 // Options selects the root directory and the optional, slower parts.
 type Options struct {
 	// Root is the directory the machine is read below; "" means "/".
+	// Netlink, ethtool and uname are asked only when Root is "/"; a fixture
+	// tree carries their answers in files (see netrecord.go).
 	Root string
 	// Logger receives one warning per unreadable or garbled source.
 	Logger *slog.Logger
@@ -25,6 +32,9 @@ type Options struct {
 	CollectLLDP bool
 	// LLDPTimeout bounds the LLDP capture (IPA's ipa-lldp-timeout).
 	LLDPTimeout time.Duration
+	// LLDP captures the frames when CollectLLDP is set (package lldp
+	// provides it). When nil, lldp stays null and a warning says why.
+	LLDP LLDPCapturer
 	// SkipBMC leaves bmc_address and bmc_v6address null (lookup's
 	// agent_skip_bmc_detect).
 	SkipBMC bool
@@ -32,6 +42,16 @@ type Options struct {
 	// when /run/udev/data and /dev/disk/by-path exist below Root (the
 	// ramdisk's own view, and the check that both routes agree).
 	IgnoreUdev bool
+
+	// trace, when set, records every path read (capture-fixture).
+	trace *tracer
+}
+
+// LLDPCapturer listens for one LLDP frame on each named interface and
+// returns the raw TLVs per interface name; an interface that heard nothing
+// before timeout maps to an empty, non-nil list (IPA reports []).
+type LLDPCapturer interface {
+	Capture(ctx context.Context, interfaces []string, timeout time.Duration) (map[string][]inventory.LLDPTLV, error)
 }
 
 func (o Options) root() string {
@@ -48,25 +68,113 @@ func (o Options) logger() *slog.Logger {
 	return o.Logger
 }
 
+// fs returns the file reader for the root. Every reader uses it (never
+// os.ReadFile on an absolute path) so capture-fixture sees what was read.
+func (o Options) fs() rootFS { return newRootFS(o.root(), o.trace) }
+
+// collection is the state of one Collect: the inventory being filled and the
+// sources shared between units (the SMBIOS table is decoded once).
+type collection struct {
+	opts Options
+	fs   rootFS
+	log  *slog.Logger
+	inv  *inventory.Inventory
+
+	smbiosDone bool
+	smbios     *smbiosInfo
+	smbiosErr  error
+
+	// net is what netlink and ethtool say (live root) or what the capture
+	// recorded (fixture root); see netrecord.go.
+	net *netRecord
+}
+
+// unit is one named part of the inventory.
+type unit struct {
+	name string
+	run  func(ctx context.Context, c *collection) error
+}
+
+// units lists the parts of the inventory in IPA's order. A unit writes only
+// its own fields; on error those stay as the unit left them (null).
+func units() []unit {
+	return []unit{
+		{"interfaces", collectInterfaces},
+		{"lldp", collectLLDP},
+		{"cpu", collectCPU},
+		{"disks", collectDisks},
+		{"memory", collectMemory},
+		{"system_vendor", collectSystemVendor},
+		{"boot", collectBoot},
+		{"hostname", collectHostname},
+	}
+}
+
 // Collect builds the inventory of the machine below opts.Root.
 func Collect(ctx context.Context, opts Options) (*inventory.Inventory, error) {
-	root := opts.root()
-	inv := &inventory.Inventory{
-		Interfaces: []inventory.Interface{},
-		Disks:      []inventory.Disk{},
-		CPU:        inventory.CPU{Flags: []string{}},
-	}
-	disks, err := Disks(ctx, opts)
+	c, err := collect(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	inv.Disks = disks
-	inv.Boot.CurrentBootMode = "bios"
-	if fi, err := os.Stat(filepath.Join(root, "sys/firmware/efi")); err == nil && fi.IsDir() {
-		inv.Boot.CurrentBootMode = "uefi"
+	return c.inv, nil
+}
+
+// collect runs every unit and returns the whole collection, whose recorded
+// netlink facts capture-fixture also needs.
+func collect(ctx context.Context, opts Options) (*collection, error) {
+	c := &collection{
+		opts: opts,
+		fs:   opts.fs(),
+		log:  opts.logger(),
+		inv:  newInventory(),
 	}
-	if b, err := os.ReadFile(filepath.Join(root, "proc/sys/kernel/hostname")); err == nil {
-		inv.Hostname = strings.TrimSpace(string(b))
+	for _, u := range units() {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("inventory: %w", err)
+		}
+		if err := runUnit(ctx, c, u); err != nil {
+			c.log.Warn("inventory unit failed; its fields are null", "unit", u.name, "error", err)
+		}
 	}
-	return inv, nil
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	return c, nil
+}
+
+// newInventory returns an inventory whose lists are empty rather than null,
+// as IPA's are.
+func newInventory() *inventory.Inventory {
+	return &inventory.Inventory{
+		Interfaces: []inventory.Interface{},
+		Disks:      []inventory.Disk{},
+		CPU:        inventory.CPU{Flags: []string{}},
+		Boot:       inventory.Boot{CurrentBootMode: "bios"},
+	}
+}
+
+// runUnit runs one unit and turns a panic into its error: a garbled input
+// that trips a bug in one reader must not take the whole inventory down.
+func runUnit(ctx context.Context, c *collection, u unit) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return u.run(ctx, c)
+}
+
+// collectDisks fills disks[] (disks.go).
+func collectDisks(ctx context.Context, c *collection) error {
+	disks, err := Disks(ctx, c.opts)
+	if err != nil {
+		return err
+	}
+	c.inv.Disks = disks
+	return nil
+}
+
+// warn logs one problem with a source that a unit worked around.
+func (c *collection) warn(unit string, err error) {
+	c.log.Warn("inventory source unusable; field left null", "unit", unit, "error", err)
 }

@@ -55,6 +55,8 @@ type diskCollector struct {
 
 func newDiskCollector(opts Options) *diskCollector {
 	c := &diskCollector{r: newSysReader(opts.root(), opts.logger()), opts: opts, useUdev: !opts.IgnoreUdev}
+	// capture-fixture copies what the disk collector reads too.
+	c.r.trace = opts.trace
 	if c.useUdev {
 		c.byPath = c.readByPath()
 	}

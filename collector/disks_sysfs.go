@@ -24,6 +24,8 @@ type sysReader struct {
 	root   string
 	log    *slog.Logger
 	warned map[string]bool
+	// trace records the paths used, for capture-fixture (nil otherwise).
+	trace *tracer
 }
 
 func newSysReader(root string, log *slog.Logger) *sysReader {
@@ -53,6 +55,7 @@ const maxAttr = 64 << 10
 // fs.ErrNotExist without a warning (most attributes are optional); any
 // other failure is warned about and returned.
 func (r *sysReader) read(rel string) ([]byte, error) {
+	r.trace.add(rel, accessRead)
 	f, err := os.Open(r.abs(rel))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -103,24 +106,30 @@ func (r *sysReader) attrInt(rel string) (int64, bool) {
 
 // exists tells whether a path exists (following links).
 func (r *sysReader) exists(rel string) bool {
+	r.trace.add(rel, accessStat)
 	_, err := os.Stat(r.abs(rel))
 	return err == nil
 }
 
 // isDir tells whether a path is a directory (following links).
 func (r *sysReader) isDir(rel string) bool {
+	r.trace.add(rel, accessStat)
 	fi, err := os.Stat(r.abs(rel))
 	return err == nil && fi.IsDir()
 }
 
 // entries lists a directory's names, sorted; nil when it does not exist.
 func (r *sysReader) entries(rel string) []string {
+	r.trace.add(rel, accessDir)
 	des, err := os.ReadDir(r.abs(rel))
 	if err != nil {
 		return nil
 	}
 	out := make([]string, 0, len(des))
 	for _, de := range des {
+		if de.Name() == keepFile {
+			continue // fixture marker, not part of the machine
+		}
 		out = append(out, de.Name())
 	}
 	return out
@@ -128,6 +137,7 @@ func (r *sysReader) entries(rel string) []string {
 
 // readlink returns a symlink's target as stored.
 func (r *sysReader) readlink(rel string) (string, bool) {
+	r.trace.add(rel, accessLink)
 	t, err := os.Readlink(r.abs(rel))
 	if err != nil {
 		return "", false
@@ -158,6 +168,7 @@ func (r *sysReader) resolve(rel string) (string, error) {
 			continue
 		}
 		cand := path.Join(append(append([]string{}, done...), c)...)
+		r.trace.add(cand, accessLink)
 		fi, err := os.Lstat(r.abs(cand))
 		if err != nil {
 			return "", err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,7 +30,5 @@ func runInventory(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *format == "table" {
 		return collector.WriteTable(stdout, inv)
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(inv)
+	return collector.WriteJSON(stdout, inv)
 }

@@ -24,6 +24,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"inventory", "print this machine's IPA-format hardware inventory", runInventory},
+		{"capture-fixture", "record this machine's inventory sources as a replayable fixture", runCaptureFixture},
 		{"version", "print the agent version", runVersion},
 	}
 }

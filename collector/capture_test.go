@@ -1,0 +1,88 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestCaptureReproducesLive captures this machine and checks that the
+// collector, pointed at the captured tree, gives back the live inventory.
+func TestCaptureReproducesLive(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	live, err := Capture(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := Collect(ctx, Options{Root: filepath.Join(dir, "root")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := WriteJSON(&a, live); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&b, replayed); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("captured tree gives a different inventory\nlive:\n%s\nreplayed:\n%s", a.String(), b.String())
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
+	if err != nil || string(saved) != a.String() {
+		t.Errorf("inventory.json differs from the live inventory (%v)", err)
+	}
+	// Refuses to mix two machines in one tree.
+	if _, err := Capture(ctx, dir, Options{}); err == nil {
+		t.Error("second capture into the same directory succeeded")
+	}
+	if _, err := Capture(ctx, t.TempDir(), Options{Root: dir}); err == nil {
+		t.Error("capture of a non-live root succeeded")
+	}
+}
+
+func TestCaptureFollowsLinks(t *testing.T) {
+	src := tree(t, map[string]string{
+		"sys/class/net/eth0":               "-> ../../devices/pci/net/eth0",
+		"sys/devices/pci/net/eth0/address": "52:54:00:00:00:01\n",
+		"sys/devices/pci/net/eth0/device":  "-> ../../../pci",
+		"sys/devices/pci/vendor":           "0x1af4\n",
+		"sys/devices/pci/unread":           "x\n",
+		"dev/disk/by-path/pci-0":           "-> /dev/vda",
+		"dev/vda":                          "",
+	})
+	dst := t.TempDir()
+	cp := &copier{src: src, dst: dst}
+	for _, p := range []tracedPath{
+		{"sys/class/net/eth0/device/vendor", accessRead},
+		{"sys/class/net/eth0/address", accessRead},
+		{"dev/disk/by-path/pci-0", accessLink},
+		{"sys/missing", accessRead},
+	} {
+		if err := cp.copyTraced(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cp.copyListing("sys/class/net/eth0/device"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(rel, want string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dst, rel))
+		if err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", rel, b, err, want)
+		}
+	}
+	check("sys/class/net/eth0/device/vendor", "0x1af4\n")
+	check("sys/devices/pci/net/eth0/address", "52:54:00:00:00:01\n")
+	check("sys/devices/pci/unread", "")
+	if l, err := os.Readlink(filepath.Join(dst, "sys/class/net/eth0")); err != nil || l != "../../devices/pci/net/eth0" {
+		t.Errorf("link = %q, %v", l, err)
+	}
+	if l, err := os.Readlink(filepath.Join(dst, "dev/disk/by-path/pci-0")); err != nil || l != "../../vda" {
+		t.Errorf("absolute link rewritten to %q, %v", l, err)
+	}
+}

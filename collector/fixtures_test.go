@@ -1,0 +1,67 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the fixtures' inventory.json from their trees")
+
+// fixturesDir holds one directory per recorded machine:
+// fixtures/<machine>/{root/,inventory.json,README.md}.
+const fixturesDir = "../fixtures"
+
+// fixtureMachines lists the fixture directories that have a root tree.
+func fixtureMachines(t testing.TB) []string {
+	t.Helper()
+	entries, err := os.ReadDir(fixturesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if fi, err := os.Stat(filepath.Join(fixturesDir, e.Name(), "root")); err == nil && fi.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("no fixture trees in %s", fixturesDir)
+	}
+	return dirs
+}
+
+// TestFixturesGolden collects every fixture tree and compares with its
+// inventory.json; go test -run TestFixturesGolden -update rewrites them.
+func TestFixturesGolden(t *testing.T) {
+	for _, m := range fixtureMachines(t) {
+		t.Run(m, func(t *testing.T) {
+			dir := filepath.Join(fixturesDir, m)
+			inv, err := Collect(context.Background(), Options{Root: filepath.Join(dir, "root"), Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := WriteJSON(&got, inv); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join(dir, "inventory.json")
+			if *update {
+				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./collector -run TestFixturesGolden -update to create it)", err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("%s differs from the inventory of %s/root:\n%s", golden, dir, lineDiff(string(want), got.String()))
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package collector
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// rootFS reads files below one root directory, the way prometheus/procfs's
+// FS values do: every reader of the collector goes through it, never through
+// an absolute path, so the same code reads "/" and a fixture tree.
+//
+// Paths given to it are slash-separated and relative to the root
+// ("sys/class/net"). When trace is set (capture-fixture), every path asked
+// for is remembered, so the capture copies exactly the files the collector
+// read: a new reader needs no change to the capture code as long as it uses
+// rootFS.
+type rootFS struct {
+	root  string
+	trace *tracer
+}
+
+// newRootFS returns a rootFS for root ("" means "/").
+func newRootFS(root string, trace *tracer) rootFS {
+	if root == "" {
+		root = "/"
+	}
+	return rootFS{root: filepath.Clean(root), trace: trace}
+}
+
+// live reports whether the root is the running system, the only case in
+// which netlink, ethtool and uname may be asked.
+func (f rootFS) live() bool { return f.root == "/" }
+
+// Path returns the host path of rel below the root.
+func (f rootFS) Path(rel string) string {
+	return filepath.Join(f.root, filepath.FromSlash(rel))
+}
+
+// ReadFile reads rel below the root.
+func (f rootFS) ReadFile(rel string) ([]byte, error) {
+	f.trace.add(rel, accessRead)
+	return os.ReadFile(f.Path(rel))
+}
+
+// ReadString reads rel and trims surrounding white space, as sysfs attribute
+// files end with a newline.
+func (f rootFS) ReadString(rel string) (string, error) {
+	b, err := f.ReadFile(rel)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Readlink returns the target of the symbolic link rel.
+func (f rootFS) Readlink(rel string) (string, error) {
+	f.trace.add(rel, accessLink)
+	return os.Readlink(f.Path(rel))
+}
+
+// Stat follows symbolic links.
+func (f rootFS) Stat(rel string) (fs.FileInfo, error) {
+	f.trace.add(rel, accessStat)
+	return os.Stat(f.Path(rel))
+}
+
+// Lstat does not follow a final symbolic link.
+func (f rootFS) Lstat(rel string) (fs.FileInfo, error) {
+	f.trace.add(rel, accessLink)
+	return os.Lstat(f.Path(rel))
+}
+
+// ReadDir lists rel sorted by name. Sorting (rather than the kernel's
+// hash order, which IPA's os.listdir returns) keeps the inventory stable and
+// identical between a live root and its captured copy.
+func (f rootFS) ReadDir(rel string) ([]fs.DirEntry, error) {
+	f.trace.add(rel, accessDir)
+	entries, err := os.ReadDir(f.Path(rel))
+	// Git keeps no empty directory, so captures put a keepFile into each
+	// (sys/firmware/efi must survive); it is not part of the machine.
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == keepFile }), err
+}
+
+// keepFile marks an empty directory of a fixture tree so git keeps it.
+// Neither sysfs nor procfs has an entry of that name.
+const keepFile = ".gitkeep"
+
+// Exists reports whether rel exists (following links); errors other than
+// "does not exist" count as existing so that they surface at the read.
+func (f rootFS) Exists(rel string) bool {
+	_, err := f.Stat(rel)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
+
+// accessKind says what a traced path was used for, which decides how the
+// capture copies it.
+type accessKind uint8
+
+const (
+	accessStat accessKind = 1 << iota // existence and type
+	accessRead                        // file content
+	accessLink                        // the link itself
+	accessDir                         // directory listing
+)
+
+// tracer collects the paths the collector touched during one Collect.
+type tracer struct {
+	mu    sync.Mutex
+	paths map[string]accessKind
+}
+
+func newTracer() *tracer { return &tracer{paths: map[string]accessKind{}} }
+
+func (t *tracer) add(rel string, k accessKind) {
+	if t == nil {
+		return
+	}
+	rel = path.Clean("/" + filepath.ToSlash(rel))[1:]
+	t.mu.Lock()
+	t.paths[rel] |= k
+	t.mu.Unlock()
+}
+
+// tracedPath is one path and everything done with it.
+type tracedPath struct {
+	Path string
+	Kind accessKind
+}
+
+// list returns the traced paths sorted, so captures are reproducible.
+func (t *tracer) list() []tracedPath {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]tracedPath, 0, len(t.paths))
+	for p, k := range t.paths {
+		out = append(out, tracedPath{p, k})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

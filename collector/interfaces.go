@@ -1,0 +1,221 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+// vlanName is IPA's VLAN test on an interface name: <parent>.<digits>.
+var vlanName = regexp.MustCompile(`^.+\.[0-9]+$`)
+
+// InfiniBand constants from IPA's Mellanox hardware manager: an IPoIB
+// hardware address is 20 octets (59 characters), the last 8 are the port
+// GUID.
+const (
+	mellanoxVendor         = "0x15b3"
+	infinibandAddrLen      = 59
+	infinibandClientPrefix = "ff:00:00:00:00:00:02:00:00:02:c9:00:"
+)
+
+// collectInterfaces fills interfaces[] with IPA's candidates (IPA
+// netutils.list_interfaces): entries of /sys/class/net that are a VLAN by
+// name, have a device link (a physical, PCI or virtio NIC) or are a bond.
+// lo, bridges, veth, tun/tap, dummy and ifb are skipped. An interface
+// without a usable MAC is dropped, as IPA does.
+func collectInterfaces(ctx context.Context, c *collection) error {
+	entries, err := c.fs.ReadDir("sys/class/net")
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, e := range entries {
+		if c.isInterfaceCandidate(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	var errs []error
+	rec, err := c.netFactsFor(ctx, names)
+	if err != nil {
+		// Addresses, permanent MACs or speeds are missing; sysfs still
+		// gives names, MACs, carrier and PCI data.
+		errs = append(errs, err)
+	}
+	if rec == nil {
+		rec = &netRecord{Interfaces: map[string]netFacts{}}
+	}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ifc, ok, err := c.interfaceInfo(name, rec.Interfaces[name])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			c.inv.Interfaces = append(c.inv.Interfaces, ifc)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *collection) isInterfaceCandidate(name string) bool {
+	if vlanName.MatchString(name) {
+		return true
+	}
+	base := "sys/class/net/" + name
+	if _, err := c.fs.Stat(base + "/device"); err == nil {
+		return true
+	}
+	if fi, err := c.fs.Stat(base + "/bonding"); err == nil && fi.IsDir() {
+		return true
+	}
+	return false
+}
+
+// interfaceInfo builds one record; ok is false when IPA would drop the
+// interface (no usable MAC).
+func (c *collection) interfaceInfo(name string, facts netFacts) (inventory.Interface, bool, error) {
+	base := "sys/class/net/" + name
+	var errs []error
+	optional := func(rel string) *string {
+		v, err := c.fs.ReadString(base + "/" + rel)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return nil
+		}
+		return &v
+	}
+	linkBase := func(rel string) *string {
+		t, err := c.fs.Readlink(base + "/" + rel)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return nil
+		}
+		return inventory.Ptr(path.Base(t))
+	}
+
+	ifc := inventory.Interface{Name: name}
+	ifc.Vendor = optional("device/vendor")
+	ifc.Product = optional("device/device")
+
+	// IPA master: the permanent (burnt-in) address, else the current one.
+	mac := strings.ToLower(facts.PermAddress)
+	if mac == "" {
+		cur, err := c.fs.ReadString(base + "/address")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		mac = strings.ToLower(cur)
+	}
+
+	if len(mac) == infinibandAddrLen && ifc.Vendor != nil && *ifc.Vendor == mellanoxVendor {
+		// IPA's Mellanox manager: the "InfiniBand MAC" is the GUID's first
+		// three and last three octets, the DHCP client id a fixed prefix
+		// plus the GUID; it reports no IPv6, speed, PCI address or driver.
+		guid := mac[36:]
+		ifc.MACAddress = guid[:8] + guid[14:]
+		ifc.ClientID = inventory.Ptr(infinibandClientPrefix + guid)
+		ifc.IPv4Address = first(facts.IPv4)
+		ifc.HasCarrier = c.hasCarrier(name)
+		return ifc, true, errors.Join(errs...)
+	}
+
+	// An empty address, or one starting "fa:", counts as absent in IPA and
+	// the interface is not reported.
+	if mac == "" || strings.HasPrefix(mac, "fa:") || mac == "00:00:00:00:00:00" {
+		return ifc, false, errors.Join(errs...)
+	}
+	ifc.MACAddress = mac
+	ifc.IPv4Address = first(facts.IPv4)
+	ifc.IPv6Address = first(facts.IPv6)
+	ifc.HasCarrier = c.hasCarrier(name)
+	ifc.SpeedMbps = maxLinkSpeed(facts)
+	ifc.PCIAddress = linkBase("device")
+	ifc.Driver = linkBase("device/driver")
+	return ifc, true, errors.Join(errs...)
+}
+
+// hasCarrier is IPA's rule: carrier reads "1". Reading it fails with EINVAL
+// while the interface is down; that is false, not a problem to report.
+func (c *collection) hasCarrier(name string) bool {
+	v, err := c.fs.ReadString("sys/class/net/" + name + "/carrier")
+	return err == nil && v == "1"
+}
+
+func first(s []string) *string {
+	if len(s) == 0 {
+		return nil
+	}
+	return inventory.Ptr(s[0])
+}
+
+// maxLinkSpeed is lshw's capacity (the fastest advertised mode) when the NIC
+// lists modes, else its current speed, else nil.
+func maxLinkSpeed(f netFacts) *int {
+	best := 0
+	for _, m := range f.LinkModes {
+		if n := linkModeMbps(m); n > best {
+			best = n
+		}
+	}
+	if best > 0 {
+		return &best
+	}
+	if f.SpeedMbps != nil && *f.SpeedMbps > 0 {
+		return inventory.Ptr(*f.SpeedMbps)
+	}
+	return nil
+}
+
+// linkModeMbps reads the speed out of an ethtool link mode name such as
+// "25000baseCR/Full"; 0 for modes that are not speeds ("Autoneg", "TP").
+func linkModeMbps(mode string) int {
+	i := strings.Index(mode, "base")
+	if i <= 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(mode[:i])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// collectLLDP fills interfaces[].lldp when asked to (IPA's ipa-collect-lldp):
+// [] for an interface that heard nothing, the raw TLVs otherwise.
+func collectLLDP(ctx context.Context, c *collection) error {
+	if !c.opts.CollectLLDP || len(c.inv.Interfaces) == 0 {
+		return nil
+	}
+	if c.opts.LLDP == nil {
+		return errors.New("LLDP collection requested but no LLDP capturer is configured")
+	}
+	names := make([]string, len(c.inv.Interfaces))
+	for i, ifc := range c.inv.Interfaces {
+		names[i] = ifc.Name
+	}
+	got, err := c.opts.LLDP.Capture(ctx, names, c.opts.LLDPTimeout)
+	if err != nil {
+		return fmt.Errorf("lldp capture: %w", err)
+	}
+	for i := range c.inv.Interfaces {
+		tlvs := got[c.inv.Interfaces[i].Name]
+		if tlvs == nil {
+			tlvs = []inventory.LLDPTLV{}
+		}
+		c.inv.Interfaces[i].LLDP = tlvs
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+func TestInterfaces(t *testing.T) {
+	dev := "sys/devices/pci0000:00/0000:00:03.0"
+	ib := "sys/devices/pci0000:00/0000:00:04.0"
+	root := tree(t, map[string]string{
+		"sys/class/net/eno1":                                    "-> ../../devices/pci0000:00/0000:00:03.0/net/eno1",
+		dev + "/net/eno1/address":                               "3C:FD:FE:00:00:01\n",
+		dev + "/net/eno1/carrier":                               "1\n",
+		dev + "/net/eno1/device":                                "-> ../../../0000:00:03.0",
+		dev + "/vendor":                                         "0x8086\n",
+		dev + "/device":                                         "0x1572\n",
+		dev + "/driver":                                         "-> ../../../bus/pci/drivers/i40e",
+		"sys/bus/pci/drivers/i40e/":                             "",
+		"sys/class/net/bond0":                                   "-> ../../devices/virtual/net/bond0",
+		"sys/devices/virtual/net/bond0/address":                 "3c:fd:fe:00:00:01\n",
+		"sys/devices/virtual/net/bond0/carrier":                 "0\n",
+		"sys/devices/virtual/net/bond0/bonding/":                "",
+		"sys/class/net/bond0.100":                               "-> ../../devices/virtual/net/bond0.100",
+		"sys/devices/virtual/net/bond0.100/address":             "3c:fd:fe:00:00:01\n",
+		"sys/class/net/lo":                                      "-> ../../devices/virtual/net/lo",
+		"sys/devices/virtual/net/lo/address":                    "00:00:00:00:00:00\n",
+		"sys/class/net/veth1":                                   "-> ../../devices/virtual/net/veth1",
+		"sys/devices/virtual/net/veth1/address":                 "fe:00:00:00:00:01\n",
+		"sys/class/net/tap0.x":                                  "-> ../../devices/virtual/net/tap0.x",
+		"sys/devices/virtual/net/tap0.x/address":                "fe:00:00:00:00:02\n",
+		"sys/class/net/fake0":                                   "-> ../../devices/pci0000:00/0000:00:05.0/net/fake0",
+		"sys/devices/pci0000:00/0000:00:05.0/net/fake0/address": "fa:16:3e:00:00:01\n",
+		"sys/devices/pci0000:00/0000:00:05.0/net/fake0/device":  "-> ../../../0000:00:05.0",
+		"sys/class/net/ib0":                                     "-> ../../devices/pci0000:00/0000:00:04.0/net/ib0",
+		ib + "/net/ib0/address":                                 "a0:00:00:27:fe:80:00:00:00:00:00:00:7c:fe:90:03:00:29:26:52\n",
+		ib + "/net/ib0/carrier":                                 "1\n",
+		ib + "/net/ib0/device":                                  "-> ../../../0000:00:04.0",
+		ib + "/vendor":                                          "0x15b3\n",
+		ib + "/device":                                          "0x1017\n",
+		netRecordPath: `{"interfaces": {
+			"eno1": {"perm_address": "3c:fd:fe:aa:bb:cc", "ipv4": ["192.0.2.5", "192.0.2.6"],
+			         "ipv6": ["fe80::1%eno1"], "link_modes": ["Autoneg", "1000baseT/Full", "10000baseT/Full"], "speed_mbps": 1000},
+			"bond0": {"ipv4": [], "ipv6": [], "speed_mbps": 20000},
+			"ib0": {"ipv4": ["10.0.0.1"], "ipv6": ["fe80::2%ib0"]}}}`,
+	})
+	inv, err := Collect(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.MarshalIndent(inv.Interfaces, "", "  ")
+	s := inventory.Ptr[string]
+	want, _ := json.MarshalIndent([]inventory.Interface{
+		{Name: "bond0", MACAddress: "3c:fd:fe:00:00:01", SpeedMbps: inventory.Ptr(20000)},
+		{Name: "bond0.100", MACAddress: "3c:fd:fe:00:00:01"},
+		{Name: "eno1", MACAddress: "3c:fd:fe:aa:bb:cc", IPv4Address: s("192.0.2.5"), IPv6Address: s("fe80::1%eno1"),
+			HasCarrier: true, Vendor: s("0x8086"), Product: s("0x1572"), SpeedMbps: inventory.Ptr(10000),
+			PCIAddress: s("0000:00:03.0"), Driver: s("i40e")},
+		{Name: "ib0", MACAddress: "7c:fe:90:29:26:52", IPv4Address: s("10.0.0.1"), HasCarrier: true,
+			Vendor: s("0x15b3"), Product: s("0x1017"), ClientID: s("ff:00:00:00:00:00:02:00:00:02:c9:00:7c:fe:90:03:00:29:26:52")},
+	}, "", "  ")
+	if string(got) != string(want) {
+		t.Errorf("interfaces:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+type fakeLLDP map[string][]inventory.LLDPTLV
+
+func (f fakeLLDP) Capture(ctx context.Context, names []string, _ time.Duration) (map[string][]inventory.LLDPTLV, error) {
+	return f, nil
+}
+
+func TestLLDPHook(t *testing.T) {
+	root := tree(t, map[string]string{
+		"sys/class/net/eth0":                   "-> ../../devices/virtio0/net/eth0",
+		"sys/devices/virtio0/net/eth0/address": "52:54:00:00:00:01\n",
+		"sys/devices/virtio0/net/eth0/device":  "-> ../../../virtio0",
+		"sys/class/net/eth1":                   "-> ../../devices/virtio1/net/eth1",
+		"sys/devices/virtio1/net/eth1/address": "52:54:00:00:00:02\n",
+		"sys/devices/virtio1/net/eth1/device":  "-> ../../../virtio1",
+	})
+	inv, _ := Collect(context.Background(), Options{Root: root})
+	if inv.Interfaces[0].LLDP != nil {
+		t.Errorf("lldp without CollectLLDP: %v", inv.Interfaces[0].LLDP)
+	}
+	inv, _ = Collect(context.Background(), Options{Root: root, CollectLLDP: true,
+		LLDP: fakeLLDP{"eth0": {{Type: 1, Value: "04aa"}, {Type: 0, Value: ""}}}})
+	b, _ := json.Marshal([][]inventory.LLDPTLV{inv.Interfaces[0].LLDP, inv.Interfaces[1].LLDP})
+	if string(b) != `[[[1,"04aa"],[0,""]],[]]` {
+		t.Errorf("lldp = %s", b)
+	}
+}

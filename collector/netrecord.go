@@ -1,0 +1,74 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// netRecordPath holds, in a fixture tree, what netlink and ethtool said on
+// the recorded machine: sysfs has no IP addresses, no permanent MAC and no
+// supported link modes, so capture-fixture writes them here and the
+// collector reads them back for any root other than "/".
+const netRecordPath = "run/ironic-agent-capture/net.json"
+
+// netRecord is the content of netRecordPath.
+type netRecord struct {
+	// Interfaces maps an interface name to its facts.
+	Interfaces map[string]netFacts `json:"interfaces"`
+}
+
+// netFacts is what the kernel said about one interface over netlink.
+type netFacts struct {
+	// PermAddress is IFLA_PERM_ADDRESS (the burnt-in MAC); "" when the
+	// driver reports none (virtio, most virtual NICs).
+	PermAddress string `json:"perm_address,omitempty"`
+	// IPv4 and IPv6 are the addresses in the kernel's dump order, without
+	// prefix length; IPv6 link-local addresses carry "%<ifname>", as the
+	// getifaddrs-based netifaces IPA uses prints them.
+	IPv4 []string `json:"ipv4"`
+	IPv6 []string `json:"ipv6"`
+	// LinkModes are the ethtool link modes the NIC advertises
+	// ("10000baseT/Full", ...); speed_mbps is the fastest of them, the way
+	// lshw's capacity is the fastest supported mode.
+	LinkModes []string `json:"link_modes,omitempty"`
+	// SpeedMbps is the current link speed; nil when unknown (no link,
+	// virtio).
+	SpeedMbps *int `json:"speed_mbps,omitempty"`
+}
+
+// netFactsFor returns the facts for the named interfaces: from netlink and
+// ethtool on a live root, from netRecordPath below any other root. A
+// fixture without the file gives no facts (addresses and speed null, MAC
+// from sysfs).
+func (c *collection) netFactsFor(ctx context.Context, names []string) (*netRecord, error) {
+	if c.net != nil {
+		return c.net, nil
+	}
+	if c.fs.live() {
+		rec, err := liveNetRecord(ctx, names)
+		if rec != nil {
+			c.net = rec
+		}
+		return rec, err
+	}
+	b, err := c.fs.ReadFile(netRecordPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.net = &netRecord{Interfaces: map[string]netFacts{}}
+		return c.net, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec netRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.fs.Path(netRecordPath), err)
+	}
+	if rec.Interfaces == nil {
+		rec.Interfaces = map[string]netFacts{}
+	}
+	c.net = &rec
+	return c.net, nil
+}
