@@ -18,9 +18,14 @@ APT_PACKAGES=(
 	gdisk
 	hdparm
 	iproute2
+	ironic-api
+	ironic-conductor
+	ironic-inspector
 	lldpd
 	nvme-cli
 	ovmf
+	python3-ironic
+	python3-ironic-inspector
 	qemu-system-x86
 	qemu-utils
 	util-linux
@@ -53,6 +58,17 @@ install_packages() {
 		made_policy=1
 	fi
 	export DEBIAN_FRONTEND=noninteractive
+	# Ironic's and ironic-inspector's maintainer scripts would offer to set up
+	# a database, RabbitMQ and Keystone; the tests run them on sqlite with
+	# noauth, so every such question is answered "no" up front.
+	debconf-set-selections <<-'EOF'
+		ironic-common ironic/configure_db boolean false
+		ironic-common ironic/ksat-create-service-user boolean false
+		ironic-api ironic/configure_api-endpoint boolean false
+		ironic-inspector ironic-inspector/configure_db boolean false
+		ironic-inspector ironic-inspector/configure_api-endpoint boolean false
+		ironic-inspector ironic-inspector/ksat-create-service-user boolean false
+	EOF
 	apt-get -o DPkg::Lock::Timeout=900 update -qq
 	apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	if [ "$made_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi

@@ -1,0 +1,189 @@
+package ironictest
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// confWriter returns a path maker below dir, a line writer and the buffer
+// it writes to.
+func confWriter(dir string) (path func(...string) string, line func(string, ...any), b *strings.Builder) {
+	b = &strings.Builder{}
+	path = func(parts ...string) string { return filepath.Join(append([]string{dir}, parts...)...) }
+	line = func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	return path, line, b
+}
+
+// ironicConf is Ironic's config for the single `ironic` process. The why of
+// each setting:
+//   - auth_strategy noauth, rpc_transport none: no Keystone, no RabbitMQ; the
+//     all-in-one process calls its conductor in-process.
+//   - fake-hardware with fake power/management/boot: no BMC, DHCP or TFTP.
+//     (manual-management cannot load: it supports only pxe/ipxe boot.)
+//   - deploy direct: the agent deploy interface; inspect inspector: Ironic
+//     drives ironic-inspector; raid agent: nodes accept RAID steps from the agent.
+//   - ramdisk_heartbeat_timeout short: the agent heartbeats every 0.3-0.6 of
+//     it, and each heartbeat is what moves the conductor on.
+//   - [agent] short waits: Ironic polls install_bootloader every
+//     command_wait_interval, and after standby.power_off waits for fake power
+//     (which never reports off) only 2 x 1 s before forcing it.
+//   - [deploy] erase priorities: what automated cleaning runs; the default
+//     here keeps the full shred out of it.
+//   - graceful_shutdown_timeout: a stopped ironic must not linger 60 s.
+func ironicConf(c Config) string {
+	p, w, b := confWriter(c.Dir)
+	w("# Written by ironictest for an end-to-end test.")
+	w("[DEFAULT]")
+	w("debug = true")
+	w("log_file = %s", p("log", "ironic.log"))
+	w("use_stderr = false")
+	w("host = 127.0.0.1")
+	w("my_ip = 127.0.0.1")
+	w("auth_strategy = noauth")
+	w("rpc_transport = none")
+	w("state_path = %s", p("state"))
+	w("tempdir = %s", p("state", "tmp"))
+	w("graceful_shutdown_timeout = 5")
+	w("enabled_hardware_types = fake-hardware")
+	w("enabled_power_interfaces = fake")
+	w("default_power_interface = fake")
+	w("enabled_management_interfaces = fake,noop")
+	w("default_management_interface = fake")
+	w("enabled_deploy_interfaces = direct,fake")
+	w("default_deploy_interface = direct")
+	w("enabled_boot_interfaces = fake")
+	w("default_boot_interface = fake")
+	w("enabled_inspect_interfaces = no-inspect,fake,inspector")
+	w("default_inspect_interface = no-inspect")
+	w("enabled_network_interfaces = noop")
+	w("default_network_interface = noop")
+	w("enabled_raid_interfaces = no-raid,agent,fake")
+	w("default_raid_interface = no-raid")
+	w("enabled_rescue_interfaces = no-rescue,agent,fake")
+	w("default_rescue_interface = no-rescue")
+	w("enabled_bios_interfaces = no-bios,fake")
+	w("enabled_console_interfaces = no-console,fake")
+	w("enabled_storage_interfaces = noop,fake")
+	w("enabled_vendor_interfaces = no-vendor,fake")
+	w("default_resource_class = baremetal")
+	w("force_raw_images = true")
+	w("minimum_memory_warning_only = true")
+	w("")
+	w("[api]")
+	w("host_ip = 127.0.0.1")
+	w("port = %d", c.IronicPort)
+	w("api_workers = 1")
+	w("ramdisk_heartbeat_timeout = %d", int(c.HeartbeatTimeout.Seconds()))
+	w("restrict_lookup = true")
+	w("")
+	w("[conductor]")
+	w("automated_clean = true")
+	w("clean_callback_timeout = 600")
+	w("deploy_callback_timeout = 600")
+	w("inspect_wait_timeout = 600")
+	w("check_provision_state_interval = 10")
+	w("sync_power_state_interval = 60")
+	w("heartbeat_interval = 5")
+	w("api_url = http://127.0.0.1:%d", c.IronicPort)
+	w("power_state_change_timeout = 5")
+	w("node_locked_retry_attempts = 5")
+	w("node_locked_retry_interval = 1")
+	w("")
+	w("[agent]")
+	w("image_download_source = http")
+	w("command_timeout = 30")
+	w("max_command_attempts = 3")
+	w("command_wait_attempts = 20")
+	w("command_wait_interval = 2")
+	w("post_deploy_get_power_state_retries = 2")
+	w("post_deploy_get_power_state_retry_interval = 1")
+	w("deploy_logs_collect = on_failure")
+	w("deploy_logs_storage_backend = local")
+	w("deploy_logs_local_path = %s", p("state", "deploy_logs"))
+	w("require_tls = false")
+	w("")
+	w("[deploy]")
+	w("http_url = http://127.0.0.1:8088/httpboot")
+	w("http_root = %s", p("http", "httpboot"))
+	w("fast_track = false")
+	w("erase_devices_priority = %d", c.EraseDevicesPriority)
+	w("erase_devices_metadata_priority = %d", *c.EraseDevicesMetadataPriority)
+	w("power_off_after_deploy_failure = true")
+	w("default_boot_mode = uefi")
+	w("")
+	w("[dhcp]")
+	w("dhcp_provider = none")
+	w("")
+	w("[database]")
+	w("connection = sqlite:///%s", p("state", "ironic.sqlite"))
+	w("")
+	w("[oslo_concurrency]")
+	w("lock_path = %s", p("state", "lock"))
+	w("")
+	w("[nova]")
+	w("send_power_notifications = false")
+	w("")
+	w("[inspector]")
+	w("auth_type = none")
+	w("endpoint_override = http://127.0.0.1:%d", c.InspectorPort)
+	w("callback_endpoint_override = http://127.0.0.1:%d", c.InspectorPort)
+	w("power_off = true")
+	w("require_managed_boot = false")
+	w("status_check_period = 2")
+	w("")
+	w("[service_catalog]")
+	w("auth_type = none")
+	w("endpoint_override = http://127.0.0.1:%d", c.IronicPort)
+	return b.String()
+}
+
+// inspectorConf is ironic-inspector's config: standalone (API and conductor
+// in one process) with the fake:// transport (else oslo.messaging wants
+// RabbitMQ), data stored in the database so the data API answers, unknown
+// machines enrolled into Ironic as fake-hardware with a port per MAC, and
+// the LLDP hook on top of the defaults.
+func inspectorConf(c Config) string {
+	p, w, b := confWriter(c.Dir)
+	w("# Written by ironictest for an end-to-end test.")
+	w("[DEFAULT]")
+	w("debug = true")
+	w("log_file = %s", p("log", "inspector.log"))
+	w("use_stderr = false")
+	w("auth_strategy = noauth")
+	w("standalone = true")
+	w("transport_url = fake://")
+	w("host = 127.0.0.1")
+	w("listen_address = 127.0.0.1")
+	w("listen_port = %d", c.InspectorPort)
+	w("timeout = 600")
+	w("can_manage_boot = true")
+	w("graceful_shutdown_timeout = 5")
+	w("")
+	w("[database]")
+	w("connection = sqlite:///%s", p("state", "inspector.sqlite"))
+	w("")
+	w("[ironic]")
+	w("auth_type = none")
+	w("endpoint_override = http://127.0.0.1:%d", c.IronicPort)
+	w("")
+	w("[processing]")
+	w("store_data = database")
+	w("node_not_found_hook = enroll")
+	w("add_ports = all")
+	w("keep_ports = all")
+	w("ramdisk_logs_dir = %s", p("state", "inspector_ramdisk_logs"))
+	w("always_store_ramdisk_logs = true")
+	w("power_off = true")
+	w("processing_hooks = $default_processing_hooks,lldp_basic")
+	w("")
+	w("[discovery]")
+	w("enroll_node_driver = fake-hardware")
+	w("")
+	w("[pxe_filter]")
+	w("driver = noop")
+	w("")
+	w("[oslo_concurrency]")
+	w("lock_path = %s", p("state", "lock"))
+	return b.String()
+}

@@ -1,0 +1,323 @@
+package ironictest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config says where and how the services run. Zero values take the
+// defaults named on each field.
+type Config struct {
+	// Dir receives etc/, log/ and state/; it must exist and belong to the
+	// caller (a test's temp dir).
+	Dir string
+	// IronicPort is Ironic's API port (6385).
+	IronicPort int
+	// InspectorPort is ironic-inspector's API port (5050).
+	InspectorPort int
+	// HeartbeatTimeout is [api] ramdisk_heartbeat_timeout, handed to the agent
+	// at lookup; the agent heartbeats every 0.3-0.6 of it (10 s).
+	HeartbeatTimeout time.Duration
+	// EraseDevicesPriority and EraseDevicesMetadataPriority are the
+	// priorities of the agent's erase steps in automated cleaning; 0 disables
+	// a step. Defaults: 0 (no full shred in automated cleaning) and 99.
+	EraseDevicesPriority         int
+	EraseDevicesMetadataPriority *int
+	// NoInspector leaves ironic-inspector stopped.
+	NoInspector bool
+}
+
+func (c *Config) defaults() {
+	if c.IronicPort == 0 {
+		c.IronicPort = 6385
+	}
+	if c.InspectorPort == 0 {
+		c.InspectorPort = 5050
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 10 * time.Second
+	}
+	if c.EraseDevicesMetadataPriority == nil {
+		p := 99
+		c.EraseDevicesMetadataPriority = &p
+	}
+}
+
+// Timings are what starting the services cost.
+type Timings struct {
+	// DBSync covers ironic-dbsync create_schema and ironic-inspector-dbsync upgrade.
+	DBSync time.Duration
+	// Ironic is from starting the process to its API answering with the
+	// fake-hardware driver registered by the conductor.
+	Ironic time.Duration
+	// Inspector is from starting the process to its API answering.
+	Inspector time.Duration
+}
+
+// Services are a running Ironic (single process: API and conductor with
+// rpc_transport none) and, unless disabled, ironic-inspector.
+type Services struct {
+	cfg          Config
+	IronicURL    string
+	InspectorURL string
+	Timings      Timings
+
+	mu        sync.Mutex
+	ironic    *process
+	inspector *process
+}
+
+// Start writes the configs, creates the databases, starts the services and
+// waits until their APIs answer. On error everything started is stopped.
+func Start(ctx context.Context, cfg Config) (*Services, error) {
+	cfg.defaults()
+	if cfg.Dir == "" {
+		return nil, errors.New("ironictest: Config.Dir is required")
+	}
+	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "http/httpboot"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	s := &Services{
+		cfg:          cfg,
+		IronicURL:    fmt.Sprintf("http://127.0.0.1:%d", cfg.IronicPort),
+		InspectorURL: fmt.Sprintf("http://127.0.0.1:%d", cfg.InspectorPort),
+	}
+	ports := []int{cfg.IronicPort}
+	if !cfg.NoInspector {
+		ports = append(ports, cfg.InspectorPort)
+	}
+	for _, p := range ports {
+		if err := portFree(p); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(s.ironicConf(), []byte(ironicConf(cfg)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(s.inspectorConf(), []byte(inspectorConf(cfg)), 0o644); err != nil {
+		return nil, err
+	}
+	// The two services are independent and each spends seconds importing
+	// Python modules, so their databases and processes are made in parallel.
+	start := time.Now()
+	var dbErrs [2]error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		dbErrs[0] = runLogged(exec.CommandContext(ctx, "ironic-dbsync", "--config-file", s.ironicConf(), "create_schema"))
+	})
+	if !cfg.NoInspector {
+		wg.Go(func() {
+			dbErrs[1] = runLogged(exec.CommandContext(ctx, "ironic-inspector-dbsync", "--config-file", s.inspectorConf(), "upgrade"))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(dbErrs[:]...); err != nil {
+		return nil, err
+	}
+	s.Timings.DBSync = time.Since(start)
+
+	var startErrs [2]error
+	wg.Go(func() { startErrs[0] = s.StartIronic(ctx) })
+	if !cfg.NoInspector {
+		wg.Go(func() { startErrs[1] = s.StartInspector(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(startErrs[:]...); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Services) ironicConf() string    { return filepath.Join(s.cfg.Dir, "etc", "ironic.conf") }
+func (s *Services) inspectorConf() string { return filepath.Join(s.cfg.Dir, "etc", "inspector.conf") }
+
+// LogFiles lists every log the services wrote, for attaching to a failed test.
+func (s *Services) LogFiles() []string {
+	m, _ := filepath.Glob(filepath.Join(s.cfg.Dir, "log", "*"))
+	return m
+}
+
+// StartIronic starts the single-process ironic and waits until the conductor
+// has registered fake-hardware (until then node creation fails).
+func (s *Services) StartIronic(ctx context.Context) error {
+	c := NewClient(s.IronicURL)
+	return s.startService(ctx, &s.ironic, &s.Timings.Ironic, s.IronicURL, func(ctx context.Context) error {
+		return c.driverRegistered(ctx, "fake-hardware")
+	}, "ironic", "--config-file", s.ironicConf())
+}
+
+// StopIronic stops the ironic process (API and conductor) and waits for it.
+func (s *Services) StopIronic() error { return s.stopService(&s.ironic) }
+
+// StartInspector starts ironic-inspector and waits for its API.
+func (s *Services) StartInspector(ctx context.Context) error {
+	return s.startService(ctx, &s.inspector, &s.Timings.Inspector, s.InspectorURL, func(ctx context.Context) error {
+		return getOK(ctx, s.InspectorURL+"/")
+	}, "ironic-inspector", "--config-file", s.inspectorConf())
+}
+
+// StopInspector stops ironic-inspector and waits for it.
+func (s *Services) StopInspector() error { return s.stopService(&s.inspector) }
+
+// startService starts argv into *slot (guarded by s.mu, not held while
+// waiting, so two services can start at once) and waits until ready.
+func (s *Services) startService(ctx context.Context, slot **process, took *time.Duration, url string, ready func(context.Context) error, argv ...string) error {
+	name := argv[0]
+	start := time.Now()
+	s.mu.Lock()
+	if *slot != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%s is already running", name)
+	}
+	p, err := startProcess(name, filepath.Join(s.cfg.Dir, "log", name+".out"), argv...)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	*slot = p
+	s.mu.Unlock()
+	if err := waitUntil(ctx, 90*time.Second, p, ready); err != nil {
+		return fmt.Errorf("%s did not come up at %s (log %s): %w", name, url, p.log, err)
+	}
+	s.mu.Lock()
+	*took = time.Since(start)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Services) stopService(slot **process) error {
+	s.mu.Lock()
+	p := *slot
+	*slot = nil
+	s.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.stop()
+}
+
+// Close stops everything that runs.
+func (s *Services) Close() error {
+	return errors.Join(s.StopInspector(), s.StopIronic())
+}
+
+// process is one service started in its own session, so that stopping it
+// also reaches the workers it forks.
+type process struct {
+	name string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set before done closes
+}
+
+func startProcess(name, logPath string, argv ...string) (*process, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f, "==== %s: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(argv, " "))
+	// Not CommandContext: the process must outlive the context of the call
+	// that started it; stop() ends it.
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout = f
+	cmd.Stderr = f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after 15 s.
+func (p *process) stop() error {
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+	// Workers that ignored SIGTERM but outlived the leader.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
+
+// exited reports the process's exit, if it has exited.
+func (p *process) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// waitUntil polls ready every 250 ms until it succeeds, the process dies,
+// the timeout passes or ctx ends.
+func waitUntil(ctx context.Context, timeout time.Duration, p *process, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if dead, err := p.exited(); dead {
+			return fmt.Errorf("%s exited: %v; last probe: %v", p.name, err, last)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		last = ready(rctx)
+		rcancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last probe: %v", ctx.Err(), last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func getOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port 127.0.0.1:%d is taken by another process: %w", port, err)
+	}
+	return l.Close()
+}

@@ -1,0 +1,137 @@
+// Package e2e runs the agent binary against Debian's real Ironic 21.4 and
+// ironic-inspector 11.1 on 127.0.0.1, with loop devices as the only disks
+// it may touch.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+)
+
+// suite is what TestMain sets up once for the whole test binary: starting
+// Ironic takes seconds, so every scenario shares one.
+type suite struct {
+	dir       string
+	services  *ironictest.Services
+	ironic    *ironictest.Client
+	inspector *ironictest.InspectorClient
+	agentBin  string
+	// setupErr is why the suite could not be set up; tests fail with it.
+	setupErr error
+	// installTime is how long apt-get took (0: packages were present).
+	installTime time.Duration
+	buildTime   time.Duration
+}
+
+// theSuite is written once by TestMain before any test runs.
+var theSuite *suite
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		// Tests skip loudly on their own.
+		return m.Run()
+	}
+	s := &suite{}
+	theSuite = s
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "ironic-e2e-")
+	if err != nil {
+		s.setupErr = err
+		return m.Run()
+	}
+	s.dir = dir
+	defer func() {
+		if os.Getenv("E2E_KEEP") == "" {
+			os.RemoveAll(dir)
+		}
+	}()
+	s.setupErr = s.setUp(ctx)
+	if s.services != nil {
+		defer s.services.Close()
+	}
+	fmt.Fprintf(os.Stderr, "e2e: work dir %s; apt install %s, agent build %s, dbsync %s, ironic start %s, inspector start %s\n",
+		dir, s.installTime.Round(time.Millisecond), s.buildTime.Round(time.Millisecond), timing(s, "dbsync"), timing(s, "ironic"), timing(s, "inspector"))
+	if s.setupErr != nil {
+		fmt.Fprintf(os.Stderr, "e2e: set-up failed: %v\n", s.setupErr)
+	}
+	return m.Run()
+}
+
+func timing(s *suite, what string) time.Duration {
+	if s.services == nil {
+		return 0
+	}
+	t := s.services.Timings
+	switch what {
+	case "dbsync":
+		return t.DBSync.Round(time.Millisecond)
+	case "ironic":
+		return t.Ironic.Round(time.Millisecond)
+	default:
+		return t.Inspector.Round(time.Millisecond)
+	}
+}
+
+func (s *suite) setUp(ctx context.Context) error {
+	var err error
+	if s.installTime, err = ironictest.EnsurePackages(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	s.agentBin = filepath.Join(s.dir, "ironic-agent")
+	build := exec.CommandContext(ctx, "go", "build", "-o", s.agentBin, "../cmd/ironic-agent")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ../cmd/ironic-agent: %v: %s", err, out)
+	}
+	s.buildTime = time.Since(start)
+	svcDir := filepath.Join(s.dir, "services")
+	if err := os.MkdirAll(svcDir, 0o755); err != nil {
+		return err
+	}
+	s.services, err = ironictest.Start(ctx, ironictest.Config{Dir: svcDir})
+	if err != nil {
+		return err
+	}
+	s.ironic = ironictest.NewClient(s.services.IronicURL)
+	s.inspector = ironictest.NewInspectorClient(s.services.InspectorURL)
+	return nil
+}
+
+// need returns the suite or ends the test: skipped when not root (the only
+// reason to skip), failed when set-up failed. On failure the services' logs
+// written during the test are attached.
+func need(t *testing.T) *suite {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: installs and runs Debian's Ironic and ironic-inspector, uses loop devices")
+	}
+	s := theSuite
+	if s == nil || s.setupErr != nil {
+		var err error
+		if s != nil {
+			err = s.setupErr
+		}
+		t.Fatalf("e2e set-up failed: %v", err)
+	}
+	mark := s.services.Mark()
+	start := time.Now()
+	t.Cleanup(func() {
+		t.Logf("scenario time: %s", time.Since(start).Round(time.Millisecond))
+		if t.Failed() {
+			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
+		}
+	})
+	return s
+}
