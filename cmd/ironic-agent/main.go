@@ -25,6 +25,7 @@ func commands() []command {
 	return []command{
 		{"inventory", "print this machine's IPA-format hardware inventory", runInventory},
 		{"capture-fixture", "record this machine's inventory sources as a replayable fixture", runCaptureFixture},
+		{"run", "run the agent: inspection, lookup, heartbeats and the REST API Ironic drives", runAgent},
 		{"version", "print the agent version", runVersion},
 	}
 }

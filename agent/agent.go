@@ -1,0 +1,639 @@
+// Package agent is the Ironic agent itself: start-up (inspection, lookup),
+// heartbeats, the command extensions Ironic calls, and the generic hardware
+// manager. Sub-packages hold the parts: config, api (REST server), command
+// (results and dispatch), hwmgr (hardware-manager framework), ironic (the
+// Ironic client), inspect (inspection data), tlsutil (TLS material).
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/agent/api"
+	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/agent/inspect"
+	"github.com/ironic-go/ironic-agent/agent/ironic"
+	"github.com/ironic-go/ironic-agent/agent/tlsutil"
+	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/internal/version"
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+// Options are what the agent is built from. Only Config is required.
+type Options struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// LogRing holds the agent's own log for collect_system_logs; nil: a
+	// fresh 1 MiB ring that only sees what the caller also writes to it.
+	LogRing *LogRing
+	// Managers are extra hardware managers registered at build time; the
+	// generic manager and the executable-steps manager are always added.
+	Managers []func() hwmgr.Manager
+	// Machine powers off, reboots and flushes; nil: the real host.
+	Machine Machine
+	// Inventory collects the inventory; nil: collector.Collect below
+	// Config.InventoryRoot.
+	Inventory func(ctx context.Context) (*inventory.Inventory, error)
+	// BlockDevices lists exactly the named devices (collector.BlockDevices)
+	// for a confined agent.
+	BlockDevices func(ctx context.Context, names []string) ([]inventory.Disk, error)
+	// Listener is used instead of listening on listen_host:listen_port.
+	Listener net.Listener
+	// Backoff and Clock replace time and randomness in tests.
+	Backoff ironic.Backoff
+	Clock   Clock
+	// Ready is called with the API's base URL once it is listening.
+	Ready func(url string)
+	// InterfaceWait bounds the wait for an interface with a MAC (60 s).
+	InterfaceWait time.Duration
+	// ShutdownDelay is how long power_off and run_image wait before acting,
+	// so their HTTP reply reaches Ironic (1 s).
+	ShutdownDelay time.Duration
+	// StateRoot prefixes the paths the agent itself writes or checks
+	// (/etc/.rescued, the rescue password); "" means "/".
+	StateRoot string
+}
+
+// Agent is one running agent.
+type Agent struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	ring     *LogRing
+	http     *http.Client
+	ironic   *ironic.Client
+	managers *hwmgr.Set
+	generic  *GenericManager
+	exec     *command.Executor
+	tokens   *api.Tokens
+	machine  Machine
+	opts     Options
+
+	startedAt time.Time
+	hb        *Heartbeater
+
+	mu               sync.Mutex
+	inv              *inventory.Inventory
+	node             map[string]any
+	nodeUUID         string
+	lookupConfig     map[string]any
+	heartbeatTimeout time.Duration
+	callbackURL      string
+	verifyCA         string
+	partitionUUIDs   map[string]any
+	stopServing      chan struct{}
+	stopOnce         sync.Once
+}
+
+// New builds an agent. It loads the hardware managers; nothing is sent
+// anywhere yet.
+func New(ctx context.Context, opts Options) (*Agent, error) {
+	if opts.Config == nil {
+		return nil, errors.New("agent: no configuration")
+	}
+	cfg := opts.Config
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.LogRing == nil {
+		opts.LogRing = NewLogRing(1 << 20)
+	}
+	if opts.Machine == nil {
+		opts.Machine = HostMachine{}
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.InterfaceWait == 0 {
+		opts.InterfaceWait = 60 * time.Second
+	}
+	if opts.ShutdownDelay == 0 {
+		opts.ShutdownDelay = time.Second
+	}
+	if opts.StateRoot == "" {
+		opts.StateRoot = "/"
+	}
+	a := &Agent{
+		cfg:              cfg,
+		log:              opts.Log,
+		ring:             opts.LogRing,
+		machine:          opts.Machine,
+		opts:             opts,
+		tokens:           &api.Tokens{},
+		heartbeatTimeout: 300 * time.Second,
+		stopServing:      make(chan struct{}),
+	}
+	if opts.Inventory == nil {
+		a.opts.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
+			return collector.Collect(ctx, collector.Options{
+				Root: cfg.InventoryRoot, Logger: a.log, CollectLLDP: cfg.CollectLLDP, LLDPTimeout: cfg.LLDPTimeout,
+				SkipBMC: a.skipBMC(),
+			})
+		}
+	}
+	hc, err := tlsutil.NewHTTPClient(a.TLSClientOptions(cfg.HTTPRequestTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("TLS client options: %w", err)
+	}
+	a.http = hc
+	if cfg.AgentToken != "" {
+		a.tokens.SetToken(cfg.AgentToken)
+	}
+	if !cfg.Standalone {
+		a.ironic, err = ironic.NewClient(cfg.APIURLs, hc, cfg.IronicAPIVersion)
+		if err != nil {
+			return nil, err
+		}
+		a.ironic.RequestID = cfg.GlobalRequestID
+		a.ironic.Log = a.log
+	} else {
+		a.tokens.AllowTokenless(true)
+	}
+	a.generic = &GenericManager{Disks: a.Disks, InjectFilesPriority: cfg.InjectFilesPriority}
+	execSteps := hwmgr.NewExecSteps(cfg.StepsDir)
+	if err := execSteps.LoadError(); err != nil {
+		return nil, err
+	}
+	ctors := []func() hwmgr.Manager{func() hwmgr.Manager { return a.generic }, func() hwmgr.Manager { return execSteps }}
+	ctors = append(ctors, opts.Managers...)
+	a.managers, err = hwmgr.Load(ctx, ctors, a.log)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// TLSClientOptions returns the TLS client options of every outgoing call,
+// with the given per-request timeout (0: none). deploy's image downloads
+// use them through HTTPClient.
+func (a *Agent) TLSClientOptions(timeout time.Duration) tlsutil.ClientOptions {
+	return tlsutil.ClientOptions{Insecure: a.cfg.Insecure, CAFile: a.cfg.CAFile, CertFile: a.cfg.CertFile, KeyFile: a.cfg.KeyFile, Timeout: timeout}
+}
+
+// HTTPClient returns a client with the agent's TLS options and the given
+// whole-request timeout (0 for downloads that bound themselves).
+func (a *Agent) HTTPClient(timeout time.Duration) (*http.Client, error) {
+	return tlsutil.NewHTTPClient(a.TLSClientOptions(timeout))
+}
+
+// Managers returns the loaded hardware managers.
+func (a *Agent) Managers() *hwmgr.Set { return a.managers }
+
+// Executor returns the command executor (nil before Run starts it).
+func (a *Agent) Executor() *command.Executor { return a.exec }
+
+// Tokens returns the agent-token holder.
+func (a *Agent) Tokens() *api.Tokens { return a.tokens }
+
+func (a *Agent) skipBMC() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, _ := a.lookupConfig["agent_skip_bmc_detect"].(bool)
+	return v
+}
+
+// Inventory returns the cached inventory, collecting it the first time.
+func (a *Agent) Inventory(ctx context.Context) (*inventory.Inventory, error) {
+	a.mu.Lock()
+	inv := a.inv
+	a.mu.Unlock()
+	if inv != nil {
+		return inv, nil
+	}
+	return a.refreshInventory(ctx)
+}
+
+func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, error) {
+	inv, err := a.opts.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.inv = inv
+	a.mu.Unlock()
+	return inv, nil
+}
+
+// Disks returns the disks steps may touch: exactly the allowed devices
+// when the agent is confined, else the inventory's disks.
+func (a *Agent) Disks(ctx context.Context) ([]inventory.Disk, error) {
+	if len(a.cfg.AllowedDevices) > 0 {
+		if a.opts.BlockDevices == nil {
+			return nil, errors.New("allowed_devices is set but this build cannot list named block devices")
+		}
+		return a.opts.BlockDevices(ctx, a.cfg.AllowedDevices)
+	}
+	inv, err := a.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return inv.Disks, nil
+}
+
+// Node returns the node last received (lookup or a command's node
+// parameter), nil if none.
+func (a *Agent) Node() map[string]any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.node
+}
+
+// LookupConfig returns the config object of the last lookup.
+func (a *Agent) LookupConfig() map[string]any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lookupConfig
+}
+
+// cacheNode records the node a command was given (IPA's cache_node).
+func (a *Agent) cacheNode(node map[string]any) {
+	if node == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.node = node
+	if u, ok := node["uuid"].(string); ok && u != "" && a.nodeUUID == "" {
+		a.nodeUUID = u
+	}
+}
+
+// SetPartitionUUIDs records what standby.get_partition_uuids returns after
+// an image write (deploy-image calls it).
+func (a *Agent) SetPartitionUUIDs(v map[string]any) {
+	a.mu.Lock()
+	a.partitionUUIDs = v
+	a.mu.Unlock()
+}
+
+// processLookup applies a lookup reply (IPA's process_lookup_data).
+func (a *Agent) processLookup(res *ironic.LookupResult) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.node = res.Node
+	a.nodeUUID = res.NodeUUID
+	a.lookupConfig = res.RawConfig
+	if res.Config.HeartbeatTimeout > 0 {
+		a.heartbeatTimeout = time.Duration(res.Config.HeartbeatTimeout * float64(time.Second))
+	}
+	tok := res.Config.AgentToken
+	switch {
+	case tok == nil:
+		if res.Config.AgentTokenRequired && a.tokens.Token() == "" {
+			a.log.Error("Ironic requires an agent token but sent none")
+		}
+	case *tok == "******":
+		// Issued once per operation: a later lookup gets the mask and
+		// must never replace the token already held.
+		if a.tokens.Token() == "" {
+			a.log.Error("Ironic sent a masked agent token and this agent holds none (restarted mid-operation?); commands will be refused until a new operation issues one")
+		} else {
+			a.log.Info("lookup returned the masked token; keeping the one held")
+		}
+	case len(*tok) >= 32:
+		a.tokens.SetToken(*tok)
+		a.log.Info("agent token received")
+	default:
+		a.log.Warn("ignoring an agent token shorter than 32 characters", "length", len(*tok))
+	}
+}
+
+// StopServing ends the API (rescue): Run returns.
+func (a *Agent) StopServing() {
+	a.stopOnce.Do(func() { close(a.stopServing) })
+}
+
+// Run starts the agent and serves until ctx ends or a command stops it.
+func (a *Agent) Run(ctx context.Context) error {
+	a.startedAt = time.Now()
+	a.exec = command.NewExecutor(ctx, a.extensions(), a.log, func(*command.Result) {
+		if a.hb != nil {
+			a.hb.Force()
+		}
+	})
+	if d := a.cfg.HardwareInitializationDelay; d > 0 {
+		a.log.Info("hardware initialization delay", "delay", d)
+		if err := sleepCtx(ctx, d); err != nil {
+			return err
+		}
+	}
+	var inv *inventory.Inventory
+	var err error
+	if a.cfg.Standalone && a.cfg.InspectionCallbackURL == "" {
+		// Nothing to look up: no need to wait for the network.
+		inv, err = a.refreshInventory(ctx)
+	} else {
+		inv, err = a.waitForInterfaces(ctx)
+	}
+	if err != nil {
+		return err
+	}
+
+	var inspectedUUID string
+	if a.cfg.InspectionCallbackURL != "" {
+		inspectedUUID = a.inspect(ctx, inv)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+
+	var apiVersion ironic.Version
+	if !a.cfg.Standalone {
+		macs := inv.MACs()
+		a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
+		res, err := a.ironic.LookupNode(ctx, a.opts.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
+		if err != nil {
+			return fmt.Errorf("lookup: %w", err)
+		}
+		a.processLookup(res)
+		a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
+		apiVersion = a.ironic.APIVersion(ctx)
+	}
+
+	if _, err := os.Stat(filepath.Join(a.opts.StateRoot, "etc/.rescued")); err == nil {
+		a.log.Warn("this machine was rescued (/etc/.rescued exists): not serving the API")
+		<-ctx.Done()
+		return nil
+	}
+
+	tlsCfg, err := a.setupTLS(ctx, apiVersion)
+	if err != nil {
+		return err
+	}
+	ln := a.opts.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", net.JoinHostPort(a.cfg.ListenHost, strconv.Itoa(a.cfg.ListenPort)))
+		if err != nil {
+			return fmt.Errorf("API listener on %s port %d: %w", a.cfg.ListenHost, a.cfg.ListenPort, err)
+		}
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	srv := &http.Server{
+		Handler: (&api.Server{Exec: a.exec, Tokens: a.tokens, Version: version.Version,
+			StartedAt: func() time.Time { return a.startedAt }, Log: a.log}).Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	a.log.Info("agent API listening", "address", ln.Addr().String(), "scheme", scheme, "callback_url", a.callbackURL)
+	if a.opts.Ready != nil {
+		a.opts.Ready(scheme + "://" + ln.Addr().String())
+	}
+
+	hbCtx, stopHB := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	if !a.cfg.Standalone {
+		a.hb = NewHeartbeater(a.sendHeartbeat, a.currentHeartbeatTimeout, a.log)
+		a.hb.Clock = a.opts.Clock
+		if a.opts.Backoff.Float64 != nil {
+			a.hb.Float64 = a.opts.Backoff.Float64
+		}
+		go func() { defer close(hbDone); a.hb.Run(hbCtx) }()
+	} else {
+		close(hbDone)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+	case <-a.stopServing:
+		a.log.Info("stopped serving on request")
+	case err := <-serveErr:
+		runErr = fmt.Errorf("API server: %w", err)
+	}
+	stopHB()
+	<-hbDone
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	waitDone := make(chan struct{})
+	go func() { a.exec.Wait(); close(waitDone) }()
+	select {
+	case <-waitDone:
+	case <-time.After(10 * time.Second):
+		a.log.Warn("async command still running at shutdown")
+	}
+	return runErr
+}
+
+// sleepCtx sleeps d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	return ironic.Backoff{}.SleepOrReal(ctx, d)
+}
+
+// waitForInterfaces collects the inventory until it lists an interface
+// with a MAC, for up to InterfaceWait (IPA waits 60 s, then goes on).
+func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, error) {
+	deadline := time.Now().Add(a.opts.InterfaceWait)
+	for {
+		inv, err := a.refreshInventory(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("inventory: %w", err)
+		}
+		if len(inv.MACs()) > 0 {
+			return inv, nil
+		}
+		if time.Now().After(deadline) {
+			a.log.Warn("no network interface with a MAC address found; going on", "waited", a.opts.InterfaceWait)
+			return inv, nil
+		}
+		a.log.Info("waiting for a network interface with a MAC address")
+		if err := sleepCtx(ctx, min(5*time.Second, a.opts.InterfaceWait)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
+	versions := a.managers.Versions()
+	var mgrs []inspect.Manager
+	for _, m := range a.managers.Managers() {
+		mgrs = append(mgrs, inspect.Manager{Name: m.Name(), Version: versions[m.Name()]})
+	}
+	uuid, err := inspect.Run(ctx, inspect.Options{
+		URL:        a.cfg.InspectionCallbackURL,
+		HTTP:       a.http,
+		Collectors: a.cfg.InspectionCollectors,
+		Inventory:  inv,
+		BootIF:     a.cfg.BootIF,
+		Root:       a.cfg.InventoryRoot,
+		Managers:   mgrs,
+		Logs:       a.systemLogs,
+		Log:        a.log,
+		Backoff:    a.opts.Backoff,
+		Timeout:    a.cfg.LookupTimeout,
+		RequestID:  a.cfg.GlobalRequestID,
+	})
+	if err != nil {
+		a.log.Error("inspection failed; proceeding with lookup", "error", err)
+	}
+	return uuid
+}
+
+func (a *Agent) currentHeartbeatTimeout() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heartbeatTimeout
+}
+
+func (a *Agent) sendHeartbeat(ctx context.Context) error {
+	a.mu.Lock()
+	uuid, cb, ca := a.nodeUUID, a.callbackURL, a.verifyCA
+	a.mu.Unlock()
+	return a.ironic.SendHeartbeat(ctx, uuid, ironic.Heartbeat{
+		CallbackURL: cb, Token: a.tokens.Token(), AgentVersion: version.Version, VerifyCA: ca,
+	})
+}
+
+// setupTLS fixes the callback URL and, with automatic TLS against Ironic
+// >= 1.68, makes the self-signed certificate. Both are decided once, before
+// the first heartbeat: Ironic rejects a changed callback URL or CA.
+func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, error) {
+	host := a.cfg.AdvertiseHost
+	if host == "" && !a.cfg.Standalone {
+		h, err := a.findAdvertiseAddress(ctx)
+		if err != nil {
+			return nil, err
+		}
+		host = h
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	proto := a.cfg.AdvertiseProtocol
+	var tlsCfg *tls.Config
+	switch {
+	case a.cfg.ListenTLS:
+		pair, err := tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("listen_tls: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+		proto = "https"
+	case a.cfg.EnableAutoTLS && !a.cfg.Standalone && v.AtLeast(ironic.VerifyCAMinor):
+		ip := net.ParseIP(host)
+		if ip == nil {
+			ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+			if err != nil || len(ips) == 0 {
+				return nil, fmt.Errorf("auto TLS: advertised host %q has no IP address: %v", host, err)
+			}
+			ip = ips[0]
+		}
+		hn, _ := os.Hostname()
+		cert, err := tlsutil.GenerateSelfSigned(ip, hn, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert.Cert}, MinVersion: tls.VersionTLS12}
+		proto = "https"
+		a.mu.Lock()
+		a.verifyCA = string(cert.CertPEM)
+		a.mu.Unlock()
+		a.log.Info("automatic TLS: generated a self-signed certificate", "ip", ip.String())
+	}
+	u := url.URL{Scheme: proto, Host: net.JoinHostPort(host, strconv.Itoa(a.cfg.AdvertisePort))}
+	a.mu.Lock()
+	a.callbackURL = u.String()
+	a.mu.Unlock()
+	return tlsCfg, nil
+}
+
+// findAdvertiseAddress finds the local address of the route to Ironic (what
+// IPA gets from "ip route get"): a UDP "connection" picks the route and
+// source address without sending anything. With network_interface set, that
+// interface's IPv4 address is used instead.
+func (a *Agent) findAdvertiseAddress(ctx context.Context) (string, error) {
+	attempts := max(a.cfg.IPLookupAttempts, 1)
+	var lastErr error
+	for i := 0; i < attempts; i++ {
+		if a.cfg.NetworkInterface != "" {
+			ip, err := interfaceIPv4(a.cfg.NetworkInterface)
+			if err == nil {
+				return ip, nil
+			}
+			lastErr = err
+		} else {
+			for _, raw := range a.cfg.APIURLs {
+				ip, err := routeSource(ctx, raw)
+				if err == nil {
+					return ip, nil
+				}
+				lastErr = err
+			}
+		}
+		if i+1 < attempts {
+			if err := sleepCtx(ctx, a.cfg.IPLookupSleep); err != nil {
+				return "", err
+			}
+		}
+	}
+	return "", fmt.Errorf("cannot find the address to advertise (set ipa-advertise-host): %w", lastErr)
+}
+
+func routeSource(ctx context.Context, raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "udp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return "", fmt.Errorf("route to %s: %w", u.Host, err)
+	}
+	defer c.Close()
+	ip := c.LocalAddr().(*net.UDPAddr).IP
+	if ip.IsLinkLocalUnicast() {
+		return "", fmt.Errorf("route to %s: only a link-local source address %s", u.Host, ip)
+	}
+	return ip.String(), nil
+}
+
+func interfaceIPv4(name string) (string, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return "", fmt.Errorf("network_interface %s: %w", name, err)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return "", fmt.Errorf("network_interface %s: %w", name, err)
+	}
+	for _, ad := range addrs {
+		if n, ok := ad.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("network_interface %s has no IPv4 address", name)
+}
+
+// rawJSON re-encodes v, for results that must carry a value as received.
+func rawJSON(v json.RawMessage) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}

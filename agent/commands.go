@@ -1,0 +1,421 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+)
+
+// extensions is the command table: the extensions of IPA 2023.1 (standby,
+// clean, deploy, flow, image, log, rescue, poll) with the commands this
+// agent implements. A command missing here answers 400 "Unknown command".
+func (a *Agent) extensions() map[string]command.Extension {
+	return map[string]command.Extension{
+		"clean": {
+			"get_clean_steps":    {Bind: a.bindGetSteps("clean")},
+			"execute_clean_step": {Async: true, Bind: a.bindExecuteStep("clean")},
+		},
+		"deploy": {
+			"get_deploy_steps":    {Bind: a.bindGetSteps("deploy")},
+			"execute_deploy_step": {Async: true, Bind: a.bindExecuteStep("deploy")},
+		},
+		"standby": {
+			"get_partition_uuids": {Bind: a.bindGetPartitionUUIDs},
+			"power_off":           {Async: true, Bind: a.bindShutdown("power_off")},
+			"run_image":           {Async: true, Bind: a.bindShutdown("run_image")},
+			"sync":                {Bind: a.bindSync},
+		},
+		"image": {
+			"install_bootloader": {Async: true, Bind: a.bindInstallBootloader},
+		},
+		"log": {
+			"collect_system_logs": {Bind: a.bindCollectSystemLogs},
+		},
+		"poll": {
+			"get_hardware_info": {Bind: a.bindGetHardwareInfo},
+			"set_node_info":     {Bind: a.bindSetNodeInfo},
+		},
+		"flow": {
+			"start_flow": {Async: true, Bind: a.bindStartFlow},
+		},
+		"rescue": {
+			"finalize_rescue": {Bind: a.bindFinalizeRescue},
+		},
+	}
+}
+
+// nodePorts are the node and ports parameters every step command carries.
+type nodePorts struct {
+	Node  *map[string]any `json:"node"`
+	Ports *[]any          `json:"ports"`
+}
+
+// decodeNodePorts reads and checks the node and ports parameters.
+func decodeNodePorts(p command.Params) (nodePorts, error) {
+	var np nodePorts
+	if err := p.Decode(&np); err != nil {
+		return np, err
+	}
+	return np, np.check()
+}
+
+func (np nodePorts) check() error {
+	if np.Node == nil {
+		return command.InvalidCommandParams("missing parameter node")
+	}
+	if np.Ports == nil {
+		return command.InvalidCommandParams("missing parameter ports")
+	}
+	return nil
+}
+
+// bindGetSteps is clean.get_clean_steps / deploy.get_deploy_steps.
+func (a *Agent) bindGetSteps(kind string) func(command.Params) (command.Func, error) {
+	return func(p command.Params) (command.Func, error) {
+		np, err := decodeNodePorts(p)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (any, error) {
+			a.cacheNode(*np.Node)
+			var steps map[string][]hwmgr.Step
+			var err error
+			if kind == "clean" {
+				steps, err = a.managers.CleanSteps(ctx, *np.Node, *np.Ports)
+			} else {
+				steps, err = a.managers.DeploySteps(ctx, *np.Node, *np.Ports)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{kind + "_steps": steps, "hardware_manager_version": a.managers.Versions()}, nil
+		}, nil
+	}
+}
+
+// bindExecuteStep is clean.execute_clean_step / deploy.execute_deploy_step.
+func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func, error) {
+	return func(p command.Params) (command.Func, error) {
+		np, err := decodeNodePorts(p)
+		if err != nil {
+			return nil, err
+		}
+		rawStep, ok := p["step"]
+		if !ok {
+			return nil, command.InvalidCommandParams("missing parameter step")
+		}
+		var step struct {
+			Step *string                    `json:"step"`
+			Args map[string]json.RawMessage `json:"args"`
+		}
+		if err := json.Unmarshal(rawStep, &step); err != nil {
+			return nil, command.InvalidCommandParams("parameter step: want an object: %v", err)
+		}
+		if step.Step == nil || *step.Step == "" {
+			return nil, command.InvalidCommandParams("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
+		}
+		versionKey := kind + "_version"
+		// Extra parameters are step arguments too (IPA's **kwargs), then
+		// step.args override them.
+		args := map[string]json.RawMessage{}
+		for k, v := range p {
+			switch k {
+			case "step", "node", "ports", versionKey:
+			default:
+				args[k] = v
+			}
+		}
+		for k, v := range step.Args {
+			args[k] = v
+		}
+		name := *step.Step
+		return func(ctx context.Context) (any, error) {
+			a.cacheNode(*np.Node)
+			if err := a.managers.CheckVersions(p[versionKey]); err != nil {
+				return nil, err
+			}
+			a.log.Info("executing step", "kind", kind, "step", name)
+			res, err := a.managers.Dispatch(ctx, name, hwmgr.Request{Node: *np.Node, Ports: *np.Ports, Args: args})
+			if err != nil {
+				var ce *command.Error
+				if errors.As(err, &ce) {
+					return nil, ce
+				}
+				msg := fmt.Sprintf("%s step %s failed: %v", kind, name, err)
+				a.log.Error("step failed", "kind", kind, "step", name, "error", err)
+				if kind == "clean" {
+					return nil, command.CleaningError(msg)
+				}
+				return nil, command.DeploymentError(msg)
+			}
+			a.log.Info("step completed", "kind", kind, "step", name)
+			return map[string]any{kind + "_result": res, kind + "_step": rawJSON(rawStep)}, nil
+		}, nil
+	}
+}
+
+// noParams accepts any parameters and ignores them, as a Python command
+// without arguments would reject them; Ironic sends {} to these.
+func noParams(p command.Params) error {
+	if len(p) == 0 {
+		return nil
+	}
+	var names []string
+	for k := range p {
+		names = append(names, k)
+	}
+	return command.InvalidCommandParams("unexpected parameters: %s", strings.Join(names, ", "))
+}
+
+func (a *Agent) bindGetPartitionUUIDs(p command.Params) (command.Func, error) {
+	if err := noParams(p); err != nil {
+		return nil, err
+	}
+	return func(context.Context) (any, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.partitionUUIDs == nil {
+			// Before any image write IPA answers {}.
+			return map[string]any{}, nil
+		}
+		return a.partitionUUIDs, nil
+	}, nil
+}
+
+// bindShutdown is standby.power_off and standby.run_image (reboot).
+func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, error) {
+	return func(p command.Params) (command.Func, error) {
+		if err := noParams(p); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (any, error) {
+			// Let the RUNNING reply reach Ironic before the machine goes.
+			if err := sleepCtx(ctx, a.opts.ShutdownDelay); err != nil {
+				return nil, err
+			}
+			a.log.Warn("shutting the machine down on request", "command", which)
+			var err error
+			if which == "power_off" {
+				err = a.machine.PowerOff()
+			} else {
+				err = a.machine.Reboot()
+			}
+			if err != nil {
+				return nil, command.New("SystemRebootError", 500, "Error rebooting system", err.Error())
+			}
+			return nil, nil
+		}, nil
+	}
+}
+
+// bindSync is standby.sync: sync, drop caches, and flush every disk's
+// buffers (IPA master's full_sync).
+func (a *Agent) bindSync(p command.Params) (command.Func, error) {
+	if err := noParams(p); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (any, error) {
+		if err := a.machine.Sync(); err != nil {
+			return nil, err
+		}
+		disks, err := a.Disks(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sync: listing disks: %w", err)
+		}
+		var errs []error
+		for _, d := range disks {
+			if err := a.machine.FlushBlockDevice(d.Name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}, nil
+}
+
+func (a *Agent) bindCollectSystemLogs(p command.Params) (command.Func, error) {
+	return func(ctx context.Context) (any, error) {
+		logs, err := a.systemLogs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"system_logs": logs}, nil
+	}, nil
+}
+
+func (a *Agent) bindGetHardwareInfo(p command.Params) (command.Func, error) {
+	return func(ctx context.Context) (any, error) {
+		// A fresh inventory, as IPA's get_hardware_info dispatches anew.
+		return a.refreshInventory(ctx)
+	}, nil
+}
+
+func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
+	if !a.cfg.Standalone {
+		return nil, command.InvalidCommand("set_node_info is only allowed in standalone mode")
+	}
+	raw, ok := p["node_info"]
+	if !ok {
+		return nil, command.InvalidCommandParams("missing parameter node_info")
+	}
+	var info struct {
+		Node   map[string]any `json:"node"`
+		Config struct {
+			HeartbeatTimeout float64 `json:"heartbeat_timeout"`
+			AgentToken       *string `json:"agent_token"`
+		} `json:"config"`
+		RawConfig map[string]any `json:"-"`
+	}
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return nil, command.InvalidCommandParams("node_info: %v", err)
+	}
+	uuid, _ := info.Node["uuid"].(string)
+	if uuid == "" {
+		return nil, command.InvalidCommandParams("node_info: no node.uuid")
+	}
+	return func(context.Context) (any, error) {
+		a.mu.Lock()
+		a.node, a.nodeUUID = info.Node, uuid
+		a.mu.Unlock()
+		if t := info.Config.AgentToken; t != nil && len(*t) >= 32 {
+			a.tokens.SetToken(*t)
+		}
+		return nil, nil
+	}, nil
+}
+
+// bindStartFlow is flow.start_flow: run sub-commands in order, unrecorded,
+// failing on the first failure.
+func (a *Agent) bindStartFlow(p command.Params) (command.Func, error) {
+	raw, ok := p["flow"]
+	if !ok {
+		return nil, command.InvalidCommandParams("missing parameter flow")
+	}
+	var flow []map[string]command.Params
+	if err := json.Unmarshal(raw, &flow); err != nil {
+		return nil, command.InvalidCommandParams("flow: want a list of {\"<extension>.<command>\": {params}}: %v", err)
+	}
+	exts := a.extensions()
+	for _, task := range flow {
+		for name := range task {
+			ext, cmd, _ := strings.Cut(name, ".")
+			if _, ok := exts[ext][cmd]; !ok {
+				return nil, command.InvalidCommandParams("Extension %s doesn't provide %s method", ext, cmd)
+			}
+		}
+	}
+	return func(ctx context.Context) (any, error) {
+		for _, task := range flow {
+			for name, params := range task {
+				if _, err := a.exec.RunNested(ctx, name, params); err != nil {
+					return nil, command.ExecutionError(fmt.Errorf("%s was failed: %w", name, err))
+				}
+			}
+		}
+		return nil, nil
+	}, nil
+}
+
+// bindFinalizeRescue is rescue.finalize_rescue: store the (already hashed)
+// rescue password for the ramdisk's rescue tooling, mark the machine
+// rescued, stop serving.
+func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
+	var args struct {
+		Password *string `json:"rescue_password"`
+		Hashed   bool    `json:"hashed"`
+	}
+	if err := p.Decode(&args); err != nil {
+		return nil, err
+	}
+	if args.Password == nil {
+		return nil, command.InvalidCommandParams("missing parameter rescue_password")
+	}
+	if !args.Hashed {
+		// Hashing a plaintext password needs crypt(3) SHA-512, which the
+		// standard library lacks; Ironic sends hashed passwords unless
+		// [conductor]require_rescue_password_hashed is false.
+		return nil, command.InvalidCommandParams("a plaintext rescue_password is not supported: send it hashed (hashed=true)")
+	}
+	return func(context.Context) (any, error) {
+		dir := filepath.Join(a.opts.StateRoot, "etc/ipa-rescue-config")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("finalize_rescue: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ipa-rescue-password"), []byte(*args.Password), 0o600); err != nil {
+			return nil, fmt.Errorf("finalize_rescue: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(a.opts.StateRoot, "etc/.rescued"), nil, 0o644); err != nil {
+			return nil, fmt.Errorf("finalize_rescue: %w", err)
+		}
+		go a.StopServing()
+		return nil, nil
+	}, nil
+}
+
+// bindInstallBootloader is image.install_bootloader, following IPA 2023.1:
+// with a UEFI-booted ramdisk and efibootmgr present, IPA sets up NVRAM
+// entries from the target disk's ESP; a whole-disk image (root_uuid null or
+// 0x00000000) otherwise needs nothing; a partition image needs grub. This
+// agent implements the whole-disk case and fails clearly on the other two
+// (unless ignore_bootloader_failure).
+func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
+	var args struct {
+		RootUUID          *string `json:"root_uuid"`
+		EFISystemPartUUID *string `json:"efi_system_part_uuid"`
+		PrepBootPartUUID  *string `json:"prep_boot_part_uuid"`
+		TargetBootMode    *string `json:"target_boot_mode"`
+		IgnoreFailure     *bool   `json:"ignore_bootloader_failure"`
+	}
+	if err := p.Decode(&args); err != nil {
+		return nil, err
+	}
+	if _, ok := p["root_uuid"]; !ok {
+		return nil, command.InvalidCommandParams("missing parameter root_uuid")
+	}
+	ignore := a.cfg.IgnoreBootloaderFailure
+	if args.IgnoreFailure != nil {
+		ignore = *args.IgnoreFailure
+	}
+	return func(ctx context.Context) (any, error) {
+		inv, err := a.Inventory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mode := inv.Boot.CurrentBootMode
+		if args.TargetBootMode != nil && *args.TargetBootMode != mode {
+			a.log.Warn("boot mode mismatch: installing the boot loader may fail or work incorrectly", "target", *args.TargetBootMode, "current", mode)
+		}
+		if mode == "uefi" {
+			if _, err := lookPath("efibootmgr"); err == nil {
+				e := command.New("CommandExecutionError", 500, "Command execution failed",
+					"install_bootloader: UEFI NVRAM boot entry setup (efibootmgr) is not implemented by this agent")
+				if !ignore {
+					return nil, e
+				}
+				a.log.Error("ignoring boot loader failure", "error", e)
+			} else {
+				a.log.Warn("efibootmgr is not available in the ramdisk")
+			}
+		}
+		if args.RootUUID == nil || *args.RootUUID == "0x00000000" {
+			a.log.Info("no root UUID: whole-disk image, no boot loader to install")
+			return nil, nil
+		}
+		e := command.New("CommandExecutionError", 500, "Command execution failed",
+			"install_bootloader: installing GRUB for a partition image is not implemented by this agent")
+		if !ignore {
+			return nil, e
+		}
+		a.log.Error("ignoring boot loader failure", "error", e)
+		return nil, nil
+	}, nil
+}

@@ -1,0 +1,517 @@
+// Package config builds the agent's configuration from the three places
+// Ironic Python Agent reads it: the kernel command line (ipa-* parameters),
+// an INI config file with IPA's option names, and command-line flags.
+//
+// Precedence, lowest first: built-in defaults, then the kernel command line,
+// then the config file(s), then flags. This is IPA's order (every ipa-*
+// kernel parameter only supplies the default of the oslo.config option of the
+// same meaning, so a config file wins over it), with flags on top as the
+// most explicit source. A value that does not parse is a start-up error that
+// names the parameter and where it came from.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the agent's resolved configuration.
+type Config struct {
+	// APIURLs are the Ironic API endpoints (api_url, comma-separated).
+	APIURLs []string
+	// InspectionCallbackURL is where inspection data is posted; "" disables
+	// inspection.
+	InspectionCallbackURL string
+	// InspectionCollectors are the inspection collectors to run.
+	InspectionCollectors []string
+	// InspectionDHCPWaitTimeout bounds the wait for the PXE NIC's IPv4
+	// address before inspection; 0 disables the wait.
+	InspectionDHCPWaitTimeout time.Duration
+	// InspectionDHCPAllInterfaces waits for every NIC instead of the PXE NIC.
+	InspectionDHCPAllInterfaces bool
+	// CollectLLDP fills interfaces[].lldp in the inventory.
+	CollectLLDP bool
+	// LLDPTimeout bounds one LLDP listening round.
+	LLDPTimeout time.Duration
+
+	// TLS client options for every call the agent makes (Ironic, inspector,
+	// image servers).
+	Insecure bool
+	CAFile   string
+	CertFile string
+	KeyFile  string
+
+	Debug           bool
+	GlobalRequestID string
+
+	// ListenHost and ListenPort are the API bind address; "" means the
+	// wildcard address ("::" when IPv6 works, else "0.0.0.0").
+	ListenHost string
+	ListenPort int
+	// AdvertiseHost, AdvertisePort and AdvertiseProtocol make the callback
+	// URL sent in heartbeats; "" host means "the source address of the route
+	// to Ironic".
+	AdvertiseHost     string
+	AdvertisePort     int
+	AdvertiseProtocol string
+	IPLookupAttempts  int
+	IPLookupSleep     time.Duration
+	NetworkInterface  string
+
+	// ListenTLS with TLSCertFile/TLSKeyFile serves the API with a static
+	// certificate (config file only, as in IPA).
+	ListenTLS   bool
+	TLSCertFile string
+	TLSKeyFile  string
+	// EnableAutoTLS generates a self-signed certificate when Ironic's API is
+	// new enough (>= 1.68).
+	EnableAutoTLS           bool
+	AutoTLSAllowedClockSkew time.Duration
+
+	LookupTimeout               time.Duration
+	LookupInterval              time.Duration
+	HardwareInitializationDelay time.Duration
+	DiskWaitAttempts            int
+	DiskWaitDelay               time.Duration
+	// AgentToken is a pre-shared token (virtual media boots).
+	AgentToken string
+	NTPServer  string
+
+	ImageDownloadConnectionTimeout    time.Duration
+	ImageDownloadConnectionRetries    int
+	ImageDownloadConnectionRetryDelay time.Duration
+
+	// IronicAPIVersion skips version discovery when set ("1.68").
+	IronicAPIVersion        string
+	EnableVLANInterfaces    string
+	IgnoreBootloaderFailure bool
+	InjectFilesPriority     int
+	GuardSpecialFilesystems bool
+	HTTPRequestTimeout      time.Duration
+
+	// Standalone skips lookup and heartbeats (an agent driven directly
+	// through its API).
+	Standalone bool
+	// AllowedDevices confines every disk the agent sees for steps and
+	// root-disk choice, and every write or erase, to these /dev paths.
+	AllowedDevices []string
+	// StepsDir holds executable steps dropped in by an operator.
+	StepsDir string
+	// InventoryRoot is the directory the machine is read below ("/"; a
+	// fixture tree in tests).
+	InventoryRoot string
+
+	// BootIF is the raw BOOTIF kernel parameter (PXE MAC).
+	BootIF string
+	// KernelParams is the whole parsed kernel command line, for parameters
+	// read directly (ipa-inspection-benchmarks, boot_method).
+	KernelParams map[string]string
+
+	// Origins records, per option name, where its value came from.
+	Origins map[string]string
+}
+
+// kind is how an option's text is parsed.
+type kind int
+
+const (
+	kString kind = iota
+	kBool
+	kInt
+	kSeconds
+	kList
+)
+
+// option describes one configuration option: its oslo name (INI key and, with
+// dashes, flag name), its kernel parameter (if any), the default, and where
+// the parsed value goes.
+type option struct {
+	name string
+	// kernel is the kernel command-line parameter, "" when the option can
+	// only come from the config file or a flag.
+	kernel string
+	kind   kind
+	def    string
+	help   string
+	set    func(c *Config, v any)
+	check  func(v any) error
+}
+
+func options() []option {
+	return []option{
+		{name: "api_url", kernel: "ipa-api-url", kind: kList, help: "Ironic API URL(s), comma-separated",
+			set: func(c *Config, v any) { c.APIURLs = v.([]string) }, check: checkURLs},
+		{name: "inspection_callback_url", kernel: "ipa-inspection-callback-url", kind: kString, help: "ironic-inspector /v1/continue URL; enables inspection",
+			set: func(c *Config, v any) { c.InspectionCallbackURL = v.(string) }, check: checkOptionalURL},
+		{name: "inspection_collectors", kernel: "ipa-inspection-collectors", kind: kList, def: "default,logs", help: "inspection collectors",
+			set: func(c *Config, v any) { c.InspectionCollectors = v.([]string) }},
+		{name: "inspection_dhcp_wait_timeout", kernel: "ipa-inspection-dhcp-wait-timeout", kind: kSeconds, def: "60", help: "seconds to wait for DHCP before inspection (0: no wait)",
+			set: func(c *Config, v any) { c.InspectionDHCPWaitTimeout = v.(time.Duration) }},
+		{name: "inspection_dhcp_all_interfaces", kernel: "ipa-inspection-dhcp-all-interfaces", kind: kBool, def: "false", help: "wait for DHCP on every interface",
+			set: func(c *Config, v any) { c.InspectionDHCPAllInterfaces = v.(bool) }},
+		{name: "collect_lldp", kernel: "ipa-collect-lldp", kind: kBool, def: "false", help: "collect LLDP on every interface for the inventory",
+			set: func(c *Config, v any) { c.CollectLLDP = v.(bool) }},
+		{name: "lldp_timeout", kernel: "ipa-lldp-timeout", kind: kSeconds, def: "30", help: "seconds to listen for LLDP",
+			set: func(c *Config, v any) { c.LLDPTimeout = v.(time.Duration) }},
+		{name: "insecure", kernel: "ipa-insecure", kind: kBool, def: "false", help: "do not verify TLS certificates of Ironic, inspector and image servers",
+			set: func(c *Config, v any) { c.Insecure = v.(bool) }},
+		{name: "cafile", kind: kString, help: "CA bundle for TLS verification",
+			set: func(c *Config, v any) { c.CAFile = v.(string) }},
+		{name: "certfile", kind: kString, help: "client certificate (PEM) for TLS",
+			set: func(c *Config, v any) { c.CertFile = v.(string) }},
+		{name: "keyfile", kind: kString, help: "client key (PEM) for TLS",
+			set: func(c *Config, v any) { c.KeyFile = v.(string) }},
+		{name: "debug", kernel: "ipa-debug", kind: kBool, def: "false", help: "debug logging",
+			set: func(c *Config, v any) { c.Debug = v.(bool) }},
+		{name: "global_request_id", kernel: "ipa-global-request-id", kind: kString, help: "sent as X-OpenStack-Request-ID",
+			set: func(c *Config, v any) { c.GlobalRequestID = v.(string) }},
+		{name: "listen_host", kernel: "ipa-listen-host", kind: kString, help: "API bind address (default: the wildcard address)",
+			set: func(c *Config, v any) { c.ListenHost = v.(string) }},
+		{name: "listen_port", kernel: "ipa-listen-port", kind: kInt, def: "9999", help: "API port",
+			set: func(c *Config, v any) { c.ListenPort = v.(int) }, check: checkPort},
+		{name: "advertise_host", kernel: "ipa-advertise-host", kind: kString, help: "address Ironic calls back (default: source address of the route to Ironic)",
+			set: func(c *Config, v any) { c.AdvertiseHost = v.(string) }},
+		{name: "advertise_port", kernel: "ipa-advertise-port", kind: kInt, def: "9999", help: "port Ironic calls back",
+			set: func(c *Config, v any) { c.AdvertisePort = v.(int) }, check: checkPort},
+		{name: "advertise_protocol", kernel: "ipa-advertise-protocol", kind: kString, def: "http", help: "http or https",
+			set: func(c *Config, v any) { c.AdvertiseProtocol = v.(string) }, check: checkOneOf("http", "https")},
+		{name: "ip_lookup_attempts", kernel: "ipa-ip-lookup-attempts", kind: kInt, def: "6", help: "attempts to find the advertised address",
+			set: func(c *Config, v any) { c.IPLookupAttempts = v.(int) }, check: checkPositive},
+		{name: "ip_lookup_sleep", kernel: "ipa-ip-lookup-timeout", kind: kSeconds, def: "10", help: "seconds between those attempts",
+			set: func(c *Config, v any) { c.IPLookupSleep = v.(time.Duration) }},
+		{name: "network_interface", kernel: "ipa-network-interface", kind: kString, help: "legacy: advertise this interface's IPv4 address",
+			set: func(c *Config, v any) { c.NetworkInterface = v.(string) }},
+		{name: "listen_tls", kind: kBool, def: "false", help: "serve the API over TLS with tls_cert_file/tls_key_file",
+			set: func(c *Config, v any) { c.ListenTLS = v.(bool) }},
+		{name: "tls_cert_file", kind: kString, help: "API server certificate",
+			set: func(c *Config, v any) { c.TLSCertFile = v.(string) }},
+		{name: "tls_key_file", kind: kString, help: "API server key",
+			set: func(c *Config, v any) { c.TLSKeyFile = v.(string) }},
+		{name: "enable_auto_tls", kind: kBool, def: "true", help: "self-signed API certificate when Ironic supports it",
+			set: func(c *Config, v any) { c.EnableAutoTLS = v.(bool) }},
+		{name: "auto_tls_allowed_clock_skew", kind: kSeconds, def: "3600", help: "seconds the certificate is valid before now",
+			set: func(c *Config, v any) { c.AutoTLSAllowedClockSkew = v.(time.Duration) }},
+		// 300 s is the 2023.1 default, the IPA line paired with Ironic 21.4.
+		{name: "lookup_timeout", kernel: "ipa-lookup-timeout", kind: kSeconds, def: "300", help: "seconds to keep retrying lookup",
+			set: func(c *Config, v any) { c.LookupTimeout = v.(time.Duration) }},
+		{name: "lookup_interval", kernel: "ipa-lookup-interval", kind: kSeconds, def: "1", help: "minimum seconds between lookups",
+			set: func(c *Config, v any) { c.LookupInterval = v.(time.Duration) }},
+		{name: "hardware_initialization_delay", kernel: "ipa-hardware-initialization-delay", kind: kSeconds, def: "0", help: "seconds to sleep before anything",
+			set: func(c *Config, v any) { c.HardwareInitializationDelay = v.(time.Duration) }},
+		{name: "disk_wait_attempts", kernel: "ipa-disk-wait-attempts", kind: kInt, def: "10", help: "attempts to find a root disk candidate",
+			set: func(c *Config, v any) { c.DiskWaitAttempts = v.(int) }},
+		{name: "disk_wait_delay", kernel: "ipa-disk-wait-delay", kind: kSeconds, def: "3", help: "seconds between those attempts",
+			set: func(c *Config, v any) { c.DiskWaitDelay = v.(time.Duration) }},
+		{name: "agent_token", kernel: "ipa-agent-token", kind: kString, help: "pre-shared agent token",
+			set: func(c *Config, v any) { c.AgentToken = v.(string) }},
+		{name: "ntp_server", kernel: "ipa-ntp-server", kind: kString, help: "NTP server",
+			set: func(c *Config, v any) { c.NTPServer = v.(string) }},
+		{name: "image_download_connection_timeout", kernel: "ipa-image-download-connection-timeout", kind: kSeconds, def: "60", help: "per-connection timeout of image downloads",
+			set: func(c *Config, v any) { c.ImageDownloadConnectionTimeout = v.(time.Duration) }},
+		{name: "image_download_connection_retries", kernel: "ipa-image-download-connection-retries", kind: kInt, def: "9", help: "image download retries",
+			set: func(c *Config, v any) { c.ImageDownloadConnectionRetries = v.(int) }},
+		{name: "image_download_connection_retry_interval", kernel: "ipa-image-download-connection-retry-interval", kind: kSeconds, def: "10", help: "seconds between image download retries",
+			set: func(c *Config, v any) { c.ImageDownloadConnectionRetryDelay = v.(time.Duration) }},
+		{name: "ironic_api_version", kernel: "ipa-ironic-api-version", kind: kString, help: "Ironic API version to use instead of discovering it (X.Y)",
+			set: func(c *Config, v any) { c.IronicAPIVersion = v.(string) }, check: checkOptionalVersion},
+		{name: "enable_vlan_interfaces", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces to create",
+			set: func(c *Config, v any) { c.EnableVLANInterfaces = v.(string) }},
+		{name: "ignore_bootloader_failure", kernel: "ipa-ignore-bootloader-failure", kind: kBool, def: "false", help: "do not fail install_bootloader",
+			set: func(c *Config, v any) { c.IgnoreBootloaderFailure = v.(bool) }},
+		{name: "inject_files_priority", kernel: "ipa-inject-files-priority", kind: kInt, def: "0", help: "priority of the inject_files deploy step",
+			set: func(c *Config, v any) { c.InjectFilesPriority = v.(int) }},
+		{name: "guard_special_filesystems", kernel: "ipa-guard-special-filesystems", kind: kBool, def: "true", help: "refuse to wipe shared-cluster filesystems",
+			set: func(c *Config, v any) { c.GuardSpecialFilesystems = v.(bool) }},
+		{name: "http_request_timeout", kernel: "ipa-http-request-timeout", kind: kSeconds, def: "30", help: "seconds per call to Ironic and inspector",
+			set: func(c *Config, v any) { c.HTTPRequestTimeout = v.(time.Duration) }},
+		// IPA's entry point has no standalone kernel parameter; we accept
+		// one so a ramdisk can be driven without Ironic.
+		{name: "standalone", kernel: "ipa-standalone", kind: kBool, def: "false", help: "skip lookup and heartbeats",
+			set: func(c *Config, v any) { c.Standalone = v.(bool) }},
+		{name: "allowed_devices", kernel: "ipa-allowed-devices", kind: kList, help: "confine disk steps to these /dev paths, comma-separated",
+			set: func(c *Config, v any) { c.AllowedDevices = v.([]string) }, check: checkDevPaths},
+		{name: "steps_dir", kernel: "ipa-steps-dir", kind: kString, def: "/etc/ironic-agent/steps.d", help: "directory of executable steps",
+			set: func(c *Config, v any) { c.StepsDir = v.(string) }},
+		{name: "inventory_root", kind: kString, def: "/", help: "read the machine below this directory (tests)",
+			set: func(c *Config, v any) { c.InventoryRoot = v.(string) }},
+	}
+}
+
+// Source is where one raw option value came from.
+type Source struct {
+	// Kind is "kernel command line", "config file" or "flag".
+	Kind string
+	// Where names the exact place: "ipa-api-url", "/etc/x.conf:12", "--api-url".
+	Where string
+}
+
+func (s Source) String() string { return s.Kind + " (" + s.Where + ")" }
+
+// Inputs are the raw sources Load resolves.
+type Inputs struct {
+	// Cmdline is the kernel command line text (/proc/cmdline).
+	Cmdline string
+	// ConfigFiles are read in order; later files win. A missing file named
+	// here is an error.
+	ConfigFiles []string
+	// ConfigDirs: every *.conf file inside, sorted, read after ConfigFiles.
+	ConfigDirs []string
+	// Flags maps option name to the raw text given with --option-name, in
+	// the form FlagSet records them.
+	Flags map[string]string
+	// ReadFile reads a config file; nil means os.ReadFile.
+	ReadFile func(string) ([]byte, error)
+	// ReadDir lists a config directory; nil means os.ReadDir names.
+	ReadDir func(string) ([]string, error)
+}
+
+type raw struct {
+	value string
+	src   Source
+}
+
+// Load resolves the configuration: defaults < kernel command line < config
+// files < flags.
+func Load(in Inputs) (*Config, error) {
+	readFile := in.ReadFile
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	readDir := in.ReadDir
+	if readDir == nil {
+		readDir = func(d string) ([]string, error) {
+			ents, err := os.ReadDir(d)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			return names, nil
+		}
+	}
+	opts := options()
+	known := map[string]bool{}
+	byKernel := map[string]string{}
+	for _, o := range opts {
+		known[o.name] = true
+		if o.kernel != "" {
+			byKernel[o.kernel] = o.name
+		}
+	}
+	values := map[string]raw{}
+
+	kp := ParseCmdline(in.Cmdline)
+	for k, v := range kp {
+		if name, ok := byKernel[k]; ok {
+			values[name] = raw{v, Source{"kernel command line", k}}
+		}
+	}
+
+	files := slices.Clone(in.ConfigFiles)
+	for _, d := range in.ConfigDirs {
+		names, err := readDir(d)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("config directory %s: %w", d, err)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if strings.HasSuffix(n, ".conf") {
+				files = append(files, filepath.Join(d, n))
+			}
+		}
+	}
+	for _, f := range files {
+		data, err := readFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s: %w", f, err)
+		}
+		secs, err := parseINI(data)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s: %w", f, err)
+		}
+		for k, v := range secs["DEFAULT"] {
+			if !known[k] {
+				// oslo.config ignores options it does not know; so do
+				// we, so an IPA config file with extra options still works.
+				continue
+			}
+			values[k] = raw{v.value, Source{"config file", fmt.Sprintf("%s:%d [DEFAULT] %s", f, v.line, k)}}
+		}
+	}
+	for k, v := range in.Flags {
+		if !known[k] {
+			return nil, fmt.Errorf("flag --%s: unknown option", strings.ReplaceAll(k, "_", "-"))
+		}
+		values[k] = raw{v, Source{"flag", "--" + strings.ReplaceAll(k, "_", "-")}}
+	}
+
+	c := &Config{KernelParams: kp, BootIF: kp["BOOTIF"], Origins: map[string]string{}}
+	for _, o := range opts {
+		r, ok := values[o.name]
+		if !ok {
+			r = raw{o.def, Source{"default", o.name}}
+		}
+		v, err := parseValue(o.kind, r.value)
+		if err == nil && o.check != nil {
+			err = o.check(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bad value %q for %s from %s: %w", r.value, o.name, r.src, err)
+		}
+		o.set(c, v)
+		c.Origins[o.name] = r.src.String()
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, fmt.Errorf("certfile and keyfile must be given together (certfile from %s, keyfile from %s)",
+			c.Origins["certfile"], c.Origins["keyfile"])
+	}
+	if c.ListenTLS && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		return nil, fmt.Errorf("listen_tls needs tls_cert_file and tls_key_file (listen_tls from %s)", c.Origins["listen_tls"])
+	}
+	if !c.Standalone && len(c.APIURLs) == 0 {
+		return nil, errors.New("no Ironic API URL: set ipa-api-url on the kernel command line, api_url in the config file or --api-url (or use --standalone)")
+	}
+	return c, nil
+}
+
+func parseValue(k kind, s string) (any, error) {
+	switch k {
+	case kString:
+		return s, nil
+	case kBool:
+		return parseBool(s)
+	case kInt:
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, errors.New("not an integer")
+		}
+		return n, nil
+	case kSeconds:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return nil, errors.New("not a number of seconds")
+		}
+		if f < 0 || f > 1e9 || math.IsNaN(f) {
+			return nil, errors.New("seconds must be between 0 and 1e9")
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	case kList:
+		var out []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown option kind %d", k)
+}
+
+// parseBool accepts oslo.config's boolean spellings.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "t", "true", "on", "y", "yes":
+		return true, nil
+	case "0", "f", "false", "off", "n", "no":
+		return false, nil
+	}
+	return false, errors.New("not a boolean (want 1/0, true/false, yes/no, on/off)")
+}
+
+func checkURLs(v any) error {
+	for _, u := range v.([]string) {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") || len(u) <= len("https://") {
+			if u == "mdns" {
+				return errors.New("mDNS discovery is not supported by this agent; give the URL")
+			}
+			return fmt.Errorf("%q is not an http(s):// URL", u)
+		}
+	}
+	return nil
+}
+
+func checkOptionalURL(v any) error {
+	s := v.(string)
+	if s == "" {
+		return nil
+	}
+	return checkURLs([]string{s})
+}
+
+func checkPort(v any) error {
+	if n := v.(int); n < 1 || n > 65535 {
+		return errors.New("port must be 1..65535")
+	}
+	return nil
+}
+
+func checkPositive(v any) error {
+	if v.(int) < 1 {
+		return errors.New("must be at least 1")
+	}
+	return nil
+}
+
+func checkOneOf(allowed ...string) func(any) error {
+	return func(v any) error {
+		if !slices.Contains(allowed, v.(string)) {
+			return fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
+		}
+		return nil
+	}
+}
+
+func checkOptionalVersion(v any) error {
+	s := v.(string)
+	if s == "" {
+		return nil
+	}
+	var a, b int
+	if n, err := fmt.Sscanf(s, "%d.%d", &a, &b); err != nil || n != 2 || fmt.Sprintf("%d.%d", a, b) != s {
+		return errors.New("want MAJOR.MINOR, e.g. 1.68")
+	}
+	return nil
+}
+
+func checkDevPaths(v any) error {
+	for _, d := range v.([]string) {
+		if !strings.HasPrefix(d, "/dev/") || filepath.Clean(d) != d || len(d) <= len("/dev/") {
+			return fmt.Errorf("%q is not a /dev path", d)
+		}
+	}
+	return nil
+}
+
+// Option describes one option for help texts and flag registration.
+type Option struct {
+	Name   string // INI key, e.g. api_url
+	Flag   string // flag name, e.g. api-url
+	Kernel string // kernel parameter or ""
+	Bool   bool
+	Help   string
+	// Default is the built-in default as text.
+	Default string
+}
+
+// Options lists every option in a stable order.
+func Options() []Option {
+	var out []Option
+	for _, o := range options() {
+		out = append(out, Option{Name: o.name, Flag: strings.ReplaceAll(o.name, "_", "-"), Kernel: o.kernel,
+			Bool: o.kind == kBool, Help: o.help, Default: o.def})
+	}
+	return out
+}

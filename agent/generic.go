@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+// GenericManagerVersion is hardware_manager_version of the generic manager.
+// We report the 2023.1 line's "1.1": this agent pairs with Ironic 21.4
+// (2023.1), whose IPA reported "1.1". Ironic only compares it with what the
+// same agent said at get_*_steps time, so it must never change within one
+// build; bump it when the step table changes incompatibly.
+const GenericManagerVersion = "1.1"
+
+// GenericManager is IPA's GenericHardwareManager: the steps every machine
+// gets. Its step table lists IPA's clean and deploy steps (names,
+// interfaces, priorities, flags); a step whose run function is nil is not
+// implemented in this build and is neither listed to Ironic nor runnable.
+//
+// The disk steps call into package deploy; wiring one is a one-line edit of
+// its table entry below.
+type GenericManager struct {
+	// Disks lists the disks the steps may touch: the inventory's, or
+	// exactly the allowed devices when the agent is confined.
+	Disks func(ctx context.Context) ([]inventory.Disk, error)
+	// InjectFilesPriority is ipa-inject-files-priority.
+	InjectFilesPriority int
+}
+
+// stepFunc runs one step.
+type stepFunc func(ctx context.Context, req hwmgr.Request) (any, error)
+
+type genericStep struct {
+	step      string
+	iface     string
+	priority  int
+	abortable bool
+	argsinfo  map[string]hwmgr.ArgInfo
+	run       stepFunc
+}
+
+// cleanSteps is IPA 2023.1's generic clean step table (hardware.py
+// GenericHardwareManager.get_clean_steps); every entry is
+// reboot_requested=false.
+func (g *GenericManager) cleanSteps() []genericStep {
+	return []genericStep{
+		// deploy-disk wires these to package deploy.
+		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: nil},
+		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: nil},
+		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: nil},
+		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: nil},
+		// Software RAID (mdadm) and burn-in (stress-ng, fio) are not
+		// implemented by this agent.
+		{step: "delete_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
+		{step: "create_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
+		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: true, run: nil},
+		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: true, run: nil},
+		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: true, run: nil},
+		{step: "burnin_network", iface: "deploy", priority: 0, abortable: true, run: nil},
+	}
+}
+
+// deploySteps is IPA 2023.1's generic deploy step table (no abortable key).
+func (g *GenericManager) deploySteps() []genericStep {
+	return []genericStep{
+		// deploy-disk wires erase_devices_metadata, deploy-image write_image.
+		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: nil},
+		{step: "apply_configuration", iface: "raid", priority: 0, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
+			"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
+			"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
+		}},
+		{step: "write_image", iface: "deploy", priority: 0, run: nil},
+		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
+			"files":     {Description: "Files to inject, a list of file structures with keys: 'path' (path to the file), 'partition' (partition specifier), 'content' (base64 encoded string), 'mode' (new file mode) and 'dirmode' (mode for the leaf directory, if created). Merged with the values from node.properties[inject_files].", Required: false},
+			"verify_ca": {Description: "Whether to verify TLS certificates. Global agent options are used by default.", Required: false},
+		}},
+	}
+}
+
+// Name implements hwmgr.Manager.
+func (g *GenericManager) Name() string { return "generic_hardware_manager" }
+
+// ClassName implements hwmgr.Manager.
+func (g *GenericManager) ClassName() string { return "GenericHardwareManager" }
+
+// Version implements hwmgr.Manager.
+func (g *GenericManager) Version() string { return GenericManagerVersion }
+
+// EvaluateHardwareSupport implements hwmgr.Manager: generic supports any
+// machine.
+func (g *GenericManager) EvaluateHardwareSupport(context.Context) hwmgr.Support {
+	return hwmgr.SupportGeneric
+}
+
+func list(table []genericStep, clean bool) []hwmgr.Step {
+	out := []hwmgr.Step{}
+	for _, s := range table {
+		if s.run == nil {
+			continue
+		}
+		st := hwmgr.Step{Step: s.step, Priority: s.priority, Interface: s.iface, Argsinfo: s.argsinfo}
+		if clean {
+			ab := s.abortable
+			st.Abortable = &ab
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// CleanSteps implements hwmgr.Manager.
+func (g *GenericManager) CleanSteps(context.Context, map[string]any, []any) ([]hwmgr.Step, error) {
+	return list(g.cleanSteps(), true), nil
+}
+
+// DeploySteps implements hwmgr.Manager.
+func (g *GenericManager) DeploySteps(context.Context, map[string]any, []any) ([]hwmgr.Step, error) {
+	return list(g.deploySteps(), false), nil
+}
+
+// ExecuteStep implements hwmgr.Manager. A step name is looked up in the
+// clean table, then the deploy table (IPA dispatches by method name, so a
+// step shared by both is one method).
+func (g *GenericManager) ExecuteStep(ctx context.Context, step string, req hwmgr.Request) (any, error) {
+	for _, table := range [][]genericStep{g.cleanSteps(), g.deploySteps()} {
+		for _, s := range table {
+			if s.step == step && s.run != nil {
+				return s.run(ctx, req)
+			}
+		}
+	}
+	return nil, fmt.Errorf("generic manager: step %s: %w", step, hwmgr.ErrNoSuchMethod)
+}
