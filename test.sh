@@ -22,6 +22,7 @@ APT_PACKAGES=(
 	ironic-conductor
 	ironic-inspector
 	lldpd
+	mount
 	nvme-cli
 	ovmf
 	python3-ironic

@@ -104,7 +104,7 @@ func (g *Guard) Check(dev string) error {
 				break
 			}
 		}
-		if !explicit {
+		if !explicit && !g.partitionOfAllowed(resolved) {
 			return fmt.Errorf("%w: device %s is not in the allowed devices [%s]",
 				ErrRefused, what, strings.Join(g.allowed, ", "))
 		}
@@ -123,6 +123,27 @@ func (g *Guard) Check(dev string) error {
 		return fmt.Errorf("%w: %s is not a block device", ErrRefused, what)
 	}
 	return g.checkInUse(what, info.rdev)
+}
+
+// partitionOfAllowed reports whether dev is a partition whose disk is in
+// the allow list: allowing a disk allows its partitions (the metadata wipe
+// clears partitions before their disk).
+func (g *Guard) partitionOfAllowed(dev string) bool {
+	sys := filepath.Join(g.root, "sys/class/block", filepath.Base(dev))
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(sys)
+	if err != nil {
+		return false
+	}
+	parent := "/dev/" + filepath.Base(filepath.Dir(real))
+	for _, a := range g.allowed {
+		if ra, err := filepath.EvalSymlinks(a); err == nil && ra == parent {
+			return true
+		}
+	}
+	return false
 }
 
 // checkInUse refuses a device when it, one of its partitions, or a device

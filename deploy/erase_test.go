@@ -1,0 +1,329 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fakeRunner replays recorded outputs of hdparm and nvme-cli. Each
+// command line maps to a queue of replies (the same command may answer
+// differently after a state change, e.g. hdparm -I after an erase).
+type fakeRunner struct {
+	replies map[string][]fakeReply
+	calls   []string
+}
+
+type fakeReply struct {
+	out  string
+	exit int
+}
+
+func (f *fakeRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	line := strings.Join(append([]string{name}, args...), " ")
+	f.calls = append(f.calls, line)
+	q := f.replies[line]
+	if len(q) == 0 {
+		return nil, &CommandError{Args: append([]string{name}, args...), ExitCode: 127, Stderr: "fake: no reply recorded"}
+	}
+	r := q[0]
+	if len(q) > 1 {
+		f.replies[line] = q[1:]
+	}
+	if r.exit != 0 {
+		return nil, &CommandError{Args: append([]string{name}, args...), ExitCode: r.exit, Stderr: r.out}
+	}
+	return []byte(r.out), nil
+}
+
+// hdparmInfo renders `hdparm -I` output in hdparm's layout with the given
+// security state (one flag per line of the Security section).
+func hdparmInfo(supported, enabled, locked, frozen, enhanced bool) string {
+	not := func(b bool, s string) string {
+		if b {
+			return "\t" + s
+		}
+		return "not\t" + s
+	}
+	return "\n/dev/sda:\n\nATA device, with non-removable media\n" +
+		"\tModel Number:       TEST SSD\n\tSerial Number:      S123\n" +
+		"Commands/features: \n\tEnabled\tSupported:\n\t   *\tSMART feature set\n\t    \tSecurity Mode feature set\n" +
+		"Security: \n" +
+		"\tMaster password revision code = 65534\n" +
+		"\t" + not(supported, "supported") + "\n" +
+		"\t" + not(enabled, "enabled") + "\n" +
+		"\t" + not(locked, "locked") + "\n" +
+		"\t" + not(frozen, "frozen") + "\n" +
+		"\tnot\texpired: security count\n" +
+		"\t" + not(enhanced, "supported: enhanced erase") + "\n" +
+		"\t2min for SECURITY ERASE UNIT. 2min for ENHANCED SECURITY ERASE UNIT.\n" +
+		"Checksum: correct\n"
+}
+
+func TestATASecurityLines(t *testing.T) {
+	got := ataSecurityLines(hdparmInfo(true, false, false, false, true))
+	want := []string{"Master password revision code = 65534", "supported", "not enabled", "not locked",
+		"not frozen", "not expired: security count", "supported: enhanced erase",
+		"2min for SECURITY ERASE UNIT. 2min for ENHANCED SECURITY ERASE UNIT."}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if ataSecurityLines("\n/dev/loop0:\n") != nil {
+		t.Error("security lines from output without a Security section")
+	}
+}
+
+func TestATAEraseDecisionTable(t *testing.T) {
+	const dev = "/dev/sda"
+	info := func(s, e, l, f, enh bool) fakeReply { return fakeReply{out: hdparmInfo(s, e, l, f, enh)} }
+	for _, c := range []struct {
+		name      string
+		replies   map[string][]fakeReply
+		supported bool
+		method    string
+		errPart   string
+		calls     []string
+	}{
+		{"not supported", map[string][]fakeReply{"hdparm -I /dev/sda": {info(false, false, false, false, false)}},
+			false, "", "", []string{"hdparm -I /dev/sda"}},
+		{"no security section (virtio, loop)", map[string][]fakeReply{"hdparm -I /dev/sda": {{out: "\n/dev/sda:\n"}}},
+			false, "", "", []string{"hdparm -I /dev/sda"}},
+		{"frozen", map[string][]fakeReply{"hdparm -I /dev/sda": {info(true, false, false, true, true)}},
+			true, "", "is frozen", []string{"hdparm -I /dev/sda"}},
+		{"enhanced erase", map[string][]fakeReply{
+			"hdparm -I /dev/sda": {info(true, false, false, false, true), info(true, false, false, false, true)},
+			"hdparm --user-master u --security-set-pass NULL /dev/sda":       {{}},
+			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{}},
+		}, true, MethodATAEnhanced, "", []string{
+			"hdparm -I /dev/sda",
+			"hdparm --user-master u --security-set-pass NULL /dev/sda",
+			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda",
+			"hdparm -I /dev/sda"}},
+		{"plain erase, password already set", map[string][]fakeReply{
+			"hdparm -I /dev/sda": {info(true, true, false, false, false), info(true, false, false, false, false)},
+			"hdparm --user-master u --security-erase NULL /dev/sda": {{}},
+		}, true, MethodATA, "", []string{
+			"hdparm -I /dev/sda",
+			"hdparm --user-master u --security-erase NULL /dev/sda",
+			"hdparm -I /dev/sda"}},
+		{"locked, unlock with NULL works", map[string][]fakeReply{
+			"hdparm -I /dev/sda": {info(true, true, true, false, true), info(true, true, false, false, true), info(true, false, false, false, true)},
+			"hdparm --user-master u --security-unlock NULL /dev/sda":         {{}},
+			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{}},
+		}, true, MethodATAEnhanced, "", []string{
+			"hdparm -I /dev/sda",
+			"hdparm --user-master u --security-unlock NULL /dev/sda",
+			"hdparm -I /dev/sda",
+			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda",
+			"hdparm -I /dev/sda"}},
+		{"locked, unlock fails", map[string][]fakeReply{
+			"hdparm -I /dev/sda": {info(true, true, true, false, true)},
+			"hdparm --user-master u --security-unlock NULL /dev/sda": {{out: "SG_IO: bad/missing sense data", exit: 5}},
+			"hdparm --user-master u --security-unlock  /dev/sda":     {{out: "SG_IO: bad/missing sense data", exit: 5}},
+		}, true, "", "already has a security password set", nil},
+		{"erase command fails", map[string][]fakeReply{
+			"hdparm -I /dev/sda": {info(true, false, false, false, true), info(true, true, false, false, true), info(true, true, false, false, true)},
+			"hdparm --user-master u --security-set-pass NULL /dev/sda":       {{}},
+			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{out: "SECURITY_ERASE: Input/output error", exit: 5}},
+			"hdparm --user-master u --security-unlock NULL /dev/sda":         {{}},
+			"hdparm --user-master u --security-unlock  /dev/sda":             {{}},
+		}, true, "", `"hdparm --user-master u --security-erase-enhanced NULL /dev/sda" failed (exit status 5): SECURITY_ERASE: Input/output error`, nil},
+		{"still enabled after erase", map[string][]fakeReply{
+			"hdparm -I /dev/sda": {info(true, true, false, false, true), info(true, true, false, false, true)},
+			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{}},
+		}, true, "", "security still enabled", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &fakeRunner{replies: c.replies}
+			e := &Eraser{Guard: NewGuard(nil), Runner: r}
+			res, supported, err := e.ataErase(context.Background(), dev)
+			if supported != c.supported {
+				t.Errorf("supported = %v, want %v", supported, c.supported)
+			}
+			if c.errPart != "" {
+				if err == nil || !strings.Contains(err.Error(), c.errPart) {
+					t.Fatalf("error %v, want it to contain %q", err, c.errPart)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if res.Method != c.method {
+				t.Errorf("method %q, want %q", res.Method, c.method)
+			}
+			if c.calls != nil && !reflect.DeepEqual(r.calls, c.calls) {
+				t.Errorf("calls\n%q\nwant\n%q", r.calls, c.calls)
+			}
+		})
+	}
+}
+
+// nvmeIDCtrlJSON is `nvme id-ctrl -o json` output trimmed to a few fields
+// around the ones the erase reads, in nvme-cli's layout.
+func nvmeIDCtrlJSON(oacs, fna int) string {
+	return fmt.Sprintf(`{
+  "vid" : 5559,
+  "sn" : "1951B3444502        ",
+  "mn" : "TEST NVME 256G                          ",
+  "oacs" : %d,
+  "sanicap" : 1610612739,
+  "nn" : 1,
+  "fna" : %d,
+  "vwc" : 7
+}`, oacs, fna)
+}
+
+func TestNVMeEraseDecisionTable(t *testing.T) {
+	const dev = "/dev/nvme0n1"
+	for _, c := range []struct {
+		name    string
+		idctrl  fakeReply
+		format  map[string][]fakeReply
+		method  string
+		errPart string
+	}{
+		{"crypto erase", fakeReply{out: nvmeIDCtrlJSON(23, 4)},
+			map[string][]fakeReply{"nvme format /dev/nvme0n1 -s 2 -f": {{}}}, MethodNVMeCrypto, ""},
+		{"user data erase", fakeReply{out: nvmeIDCtrlJSON(23, 0)},
+			map[string][]fakeReply{"nvme format /dev/nvme0n1 -s 1 -f": {{}}}, MethodNVMeUserData, ""},
+		{"format unsupported", fakeReply{out: nvmeIDCtrlJSON(0, 0)}, nil, "", "did not return any supported format modes"},
+		{"id-ctrl fails", fakeReply{out: "identify controller: Invalid argument", exit: 1}, nil, "",
+			`"nvme id-ctrl /dev/nvme0n1 -o json" failed (exit status 1): identify controller: Invalid argument`},
+		{"empty output", fakeReply{out: ""}, nil, "", "returned no information"},
+		{"garbage output", fakeReply{out: "NVMe status: INVALID_FIELD"}, nil, "", "not the expected JSON"},
+		{"format fails", fakeReply{out: nvmeIDCtrlJSON(23, 4)},
+			map[string][]fakeReply{"nvme format /dev/nvme0n1 -s 2 -f": {{out: "NVMe status: INVALID_FORMAT: The LBA Format specified is not supported(0x410a)", exit: 1}}},
+			"", `"nvme format /dev/nvme0n1 -s 2 -f" failed (exit status 1): NVMe status: INVALID_FORMAT`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			replies := map[string][]fakeReply{"nvme id-ctrl /dev/nvme0n1 -o json": {c.idctrl}}
+			for k, v := range c.format {
+				replies[k] = v
+			}
+			r := &fakeRunner{replies: replies}
+			e := &Eraser{Guard: NewGuard(nil), Runner: r, Root: t.TempDir()}
+			res, err := e.nvmeErase(context.Background(), dev)
+			if c.errPart != "" {
+				if err == nil || !strings.Contains(err.Error(), c.errPart) {
+					t.Fatalf("error %v, want it to contain %q", err, c.errPart)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Method != c.method {
+				t.Errorf("method %q, want %q", res.Method, c.method)
+			}
+		})
+	}
+}
+
+func TestEraseOptionsFromNode(t *testing.T) {
+	o, err := EraseOptionsFromNode(map[string]any{})
+	if err != nil || !reflect.DeepEqual(o, DefaultEraseOptions()) {
+		t.Fatalf("defaults: %+v %v", o, err)
+	}
+	o, err = EraseOptionsFromNode(map[string]any{
+		"driver_internal_info": map[string]any{
+			"agent_erase_devices_iterations":     float64(3),
+			"agent_erase_devices_zeroize":        false,
+			"agent_continue_if_ata_erase_failed": true,
+			"agent_enable_ata_secure_erase":      false,
+			"agent_enable_nvme_secure_erase":     "false",
+			"agent_erase_skip_read_only":         true,
+			"disk_erasure_concurrency":           float64(4),
+			"wipe_special_filesystems":           false,
+		},
+		"properties": map[string]any{"skip_block_devices": []any{map[string]any{"name": "/dev/sda"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := EraseOptions{Iterations: 3, ContinueIfSecureEraseFailed: true, SkipReadOnly: true, Concurrency: 4,
+		SkipBlockDevices: []map[string]any{{"name": "/dev/sda"}}}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("got %+v\nwant %+v", o, want)
+	}
+	// The new name wins over the legacy one.
+	o, _ = EraseOptionsFromNode(map[string]any{"driver_internal_info": map[string]any{
+		"agent_continue_if_secure_erase_failed": false, "agent_continue_if_ata_erase_failed": true}})
+	if o.ContinueIfSecureEraseFailed {
+		t.Error("legacy option overrode the new one")
+	}
+	_, err = EraseOptionsFromNode(map[string]any{"driver_internal_info": map[string]any{"agent_erase_devices_iterations": "many"}})
+	if err == nil || !strings.Contains(err.Error(), "agent_erase_devices_iterations") {
+		t.Errorf("bad iterations: %v", err)
+	}
+}
+
+func TestMetadataRegions(t *testing.T) {
+	regs, err := metadataRegions(100*mib, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(regs) != 3 || regs[0].off != 0 || regs[0].len != mib || regs[1].off != 64*mib || regs[2].off != 99*mib || regs[2].len != mib {
+		t.Errorf("100 MiB/512: %+v", regs)
+	}
+	// A device smaller than the regions is zeroed whole, once.
+	regs, _ = metadataRegions(8192, 4096)
+	if len(regs) != 1 || regs[0].off != 0 || regs[0].len != 8192 {
+		t.Errorf("8 KiB/4096: %+v", regs)
+	}
+	if _, err := metadataRegions(mib, 520); err == nil {
+		t.Error("520-byte sectors accepted")
+	}
+	// Every region is sector aligned on 4Kn even for odd sizes.
+	regs, _ = metadataRegions(3*mib+4096*3, 4096)
+	for _, r := range regs {
+		if r.off%4096 != 0 || r.len%4096 != 0 {
+			t.Errorf("unaligned %+v", r)
+		}
+	}
+}
+
+func TestErasePstore(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "pstore dir")
+	if err := os.MkdirAll(filepath.Join(store, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"dmesg-efi-1", "sub/x"} {
+		if err := os.WriteFile(filepath.Join(store, f), []byte("oops"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounts := "sysfs /sys sysfs rw 0 0\npstore " + strings.ReplaceAll(store, " ", `\040`) + " pstore rw,nosuid 0 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "proc/mounts"), []byte(mounts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := ErasePstore(context.Background(), dir)
+	if err != nil || len(removed) != 2 {
+		t.Fatalf("removed %v, %v", removed, err)
+	}
+	if ents, _ := os.ReadDir(store); len(ents) != 0 {
+		t.Errorf("left %v", ents)
+	}
+	// No pstore mounted: nothing to do.
+	if err := os.WriteFile(filepath.Join(dir, "proc/mounts"), []byte("sysfs /sys sysfs rw 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := ErasePstore(context.Background(), dir); err != nil || removed != nil {
+		t.Errorf("without pstore: %v %v", removed, err)
+	}
+}
+
+func TestCommandErrorNamesEverything(t *testing.T) {
+	_, err := ExecRunner{}.Run(context.Background(), "sh", "-c", "echo bad thing >&2; exit 3")
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.ExitCode != 3 || !strings.Contains(err.Error(), `"sh -c echo bad thing >&2; exit 3" failed (exit status 3): bad thing`) {
+		t.Errorf("got %v", err)
+	}
+}
