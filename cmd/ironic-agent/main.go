@@ -26,6 +26,7 @@ func commands() []command {
 		{"inventory", "print this machine's IPA-format hardware inventory", runInventory},
 		{"capture-fixture", "record this machine's inventory sources as a replayable fixture", runCaptureFixture},
 		{"run", "run the agent: inspection, lookup, heartbeats and the REST API Ironic drives", runAgent},
+		{"lldp", "print the LLDP neighbours (switch ports) of this machine's NICs", runLLDP},
 		{"version", "print the agent version", runVersion},
 	}
 }
