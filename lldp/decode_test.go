@@ -142,13 +142,13 @@ func TestDecodeUnknownOrgSpecific(t *testing.T) {
 
 func TestTextEscapesControlBytes(t *testing.T) {
 	for in, want := range map[string]string{
-		"switch\x00\x00":   "switch",
-		"a\x1b[2Jb":        `a\x1b[2Jb`,
-		"caf\xc3\xa9":      "café",
-		"bad \xff utf8":    "bad \uFFFD utf8",
-		"tab\tis fine":     "tab\tis fine",
-		"":                 "",
-		"del\x7f":          `del\x7f`,
+		"switch\x00\x00":    "switch",
+		"a\x1b[2Jb":         `a\x1b[2Jb`,
+		"caf\xc3\xa9":       "café",
+		"bad \xff utf8":     "bad \uFFFD utf8",
+		"tab\tis fine":      "tab\tis fine",
+		"":                  "",
+		"del\x7f":           `del\x7f`,
 		"nul\x00inside\x00": `nul\x00inside`,
 	} {
 		if got := text([]byte(in)); got != want {

@@ -141,4 +141,3 @@ func (e ethtoolFlags) Set(iface, flag string, on bool) error {
 }
 
 func (e ethtoolFlags) Close() error { return e.c.Close() }
-

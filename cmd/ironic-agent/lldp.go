@@ -172,4 +172,3 @@ func lag(l *lldp.LinkAggregation) string {
 	}
 	return "no"
 }
-

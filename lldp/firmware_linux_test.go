@@ -1,0 +1,102 @@
+package lldp
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// fakeFlags records private-flag changes.
+type fakeFlags struct {
+	flags map[string]map[string]bool
+	calls []string
+	open  int
+}
+
+func (f *fakeFlags) Get(iface string) (map[string]bool, error) {
+	m, ok := f.flags[iface]
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return m, nil
+}
+
+func (f *fakeFlags) Set(iface, flag string, on bool) error {
+	f.calls = append(f.calls, iface+" "+flag+"="+map[bool]string{true: "on", false: "off"}[on])
+	f.flags[iface][flag] = on
+	return nil
+}
+
+func (f *fakeFlags) Close() error { f.open--; return nil }
+
+// nic lays out /sys/class/net/<name> -> a PCI device bound to driver, as
+// the kernel does.
+func nic(t *testing.T, root, name, pci, driver string) {
+	t.Helper()
+	dev := filepath.Join(root, "sys/devices/pci0000:00", pci)
+	drv := filepath.Join(root, "sys/bus/pci/drivers", driver)
+	for _, d := range []string{filepath.Join(dev, "net", name), drv} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		filepath.Join(root, "sys/class/net", name): "../../devices/pci0000:00/" + pci + "/net/" + name,
+		filepath.Join(dev, "driver"):               "../../bus/pci/drivers/" + driver,
+		filepath.Join(dev, "net", name, "device"):  "../../../" + pci,
+	}
+	for l, target := range links {
+		if err := os.MkdirAll(filepath.Dir(l), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStopFirmwareLLDP(t *testing.T) {
+	root := t.TempDir()
+	nic(t, root, "eth0", "0000:3b:00.0", "i40e")  // debugfs present: IPA's way
+	nic(t, root, "eth1", "0000:3b:00.1", "i40e")  // no debugfs: private flag
+	nic(t, root, "eth2", "0000:3b:00.2", "i40e")  // flag already on: left alone
+	nic(t, root, "eth3", "0000:5e:00.0", "ixgbe") // not i40e: untouched
+	cmd := filepath.Join(root, "sys/kernel/debug/i40e/0000:3b:00.0/command")
+	if err := os.MkdirAll(filepath.Dir(cmd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cmd, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ff := &fakeFlags{flags: map[string]map[string]bool{
+		"eth1": {"disable-fw-lldp": false, "link-down-on-close": false},
+		"eth2": {"disable-fw-lldp": true},
+	}}
+	open := func() (privateFlags, error) { ff.open++; return ff, nil }
+
+	fw := stopFirmwareLLDP(t.Context(), root, []string{"eth0", "eth1", "eth2", "eth3", "missing"}, open, slog.New(slog.DiscardHandler))
+	if b, _ := os.ReadFile(cmd); string(b) != "lldp stop" {
+		t.Errorf("debugfs command file holds %q, want %q", b, "lldp stop")
+	}
+	if want := []string{"eth1 disable-fw-lldp=on"}; !reflect.DeepEqual(ff.calls, want) {
+		t.Errorf("flag changes before the capture: %v, want %v", ff.calls, want)
+	}
+	fw.restore()
+	if want := []string{"eth1 disable-fw-lldp=on", "eth1 disable-fw-lldp=off"}; !reflect.DeepEqual(ff.calls, want) {
+		t.Errorf("flag changes after restore: %v, want %v", ff.calls, want)
+	}
+	if ff.open != 0 {
+		t.Errorf("ethtool client opened %d times more than closed", ff.open)
+	}
+}
+
+func TestStopFirmwareLLDPNoI40e(t *testing.T) {
+	root := t.TempDir()
+	nic(t, root, "eth0", "0000:01:00.0", "virtio-pci")
+	open := func() (privateFlags, error) { return nil, errors.New("must not be opened") }
+	fw := stopFirmwareLLDP(t.Context(), root, []string{"eth0"}, open, slog.New(slog.DiscardHandler))
+	fw.restore()
+}
