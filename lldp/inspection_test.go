@@ -51,3 +51,10 @@ func TestInterfacesIPARule(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+func TestCapturerFailsWhenNothingListens(t *testing.T) {
+	got, err := Capturer{}.Capture(t.Context(), []string{"nosuchnic0"}, time.Second)
+	if err == nil || len(got) != 0 {
+		t.Errorf("got %v, %v; want no data and an error", got, err)
+	}
+}
