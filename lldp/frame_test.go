@@ -80,3 +80,14 @@ func TestDecodeHexRejectsBadHex(t *testing.T) {
 		t.Fatalf("want an error naming TLV 1 of type 5, got %v", err)
 	}
 }
+
+// BenchmarkParseFrame parses a typical 166-byte lldpd frame (chassis, port,
+// TTL, names, capabilities, management address, 802.1/802.3 TLVs).
+func BenchmarkParseFrame(b *testing.B) {
+	frame := mustHex(b, "0180c200000e02112233445588cc020704021122334455040c0745746865726e6574312f31060200780a0d746573742d7377697463682d310c0b7465737420737769746368"+
+		"0e04009c00801018050100000000020000000200fe0600120f030100fe0900120f010080000036fe060080c2010064fe110080c20300640a70726f766973696f6e310000")
+	b.ReportAllocs()
+	for b.Loop() {
+		ParseFrame(frame)
+	}
+}
