@@ -346,19 +346,29 @@ func (c *diskCollector) record(d *blockDev) inventory.Disk {
 		v := strings.TrimSpace(string(b))
 		disk.Vendor = &v
 	}
-	if r, ok := c.r.attrInt(d.base + "/queue/rotational"); ok {
+	if r, ok := c.r.attrInt(c.queueFile(d, "rotational")); ok {
 		disk.Rotational = r != 0
-	} else if !c.r.warned[d.base+"/queue/rotational"] {
-		c.r.warn(d.base+"/queue/rotational", "missing: reported as not rotational")
+	} else if f := c.queueFile(d, "rotational"); !c.r.warned[f] {
+		c.r.warn(f, "missing: reported as not rotational")
 	}
 	if hs := c.r.entries(d.base + "/device/scsi_device"); len(hs) > 0 {
 		disk.HCTL = &hs[0]
 	}
 	disk.ByPath = c.byPathOf(d, props)
-	disk.LogicalSectors = c.sectorSize(d.base + "/queue/logical_block_size")
-	disk.PhysicalSectors = c.sectorSize(d.base + "/queue/physical_block_size")
+	disk.LogicalSectors = c.sectorSize(c.queueFile(d, "logical_block_size"))
+	disk.PhysicalSectors = c.sectorSize(c.queueFile(d, "physical_block_size"))
 	disk.Tran = inventory.StrOrNil(c.transport(d))
 	return disk
+}
+
+// queueFile names a request-queue attribute of d. A partition has no
+// queue/ of its own; util-linux then reads the whole disk's, and so do we.
+func (c *diskCollector) queueFile(d *blockDev, attr string) string {
+	own := d.base + "/queue/" + attr
+	if d.isPart && !c.r.exists(own) && d.devPath != "" {
+		return path.Dir(d.devPath) + "/queue/" + attr
+	}
+	return own
 }
 
 func (c *diskCollector) sectorSize(rel string) *int {
@@ -456,9 +466,11 @@ func (c *diskCollector) readByPath() map[string][]string {
 // transport is lsblk's TRAN column (misc-utils/lsblk.c, get_transport):
 // decided by the SCSI host's transport class, else "nvme" by name.
 func (c *diskCollector) transport(d *blockDev) string {
-	link, ok := c.r.readlink(d.base + "/device")
-	m := reHCTL.FindStringSubmatch(path.Base(link))
-	if !ok || m == nil {
+	// lsblk takes the hctl from the last component of the "device" link;
+	// the resolved path ends in the same name.
+	scsiDev, err := c.r.resolve(d.base + "/device")
+	m := reHCTL.FindStringSubmatch(path.Base(scsiDev))
+	if err != nil || m == nil {
 		if strings.HasPrefix(d.name, "nvme") {
 			return "nvme"
 		}
@@ -466,7 +478,6 @@ func (c *diskCollector) transport(d *blockDev) string {
 	}
 	hctl := m[0]
 	host := "host" + m[1]
-	scsiDev, _ := c.r.resolve(d.base + "/device")
 	hostDir := ancestorMatching(scsiDev, reSCSIHost)
 	switch {
 	case c.r.classExists("spi_host", host, hostDir):
