@@ -3,8 +3,10 @@ module github.com/ironic-go/ironic-agent
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.3
 	github.com/mdlayher/ethtool v0.7.0
 	github.com/mdlayher/packet v1.2.0
+	github.com/ulikunitz/xz v0.5.17
 	github.com/vishvananda/netlink v1.3.1
 	golang.org/x/sys v0.49.0
 )
