@@ -211,8 +211,8 @@ func (q query) ipv6Addresses() (dynamic, static []IPv6Address) {
 // and 59): set selector, enable bit and source, address, prefix length,
 // status.
 type IPv6Address struct {
-	Enabled   bool   // static: bit 7 of the source byte
-	Source    uint8  // 0 static, 1 SLAAC, 2 DHCPv6
+	Enabled   bool  // static: bit 7 of the source byte
+	Source    uint8 // 0 static, 1 SLAAC, 2 DHCPv6
 	Addr      netip.Addr
 	PrefixLen uint8
 	Status    uint8 // 0 active, 1 disabled, 2 pending, 3 failed, 4 deprecated, 5 invalid

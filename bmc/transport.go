@@ -96,3 +96,10 @@ func call(ctx context.Context, t Transport, req Request) ([]byte, error) {
 	}
 	return resp[1:], nil
 }
+
+// DeviceNodes are the IPMI device nodes ipmitool opens for interface 0, in
+// its order, relative to the root directory. IPA only checks that one of
+// /dev/ipmi*, /dev/ipmi/* or /dev/ipmidev/* is a character device; looking
+// at these three names instead of listing /dev keeps a captured fixture
+// free of /dev's other entries.
+func DeviceNodes() []string { return []string{"dev/ipmi0", "dev/ipmi/0", "dev/ipmidev/0"} }

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/bmc"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -35,9 +36,12 @@ type Options struct {
 	// LLDP captures the frames when CollectLLDP is set (package lldp
 	// provides it). When nil, lldp stays null and a warning says why.
 	LLDP LLDPCapturer
-	// SkipBMC leaves bmc_address and bmc_v6address null (lookup's
-	// agent_skip_bmc_detect).
+	// SkipBMC leaves bmc_address and bmc_v6address null and bmc_mac out
+	// (lookup's agent_skip_bmc_detect).
 	SkipBMC bool
+	// IPMI answers the BMC queries; nil means the IPMI device itself on a
+	// live root. Tests and fixtures pass a bmc.Replay of ipmi.json.
+	IPMI bmc.Transport
 	// IgnoreUdev makes the disk collector derive every value from sysfs even
 	// when /run/udev/data and /dev/disk/by-path exist below Root (the
 	// ramdisk's own view, and the check that both routes agree).
@@ -104,6 +108,7 @@ func units() []unit {
 		{"cpu", collectCPU},
 		{"disks", collectDisks},
 		{"memory", collectMemory},
+		{"bmc", collectBMC},
 		{"system_vendor", collectSystemVendor},
 		{"boot", collectBoot},
 		{"hostname", collectHostname},

@@ -3,10 +3,14 @@ package collector
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/bmc"
 )
 
 var update = flag.Bool("update", false, "rewrite the fixtures' inventory.json from their trees")
@@ -40,7 +44,14 @@ func TestFixturesGolden(t *testing.T) {
 	for _, m := range fixtureMachines(t) {
 		t.Run(m, func(t *testing.T) {
 			dir := filepath.Join(fixturesDir, m)
-			inv, err := Collect(context.Background(), Options{Root: filepath.Join(dir, "root"), Logger: testLogger(t)})
+			opts := Options{Root: filepath.Join(dir, "root"), Logger: testLogger(t)}
+			// Recorded BMC replies, if the machine had an IPMI device.
+			if r, err := bmc.LoadReplay(filepath.Join(dir, "ipmi.json")); err == nil {
+				opts.IPMI = r
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+			inv, err := Collect(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}

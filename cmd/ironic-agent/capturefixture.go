@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/bmc"
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
@@ -33,7 +34,16 @@ func runCaptureFixture(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	dir := fs.Arg(0)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inv, err := collector.Capture(ctx, dir, collector.Options{Root: "/", Logger: logger})
+	opts := collector.Options{Root: "/", Logger: logger}
+	var recorders []collector.FixtureRecorder
+	if rec, closeDev := recordIPMI(logger); rec != nil {
+		defer closeDev()
+		opts.IPMI = rec
+		recorders = append(recorders, func(_ context.Context, dir string) error {
+			return rec.Recording("recorded by ironic-agent capture-fixture " + version.Version).WriteFile(filepath.Join(dir, "ipmi.json"))
+		})
+	}
+	inv, err := collector.Capture(ctx, dir, opts, recorders...)
 	if inv == nil {
 		return err
 	}
@@ -69,4 +79,22 @@ func trimNL(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// recordIPMI opens the IPMI device, if the machine has one, behind a
+// recorder, so the fixture keeps the BMC's replies in ipmi.json.
+func recordIPMI(logger *slog.Logger) (*bmc.Recorder, func()) {
+	for _, p := range bmc.DeviceNodes() {
+		fi, err := os.Stat("/" + p)
+		if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+			continue
+		}
+		d, err := bmc.OpenDevice("/" + p)
+		if err != nil {
+			logger.Warn("IPMI device not recorded", "error", err)
+			return nil, nil
+		}
+		return &bmc.Recorder{Next: d}, func() { _ = d.Close() }
+	}
+	return nil, nil
 }
