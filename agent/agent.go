@@ -48,8 +48,8 @@ type Options struct {
 	// Inventory collects the inventory; nil: collector.Collect below
 	// Config.InventoryRoot.
 	Inventory func(ctx context.Context) (*inventory.Inventory, error)
-	// BlockDevices lists exactly the named devices (collector.BlockDevices)
-	// for a confined agent.
+	// BlockDevices lists exactly the named devices for a confined agent;
+	// nil: collector.BlockDevices below Config.InventoryRoot.
 	BlockDevices func(ctx context.Context, names []string) ([]inventory.Disk, error)
 	// Listener is used instead of listening on listen_host:listen_port.
 	Listener net.Listener
@@ -144,6 +144,11 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 			})
 		}
 	}
+	if opts.BlockDevices == nil {
+		a.opts.BlockDevices = func(ctx context.Context, names []string) ([]inventory.Disk, error) {
+			return collector.BlockDevices(ctx, collector.Options{Root: cfg.InventoryRoot, Logger: a.log}, names)
+		}
+	}
 	hc, err := tlsutil.NewHTTPClient(a.TLSClientOptions(cfg.HTTPRequestTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("TLS client options: %w", err)
@@ -231,9 +236,6 @@ func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, err
 // when the agent is confined, else the inventory's disks.
 func (a *Agent) Disks(ctx context.Context) ([]inventory.Disk, error) {
 	if len(a.cfg.AllowedDevices) > 0 {
-		if a.opts.BlockDevices == nil {
-			return nil, errors.New("allowed_devices is set but this build cannot list named block devices")
-		}
 		return a.opts.BlockDevices(ctx, a.cfg.AllowedDevices)
 	}
 	inv, err := a.Inventory(ctx)

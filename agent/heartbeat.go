@@ -39,7 +39,7 @@ const (
 // in [0, 1).
 func nextHeartbeatInterval(success bool, heartbeatTimeout time.Duration, u float64) time.Duration {
 	if success {
-		return time.Duration(float64(heartbeatTimeout) * (0.3 + 0.3*u))
+		return time.Duration(float64(heartbeatTimeout)*0.3 + float64(heartbeatTimeout)*0.3*u)
 	}
 	return time.Duration(float64(errorHeartbeatBase) * (1 + u))
 }

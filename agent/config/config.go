@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -433,10 +434,11 @@ func parseBool(s string) (bool, error) {
 
 func checkURLs(v any) error {
 	for _, u := range v.([]string) {
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") || len(u) <= len("https://") {
-			if u == "mdns" {
-				return errors.New("mDNS discovery is not supported by this agent; give the URL")
-			}
+		if u == "mdns" {
+			return errors.New("mDNS discovery is not supported by this agent; give the URL")
+		}
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("%q is not an http(s):// URL", u)
 		}
 	}

@@ -198,7 +198,6 @@ func (x *ExecSteps) ExecuteStep(ctx context.Context, step string, req Request) (
 		return nil, fmt.Errorf("step %s: encoding input: %w", step, err)
 	}
 	cmd := exec.CommandContext(ctx, st.path)
-	cmd.Dir = x.dir
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

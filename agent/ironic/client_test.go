@@ -1,0 +1,254 @@
+package ironic
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/ironic-21.4/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fakeBackoff records the sleeps and advances a fake clock.
+type fakeBackoff struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func (f *fakeBackoff) backoff(u float64) Backoff {
+	return Backoff{
+		Now: func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now },
+		Sleep: func(_ context.Context, d time.Duration) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.sleeps = append(f.sleeps, d)
+			f.now = f.now.Add(d)
+			return nil
+		},
+		Float64: func() float64 { return u },
+	}
+}
+
+func TestLookupWait(t *testing.T) {
+	b := Backoff{Float64: func() float64 { return 1 }}
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 6: 32 * time.Second, 7: 60 * time.Second, 50: 60 * time.Second} {
+		if got := LookupWait(b, n, time.Second); got != want {
+			t.Errorf("n=%d max wait %v, want %v", n, got, want)
+		}
+	}
+	b.Float64 = func() float64 { return 0 }
+	if got := LookupWait(b, 5, 3*time.Second); got != 3*time.Second {
+		t.Errorf("min wait %v, want lookup_interval", got)
+	}
+	if got := LookupWait(Backoff{Float64: func() float64 { return 1 }}, 1, 90*time.Second); got != 90*time.Second {
+		t.Errorf("interval above 60 s: %v", got)
+	}
+}
+
+// ironic214 replays the recorded Ironic 21.4 answers; lookups fail
+// according to script before succeeding.
+type ironic214 struct {
+	t      *testing.T
+	mu     sync.Mutex
+	script []int // status per lookup attempt before the real answer
+	calls  []*http.Request
+	bodies []map[string]any
+	issued bool
+}
+
+func (f *ironic214) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, r)
+	var body map[string]any
+	if b, _ := io.ReadAll(r.Body); len(b) > 0 {
+		_ = json.Unmarshal(b, &body)
+	}
+	f.bodies = append(f.bodies, body)
+	switch {
+	case r.URL.Path == "/":
+		w.Write(testdata(f.t, "root.json"))
+	case r.URL.Path == "/v1/lookup":
+		if len(f.script) > 0 {
+			code := f.script[0]
+			f.script = f.script[1:]
+			w.WriteHeader(code)
+			w.Write(testdata(f.t, "lookup-404.json"))
+			return
+		}
+		if f.issued {
+			w.Write(testdata(f.t, "lookup-masked.json"))
+			return
+		}
+		f.issued = true
+		w.Write(testdata(f.t, "lookup.json"))
+	case strings.HasPrefix(r.URL.Path, "/v1/heartbeat/"):
+		if body["agent_token"] != "good-token" {
+			w.WriteHeader(400)
+			w.Write(testdata(f.t, "heartbeat-wrong-token.json"))
+			return
+		}
+		w.WriteHeader(202)
+	}
+}
+
+func TestLookupRetriesAndToken(t *testing.T) {
+	f := &ironic214{t: t, script: []int{404, 500, 409, 404}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, err := NewClient([]string{srv.URL + "/"}, srv.Client(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := &fakeBackoff{now: time.Unix(0, 0)}
+	res, err := c.LookupNode(context.Background(), fb.backoff(1), []string{"52:54:a9:7e:01:01", "52:54:a9:7e:01:02"}, "", 300*time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NodeUUID != "ff890ff6-6023-4f5f-9d87-4a3f87f7e551" || *res.Config.AgentToken != "tiFtwpghhKF8HV0FrSMOh3aAsw31mpadirCo2f7hKu0" || res.Config.HeartbeatTimeout != 10 {
+		t.Errorf("lookup result %+v", res)
+	}
+	if res.Config.PermittedImageFormats[2] != "iso" || !*res.Config.EnableBIOSBootloaderInstall {
+		t.Errorf("Debian 21.4.4 config keys lost: %+v", res.Config)
+	}
+	// Sleeps: 1, 2, 4+5 (409), 8 s with the maximum jitter.
+	want := []time.Duration{time.Second, 2 * time.Second, 9 * time.Second, 8 * time.Second}
+	if len(fb.sleeps) != len(want) {
+		t.Fatalf("sleeps %v, want %v", fb.sleeps, want)
+	}
+	for i := range want {
+		if fb.sleeps[i] != want[i] {
+			t.Errorf("sleeps %v, want %v", fb.sleeps, want)
+		}
+	}
+	if f.calls[0].URL.Path != "/" {
+		t.Errorf("first call %s, want version discovery", f.calls[0].URL)
+	}
+	for _, r := range f.calls[1:] {
+		if r.URL.RawQuery != "addresses=52%3A54%3Aa9%3A7e%3A01%3A01%2C52%3A54%3Aa9%3A7e%3A01%3A02" ||
+			r.Header.Get("X-OpenStack-Ironic-API-Version") != "1.62" || r.Header.Get("Accept") != "application/json" {
+			t.Errorf("lookup request %s %v", r.URL, r.Header)
+		}
+	}
+	// A second lookup gets the mask; the caller keeps its token (agent
+	// tests check that); here the reply must still parse.
+	res2, err := c.Lookup(context.Background(), []string{"52:54:a9:7e:01:01"}, res.NodeUUID)
+	if err != nil || *res2.Config.AgentToken != "******" {
+		t.Fatalf("%v %+v", err, res2)
+	}
+	if got := f.calls[len(f.calls)-1].URL.Query().Get("node_uuid"); got != res.NodeUUID {
+		t.Errorf("node_uuid %q", got)
+	}
+}
+
+func TestLookupTimeout(t *testing.T) {
+	f := &ironic214{t: t, script: make([]int, 1000)}
+	for i := range f.script {
+		f.script[i] = 404
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, _ := NewClient([]string{srv.URL}, srv.Client(), "1.82")
+	fb := &fakeBackoff{now: time.Unix(0, 0)}
+	_, err := c.LookupNode(context.Background(), fb.backoff(0.5), []string{"aa:bb:cc:dd:ee:ff"}, "", 100*time.Second, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404: Resource could not be found.") || !strings.Contains(err.Error(), "gave up") {
+		t.Fatalf("error %v", err)
+	}
+	var total time.Duration
+	for _, s := range fb.sleeps {
+		total += s
+	}
+	if total > 100*time.Second {
+		t.Errorf("slept %v beyond the lookup timeout", total)
+	}
+	if f.calls[0].URL.Path == "/" {
+		t.Errorf("version discovery despite ipa-ironic-api-version")
+	}
+}
+
+func TestHeartbeatBodies(t *testing.T) {
+	f := &ironic214{t: t}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cases := []struct {
+		version string
+		want    string
+	}{
+		{"1.82", `{"agent_token":"good-token","agent_verify_ca":"PEM","agent_version":"0.1.0","callback_url":"https://192.0.2.1:9999"}`},
+		{"1.62", `{"agent_token":"good-token","agent_version":"0.1.0","callback_url":"https://192.0.2.1:9999"}`},
+		{"1.36", `{"agent_version":"0.1.0","callback_url":"https://192.0.2.1:9999"}`},
+	}
+	for _, c := range cases {
+		cl, _ := NewClient([]string{srv.URL}, srv.Client(), c.version)
+		_ = cl.SendHeartbeat(context.Background(), "uuid-1", Heartbeat{CallbackURL: "https://192.0.2.1:9999", Token: "good-token", AgentVersion: "0.1.0", VerifyCA: "PEM"})
+		f.mu.Lock()
+		got, _ := json.Marshal(f.bodies[len(f.bodies)-1])
+		hv := f.calls[len(f.calls)-1].Header.Get("X-OpenStack-Ironic-API-Version")
+		f.mu.Unlock()
+		if string(got) != c.want {
+			t.Errorf("at %s: %s, want %s", c.version, got, c.want)
+		}
+		wantV := c.version
+		if wantV == "1.82" {
+			wantV = "1.68"
+		}
+		if hv != wantV {
+			t.Errorf("heartbeat version header %s, want %s", hv, wantV)
+		}
+	}
+	cl, _ := NewClient([]string{srv.URL}, srv.Client(), "")
+	err := cl.SendHeartbeat(context.Background(), "uuid-1", Heartbeat{Token: "stale"})
+	if err == nil || !strings.HasSuffix(err.Error(), "HTTP 400: Invalid or missing agent token received.") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	cases := map[string]string{
+		`{"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"Node x could not be found.\", \"debuginfo\": null}"}`: "Node x could not be found.",
+		`{"error_message": {"faultcode": "Client", "faultstring": "decoded", "debuginfo": null}}`:                                "decoded",
+		`{"code": 404, "title": "Not Found", "description": "gone"}`:                                                             "Not Found",
+		`plain text`: "plain text",
+	}
+	for in, want := range cases {
+		if got := ErrorText([]byte(in)); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestVersionDiscoveryFallback(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	c, _ := NewClient([]string{srv.URL}, srv.Client(), "")
+	if v := c.APIVersion(context.Background()); v != (Version{1, 31}) {
+		t.Errorf("fallback %v, want 1.31", v)
+	}
+}
+
+func TestMultipleURLs(t *testing.T) {
+	f := &ironic214{t: t}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, _ := NewClient([]string{"http://127.0.0.1:1", srv.URL}, srv.Client(), "")
+	if v := c.APIVersion(context.Background()); v != (Version{1, 82}) {
+		t.Fatalf("version %v", v)
+	}
+	if c.urls[0] != srv.URL {
+		t.Errorf("the answering URL was not moved to the front: %v", c.urls)
+	}
+}
