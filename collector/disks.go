@@ -102,8 +102,8 @@ func Disks(ctx context.Context, opts Options) ([]inventory.Disk, error) {
 	return out, nil
 }
 
-// BlockDevices returns the inventory record of each named device ("/dev/loop3"
-// or "loop3"), in the order given, without IPA's type and size filters: the
+// BlockDevices returns the inventory record of each named device ("/dev/loop3",
+// "loop3" or a link such as "/dev/disk/by-path/..."), in the order given, without IPA's type and size filters: the
 // agent uses it when it is confined to explicitly allowed devices (test
 // loop devices). A name that is not a block device is an error.
 func BlockDevices(ctx context.Context, opts Options, names []string) ([]inventory.Disk, error) {
@@ -115,8 +115,17 @@ func BlockDevices(ctx context.Context, opts Options, names []string) ([]inventor
 			return nil, err
 		}
 		name := strings.TrimPrefix(n, "/dev/")
+		if strings.HasPrefix(n, "/dev/") && strings.Contains(name, "/") && !strings.Contains(name, "\x00") {
+			// A persistent name (/dev/disk/by-id/..., by-path/...): the
+			// kernel name is what the link resolves to.
+			p, err := c.resolveDevLink("dev/" + name)
+			if err != nil || path.Dir(p) != "dev" {
+				return nil, fmt.Errorf("block device %s: not a link to a device node in /dev below %s", n, c.r.root)
+			}
+			name = path.Base(p)
+		}
 		if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-			return nil, fmt.Errorf("block device %q: want /dev/<kernel name>", n)
+			return nil, fmt.Errorf("block device %q: want /dev/<kernel name> or a /dev/disk/... link", n)
 		}
 		if seen[name] {
 			continue
@@ -129,6 +138,23 @@ func BlockDevices(ctx context.Context, opts Options, names []string) ([]inventor
 		out = append(out, c.record(d))
 	}
 	return out, nil
+}
+
+// resolveDevLink follows a udev link below /dev to the device node it
+// names; the node itself need not exist (fixture trees have no nodes).
+func (c *diskCollector) resolveDevLink(rel string) (string, error) {
+	dir, err := c.r.resolve(path.Dir(rel))
+	if err != nil {
+		return "", err
+	}
+	t, ok := c.r.readlink(dir + "/" + path.Base(rel))
+	if !ok {
+		return "", fmt.Errorf("/%s is not a symbolic link", rel)
+	}
+	if strings.HasPrefix(t, "/") {
+		return path.Clean(strings.TrimPrefix(t, "/")), nil
+	}
+	return path.Join(dir, t), nil
 }
 
 // probe reads what the listing needs. ok is false for names that are not

@@ -519,8 +519,16 @@ func TestBlockDevicesFixtures(t *testing.T) {
 			t.Errorf("IgnoreUdev=%v:\ngot:  %s\nwant: %s", ignore, g, w)
 		}
 	}
+	// A persistent name resolves to the kernel name.
+	ds, err := BlockDevices(context.Background(), Options{Root: fixtureRoot("qemu")}, []string{"/dev/disk/by-path/pci-0000:00:04.0-scsi-0:0:4:2"})
+	if err != nil || len(ds) != 1 || ds[0].Name != "/dev/sdb" {
+		t.Errorf("by-path name: %v, %v", ds, err)
+	}
+	if _, err := BlockDevices(context.Background(), Options{Root: fixtureRoot("qemu")}, []string{"/dev/disk/by-path/nonexistent"}); err == nil {
+		t.Error("dangling by-path name accepted")
+	}
 	// A path of the multipath map, by name: Fibre Channel by_path and tran.
-	ds, err := BlockDevices(context.Background(), Options{Root: fixtureRoot("server"), IgnoreUdev: true}, []string{"/dev/sdc"})
+	ds, err = BlockDevices(context.Background(), Options{Root: fixtureRoot("server"), IgnoreUdev: true}, []string{"/dev/sdc"})
 	if err != nil {
 		t.Fatal(err)
 	}
