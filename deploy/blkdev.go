@@ -187,3 +187,44 @@ func partitionsOf(root, dev string) []string {
 }
 
 var errNotSupported = errors.New("not supported by the device")
+
+// blkpgPartition is struct blkpg_partition of <linux/blkpg.h>.
+type blkpgPartition struct {
+	start   int64
+	length  int64
+	pno     int32
+	devname [64]byte
+	volname [64]byte
+	_       [4]byte // pad to the C struct's 8-byte alignment
+}
+
+// blkpgIoctlArg is struct blkpg_ioctl_arg.
+type blkpgIoctlArg struct {
+	op      int32
+	flags   int32
+	datalen int32
+	_       [4]byte
+	data    uintptr
+}
+
+const (
+	ioctlBLKPG        = 0x1269
+	blkpgAddPartition = 1
+)
+
+// ensurePartition makes the kernel know partition pno of the disk open as
+// f, adding it with BLKPG when a re-read did not (kernels built without a
+// parser for the table type, or a re-read refused because a partition is
+// in use). start and length are in bytes.
+func ensurePartition(f *os.File, sysDir string, partName string, pno int, start, length int64) error {
+	if _, err := os.Stat(filepath.Join(sysDir, partName)); err == nil {
+		return nil
+	}
+	p := blkpgPartition{start: start, length: length, pno: int32(pno)}
+	arg := blkpgIoctlArg{op: blkpgAddPartition, datalen: int32(unsafe.Sizeof(p)), data: uintptr(unsafe.Pointer(&p))}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafe.Pointer(&arg)))
+	if errno != 0 && errno != unix.EBUSY {
+		return fmt.Errorf("BLKPG add partition %d of %s: %w", pno, f.Name(), errno)
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+package deploy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/filesystem"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+const metaData = `{"uuid": "2a8f4b2c-0000-4000-8000-000000000001", "hostname": "cd-test"}`
+
+// makeConfigDriveISO builds an ISO9660 image labelled config-2 holding
+// openstack/latest/meta_data.json, with go-diskfs (no mkisofs needed).
+func makeConfigDriveISO(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cd.iso")
+	d, err := diskfs.Create(path, 4*mib, diskfs.SectorSizeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.LogicalBlocksize = 2048
+	fs, err := d.CreateFilesystem(disk.FilesystemSpec{FSType: filesystem.TypeISO9660, VolumeLabel: "config-2", WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Mkdir("/openstack/latest"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.OpenFile("/openstack/latest/meta_data.json", os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte(metaData)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.(*iso9660.FileSystem).Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: "config-2"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isoVolumeID(b) != "config-2" {
+		t.Fatalf("test ISO label is %q", isoVolumeID(b))
+	}
+	return b
+}
+
+func gzipBase64(t *testing.T, b []byte) string {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+func TestLoadConfigDrive(t *testing.T) {
+	iso := makeConfigDriveISO(t)
+	enc := gzipBase64(t, iso)
+	ctx := context.Background()
+	got, err := LoadConfigDrive(ctx, nil, enc)
+	if err != nil || !bytes.Equal(got, iso) {
+		t.Fatalf("inline: %v", err)
+	}
+	// Line-wrapped base64 (as some tools write it) decodes the same.
+	wrapped := ""
+	for i := 0; i < len(enc); i += 76 {
+		wrapped += enc[i:min(i+76, len(enc))] + "\n"
+	}
+	if got, err := LoadConfigDrive(ctx, nil, wrapped); err != nil || !bytes.Equal(got, iso) {
+		t.Errorf("wrapped: %v", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/cd.b64":
+			fmt.Fprint(w, enc)
+		case "/cd.iso":
+			w.Write(iso)
+		default:
+			http.Error(w, "no such config drive", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	if got, err := LoadConfigDrive(ctx, srv.Client(), srv.URL+"/cd.b64"); err != nil || !bytes.Equal(got, iso) {
+		t.Errorf("URL base64: %v", err)
+	}
+	if got, err := LoadConfigDrive(ctx, srv.Client(), srv.URL+"/cd.iso"); err != nil || !bytes.Equal(got, iso) {
+		t.Errorf("URL raw ISO: %v", err)
+	}
+	_, err = LoadConfigDrive(ctx, srv.Client(), srv.URL+"/missing")
+	if err == nil || !strings.Contains(err.Error(), "HTTP status 404") || !strings.Contains(err.Error(), "no such config drive") {
+		t.Errorf("404: %v", err)
+	}
+	if _, err := LoadConfigDrive(ctx, nil, "!!!"); err == nil || !strings.Contains(err.Error(), "not base64") {
+		t.Errorf("garbage: %v", err)
+	}
+	if _, err := LoadConfigDrive(ctx, nil, base64.StdEncoding.EncodeToString(iso)); err == nil || !strings.Contains(err.Error(), "gzip") {
+		t.Errorf("base64 without gzip: %v", err)
+	}
+	// The size limit (64 MiB in production) on a smaller scale.
+	big := gzipBase64(t, make([]byte, 2*mib+1))
+	if _, err := loadConfigDrive(ctx, nil, big, 2*mib); err == nil || !strings.Contains(err.Error(), "maximum of 2 MiB") {
+		t.Errorf("oversized: %v", err)
+	}
+}
+
+// checkConfigDrive proves with blkid and a read-only mount that part holds
+// the config-2 ISO with its files.
+func checkConfigDrive(t *testing.T, part string) {
+	t.Helper()
+	out := run(t, "blkid", "-p", "-o", "export", part)
+	if !strings.Contains(out, "LABEL=config-2") || !strings.Contains(out, "TYPE=iso9660") {
+		t.Errorf("blkid %s:\n%s", part, out)
+	}
+	mnt := t.TempDir()
+	out2, err := exec.Command("mount", "-o", "ro", "-t", "iso9660", part, mnt).CombinedOutput()
+	if err != nil && strings.Contains(string(out2), "unknown filesystem type") {
+		// Some kernels (this project's CI VMs among them) lack iso9660;
+		// read the file with go-diskfs' ISO reader instead.
+		t.Logf("kernel cannot mount iso9660 (%s); reading %s with go-diskfs", strings.TrimSpace(string(out2)), part)
+		// go-diskfs sizes block devices by stat (0): copy the partition
+		// into a file first.
+		src, err := os.ReadFile(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copyPath := filepath.Join(t.TempDir(), "part.iso")
+		if err := os.WriteFile(copyPath, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d, err := diskfs.Open(copyPath, diskfs.WithOpenMode(diskfs.ReadOnly), diskfs.WithSectorSize(2048))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		d.LogicalBlocksize = 2048
+		fs, err := d.GetFilesystem(0)
+		if err != nil {
+			t.Fatalf("read ISO on %s: %v", part, err)
+		}
+		f, err := fs.OpenFile("/openstack/latest/meta_data.json", os.O_RDONLY)
+		if err != nil {
+			t.Fatalf("open meta_data.json on %s: %v", part, err)
+		}
+		b, err := io.ReadAll(f)
+		if err != nil || string(b) != metaData {
+			t.Errorf("meta_data.json on %s: %q %v", part, b, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("mount %s: %v\n%s", part, err, out2)
+	}
+	defer func() { _ = exec.Command("umount", mnt).Run() }()
+	b, err := os.ReadFile(filepath.Join(mnt, "openstack/latest/meta_data.json"))
+	if err != nil || string(b) != metaData {
+		t.Errorf("meta_data.json on %s: %q %v", part, b, err)
+	}
+}
+
+func TestConfigDriveGPTLoop(t *testing.T) {
+	needTool(t, "sgdisk", "blkid", "mount", "partx")
+	iso := makeConfigDriveISO(t)
+	const size = 256 << 20
+	dev := newLoop(t, size)
+	// A whole-disk image smaller than the disk: its backup GPT sits at 64
+	// MiB, not at the end, as after dd of a 64 MiB image.
+	img := filepath.Join(t.TempDir(), "image.raw")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "sgdisk", "-n", "1:2048:+16M", "-t", "1:ef00", "-n", "2:0:+32M", img)
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, dev, 0, b)
+	run(t, "partx", "-u", dev)
+	g := NewGuard([]string{dev})
+	res, err := WriteConfigDrive(context.Background(), g, dev, iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Number != 3 || res.Reused || res.Partition != dev+"p3" {
+		t.Errorf("result %+v", res)
+	}
+	checkConfigDrive(t, res.Partition)
+	out := run(t, "sgdisk", "-v", dev)
+	if !strings.Contains(out, "No problems found") {
+		t.Errorf("sgdisk -v after config drive:\n%s", out)
+	}
+	// The new partition ends at the last usable sector and is >= 64 MiB.
+	info := run(t, "sgdisk", "-i", "3", dev)
+	if !strings.Contains(info, "Last sector: 524254") {
+		t.Errorf("partition 3 does not end at the last usable sector:\n%s", info)
+	}
+	// A second run reuses the partition.
+	res2, err := WriteConfigDrive(context.Background(), g, dev, iso)
+	if err != nil || !res2.Reused || res2.Number != 3 {
+		t.Errorf("second run: %+v %v", res2, err)
+	}
+	if strings.Contains(run(t, "sgdisk", "-p", dev), "\n   4 ") {
+		t.Error("second run created another partition")
+	}
+	// get_partition_uuids on GPT reads the protective MBR's signature field.
+	checkRootUUID(t, dev)
+}
+
+// checkRootUUID compares PartitionUUIDs with od, reading bytes 440-443 as
+// a native 32-bit number the way IPA's hexdump call does.
+func checkRootUUID(t *testing.T, dev string) {
+	t.Helper()
+	got, err := PartitionUUIDs(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "0x" + strings.TrimSpace(run(t, "od", "-An", "-tx4", "-j440", "-N4", dev))
+	if got["root uuid"] != want || len(got) != 1 {
+		t.Errorf("PartitionUUIDs(%s) = %v, od says %s", dev, got, want)
+	}
+}
+
+// writeMBR writes an MBR with signature sig and the given partitions
+// (start, size in sectors, type).
+func writeMBR(t *testing.T, dev string, sig uint32, parts ...[3]uint32) {
+	t.Helper()
+	b := make([]byte, 512)
+	binary.LittleEndian.PutUint32(b[440:], sig)
+	for i, p := range parts {
+		e := b[446+16*i:]
+		e[4] = byte(p[2])
+		binary.LittleEndian.PutUint32(e[8:], p[0])
+		binary.LittleEndian.PutUint32(e[12:], p[1])
+	}
+	b[510], b[511] = 0x55, 0xAA
+	writeAt(t, dev, 0, b)
+}
+
+func TestConfigDriveMBRLoop(t *testing.T) {
+	needTool(t, "blkid", "mount", "partx")
+	iso := makeConfigDriveISO(t)
+	const size = 128 << 20
+	dev := newLoop(t, size)
+	writeMBR(t, dev, 0x1234abcd, [3]uint32{2048, 32768, 0x83})
+	run(t, "partx", "-u", dev)
+	g := NewGuard([]string{dev})
+	res, err := WriteConfigDrive(context.Background(), g, dev, iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Number != 2 || res.Partition != dev+"p2" {
+		t.Errorf("result %+v", res)
+	}
+	checkConfigDrive(t, res.Partition)
+	tb, err := readPartTable(dev, 512)
+	if err != nil || tb.Kind != "dos" || len(tb.Partitions) != 2 {
+		t.Fatalf("table after: %+v %v", tb, err)
+	}
+	p := tb.Partitions[1]
+	if p.MBRType != 0x0c || p.Start != size-64<<20 || p.Size != 64<<20 {
+		t.Errorf("config drive partition %+v", p)
+	}
+	// The disk signature survives, and is what get_partition_uuids returns.
+	if got, _ := PartitionUUIDs(dev); got["root uuid"] != "0x1234abcd" {
+		t.Errorf("root uuid %v", got)
+	}
+	checkRootUUID(t, dev)
+}
+
+func TestConfigDriveMBRFull(t *testing.T) {
+	needTool(t, "partx")
+	dev := newLoop(t, 128<<20)
+	writeMBR(t, dev, 1, [3]uint32{2048, 2048, 0x83}, [3]uint32{4096, 2048, 0x83}, [3]uint32{6144, 2048, 0x83}, [3]uint32{8192, 2048, 0x83})
+	_, err := WriteConfigDrive(context.Background(), NewGuard([]string{dev}), dev, []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "already has 4 primary partitions") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestConfigDriveRefusedByGuard(t *testing.T) {
+	a := newLoop(t, 64<<20)
+	b := newLoop(t, 64<<20)
+	_, err := WriteConfigDrive(context.Background(), NewGuard([]string{a}), b, []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "not in the allowed devices") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestConfigDriveGPT4KnLoop(t *testing.T) {
+	needTool(t, "sgdisk", "blkid", "partx")
+	iso := makeConfigDriveISO(t)
+	dev := newLoop(t, 256<<20)
+	// Re-attach with 4096-byte logical sectors (a 4Kn disk).
+	run(t, "losetup", "--sector-size", "4096", dev)
+	if n := strings.TrimSpace(run(t, "blockdev", "--getss", dev)); n != "4096" {
+		t.Skipf("SKIPPED: loop device did not take 4096-byte sectors (%s)", n)
+	}
+	run(t, "sgdisk", "-n", "1:256:+16M", dev)
+	res, err := WriteConfigDrive(context.Background(), NewGuard([]string{dev}), dev, iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, "blkid", "-p", "-o", "export", res.Partition)
+	if !strings.Contains(out, "LABEL=config-2") {
+		t.Errorf("blkid %s:\n%s", res.Partition, out)
+	}
+	if v := run(t, "sgdisk", "-v", dev); !strings.Contains(v, "No problems found") {
+		t.Errorf("sgdisk -v:\n%s", v)
+	}
+	// Metadata wipe geometry on 4Kn: 5 x 4096 at both ends is within
+	// what WipeMetadata zeroes; the disk reads as empty afterwards.
+	if _, err := WipeMetadata(context.Background(), NewGuard([]string{dev}), dev); err != nil {
+		t.Fatal(err)
+	}
+	if got := blkidFinds(t, dev); got != "" {
+		t.Errorf("blkid after wipe: %s", got)
+	}
+}
