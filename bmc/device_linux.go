@@ -48,6 +48,7 @@ const (
 	ipmiBMCChannel              = 0x0f
 	ipmiResponseRecvType        = 1
 	ipmiMaxMsgLength            = 272 // IPMI_MAX_MSG_LENGTH
+	ipmiMaxAddrSize             = 32  // IPMI_MAX_ADDR_SIZE
 
 	// DefaultTimeout bounds one request when the context has no earlier
 	// deadline; ipmitool's open interface waits about as long.
@@ -134,10 +135,12 @@ func (d *Device) Send(ctx context.Context, req Request) ([]byte, error) {
 		if err := d.wait(ctx, deadline); err != nil {
 			return nil, fmt.Errorf("%s: waiting for the response to %v: %w", d.path, req, err)
 		}
-		var raddr ipmiSystemInterfaceAddr
+		// Room for any address type (IPMI_MAX_ADDR_SIZE): the driver
+		// refuses a message whose address does not fit.
+		var raddr [ipmiMaxAddrSize]byte
 		rv := ipmiRecv{
-			addr:    (*byte)(unsafe.Pointer(&raddr)),
-			addrLen: uint32(unsafe.Sizeof(raddr)),
+			addr:    &raddr[0],
+			addrLen: uint32(len(raddr)),
 			msg:     ipmiMsg{data: &buf[0], dataLen: uint16(len(buf))},
 		}
 		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), ipmictlReceiveMsgTrun, uintptr(unsafe.Pointer(&rv)))
