@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/version"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/lldp"
 )
 
 // Options are what the agent is built from. Only Config is required.
@@ -140,7 +142,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		a.opts.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
 			return collector.Collect(ctx, collector.Options{
 				Root: cfg.InventoryRoot, Logger: a.log, CollectLLDP: cfg.CollectLLDP, LLDPTimeout: cfg.LLDPTimeout,
-				SkipBMC: a.skipBMC(),
+				LLDP: lldp.Capturer{Logger: a.log}, SkipBMC: a.skipBMC(),
 			})
 		}
 	}
@@ -346,6 +348,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	var inspectedUUID string
 	if a.cfg.InspectionCallbackURL != "" {
+		inv = a.waitForDHCP(ctx, inv)
 		inspectedUUID = a.inspect(ctx, inv)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -467,6 +470,55 @@ func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, er
 	}
 }
 
+// NormalizeBOOTIF turns PXELINUX's "01-aa-bb-cc-dd-ee-ff" into
+// "aa:bb:cc:dd:ee:ff" (IPA does this only for the DHCP wait; the inventory
+// and inspection data keep the raw value).
+func NormalizeBOOTIF(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if len(s) == 20 && strings.HasPrefix(s, "01-") {
+		s = s[3:]
+	}
+	return strings.ReplaceAll(s, "-", ":")
+}
+
+// waitForDHCP waits, before inspection, until the PXE interface (or every
+// interface with inspection_dhcp_all_interfaces) has an IPv4 address,
+// polling every 2 s for up to inspection_dhcp_wait_timeout. Without BOOTIF
+// and without the all-interfaces option there is nothing to wait for.
+func (a *Agent) waitForDHCP(ctx context.Context, inv *inventory.Inventory) *inventory.Inventory {
+	timeout := a.cfg.InspectionDHCPWaitTimeout
+	pxe := NormalizeBOOTIF(a.cfg.BootIF)
+	if timeout <= 0 || (pxe == "" && !a.cfg.InspectionDHCPAllInterfaces) {
+		return inv
+	}
+	ready := func(inv *inventory.Inventory) bool {
+		found := false
+		for _, i := range inv.Interfaces {
+			if a.cfg.InspectionDHCPAllInterfaces || strings.EqualFold(i.MACAddress, pxe) {
+				found = true
+				if i.IPv4Address == nil {
+					return false
+				}
+			}
+		}
+		return found
+	}
+	deadline := time.Now().Add(timeout)
+	for !ready(inv) {
+		if time.Now().After(deadline) {
+			a.log.Warn("no IPv4 address from DHCP before inspection; going on", "waited", timeout, "bootif", pxe)
+			return inv
+		}
+		if sleepCtx(ctx, 2*time.Second) != nil {
+			return inv
+		}
+		if fresh, err := a.refreshInventory(ctx); err == nil {
+			inv = fresh
+		}
+	}
+	return inv
+}
+
 func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 	versions := a.managers.Versions()
 	var mgrs []inspect.Manager
@@ -482,10 +534,13 @@ func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 		Root:       a.cfg.InventoryRoot,
 		Managers:   mgrs,
 		Logs:       a.systemLogs,
-		Log:        a.log,
-		Backoff:    a.opts.Backoff,
-		Timeout:    a.cfg.LookupTimeout,
-		RequestID:  a.cfg.GlobalRequestID,
+		LLDPRaw: func(ctx context.Context) (map[string][]inventory.LLDPTLV, error) {
+			return lldp.InspectionRaw(ctx, inv, a.cfg.LLDPTimeout, a.log), nil
+		},
+		Log:       a.log,
+		Backoff:   a.opts.Backoff,
+		Timeout:   a.cfg.LookupTimeout,
+		RequestID: a.cfg.GlobalRequestID,
 	})
 	if err != nil {
 		a.log.Error("inspection failed; proceeding with lookup", "error", err)

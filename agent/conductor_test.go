@@ -34,7 +34,7 @@ import (
 
 const testMAC = "52:54:a9:7e:01:01"
 
-func readTestdata(t *testing.T, name string) []byte {
+func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/ironic-21.4/" + name)
 	if err != nil {
@@ -118,7 +118,7 @@ type request struct {
 
 // fakeIronic is Ironic 21.4's API plus a conductor doing automated cleaning.
 type fakeIronic struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	mu     sync.Mutex
 	reqs   []request
@@ -143,7 +143,7 @@ type fakeIronic struct {
 	agentCalls []string
 }
 
-func newFakeIronic(t *testing.T) *fakeIronic {
+func newFakeIronic(t testing.TB) *fakeIronic {
 	f := &fakeIronic{t: t, state: "clean wait", hbTimeout: 2}
 	var gcs struct {
 		Params struct {

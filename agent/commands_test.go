@@ -1,0 +1,279 @@
+package agent
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const standaloneToken = "0123456789abcdef0123456789abcdef-standalone"
+
+func standalone(t *testing.T, opts Options, flags map[string]string) *runningAgent {
+	t.Helper()
+	all := map[string]string{"standalone": "true", "agent_token": standaloneToken}
+	for k, v := range flags {
+		all[k] = v
+	}
+	return startAgent(t, all, opts)
+}
+
+// call posts a command with wait=true and returns the decoded result.
+func call(t *testing.T, ra *runningAgent, name string, params any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"name": name, "params": params})
+	resp, err := http.Post(ra.url+"/v1/commands/?wait=true&agent_token="+standaloneToken, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("%s: %s", name, data)
+	}
+	return resp.StatusCode, out
+}
+
+func listCommands(t *testing.T, ra *runningAgent) []string {
+	t.Helper()
+	resp, err := http.Get(ra.url + "/v1/commands/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Commands []struct {
+			Name   string `json:"command_name"`
+			Status string `json:"command_status"`
+		} `json:"commands"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&doc)
+	var out []string
+	for _, c := range doc.Commands {
+		out = append(out, c.Name+":"+c.Status)
+	}
+	return out
+}
+
+func TestStandbyCommands(t *testing.T) {
+	m := &fakeMachine{}
+	ra := standalone(t, Options{Machine: m, ShutdownDelay: time.Millisecond, BlockDevices: nil}, nil)
+
+	code, r := call(t, ra, "standby.get_partition_uuids", map[string]any{})
+	if code != 200 || r["command_status"] != "SUCCEEDED" || string(mustJSON(r["command_result"])) != "{}" {
+		t.Errorf("get_partition_uuids %d %v", code, r)
+	}
+	code, r = call(t, ra, "standby.sync", map[string]any{})
+	if code != 200 || r["command_status"] != "SUCCEEDED" {
+		t.Errorf("sync %d %v", code, r)
+	}
+	code, r = call(t, ra, "standby.power_off", map[string]any{})
+	if code != 200 || r["command_status"] != "SUCCEEDED" || r["command_name"] != "power_off" {
+		t.Errorf("power_off %d %v", code, r)
+	}
+	code, r = call(t, ra, "standby.run_image", map[string]any{})
+	if code != 200 || r["command_status"] != "SUCCEEDED" {
+		t.Errorf("run_image %d %v", code, r)
+	}
+	m.mu.Lock()
+	got := strings.Join(m.actions, ",")
+	m.mu.Unlock()
+	if got != "sync,poweroff,reboot" {
+		t.Errorf("machine actions %s", got)
+	}
+	code, r = call(t, ra, "standby.power_off", map[string]any{"force": true})
+	if code != 400 {
+		t.Errorf("unexpected params: %d %v", code, r)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func TestInstallBootloaderWholeDisk(t *testing.T) {
+	ra := standalone(t, Options{}, nil)
+	_, r := call(t, ra, "image.install_bootloader", map[string]any{"root_uuid": nil, "efi_system_part_uuid": nil, "prep_boot_part_uuid": nil, "target_boot_mode": "bios"})
+	if r["command_status"] != "SUCCEEDED" || r["command_name"] != "install_bootloader" {
+		t.Errorf("whole-disk BIOS: %v", r)
+	}
+	_, r = call(t, ra, "image.install_bootloader", map[string]any{"root_uuid": "c8b43f0e-0000-4000-8000-000000000001"})
+	if r["command_status"] != "FAILED" || !strings.Contains(string(mustJSON(r["command_error"])), "GRUB for a partition image is not implemented") {
+		t.Errorf("partition image: %v", r)
+	}
+	_, r = call(t, ra, "image.install_bootloader", map[string]any{"root_uuid": "c8b43f0e", "ignore_bootloader_failure": true})
+	if r["command_status"] != "SUCCEEDED" {
+		t.Errorf("ignored failure: %v", r)
+	}
+	if code, _ := call(t, ra, "image.install_bootloader", map[string]any{}); code != 400 {
+		t.Errorf("missing root_uuid: %d", code)
+	}
+}
+
+func TestCollectSystemLogs(t *testing.T) {
+	ra := standalone(t, Options{}, nil)
+	_, r := call(t, ra, "log.collect_system_logs", map[string]any{})
+	res, _ := r["command_result"].(map[string]any)
+	raw, err := base64.StdEncoding.DecodeString(res["system_logs"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	files := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		b, _ := io.ReadAll(tr)
+		files[h.Name] = string(b)
+	}
+	if !strings.Contains(files["agent.log"], "agent API listening") {
+		t.Errorf("agent.log lacks the agent's own log: %q", files["agent.log"])
+	}
+	for _, n := range []string{"mount", "ip_addr", "ps", "df", "hardware-info.json"} {
+		if files[n] == "" {
+			t.Errorf("%s missing (files: %v)", n, keys(files))
+		}
+	}
+	if files["dmesg"] == "" && files["dmesg.error"] == "" {
+		t.Errorf("neither dmesg nor the reason it is missing")
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Sub-commands of a flow are not recorded: Ironic only ever looks at the
+// last entry of the list.
+func TestFlowNestedInvisible(t *testing.T) {
+	ra := standalone(t, Options{}, nil)
+	_, r := call(t, ra, "flow.start_flow", map[string]any{"flow": []any{
+		map[string]any{"standby.get_partition_uuids": map[string]any{}},
+		map[string]any{"poll.get_hardware_info": map[string]any{}},
+	}})
+	if r["command_status"] != "SUCCEEDED" {
+		t.Errorf("flow %v", r)
+	}
+	if got := strings.Join(listCommands(t, ra), ","); got != "start_flow:SUCCEEDED" {
+		t.Errorf("command list %s", got)
+	}
+	_, r = call(t, ra, "flow.start_flow", map[string]any{"flow": []any{map[string]any{"image.install_bootloader": map[string]any{"root_uuid": "x"}}}})
+	if r["command_status"] != "FAILED" || !strings.Contains(string(mustJSON(r["command_error"])), "image.install_bootloader was failed") {
+		t.Errorf("failing flow %v", r)
+	}
+	if code, _ := call(t, ra, "flow.start_flow", map[string]any{"flow": []any{map[string]any{"nope.x": map[string]any{}}}}); code != 400 {
+		t.Errorf("unknown sub-command: %d", code)
+	}
+}
+
+func TestFinalizeRescue(t *testing.T) {
+	root := t.TempDir()
+	ra := standalone(t, Options{StateRoot: root}, nil)
+	if code, _ := call(t, ra, "rescue.finalize_rescue", map[string]any{"rescue_password": "plain"}); code != 400 {
+		t.Errorf("plaintext password accepted: %d", code)
+	}
+	_, r := call(t, ra, "rescue.finalize_rescue", map[string]any{"rescue_password": "$6$salt$hash", "hashed": true})
+	if r["command_status"] != "SUCCEEDED" {
+		t.Fatalf("%v", r)
+	}
+	pw, _ := os.ReadFile(filepath.Join(root, "etc/ipa-rescue-config/ipa-rescue-password"))
+	if string(pw) != "$6$salt$hash" {
+		t.Errorf("password file %q", pw)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/.rescued")); err != nil {
+		t.Errorf("no /etc/.rescued: %v", err)
+	}
+	select {
+	case <-ra.done:
+		ra.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Errorf("agent still serving after finalize_rescue")
+	}
+}
+
+func TestPollCommands(t *testing.T) {
+	ra := standalone(t, Options{}, nil)
+	_, r := call(t, ra, "poll.get_hardware_info", map[string]any{})
+	if !strings.Contains(string(mustJSON(r["command_result"])), testMAC) {
+		t.Errorf("get_hardware_info %v", r)
+	}
+	_, r = call(t, ra, "poll.set_node_info", map[string]any{"node_info": map[string]any{"node": map[string]any{"uuid": "u-1"}, "config": map[string]any{"heartbeat_timeout": 10}}})
+	if r["command_status"] != "SUCCEEDED" || ra.agent.Node()["uuid"] != "u-1" {
+		t.Errorf("set_node_info %v", r)
+	}
+}
+
+// Inspection before lookup: the UUID ironic-inspector returns goes to
+// lookup as node_uuid; a node-not-found (400) does not stop the agent.
+func TestInspectionThenLookup(t *testing.T) {
+	for _, tc := range []struct {
+		status   int
+		wantUUID string
+	}{{200, "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"}, {400, ""}} {
+		var mu sync.Mutex
+		var posted map[string]any
+		insp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			_ = json.NewDecoder(r.Body).Decode(&posted)
+			w.WriteHeader(tc.status)
+			if tc.status == 200 {
+				w.Write([]byte(`{"uuid": "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"}`))
+			} else {
+				w.Write([]byte(`{"error": {"message": "Could not find a node"}}`))
+			}
+		}))
+		f := newFakeIronic(t)
+		startAgent(t, map[string]string{"api_url": f.srv.URL, "inspection_callback_url": insp.URL + "/v1/continue",
+			"inspection_collectors": "default,logs,pci-devices,numa-topology"}, Options{})
+		var lookup string
+		for _, r := range f.requests() {
+			if strings.HasPrefix(r.path, "/v1/lookup") {
+				lookup = r.path
+			}
+		}
+		want := "/v1/lookup?addresses=52%3A54%3Aa9%3A7e%3A01%3A01"
+		if tc.wantUUID != "" {
+			want += "&node_uuid=" + tc.wantUUID
+		}
+		if lookup != want {
+			t.Errorf("inspector %d: lookup %q, want %q", tc.status, lookup, want)
+		}
+		mu.Lock()
+		if posted["error"] != nil || posted["inventory"] == nil || posted["logs"] == nil {
+			t.Errorf("inspection data error=%v inventory=%v logs? %v", posted["error"], posted["inventory"] != nil, posted["logs"] != nil)
+		}
+		mu.Unlock()
+		insp.Close()
+	}
+}
+
+func TestNormalizeBOOTIF(t *testing.T) {
+	for in, want := range map[string]string{"01-52-54-00-12-34-56": "52:54:00:12:34:56", "52:54:00:12:34:56": "52:54:00:12:34:56", "52-54-00-AB-34-56": "52:54:00:ab:34:56", "": ""} {
+		if got := NormalizeBOOTIF(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
