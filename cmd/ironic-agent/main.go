@@ -27,6 +27,7 @@ func commands() []command {
 		{"capture-fixture", "record this machine's inventory sources as a replayable fixture", runCaptureFixture},
 		{"run", "run the agent: inspection, lookup, heartbeats and the REST API Ironic drives", runAgent},
 		{"lldp", "print the LLDP neighbours (switch ports) of this machine's NICs", runLLDP},
+		{"erase", "erase one disk with the clean steps' code: --metadata, --express or --full", runErase},
 		{"version", "print the agent version", runVersion},
 	}
 }
