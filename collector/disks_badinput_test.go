@@ -59,6 +59,8 @@ func diskByName(ds []inventory.Disk, name string) *inventory.Disk {
 // field it feeds becomes null (or falls back as udev itself would), and
 // that exactly one warning names the file.
 func TestDisksBadFiles(t *testing.T) {
+	// One copy of the tree; each case puts back what it damaged.
+	root := copyTree(t, fixtureRoot("qemu"))
 	const sdaDev = "sys/devices/pci0000:00/0000:00:04.0/virtio2/host0/target0:0:3/0:0:3:0"
 	const sdcDev = "sys/devices/pci0000:00/0000:00:1f.2/ata3/host3/target3:0:0/3:0:0:0"
 	for _, c := range []struct {
@@ -152,8 +154,8 @@ func TestDisksBadFiles(t *testing.T) {
 		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			root := copyTree(t, fixtureRoot("qemu"))
 			full := filepath.Join(root, c.file)
+			restore(t, full)
 			if c.remove {
 				if err := os.Remove(full); err != nil {
 					t.Fatal(err)
@@ -163,7 +165,9 @@ func TestDisksBadFiles(t *testing.T) {
 			}
 			// The ATA port is also reachable through /sys/class.
 			if strings.HasSuffix(c.file, "/port_no") {
-				os.Remove(filepath.Join(root, "sys/class/ata_port/ata3"))
+				classLink := filepath.Join(root, "sys/class/ata_port/ata3")
+				restore(t, classLink)
+				os.Remove(classLink)
 			}
 			logger, records := newLogRecorder(t)
 			ds, err := Disks(context.Background(), Options{Root: root, Logger: logger, IgnoreUdev: c.ignoreUdev})
@@ -262,4 +266,35 @@ func TestDisksSurviveAnyDamagedFile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// restore puts a file or symlink back as it is now when the test ends.
+func restore(t *testing.T, p string) {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		tgt, err := os.Readlink(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			os.Remove(p)
+			if err := os.Symlink(tgt, p); err != nil {
+				t.Error(err)
+			}
+		})
+		return
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(p, b, fi.Mode().Perm()); err != nil {
+			t.Error(err)
+		}
+	})
 }

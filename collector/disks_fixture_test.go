@@ -157,7 +157,9 @@ func qemuTree() *fsTree {
 		// One partition each: partitions have no queue/ of their own.
 		part := disk + "/" + s.dev + "1"
 		tr.device(part, "sys/class/block")
-		tr.attr(part+"/dev", s.devno[:len(s.devno)-1]+itoa(int(s.devno[len(s.devno)-1]-'0')+1))
+		partDevno := s.devno[:len(s.devno)-1] + itoa(int(s.devno[len(s.devno)-1]-'0')+1)
+		tr.attr(part+"/dev", partDevno)
+		tr.link("sys/dev/block/"+partDevno, part)
 		tr.attr(part+"/partition", 1)
 		tr.attr(part+"/start", 2048)
 		tr.attr(part+"/size", (s.bytes-2*mib)/512)

@@ -19,6 +19,7 @@ import (
 // and ROTA as a boolean).
 type lsblkDev struct {
 	Name     string     `json:"name"`
+	KName    string     `json:"kname"`
 	Size     int64      `json:"size"`
 	Type     string     `json:"type"`
 	Rota     bool       `json:"rota"`

@@ -132,6 +132,7 @@ func (tr *fsTree) block(dir, parent string, s blockSpec) string {
 	tr.dir(dir + "/holders")
 	tr.dir(dir + "/slaves")
 	tr.link("sys/block/"+name, dir)
+	tr.link("sys/dev/block/"+s.devno, dir)
 	tr.link("sys/class/block/"+name, dir)
 	if parent != "" {
 		tr.link(dir+"/device", parent)
