@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/diskfs/go-diskfs v1.9.4
+	github.com/gophercloud/gophercloud/v2 v2.15.0
 	github.com/klauspost/compress v1.20.3
 	github.com/mdlayher/ethtool v0.7.0
 	github.com/mdlayher/packet v1.2.0

@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io/fs"
@@ -72,6 +73,30 @@ func TestFixturesGolden(t *testing.T) {
 			}
 			if !bytes.Equal(got.Bytes(), want) {
 				t.Errorf("%s differs from the inventory of %s/root:\n%s", golden, dir, lineDiff(string(want), got.String()))
+			}
+		})
+	}
+}
+
+// TestFixturesUdevAndSysfsAgree: the ramdisk runs no udevd, so every disk
+// value must come out the same whether udev's database and by-path links
+// are read (when the fixture has them) or derived from sysfs alone.
+func TestFixturesUdevAndSysfsAgree(t *testing.T) {
+	for _, m := range fixtureMachines(t) {
+		t.Run(m, func(t *testing.T) {
+			root := filepath.Join(fixturesDir, m, "root")
+			withUdev, err := Disks(context.Background(), Options{Root: root})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sysfsOnly, err := Disks(context.Background(), Options{Root: root, IgnoreUdev: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.MarshalIndent(withUdev, "", "  ")
+			b, _ := json.MarshalIndent(sysfsOnly, "", "  ")
+			if !bytes.Equal(a, b) {
+				t.Errorf("udev and sysfs routes differ:\n%s", lineDiff(string(a), string(b)))
 			}
 		})
 	}
