@@ -237,8 +237,19 @@ func (cp *copier) copyListing(rel string) error {
 		child := path.Join(real, e.Name())
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
-			if _, err := cp.resolve(child, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			target, err := cp.resolve(child, 0)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // dangling on the live machine too
+			}
+			if err != nil {
 				return fmt.Errorf("capture %s: %w", child, err)
+			}
+			// A link to a device node (/dev/disk/by-path/* -> ../../sda):
+			// an empty file keeps the link resolvable in the tree.
+			if fi, err := os.Lstat(cp.srcPath(target)); err == nil && !fi.IsDir() {
+				if err := cp.placeholder(target); err != nil {
+					return err
+				}
 			}
 		case e.IsDir():
 			if err := os.MkdirAll(cp.dstPath(child), 0o755); err != nil {

@@ -66,8 +66,10 @@ func TestCaptureFollowsLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := cp.copyListing("sys/class/net/eth0/device"); err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{"sys/class/net/eth0/device", "dev/disk/by-path"} {
+		if err := cp.copyListing(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	check := func(rel, want string) {
 		t.Helper()
@@ -79,6 +81,7 @@ func TestCaptureFollowsLinks(t *testing.T) {
 	check("sys/class/net/eth0/device/vendor", "0x1af4\n")
 	check("sys/devices/pci/net/eth0/address", "52:54:00:00:00:01\n")
 	check("sys/devices/pci/unread", "")
+	check("dev/vda", "") // by-path link target kept resolvable
 	if l, err := os.Readlink(filepath.Join(dst, "sys/class/net/eth0")); err != nil || l != "../../devices/pci/net/eth0" {
 		t.Errorf("link = %q, %v", l, err)
 	}

@@ -3,7 +3,6 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -56,22 +55,11 @@ const maxAttr = 64 << 10
 // other failure is warned about and returned.
 func (r *sysReader) read(rel string) ([]byte, error) {
 	r.trace.add(rel, accessRead)
-	f, err := os.Open(r.abs(rel))
+	b, err := readFile(r.abs(rel), maxAttr)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fs.ErrNotExist
 		}
-		r.warn(rel, err.Error())
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxAttr+1))
-	if err != nil {
-		r.warn(rel, err.Error())
-		return nil, err
-	}
-	if len(b) > maxAttr {
-		err := fmt.Errorf("larger than %d bytes", maxAttr)
 		r.warn(rel, err.Error())
 		return nil, err
 	}

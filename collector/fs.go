@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -10,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // rootFS reads files below one root directory, the way prometheus/procfs's
@@ -46,7 +49,54 @@ func (f rootFS) Path(rel string) string {
 // ReadFile reads rel below the root.
 func (f rootFS) ReadFile(rel string) ([]byte, error) {
 	f.trace.add(rel, accessRead)
-	return os.ReadFile(f.Path(rel))
+	return readFile(f.Path(rel), maxFileSize)
+}
+
+// maxFileSize bounds one read; the largest inputs are SMBIOS tables and
+// /proc/cpuinfo of big machines (about 1 KiB per CPU).
+const maxFileSize = 16 << 20
+
+// readFile reads a whole file with plain open/read/close system calls.
+// os.ReadFile also registers every file with the runtime poller (fcntl,
+// epoll_ctl) and fstats it: four extra system calls per sysfs attribute,
+// which were half of the inventory's system calls. A file longer than limit
+// is an error, so a garbled source cannot exhaust memory.
+func readFile(name string, limit int) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d bytes", limit)}
+			}
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			if len(buf) > limit {
+				return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d bytes", limit)}
+			}
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 // ReadString reads rel and trims surrounding white space, as sysfs attribute
