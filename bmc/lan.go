@@ -2,6 +2,7 @@ package bmc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -67,28 +68,29 @@ func Detect(ctx context.Context, t Transport, logger *slog.Logger) (Addresses, e
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var ipv4, ipv6, mac string
+	silent := 0
 	for ch := uint8(firstChannel); ch <= lastChannel; ch++ {
 		if err := ctx.Err(); err != nil {
 			return Addresses{}, err
 		}
-		q := query{ctx: ctx, t: t, ch: ch, log: logger}
+		q := query{ctx: ctx, t: t, ch: ch, log: logger, silent: &silent}
 		if !q.isLAN() {
 			continue
 		}
+		// ipmitool's "lan print" order: IPv4 address, then MAC; "lan6
+		// print" after.
 		ip4, haveIP4 := q.ipv4()
 		if haveIP4 && ipv4 == "" && ip4 != "0.0.0.0" {
 			ipv4 = ip4
 		}
+		m, haveMAC := q.mac()
 		dynamic, static := q.ipv6Addresses()
 		if ipv6 == "" && q.ipv6Enabled() {
 			ipv6 = pickIPv6(dynamic, static)
 		}
-		if mac == "" && haveIP4 {
-			m, ok := q.mac()
-			usable := ip4 != "0.0.0.0" || hasRoutableIPv6(dynamic, static)
-			if ok && usable && m != "00:00:00:00:00:00" {
-				mac = m
-			}
+		if mac == "" && haveIP4 && haveMAC && m != "00:00:00:00:00:00" &&
+			(ip4 != "0.0.0.0" || hasRoutableIPv6(dynamic, static)) {
+			mac = m
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -115,10 +117,31 @@ type query struct {
 	t   Transport
 	ch  uint8
 	log *slog.Logger
+	// silent counts the requests in a row that got no response at all
+	// (not even an error completion code); shared by all channels.
+	silent *int
 }
 
+// maxSilent requests without any response end the questioning: a BMC
+// that is hung or absent behind its device would otherwise cost every
+// remaining request its full timeout (more than a minute over 11 channels).
+const maxSilent = 3
+
 func (q query) call(req Request) ([]byte, bool) {
+	if *q.silent >= maxSilent {
+		return nil, false
+	}
 	data, err := call(q.ctx, q.t, req)
+	var cc *CompletionError
+	switch {
+	case err == nil, errors.As(err, &cc):
+		*q.silent = 0
+	default:
+		*q.silent++
+		if *q.silent == maxSilent {
+			q.log.Warn("the BMC does not answer; not asking it any more", "requests", maxSilent, "error", err)
+		}
+	}
 	if err != nil {
 		q.log.Debug("IPMI request failed", "channel", q.ch, "error", err)
 		return nil, false

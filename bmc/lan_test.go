@@ -142,3 +142,24 @@ func TestLoadReplayRejectsBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// countingTransport never answers and counts the requests.
+type countingTransport struct{ n int }
+
+func (c *countingTransport) Send(context.Context, Request) ([]byte, error) {
+	c.n++
+	return nil, errors.New("timed out")
+}
+
+// A BMC that never answers is given up on after a few requests instead of
+// costing every one of them its timeout.
+func TestDetectGivesUpOnASilentBMC(t *testing.T) {
+	ct := &countingTransport{}
+	got, err := Detect(t.Context(), ct, nil)
+	if err != nil || str(got.IPv4) != "0.0.0.0" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if ct.n != maxSilent {
+		t.Errorf("asked %d times, want %d", ct.n, maxSilent)
+	}
+}
