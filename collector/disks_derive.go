@@ -145,7 +145,17 @@ func (c *diskCollector) deriveSCSI(d *blockDev, p map[string]string) {
 	dev := d.base + "/device"
 	vendor := c.attrOrEmpty(dev + "/vendor")
 	model := c.attrOrEmpty(dev + "/model")
-	if strings.TrimRight(vendor, " \t\n") == "ATA" && c.deriveATA(d, p, model) {
+	if usb := c.usbDevice(d); usb != "" {
+		// A fixed disk in a USB enclosure first gets ata_id (through SAT);
+		// otherwise usb_id names the disk and scsi_id never runs.
+		removable := strings.TrimSpace(c.attrOrEmpty(d.base + "/removable"))
+		if removable == "0" && c.deriveATA(d, p, model, true) {
+			return
+		}
+		c.deriveUSB(d, p, usb, vendor, model)
+		return
+	}
+	if strings.TrimRight(vendor, " \t\n") == "ATA" && c.deriveATA(d, p, model, false) {
 		return
 	}
 	// Encoded and cleaned model as scsi_id exports them from the standard
@@ -229,7 +239,7 @@ func isHexString(s string) bool {
 // page, page 0x80 has the serial and sysfs the first 16 model characters.
 // It reports false when neither source exists (then udev would have fallen
 // back to scsi_id).
-func (c *diskCollector) deriveATA(d *blockDev, p map[string]string, sysModel string) bool {
+func (c *diskCollector) deriveATA(d *blockDev, p map[string]string, sysModel string, needIdentify bool) bool {
 	dev := d.base + "/device"
 	var model, serial string
 	var identify []byte
@@ -241,6 +251,9 @@ func (c *diskCollector) deriveATA(d *blockDev, p map[string]string, sysModel str
 			model, serial = ident.Model, ident.Serial
 			identify = page[60 : 60+512]
 		}
+	}
+	if identify == nil && needIdentify {
+		return false
 	}
 	if identify == nil {
 		page, err := c.r.read(dev + "/vpd_pg80")
@@ -299,4 +312,55 @@ func (c *diskCollector) ataWWN(dev string, identify []byte) string {
 		}
 	}
 	return ""
+}
+
+// usbDevice returns the USB device (not interface) a disk hangs off, or ""
+// when it is not on USB.
+func (c *diskCollector) usbDevice(d *blockDev) string {
+	for p := devParent(d.devPath); p != ""; p = devParent(p) {
+		if c.r.subsystem(p) == "usb" && strings.Contains(path.Base(p), ":") {
+			if up := devParent(p); up != "" && c.r.subsystem(up) == "usb" {
+				return up
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// deriveUSB reproduces udev's usb_id builtin (systemd 252) for a USB mass
+// storage disk: vendor and model from the SCSI INQUIRY data, the serial
+// from the USB device descriptor, ID_SERIAL as vendor_model_serial-target:lun.
+// No WWN: scsi_id does not run once usb_id has set ID_SERIAL.
+func (c *diskCollector) deriveUSB(d *blockDev, p map[string]string, usb, vendor, model string) {
+	clean := func(s string) string { return udevReplaceChars(udevReplaceWhitespace(s), "") }
+	p["ID_BUS"] = "usb"
+	p["ID_VENDOR"] = clean(vendor)
+	p["ID_MODEL"] = clean(model)
+	p["ID_MODEL_ENC"] = udevEncode(model)
+	serial := ""
+	if s, ok := c.r.attr(usb + "/serial"); ok {
+		// usb_id ignores serials with control, non-ASCII or ',' bytes.
+		valid := true
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 || s[i] > 0x7f || s[i] == ',' {
+				valid = false
+				break
+			}
+		}
+		if valid {
+			serial = clean(s)
+		}
+	}
+	id := p["ID_VENDOR"] + "_" + p["ID_MODEL"]
+	if serial != "" {
+		id += "_" + serial
+		p["ID_SERIAL_SHORT"] = serial
+	}
+	if scsiDev, err := c.r.resolve(d.base + "/device"); err == nil {
+		if m := reHCTL.FindStringSubmatch(path.Base(scsiDev)); m != nil {
+			id += "-" + m[3] + ":" + m[4]
+		}
+	}
+	p["ID_SERIAL"] = id
 }

@@ -357,11 +357,12 @@ func serverTree() *fsTree {
 		"E:DM_UDEV_RULES_VSN=2", "E:DM_NAME=mpatha", "E:DM_UUID=mpath-3"+lunWWN, "E:DM_SUSPENDED=0",
 		"E:MPATH_SBIN_PATH=/sbin", "E:DM_TYPE=scsi", "E:DM_WWN=0x"+lunWWN, "E:DM_SERIAL=3"+lunWWN)
 
-	// USB stick on xHCI 00:14.0, port 1 (no udev record: usb_id's values
-	// are not modelled, both routes derive the same).
+	// USB stick on xHCI 00:14.0, port 1: usb_id names it (serial from the
+	// USB descriptor, no WWN); no udev record, so both routes derive it.
 	xhci := tr.device(pci+"/0000:00:14.0", "sys/bus/pci")
 	usb2 := tr.device(xhci+"/usb2", "sys/bus/usb")
 	usbDev := tr.device(usb2+"/2-1", "sys/bus/usb")
+	tr.attr(usbDev+"/serial", "4C530001231120115142")
 	usbIf := tr.device(usbDev+"/2-1:1.0", "sys/bus/usb")
 	host6 := tr.scsiHost(usbIf, 6, "usb-storage")
 	stick := tr.scsiDevice(host6, scsiSpec{hctl: "6:0:0:0", vendor: "SanDisk", model: "Cruzer Blade", rev: "1.00",

@@ -20,16 +20,37 @@ import (
 type lsblkDev struct {
 	Name     string     `json:"name"`
 	KName    string     `json:"kname"`
-	Size     int64      `json:"size"`
+	Size     lsblkNum   `json:"size"`
 	Type     string     `json:"type"`
-	Rota     bool       `json:"rota"`
-	LogSec   int        `json:"log-sec"`
-	PhySec   int        `json:"phy-sec"`
+	Rota     lsblkNum   `json:"rota"`
+	LogSec   lsblkNum   `json:"log-sec"`
+	PhySec   lsblkNum   `json:"phy-sec"`
 	Model    *string    `json:"model"`
 	Serial   *string    `json:"serial"`
 	WWN      *string    `json:"wwn"`
 	Tran     *string    `json:"tran"`
 	Children []lsblkDev `json:"children"`
+}
+
+// lsblkNum accepts what different util-linux versions print for numeric
+// columns: a number, a boolean (ROTA since 2.37) or a quoted number.
+type lsblkNum int64
+
+func (n *lsblkNum) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	switch s {
+	case "true":
+		*n = 1
+	case "false", "null", "":
+		*n = 0
+	default:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return err
+		}
+		*n = lsblkNum(v)
+	}
+	return nil
 }
 
 // runLsblk lists every block device lsblk knows (all tree levels), keyed by
@@ -71,16 +92,16 @@ func runLsblk(t *testing.T, args ...string) map[string]lsblkDev {
 // and has no WWN, so those are compared only where lsblk has a value.
 func compareWithLsblk(t *testing.T, d inventory.Disk, l lsblkDev) {
 	t.Helper()
-	if d.Size != l.Size {
+	if d.Size != int64(l.Size) {
 		t.Errorf("%s: size %d, lsblk %d", d.Name, d.Size, l.Size)
 	}
-	if d.Rotational != l.Rota {
+	if d.Rotational != (l.Rota != 0) {
 		t.Errorf("%s: rotational %v, lsblk %v", d.Name, d.Rotational, l.Rota)
 	}
-	if d.LogicalSectors == nil || *d.LogicalSectors != l.LogSec {
+	if d.LogicalSectors == nil || *d.LogicalSectors != int(l.LogSec) {
 		t.Errorf("%s: logical_sectors %v, lsblk %d", d.Name, deref(d.LogicalSectors), l.LogSec)
 	}
-	if d.PhysicalSectors == nil || *d.PhysicalSectors != l.PhySec {
+	if d.PhysicalSectors == nil || *d.PhysicalSectors != int(l.PhySec) {
 		t.Errorf("%s: physical_sectors %v, lsblk %d", d.Name, deref(d.PhysicalSectors), l.PhySec)
 	}
 	if got, want := strOrNull(d.Tran), strOrNull(l.Tran); got != want {
