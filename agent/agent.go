@@ -169,7 +169,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	} else {
 		a.tokens.AllowTokenless(true)
 	}
-	a.generic = &GenericManager{Disks: a.Disks, InjectFilesPriority: cfg.InjectFilesPriority}
+	a.generic = &GenericManager{Disks: a.Disks, InjectFilesPriority: cfg.InjectFilesPriority, agent: a}
 	execSteps := hwmgr.NewExecSteps(cfg.StepsDir)
 	if err := execSteps.LoadError(); err != nil {
 		return nil, err
@@ -195,6 +195,12 @@ func (a *Agent) TLSClientOptions(timeout time.Duration) tlsutil.ClientOptions {
 func (a *Agent) HTTPClient(timeout time.Duration) (*http.Client, error) {
 	return tlsutil.NewHTTPClient(a.TLSClientOptions(timeout))
 }
+
+// Config returns the agent's configuration.
+func (a *Agent) Config() *config.Config { return a.cfg }
+
+// Log returns the agent's logger.
+func (a *Agent) Log() *slog.Logger { return a.log }
 
 // Managers returns the loaded hardware managers.
 func (a *Agent) Managers() *hwmgr.Set { return a.managers }
@@ -303,12 +309,20 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 		// Issued once per operation: a later lookup gets the mask and
 		// must never replace the token already held.
 		if a.tokens.Token() == "" {
+			if kept := a.loadToken(res.NodeUUID); kept != "" {
+				a.tokens.SetToken(kept)
+				a.log.Info("lookup returned the masked token; using the one an earlier agent process of this boot kept")
+				return
+			}
+		}
+		if a.tokens.Token() == "" {
 			a.log.Error("Ironic sent a masked agent token and this agent holds none (restarted mid-operation?); commands will be refused until a new operation issues one")
 		} else {
 			a.log.Info("lookup returned the masked token; keeping the one held")
 		}
 	case len(*tok) >= 32:
 		a.tokens.SetToken(*tok)
+		a.saveToken(res.NodeUUID, *tok)
 		a.log.Info("agent token received")
 	default:
 		a.log.Warn("ignoring an agent token shorter than 32 characters", "length", len(*tok))
@@ -597,8 +611,10 @@ func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, er
 			}
 			ip = ips[0]
 		}
-		hn, _ := os.Hostname()
-		cert, err := tlsutil.GenerateSelfSigned(ip, hn, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
+		a.mu.Lock()
+		uuid := a.nodeUUID
+		a.mu.Unlock()
+		cert, err := a.autoTLSCertificate(uuid, ip)
 		if err != nil {
 			return nil, err
 		}
@@ -607,7 +623,6 @@ func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, er
 		a.mu.Lock()
 		a.verifyCA = string(cert.CertPEM)
 		a.mu.Unlock()
-		a.log.Info("automatic TLS: generated a self-signed certificate", "ip", ip.String())
 	}
 	u := url.URL{Scheme: proto, Host: net.JoinHostPort(host, strconv.Itoa(a.cfg.AdvertisePort))}
 	a.mu.Lock()

@@ -26,7 +26,7 @@ func BenchmarkStartupToAPIReady(b *testing.B) {
 		}
 		cfg, err := config.Load(config.Inputs{Flags: map[string]string{
 			"api_url": f.srv.URL, "advertise_host": "127.0.0.1",
-			"advertise_port": strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "steps_dir": b.TempDir()}})
+			"advertise_port": strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "steps_dir": b.TempDir(), "state_dir": b.TempDir()}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func BenchmarkStartupToAPIReady(b *testing.B) {
 		f.mu.Unlock()
 		ready := make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
-		a, err := New(ctx, Options{Config: cfg, Log: slog.New(slog.DiscardHandler), Listener: ln, Machine: &fakeMachine{},
+		a, err := New(ctx, Options{Config: cfg, Log: slog.New(slog.DiscardHandler), Listener: ln, Machine: &fakeMachine{}, StateRoot: b.TempDir(),
 			Ready: func(string) { close(ready) }})
 		if err != nil {
 			b.Fatal(err)

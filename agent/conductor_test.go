@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +142,10 @@ type fakeIronic struct {
 	node       map[string]any
 	ports      []any
 	agentCalls []string
+	// down makes the API answer 503 to everything (Ironic stopped behind
+	// its proxy), counting the refused requests.
+	down    atomic.Bool
+	refused atomic.Int32
 }
 
 func newFakeIronic(t testing.TB) *fakeIronic {
@@ -173,6 +178,11 @@ func (f *fakeIronic) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(b, &body)
 	}
 	ver := r.Header.Get("X-OpenStack-Ironic-API-Version")
+	if f.down.Load() {
+		f.refused.Add(1)
+		ironicError(w, http.StatusServiceUnavailable, "Service Unavailable")
+		return
+	}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, request{r.Method, r.URL.RequestURI(), ver, body})
 	f.mu.Unlock()
@@ -302,7 +312,12 @@ func (f *fakeIronic) onHeartbeat() {
 		f.fail(err.Error())
 		return
 	}
-	if len(cmds) == 0 {
+	// 21.4's _freshly_booted: an empty list, or only get_clean_steps: the
+	// agent restarted; the conductor moves on to the next step.
+	if len(cmds) == 0 || len(cmds) == 1 && cmds[0].Name == "get_clean_steps" {
+		if f.cur >= 0 {
+			f.next()
+		}
 		return
 	}
 	last := cmds[len(cmds)-1]
@@ -444,18 +459,22 @@ type runningAgent struct {
 	url   string
 	log   *syncBuffer
 	done  chan error
+	stop  func()
 }
 
 // startAgent runs an agent against apiURL on a loopback port.
 func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAgent {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	all := map[string]string{"advertise_host": "127.0.0.1", "advertise_port": strconv.Itoa(port),
-		"lookup_timeout": "20", "steps_dir": t.TempDir()}
+		"lookup_timeout": "20", "steps_dir": t.TempDir(), "state_dir": t.TempDir()}
 	for k, v := range flags {
 		all[k] = v
 	}
@@ -475,6 +494,9 @@ func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAge
 	if opts.Machine == nil {
 		opts.Machine = &fakeMachine{}
 	}
+	if opts.StateRoot == "" {
+		opts.StateRoot = t.TempDir()
+	}
 	ready := make(chan string, 1)
 	opts.Ready = func(u string) { ready <- u }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -485,13 +507,19 @@ func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAge
 	}
 	ra := &runningAgent{agent: a, log: logs, done: make(chan error, 1)}
 	go func() { ra.done <- a.Run(ctx) }()
+	var once sync.Once
+	ra.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-ra.done:
+			case <-time.After(20 * time.Second):
+				t.Errorf("agent did not stop")
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ra.done:
-		case <-time.After(20 * time.Second):
-			t.Errorf("agent did not stop")
-		}
+		ra.stop()
 		if t.Failed() {
 			t.Logf("agent log:\n%s", logs.String())
 		}
@@ -598,7 +626,7 @@ func TestIronic214CleanFailure(t *testing.T) {
 }
 
 func TestLookupMaskedTokenKeepsToken(t *testing.T) {
-	a := &Agent{tokens: &api.Tokens{}, log: slog.New(slog.DiscardHandler)}
+	a := &Agent{tokens: &api.Tokens{}, log: slog.New(slog.DiscardHandler), cfg: &config.Config{StateDir: t.TempDir()}}
 	var first, masked struct {
 		Node   map[string]any `json:"node"`
 		Config map[string]any `json:"config"`
@@ -615,5 +643,89 @@ func TestLookupMaskedTokenKeepsToken(t *testing.T) {
 	}
 	if got := a.tokens.Token(); got != "tiFtwpghhKF8HV0FrSMOh3aAsw31mpadirCo2f7hKu0" {
 		t.Fatalf("token after masked lookup = %q", got)
+	}
+}
+
+// Ironic's API goes away while a step runs: the agent keeps heartbeating
+// (5-10 s after each failure) and cleaning completes once it is back.
+func TestIronicDownDuringCleaning(t *testing.T) {
+	f := newFakeIronic(t)
+	mgr := &testManager{delay: 500 * time.Millisecond}
+	startAgent(t, map[string]string{"api_url": f.srv.URL}, Options{Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return mgr }}})
+	deadline := time.Now().Add(30 * time.Second)
+	for len(mgr.steps()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.down.Store(true)
+	for f.refused.Load() < 2 && time.Now().Before(deadline.Add(30*time.Second)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.down.Store(false)
+	if st, le := waitState(t, f, "available", "clean failed"); st != "available" {
+		t.Fatalf("state %s: %s", st, le)
+	}
+	if n := f.refused.Load(); n < 2 {
+		t.Errorf("only %d heartbeats while Ironic was down", n)
+	}
+	if got := strings.Join(mgr.steps(), ","); got != "erase_devices_metadata,test_step" {
+		t.Errorf("steps %s", got)
+	}
+}
+
+// An agent process restarted in the middle of cleaning (same boot, same
+// address) carries on: the masked token of the second lookup is replaced by
+// the one the first process kept, the auto-TLS certificate is the same, so
+// Ironic accepts its heartbeats and the cleaning completes.
+func TestAgentRestartMidCleaning(t *testing.T) {
+	f := newFakeIronic(t)
+	state := t.TempDir()
+	slow := &testManager{delay: 3 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	first := startAgent(t, map[string]string{"api_url": f.srv.URL, "state_dir": state}, Options{Listener: ln,
+		Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return slow }}})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		f.cmu.Lock()
+		started := f.cur >= 0 && f.steps != nil
+		f.cmu.Unlock()
+		if started {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first.stop()
+	firstCA := func() string { f.cmu.Lock(); defer f.cmu.Unlock(); return f.verifyCA }()
+
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := &testManager{}
+	startAgent(t, map[string]string{"api_url": f.srv.URL, "state_dir": state}, Options{Listener: ln2,
+		Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return fast }}})
+	if st, le := waitState(t, f, "available", "clean failed"); st != "available" {
+		t.Fatalf("state %s: %s", st, le)
+	}
+	f.cmu.Lock()
+	ca := f.verifyCA
+	f.cmu.Unlock()
+	if ca != firstCA || ca == "" {
+		t.Errorf("the restarted agent sent a different agent_verify_ca")
+	}
+	if got := strings.Join(fast.steps(), ","); got != "test_step" {
+		t.Errorf("steps after the restart: %s", got)
+	}
+	lookups := 0
+	for _, r := range f.requests() {
+		if strings.HasPrefix(r.path, "/v1/lookup") {
+			lookups++
+		}
+	}
+	if lookups != 2 {
+		t.Errorf("%d lookups, want 2 (the second one answered with the mask)", lookups)
 	}
 }

@@ -28,6 +28,12 @@ type GenericManager struct {
 	Disks func(ctx context.Context) ([]inventory.Disk, error)
 	// InjectFilesPriority is ipa-inject-files-priority.
 	InjectFilesPriority int
+	// agent gives step implementations what they need beyond the request:
+	// Config() (allowed_devices, image download options), HTTPClient (TLS
+	// options), Node() and LookupConfig() (hints, permitted image formats),
+	// SetPartitionUUIDs, and Executor().RunNested for write_image's nested
+	// prepare_image. nil in unit tests of the table.
+	agent *Agent
 }
 
 // stepFunc runs one step.

@@ -106,6 +106,9 @@ type Config struct {
 	AllowedDevices []string
 	// StepsDir holds executable steps dropped in by an operator.
 	StepsDir string
+	// StateDir keeps per-node state of this boot (token, auto-TLS
+	// certificate) so a restarted agent process can carry on.
+	StateDir string
 	// InventoryRoot is the directory the machine is read below ("/"; a
 	// fixture tree in tests).
 	InventoryRoot string
@@ -241,6 +244,8 @@ func options() []option {
 			set: func(c *Config, v any) { c.AllowedDevices = v.([]string) }, check: checkDevPaths},
 		{name: "steps_dir", kernel: "ipa-steps-dir", kind: kString, def: "/etc/ironic-agent/steps.d", help: "directory of executable steps",
 			set: func(c *Config, v any) { c.StepsDir = v.(string) }},
+		{name: "state_dir", kind: kString, def: "/run/ironic-agent", help: "where this boot's token and TLS certificate are kept for a restart (tmpfs)",
+			set: func(c *Config, v any) { c.StateDir = v.(string) }},
 		{name: "inventory_root", kind: kString, def: "/", help: "read the machine below this directory (tests)",
 			set: func(c *Config, v any) { c.InventoryRoot = v.(string) }},
 	}

@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/agent/tlsutil"
+)
+
+// Per-node state kept in /run (tmpfs: gone at reboot) so that an agent
+// process restarted during an operation can carry on. Ironic hands the
+// token out once per operation (a later lookup gets "******") and rejects a
+// heartbeat whose agent_verify_ca changed, so a restarted IPA is locked out
+// until the node is rebooted; keeping the token and the auto-TLS
+// certificate of this boot lets the new process continue where the old one
+// stopped. A reboot (where Ironic issues a fresh token) starts clean.
+
+// nodeStateDir is <state_dir>/<node uuid>; the UUID comes from Ironic and
+// is checked before it names a directory.
+func (a *Agent) nodeStateDir(uuid string) (string, error) {
+	ok := len(uuid) > 0 && len(uuid) <= 64
+	for _, c := range uuid {
+		ok = ok && (c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')
+	}
+	if !ok {
+		return "", fmt.Errorf("node uuid %q is not a UUID", uuid)
+	}
+	if a.cfg == nil || a.cfg.StateDir == "" {
+		return "", errors.New("no state directory")
+	}
+	return filepath.Join(a.cfg.StateDir, uuid), nil
+}
+
+// saveToken keeps the token of this boot for the node.
+func (a *Agent) saveToken(uuid, token string) {
+	dir, err := a.nodeStateDir(uuid)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "agent-token"), []byte(token), 0o600)
+	}
+	if err != nil {
+		a.log.Warn("cannot keep the agent token for a restart", "error", err)
+	}
+}
+
+// loadToken returns the token an earlier process of this boot kept.
+func (a *Agent) loadToken(uuid string) string {
+	dir, err := a.nodeStateDir(uuid)
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "agent-token"))
+	if err != nil || len(b) < 32 {
+		return ""
+	}
+	return string(b)
+}
+
+// autoTLSCertificate returns the self-signed certificate for ip: the one an
+// earlier process of this boot made for the same node and address while it
+// is still valid, else a new one, which is then kept.
+func (a *Agent) autoTLSCertificate(uuid string, ip net.IP) (*tlsutil.SelfSigned, error) {
+	dir, derr := a.nodeStateDir(uuid)
+	if derr == nil {
+		if s, err := loadCertificate(dir, ip); err == nil {
+			a.log.Info("automatic TLS: reusing this boot's certificate", "ip", ip.String())
+			return s, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			a.log.Warn("automatic TLS: not reusing the kept certificate", "error", err)
+		}
+	}
+	hn, _ := os.Hostname()
+	s, err := tlsutil.GenerateSelfSigned(ip, hn, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
+	if err != nil {
+		return nil, err
+	}
+	if derr == nil {
+		err = os.MkdirAll(dir, 0o700)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "agent.key"), s.KeyPEM, 0o600)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "agent.crt"), s.CertPEM, 0o644)
+		}
+		if err != nil {
+			a.log.Warn("automatic TLS: cannot keep the certificate for a restart", "error", err)
+		}
+	}
+	a.log.Info("automatic TLS: generated a self-signed certificate", "ip", ip.String())
+	return s, nil
+}
+
+func loadCertificate(dir string, ip net.IP) (*tlsutil.SelfSigned, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, "agent.crt"))
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "agent.key"))
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(leaf.IPAddresses) != 1 || !leaf.IPAddresses[0].Equal(ip) {
+		return nil, fmt.Errorf("kept certificate is for %v, not %s", leaf.IPAddresses, ip)
+	}
+	if time.Now().Add(time.Hour).After(leaf.NotAfter) {
+		return nil, fmt.Errorf("kept certificate expires %s", leaf.NotAfter)
+	}
+	return &tlsutil.SelfSigned{CertPEM: certPEM, KeyPEM: keyPEM, Cert: pair}, nil
+}
