@@ -55,6 +55,8 @@ const maxAttr = 64 << 10
 // other failure is warned about and returned.
 func (r *sysReader) read(rel string) ([]byte, error) {
 	r.trace.add(rel, accessRead)
+	// readFile (fs.go) uses plain open/read/close: sysfs attributes are
+	// most of the disk collector's system calls.
 	b, err := readFile(r.abs(rel), maxAttr)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
