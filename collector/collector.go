@@ -138,7 +138,15 @@ func collect(ctx context.Context, opts Options) (*collection, error) {
 			return nil, fmt.Errorf("inventory: %w", err)
 		}
 		if err := runUnit(ctx, c, u); err != nil {
-			c.log.Warn("inventory unit failed; its fields are null", "unit", u.name, "error", err)
+			// One warning per problem: a unit that worked around several
+			// bad files returns them joined.
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range j.Unwrap() {
+					c.warn(u.name, e)
+				}
+			} else {
+				c.warn(u.name, err)
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -181,5 +189,5 @@ func collectDisks(ctx context.Context, c *collection) error {
 
 // warn logs one problem with a source that a unit worked around.
 func (c *collection) warn(unit string, err error) {
-	c.log.Warn("inventory source unusable; field left null", "unit", unit, "error", err)
+	c.log.Warn("inventory source unusable; the fields it feeds are null or come from a fallback", "unit", unit, "error", err)
 }

@@ -17,9 +17,11 @@ func collectCPU(ctx context.Context, c *collection) error {
 	cpu := &c.inv.CPU
 	var errs []error
 
+	// Without /proc/cpuinfo the sysfs topology still gives count,
+	// frequency and sockets.
 	info, err := c.fs.ReadFile("proc/cpuinfo")
 	if err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	blocks := parseCPUInfo(string(info))
 	var first map[string]string
@@ -174,7 +176,8 @@ func parseCPUList(s string) ([]int, error) {
 func (c *collection) cpuMaxMHz(online []int) string {
 	best := int64(-1)
 	for _, n := range online {
-		s, err := c.fs.ReadString(fmt.Sprintf("sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", n))
+		rel := fmt.Sprintf("sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", n)
+		s, err := c.fs.ReadString(rel)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				c.warn("cpu", err)
@@ -183,7 +186,7 @@ func (c *collection) cpuMaxMHz(online []int) string {
 		}
 		khz, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || khz < 0 {
-			c.warn("cpu", fmt.Errorf("cpu%d cpuinfo_max_freq %q: not a frequency", n, s))
+			c.warn("cpu", fmt.Errorf("%s: %q is not a frequency in kHz", c.fs.Path(rel), s))
 			continue
 		}
 		best = max(best, khz)
