@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -34,6 +36,11 @@ type GenericManager struct {
 	// SetPartitionUUIDs, and Executor().RunNested for write_image's nested
 	// prepare_image. nil in unit tests of the table.
 	agent *Agent
+	// AllowedDevices confines every write and erase (deploy.Guard); empty
+	// allows any disk that is not in use.
+	AllowedDevices []string
+	// Log receives the erase steps' warnings.
+	Log *slog.Logger
 }
 
 // stepFunc runs one step.
@@ -53,11 +60,10 @@ type genericStep struct {
 // reboot_requested=false.
 func (g *GenericManager) cleanSteps() []genericStep {
 	return []genericStep{
-		// deploy-disk wires these to package deploy.
-		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: nil},
-		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: nil},
-		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: nil},
-		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: nil},
+		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: g.eraseStep((*deploy.Eraser).EraseDevices)},
+		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: g.eraseStep((*deploy.Eraser).EraseDevicesMetadata)},
+		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: g.eraseStep((*deploy.Eraser).EraseDevicesExpress)},
+		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: erasePstore},
 		// Software RAID (mdadm) and burn-in (stress-ng, fio) are not
 		// implemented by this agent.
 		{step: "delete_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
@@ -72,8 +78,8 @@ func (g *GenericManager) cleanSteps() []genericStep {
 // deploySteps is IPA 2023.1's generic deploy step table (no abortable key).
 func (g *GenericManager) deploySteps() []genericStep {
 	return []genericStep{
-		// deploy-disk wires erase_devices_metadata, deploy-image write_image.
-		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: nil},
+		// deploy-image wires write_image.
+		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*deploy.Eraser).EraseDevicesMetadata)},
 		{step: "apply_configuration", iface: "raid", priority: 0, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
 			"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
 			"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
@@ -84,6 +90,33 @@ func (g *GenericManager) deploySteps() []genericStep {
 			"verify_ca": {Description: "Whether to verify TLS certificates. Global agent options are used by default.", Required: false},
 		}},
 	}
+}
+
+// eraseStep runs one of deploy's erase steps over the agent's disks (the
+// allowed devices when confined) with the node's driver_internal_info
+// options; the result maps each device to the method used.
+func (g *GenericManager) eraseStep(step func(*deploy.Eraser, context.Context, []inventory.Disk, deploy.EraseOptions) (map[string]deploy.DeviceResult, error)) stepFunc {
+	return func(ctx context.Context, req hwmgr.Request) (any, error) {
+		opts, err := deploy.EraseOptionsFromNode(req.Node)
+		if err != nil {
+			return nil, err
+		}
+		disks, err := g.Disks(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e := &deploy.Eraser{Guard: deploy.NewGuard(g.AllowedDevices), Runner: deploy.ExecRunner{}, Logger: g.Log}
+		return step(e, ctx, disks, opts)
+	}
+}
+
+// erasePstore is erase_pstore: the result lists the records removed.
+func erasePstore(ctx context.Context, _ hwmgr.Request) (any, error) {
+	removed, err := deploy.ErasePstore(ctx, "/")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"removed": append([]string{}, removed...)}, nil
 }
 
 // Name implements hwmgr.Manager.

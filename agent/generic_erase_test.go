@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+func TestGenericEraseStepsListed(t *testing.T) {
+	g := &GenericManager{}
+	steps, err := g.CleanSteps(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"erase_devices": 10, "erase_devices_metadata": 99, "erase_devices_express": 0, "erase_pstore": 0}
+	for _, s := range steps {
+		if p, ok := want[s.Step]; ok {
+			if s.Priority != p || s.Interface != "deploy" || s.RebootRequested || s.Abortable == nil || !*s.Abortable {
+				t.Errorf("step %+v", s)
+			}
+			delete(want, s.Step)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("clean steps missing: %v", want)
+	}
+	ds, _ := g.DeploySteps(context.Background(), nil, nil)
+	found := false
+	for _, s := range ds {
+		if s.Step == "erase_devices_metadata" && s.Priority == 0 && s.Abortable == nil {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("deploy step erase_devices_metadata missing: %+v", ds)
+	}
+}
+
+// loopDevice attaches a sparse file as a loop device for the test.
+func loopDevice(t *testing.T, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: attaches loop devices")
+	}
+	img := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).Output()
+	if err != nil {
+		t.Skipf("SKIPPED: losetup: %v", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	return dev
+}
+
+func TestGenericEraseStepsOnLoop(t *testing.T) {
+	dev := loopDevice(t, 16<<20)
+	other := loopDevice(t, 16<<20)
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bytes.Repeat([]byte{0xEE}, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	disks := []inventory.Disk{{Name: dev, Size: 16 << 20}}
+	g := &GenericManager{
+		AllowedDevices: []string{dev},
+		Disks:          func(context.Context) ([]inventory.Disk, error) { return disks, nil },
+	}
+	node := map[string]any{"uuid": "n1", "driver_internal_info": map[string]any{
+		"agent_erase_devices_iterations": float64(1), "agent_erase_devices_zeroize": true}}
+	res, err := g.ExecuteStep(context.Background(), "erase_devices_metadata", hwmgr.Request{Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if !strings.Contains(string(b), `"`+dev+`":{"method":"metadata wipe"`) {
+		t.Errorf("erase_devices_metadata result %s", b)
+	}
+	res, err = g.ExecuteStep(context.Background(), "erase_devices", hwmgr.Request{Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(map[string]deploy.DeviceResult)[dev]
+	if r.Method != deploy.MethodOverwrite || r.Bytes != 2*16<<20 {
+		t.Errorf("erase_devices result %+v", r)
+	}
+	// A disk outside allowed_devices is refused before anything is erased.
+	disks = []inventory.Disk{{Name: other}}
+	if _, err := g.ExecuteStep(context.Background(), "erase_devices", hwmgr.Request{Node: node}); err == nil || !strings.Contains(err.Error(), "not in the allowed devices") {
+		t.Errorf("unallowed disk: %v", err)
+	}
+}
