@@ -6,15 +6,26 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// vlanName is IPA's VLAN test on an interface name: <parent>.<digits>.
-var vlanName = regexp.MustCompile(`^.+\.[0-9]+$`)
+// isVLANName is IPA's netutils.is_vlan: everything after the first "." is
+// digits ("bond0.100"; not "a.b.100").
+func isVLANName(name string) bool {
+	_, vid, ok := strings.Cut(name, ".")
+	if !ok || vid == "" {
+		return false
+	}
+	for _, r := range vid {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // InfiniBand constants from IPA's Mellanox hardware manager: an IPoIB
 // hardware address is 20 octets (59 characters), the last 8 are the port
@@ -67,14 +78,14 @@ func collectInterfaces(ctx context.Context, c *collection) error {
 }
 
 func (c *collection) isInterfaceCandidate(name string) bool {
-	if vlanName.MatchString(name) {
+	if isVLANName(name) {
 		return true
 	}
 	base := "sys/class/net/" + name
 	if _, err := c.fs.Stat(base + "/device"); err == nil {
 		return true
 	}
-	if fi, err := c.fs.Stat(base + "/bonding"); err == nil && fi.IsDir() {
+	if _, err := c.fs.Stat(base + "/bonding"); err == nil {
 		return true
 	}
 	return false
@@ -132,9 +143,11 @@ func (c *collection) interfaceInfo(name string, facts netFacts) (inventory.Inter
 		return ifc, true, errors.Join(errs...)
 	}
 
-	// An empty address, or one starting "fa:", counts as absent in IPA and
-	// the interface is not reported.
-	if mac == "" || strings.HasPrefix(mac, "fa:") || mac == "00:00:00:00:00:00" {
+	// IPA drops an interface without an address, and one whose address
+	// starts "fa:" (it warns that such a locally assigned address is
+	// unexpected, e.g. an in-band BMC NIC). All-zero addresses (a bond
+	// without slaves) are reported as they are, as IPA does.
+	if mac == "" || strings.HasPrefix(mac, "fa:") {
 		return ifc, false, errors.Join(errs...)
 	}
 	ifc.MACAddress = mac

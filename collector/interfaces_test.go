@@ -68,6 +68,17 @@ func TestInterfaces(t *testing.T) {
 	}
 }
 
+func TestIsVLANName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"bond0.100": true, "eth0.5": true, ".7": true,
+		"eth0": false, "eth0.": false, "a.b.100": false, "eth0.1x": false,
+	} {
+		if got := isVLANName(name); got != want {
+			t.Errorf("isVLANName(%q) = %v", name, got)
+		}
+	}
+}
+
 type fakeLLDP map[string][]inventory.LLDPTLV
 
 func (f fakeLLDP) Capture(ctx context.Context, names []string, _ time.Duration) (map[string][]inventory.LLDPTLV, error) {
