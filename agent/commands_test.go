@@ -277,3 +277,51 @@ func TestNormalizeBOOTIF(t *testing.T) {
 		}
 	}
 }
+
+func TestStepCommandsThroughAPI(t *testing.T) {
+	steps := t.TempDir()
+	if err := os.WriteFile(filepath.Join(steps, "flash.json"), []byte(`{"interface": "management", "priority": 0, "deploy": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(steps, "flash"), []byte("#!/bin/sh\ncat >/dev/null\necho '{\"flashed\": 1}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ra := standalone(t, Options{}, map[string]string{"steps_dir": steps})
+	node := map[string]any{"uuid": "n-1"}
+	_, r := call(t, ra, "deploy.get_deploy_steps", map[string]any{"node": node, "ports": []any{}})
+	res := string(mustJSON(r["command_result"]))
+	if !strings.Contains(res, `"ExecStepsHardwareManager":[{"interface":"management","priority":0,"reboot_requested":false,"step":"flash"}]`) ||
+		!strings.Contains(res, `"hardware_manager_version":{"exec_steps_hardware_manager":"1.0-`) ||
+		!strings.Contains(res, `"generic_hardware_manager":"1.1"`) {
+		t.Errorf("get_deploy_steps %s", res)
+	}
+	versions := r["command_result"].(map[string]any)["hardware_manager_version"]
+
+	step := map[string]any{"interface": "management", "step": "flash", "args": map[string]any{"x": 1}}
+	_, r = call(t, ra, "deploy.execute_deploy_step", map[string]any{"step": step, "node": node, "ports": []any{}, "deploy_version": versions})
+	if r["command_status"] != "SUCCEEDED" || string(mustJSON(r["command_result"])) != `{"deploy_result":{"flashed":1},"deploy_step":{"args":{"x":1},"interface":"management","step":"flash"}}` {
+		t.Errorf("execute_deploy_step %v", r)
+	}
+
+	// A version Ironic recorded from another build: CLEAN_VERSION_MISMATCH,
+	// even for a deploy step.
+	_, r = call(t, ra, "deploy.execute_deploy_step", map[string]any{"step": step, "node": node, "ports": []any{},
+		"deploy_version": map[string]any{"generic_hardware_manager": "1.2"}})
+	e := string(mustJSON(r["command_error"]))
+	if r["command_status"] != "CLEAN_VERSION_MISMATCH" || !strings.Contains(e, `"type":"VersionMismatch"`) || !strings.Contains(e, `"code":409`) {
+		t.Errorf("mismatch %v", r)
+	}
+
+	// A step nobody implements fails the command with IPA's error.
+	_, r = call(t, ra, "clean.execute_clean_step", map[string]any{"step": map[string]any{"interface": "deploy", "step": "erase_everything"},
+		"node": node, "ports": []any{}, "clean_version": nil})
+	if r["command_status"] != "FAILED" || !strings.Contains(string(mustJSON(r["command_error"])), "Could not find method: erase_everything") {
+		t.Errorf("unknown step %v", r)
+	}
+	if code, _ := call(t, ra, "clean.execute_clean_step", map[string]any{"step": map[string]any{"interface": "deploy"}, "node": node, "ports": []any{}}); code != 400 {
+		t.Errorf("step without a name: %d", code)
+	}
+	if code, _ := call(t, ra, "clean.get_clean_steps", map[string]any{"node": node}); code != 400 {
+		t.Errorf("get_clean_steps without ports: %d", code)
+	}
+}

@@ -149,12 +149,7 @@ func (r *Result) finish(name string, async bool, v any, err error) {
 		}
 		return
 	}
-	if s, ok := v.(string); ok {
-		if async {
-			s = name + ": " + s
-		}
-		v = map[string]string{"result": s}
-	}
+	v = wrapString(name, async, v)
 	enc, merr := json.Marshal(v)
 	if merr != nil {
 		r.err = ExecutionError(fmt.Errorf("command result is not serialisable: %w", merr))
@@ -163,6 +158,19 @@ func (r *Result) finish(name string, async bool, v any, err error) {
 	}
 	r.result = enc
 	r.status = Succeeded
+}
+
+// wrapString wraps a string result as IPA does: {"result": s} for a sync
+// command, {"result": "<name>: s"} for an async one.
+func wrapString(name string, async bool, v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	if async {
+		s = name + ": " + s
+	}
+	return map[string]string{"result": s}
 }
 
 // Executor dispatches commands, keeps every result for the life of the
@@ -264,11 +272,18 @@ func (e *Executor) Execute(name string, params Params) (*Result, error) {
 // running prepare_image): synchronously and not recorded, so the last entry
 // of the list stays the outer command, which Ironic checks.
 func (e *Executor) RunNested(ctx context.Context, name string, params Params) (any, error) {
-	_, _, fn, err := e.bind(name, params)
+	short, cmd, fn, err := e.bind(name, params)
 	if err != nil {
 		return nil, err
 	}
-	return e.callCtx(ctx, fn)
+	v, err := e.callCtx(ctx, fn)
+	if err != nil {
+		return nil, err
+	}
+	// The value is what the command's command_result would be, string
+	// wrapping included: IPA's write_image returns prepare_image's
+	// command_result, {"result": "prepare_image: ..."}.
+	return wrapString(short, cmd.Async, v), nil
 }
 
 // bind finds the command and binds its parameters. A lookup failure comes
