@@ -29,21 +29,21 @@ func collectCPU(ctx context.Context, c *collection) error {
 		first = blocks[0]
 	}
 
-	online, err := c.onlineCPUs()
+	cpus, err := c.presentCPUs()
 	if err != nil {
 		// Without the sysfs list, count the processor blocks as lscpu
 		// does on kernels without sysfs topology.
 		errs = append(errs, err)
-		online = nil
+		cpus = nil
 		for i, b := range blocks {
 			if n, err := strconv.Atoi(b["processor"]); err == nil {
-				online = append(online, n)
+				cpus = append(cpus, n)
 			} else {
-				online = append(online, i)
+				cpus = append(cpus, i)
 			}
 		}
 	}
-	cpu.Count = len(online)
+	cpu.Count = len(cpus)
 
 	cpu.ModelName = first["model name"]
 	if cpu.ModelName == "" {
@@ -52,7 +52,7 @@ func collectCPU(ctx context.Context, c *collection) error {
 		cpu.ModelName = armModelName(first["CPU implementer"], first["CPU part"])
 	}
 
-	cpu.Frequency = c.cpuMaxMHz(online)
+	cpu.Frequency = c.cpuMaxMHz(cpus)
 	if cpu.Frequency == "" {
 		// Older lscpu printed "CPU MHz" verbatim from /proc/cpuinfo when
 		// there is no cpufreq driver (VMs); current lscpu prints nothing
@@ -76,7 +76,7 @@ func collectCPU(ctx context.Context, c *collection) error {
 		cpu.Flags = []string{}
 	}
 
-	cpu.SocketCount = c.socketCount(online, blocks)
+	cpu.SocketCount = c.socketCount(cpus, blocks)
 	return errors.Join(errs...)
 }
 
@@ -124,17 +124,31 @@ func parseCPUInfo(s string) []map[string]string {
 	return blocks
 }
 
-// onlineCPUs returns the logical CPUs the kernel has online.
-func (c *collection) onlineCPUs() ([]int, error) {
-	s, err := c.fs.ReadString("sys/devices/system/cpu/online")
-	if err != nil {
-		return nil, err
+// presentCPUs returns the logical CPUs lscpu counts as "CPU(s)": the
+// present ones (util-linux 2.37+ prints its npresents there; IPA takes that
+// line), which nproc --all also counts. It equals the online set unless
+// CPUs were taken offline. Without the present list, the online list.
+func (c *collection) presentCPUs() ([]int, error) {
+	var errs []error
+	for _, rel := range []string{"sys/devices/system/cpu/present", "sys/devices/system/cpu/online"} {
+		s, err := c.fs.ReadString(rel)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		cpus, err := parseCPUList(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.fs.Path(rel), err))
+			continue
+		}
+		return cpus, errors.Join(errs...)
 	}
-	cpus, err := parseCPUList(s)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.fs.Path("sys/devices/system/cpu/online"), err)
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("%s: no present or online CPU list", c.fs.Path("sys/devices/system/cpu"))
 	}
-	return cpus, nil
+	return nil, errors.Join(errs...)
 }
 
 // maxCPUList bounds a CPU list so a garbled file cannot make us allocate
@@ -171,11 +185,11 @@ func parseCPUList(s string) ([]int, error) {
 }
 
 // cpuMaxMHz is lscpu's "CPU max MHz": the highest cpufreq
-// cpuinfo_max_freq (kHz) of the online CPUs, printed with four decimals.
+// cpuinfo_max_freq (kHz) of the CPUs, printed with four decimals.
 // "" when no CPU has a cpufreq driver.
-func (c *collection) cpuMaxMHz(online []int) string {
+func (c *collection) cpuMaxMHz(cpus []int) string {
 	best := int64(-1)
-	for _, n := range online {
+	for _, n := range cpus {
 		rel := fmt.Sprintf("sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", n)
 		s, err := c.fs.ReadString(rel)
 		if err != nil {
@@ -220,12 +234,12 @@ func unameMachine() (string, error) {
 }
 
 // socketCount is lscpu's "Socket(s)": the distinct physical package ids of
-// the online CPUs, else the distinct "physical id" values of /proc/cpuinfo,
+// the CPUs, else the distinct "physical id" values of /proc/cpuinfo,
 // else 1 when there is any CPU (a machine without topology data has one
 // socket); 0 when nothing is known (IPA's default).
-func (c *collection) socketCount(online []int, blocks []map[string]string) int {
+func (c *collection) socketCount(cpus []int, blocks []map[string]string) int {
 	ids := map[string]bool{}
-	for _, n := range online {
+	for _, n := range cpus {
 		s, err := c.fs.ReadString(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", n))
 		if err != nil {
 			continue
@@ -239,7 +253,7 @@ func (c *collection) socketCount(online []int, blocks []map[string]string) int {
 			}
 		}
 	}
-	if len(ids) == 0 && len(online) > 0 {
+	if len(ids) == 0 && len(cpus) > 0 {
 		return 1
 	}
 	return len(ids)

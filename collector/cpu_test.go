@@ -137,3 +137,20 @@ func FuzzCPUInfo(f *testing.F) {
 		}
 	})
 }
+
+func TestCPUCountIsPresentCPUs(t *testing.T) {
+	// Two of four CPUs taken offline: lscpu's CPU(s), and so IPA's count,
+	// is still 4.
+	root := tree(t, map[string]string{
+		"proc/cpuinfo":                   x86CPUInfo,
+		"sys/devices/system/cpu/present": "0-3\n",
+		"sys/devices/system/cpu/online":  "0-1\n",
+	})
+	inv, err := Collect(context.Background(), Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.CPU.Count != 4 {
+		t.Errorf("cpu.count = %d, want 4", inv.CPU.Count)
+	}
+}

@@ -49,7 +49,8 @@ func acceptanceTool(t *testing.T, name string, args ...string) []byte {
 
 func TestInventoryAgreesWithNproc(t *testing.T) {
 	inv := inventoryOfThisMachine(t)
-	// --all: the online CPUs, whatever affinity the test runs with.
+	// --all counts the CPUs present (glibc's _SC_NPROCESSORS_CONF), as
+	// lscpu's "CPU(s)" does, whatever affinity the test runs with.
 	n, err := strconv.Atoi(strings.TrimSpace(string(acceptanceTool(t, "nproc", "--all"))))
 	if err != nil {
 		t.Fatal(err)
