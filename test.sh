@@ -16,6 +16,9 @@ APT_PACKAGES=(
 	dosfstools
 	e2fsprogs
 	gdisk
+	grub-common
+	grub-efi-amd64-bin
+	grub-pc-bin
 	hdparm
 	iproute2
 	ironic-api
@@ -23,6 +26,7 @@ APT_PACKAGES=(
 	ironic-inspector
 	lldpd
 	mount
+	mtools
 	nvme-cli
 	ovmf
 	python3-ironic
@@ -30,6 +34,7 @@ APT_PACKAGES=(
 	qemu-system-x86
 	qemu-utils
 	util-linux
+	xorriso
 	xz-utils
 	zstd
 )

@@ -19,7 +19,10 @@ const dumpAttempts = 5
 // liveNetRecord asks netlink (links, addresses) and ethtool over generic
 // netlink (link modes, speed) about the named interfaces.
 func liveNetRecord(ctx context.Context, names []string) (*netRecord, error) {
-	h, err := netlink.NewHandle()
+	// Only rtnetlink: NewHandle() with no family opens every family it
+	// knows, XFRM included, and fails with "protocol not supported" on a
+	// kernel without xfrm_user loaded (the agent ramdisk).
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("netlink: %w", err)
 	}

@@ -23,6 +23,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"init", "PID 1 of the agent ramdisk: mounts, modules, DHCP, then runs the agent", runInit},
 		{"inventory", "print this machine's IPA-format hardware inventory", runInventory},
 		{"capture-fixture", "record this machine's inventory sources as a replayable fixture", runCaptureFixture},
 		{"run", "run the agent: inspection, lookup, heartbeats and the REST API Ironic drives", runAgent},
@@ -45,7 +46,11 @@ func usage(w io.Writer) {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	args := os.Args[1:]
+	if isRamdiskInit() {
+		args = []string{"init"}
+	}
+	code := runMain(ctx, args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ironic-go/ironic-agent/internal/rdinit"
+)
+
+// isRamdiskInit reports whether the binary was started by the kernel as
+// /init of the agent ramdisk (where /init is a link to the binary). The
+// kernel passes unknown bare words of its command line as arguments, so
+// the arguments say nothing.
+func isRamdiskInit() bool {
+	return os.Getpid() == 1 && filepath.Base(os.Args[0]) == "init"
+}
+
+func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("init", "",
+		"PID 1 of the agent ramdisk (the kernel starts it as /init): mount /proc, /sys, /dev, /run,\n"+
+			"load the kernel modules the initramfs carries, bring the NICs up with DHCP, then start and\n"+
+			"supervise 'ironic-agent run' with the kernel parameters. Kernel parameters of the init:\n"+
+			"  "+rdinit.ParamCommand+"=CMD[,ARG...]   subcommand to run instead of run (e.g. inventory)\n"+
+			"  "+rdinit.ParamExit+"=restart|poweroff|reboot|hold   when it exits (run: restart, else poweroff)\n"+
+			"  "+rdinit.ParamUpload+"=URL "+rdinit.ParamUploadDir+"=DIR   POST DIR as tar.gz after the command\n"+
+			"  "+rdinit.ParamDHCP+"=all|none|MAC[,MAC]   NICs to configure by DHCP (default all)\n"+
+			"  "+rdinit.ParamDHCPTimeout+"=SECONDS   wait for the first lease (default 60)\n"+
+			"  "+rdinit.ParamModules+"=NAME[,NAME]   load more of the initramfs's modules", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if os.Getpid() != 1 {
+		return fmt.Errorf("must run as PID 1 (the ramdisk's /init)")
+	}
+	err := rdinit.Main(ctx, stdout)
+	// PID 1 must not exit (the kernel would panic): report and power off.
+	fmt.Fprintf(stderr, "ironic-agent init: %v; powering off\n", err)
+	return rdinit.Halt(false)
+}

@@ -1,0 +1,104 @@
+package initramfs
+
+import (
+	"bytes"
+	"encoding/hex"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func build(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Dir("etc", 0o755))
+	must(w.CharDev("dev/console", 0o600, 5, 1))
+	must(w.Bytes("usr/bin/tool", 0o755, []byte("#!binary\x00\x01")))
+	must(w.Symlink("init", "usr/bin/tool"))
+	must(w.Bytes("lib/modules/6.1/kernel/a.ko", 0o644, []byte("abc")))
+	must(w.Close())
+	return buf.Bytes()
+}
+
+// TestListedByCpio reads the archive back with GNU cpio, the reference
+// reader of the format the kernel unpacks.
+func TestListedByCpio(t *testing.T) {
+	if _, err := exec.LookPath("cpio"); err != nil {
+		t.Skip("SKIPPED: needs cpio (Debian package cpio, in test.sh)")
+	}
+	data := build(t)
+	cmd := exec.Command("cpio", "-itv", "--quiet")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cpio -itv: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{
+		"drwxr-xr-x", " etc\n",
+		"crw-------", "5,   1", " dev/console\n",
+		"-rwxr-xr-x", " usr/bin/tool\n",
+		"lrwxrwxrwx", " init -> usr/bin/tool\n",
+		" lib/modules/6.1/kernel/a.ko\n", " lib/modules/6.1/kernel\n", " dev\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("cpio listing lacks %q:\n%s", want, got)
+		}
+	}
+	// Parents come before their children: the kernel creates entries in
+	// archive order.
+	if strings.Index(got, " lib/modules\n") > strings.Index(got, " lib/modules/6.1/kernel/a.ko\n") {
+		t.Errorf("directory after its file:\n%s", got)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	data := build(t)
+	if len(data)%4 != 0 {
+		t.Errorf("archive length %d is not 4-byte aligned", len(data))
+	}
+	if !bytes.HasPrefix(data, []byte("070701")) {
+		t.Fatalf("no newc magic: %q", data[:6])
+	}
+	if !bytes.Contains(data, []byte("TRAILER!!!\x00")) {
+		t.Errorf("no trailer")
+	}
+	// The first entry is "etc": header, name, NUL, padding to 4.
+	hdr := data[:110]
+	if got := string(hdr[14:22]); got != "000041ed" {
+		t.Errorf("mode of etc = %s, want 000041ed", got)
+	}
+	if _, err := hex.DecodeString(string(hdr[6:110])); err != nil {
+		t.Errorf("header fields are not hex: %v", err)
+	}
+	if data[110+4] != 0 || string(data[110:113]) != "etc" {
+		t.Errorf("name of first entry: %q", data[110:116])
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	w := NewWriter(&bytes.Buffer{})
+	if err := w.Bytes("", 0o644, nil); err == nil {
+		t.Error("empty name accepted")
+	}
+	if err := w.Bytes("TRAILER!!!", 0o644, nil); err == nil {
+		t.Error("trailer name accepted")
+	}
+	if err := w.Symlink("x", ""); err == nil {
+		t.Error("empty symlink target accepted")
+	}
+	if err := w.File("short", 0o644, 10, strings.NewReader("abc")); err == nil || !strings.Contains(err.Error(), "short read") {
+		t.Errorf("short file: %v", err)
+	}
+	// A failed write poisons the writer.
+	if err := w.Close(); err == nil {
+		t.Error("Close after a failed write succeeded")
+	}
+}

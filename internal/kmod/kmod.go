@@ -1,0 +1,201 @@
+// Package kmod finds Linux kernel modules in an extracted kernel package and
+// orders a set of them, with everything they depend on, for loading with
+// finit_module (dependencies first).
+//
+// Dependencies come from each module's own .modinfo section ("depends=" and
+// "softdep=pre:"), which is what depmod turns into modules.dep, so no depmod
+// run (and no kmod package) is needed to build a ramdisk.
+package kmod
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Module is one loadable module.
+type Module struct {
+	Name string // normalised: "-" replaced by "_"
+	Path string // relative to the modules directory, e.g. kernel/drivers/block/virtio_blk.ko
+}
+
+// Tree is the set of modules below one lib/modules/<version> directory.
+type Tree struct {
+	Dir     string
+	paths   map[string]string // normalised name -> relative path
+	builtin map[string]bool
+}
+
+// Normalize returns the module name the kernel uses: '-' and '_' are the same.
+func Normalize(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+func nameOf(file string) (name string, ok bool) {
+	base := filepath.Base(file)
+	for _, ext := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
+		if strings.HasSuffix(base, ext) {
+			return Normalize(strings.TrimSuffix(base, ext)), true
+		}
+	}
+	return "", false
+}
+
+// Open indexes the modules below dir (a lib/modules/<version> directory).
+func Open(dir string) (*Tree, error) {
+	t := &Tree{Dir: dir, paths: map[string]string{}, builtin: map[string]bool{}}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if n, ok := nameOf(p); ok {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			t.paths[n] = rel
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kmod: index %s: %w", dir, err)
+	}
+	if len(t.paths) == 0 {
+		return nil, fmt.Errorf("kmod: no modules below %s", dir)
+	}
+	// modules.builtin lists modules compiled into the kernel: asking for one
+	// of those is not an error, there is just nothing to load.
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if n, ok := nameOf(strings.TrimSpace(line)); ok {
+				t.builtin[n] = true
+			}
+		}
+	}
+	return t, nil
+}
+
+// ModInfo returns the key=value pairs of a module's .modinfo section.
+func ModInfo(path string) ([][2]string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kmod: %s: %w", path, err)
+	}
+	defer f.Close()
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return nil, fmt.Errorf("kmod: %s: no .modinfo section", path)
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("kmod: %s: read .modinfo: %w", path, err)
+	}
+	return ParseModInfo(data), nil
+}
+
+// ParseModInfo splits a .modinfo section: NUL-separated key=value strings.
+func ParseModInfo(data []byte) [][2]string {
+	var out [][2]string
+	for f := range bytes.SplitSeq(data, []byte{0}) {
+		if k, v, ok := bytes.Cut(f, []byte{'='}); ok && len(k) > 0 {
+			out = append(out, [2]string{string(k), string(v)})
+		}
+	}
+	return out
+}
+
+// deps returns the modules that must be loaded before the module: its hard
+// dependencies and its "softdep pre:" ones (some of those are requested
+// through request_module at run time, which cannot work without modprobe).
+func deps(info [][2]string) []string {
+	var out []string
+	for _, kv := range info {
+		switch kv[0] {
+		case "depends":
+			for d := range strings.SplitSeq(kv[1], ",") {
+				if d = strings.TrimSpace(d); d != "" {
+					out = append(out, Normalize(d))
+				}
+			}
+		case "softdep":
+			// "pre: a b post: c"
+			sc := bufio.NewScanner(strings.NewReader(kv[1]))
+			sc.Split(bufio.ScanWords)
+			pre := false
+			for sc.Scan() {
+				w := sc.Text()
+				switch {
+				case w == "pre:":
+					pre = true
+				case strings.HasSuffix(w, ":"):
+					pre = false
+				case pre:
+					out = append(out, Normalize(w))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Resolve returns the named modules and their dependency closure, each
+// module after everything it depends on. Built-in modules are skipped;
+// unknown names are an error. Soft dependencies that are missing are
+// skipped, since the kernel treats them as optional.
+func (t *Tree) Resolve(names []string) ([]Module, error) {
+	var order []Module
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(n string, soft bool, from string) error
+	visit = func(n string, soft bool, from string) error {
+		switch state[n] {
+		case 2:
+			return nil
+		case 1:
+			return nil // a cycle (softdeps can make one): the first visit places it
+		}
+		rel, ok := t.paths[n]
+		if !ok {
+			if t.builtin[n] || soft {
+				state[n] = 2
+				return nil
+			}
+			if from != "" {
+				return fmt.Errorf("kmod: module %s (needed by %s) not found below %s", n, from, t.Dir)
+			}
+			return fmt.Errorf("kmod: module %s not found below %s", n, t.Dir)
+		}
+		state[n] = 1
+		info, err := ModInfo(filepath.Join(t.Dir, rel))
+		if err != nil {
+			return err
+		}
+		hard := map[string]bool{}
+		for _, kv := range info {
+			if kv[0] == "depends" {
+				for d := range strings.SplitSeq(kv[1], ",") {
+					hard[Normalize(strings.TrimSpace(d))] = true
+				}
+			}
+		}
+		for _, d := range deps(info) {
+			if err := visit(d, !hard[d], n); err != nil {
+				return err
+			}
+		}
+		state[n] = 2
+		order = append(order, Module{Name: n, Path: rel})
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(Normalize(n), false, ""); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}

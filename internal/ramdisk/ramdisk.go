@@ -1,0 +1,305 @@
+// Package ramdisk builds the agent's boot files: a Debian kernel, and an
+// initramfs holding the static ironic-agent binary as /init plus the kernel
+// modules the hardware needs. No root is needed: the archive is written in
+// Go (internal/initramfs), module dependencies are read from the modules
+// themselves (internal/kmod).
+package ramdisk
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/kmod"
+)
+
+// DefaultModules returns the modules the initramfs carries (with their
+// dependency closure). Each group says why it is there; everything else the
+// kernel needs for these machines is built in (Debian's config).
+func DefaultModules() []string {
+	return []string{
+		// Storage. virtio (QEMU/KVM guests), NVMe, AHCI SATA, SCSI disks, and the
+		// two SAS HBA families most servers ship with.
+		"virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "nvme", "ahci",
+		"mpt3sas", "megaraid_sas",
+		// t10-pi (needed by sd_mod and nvme-core) asks the crypto API for these
+		// through request_module(), which cannot work without modprobe.
+		"crc64_rocksoft_generic", "crct10dif_generic",
+		// NICs: virtio-net and e1000 (QEMU), then Intel (e1000e, igb, ixgbe,
+		// i40e), Broadcom (bnxt_en, tg3) and Mellanox (mlx5_core): the server NICs
+		// PXE is done from.
+		"virtio_net", "e1000", "e1000e", "igb", "ixgbe", "i40e", "bnxt_en", "tg3", "mlx5_core",
+		// IPMI: the BMC address comes from /dev/ipmi0 (IPA loads the same three).
+		"ipmi_msghandler", "ipmi_devintf", "ipmi_si",
+		// UEFI variables, for boot-mode work on UEFI machines.
+		"efivarfs",
+		// Entropy from the hypervisor: crypto/rand (DHCP transaction IDs,
+		// TLS) blocks until the kernel's pool is ready, which without a CPU
+		// RNG (QEMU's qemu64 has no RDRAND) can take minutes.
+		"virtio_rng",
+	}
+}
+
+// ModuleListPath is where the init finds the modules to load, one path per
+// line, dependencies first.
+const ModuleListPath = "etc/ironic-agent/modules"
+
+// Options describe one initramfs.
+type Options struct {
+	Kernel  *Kernel
+	Agent   string   // path of the static ironic-agent binary
+	Modules []string // module names; nil means DefaultModules()
+	// Files are extra files: archive path -> host path.
+	Files map[string]string
+}
+
+// Result describes what Build wrote.
+type Result struct {
+	Kernel    string // path of the kernel copy
+	Initramfs string
+	Modules   []kmod.Module
+	// Uncompressed is the size of the archive before gzip.
+	Uncompressed int64
+}
+
+// Names of the output files, as Ironic calls them (deploy_kernel,
+// deploy_ramdisk), following IPA's ironic-python-agent.kernel/.initramfs.
+const (
+	KernelName    = "ironic-agent.kernel"
+	InitramfsName = "ironic-agent.initramfs"
+	ISOName       = "ironic-agent.iso"
+)
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Build writes outDir/ironic-agent.kernel and outDir/ironic-agent.initramfs.
+func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
+	if opts.Kernel == nil || opts.Agent == "" {
+		return nil, fmt.Errorf("ramdisk: need a kernel and an agent binary")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkStatic(opts.Agent); err != nil {
+		return nil, err
+	}
+	names := opts.Modules
+	if names == nil {
+		names = DefaultModules()
+	}
+	tree, err := kmod.Open(opts.Kernel.ModulesDir)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := tree.Resolve(names)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	res := &Result{
+		Kernel:    filepath.Join(outDir, KernelName),
+		Initramfs: filepath.Join(outDir, InitramfsName),
+		Modules:   mods,
+	}
+	if err := copyFile(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
+		return nil, err
+	}
+	tmp := res.Initramfs + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	defer os.Remove(tmp)
+	defer f.Close()
+	// gzip: every Debian kernel can unpack it, and decompression is cheap
+	// even under emulation.
+	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	cw := &countWriter{w: zw}
+	w := initramfs.NewWriter(cw)
+	for _, d := range []string{"dev", "proc", "sys", "run", "tmp", "etc/ironic-agent", "usr/bin", "var/lib"} {
+		if err := w.Dir(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// The kernel opens /dev/console for /init's stdin/stdout/stderr before
+	// anything is mounted; the node must be in the archive.
+	if err := w.CharDev("dev/console", 0o600, 5, 1); err != nil {
+		return nil, err
+	}
+	if err := addFile(w, "usr/bin/ironic-agent", opts.Agent, 0o755); err != nil {
+		return nil, err
+	}
+	// /init is the agent itself: it runs its init when started as /init.
+	if err := w.Symlink("init", "usr/bin/ironic-agent"); err != nil {
+		return nil, err
+	}
+	var list strings.Builder
+	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
+	for _, m := range mods {
+		if !strings.HasSuffix(m.Path, ".ko") {
+			return nil, fmt.Errorf("ramdisk: module %s is compressed (%s); the init loads plain .ko files only", m.Name, m.Path)
+		}
+		p := filepath.Join(modRoot, m.Path)
+		if err := addFile(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path), 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&list, "/%s\n", p)
+	}
+	if err := w.Bytes(ModuleListPath, 0o644, []byte(list.String())); err != nil {
+		return nil, err
+	}
+	// TLS to Ironic with the build host's CA bundle, when it has one.
+	if ca := "/etc/ssl/certs/ca-certificates.crt"; fileExists(ca) {
+		if err := addFile(w, strings.TrimPrefix(ca, "/"), ca, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	for dst, src := range opts.Files {
+		if err := addFile(w, dst, src, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("ramdisk: write initramfs: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("ramdisk: compress initramfs: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	if err := os.Rename(tmp, res.Initramfs); err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	res.Uncompressed = cw.n
+	return res, nil
+}
+
+// checkStatic refuses a dynamically linked agent: the initramfs has no
+// dynamic loader, and the kernel's only complaint would be "Failed to
+// execute /init (error -2)".
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("ramdisk: agent binary: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("ramdisk: agent binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
+		}
+	}
+	return nil
+}
+
+func addFile(w *initramfs.Writer, dst, src string, perm uint32) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	if perm&0o111 == 0 && st.Mode()&0o111 != 0 {
+		perm |= 0o111
+	}
+	if err := w.File(dst, perm, st.Size(), f); err != nil {
+		return fmt.Errorf("ramdisk: add %s: %w", src, err)
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst + ".tmp")
+	if err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	defer os.Remove(dst + ".tmp")
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("ramdisk: copy %s: %w", src, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	return os.Rename(dst+".tmp", dst)
+}
+
+// BuildAgent compiles a static ironic-agent from the module in srcDir (the
+// repository root) into out.
+func BuildAgent(ctx context.Context, srcDir, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/ironic-agent")
+	cmd.Dir = srcDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ramdisk: go build ./cmd/ironic-agent in %s: %w: %s", srcDir, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// ISO writes a hybrid BIOS/UEFI ISO for virtual media with grub-mkrescue
+// (GRUB and xorriso have no Go equivalent): GRUB boots the kernel and
+// initramfs with cmdline on the serial console and the screen.
+func ISO(ctx context.Context, kernel, initrd, cmdline, out string) error {
+	stage, err := os.MkdirTemp("", "ironic-agent-iso-")
+	if err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	defer os.RemoveAll(stage)
+	if err := os.MkdirAll(filepath.Join(stage, "boot/grub"), 0o755); err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	if err := copyFile(kernel, filepath.Join(stage, "boot", KernelName)); err != nil {
+		return err
+	}
+	if err := copyFile(initrd, filepath.Join(stage, "boot", InitramfsName)); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`serial --unit=0 --speed=115200
+terminal_input console serial
+terminal_output console serial
+set timeout=1
+menuentry "ironic-agent" {
+	linux /boot/%s console=tty0 console=ttyS0,115200 boot_method=vmedia %s
+	initrd /boot/%s
+}
+`, KernelName, cmdline, InitramfsName)
+	if err := os.WriteFile(filepath.Join(stage, "boot/grub/grub.cfg"), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	if _, err := run(ctx, "", "grub-mkrescue", "-o", out, stage); err != nil {
+		return fmt.Errorf("ramdisk: build the ISO (needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools): %w", err)
+	}
+	return nil
+}

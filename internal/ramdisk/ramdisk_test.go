@@ -1,0 +1,166 @@
+package ramdisk
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+)
+
+// fakeKernel is a kernel tree with stand-in modules for DefaultModules
+// (their real dependencies do not matter here) plus one dependency.
+func fakeKernel(t *testing.T) *Kernel {
+	t.Helper()
+	dir := t.TempDir()
+	k := &Kernel{Package: "linux-image-test", Version: "6.1.0-test", Vmlinuz: filepath.Join(dir, "vmlinuz"),
+		ModulesDir: filepath.Join(dir, "lib/modules/6.1.0-test")}
+	if err := os.WriteFile(k.Vmlinuz, []byte("bzImage stand-in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range DefaultModules() {
+		kv := []string{"license=GPL"}
+		if m == "sd_mod" {
+			kv = append(kv, "depends=scsi_common")
+		}
+		p := filepath.Join(k.ModulesDir, "kernel", m+".ko")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, kmodtest.Module(kv...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(k.ModulesDir, "kernel/scsi_common.ko"), kmodtest.Module("license=GPL"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// staticBinary builds a tiny static program to stand in for the agent.
+func staticBinary(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "agent")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	k := fakeKernel(t)
+	agent := staticBinary(t)
+	out := t.TempDir()
+	res, err := Build(context.Background(), Options{Kernel: k, Agent: agent}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Modules) != len(DefaultModules())+1 {
+		t.Errorf("modules: %v", res.Modules)
+	}
+	f, err := os.Open(res.Initramfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(raw)) != res.Uncompressed {
+		t.Errorf("Uncompressed = %d, archive is %d bytes", res.Uncompressed, len(raw))
+	}
+	if _, err := exec.LookPath("cpio"); err != nil {
+		t.Skip("SKIPPED (listing only): needs cpio (in test.sh)")
+	}
+	cmd := exec.Command("cpio", "-itv", "--quiet")
+	cmd.Stdin = bytes.NewReader(raw)
+	list, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cpio: %v\n%s", err, list)
+	}
+	for _, want := range []string{" init -> usr/bin/ironic-agent\n", " usr/bin/ironic-agent\n", " dev/console\n",
+		" etc/ironic-agent/modules\n", " lib/modules/6.1.0-test/kernel/virtio_blk.ko\n", " lib/modules/6.1.0-test/kernel/scsi_common.ko\n"} {
+		if !strings.Contains(string(list), want) {
+			t.Errorf("initramfs lacks %q:\n%s", want, list)
+		}
+	}
+	// The module list names scsi_common before sd_mod.
+	cmd = exec.Command("cpio", "-i", "--quiet", "--to-stdout", "etc/ironic-agent/modules")
+	cmd.Stdin = bytes.NewReader(raw)
+	ml, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, j := strings.Index(string(ml), "/scsi_common.ko"), strings.Index(string(ml), "/sd_mod.ko"); i < 0 || j < 0 || i > j {
+		t.Errorf("module list order:\n%s", ml)
+	}
+}
+
+func TestBuildRefusesDynamicAgent(t *testing.T) {
+	k := fakeKernel(t)
+	// /bin/sh is dynamically linked on Debian.
+	_, err := Build(context.Background(), Options{Kernel: k, Agent: "/bin/sh"}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "dynamically linked") {
+		t.Errorf("dynamic agent: %v", err)
+	}
+	_, err = Build(context.Background(), Options{Kernel: k, Agent: staticBinary(t), Modules: []string{"nosuch"}}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "module nosuch not found") {
+		t.Errorf("unknown module: %v", err)
+	}
+}
+
+// TestISO builds the virtual-media ISO with grub-mkrescue and checks it
+// carries the kernel, the initramfs and a boot entry with the parameters.
+func TestISO(t *testing.T) {
+	for _, p := range []string{"grub-mkrescue", "xorriso"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (grub-common, grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools; in test.sh)", p)
+		}
+	}
+	dir := t.TempDir()
+	kernel, initrd := filepath.Join(dir, "k"), filepath.Join(dir, "i")
+	os.WriteFile(kernel, []byte("kernel"), 0o644)
+	os.WriteFile(initrd, []byte("initrd"), 0o644)
+	iso := filepath.Join(dir, "x.iso")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := ISO(ctx, kernel, initrd, "ipa-api-url=http://192.0.2.1:6385", iso); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "grub.cfg")
+	out, err := exec.Command("xorriso", "-osirrox", "on", "-indev", iso, "-extract", "/boot/grub/grub.cfg", cfg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("xorriso: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), "linux /boot/"+KernelName+" console=tty0 console=ttyS0,115200 boot_method=vmedia ipa-api-url=http://192.0.2.1:6385") ||
+		!strings.Contains(string(b), "initrd /boot/"+InitramfsName) {
+		t.Errorf("grub.cfg:\n%s", b)
+	}
+	out, err = exec.Command("xorriso", "-indev", iso, "-find", "/boot", "-name", "ironic-agent.*").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), KernelName) || !strings.Contains(string(out), InitramfsName) {
+		t.Errorf("ISO contents: %v\n%s", err, out)
+	}
+}

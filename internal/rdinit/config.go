@@ -1,0 +1,183 @@
+// Package rdinit is PID 1 of the agent ramdisk: it mounts the kernel file
+// systems, loads the kernel modules listed in the initramfs, brings the NICs
+// up and configures them by DHCP, then starts and supervises the agent
+// (`ironic-agent run`, or another subcommand named on the kernel command
+// line) and powers the machine off or restarts the agent when it exits.
+package rdinit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kernel command line parameters read by the init. Dotted names are ignored
+// by the kernel itself (it takes them for module parameters of a module
+// that does not exist) and, unlike undotted ones, are not copied into the
+// environment of /init.
+const (
+	ParamCommand      = "ironic_agent.cmd"          // subcommand and arguments, comma-separated (default "run")
+	ParamExit         = "ironic_agent.exit"         // after the command exits: restart|poweroff|reboot|hold
+	ParamUpload       = "ironic_agent.upload"       // URL: POST a tar.gz of ironic_agent.upload_dir there after the command
+	ParamUploadDir    = "ironic_agent.upload_dir"   // directory to upload
+	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]
+	ParamDHCPTimeout  = "ironic_agent.dhcp_timeout" // seconds to wait for the first lease (default 60)
+	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated
+	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
+	defaultDHCPWait   = 60 * time.Second
+	defaultCommand    = "run"
+	exitRestart       = "restart"
+	exitPoweroff      = "poweroff"
+	exitReboot        = "reboot"
+	exitHold          = "hold"
+	restartBackoffMin = 2 * time.Second
+	restartBackoffMax = 60 * time.Second
+)
+
+// Cmdline is the parsed kernel command line: key -> value, the last
+// occurrence winning. Bare words map to "".
+type Cmdline map[string]string
+
+// ParseCmdline splits /proc/cmdline on white space like IPA does, and takes
+// a value between double quotes (the kernel's own syntax, `k="a b"`) as one
+// value.
+func ParseCmdline(s string) Cmdline {
+	c := Cmdline{}
+	for len(s) > 0 {
+		s = strings.TrimLeft(s, " \t\n\r")
+		if s == "" {
+			break
+		}
+		i, inq := 0, false
+		for ; i < len(s); i++ {
+			ch := s[i]
+			if ch == '"' {
+				inq = !inq
+			} else if !inq && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+				break
+			}
+		}
+		tok := s[:i]
+		s = s[i:]
+		k, v, _ := strings.Cut(tok, "=")
+		k = strings.ReplaceAll(k, `"`, "")
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		if k != "" {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// Config is what the init does, from the kernel command line.
+type Config struct {
+	Command     []string
+	Exit        string
+	UploadURL   string
+	UploadDir   string
+	DHCP        []string // nil: all NICs; empty non-nil: none; else MACs
+	DHCPTimeout time.Duration
+	Modules     []string
+	Debug       bool
+	BootIF      string // MAC from BOOTIF, "" if absent
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ParseConfig reads the init's parameters; a bad value is an error naming
+// the parameter, never a silent default.
+func ParseConfig(c Cmdline) (Config, error) {
+	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait}
+	if v, ok := c[ParamCommand]; ok {
+		cfg.Command = splitList(v)
+		if len(cfg.Command) == 0 {
+			return cfg, fmt.Errorf("%s=%q: empty command", ParamCommand, v)
+		}
+	}
+	cfg.Exit = exitPoweroff
+	if cfg.Command[0] == defaultCommand {
+		cfg.Exit = exitRestart
+	}
+	if v, ok := c[ParamExit]; ok {
+		switch v {
+		case exitRestart, exitPoweroff, exitReboot, exitHold:
+			cfg.Exit = v
+		default:
+			return cfg, fmt.Errorf("%s=%q: want restart, poweroff, reboot or hold", ParamExit, v)
+		}
+	}
+	cfg.UploadURL = c[ParamUpload]
+	cfg.UploadDir = c[ParamUploadDir]
+	if (cfg.UploadURL == "") != (cfg.UploadDir == "") {
+		return cfg, fmt.Errorf("%s and %s go together", ParamUpload, ParamUploadDir)
+	}
+	if cfg.UploadURL != "" && !strings.HasPrefix(cfg.UploadURL, "http://") && !strings.HasPrefix(cfg.UploadURL, "https://") {
+		return cfg, fmt.Errorf("%s=%q: want an http(s) URL", ParamUpload, cfg.UploadURL)
+	}
+	if v, ok := c[ParamDHCP]; ok {
+		switch v {
+		case "all", "":
+		case "none":
+			cfg.DHCP = []string{}
+		default:
+			cfg.DHCP = []string{}
+			for _, m := range splitList(v) {
+				mac, err := normalizeMAC(m)
+				if err != nil {
+					return cfg, fmt.Errorf("%s=%q: %v", ParamDHCP, v, err)
+				}
+				cfg.DHCP = append(cfg.DHCP, mac)
+			}
+		}
+	}
+	if v, ok := c[ParamDHCPTimeout]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("%s=%q: want a positive number of seconds", ParamDHCPTimeout, v)
+		}
+		cfg.DHCPTimeout = time.Duration(n) * time.Second
+	}
+	cfg.Modules = splitList(c[ParamModules])
+	cfg.Debug = c[ParamDebug] == "1"
+	if v, ok := c["BOOTIF"]; ok && v != "" {
+		// PXE passes "01-aa-bb-cc-dd-ee-ff" (ARP type 1 first); iPXE configs
+		// from Ironic pass a plain MAC.
+		m := v
+		if len(m) == 20 && strings.HasPrefix(m, "01-") {
+			m = m[3:]
+		}
+		mac, err := normalizeMAC(strings.ReplaceAll(m, "-", ":"))
+		if err != nil {
+			return cfg, fmt.Errorf("BOOTIF=%q: %v", v, err)
+		}
+		cfg.BootIF = mac
+	}
+	return cfg, nil
+}
+
+func normalizeMAC(s string) (string, error) {
+	parts := strings.Split(strings.ToLower(s), ":")
+	if len(parts) != 6 {
+		return "", fmt.Errorf("%q is not a MAC address", s)
+	}
+	for _, p := range parts {
+		if len(p) != 2 {
+			return "", fmt.Errorf("%q is not a MAC address", s)
+		}
+		if _, err := strconv.ParseUint(p, 16, 8); err != nil {
+			return "", fmt.Errorf("%q is not a MAC address", s)
+		}
+	}
+	return strings.Join(parts, ":"), nil
+}

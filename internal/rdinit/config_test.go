@@ -1,0 +1,80 @@
+package rdinit
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCmdline(t *testing.T) {
+	c := ParseCmdline(`BOOT_IMAGE=/vmlinuz console=ttyS0,115200 quiet ipa-api-url=http://10.0.2.100:6385 x="a b" x2="q" ` +
+		"ironic_agent.cmd=capture-fixture,/run/fx\n")
+	want := Cmdline{
+		"BOOT_IMAGE": "/vmlinuz", "console": "ttyS0,115200", "quiet": "", "ipa-api-url": "http://10.0.2.100:6385",
+		"x": "a b", "x2": "q", "ironic_agent.cmd": "capture-fixture,/run/fx",
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got %q\nwant %q", c, want)
+	}
+	if c := ParseCmdline("a=1 a=2"); c["a"] != "2" {
+		t.Errorf("last occurrence should win: %q", c)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig(ParseCmdline("BOOTIF=01-52-54-00-12-34-01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Command, []string{"run"}) || cfg.Exit != "restart" || cfg.DHCP != nil ||
+		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	cfg, err = ParseConfig(ParseCmdline("ironic_agent.cmd=capture-fixture,/run/fx ironic_agent.upload=http://10.0.2.100/up " +
+		"ironic_agent.upload_dir=/run/fx ironic_agent.dhcp=52:54:00:AB:CD:EF ironic_agent.dhcp_timeout=5 ironic_agent.modules=loop,vfat BOOTIF=52:54:00:12:34:01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Command, []string{"capture-fixture", "/run/fx"}) || cfg.Exit != "poweroff" ||
+		cfg.UploadURL != "http://10.0.2.100/up" || cfg.UploadDir != "/run/fx" ||
+		!reflect.DeepEqual(cfg.DHCP, []string{"52:54:00:ab:cd:ef"}) || cfg.DHCPTimeout != 5*time.Second ||
+		!reflect.DeepEqual(cfg.Modules, []string{"loop", "vfat"}) || cfg.BootIF != "52:54:00:12:34:01" {
+		t.Errorf("parsed: %+v", cfg)
+	}
+	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=none")); cfg.DHCP == nil || len(cfg.DHCP) != 0 {
+		t.Errorf("dhcp=none: %#v", cfg.DHCP)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for line, want := range map[string]string{
+		"ironic_agent.cmd=,":                                      "ironic_agent.cmd",
+		"ironic_agent.exit=explode":                               "ironic_agent.exit",
+		"ironic_agent.upload=http://x/":                           "go together",
+		"ironic_agent.upload=ftp://x/ ironic_agent.upload_dir=/d": "http(s) URL",
+		"ironic_agent.dhcp=52:54:00":                              "not a MAC",
+		"ironic_agent.dhcp_timeout=-1":                            "ironic_agent.dhcp_timeout",
+		"ironic_agent.dhcp_timeout=soon":                          "ironic_agent.dhcp_timeout",
+		"BOOTIF=01-zz-54-00-12-34-01":                             "BOOTIF",
+	} {
+		_, err := ParseConfig(ParseCmdline(line))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %q", line, err, want)
+		}
+	}
+}
+
+func FuzzParseCmdline(f *testing.F) {
+	f.Add(`console=ttyS0 x="a b" BOOTIF=01-52-54-00-12-34-01 ironic_agent.cmd=inventory`)
+	f.Add(`"="" =" a=`)
+	f.Fuzz(func(t *testing.T, s string) {
+		c := ParseCmdline(s)
+		for k := range c {
+			if k == "" || strings.Contains(k, `"`) {
+				t.Fatalf("bad key %q", k)
+			}
+		}
+		_, _ = ParseConfig(c) // must not panic
+	})
+}

@@ -1,0 +1,218 @@
+package rdinit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
+	"github.com/vishvananda/netlink"
+)
+
+type network struct {
+	log *slog.Logger
+	cfg Config
+
+	mu        sync.Mutex
+	haveRoute bool
+}
+
+func newNetwork(log *slog.Logger, cfg Config) *network {
+	return &network{log: log.With("component", "network"), cfg: cfg}
+}
+
+// up brings every link up, starts DHCP on the selected NICs and returns
+// once the first lease is configured (the BOOTIF NIC's, when BOOTIF is
+// given), or when every attempt has failed or timed out. Attempts on the
+// other NICs go on in the background, and every lease is renewed.
+func (n *network) up(ctx context.Context) error {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return fmt.Errorf("list links: %w", err)
+	}
+	n.log.Info("links", "count", len(links))
+	var nics []netlink.Link
+	for _, l := range links {
+		a := l.Attrs()
+		if err := netlink.LinkSetUp(l); err != nil {
+			n.log.Warn("link up", "link", a.Name, "err", err)
+			continue
+		}
+		if a.Flags&net.FlagLoopback != 0 || l.Type() != "device" || len(a.HardwareAddr) != 6 {
+			continue
+		}
+		if n.selected(a.HardwareAddr.String()) {
+			nics = append(nics, l)
+		}
+	}
+	if len(nics) == 0 {
+		if n.cfg.DHCP != nil && len(n.cfg.DHCP) == 0 {
+			return nil
+		}
+		return errors.New("no NIC to run DHCP on")
+	}
+	type result struct {
+		mac string
+		err error
+	}
+	done := make(chan result, len(nics))
+	for _, l := range nics {
+		go func() {
+			err := n.dhcp(ctx, l)
+			done <- result{l.Attrs().HardwareAddr.String(), err}
+		}()
+	}
+	var errs []error
+	for range nics {
+		r := <-done
+		if r.err == nil && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
+			return nil
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (n *network) selected(mac string) bool {
+	if n.cfg.DHCP == nil {
+		return true
+	}
+	for _, m := range n.cfg.DHCP {
+		if m == mac {
+			return true
+		}
+	}
+	return false
+}
+
+// dhcp gets a lease on l, configures it, and keeps renewing it in the
+// background. It returns once the first lease is configured or failed.
+func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
+	name := l.Attrs().Name
+	opts := []nclient4.ClientOpt{nclient4.WithTimeout(2 * time.Second), nclient4.WithRetry(1 << 20)}
+	if n.cfg.Debug {
+		opts = append(opts, nclient4.WithSummaryLogger())
+	}
+	n.log.Info("DHCP start", "link", name)
+	c, err := nclient4.New(name, opts...)
+	if err != nil {
+		return fmt.Errorf("dhcp on %s: %w", name, err)
+	}
+	n.log.Info("DHCP client open", "link", name)
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.DHCPTimeout)
+	t := time.Now()
+	if n.cfg.Debug {
+		// Where a DHCP attempt hangs is otherwise invisible on a console.
+		stop := time.AfterFunc(15*time.Second, func() {
+			buf := make([]byte, 1<<20)
+			n.log.Info("DHCP still waiting", "link", name, "goroutines", string(buf[:runtime.Stack(buf, true)]))
+		})
+		defer stop.Stop()
+	}
+	lease, err := c.Request(rctx)
+	cancel()
+	if err != nil {
+		c.Close()
+		n.log.Info("no DHCP lease", "link", name, "seconds", secs(time.Since(t)), "err", err)
+		return fmt.Errorf("dhcp on %s: %w", name, err)
+	}
+	if err := n.apply(l, lease.ACK); err != nil {
+		c.Close()
+		return fmt.Errorf("dhcp on %s: %w", name, err)
+	}
+	n.log.Info("DHCP lease", "link", name, "address", lease.ACK.YourIPAddr, "server", lease.ACK.ServerIdentifier(),
+		"router", lease.ACK.Router(), "seconds", secs(time.Since(t)), "uptime", uptime())
+	go n.renew(ctx, c, l, lease)
+	return nil
+}
+
+// renew keeps the lease alive at T1 for as long as the machine runs; a
+// failed renewal is retried every 30 s while the address stays configured.
+func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link, lease *nclient4.Lease) {
+	defer c.Close()
+	name := l.Attrs().Name
+	for {
+		lt := lease.ACK.IPAddressLeaseTime(time.Hour)
+		wait := lease.ACK.IPAddressRenewalTime(lt / 2)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			nl, err := c.Renew(rctx, lease)
+			cancel()
+			if err == nil {
+				lease = nl
+				if err := n.apply(l, lease.ACK); err != nil {
+					n.log.Warn("DHCP renew", "link", name, "err", err)
+				}
+				break
+			}
+			n.log.Warn("DHCP renew", "link", name, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(30 * time.Second):
+			}
+		}
+	}
+}
+
+func (n *network) apply(l netlink.Link, ack *dhcpv4.DHCPv4) error {
+	mask := ack.SubnetMask()
+	if mask == nil {
+		mask = ack.YourIPAddr.DefaultMask()
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ack.YourIPAddr.To4(), Mask: mask}}
+	if err := netlink.AddrReplace(l, addr); err != nil {
+		return fmt.Errorf("add address %s: %w", addr.IPNet, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	// One default route, from the first lease: several NICs on one
+	// machine usually share a router, and a second default route would
+	// only fight with the first.
+	if r := ack.Router(); len(r) > 0 && !n.haveRoute {
+		route := &netlink.Route{LinkIndex: l.Attrs().Index, Gw: r[0]}
+		if err := netlink.RouteReplace(route); err != nil {
+			return fmt.Errorf("default route via %s: %w", r[0], err)
+		}
+		n.haveRoute = true
+		if err := writeResolvConf("/etc/resolv.conf", ack); err != nil {
+			return err
+		}
+	}
+	if h := ack.HostName(); h != "" {
+		_ = os.WriteFile("/proc/sys/kernel/hostname", []byte(h), 0o644)
+	}
+	return nil
+}
+
+func writeResolvConf(path string, ack *dhcpv4.DHCPv4) error {
+	var b strings.Builder
+	b.WriteString("# written by ironic-agent init from the DHCP lease\n")
+	if s := ack.DomainSearch(); s != nil && len(s.Labels) > 0 {
+		b.WriteString("search " + strings.Join(s.Labels, " ") + "\n")
+	} else if d := ack.DomainName(); d != "" {
+		b.WriteString("search " + d + "\n")
+	}
+	for _, ip := range ack.DNS() {
+		b.WriteString("nameserver " + ip.String() + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+// Package vmtest boots the agent ramdisk in a QEMU q35 virtual machine with
+// known virtual hardware (disks with serials and WWNs, NVMe, SATA,
+// virtio-blk, SMBIOS identities, NICs with fixed MACs), under SeaBIOS or
+// OVMF, with software emulation (TCG) since nested KVM is not usable on the
+// machines this runs on. Guest-to-host connections go through slirp
+// guestfwd rules to a relay (Relay), host-to-guest ones through hostfwd.
+// A NIC may be a tap device living in a network namespace the test created,
+// so an lldpd there can talk LLDP to the guest.
+package vmtest
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Disk is one virtual disk, backed by a sparse raw file the harness creates.
+type Disk struct {
+	ID     string // drive id and file name (ID.img)
+	Kind   string // virtio-blk, scsi-hd (on virtio-scsi), nvme, ide-hd (AHCI SATA)
+	SizeMB int
+	Serial string
+	WWN    string // 0x-prefixed 64-bit NAA (scsi-hd, ide-hd)
+	Vendor string // scsi-hd
+	Model  string // scsi-hd product, ide-hd model
+	// SCSITarget and SCSILun place a scsi-hd (hctl 0:0:target:lun).
+	SCSITarget, SCSILun int
+	// AHCIPort places an ide-hd on the q35 AHCI (bus ide.N).
+	AHCIPort int
+	// RotationRate: 1 = SSD, >1 = spinning (scsi-hd, ide-hd).
+	RotationRate int
+}
+
+// NIC is one network card. Backend "user" is slirp (restrict=on, with the
+// machine's forwards), "isolated" a slirp with nothing reachable, "fd" the
+// tap file the harness passes in (see Machine.TapFile).
+type NIC struct {
+	Model   string // virtio-net-pci, e1000
+	MAC     string
+	Backend string
+}
+
+// SMBIOS holds the identities QEMU puts into the firmware tables.
+type SMBIOS struct {
+	BIOSVendor, BIOSVersion, BIOSDate, BIOSRelease                         string
+	SystemManufacturer, SystemProduct, SystemVersion, SystemSerial, UUID   string
+	SKU, Family                                                            string
+	BoardManufacturer, BoardProduct, BoardVersion, BoardSerial, BoardAsset string
+	ChassisManufacturer, ChassisVersion, ChassisSerial, ChassisAsset, OEM  string
+}
+
+// Machine is a whole virtual machine.
+type Machine struct {
+	Name     string
+	Firmware string // bios (SeaBIOS) or uefi (OVMF)
+	CPUs     int
+	MemoryMB int
+	CPUModel string // model-id of the qemu64 CPU (/proc/cpuinfo "model name")
+	SMBIOS   SMBIOS
+	Disks    []Disk
+	NICs     []NIC
+	Kernel   string
+	Initrd   string
+	ISO      string // boot this CD image instead of Kernel/Initrd
+	Append   string // kernel command line (after the console settings)
+	// GuestFwd maps a guest address (10.0.2.100:80) to a host TCP address
+	// (127.0.0.1:8080), reached through RelayCommand.
+	GuestFwd map[string]string
+	// HostFwd maps a host port on 127.0.0.1 to a guest TCP port.
+	HostFwd map[int]int
+	// Dir holds the disk files, the OVMF variables and the logs.
+	Dir string
+}
+
+// DefaultMachine is the machine of the fixtures and the end-to-end tests:
+// values chosen so every field the inventory reports can be told apart.
+func DefaultMachine(firmware string) Machine {
+	return Machine{
+		Name:     "ironic-agent-vm",
+		Firmware: firmware,
+		CPUs:     2,
+		MemoryMB: 1024,
+		CPUModel: "Lab Virtual CPU 9000 @ 2.00GHz",
+		SMBIOS: SMBIOS{
+			BIOSVendor: "LabBIOS Inc.", BIOSVersion: "LAB.1.2.3", BIOSDate: "01/02/2024", BIOSRelease: "1.2",
+			SystemManufacturer: "Lab Systems", SystemProduct: "LabServer 9000", SystemVersion: "rev-A",
+			SystemSerial: "SYS-SERIAL-0001", UUID: "4c616273-0000-4000-8000-000000000001",
+			SKU: "LAB-SKU-1", Family: "LabFamily",
+			BoardManufacturer: "Lab Boards", BoardProduct: "LabBoard X1", BoardVersion: "1.0",
+			BoardSerial: "BOARD-SERIAL-0001", BoardAsset: "BOARD-ASSET-1",
+			ChassisManufacturer: "Lab Chassis Co", ChassisVersion: "C1", ChassisSerial: "CHASSIS-SERIAL-0001",
+			ChassisAsset: "CHASSIS-ASSET-1", OEM: "lab-oem-string-1",
+		},
+		Disks: []Disk{
+			{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
+			{ID: "scsi0", Kind: "scsi-hd", SizeMB: 128, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
+				Vendor: "LABVEND", Model: "LAB-SCSI-HDD", SCSITarget: 3, SCSILun: 0, RotationRate: 7200},
+			{ID: "scsi1", Kind: "scsi-hd", SizeMB: 96, Serial: "LAB-SCSI-0002", WWN: "0x5002538e00000a01",
+				Vendor: "LABVEND", Model: "LAB-SCSI-SSD", SCSITarget: 4, SCSILun: 2, RotationRate: 1},
+			{ID: "nvme", Kind: "nvme", SizeMB: 160, Serial: "LAB-NVME-0001"},
+			{ID: "sata0", Kind: "ide-hd", SizeMB: 192, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
+				Model: "LAB SATA HDD", AHCIPort: 2, RotationRate: 5400},
+			{ID: "sata1", Kind: "ide-hd", SizeMB: 224, Serial: "LAB-SATA-0002", WWN: "0x5001b44000000b02",
+				Model: "LAB SATA SSD", AHCIPort: 3, RotationRate: 1},
+		},
+		NICs: []NIC{
+			{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "user"},
+			{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "isolated"},
+		},
+	}
+}
+
+// OVMF firmware files of Debian's ovmf package.
+const (
+	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+)
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// qemuEscape doubles commas: QEMU's option syntax uses them as separators.
+func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// DiskPath is the host file backing disk id.
+func (m *Machine) DiskPath(id string) string { return filepath.Join(m.Dir, id+".img") }
+
+// CreateDisks makes the sparse backing files (zero-filled) that do not
+// exist yet.
+func (m *Machine) CreateDisks() error {
+	for _, d := range m.Disks {
+		p := m.DiskPath(d.ID)
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			return fmt.Errorf("vmtest: %w", err)
+		}
+		err = f.Truncate(int64(d.SizeMB) << 20)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("vmtest: %w", err)
+		}
+	}
+	return nil
+}
+
+// Args is the QEMU command line (without the program name). relay is the
+// guestfwd helper command, tapFD the file descriptor number of the tap for
+// an "fd" NIC.
+func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, error) {
+	s := m.SMBIOS
+	a := []string{
+		"-name", m.Name, "-machine", "q35", "-accel", "tcg",
+		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
+		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
+		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+		"-serial", "stdio", "-monitor", "none",
+		"-smbios", fmt.Sprintf("type=0,vendor=%s,version=%s,date=%s,release=%s,uefi=%s",
+			qemuEscape(s.BIOSVendor), qemuEscape(s.BIOSVersion), qemuEscape(s.BIOSDate), s.BIOSRelease, onOff(m.Firmware == "uefi")),
+		"-smbios", fmt.Sprintf("type=1,manufacturer=%s,product=%s,version=%s,serial=%s,uuid=%s,sku=%s,family=%s",
+			qemuEscape(s.SystemManufacturer), qemuEscape(s.SystemProduct), qemuEscape(s.SystemVersion),
+			qemuEscape(s.SystemSerial), s.UUID, qemuEscape(s.SKU), qemuEscape(s.Family)),
+		"-smbios", fmt.Sprintf("type=2,manufacturer=%s,product=%s,version=%s,serial=%s,asset=%s",
+			qemuEscape(s.BoardManufacturer), qemuEscape(s.BoardProduct), qemuEscape(s.BoardVersion),
+			qemuEscape(s.BoardSerial), qemuEscape(s.BoardAsset)),
+		"-smbios", fmt.Sprintf("type=3,manufacturer=%s,version=%s,serial=%s,asset=%s",
+			qemuEscape(s.ChassisManufacturer), qemuEscape(s.ChassisVersion), qemuEscape(s.ChassisSerial), qemuEscape(s.ChassisAsset)),
+		"-smbios", "type=11,value=" + qemuEscape(s.OEM),
+	}
+	if m.ISO != "" {
+		a = append(a, "-drive", "file="+qemuEscape(m.ISO)+",if=none,id=cd,media=cdrom,readonly=on",
+			"-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0")
+	} else {
+		a = append(a, "-kernel", m.Kernel, "-initrd", m.Initrd,
+			"-append", "console=ttyS0,115200 panic=-1 loglevel=4 "+m.Append)
+	}
+	// Fixed PCI slots keep the by-path names the same on every run.
+	slot := 3
+	next := func() string { s := fmt.Sprintf("0x%02x", slot); slot++; return s }
+	scsiBus := ""
+	for _, d := range m.Disks {
+		drive := fmt.Sprintf("file=%s,if=none,id=d-%s,format=raw,cache=unsafe", qemuEscape(m.DiskPath(d.ID)), d.ID)
+		switch d.Kind {
+		case "virtio-blk":
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s", next(), d.ID, qemuEscape(d.Serial)))
+		case "scsi-hd":
+			if scsiBus == "" {
+				scsiBus = "scsi0"
+				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+next())
+			}
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
+				"scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=d-%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d",
+				d.SCSITarget, d.SCSILun, d.ID, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate))
+		case "nvme":
+			a = append(a, "-drive", drive,
+				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s", d.ID, next(), qemuEscape(d.Serial)),
+				"-device", fmt.Sprintf("nvme-ns,bus=nvme-%s,drive=d-%s,nsid=1", d.ID, d.ID))
+		case "ide-hd":
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
+				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d",
+				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate))
+		default:
+			return nil, fmt.Errorf("vmtest: disk %s: unknown kind %q", d.ID, d.Kind)
+		}
+	}
+	// An entropy source: qemu64 has no RDRAND, and without one the guest's
+	// crypto/rand (DHCP transaction IDs, TLS keys) blocks for minutes.
+	a = append(a, "-device", "virtio-rng-pci,addr="+next())
+	for i, n := range m.NICs {
+		var nd string
+		switch n.Backend {
+		case "user":
+			nd = fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.2.0/24", i)
+			for _, g := range slices.Sorted(maps.Keys(m.GuestFwd)) {
+				nd += ",guestfwd=tcp:" + g + "-cmd:" + qemuEscape(relay(m.GuestFwd[g]))
+			}
+			for _, hp := range slices.Sorted(maps.Keys(m.HostFwd)) {
+				nd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", hp, m.HostFwd[hp])
+			}
+		case "isolated":
+			nd = fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.%d.0/24", i, 3+i)
+		case "fd":
+			if tapFD < 0 {
+				return nil, fmt.Errorf("vmtest: NIC %s wants a tap but there is none", n.MAC)
+			}
+			nd = fmt.Sprintf("tap,id=n%d,fd=%d", i, tapFD)
+		default:
+			return nil, fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
+		}
+		// romfile= (none): no iPXE option ROM, so the firmware does not try
+		// to network-boot and prints less.
+		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s,romfile=", n.Model, next(), i, n.MAC))
+	}
+	if m.Firmware == "uefi" {
+		a = append(a,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(filepath.Join(m.Dir, "ovmf_vars.fd")))
+	} else if m.Firmware != "bios" {
+		return nil, fmt.Errorf("vmtest: firmware %q: want bios or uefi", m.Firmware)
+	}
+	return a, nil
+}

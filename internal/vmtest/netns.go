@@ -1,0 +1,186 @@
+package vmtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Netns is a network namespace the test created, holding a tap device whose
+// other end is QEMU (the tap file is handed to QEMU as a file descriptor,
+// so QEMU itself stays in the test's namespace and keeps its slirp
+// forwards on the host's loopback).
+type Netns struct {
+	Name string
+	Tap  string
+	File *os.File // the tap; pass as Options.Tap
+	dir  string
+	peer *exec.Cmd
+}
+
+func ip(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// NewNetns creates namespace name with lo up and a tap device tap (MAC mac)
+// in it, opened for QEMU. Needs root. Close removes it all.
+func NewNetns(ctx context.Context, name, tap, mac, dir string) (*Netns, error) {
+	if err := ip(ctx, "netns", "add", name); err != nil {
+		return nil, err
+	}
+	n := &Netns{Name: name, Tap: tap, dir: dir}
+	fail := func(err error) (*Netns, error) { n.Close(); return nil, err }
+	if err := ip(ctx, "-n", name, "link", "set", "lo", "up"); err != nil {
+		return fail(err)
+	}
+	f, err := openTap(name, tap)
+	if err != nil {
+		return fail(err)
+	}
+	n.File = f
+	// A fixed MAC: lldpd sends it as the chassis ID.
+	if err := ip(ctx, "-n", name, "link", "set", tap, "address", mac); err != nil {
+		return fail(err)
+	}
+	if err := ip(ctx, "-n", name, "link", "set", tap, "up"); err != nil {
+		return fail(err)
+	}
+	return n, nil
+}
+
+// openTap creates a tap device inside namespace ns and returns its file.
+// The device lives as long as the file is open (it is not persistent).
+func openTap(ns, name string) (*os.File, error) {
+	type result struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// setns changes the calling thread only: do it on a locked thread
+		// that is thrown away afterwards if it cannot be switched back.
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		defer orig.Close()
+		target, err := netns.GetFromName(ns)
+		if err != nil {
+			ch <- result{nil, fmt.Errorf("netns %s: %w", ns, err)}
+			runtime.UnlockOSThread()
+			return
+		}
+		defer target.Close()
+		if err := netns.Set(target); err != nil {
+			ch <- result{nil, fmt.Errorf("setns %s: %w", ns, err)}
+			return
+		}
+		f, err := tunOpen(name)
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- result{f, err}
+	}()
+	r := <-ch
+	return r.f, r.err
+}
+
+func tunOpen(name string) (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	var req struct {
+		name  [unix.IFNAMSIZ]byte
+		flags uint16
+		_     [22]byte
+	}
+	copy(req.name[:], name)
+	req.flags = unix.IFF_TAP | unix.IFF_NO_PI
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TUNSETIFF, uintptr(unsafe.Pointer(&req))); e != 0 {
+		unix.Close(fd)
+		return nil, fmt.Errorf("TUNSETIFF %s: %w", name, e)
+	}
+	return os.NewFile(uintptr(fd), "/dev/net/tun:"+name), nil
+}
+
+// LLDPPeer describes what the lldpd in the namespace announces.
+type LLDPPeer struct {
+	SystemName  string
+	Description string
+	PortID      string // local port ID subtype
+	PortDescr   string
+}
+
+// StartLLDPD runs Debian's lldpd in the namespace on the tap only, with a
+// private control socket and configuration, sending every second.
+func (n *Netns) StartLLDPD(ctx context.Context, p LLDPPeer) error {
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		return err
+	}
+	conf := filepath.Join(n.dir, "lldpd.conf")
+	c := fmt.Sprintf(`configure system hostname %q
+configure system description %q
+configure lldp tx-interval 1
+configure lldp tx-hold 30
+configure ports %s lldp portidsubtype local %s description %q
+`, p.SystemName, p.Description, n.Tap, p.PortID, p.PortDescr)
+	if err := os.WriteFile(conf, []byte(c), 0o644); err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(n.dir, "lldpd.log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	// -d: foreground, so we keep its PID; -I: only the tap; -u/-O: our own
+	// socket and configuration, nothing of the host's lldpd.
+	cmd := exec.Command("ip", "netns", "exec", n.Name, "lldpd", "-d", "-I", n.Tap,
+		"-u", filepath.Join(n.dir, "lldpd.socket"), "-O", conf)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start lldpd: %w", err)
+	}
+	n.peer = cmd
+	return nil
+}
+
+// Close stops lldpd, closes the tap and deletes the namespace.
+func (n *Netns) Close() {
+	if n.peer != nil && n.peer.Process != nil {
+		_ = unix.Kill(-n.peer.Process.Pid, unix.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = n.peer.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = unix.Kill(-n.peer.Process.Pid, unix.SIGKILL)
+			<-done
+		}
+		n.peer = nil
+	}
+	if n.File != nil {
+		n.File.Close()
+		n.File = nil
+	}
+	_ = ip(context.Background(), "netns", "del", n.Name)
+}

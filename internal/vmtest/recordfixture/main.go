@@ -1,0 +1,189 @@
+// Command recordfixture records the QEMU VM fixtures (fixtures/qemu-bios,
+// fixtures/qemu-uefi): it builds the ramdisk, boots vmtest.DefaultMachine
+// with `ironic-agent capture-fixture` as the ramdisk's command, receives the
+// captured tree over HTTP through the VM's guestfwd relay and writes it with
+// a README saying how it was made. scripts/record-vm-fixture.sh runs it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+func main() {
+	vmtest.MaybeRelay()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "recordfixture: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	fw := flag.String("firmware", "bios", "bios (SeaBIOS) or uefi (OVMF)")
+	out := flag.String("out", "", "fixture directory (default fixtures/qemu-FIRMWARE)")
+	work := flag.String("work", "", "work directory for the ramdisk, disks and logs (default: a temporary one)")
+	timeout := flag.Duration("timeout", 15*time.Minute, "give up after this long")
+	flag.Parse()
+	if *fw != "bios" && *fw != "uefi" {
+		return fmt.Errorf("-firmware %q: want bios or uefi", *fw)
+	}
+	if *out == "" {
+		*out = filepath.Join("fixtures", "qemu-"+*fw)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if *work == "" {
+		d, err := os.MkdirTemp("", "recordfixture-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		*work = d
+	}
+	start := time.Now()
+	rd, err := vmtest.BuildRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ramdisk built in %.1fs (kernel %s)\n", time.Since(start).Seconds(), rd.KernelVersion)
+
+	uploaded := make(chan []byte, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/upload" {
+			http.Error(w, "POST /upload only", http.StatusNotFound)
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case uploaded <- b:
+		default:
+		}
+		fmt.Fprintln(w, "ok")
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	m := vmtest.DefaultMachine(*fw)
+	m.Dir = filepath.Join(*work, "vm-"+*fw)
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
+	m.GuestFwd = map[string]string{"10.0.2.100:80": ln.Addr().String()}
+	// DHCP on the first NIC only: a lease on the second one could arrive
+	// before or after the capture, and the fixture would differ run to run.
+	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://10.0.2.100/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
+	vm, err := vmtest.Start(ctx, m, vmtest.Options{Echo: func(l vmtest.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
+	if err != nil {
+		return err
+	}
+	if err := vm.Wait(ctx); err != nil {
+		return err
+	}
+	var tgz []byte
+	select {
+	case tgz = <-uploaded:
+	default:
+		return fmt.Errorf("the VM powered off without uploading the fixture (serial console in %s)", vm.LogPath)
+	}
+	if err := os.RemoveAll(filepath.Join(*out, "root")); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	// capture-fixture writes its own README only when there is none.
+	if err := os.Remove(filepath.Join(*out, "README.md")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), *out); err != nil {
+		return err
+	}
+	captured, _ := os.ReadFile(filepath.Join(*out, "README.md"))
+	readme := fixtureReadme(*fw, m, vm, rd, string(captured), time.Now().UTC())
+	if err := os.WriteFile(filepath.Join(*out, "README.md"), []byte(readme), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("fixture written to %s in %.1fs (VM %.1fs)\n", *out, time.Since(start).Seconds(), vm.Elapsed().Seconds())
+	return nil
+}
+
+func fixtureReadme(fw string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
+	firmware := "SeaBIOS (Debian's seabios, QEMU's default for q35)"
+	if fw == "uefi" {
+		firmware = "OVMF (Debian's ovmf, " + vmtest.OVMFCode + ")"
+	}
+	var disks strings.Builder
+	for _, d := range m.Disks {
+		fmt.Fprintf(&disks, "| %s | %s | %d MiB | %s | %s | %s |\n", d.ID, d.Kind, d.SizeMB, d.Serial, d.WWN, d.Model)
+	}
+	var nics strings.Builder
+	for _, n := range m.NICs {
+		fmt.Fprintf(&nics, "| %s | %s | %s |\n", n.Model, n.MAC, n.Backend)
+	}
+	cmdline := vmtest.ShellQuote(vm.Cmdline)
+	// The temporary paths say nothing to a reader; name the files instead.
+	cmdline = strings.ReplaceAll(cmdline, m.Dir+"/", "")
+	cmdline = strings.ReplaceAll(cmdline, filepath.Dir(rd.Kernel)+"/", "")
+	if self, err := os.Executable(); err == nil {
+		cmdline = strings.ReplaceAll(cmdline, self+" "+vmtest.RelayArg, "RELAY")
+	}
+	return fmt.Sprintf(`# QEMU q35 VM, %s boot
+
+Recorded %s by `+"`scripts/record-vm-fixture.sh %s`"+` (internal/vmtest/recordfixture): the
+agent ramdisk (kernel %s from Debian package %s, initramfs with the static
+ironic-agent as /init) booted in QEMU under software emulation (TCG), firmware %s.
+The ramdisk's init ran `+"`ironic-agent capture-fixture /run/fixture`"+` and POSTed the tree through
+the slirp guestfwd relay; nothing on the guest ran udev, so there is no run/udev/data and no
+/dev/disk/by-path: the inventory must come from sysfs alone.
+
+The hardware is vmtest.DefaultMachine: SMBIOS types 0/1/2/3/11 as set with -smbios (system
+%q %q serial %q), %d vCPUs (model-id %q), %d MiB.
+
+| disk | QEMU device | size | serial | wwn | model |
+| --- | --- | --- | --- | --- | --- |
+%s
+| NIC | MAC | backend |
+| --- | --- | --- |
+%s
+The QEMU command line (RELAY is the guestfwd relay, the recorder itself):
+
+`+"```"+`
+%s
+`+"```"+`
+
+What capture-fixture wrote:
+
+%s`, strings.ToUpper(fw), now.Format(time.RFC3339), fw, rd.KernelVersion, rd.KernelPackage, firmware,
+		m.SMBIOS.SystemManufacturer, m.SMBIOS.SystemProduct, m.SMBIOS.SystemSerial, m.CPUs, m.CPUModel, m.MemoryMB,
+		disks.String(), nics.String(), cmdline, quote(captured))
+}
+
+func quote(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		b.WriteString("> " + l + "\n")
+	}
+	return b.String()
+}

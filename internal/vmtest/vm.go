@@ -1,0 +1,265 @@
+package vmtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// VM is a running QEMU.
+type VM struct {
+	Machine Machine
+	Cmdline []string
+	LogPath string
+	start   time.Time
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+
+	mu      sync.Mutex
+	lines   []Line
+	waiters []*waiter
+}
+
+// Line is one line of the serial console.
+type Line struct {
+	At   time.Duration // since QEMU started
+	Text string
+}
+
+type waiter struct {
+	match func(string) bool
+	ch    chan Line
+}
+
+// Options for Start.
+type Options struct {
+	// Relay builds the guestfwd command for a host target; default
+	// RelayCommand (the running binary must call MaybeRelay first thing).
+	Relay func(target string) string
+	// Tap is the tap device file for a NIC with backend "fd".
+	Tap *os.File
+	// Echo receives the serial console as it comes (e.g. t.Log lines).
+	Echo func(Line)
+}
+
+// Start boots m. The serial console goes to m.Dir/serial.log, each line
+// prefixed with the seconds since QEMU started.
+func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
+	if m.Dir == "" {
+		return nil, errors.New("vmtest: Machine.Dir is empty")
+	}
+	if strings.Contains(m.Dir, ",") {
+		return nil, fmt.Errorf("vmtest: %s: QEMU option values cannot hold the directory's comma", m.Dir)
+	}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("vmtest: %w", err)
+	}
+	if err := m.CreateDisks(); err != nil {
+		return nil, err
+	}
+	if m.Firmware == "uefi" {
+		if err := copyFile(OVMFVars, filepath.Join(m.Dir, "ovmf_vars.fd")); err != nil {
+			return nil, fmt.Errorf("vmtest: OVMF variables (install ovmf): %w", err)
+		}
+	}
+	relay := opts.Relay
+	if relay == nil {
+		relay = RelayCommand
+	}
+	tapFD := -1
+	if opts.Tap != nil {
+		tapFD = 3
+	}
+	args, err := m.Args(relay, tapFD)
+	if err != nil {
+		return nil, err
+	}
+	vm := &VM{Machine: m, Cmdline: append([]string{"qemu-system-x86_64"}, args...), LogPath: filepath.Join(m.Dir, "serial.log"), done: make(chan struct{})}
+	if err := os.WriteFile(filepath.Join(m.Dir, "qemu.cmdline"), []byte(ShellQuote(vm.Cmdline)+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("vmtest: %w", err)
+	}
+	logf, err := os.Create(vm.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("vmtest: %w", err)
+	}
+	cmd := exec.Command(vm.Cmdline[0], args...)
+	if opts.Tap != nil {
+		cmd.ExtraFiles = []*os.File{opts.Tap}
+	}
+	// Its own process group, so stopping it never signals the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Stdin = nil
+	vm.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("vmtest: start %s: %w", vm.Cmdline[0], err)
+	}
+	vm.cmd = cmd
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer logf.Close()
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			l := Line{At: time.Since(vm.start), Text: strings.TrimRight(sc.Text(), "\r")}
+			fmt.Fprintf(logf, "%8.3f %s\n", l.At.Seconds(), l.Text)
+			if opts.Echo != nil {
+				opts.Echo(l)
+			}
+			vm.add(l)
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		<-readDone
+		if err != nil {
+			vm.err = fmt.Errorf("vmtest: %s: %w (serial console in %s)", vm.Cmdline[0], err, vm.LogPath)
+		} else if l, ok := vm.Find("Kernel panic"); ok {
+			// panic=-1 with -no-reboot makes a guest panic a clean QEMU exit.
+			vm.err = fmt.Errorf("vmtest: guest kernel panic at %.1fs: %s (serial console in %s)", l.At.Seconds(), l.Text, vm.LogPath)
+		}
+		close(vm.done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			vm.Kill()
+		case <-vm.done:
+		}
+	}()
+	return vm, nil
+}
+
+func (vm *VM) add(l Line) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.lines = append(vm.lines, l)
+	kept := vm.waiters[:0]
+	for _, w := range vm.waiters {
+		if w.match(l.Text) {
+			w.ch <- l
+			continue
+		}
+		kept = append(kept, w)
+	}
+	vm.waiters = kept
+}
+
+// Find returns the first console line holding s so far.
+func (vm *VM) Find(s string) (Line, bool) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	for _, l := range vm.lines {
+		if strings.Contains(l.Text, s) {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
+// Lines returns the console so far.
+func (vm *VM) Lines() []Line {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return append([]Line(nil), vm.lines...)
+}
+
+// WaitFor waits for a console line holding s (also one already seen).
+func (vm *VM) WaitFor(ctx context.Context, s string) (Line, error) {
+	match := func(t string) bool { return strings.Contains(t, s) }
+	vm.mu.Lock()
+	for _, l := range vm.lines {
+		if match(l.Text) {
+			vm.mu.Unlock()
+			return l, nil
+		}
+	}
+	w := &waiter{match: match, ch: make(chan Line, 1)}
+	vm.waiters = append(vm.waiters, w)
+	vm.mu.Unlock()
+	select {
+	case l := <-w.ch:
+		return l, nil
+	case <-vm.done:
+		select {
+		case l := <-w.ch:
+			return l, nil
+		default:
+		}
+		return Line{}, fmt.Errorf("vmtest: QEMU exited before the console said %q (serial console in %s)", s, vm.LogPath)
+	case <-ctx.Done():
+		return Line{}, fmt.Errorf("vmtest: waiting for %q on the console: %w (serial console in %s)", s, ctx.Err(), vm.LogPath)
+	}
+}
+
+// Wait waits for QEMU to exit (the guest powered off).
+func (vm *VM) Wait(ctx context.Context) error {
+	select {
+	case <-vm.done:
+		return vm.err
+	case <-ctx.Done():
+		vm.Kill()
+		<-vm.done
+		return fmt.Errorf("vmtest: VM still running: %w (serial console in %s)", ctx.Err(), vm.LogPath)
+	}
+}
+
+// Elapsed is the time since QEMU started.
+func (vm *VM) Elapsed() time.Duration { return time.Since(vm.start) }
+
+// Kill stops QEMU (SIGTERM to its own process group, then SIGKILL).
+func (vm *VM) Kill() {
+	if vm.cmd == nil || vm.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-vm.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-vm.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGKILL)
+		<-vm.done
+	}
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+// ShellQuote joins args into one line a shell would split back into args.
+func ShellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@+", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# record-vm-fixture.sh [bios|uefi ...] - record fixtures/qemu-bios and
+# fixtures/qemu-uefi: build the agent ramdisk, boot it in a QEMU q35 VM
+# (software emulation) with the hardware of internal/vmtest.DefaultMachine,
+# run `ironic-agent capture-fixture` in the guest and write the tree it
+# uploads, with a README giving the QEMU command line, date and kernel.
+# Then regenerate the golden inventories (see fixtures/README.md).
+# Needs qemu-system-x86 and ovmf (UEFI); no root. About 1-3 minutes a boot.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fws=("$@")
+[ "${#fws[@]}" -gt 0 ] || fws=(bios uefi)
+for fw in "${fws[@]}"; do
+	go run ./internal/vmtest/recordfixture -firmware "$fw" -out "fixtures/qemu-$fw"
+done
