@@ -347,7 +347,9 @@ func (e *Executor) last() *Result {
 func (e *Executor) List() []*Result {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return append([]*Result(nil), e.results...)
+	// Never nil: a fresh agent must answer {"commands": []}. Ironic 21.4
+	// iterates the list after an agent restart and fails the node on null.
+	return append([]*Result{}, e.results...)
 }
 
 // Get returns one result by id.
