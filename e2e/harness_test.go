@@ -22,20 +22,7 @@ func TestHarnessStateMachine(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	no := false
-	n, err := s.ironic.CreateNode(ctx, ironictest.NodeSpec{Name: "harness-sm", AutomatedClean: &no})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), n.UUID) })
-	if _, err := s.ironic.CreatePort(ctx, n.UUID, "52:54:e2:00:00:01", true); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ironic.Provision(ctx, n.UUID, "manage"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	n := s.enroll(t, "harness-sm", "52:54:e2:00:00:01", ironictest.NodeSpec{AutomatedClean: &no})
 	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
 		t.Fatal(err)
 	}
@@ -55,20 +42,7 @@ func TestHarnessStandIn(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:00:00:02"
-	n, err := s.ironic.CreateNode(ctx, ironictest.NodeSpec{Name: "harness-standin"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), n.UUID) })
-	if _, err := s.ironic.CreatePort(ctx, n.UUID, mac, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ironic.Provision(ctx, n.UUID, "manage"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	n := s.enroll(t, "harness-standin", mac, ironictest.NodeSpec{})
 
 	var mu sync.Mutex
 	var commands []map[string]any

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,11 @@ type suite struct {
 	ironic    *ironictest.Client
 	inspector *ironictest.InspectorClient
 	agentBin  string
+	// fixtureRoot is the recorded machine tree every agent reads (with its
+	// own MAC patched in).
+	fixtureRoot string
+	portMu      sync.Mutex
+	nextPort    int
 	// setupErr is why the suite could not be set up; tests fail with it.
 	setupErr error
 	// installTime is how long apt-get took (0: packages were present).
@@ -89,11 +95,19 @@ func (s *suite) setUp(ctx context.Context) error {
 	if s.installTime, err = ironictest.EnsurePackages(ctx); err != nil {
 		return err
 	}
+	if s.fixtureRoot, err = filepath.Abs("../fixtures/ci-firecracker/root"); err != nil {
+		return err
+	}
 	start := time.Now()
 	s.agentBin = filepath.Join(s.dir, "ironic-agent")
-	build := exec.CommandContext(ctx, "go", "build", "-o", s.agentBin, "../cmd/ironic-agent")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ../cmd/ironic-agent: %v: %s", err, out)
+	if bin := os.Getenv("E2E_AGENT_BIN"); bin != "" {
+		// A prebuilt binary, for trying another branch's agent.
+		s.agentBin = bin
+	} else {
+		build := exec.CommandContext(ctx, "go", "build", "-o", s.agentBin, "../cmd/ironic-agent")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ../cmd/ironic-agent: %v: %s", err, out)
+		}
 	}
 	s.buildTime = time.Since(start)
 	svcDir := filepath.Join(s.dir, "services")

@@ -151,7 +151,8 @@ type NodeSpec struct {
 	// AutomatedClean, when not nil, sets the node's own automated_clean.
 	AutomatedClean *bool
 	// Properties are merged over the defaults (cpus 2, memory_mb 2048,
-	// local_gb 10, cpu_arch x86_64, capabilities boot_mode:uefi, vendor lenovo).
+	// local_gb 10, cpu_arch x86_64, capabilities boot_mode:uefi, vendor
+	// lenovo); a nil value removes a default.
 	Properties map[string]any
 	// InstanceInfo is set on the node as given.
 	InstanceInfo map[string]any
@@ -170,6 +171,10 @@ func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 		"vendor":       "lenovo",
 	}
 	for k, v := range spec.Properties {
+		if v == nil {
+			delete(props, k)
+			continue
+		}
 		props[k] = v
 	}
 	inspect := spec.InspectInterface
@@ -314,12 +319,12 @@ func (c *Client) WaitState(ctx context.Context, ident, want string, timeout time
 		n, err := c.GetNode(ctx, ident)
 		if err == nil {
 			last = n
-			// A wait state ("clean wait") has a target; it counts as reached.
-			pending := n.TargetProvisionState != nil && *n.TargetProvisionState != ""
+			// A wait state ("clean wait") has a target; it counts as
+			// reached. A failure state may keep its target too.
 			if n.ProvisionState == want {
 				return n, nil
 			}
-			if n.ProvisionState != want && isFailureState(n.ProvisionState) && !pending {
+			if isFailureState(n.ProvisionState) {
 				return n, fmt.Errorf("node %s reached %q while waiting for %q: %s", ident, n.ProvisionState, want, describe(n))
 			}
 		} else {

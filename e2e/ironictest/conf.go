@@ -102,6 +102,9 @@ func ironicConf(c Config) string {
 	w("deploy_logs_storage_backend = local")
 	w("deploy_logs_local_path = %s", p("state", "deploy_logs"))
 	w("require_tls = false")
+	// Ironic stores each agent's auto-TLS certificate here; the default is
+	// below /var/lib/ironic.
+	w("certificates_path = %s", p("state", "certificates"))
 	w("")
 	w("[deploy]")
 	w("http_url = http://127.0.0.1:8088/httpboot")

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+)
+
+// stepTimeout bounds every wait for Ironic to reach a state with the agent
+// running: cleaning a 64 MiB loop device takes seconds, heartbeats come
+// every 3-6 s.
+const stepTimeout = 2 * time.Minute
+
+// enroll creates a fake-hardware node with one port (mac), takes it to
+// manageable and deletes it when the test ends.
+func (s *suite) enroll(t *testing.T, name, mac string, spec ironictest.NodeSpec) *ironictest.Node {
+	t.Helper()
+	ctx := t.Context()
+	spec.Name = name
+	n, err := s.ironic.CreateNode(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.ironic.DeleteNode(context.Background(), n.UUID); err != nil && !ironictest.IsNotFound(err) {
+			t.Logf("deleting node %s: %v", n.UUID, err)
+		}
+	})
+	if _, err := s.ironic.CreatePort(ctx, n.UUID, mac, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ironic.Provision(ctx, n.UUID, "manage"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// writeStep drops an executable clean step into dir: a manifest and a
+// shell script.
+func writeStep(t *testing.T, dir, name, script string) {
+	t.Helper()
+	writeStepManifest(t, dir, name, script,
+		`{"step": "`+name+`", "interface": "deploy", "priority": 0, "clean": true, "abortable": true, "timeout": 600}`)
+}
+
+// writeStepManifest is writeStep with the manifest given.
+func writeStepManifest(t *testing.T, dir, name, script, manifest string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFailingCleanStep is scenario (c): a clean step that fails on the agent
+// puts the node into "clean failed" with the agent's error text (the
+// step's stderr and exit status) in last_error, and Ironic collects the
+// agent's logs.
+func TestFailingCleanStep(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	const mac = "52:54:e2:0c:00:01"
+	const complaint = "e2e: the firmware refused the update"
+	steps := filepath.Join(t.TempDir(), "steps.d")
+	writeStep(t, steps, "e2e_flash_firmware", "cat >/dev/null; echo '"+complaint+"' >&2; exit 3")
+	dev := loopDevice(t, 16<<20)
+	n := s.enroll(t, "e2e-clean-failure", mac, ironictest.NodeSpec{})
+	logsBefore, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "deploy_logs", "*"))
+	err := s.ironic.Clean(ctx, n.UUID, []ironictest.CleanStep{{Interface: "deploy", Step: "e2e_flash_firmware"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, StepsDir: steps})
+	got, err := s.ironic.WaitState(ctx, n.UUID, "clean failed", stepTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastError == nil || !strings.Contains(*got.LastError, complaint) || !strings.Contains(*got.LastError, "e2e_flash_firmware") {
+		t.Errorf("last_error = %v, want the step name and the agent's error text %q", deref(got.LastError), complaint)
+	}
+	t.Logf("last_error: %s", deref(got.LastError))
+	// On a failed step Ironic asks the agent for its logs and stores them.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		logsAfter, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "deploy_logs", "*"))
+		if len(logsAfter) > len(logsBefore) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("Ironic stored no agent logs after the failure (deploy_logs has %d entries)", len(logsAfter))
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+)
+
+// markerSteps writes two executable clean steps into a new steps
+// directory: "e2e_slow" (touches started, sleeps, touches finished) and
+// "e2e_mark" (touches marked). Step files show, from outside the agent,
+// which steps really ran.
+func markerSteps(t *testing.T, sleep time.Duration) (dir, started, finished, marked string) {
+	t.Helper()
+	base := t.TempDir()
+	dir = filepath.Join(base, "steps.d")
+	started = filepath.Join(base, "slow.started")
+	finished = filepath.Join(base, "slow.finished")
+	marked = filepath.Join(base, "marked")
+	writeStep(t, dir, "e2e_slow", fmt.Sprintf("cat >/dev/null; touch %s; sleep %d; touch %s", started, int(sleep.Seconds()), finished))
+	writeStep(t, dir, "e2e_mark", "cat >/dev/null; touch "+marked)
+	return dir, started, finished, marked
+}
+
+// slowManualClean enrolls a node and starts manual cleaning with the
+// marker steps [e2e_slow (sleeping sleep), e2e_mark]; the node waits in
+// clean wait for an agent started with the returned steps directory.
+func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Duration) (n *ironictest.Node, steps, started, finished, marked string) {
+	t.Helper()
+	steps, started, finished, marked = markerSteps(t, sleep)
+	n = s.enroll(t, name, mac, ironictest.NodeSpec{})
+	err := s.ironic.Clean(t.Context(), n.UUID, []ironictest.CleanStep{
+		{Interface: "deploy", Step: "e2e_slow"},
+		{Interface: "deploy", Step: "e2e_mark"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(t.Context(), n.UUID, "clean wait", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return n, steps, started, finished, marked
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func waitFile(t *testing.T, path string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !exists(path) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not created within %s", path, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestAgentRestartAfterRebootStep is scenario (f): during automated
+// cleaning a clean step asks for a reboot; Ironic (fake power) "reboots"
+// and wipes the agent token; the agent process is restarted, as the ramdisk
+// would boot again, looks up, receives a fresh token, and cleaning goes on
+// with the next step to available. (Ironic 21.4 honours reboot_requested
+// only for steps from the agent's own list, i.e. automated cleaning.)
+func TestAgentRestartAfterRebootStep(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	const mac = "52:54:e2:0f:00:01"
+	base := t.TempDir()
+	steps := filepath.Join(base, "steps.d")
+	rebooted := filepath.Join(base, "reboot-step.ran")
+	marked := filepath.Join(base, "marked")
+	writeStepManifest(t, steps, "e2e_needs_reboot", "cat >/dev/null; touch "+rebooted,
+		`{"step": "e2e_needs_reboot", "interface": "deploy", "priority": 50, "clean": true, "reboot_requested": true}`)
+	writeStepManifest(t, steps, "e2e_after_reboot", "cat >/dev/null; touch "+marked,
+		`{"step": "e2e_after_reboot", "interface": "deploy", "priority": 40, "clean": true}`)
+	dev := loopDevice(t, 16<<20)
+	n := s.enroll(t, "e2e-restart-reboot", mac, ironictest.NodeSpec{})
+	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	opts := agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), Devices: []string{dev}}
+	first := s.startAgent(t, opts)
+	// Ironic marks the reboot it asked the power interface for.
+	_, err := s.ironic.WaitFor(ctx, n.UUID, stepTimeout, "cleaning_reboot set", func(n *ironictest.Node) bool {
+		return n.DriverInternalInfo["cleaning_reboot"] == true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exists(rebooted) || exists(marked) {
+		t.Fatalf("before the reboot: reboot step ran %v (want true), next step ran %v (want false)", exists(rebooted), exists(marked))
+	}
+	first.Stop()
+	s.startAgent(t, opts)
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(marked) {
+		t.Error("cleaning ended but the step after the reboot never ran")
+	}
+}
+
+// TestIronicDownDuringCleaning is a fault: while the agent runs a clean
+// step, Ironic (API and conductor: the single-process ironic) is stopped for
+// 60 s. The step finishes meanwhile; the agent's heartbeats fail and it
+// keeps trying; when Ironic is back a heartbeat lands, the conductor reads
+// the finished step and cleaning completes.
+func TestIronicDownDuringCleaning(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	const mac = "52:54:e2:1a:00:01"
+	n, steps, started, finished, marked := s.slowManualClean(t, "e2e-ironic-down", mac, 5*time.Second)
+	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
+	waitFile(t, started, stepTimeout)
+	// Stop only once the conductor is done dispatching (clean wait with the
+	// step recorded), so no node lock is held when the process goes.
+	_, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *ironictest.Node) bool {
+		return n.ProvisionState == "clean wait" && n.CleanStep["step"] == "e2e_slow"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	if err := s.services.StopIronic(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Leave Ironic running for the next test whatever happened.
+		_ = s.services.StartIronic(t.Context())
+	})
+	waitFile(t, finished, 30*time.Second)
+	time.Sleep(60*time.Second - time.Since(stopped))
+	if dead, err := a.Exited(); dead {
+		t.Fatalf("agent exited while Ironic was down: %v", err)
+	}
+	if err := s.services.StartIronic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Ironic was down %s", time.Since(stopped).Round(time.Second))
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(marked) {
+		t.Error("cleaning ended but the step after the outage never ran")
+	}
+}
+
+// agentClient returns an HTTP client that trusts the agent's self-signed
+// certificate as Ironic does (driver_internal_info.agent_verify_ca), or
+// plain HTTP when the agent advertised http.
+func agentClient(t *testing.T, n *ironictest.Node) *http.Client {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	// Ironic keeps the path of the file it stored the certificate in.
+	path, _ := n.DriverInternalInfo["agent_verify_ca"].(string)
+	if path == "" {
+		return c
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("agent_verify_ca: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("agent_verify_ca %s holds no PEM certificate", path)
+	}
+	c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	return c
+}
+
+// TestCommandsNeedToken is a fault: POSTs to the agent's command API
+// without the token, or with a wrong one, get 401 and change nothing;
+// GETs work without it (Ironic 21.4 polls that way); the cleaning in
+// progress still completes.
+func TestCommandsNeedToken(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	const mac = "52:54:e2:1c:00:01"
+	n, steps, started, _, marked := s.slowManualClean(t, "e2e-token", mac, 8*time.Second)
+	s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
+	waitFile(t, started, stepTimeout)
+	cur, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "agent_url recorded", func(n *ironictest.Node) bool {
+		u, _ := n.DriverInternalInfo["agent_url"].(string)
+		return u != ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentURL := cur.DriverInternalInfo["agent_url"].(string)
+	hc := agentClient(t, cur)
+	body := `{"name": "clean.execute_clean_step", "params": {"step": {"interface": "deploy", "step": "e2e_mark", "priority": 0}, "node": {}, "ports": []}}`
+	for _, q := range []string{"?wait=true", "?wait=true&agent_token=not-the-token-0123456789abcdefghijklmnop"} {
+		resp, err := hc.Post(agentURL+"/v1/commands/"+q, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("POST /v1/commands/%s: HTTP %d %s, want 401", q, resp.StatusCode, b)
+		}
+	}
+	resp, err := hc.Get(agentURL + "/v1/commands/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Commands []struct {
+			Name string `json:"command_name"`
+		} `json:"commands"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Errorf("GET /v1/commands/ without token: HTTP %d (%v), want 200 with the list", resp.StatusCode, err)
+	}
+	// Ironic sent get_clean_steps and one execute_clean_step so far; a
+	// refused POST must not have added anything.
+	if len(list.Commands) != 2 {
+		t.Errorf("commands after the refused POSTs = %+v, want Ironic's two", list.Commands)
+	}
+	if exists(marked) {
+		t.Error("a refused POST ran a step")
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+}
