@@ -154,6 +154,9 @@ type ConfigDriveResult struct {
 	Partition string // device path of the config-2 partition
 	Number    int    // partition number
 	Reused    bool   // an existing config-2 partition was overwritten
+	// FAT32 is set when the ISO was rebuilt as a FAT32 filesystem labelled
+	// CONFIG-2 because the disk's sectors are too large for ISO9660.
+	FAT32 bool
 }
 
 // WriteConfigDrive writes iso to the config-2 partition of dev, creating
@@ -190,6 +193,13 @@ func WriteConfigDrive(ctx context.Context, g *Guard, dev string, iso []byte) (Co
 	}
 	if err := waitForDevice(ctx, res.Partition); err != nil {
 		return res, err
+	}
+	if sector > isoMaxSector {
+		if err := rebuildConfigDriveAsFAT32(g, res.Partition, iso, sector); err != nil {
+			return res, err
+		}
+		res.FAT32 = true
+		return res, nil
 	}
 	if err := writeImageToPartition(g, res.Partition, iso); err != nil {
 		return res, err

@@ -17,8 +17,10 @@ import (
 	"testing"
 
 	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/disk"
 	"github.com/diskfs/go-diskfs/filesystem"
+	"github.com/diskfs/go-diskfs/filesystem/fat32"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 )
 
@@ -320,9 +322,43 @@ func TestConfigDriveGPT4KnLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// ISO9660 cannot be mounted on 4 KiB sectors: rebuilt as FAT32
+	// labelled CONFIG-2 with the same files, as IPA master does.
 	out := run(t, "blkid", "-p", "-o", "export", res.Partition)
-	if !strings.Contains(out, "LABEL=config-2") {
-		t.Errorf("blkid %s:\n%s", res.Partition, out)
+	if !res.FAT32 || !strings.Contains(out, "LABEL=CONFIG-2") || !strings.Contains(out, "TYPE=vfat") {
+		t.Errorf("result %+v, blkid %s:\n%s", res, res.Partition, out)
+	}
+	if out, err := exec.Command("fsck.vfat", "-n", res.Partition).CombinedOutput(); err != nil {
+		t.Errorf("fsck.vfat -n %s: %v\n%s", res.Partition, err, out)
+	}
+	src, err := os.ReadFile(res.Partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "part.img")
+	if err := os.WriteFile(copyPath, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := os.Open(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Close()
+	fat, err := fat32.Read(file.New(cf, true), int64(len(src)), 0, 4096)
+	if err != nil {
+		t.Fatalf("read FAT32 config drive: %v", err)
+	}
+	mf, err := fat.OpenFile("/openstack/latest/meta_data.json", os.O_RDONLY)
+	if err != nil {
+		t.Fatalf("meta_data.json on FAT32: %v", err)
+	}
+	if b, _ := io.ReadAll(mf); string(b) != metaData {
+		t.Errorf("meta_data.json = %q", b)
+	}
+	// A second run finds the CONFIG-2 FAT partition and reuses it.
+	res2, err := WriteConfigDrive(context.Background(), NewGuard([]string{dev}), dev, iso)
+	if err != nil || !res2.Reused || res2.Number != res.Number {
+		t.Errorf("second run: %+v %v", res2, err)
 	}
 	if v := run(t, "sgdisk", "-v", dev); !strings.Contains(v, "No problems found") {
 		t.Errorf("sgdisk -v:\n%s", v)

@@ -1,0 +1,42 @@
+package deploy
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// FuzzToolOutputs feeds arbitrary bytes as hdparm -I and nvme id-ctrl
+// output through the parsers and the decisions built on them.
+func FuzzToolOutputs(f *testing.F) {
+	f.Add(hdparmInfo(true, false, false, false, true), nvmeIDCtrlJSON(23, 4))
+	f.Add(hdparmInfo(false, false, false, false, false), nvmeIDCtrlJSON(0, 0))
+	f.Add("\n/dev/loop0:\n", "identify controller: Invalid argument")
+	f.Add("Security: \n\tsupported\n", `{"oacs": 2, "fna": null}`)
+	f.Fuzz(func(t *testing.T, hdparm, idctrl string) {
+		lines := ataSecurityLines(hdparm)
+		_ = hasLine(lines, "supported")
+		if id, err := parseNVMeIDCtrl([]byte(idctrl)); err == nil {
+			if mode, err := nvmeFormatMode(id); err == nil && mode != 1 && mode != 2 {
+				t.Fatalf("format mode %d", mode)
+			}
+		}
+	})
+}
+
+// FuzzLoadConfigDrive checks that any configdrive parameter ends in ISO
+// bytes or an error, within the size limit.
+func FuzzLoadConfigDrive(f *testing.F) {
+	f.Add("H4sIAAAAAAAA/0rOzy0oSi0uTk1RSM7PLShKLS5OTQEAAAD//wMAyvRPixoAAAA=")
+	f.Add("not base64 !!!")
+	f.Add("aGVsbG8=")
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+			return // URLs are tested against a local server, never fuzzed onto the network
+		}
+		iso, err := loadConfigDrive(context.Background(), nil, s, 1<<20)
+		if err == nil && len(iso) > 1<<20 {
+			t.Fatalf("%d bytes past the limit", len(iso))
+		}
+	})
+}
