@@ -105,3 +105,23 @@ func TestLLDPHook(t *testing.T) {
 		t.Errorf("lldp = %s", b)
 	}
 }
+
+// FuzzNetRecord feeds recorded netlink facts (net.json: outside bytes in a
+// fixture or a bug report) through the decoder and the speed rule.
+func FuzzNetRecord(f *testing.F) {
+	f.Add([]byte(`{"interfaces": {"eth0": {"perm_address": "52:54:00:00:00:09", "ipv4": ["192.0.2.1"], "ipv6": ["fe80::1%eth0"], "link_modes": ["10000baseT/Full", "Autoneg"], "speed_mbps": 1000}}}`))
+	f.Add([]byte(`{"interfaces": {"eth0": {"link_modes": ["99999999999999999999baseX/Full", "base", "-5baseT"], "speed_mbps": -1}}}`))
+	f.Add([]byte(`{"interfaces": null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := parseNetRecord(b)
+		if err != nil {
+			return
+		}
+		for _, facts := range rec.Interfaces {
+			if s := maxLinkSpeed(facts); s != nil && *s <= 0 {
+				t.Fatalf("speed_mbps %d from %+v", *s, facts)
+			}
+			first(facts.IPv4)
+		}
+	})
+}

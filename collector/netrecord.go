@@ -62,13 +62,22 @@ func (c *collection) netFactsFor(ctx context.Context, names []string) (*netRecor
 	if err != nil {
 		return nil, err
 	}
+	rec, err := parseNetRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.fs.Path(netRecordPath), err)
+	}
+	c.net = rec
+	return c.net, nil
+}
+
+// parseNetRecord decodes a recorded net.json.
+func parseNetRecord(b []byte) (*netRecord, error) {
 	var rec netRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.fs.Path(netRecordPath), err)
+		return nil, err
 	}
 	if rec.Interfaces == nil {
 		rec.Interfaces = map[string]netFacts{}
 	}
-	c.net = &rec
-	return c.net, nil
+	return &rec, nil
 }
