@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -79,7 +78,15 @@ func (c *collection) physicalMB() (*int64, error) {
 	return inventory.Ptr(int64(b >> 20)), nil
 }
 
-var memoryBlockName = regexp.MustCompile(`^memory[0-9]+$`)
+// isMemoryBlock matches the block directories, memory<N>.
+func isMemoryBlock(name string) bool {
+	n, ok := strings.CutPrefix(name, "memory")
+	if !ok || n == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(n, 10, 32)
+	return err == nil
+}
 
 // memoryBlockBytes is the number of online memory blocks times the block
 // size, from /sys/devices/system/memory.
@@ -99,7 +106,7 @@ func (c *collection) memoryBlockBytes() (uint64, error) {
 	}
 	var online uint64
 	for _, e := range entries {
-		if !memoryBlockName.MatchString(e.Name()) {
+		if !isMemoryBlock(e.Name()) {
 			continue
 		}
 		st, err := c.fs.ReadString(dir + "/" + e.Name() + "/state")
