@@ -51,7 +51,7 @@ type Options struct {
 	// Config.InventoryRoot.
 	Inventory func(ctx context.Context) (*inventory.Inventory, error)
 	// BlockDevices lists exactly the named devices for a confined agent;
-	// nil: collector.BlockDevices below Config.InventoryRoot.
+	// nil: collector.BlockDevices of the live machine ("/").
 	BlockDevices func(ctx context.Context, names []string) ([]inventory.Disk, error)
 	// Listener is used instead of listening on listen_host:listen_port.
 	Listener net.Listener
@@ -147,8 +147,12 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		}
 	}
 	if opts.BlockDevices == nil {
+		// The allowed devices are real /dev paths that steps erase and
+		// write, so their records come from the live machine even when the
+		// inventory is read from a fixture tree (--inventory-root): a
+		// recorded tree knows other devices, or stale sizes of the same names.
 		a.opts.BlockDevices = func(ctx context.Context, names []string) ([]inventory.Disk, error) {
-			return collector.BlockDevices(ctx, collector.Options{Root: cfg.InventoryRoot, Logger: a.log}, names)
+			return collector.BlockDevices(ctx, collector.Options{Logger: a.log}, names)
 		}
 	}
 	hc, err := tlsutil.NewHTTPClient(a.TLSClientOptions(cfg.HTTPRequestTimeout))
