@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+)
+
+// gptDisk returns a 64 MiB loop device holding a GPT with one partition
+// whose area carries an ext4 filesystem: metadata an erase must remove. The
+// filesystem is made at the partition's offset rather than on a partition
+// device because the CI kernel has no partition-table support (no loopNp1
+// ever appears).
+func gptDisk(t *testing.T) string {
+	t.Helper()
+	dev := loopDevice(t, 64<<20)
+	run(t, "sgdisk", "--new=1:2048:0", "--typecode=1:8300", dev)
+	run(t, "mkfs.ext4", "-q", "-F", "-E", "offset=1048576", dev, "32M")
+	if sig := signatures(t, dev); !strings.Contains(sig, "gpt") {
+		t.Fatalf("wipefs %s after sgdisk = %q, want a gpt signature", dev, sig)
+	}
+	return dev
+}
+
+// ext4Disk returns a 32 MiB loop device with an ext4 filesystem on the
+// whole device.
+func ext4Disk(t *testing.T) string {
+	t.Helper()
+	dev := loopDevice(t, 32<<20)
+	run(t, "mkfs.ext4", "-q", "-F", dev)
+	if sig := signatures(t, dev); !strings.Contains(sig, "ext4") {
+		t.Fatalf("wipefs %s after mkfs = %q, want an ext4 signature", dev, sig)
+	}
+	return dev
+}
+
+// assertWiped checks that dev has no partition table or filesystem
+// signature left, by wipefs and by a low-level blkid probe.
+func assertWiped(t *testing.T, dev string) {
+	t.Helper()
+	if sig := signatures(t, dev); sig != "" {
+		t.Errorf("wipefs still finds signatures on %s:\n%s", dev, sig)
+	}
+	out, err := exec.Command("blkid", "--probe", "--output", "export", dev).CombinedOutput()
+	// blkid exits 2 when it finds nothing.
+	if err == nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("blkid --probe %s finds: %s (%v)", dev, out, err)
+	}
+}
+
+// TestAutomatedCleaning is scenario (a): provide runs automated cleaning
+// (erase_devices_metadata at priority 99, erase_devices disabled), the agent
+// cleans its loop device and the node becomes available.
+func TestAutomatedCleaning(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	dev := gptDisk(t)
+	const mac = "52:54:e2:0a:00:01"
+	n := s.enroll(t, "e2e-automated-clean", mac, ironictest.NodeSpec{})
+	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	assertWiped(t, dev)
+}
+
+// TestManualCleaning is scenario (b): manual cleaning with
+// erase_devices_metadata returns the node to manageable, and the partition
+// table of one loop device and the filesystem of another are really gone.
+func TestManualCleaning(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	gpt, ext4 := gptDisk(t), ext4Disk(t)
+	const mac = "52:54:e2:0b:00:01"
+	n := s.enroll(t, "e2e-manual-clean", mac, ironictest.NodeSpec{})
+	err := s.ironic.Clean(ctx, n.UUID, []ironictest.CleanStep{{Interface: "deploy", Step: "erase_devices_metadata"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{gpt, ext4}})
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	assertWiped(t, gpt)
+	assertWiped(t, ext4)
+}
+
+// run runs a command and fails the test with its output on error.
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// signatures lists what wipefs finds on dev (empty: no partition table or
+// filesystem signature left).
+func signatures(t *testing.T, dev string) string {
+	t.Helper()
+	out, err := exec.Command("wipefs", "--no-act", "--noheadings", dev).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("wipefs %s: %v", dev, err)
+	}
+	return strings.TrimSpace(string(out))
+}
