@@ -204,6 +204,10 @@ func (cp *copier) copyTraced(p tracedPath) error {
 		// empty file says "it exists" in the tree.
 		return cp.placeholder(real)
 	}
+	if p.Data != nil {
+		// Exactly the bytes the collector saw.
+		return cp.writeFile(real, p.Data)
+	}
 	if p.Kind&accessRead == 0 {
 		// Looked at, not read: record its existence only.
 		return cp.placeholder(real)

@@ -57,10 +57,11 @@ func TestCaptureFollowsLinks(t *testing.T) {
 	dst := t.TempDir()
 	cp := &copier{src: src, dst: dst}
 	for _, p := range []tracedPath{
-		{"sys/class/net/eth0/device/vendor", accessRead},
-		{"sys/class/net/eth0/address", accessRead},
-		{"dev/disk/by-path/pci-0", accessLink},
-		{"sys/missing", accessRead},
+		{Path: "sys/class/net/eth0/device/vendor", Kind: accessRead},
+		// What the collector read wins over the file as it is now.
+		{Path: "sys/class/net/eth0/address", Kind: accessRead, Data: []byte("52:54:00:00:00:09\n")},
+		{Path: "dev/disk/by-path/pci-0", Kind: accessLink},
+		{Path: "sys/missing", Kind: accessRead},
 	} {
 		if err := cp.copyTraced(p); err != nil {
 			t.Fatal(err)
@@ -79,7 +80,7 @@ func TestCaptureFollowsLinks(t *testing.T) {
 		}
 	}
 	check("sys/class/net/eth0/device/vendor", "0x1af4\n")
-	check("sys/devices/pci/net/eth0/address", "52:54:00:00:00:01\n")
+	check("sys/devices/pci/net/eth0/address", "52:54:00:00:00:09\n")
 	check("sys/devices/pci/unread", "")
 	check("dev/vda", "") // by-path link target kept resolvable
 	if l, err := os.Readlink(filepath.Join(dst, "sys/class/net/eth0")); err != nil || l != "../../devices/pci/net/eth0" {

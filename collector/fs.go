@@ -49,7 +49,11 @@ func (f rootFS) Path(rel string) string {
 // ReadFile reads rel below the root.
 func (f rootFS) ReadFile(rel string) ([]byte, error) {
 	f.trace.add(rel, accessRead)
-	return readFile(f.Path(rel), maxFileSize)
+	b, err := readFile(f.Path(rel), maxFileSize)
+	if err == nil {
+		f.trace.content(rel, b)
+	}
+	return b, err
 }
 
 // maxFileSize bounds one read; the largest inputs are SMBIOS tables and
@@ -160,28 +164,53 @@ const (
 	accessDir                         // directory listing
 )
 
-// tracer collects the paths the collector touched during one Collect.
+// tracer collects the paths the collector touched during one Collect, and
+// the bytes of every file it read: the capture writes those bytes rather
+// than reading the file again, so a value that changes between two reads
+// (cpu MHz, a counter) cannot make the tree disagree with the inventory.
 type tracer struct {
 	mu    sync.Mutex
-	paths map[string]accessKind
+	paths map[string]*tracedPath
 }
 
-func newTracer() *tracer { return &tracer{paths: map[string]accessKind{}} }
+func newTracer() *tracer { return &tracer{paths: map[string]*tracedPath{}} }
+
+func (t *tracer) entry(rel string) *tracedPath {
+	rel = path.Clean("/" + filepath.ToSlash(rel))[1:]
+	e, ok := t.paths[rel]
+	if !ok {
+		e = &tracedPath{Path: rel}
+		t.paths[rel] = e
+	}
+	return e
+}
 
 func (t *tracer) add(rel string, k accessKind) {
 	if t == nil {
 		return
 	}
-	rel = path.Clean("/" + filepath.ToSlash(rel))[1:]
 	t.mu.Lock()
-	t.paths[rel] |= k
+	t.entry(rel).Kind |= k
 	t.mu.Unlock()
 }
 
-// tracedPath is one path and everything done with it.
+// content remembers the bytes of the first successful read of rel.
+func (t *tracer) content(rel string, b []byte) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	if e := t.entry(rel); e.Data == nil {
+		e.Data = append([]byte{}, b...)
+	}
+	t.mu.Unlock()
+}
+
+// tracedPath is one path, everything done with it, and what was read.
 type tracedPath struct {
 	Path string
 	Kind accessKind
+	Data []byte // non-nil once read
 }
 
 // list returns the traced paths sorted, so captures are reproducible.
@@ -189,8 +218,8 @@ func (t *tracer) list() []tracedPath {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]tracedPath, 0, len(t.paths))
-	for p, k := range t.paths {
-		out = append(out, tracedPath{p, k})
+	for _, e := range t.paths {
+		out = append(out, *e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
