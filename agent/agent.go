@@ -543,15 +543,23 @@ func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 	for _, m := range a.managers.Managers() {
 		mgrs = append(mgrs, inspect.Manager{Name: m.Name(), Version: versions[m.Name()]})
 	}
+	var candidates []inventory.Disk
+	if len(a.cfg.AllowedDevices) > 0 {
+		var err error
+		if candidates, err = a.Disks(ctx); err != nil {
+			a.log.Warn("cannot list the allowed devices for root_disk", "error", err)
+		}
+	}
 	uuid, err := inspect.Run(ctx, inspect.Options{
-		URL:        a.cfg.InspectionCallbackURL,
-		HTTP:       a.http,
-		Collectors: a.cfg.InspectionCollectors,
-		Inventory:  inv,
-		BootIF:     a.cfg.BootIF,
-		Root:       a.cfg.InventoryRoot,
-		Managers:   mgrs,
-		Logs:       a.systemLogs,
+		RootDiskCandidates: candidates,
+		URL:                a.cfg.InspectionCallbackURL,
+		HTTP:               a.http,
+		Collectors:         a.cfg.InspectionCollectors,
+		Inventory:          inv,
+		BootIF:             a.cfg.BootIF,
+		Root:               a.cfg.InventoryRoot,
+		Managers:           mgrs,
+		Logs:               a.systemLogs,
 		LLDPRaw: func(ctx context.Context) (map[string][]inventory.LLDPTLV, error) {
 			return lldp.InspectionRaw(ctx, inv, a.cfg.LLDPTimeout, a.log), nil
 		},

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -34,6 +33,9 @@ type Options struct {
 	HTTP       *http.Client
 	Collectors []string
 	Inventory  *inventory.Inventory
+	// RootDiskCandidates are the disks root_disk is chosen among; nil means
+	// the inventory's (a confined agent passes its allowed devices).
+	RootDiskCandidates []inventory.Disk
 	// BootIF is the raw BOOTIF kernel parameter.
 	BootIF string
 	// Root is the directory the machine is read below (sysfs for PCI and
@@ -62,7 +64,11 @@ func Collect(ctx context.Context, o Options) map[string]any {
 		switch c {
 		case "default":
 			data["inventory"] = o.Inventory
-			if d := RootDisk(o.Inventory); d != nil {
+			disks := o.RootDiskCandidates
+			if disks == nil && o.Inventory != nil {
+				disks = o.Inventory.Disks
+			}
+			if d := RootDisk(disks); d != nil {
 				data["root_disk"] = d
 			}
 			if o.BootIF != "" {
@@ -143,25 +149,15 @@ func (o Options) managers() []Manager {
 	return o.Managers
 }
 
-// RootDisk is the disk IPA picks without hints: the smallest of at least 4
-// GiB, ties broken by name; nil when none qualifies.
-func RootDisk(inv *inventory.Inventory) *inventory.Disk {
-	if inv == nil {
+// RootDisk is the disk IPA picks without hints (inventory.ChooseRootDisk:
+// the smallest of at least 4 GiB, ties broken by name) among disks; nil
+// when none qualifies.
+func RootDisk(disks []inventory.Disk) *inventory.Disk {
+	d, err := inventory.ChooseRootDisk(inventory.HintDisks(disks), nil)
+	if err != nil {
 		return nil
 	}
-	disks := append([]inventory.Disk(nil), inv.Disks...)
-	sort.SliceStable(disks, func(i, j int) bool {
-		if disks[i].Size != disks[j].Size {
-			return disks[i].Size < disks[j].Size
-		}
-		return disks[i].Name < disks[j].Name
-	})
-	for i := range disks {
-		if disks[i].Size >= 4<<30 {
-			return &disks[i]
-		}
-	}
-	return nil
+	return &d.Disk
 }
 
 // Run collects and posts the data, retrying connection errors, 5xx and 409
