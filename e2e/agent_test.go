@@ -106,6 +106,11 @@ func (s *suite) runAgent(t *testing.T, port int, args []string) *agentProc {
 		f.Close()
 		close(a.done)
 	}()
+	if err := checkOwnPIDNamespace(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		<-a.done
+		t.Fatalf("refusing to run the agent outside its own PID namespace: %v", err)
+	}
 	t.Cleanup(func() {
 		a.Stop()
 		if t.Failed() {
@@ -113,6 +118,25 @@ func (s *suite) runAgent(t *testing.T, port int, args []string) *agentProc {
 		}
 	})
 	return a
+}
+
+// checkOwnPIDNamespace makes sure the agent is PID 1 of a namespace of its
+// own (/proc/PID/status NSpid lists the PID in each nested namespace), the
+// guarantee that its power_off cannot power off this machine.
+func checkOwnPIDNamespace(pid int) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "NSpid:" {
+			if len(f) == 3 && f[2] == "1" {
+				return nil
+			}
+			return fmt.Errorf("/proc/%d/status %s", pid, line)
+		}
+	}
+	return fmt.Errorf("/proc/%d/status has no NSpid line", pid)
 }
 
 // Stop ends the agent with SIGTERM (SIGKILL after 10 s) and waits for it.
