@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -519,7 +520,11 @@ func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error
 		return DeviceResult{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	if *id.FNA&(nvmeFNAAllNamespaces|nvmeFNASecureAllNS) != 0 {
-		for _, ns := range e.nvmeSiblingNamespaces(dev) {
+		siblings, err := e.nvmeSiblingNamespaces(dev)
+		if err != nil {
+			return DeviceResult{}, fmt.Errorf("NVMe format of %s applies to every namespace of the controller (fna=%#x), which cannot be listed: %w", dev, *id.FNA, err)
+		}
+		for _, ns := range siblings {
 			if err := e.Guard.Check(ns); err != nil {
 				return DeviceResult{}, fmt.Errorf("NVMe format of %s would also erase namespace %s (fna=%#x): %w", dev, ns, *id.FNA, err)
 			}
@@ -534,28 +539,43 @@ func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error
 	return DeviceResult{Method: MethodNVMeUserData}, nil
 }
 
-// nvmeSiblingNamespaces lists the other namespaces of dev's controller.
-func (e *Eraser) nvmeSiblingNamespaces(dev string) []string {
+// nvmeNamespaceRE matches a namespace block device below an NVMe
+// controller in sysfs: nvme<S>n<N>, or nvme<S>c<C>n<N> for a path of a
+// namespace under native multipath (its device is the head nvme<S>n<N>).
+var nvmeNamespaceRE = regexp.MustCompile(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
+
+// nvmeSiblingNamespaces lists the other namespaces of dev's controller as
+// /dev paths of their block devices, or an error when they cannot be
+// known (then a format that hits all namespaces must not run).
+func (e *Eraser) nvmeSiblingNamespaces(dev string) ([]string, error) {
 	dir, err := sysBlockDir(e.root(), dev)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	ctrl := resolveLink(filepath.Join(dir, "device"))
+	self := nvmeNamespaceRE.FindStringSubmatch(filepath.Base(dir))
+	if self == nil {
+		return nil, fmt.Errorf("%s is not an NVMe namespace device", dev)
+	}
+	ctrl := filepath.Join(dir, "device")
 	ents, err := os.ReadDir(ctrl)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("list namespaces of the controller of %s: %w", dev, err)
 	}
-	self := filepath.Base(resolveLink(dev))
+	seen := map[string]bool{}
 	var out []string
 	for _, en := range ents {
-		n := en.Name()
-		if strings.HasPrefix(n, "nvme") && strings.Contains(n, "n") && n != self && !strings.Contains(n, "p") {
-			if _, err := os.Stat(filepath.Join(ctrl, n, "dev")); err == nil {
-				out = append(out, "/dev/"+n)
-			}
+		m := nvmeNamespaceRE.FindStringSubmatch(en.Name())
+		if m == nil || m[2] == self[2] {
+			continue
+		}
+		ns := "/dev/nvme" + self[1] + "n" + m[2]
+		if !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
 		}
 	}
-	return out
+	sort.Strings(out)
+	return out, nil
 }
 
 // Overwrite writes passes random passes and, with zeroize, a final pass

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -266,4 +269,18 @@ func TestEraseDevicesExpressLoop(t *testing.T) {
 	if blkidFinds(t, dev) != "" {
 		t.Error("blkid still finds a signature")
 	}
+	// What the loop driver made of it: discard punches holes in the
+	// backing file, then BLKZEROOUT (which the kernel issues with NOUNMAP)
+	// becomes fallocate(ZERO_RANGE), i.e. allocated unwritten extents.
+	// So the file stays allocated while every byte reads as zero; no
+	// data block was written by the agent.
+	backing, err := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/loop/backing_file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(strings.TrimSpace(string(backing)), &st); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("backing file allocation after express erase: %d KiB of %d KiB", st.Blocks/2, size>>10)
 }

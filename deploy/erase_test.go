@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -325,5 +326,86 @@ func TestCommandErrorNamesEverything(t *testing.T) {
 	var ce *CommandError
 	if !errors.As(err, &ce) || ce.ExitCode != 3 || !strings.Contains(err.Error(), `"sh -c echo bad thing >&2; exit 3" failed (exit status 3): bad thing`) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A format whose fna says it hits every namespace must not run when another
+// namespace of the controller is outside the guard.
+func TestNVMeFormatAllNamespacesGuarded(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"sys/class/block/nvme0n1/device/nvme0n1", "sys/class/block/nvme0n1/device/nvme0c0n2", "sys/class/block/nvme0n1/device/hwmon1"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replies := func() map[string][]fakeReply {
+		return map[string][]fakeReply{
+			"nvme id-ctrl /dev/nvme0n1 -o json": {{out: nvmeIDCtrlJSON(23, 5)}},
+			"nvme format /dev/nvme0n1 -s 2 -f":  {{}},
+		}
+	}
+	r := &fakeRunner{replies: replies()}
+	e := &Eraser{Guard: NewGuard([]string{"/dev/nvme0n1"}), Runner: r, Root: root}
+	_, err := e.nvmeErase(context.Background(), "/dev/nvme0n1")
+	if err == nil || !strings.Contains(err.Error(), "would also erase namespace /dev/nvme0n2") {
+		t.Fatalf("got %v", err)
+	}
+	for _, c := range r.calls {
+		if strings.HasPrefix(c, "nvme format") {
+			t.Errorf("format ran: %q", r.calls)
+		}
+	}
+	got, err := e.nvmeSiblingNamespaces("/dev/nvme0n1")
+	if err != nil || !reflect.DeepEqual(got, []string{"/dev/nvme0n2"}) {
+		t.Errorf("siblings %v %v", got, err)
+	}
+	// fna without the all-namespaces bits: only this namespace, no check.
+	r = &fakeRunner{replies: map[string][]fakeReply{
+		"nvme id-ctrl /dev/nvme0n1 -o json": {{out: nvmeIDCtrlJSON(23, 4)}},
+		"nvme format /dev/nvme0n1 -s 2 -f":  {{}},
+	}}
+	e.Runner = r
+	if res, err := e.nvmeErase(context.Background(), "/dev/nvme0n1"); err != nil || res.Method != MethodNVMeCrypto {
+		t.Errorf("single-namespace format: %+v %v", res, err)
+	}
+}
+
+// erase_devices' fallback rule: a secure erase the drive claims but fails
+// stops the step unless agent_continue_if_secure_erase_failed; then the
+// device is overwritten and the result says why.
+func TestEraseBlockDeviceSecureEraseFallback(t *testing.T) {
+	dir := t.TempDir()
+	dev := filepath.Join(dir, "nvme0n1")
+	if err := os.WriteFile(dev, bytes.Repeat([]byte{0xAB}, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replies := func() map[string][]fakeReply {
+		return map[string][]fakeReply{
+			"nvme id-ctrl " + dev + " -o json": {{out: nvmeIDCtrlJSON(23, 4)}},
+			"nvme format " + dev + " -s 2 -f":  {{out: "NVMe status: ACCESS_DENIED: Access Denied(0x4286)", exit: 1}},
+		}
+	}
+	e := &Eraser{Guard: NewGuard([]string{dev}), Runner: &fakeRunner{replies: replies()}, Root: dir}
+	o := DefaultEraseOptions()
+	_, err := e.EraseBlockDevice(context.Background(), dev, o)
+	if err == nil || !strings.Contains(err.Error(), "agent_continue_if_secure_erase_failed") ||
+		!strings.Contains(err.Error(), `"nvme format `+dev+` -s 2 -f" failed (exit status 1): NVMe status: ACCESS_DENIED`) {
+		t.Fatalf("without fallback: %v", err)
+	}
+	o.ContinueIfSecureEraseFailed = true
+	e.Runner = &fakeRunner{replies: replies()}
+	res, err := e.EraseBlockDevice(context.Background(), dev, o)
+	if err != nil || res.Method != MethodOverwrite || !strings.Contains(res.Detail, "secure erase failed") {
+		t.Fatalf("with fallback: %+v %v", res, err)
+	}
+	if b, _ := os.ReadFile(dev); !bytes.Equal(b, make([]byte, len(b))) {
+		t.Error("not zeroed after the fallback overwrite")
+	}
+	// NVMe secure erase disabled: straight to the overwrite, nvme never runs.
+	r := &fakeRunner{replies: replies()}
+	e.Runner = r
+	o.EnableNVMeSecureErase = false
+	if res, err := e.EraseBlockDevice(context.Background(), dev, o); err != nil || res.Method != MethodOverwrite || len(r.calls) != 0 {
+		t.Errorf("disabled: %+v %v %q", res, err, r.calls)
 	}
 }
