@@ -69,6 +69,15 @@ func Detect(ctx context.Context, t Transport, logger *slog.Logger) (Addresses, e
 	}
 	var ipv4, ipv6, mac string
 	silent := 0
+	// Who the BMC is, for the log (ipmitool's "mc info"); it also tells a
+	// BMC that answers from one that does not before the channel walk.
+	q0 := query{ctx: ctx, t: t, log: logger, silent: &silent}
+	if data, ok := q0.call(Request{NetFn: NetFnApp, Cmd: CmdGetDeviceID}); ok {
+		if id, err := DecodeDeviceID(data); err == nil {
+			logger.Info("BMC found", "device_id", id.DeviceID, "manufacturer", id.ManufacturerID,
+				"product", id.ProductID, "firmware", id.Firmware, "ipmi_version", id.IPMIVersion)
+		}
+	}
 	for ch := uint8(firstChannel); ch <= lastChannel; ch++ {
 		if err := ctx.Err(); err != nil {
 			return Addresses{}, err
@@ -271,6 +280,32 @@ func hasRoutableIPv6(dynamic, static []IPv6Address) bool {
 		}
 	}
 	return false
+}
+
+// DeviceID is the Get Device ID response (IPMI 2.0 section 20.1).
+type DeviceID struct {
+	DeviceID       uint8
+	DeviceRevision uint8
+	Firmware       string // major.minor, as ipmitool prints it
+	IPMIVersion    string // e.g. "2.0"
+	ManufacturerID uint32 // IANA enterprise number
+	ProductID      uint16
+}
+
+// DecodeDeviceID decodes a Get Device ID response (after the completion
+// code).
+func DecodeDeviceID(data []byte) (DeviceID, error) {
+	if len(data) < 11 {
+		return DeviceID{}, fmt.Errorf("get device id: want at least 11 bytes, got %d", len(data))
+	}
+	return DeviceID{
+		DeviceID:       data[0],
+		DeviceRevision: data[1] & 0x0f,
+		Firmware:       fmt.Sprintf("%d.%02x", data[2]&0x7f, data[3]),
+		IPMIVersion:    fmt.Sprintf("%d.%d", data[4]&0x0f, data[4]>>4),
+		ManufacturerID: uint32(data[6]) | uint32(data[7])<<8 | uint32(data[8]&0x0f)<<16,
+		ProductID:      uint16(data[9]) | uint16(data[10])<<8,
+	}, nil
 }
 
 // DecodeChannelMedium returns the channel medium type from a Get Channel

@@ -163,3 +163,17 @@ func TestDetectGivesUpOnASilentBMC(t *testing.T) {
 		t.Errorf("asked %d times, want %d", ct.n, maxSilent)
 	}
 }
+
+func TestDecodeDeviceID(t *testing.T) {
+	id, err := DecodeDeviceID([]byte{0x20, 0x01, 0x01, 0x71, 0x02, 0xbf, 0x7c, 0x2a, 0x00, 0x5b, 0x09})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DeviceID{DeviceID: 0x20, DeviceRevision: 1, Firmware: "1.71", IPMIVersion: "2.0", ManufacturerID: 10876, ProductID: 0x095b}
+	if id != want {
+		t.Errorf("got %+v, want %+v", id, want)
+	}
+	if _, err := DecodeDeviceID([]byte{0x20}); err == nil {
+		t.Error("short response accepted")
+	}
+}

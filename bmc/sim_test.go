@@ -35,6 +35,9 @@ func simRecording(t testing.TB, channels map[uint8]simChannel) Recording {
 		}
 		add(NetFnTransport, CmdGetLANConfParam, req, append([]byte{0x00, 0x11}, data...))
 	}
+	// Get Device ID: a Supermicro BMC (manufacturer 10876), firmware 1.71,
+	// IPMI 2.0.
+	add(NetFnApp, CmdGetDeviceID, nil, []byte{0x00, 0x20, 0x01, 0x01, 0x71, 0x02, 0xbf, 0x7c, 0x2a, 0x00, 0x5b, 0x09})
 	for ch := uint8(1); ch <= 11; ch++ {
 		c, ok := channels[ch]
 		if !ok || c.medium == 0 {

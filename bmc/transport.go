@@ -19,6 +19,7 @@ const (
 	NetFnApp       = 0x06
 	NetFnTransport = 0x0c
 
+	CmdGetDeviceID     = 0x01 // NetFnApp
 	CmdGetChannelInfo  = 0x42 // NetFnApp
 	CmdGetLANConfParam = 0x02 // NetFnTransport
 )

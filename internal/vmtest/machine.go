@@ -74,6 +74,19 @@ type Machine struct {
 	HostFwd map[int]int
 	// Dir holds the disk files, the OVMF variables and the logs.
 	Dir string
+	// BMC, when set, adds QEMU's simulated BMC behind an ISA KCS
+	// interface, which the guest's ipmi_si finds through ACPI and exposes as
+	// /dev/ipmi0.
+	BMC *BMC
+}
+
+// BMC is QEMU's ipmi-bmc-sim: it answers Get Device ID with this
+// manufacturer and product (QEMU 7.2 reports device ID 0x20 whatever it is
+// told) and refuses the commands it does not implement (Get Channel Info,
+// the LAN configuration) with completion code 0xc1.
+type BMC struct {
+	MfgID     uint32 // IANA enterprise number
+	ProductID uint16
 }
 
 // DefaultMachine is the machine of the fixtures and the end-to-end tests:
@@ -242,6 +255,12 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		// romfile= (none): no iPXE option ROM, so the firmware does not try
 		// to network-boot and prints less.
 		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s,romfile=", n.Model, next(), i, n.MAC))
+	}
+	if m.BMC != nil {
+		// ISA, not PCI: no slot is taken, so the by-path names and PCI
+		// addresses stay those of the machine without a BMC.
+		a = append(a, "-device", fmt.Sprintf("ipmi-bmc-sim,id=bmc0,mfg_id=%d,product_id=%d", m.BMC.MfgID, m.BMC.ProductID),
+			"-device", "isa-ipmi-kcs,bmc=bmc0")
 	}
 	if m.Firmware == "uefi" {
 		a = append(a,
