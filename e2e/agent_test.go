@@ -29,6 +29,10 @@ type agentOpts struct {
 	InspectionURL string
 	// StepsDir is the executable-steps directory ("" = an empty one).
 	StepsDir string
+	// StateDir is where the agent keeps this boot's token and certificate
+	// for a restart ("" = a new one per agent; two agents of one test share
+	// it by passing the same).
+	StateDir string
 	// Extra flags, appended last.
 	Extra []string
 }
@@ -61,6 +65,10 @@ func (s *suite) startAgent(t *testing.T, opts agentOpts) *agentProc {
 	if steps == "" {
 		steps = filepath.Join(t.TempDir(), "steps.d")
 	}
+	state := opts.StateDir
+	if state == "" {
+		state = filepath.Join(t.TempDir(), "state")
+	}
 	args := []string{"run",
 		"--kernel-cmdline", "",
 		"--api-url", s.services.IronicURL,
@@ -70,6 +78,7 @@ func (s *suite) startAgent(t *testing.T, opts agentOpts) *agentProc {
 		"--advertise-port", fmt.Sprint(opts.Port),
 		"--inventory-root", root,
 		"--steps-dir", steps,
+		"--state-dir", state,
 		"--lookup-timeout", "600",
 		"--inspection-dhcp-wait-timeout", "0",
 		"--debug",

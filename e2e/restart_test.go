@@ -116,6 +116,35 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 	}
 }
 
+// TestAgentCrashMidStep is scenario (f) for a crash: the agent process is
+// killed (SIGKILL) while it runs a clean step and started again. The new
+// process gets the masked token at lookup, carries on with the token and
+// certificate the old one kept for this boot, and heartbeats; Ironic sees a
+// fresh agent (empty command list), treats the interrupted step as done, as
+// after any reboot, and cleaning goes on with the next step to manageable.
+func TestAgentCrashMidStep(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	const mac = "52:54:e2:0f:00:02"
+	n, steps, started, finished, marked := s.slowManualClean(t, "e2e-crash", mac, 30*time.Second)
+	opts := agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), StateDir: filepath.Join(t.TempDir(), "state")}
+	first := s.startAgent(t, opts)
+	waitFile(t, started, stepTimeout)
+	first.Kill()
+	// Only the kept token can make the second agent's heartbeats count:
+	// Ironic hands it the mask.
+	s.startAgent(t, opts)
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if exists(finished) {
+		t.Error("the killed step finished anyway: its process outlived the agent's PID namespace")
+	}
+	if !exists(marked) {
+		t.Error("cleaning ended but the step after the crash never ran")
+	}
+}
+
 // TestIronicDownDuringCleaning is a fault: while the agent runs a clean
 // step, Ironic (API and conductor: the single-process ironic) is stopped for
 // 60 s. The step finishes meanwhile; the agent's heartbeats fail and it
