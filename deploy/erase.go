@@ -277,9 +277,19 @@ func (e *Eraser) SafetyCheck(dev string, o EraseOptions) error {
 		return nil
 	}
 	sector := 512
-	if dir, err := sysBlockDir(e.root(), dev); err == nil {
+	dir, err := sysBlockDir(e.root(), dev)
+	if err == nil {
 		if n, err := readSysInt(filepath.Join(queueDir(dir), "logical_block_size")); err == nil && n > 0 {
 			sector = int(n)
+		}
+		if isPartition(dir) {
+			// A partition's type and GUID live in its disk's table, which
+			// is checked with the disk; its first sector is a boot sector
+			// that must not be read as a table. Only its own superblock.
+			if sig, err := probeDevice(dev); err == nil && sig == "gfs2" {
+				return &ProtectedDeviceError{dev, "Red Hat Global File System 2"}
+			}
+			return nil
 		}
 	}
 	t, err := readPartTable(dev, sector)
@@ -702,6 +712,11 @@ func (e *Eraser) perDevice(ctx context.Context, step string, disks []inventory.D
 	}
 	for _, d := range disks {
 		if err := e.Guard.Check(d.Name); err != nil {
+			return nil, err
+		}
+		// The disk's table covers every partition, even when the disk
+		// itself is skipped below and only some partitions are wiped.
+		if err := e.SafetyCheck(d.Name, o); err != nil {
 			return nil, err
 		}
 	}
