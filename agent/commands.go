@@ -11,6 +11,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/deploy"
 )
 
 // extensions is the command table: the extensions of IPA 2023.1 (standby,
@@ -362,11 +363,11 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 }
 
 // bindInstallBootloader is image.install_bootloader, following IPA 2023.1:
-// with a UEFI-booted ramdisk and efibootmgr present, IPA sets up NVRAM
-// entries from the target disk's ESP; a whole-disk image (root_uuid null or
-// 0x00000000) otherwise needs nothing; a partition image needs grub. This
-// agent implements the whole-disk case and fails clearly on the other two
-// (unless ignore_bootloader_failure).
+// with a UEFI-booted ramdisk and efibootmgr present, NVRAM entries are made
+// for the boot loaders on the install disk's EFI system partition; a
+// whole-disk image (root_uuid null or 0x00000000) otherwise needs nothing;
+// a partition image needs GRUB, which this agent does not install (a clear
+// failure, unless ignore_bootloader_failure).
 func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 	var args struct {
 		RootUUID          *string `json:"root_uuid"`
@@ -395,15 +396,19 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 			a.log.Warn("boot mode mismatch: installing the boot loader may fail or work incorrectly", "target", *args.TargetBootMode, "current", mode)
 		}
 		if mode == "uefi" {
-			if _, err := lookPath("efibootmgr"); err == nil {
-				e := command.New("CommandExecutionError", 500, "Command execution failed",
-					"install_bootloader: UEFI NVRAM boot entry setup (efibootmgr) is not implemented by this agent")
-				if !ignore {
-					return nil, e
-				}
-				a.log.Error("ignoring boot loader failure", "error", e)
-			} else {
+			if _, err := lookPath("efibootmgr"); err != nil {
 				a.log.Warn("efibootmgr is not available in the ramdisk")
+			} else {
+				done, err := a.uefiBootSetup(ctx, args.EFISystemPartUUID)
+				if err != nil && !ignore {
+					return nil, err
+				}
+				if err != nil {
+					a.log.Error("ignoring boot loader failure", "error", err)
+				}
+				if done {
+					return nil, nil
+				}
 			}
 		}
 		if args.RootUUID == nil || *args.RootUUID == "0x00000000" {
@@ -418,4 +423,22 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 		a.log.Error("ignoring boot loader failure", "error", e)
 		return nil, nil
 	}, nil
+}
+
+// uefiBootSetup picks the install disk as the image writer did and makes
+// its NVRAM entries.
+func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, error) {
+	disks, err := a.Disks(ctx)
+	if err != nil {
+		return false, err
+	}
+	dev, err := deploy.InstallDevice(deploy.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
+	if err != nil {
+		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+	}
+	uuid := ""
+	if efiPartUUID != nil {
+		uuid = *efiPartUUID
+	}
+	return a.manageUEFI(ctx, dev.Name, uuid)
 }

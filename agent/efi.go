@@ -1,0 +1,305 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"unicode/utf16"
+
+	"github.com/ironic-go/ironic-agent/agent/command"
+)
+
+// This file is IPA 2023.1's UEFI part of install_bootloader
+// (efi_utils.manage_uefi): find the EFI system partition on the disk the
+// image went to, look for boot loaders on it, and create NVRAM boot entries
+// with efibootmgr (there is no Go path to EFI variables as efibootmgr
+// writes them, so the tool is run, with its command line, exit status and
+// stderr in any error).
+
+// espPartition is an EFI system partition found on a disk.
+type espPartition struct {
+	number int
+	path   string
+}
+
+// espTypeGUID is C12A7328-F81F-11D2-BA4B-00A0C93EC93B as stored on disk
+// (the first three fields little-endian).
+func espTypeGUID() []byte {
+	return []byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, 0x3b}
+}
+
+// guidString renders an on-disk GUID in its usual text form.
+func guidString(b []byte) string {
+	return fmt.Sprintf("%08x-%04x-%04x-%x-%x", binary.LittleEndian.Uint32(b[0:4]), binary.LittleEndian.Uint16(b[4:6]),
+		binary.LittleEndian.Uint16(b[6:8]), b[8:10], b[10:16])
+}
+
+// partitionPath is the device node of partition n of disk dev: /dev/sda1,
+// or /dev/nvme0n1p1 and /dev/loop3p1 when the disk name ends in a digit.
+func partitionPath(dev string, n int) string {
+	if dev != "" && dev[len(dev)-1] >= '0' && dev[len(dev)-1] <= '9' {
+		return fmt.Sprintf("%sp%d", dev, n)
+	}
+	return fmt.Sprintf("%s%d", dev, n)
+}
+
+// findESP reads the partition table of dev: on GPT the partition with the
+// EFI system type (or, failing that, the unique GUID partUUID), on MBR the
+// partition of type 0xEF.
+func findESP(dev string, partUUID string) (*espPartition, error) {
+	f, err := os.Open(dev)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 8192+4096)
+	n, err := f.ReadAt(head, 0)
+	if n < 1024 {
+		return nil, fmt.Errorf("reading the partition table of %s: %v", dev, err)
+	}
+	head = head[:n]
+	for _, ss := range []int64{512, 4096} {
+		if int64(len(head)) < 2*ss || string(head[ss:ss+8]) != "EFI PART" {
+			continue
+		}
+		hdr := head[ss : 2*ss]
+		entriesLBA := int64(binary.LittleEndian.Uint64(hdr[72:80]))
+		count := int64(binary.LittleEndian.Uint32(hdr[80:84]))
+		size := int64(binary.LittleEndian.Uint32(hdr[84:88]))
+		if size < 128 || size > 4096 || count > 1024 {
+			return nil, fmt.Errorf("%s: implausible GPT header (%d entries of %d bytes)", dev, count, size)
+		}
+		entries := make([]byte, count*size)
+		if _, err := f.ReadAt(entries, entriesLBA*ss); err != nil {
+			return nil, fmt.Errorf("%s: reading GPT entries: %w", dev, err)
+		}
+		var byUUID *espPartition
+		for i := int64(0); i < count; i++ {
+			e := entries[i*size : (i+1)*size]
+			if bytes.Equal(e[0:16], make([]byte, 16)) {
+				continue
+			}
+			num := int(i) + 1
+			if bytes.Equal(e[0:16], espTypeGUID()) {
+				return &espPartition{num, partitionPath(dev, num)}, nil
+			}
+			if partUUID != "" && strings.EqualFold(guidString(e[16:32]), partUUID) {
+				byUUID = &espPartition{num, partitionPath(dev, num)}
+			}
+		}
+		if byUUID != nil {
+			return byUUID, nil
+		}
+		return nil, nil
+	}
+	if head[510] == 0x55 && head[511] == 0xaa {
+		for i := 0; i < 4; i++ {
+			if head[446+16*i+4] == 0xef {
+				return &espPartition{i + 1, partitionPath(dev, i+1)}, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// efiLoaderNames are the files IPA recognises as boot loaders or as
+// pointers to one (BOOT*.CSV, used by shim).
+func efiLoaderNames() []string {
+	return []string{"bootx64.csv", "boot.csv", "bootia32.efi", "bootx64.efi", "bootia64.efi", "bootarm.efi",
+		"bootaa64.efi", "bootriscv32.efi", "bootriscv64.efi", "bootriscv128.efi", "grubaa64.efi", "winload.efi"}
+}
+
+// findEFILoaders walks the mounted ESP: a CSV file wins alone, else every
+// executable known loader, as paths relative to the ESP root.
+func findEFILoaders(root string) ([]string, error) {
+	var found []string
+	var csv string
+	known := map[string]bool{}
+	for _, n := range efiLoaderNames() {
+		known[n] = true
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !known[strings.ToLower(d.Name())] {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if strings.Contains(strings.ToLower(d.Name()), "csv") {
+			csv = rel
+			return fs.SkipAll
+		}
+		if info, err := d.Info(); err == nil && info.Mode()&0o111 != 0 {
+			found = append(found, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if csv != "" {
+		return []string{csv}, nil
+	}
+	return found, nil
+}
+
+// decodeUTF16 decodes UTF-16 text (with or without BOM, little-endian by
+// default), as shim's BOOT*.CSV and older efibootmgr output are.
+func decodeUTF16(b []byte) string {
+	bigEndian := false
+	if len(b) >= 2 && b[0] == 0xfe && b[1] == 0xff {
+		bigEndian, b = true, b[2:]
+	} else if len(b) >= 2 && b[0] == 0xff && b[1] == 0xfe {
+		b = b[2:]
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		if bigEndian {
+			u[i] = binary.BigEndian.Uint16(b[2*i:])
+		} else {
+			u[i] = binary.LittleEndian.Uint16(b[2*i:])
+		}
+	}
+	return string(utf16.Decode(u))
+}
+
+// efiEntry is one boot loader to register.
+type efiEntry struct {
+	loader string // \EFI\debian\shimx64.efi
+	label  string
+}
+
+// efiEntries turns the loaders found into NVRAM entries: a CSV names the
+// loader (in its own directory) and the label; other loaders are labelled
+// ironic1, ironic2, ...
+func efiEntries(root string, loaders []string) ([]efiEntry, error) {
+	var out []efiEntry
+	for i, l := range loaders {
+		if strings.Contains(strings.ToLower(l), "csv") {
+			b, err := os.ReadFile(filepath.Join(root, l))
+			if err != nil {
+				return nil, err
+			}
+			fields := strings.SplitN(strings.TrimSpace(decodeUTF16(b)), ",", 4)
+			if len(fields) < 2 || fields[0] == "" {
+				return nil, fmt.Errorf("boot loader hint %s: want \"<loader>,<label>,...\", got %q", l, strings.Join(fields, ","))
+			}
+			p := filepath.Join(filepath.Dir(l), fields[0])
+			out = append(out, efiEntry{loader: `\` + strings.ReplaceAll(p, "/", `\`), label: fields[1]})
+			continue
+		}
+		out = append(out, efiEntry{loader: `\` + strings.ReplaceAll(l, "/", `\`), label: fmt.Sprintf("ironic%d", i+1)})
+	}
+	return out, nil
+}
+
+// efiBootRecord matches "Boot0003* debian\tHD(...)" lines of efibootmgr -v.
+func efiBootRecord() *regexp.Regexp { return regexp.MustCompile(`^Boot([0-9a-fA-F]+)\*?\s(.*)$`) }
+
+// runTool runs a tool and reports its command line, exit status and stderr
+// on failure.
+func runTool(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("%s %s: %v; stderr: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// registerEFI removes NVRAM entries carrying the same label and adds one per
+// loader, as IPA's _run_efibootmgr does.
+func registerEFI(ctx context.Context, dev string, part int, entries []efiEntry) error {
+	out, err := runTool(ctx, "efibootmgr", "-v")
+	if err != nil {
+		return err
+	}
+	text := string(out)
+	if bytes.IndexByte(out, 0) >= 0 {
+		text = decodeUTF16(out)
+	}
+	re := efiBootRecord()
+	type record struct{ num, rest string }
+	var records []record
+	for _, line := range strings.Split(text, "\n") {
+		if m := re.FindStringSubmatch(strings.TrimRight(line, "\r")); m != nil {
+			records = append(records, record{m[1], m[2]})
+		}
+	}
+	for _, e := range entries {
+		for _, r := range records {
+			if strings.Contains(r.rest, e.label) {
+				if _, err := runTool(ctx, "efibootmgr", "-b", r.num, "-B"); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := runTool(ctx, "efibootmgr", "-v", "-c", "-d", dev, "-p", fmt.Sprint(part), "-w", "-L", e.label, "-l", e.loader); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manageUEFI sets up NVRAM boot entries for the image on dev. It returns
+// false (and no error) when the ESP holds no boot loader, so the caller
+// goes on as IPA does.
+func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) (bool, error) {
+	esp, err := findESP(dev, efiPartUUID)
+	if err != nil {
+		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+	}
+	if esp == nil {
+		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto",
+			fmt.Sprintf("No EFI partition could be detected on device %s and EFI partition UUID has not been recorded during deployment "+
+				"(which is often the case for whole disk images). Are you using a UEFI-compatible image?", dev))
+	}
+	dir, err := os.MkdirTemp("", "ironic-agent-esp-")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(dir)
+	if err := syscall.Mount(esp.path, dir, "vfat", syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+		return false, fmt.Errorf("mount %s (EFI system partition of %s) on %s: %w", esp.path, dev, dir, err)
+	}
+	mounted := true
+	defer func() {
+		if mounted {
+			_ = syscall.Unmount(dir, 0)
+		}
+	}()
+	loaders, err := findEFILoaders(dir)
+	if err != nil {
+		return false, fmt.Errorf("looking for boot loaders on %s: %w", esp.path, err)
+	}
+	if len(loaders) == 0 {
+		a.log.Warn("empty EFI system partition", "partition", esp.path)
+		return false, nil
+	}
+	entries, err := efiEntries(dir, loaders)
+	if err != nil {
+		return false, err
+	}
+	if err := syscall.Unmount(dir, 0); err != nil {
+		return false, fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	mounted = false
+	syscall.Sync()
+	for _, e := range entries {
+		a.log.Info("adding UEFI boot entry", "device", dev, "partition", esp.number, "loader", e.loader, "label", e.label)
+	}
+	if err := registerEFI(ctx, dev, esp.number, entries); err != nil {
+		return false, command.ExecutionError(fmt.Errorf("could not configure UEFI boot on device %s: %w", dev, err))
+	}
+	return true, nil
+}
