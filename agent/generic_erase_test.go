@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
@@ -58,11 +59,19 @@ func loopDevice(t *testing.T, size int64) string {
 	if err := os.Truncate(img, size); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "--find", "--show", img).Output()
-	if err != nil {
-		t.Skipf("SKIPPED: losetup: %v", err)
+	// Retried: other test binaries attach loop devices at the same time.
+	var dev string
+	for i := 0; ; i++ {
+		out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+		if err == nil {
+			dev = strings.TrimSpace(string(out))
+			break
+		}
+		if i == 5 {
+			t.Fatalf("losetup --find --show %s: %v\n%s", img, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
 	return dev
 }

@@ -53,7 +53,20 @@ func newLoop(t *testing.T, size int64) string {
 		t.Fatal(err)
 	}
 	f.Close()
-	dev := strings.TrimSpace(run(t, "losetup", "--find", "--show", "--partscan", f.Name()))
+	// Other test binaries attach loop devices concurrently; losetup's
+	// find-then-configure can lose that race, so retry a few times.
+	var dev string
+	for i := 0; ; i++ {
+		out, err := exec.Command("losetup", "--find", "--show", "--partscan", f.Name()).CombinedOutput()
+		if err == nil {
+			dev = strings.TrimSpace(string(out))
+			break
+		}
+		if i == 5 {
+			t.Fatalf("losetup --find --show --partscan %s: %v\n%s", f.Name(), err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		// The kernel may still hold the device for a moment after a
 		// partition re-read; retry the detach briefly.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func eraseCLI(args ...string) (int, string, string) {
@@ -73,11 +74,19 @@ func TestEraseLoopMetadata(t *testing.T) {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "--find", "--show", "--partscan", img).Output()
-	if err != nil {
-		t.Fatal(err)
+	// Retried: other test binaries attach loop devices at the same time.
+	var dev string
+	for i := 0; ; i++ {
+		out, err := exec.Command("losetup", "--find", "--show", "--partscan", img).CombinedOutput()
+		if err == nil {
+			dev = strings.TrimSpace(string(out))
+			break
+		}
+		if i == 5 {
+			t.Fatalf("losetup: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
 	for _, c := range [][]string{{"sgdisk", "-n", "1:2048:+16M", dev}, {"partx", "-u", dev}, {"mkfs.ext4", "-q", "-F", dev + "p1"}} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
