@@ -30,8 +30,8 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"              it, else random overwrite passes and a zero pass\n"+
 			"Only DEVICE (and its partitions) is touched. A device that is mounted, holds the\n"+
 			"running system or holds a shared cluster filesystem (GPFS, VMFS, GFS2) is refused;\n"+
-			"RAID members and read-only devices are skipped, as the clean steps do. There is no\n"+
-			"prompt: naming the device is the confirmation.", stderr)
+			"RAID members are skipped, read-only devices too (--full fails on them), as the clean\n"+
+			"steps do. There is no prompt: naming the device is the confirmation.", stderr)
 	metadata := fs.Bool("metadata", false, "wipe metadata (erase_devices_metadata)")
 	express := fs.Bool("express", false, "express erase (erase_devices_express)")
 	full := fs.Bool("full", false, "full erase (erase_devices)")
