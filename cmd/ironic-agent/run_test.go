@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunBadValues(t *testing.T) {
+	dir := t.TempDir()
+	cmdline := filepath.Join(dir, "cmdline")
+	os.WriteFile(cmdline, []byte("BOOT_IMAGE=/vmlinuz ipa-api-url=http://127.0.0.1:1 ipa-lookup-timeout=soon\n"), 0o644)
+	conf := filepath.Join(dir, "ipa.conf")
+	os.WriteFile(conf, []byte("[DEFAULT]\nlisten_port = many\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--kernel-cmdline", cmdline}, `bad value "soon" for lookup_timeout from kernel command line (ipa-lookup-timeout)`},
+		{[]string{"run", "--kernel-cmdline", "", "--api-url", "http://x", "--config-file", conf}, `bad value "many" for listen_port from config file (` + conf + `:2 [DEFAULT] listen_port)`},
+		{[]string{"run", "--kernel-cmdline", "", "--api-url", "http://x", "--allowed-devices", "sda"}, `bad value "sda" for allowed_devices from flag (--allowed-devices)`},
+		{[]string{"run", "--kernel-cmdline", ""}, "no Ironic API URL"},
+		{[]string{"run", "--kernel-cmdline", filepath.Join(dir, "missing")}, "kernel command line: open"},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		code := runMain(context.Background(), c.args, &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+	var stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"run", "--no-such-flag"}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Errorf("unknown flag: exit %d", code)
+	}
+}
+
+// A standalone agent serves the API and stops cleanly when its context
+// ends (SIGTERM in main).
+func TestRunStandaloneServesAndStops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- runMain(ctx, []string{"run", "--standalone", "--kernel-cmdline", "", "--listen-host", "127.0.0.1",
+			"--listen-port", strconv.Itoa(port), "--steps-dir", t.TempDir(), "--state-dir", t.TempDir(), "--config-dir", t.TempDir()}, &bytes.Buffer{}, &stderr)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/v1/status")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("API never answered: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after shutdown", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("agent did not stop")
+	}
+}
