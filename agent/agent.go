@@ -406,6 +406,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
+	if !a.cfg.Standalone {
+		// Made before the API serves: finished async commands force a
+		// heartbeat through it.
+		a.hb = NewHeartbeater(a.sendHeartbeat, a.currentHeartbeatTimeout, a.log)
+		a.hb.Clock = a.opts.Clock
+		if a.opts.Backoff.Float64 != nil {
+			a.hb.Float64 = a.opts.Backoff.Float64
+		}
+	}
 	srv := &http.Server{
 		Handler: (&api.Server{Exec: a.exec, Tokens: a.tokens, Version: version.Version,
 			StartedAt: func() time.Time { return a.startedAt }, Log: a.log}).Handler(),
@@ -425,12 +434,8 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	hbCtx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan struct{})
-	if !a.cfg.Standalone {
-		a.hb = NewHeartbeater(a.sendHeartbeat, a.currentHeartbeatTimeout, a.log)
-		a.hb.Clock = a.opts.Clock
-		if a.opts.Backoff.Float64 != nil {
-			a.hb.Float64 = a.opts.Backoff.Float64
-		}
+	if a.hb != nil {
+		// First heartbeat once the API listens, as IPA does.
 		go func() { defer close(hbDone); a.hb.Run(hbCtx) }()
 	} else {
 		close(hbDone)
