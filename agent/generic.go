@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
@@ -108,6 +109,29 @@ func (g *GenericManager) eraseStep(step func(*deploy.Eraser, context.Context, []
 		e := &deploy.Eraser{Guard: deploy.NewGuard(g.AllowedDevices), Runner: deploy.ExecRunner{}, Logger: g.Log}
 		return step(e, ctx, disks, opts)
 	}
+}
+
+// finishWholeDiskImage ends prepare_image for a whole-disk image once the
+// image is verified on dev (write_image calls it): the config drive when
+// one was given, then the partition UUIDs standby.get_partition_uuids
+// reports ({"root uuid": "0x<MBR signature>"}), recorded on the agent.
+func (g *GenericManager) finishWholeDiskImage(ctx context.Context, dev, configdrive string) (map[string]any, error) {
+	var client *http.Client
+	if g.agent != nil {
+		c, err := g.agent.HTTPClient(0)
+		if err != nil {
+			return nil, err
+		}
+		client = c
+	}
+	uuids, _, err := deploy.FinishWholeDisk(ctx, deploy.NewGuard(g.AllowedDevices), client, dev, configdrive)
+	if err != nil {
+		return nil, err
+	}
+	if g.agent != nil {
+		g.agent.SetPartitionUUIDs(uuids)
+	}
+	return uuids, nil
 }
 
 // erasePstore is erase_pstore: the result lists the records removed.

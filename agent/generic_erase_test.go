@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -114,5 +115,42 @@ func TestGenericEraseStepsOnLoop(t *testing.T) {
 	disks = []inventory.Disk{{Name: other}}
 	if _, err := g.ExecuteStep(context.Background(), "erase_devices", hwmgr.Request{Node: node}); err == nil || !strings.Contains(err.Error(), "not in the allowed devices") {
 		t.Errorf("unallowed disk: %v", err)
+	}
+}
+
+// After a whole-disk image, get_partition_uuids answers the disk's MBR
+// signature as IPA does.
+func TestFinishWholeDiskImageRecordsPartitionUUIDs(t *testing.T) {
+	dev := loopDevice(t, 16<<20)
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbr := make([]byte, 512)
+	copy(mbr[440:], []byte{0x78, 0x56, 0x34, 0x12})
+	mbr[510], mbr[511] = 0x55, 0xAA
+	if _, err := f.WriteAt(mbr, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// Without an agent (the table's unit tests) the UUIDs are returned.
+	g := &GenericManager{AllowedDevices: []string{dev}}
+	uuids, err := g.finishWholeDiskImage(context.Background(), dev, "")
+	if err != nil || uuids["root uuid"] != "0x12345678" {
+		t.Fatalf("uuids %v %v", uuids, err)
+	}
+	// With an agent they are recorded for standby.get_partition_uuids.
+	a := &Agent{cfg: &config.Config{}}
+	g.agent = a
+	if _, err := g.finishWholeDiskImage(context.Background(), dev, ""); err != nil {
+		t.Fatal(err)
+	}
+	fn, err := a.bindGetPartitionUUIDs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fn(context.Background())
+	if err != nil || got.(map[string]any)["root uuid"] != "0x12345678" {
+		t.Errorf("get_partition_uuids = %v, %v", got, err)
 	}
 }
