@@ -50,6 +50,9 @@ type Options struct {
 	// Inventory collects the inventory; nil: collector.Collect below
 	// Config.InventoryRoot.
 	Inventory func(ctx context.Context) (*inventory.Inventory, error)
+	// Disks lists the machine's disks for steps; nil: collector.Disks below
+	// Config.InventoryRoot, or the disks of Inventory when that is given.
+	Disks func(ctx context.Context) ([]inventory.Disk, error)
 	// BlockDevices lists exactly the named devices for a confined agent;
 	// nil: collector.BlockDevices of the live machine ("/").
 	BlockDevices func(ctx context.Context, names []string) ([]inventory.Disk, error)
@@ -144,6 +147,18 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 				Root: cfg.InventoryRoot, Logger: a.log, CollectLLDP: cfg.CollectLLDP, LLDPTimeout: cfg.LLDPTimeout,
 				LLDP: lldp.Capturer{Logger: a.log}, SkipBMC: a.skipBMC(),
 			})
+		}
+	}
+	if opts.Disks == nil {
+		a.opts.Disks = func(ctx context.Context) ([]inventory.Disk, error) {
+			if opts.Inventory != nil {
+				inv, err := opts.Inventory(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return inv.Disks, nil
+			}
+			return collector.Disks(ctx, collector.Options{Root: cfg.InventoryRoot, Logger: a.log})
 		}
 	}
 	if opts.BlockDevices == nil {
@@ -250,11 +265,9 @@ func (a *Agent) Disks(ctx context.Context) ([]inventory.Disk, error) {
 	if len(a.cfg.AllowedDevices) > 0 {
 		return a.opts.BlockDevices(ctx, a.cfg.AllowedDevices)
 	}
-	inv, err := a.Inventory(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return inv.Disks, nil
+	// Listed afresh each time, as IPA lists block devices for every erase:
+	// disks can appear after start-up (RAID volumes, slow controllers).
+	return a.opts.Disks(ctx)
 }
 
 // Node returns the node last received (lookup or a command's node
