@@ -33,6 +33,7 @@ APT_PACKAGES=(
 	python3-ironic-inspector
 	qemu-system-x86
 	qemu-utils
+	time
 	util-linux
 	xorriso
 	xz-utils

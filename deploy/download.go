@@ -98,7 +98,9 @@ func newHTTPClient(tlsConf *tls.Config, proxies map[string]string, noProxy strin
 // environment proxies it also proxies loopback addresses when asked to.
 func proxyFunc(proxies map[string]string, noProxy string) func(*http.Request) (*url.URL, error) {
 	if len(proxies) == 0 {
-		return nil
+		// python-requests honours the environment's proxies when none
+		// are given; so does this.
+		return http.ProxyFromEnvironment
 	}
 	return func(r *http.Request) (*url.URL, error) {
 		p := proxies[r.URL.Scheme]

@@ -405,7 +405,7 @@ func TestCheckFormat(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
-	r := &WriteResult{Device: "/dev/sda", Algorithm: "sha256", Digest: "ab", FileBytes: 10, DiskBytes: 20, Format: "qcow2", Compression: CompressionZstd, Duration: 2 * time.Second}
+	r := &WriteResult{Verified: true, Device: "/dev/sda", Algorithm: "sha256", Digest: "ab", FileBytes: 10, DiskBytes: 20, Format: "qcow2", Compression: CompressionZstd, Duration: 2 * time.Second}
 	want := "verified sha256 ab of 10 bytes (zstd-compressed qcow2 image, 20 bytes on disk) written to /dev/sda in 2.0s, 0 MB/s"
 	if got := r.Summary(); got != want {
 		t.Errorf("got %q\nwant %q", got, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync/atomic"
 )
@@ -14,7 +15,7 @@ import (
 // segment so mostly-empty images turn into few, large zero-outs.
 const (
 	writeBufSize = 4 << 20
-	writeBufs    = 3
+	writeBufs    = 4
 	zeroSegSize  = 1 << 20
 	directAlign  = 4096
 )
@@ -30,7 +31,8 @@ type diskWriter struct {
 
 	pool []byte // backing memory of all buffers, page aligned
 	free chan []byte
-	jobs chan writeJob
+	jobs chan writeJob // to the writer goroutine
+	in   chan writeJob // what the producer sends to: jobs, or the hash stage
 	done chan error
 
 	cur  []byte // buffer being filled (nil if none)
@@ -66,7 +68,11 @@ type blockTarget interface {
 	Close() error
 }
 
-func newDiskWriter(dev blockTarget, name string, zeroed bool) (*diskWriter, error) {
+// newDiskWriter starts the writer. With h set, a separate goroutine hashes
+// every data buffer before it is written: for a raw image the bytes
+// written are the bytes downloaded, and hashing beside the download and the
+// write instead of in line with either keeps both cores busy.
+func newDiskWriter(dev blockTarget, name string, zeroed bool, h hash.Hash) (*diskWriter, error) {
 	pool, err := alignedAlloc(writeBufSize * writeBufs)
 	if err != nil {
 		return nil, err
@@ -79,6 +85,17 @@ func newDiskWriter(dev blockTarget, name string, zeroed bool) (*diskWriter, erro
 	}
 	for i := range writeBufs {
 		w.free <- pool[i*writeBufSize : (i+1)*writeBufSize : (i+1)*writeBufSize]
+	}
+	w.in = w.jobs
+	if h != nil {
+		w.in = make(chan writeJob, writeBufs)
+		go func() {
+			for j := range w.in {
+				h.Write(j.buf)
+				w.jobs <- j
+			}
+			close(w.jobs)
+		}()
 	}
 	go w.loop()
 	return w, nil
@@ -198,7 +215,7 @@ func (w *diskWriter) submit(last bool) error {
 
 func (w *diskWriter) send(j writeJob) error {
 	select {
-	case w.jobs <- j:
+	case w.in <- j:
 		return nil
 	case err := <-w.done:
 		return w.stopped(err)
@@ -215,7 +232,7 @@ func (w *diskWriter) Close() error {
 		w.free <- w.cur
 		w.cur = nil
 	}
-	close(w.jobs)
+	close(w.in)
 	werr := <-w.done
 	w.done <- werr
 	freeAligned(w.pool)
@@ -224,12 +241,12 @@ func (w *diskWriter) Close() error {
 
 // abort stops the writer goroutine after a failure elsewhere.
 func (w *diskWriter) abort() {
-	if w.jobs == nil {
+	if w.in == nil {
 		return
 	}
-	close(w.jobs)
+	close(w.in)
 	<-w.done
-	w.jobs = nil
+	w.in = nil
 	freeAligned(w.pool)
 }
 

@@ -29,6 +29,7 @@ func commands() []command {
 		{"run", "run the agent: inspection, lookup, heartbeats and the REST API Ironic drives", runAgent},
 		{"lldp", "print the LLDP neighbours (switch ports) of this machine's NICs", runLLDP},
 		{"erase", "erase one disk with the clean steps' code: --metadata, --express or --full", runErase},
+		{"write-image", "download, verify and write an image to a disk as the write_image step does", runWriteImage},
 		{"version", "print the agent version", runVersion},
 	}
 }
