@@ -365,6 +365,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := a.waitForRootDisk(ctx); err != nil {
+		return err
+	}
 	var inv *inventory.Inventory
 	var err error
 	if a.cfg.Standalone && a.cfg.InspectionCallbackURL == "" {
@@ -481,6 +484,34 @@ func (a *Agent) Run(ctx context.Context) error {
 // sleepCtx sleeps d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	return ironic.Backoff{}.SleepOrReal(ctx, d)
+}
+
+// waitForRootDisk waits, like IPA's generic manager at start-up, for a
+// disk the image could go to (the smallest of at least 4 GiB; hints are not
+// known before lookup): disk_wait_attempts tries disk_wait_delay apart, then
+// it goes on with a warning. A confined agent does not wait: its disks are
+// named, and checked when a step uses them.
+func (a *Agent) waitForRootDisk(ctx context.Context) error {
+	if len(a.cfg.AllowedDevices) > 0 {
+		return nil
+	}
+	for i := 0; i < a.cfg.DiskWaitAttempts; i++ {
+		disks, err := a.Disks(ctx)
+		if err == nil {
+			if _, err = inventory.ChooseRootDisk(inventory.HintDisks(disks), nil); err == nil {
+				return nil
+			}
+		}
+		if i+1 == a.cfg.DiskWaitAttempts {
+			a.log.Warn("no root disk candidate found; going on", "attempts", a.cfg.DiskWaitAttempts, "error", err)
+			return nil
+		}
+		a.log.Info("waiting for a root disk candidate", "attempt", i+1, "error", err)
+		if err := sleepCtx(ctx, a.cfg.DiskWaitDelay); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitForInterfaces collects the inventory until it lists an interface

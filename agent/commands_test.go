@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 const standaloneToken = "0123456789abcdef0123456789abcdef-standalone"
@@ -323,5 +326,21 @@ func TestStepCommandsThroughAPI(t *testing.T) {
 	}
 	if code, _ := call(t, ra, "clean.get_clean_steps", map[string]any{"node": node}); code != 400 {
 		t.Errorf("get_clean_steps without ports: %d", code)
+	}
+}
+
+func TestWaitForRootDisk(t *testing.T) {
+	ra := standalone(t, Options{}, map[string]string{"disk_wait_attempts": "3", "disk_wait_delay": "0.01"})
+	if n := strings.Count(ra.log.String(), "waiting for a root disk candidate"); n != 2 || !strings.Contains(ra.log.String(), "no root disk candidate found; going on") {
+		t.Errorf("%d waits; log:\n%s", n, ra.log.String())
+	}
+	big := func(ctx context.Context) (*inventory.Inventory, error) {
+		i, err := testInventory(ctx)
+		i.Disks = []inventory.Disk{{Name: "/dev/sda", Size: 8 << 30}}
+		return i, err
+	}
+	ra = standalone(t, Options{Inventory: big}, map[string]string{"disk_wait_attempts": "3", "disk_wait_delay": "0.01"})
+	if strings.Contains(ra.log.String(), "root disk candidate") {
+		t.Errorf("waited despite a disk of 8 GiB:\n%s", ra.log.String())
 	}
 }

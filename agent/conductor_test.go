@@ -474,7 +474,8 @@ func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAge
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	all := map[string]string{"advertise_host": "127.0.0.1", "advertise_port": strconv.Itoa(port),
-		"lookup_timeout": "20", "steps_dir": t.TempDir(), "state_dir": t.TempDir()}
+		"lookup_timeout": "20", "steps_dir": t.TempDir(), "state_dir": t.TempDir(),
+		"disk_wait_attempts": "0"}
 	for k, v := range flags {
 		all[k] = v
 	}
