@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -209,11 +210,20 @@ func TestBlockDevicesLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	out, err := exec.Command(losetup, "--find", "--show", "--sector-size", "4096", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup --find --show --sector-size 4096 %s: %v: %s", img, err, out)
+	// Other test binaries attach loop devices at the same time; losetup's
+	// find-then-configure can lose that race, so retry a few times.
+	var dev string
+	for i := 0; ; i++ {
+		out, err := exec.Command(losetup, "--find", "--show", "--sector-size", "4096", img).CombinedOutput()
+		if err == nil {
+			dev = strings.TrimSpace(string(out))
+			break
+		}
+		if i == 5 {
+			t.Fatalf("losetup --find --show --sector-size 4096 %s: %v: %s", img, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() {
 		if out, err := exec.Command(losetup, "--detach", dev).CombinedOutput(); err != nil {
 			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
