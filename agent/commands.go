@@ -29,6 +29,7 @@ func (a *Agent) extensions() map[string]command.Extension {
 		},
 		"standby": {
 			"get_partition_uuids": {Bind: a.bindGetPartitionUUIDs},
+			"prepare_image":       {Async: true, Bind: a.bindPrepareImage},
 			"power_off":           {Async: true, Bind: a.bindShutdown("power_off")},
 			"run_image":           {Async: true, Bind: a.bindShutdown("run_image")},
 			"sync":                {Bind: a.bindSync},

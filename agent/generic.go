@@ -79,13 +79,12 @@ func (g *GenericManager) cleanSteps() []genericStep {
 // deploySteps is IPA 2023.1's generic deploy step table (no abortable key).
 func (g *GenericManager) deploySteps() []genericStep {
 	return []genericStep{
-		// deploy-image wires write_image.
 		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*deploy.Eraser).EraseDevicesMetadata)},
 		{step: "apply_configuration", iface: "raid", priority: 0, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
 			"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
 			"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
 		}},
-		{step: "write_image", iface: "deploy", priority: 0, run: nil},
+		{step: "write_image", iface: "deploy", priority: 0, run: g.writeImageStep},
 		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
 			"files":     {Description: "Files to inject, a list of file structures with keys: 'path' (path to the file), 'partition' (partition specifier), 'content' (base64 encoded string), 'mode' (new file mode) and 'dirmode' (mode for the leaf directory, if created). Merged with the values from node.properties[inject_files].", Required: false},
 			"verify_ca": {Description: "Whether to verify TLS certificates. Global agent options are used by default.", Required: false},

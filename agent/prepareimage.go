@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/deploy"
+)
+
+// imageProgressInterval is how often a running image write logs progress.
+const imageProgressInterval = 10 * time.Second
+
+// bindPrepareImage is standby.prepare_image: image_info is validated at
+// bind time with IPA's checks (a 400 before anything runs), then the image
+// is streamed onto the install device, verified, synced, the config drive
+// written, and the partition UUIDs recorded.
+func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
+	var args struct {
+		ImageInfo   map[string]any `json:"image_info"`
+		Configdrive *string        `json:"configdrive"`
+	}
+	if err := p.Decode(&args); err != nil {
+		return nil, err
+	}
+	info, err := deploy.ParseImageInfo(args.ImageInfo, true)
+	if err != nil {
+		return nil, asCommandError(err)
+	}
+	configdrive := info.Configdrive
+	if args.Configdrive != nil {
+		configdrive = *args.Configdrive
+	}
+	return func(ctx context.Context) (any, error) {
+		msg, err := a.prepareImage(ctx, info, configdrive)
+		return msg, asCommandError(err)
+	}, nil
+}
+
+func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, configdrive string) (string, error) {
+	if info.ImageType == "partition" {
+		return "", command.New("ImageWriteError", 500, "Error writing image to device",
+			"partition images (image_type=partition) are not supported by this agent; use a whole-disk image")
+	}
+	guard := deploy.NewGuard(a.generic.AllowedDevices)
+	disks, err := a.generic.Disks(ctx)
+	if err != nil {
+		return "", err
+	}
+	disk, err := deploy.InstallDevice(guard, disks, a.Node())
+	if err != nil {
+		return "", command.DeploymentError(err.Error())
+	}
+	tlsConf, err := a.TLSClientOptions(0).TLSConfig()
+	if err != nil {
+		return "", err
+	}
+	opts := deploy.WriteOptions{
+		Download:         deploy.NewDownloadOptions(),
+		MD5Enabled:       true,
+		Guard:            guard,
+		Logger:           a.log,
+		ProgressInterval: imageProgressInterval,
+	}
+	opts.Download.TLS = tlsConf
+	// Debian's Ironic 21.4 sends these in the lookup config (8.3).
+	lc := a.LookupConfig()
+	if v, ok := lc["disable_deep_image_inspection"].(bool); ok {
+		opts.DisableDeepInspection = v
+	}
+	if v, ok := lc["permitted_image_formats"].([]any); ok {
+		opts.PermittedFormats = []string{}
+		for _, f := range v {
+			if s, ok := f.(string); ok {
+				opts.PermittedFormats = append(opts.PermittedFormats, s)
+			}
+		}
+	}
+	opts.Progress = func(p deploy.WriteProgress) {
+		a.log.Info("writing image", "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))
+	}
+	res, err := deploy.WriteImage(ctx, info, disk.Name, opts)
+	if err != nil {
+		return "", err
+	}
+	a.log.Info(res.Summary())
+	uuids, err := a.generic.finishWholeDiskImage(ctx, disk.Name, configdrive)
+	if err != nil {
+		return "", err
+	}
+	msg := fmt.Sprintf("image (%s) written to device %s root_uuid=%v", info.ID, disk.Name, uuids["root uuid"])
+	if efi, ok := uuids["efi system partition uuid"]; ok && efi != nil && info.DeployBootMode == "uefi" {
+		msg = fmt.Sprintf("image (%s) written to device %s root_uuid=%v efi_system_partition_uuid=%v", info.ID, disk.Name, uuids["root uuid"], efi)
+	}
+	return msg, nil
+}
+
+// writeImageStep is the write_image deploy step: IPA runs prepare_image
+// inside it without adding it to the command list (Ironic only looks at
+// the last command, which must stay execute_deploy_step) and returns its
+// command_result.
+func (g *GenericManager) writeImageStep(ctx context.Context, req hwmgr.Request) (any, error) {
+	if g.agent == nil || g.agent.Executor() == nil {
+		return nil, errors.New("write_image needs a running agent")
+	}
+	params := command.Params{}
+	for _, k := range []string{"image_info", "configdrive"} {
+		if v, ok := req.Args[k]; ok {
+			params[k] = v
+		}
+	}
+	if _, ok := params["image_info"]; !ok {
+		params["image_info"] = json.RawMessage("null")
+	}
+	return g.agent.Executor().RunNested(ctx, "standby.prepare_image", params)
+}
+
+// asCommandError gives deploy's IPA-shaped errors their IPA class on the
+// wire instead of a generic CommandExecutionError.
+func asCommandError(err error) error {
+	var de *deploy.Error
+	if err == nil || !errors.As(err, &de) {
+		return err
+	}
+	ce := command.New(de.Type, de.Code, de.Message, de.Details)
+	ce.Err = err
+	return ce
+}

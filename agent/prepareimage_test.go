@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// imageServerForTest serves data at /disk.img on a port of deploy-image's
+// range and returns the URL.
+func imageServerForTest(t *testing.T, data []byte) string {
+	t.Helper()
+	var ln net.Listener
+	for p := 9350; p < 9400 && ln == nil; p++ {
+		ln, _ = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	}
+	if ln == nil {
+		t.Fatal("no free port in 9350-9399")
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "disk.img", time.Unix(1700000000, 0), bytes.NewReader(data))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/disk.img"
+}
+
+// The write_image deploy step through the REST API, as Ironic 21.4 sends
+// it: the image lands on the allowed loop device, the result is
+// prepare_image's, the nested prepare_image is not listed, and
+// get_partition_uuids answers the MBR signature.
+func TestWriteImageDeployStepOnLoop(t *testing.T) {
+	dev := loopDevice(t, 32<<20)
+	img := make([]byte, 8<<20+512)
+	for i := range img {
+		img[i] = byte(i*7 + i>>13)
+	}
+	copy(img[440:], []byte{0xef, 0xbe, 0xad, 0xde})
+	img[510], img[511] = 0x55, 0xaa
+	sum := sha256.Sum256(img)
+	url := imageServerForTest(t, img)
+	ra := standalone(t, Options{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}, map[string]string{"allowed_devices": dev})
+
+	code, r := call(t, ra, "deploy.get_deploy_steps", map[string]any{"node": map[string]any{"uuid": "n1"}, "ports": []any{}})
+	if code != 200 || !strings.Contains(string(mustJSON(r["command_result"])), `"write_image"`) {
+		t.Fatalf("get_deploy_steps %d %v", code, r)
+	}
+	imageInfo := map[string]any{
+		"id": "img-1", "urls": []string{url}, "disk_format": "raw", "container_format": "bare",
+		"stream_raw_images": true, "os_hash_algo": "sha256", "os_hash_value": hex.EncodeToString(sum[:]),
+		"node_uuid": "n1",
+	}
+	body, _ := json.Marshal(map[string]any{"name": "deploy.execute_deploy_step", "params": map[string]any{
+		"step": map[string]any{"interface": "deploy", "step": "write_image", "args": map[string]any{"image_info": imageInfo, "configdrive": nil}},
+		// The loop device is smaller than IPA's 4 GiB minimum: a
+		// root-device hint names it.
+		"node":           map[string]any{"uuid": "n1", "properties": map[string]any{"root_device": map[string]any{"name": dev}}},
+		"ports":          []any{},
+		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
+	}})
+	ironicPost(t, ra.url, string(body), false)
+	res := pollLast(t, ra.url, "execute_deploy_step")
+	if res.Status != "SUCCEEDED" {
+		t.Fatalf("write_image %s: %s", res.Status, res.Error)
+	}
+	want := fmt.Sprintf(`{"deploy_result":{"result":"prepare_image: image (img-1) written to device %s root_uuid=0xdeadbeef"}`, dev)
+	if !strings.HasPrefix(string(res.Result), want) {
+		t.Errorf("command_result %s\nwant prefix %s", res.Result, want)
+	}
+	if cmds := listCommands(t, ra); len(cmds) != 2 || cmds[1] != "execute_deploy_step:SUCCEEDED" {
+		t.Errorf("command list %v: prepare_image must not be listed", cmds)
+	}
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(img))
+	_, err = io.ReadFull(f, got)
+	f.Close()
+	if err != nil || !bytes.Equal(got, img) {
+		t.Fatalf("device content differs from the image (%v)", err)
+	}
+	code, r = call(t, ra, "standby.get_partition_uuids", map[string]any{})
+	if code != 200 || string(mustJSON(r["command_result"])) != `{"root uuid":"0xdeadbeef"}` {
+		t.Errorf("get_partition_uuids %d %v", code, r)
+	}
+
+	// Bad image_info is a 400 with IPA's words, before anything runs.
+	b, _ := json.Marshal(map[string]any{"name": "standby.prepare_image", "params": map[string]any{"image_info": map[string]any{"id": "x"}}})
+	resp, err := http.Post(ra.url+"/v1/commands/?wait=true&agent_token="+standaloneToken, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(data), `Image is missing 'urls' field.`) {
+		t.Errorf("invalid image_info: %d %s", resp.StatusCode, data)
+	}
+}
