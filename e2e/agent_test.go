@@ -122,8 +122,12 @@ func (s *suite) runAgent(t *testing.T, port int, args []string) *agentProc {
 	}
 	t.Cleanup(func() {
 		a.Stop()
+		log := a.Log()
+		if strings.Contains(log, "WARNING: DATA RACE") {
+			t.Errorf("the race detector found a data race in the agent")
+		}
 		if t.Failed() {
-			t.Logf("agent log %s:\n%s", logPath, a.Log())
+			t.Logf("agent log %s:\n%s", logPath, log)
 		}
 	})
 	return a

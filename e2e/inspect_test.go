@@ -101,13 +101,14 @@ func checkInspectedProperties(t *testing.T, props map[string]any, want fixtureFa
 }
 
 // TestDiscovery is scenario (d): an unknown machine's agent posts its
-// inspection data; ironic-inspector's enroll hook creates the node and its
+// inspection data (collectors default, logs, lldp, numa-topology); ironic-inspector's enroll hook creates the node and its
 // port in Ironic, and the agent carries on with lookup.
 func TestDiscovery(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0d:00:01"
-	a := s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.InspectorURL + "/v1/continue"})
+	a := s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.InspectorURL + "/v1/continue",
+		Extra: []string{"--inspection-collectors", "default,logs,lldp,numa-topology", "--lldp-timeout", "2"}})
 	port := s.waitPort(t, a, mac, 90*time.Second)
 	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), port.NodeUUID) })
 	st, err := s.inspector.WaitFinished(ctx, port.NodeUUID, 60*time.Second)
@@ -137,6 +138,24 @@ func TestDiscovery(t *testing.T) {
 	}
 	if data["error"] != nil {
 		t.Errorf("introspection data error = %v, want null", data["error"])
+	}
+	// What each collector adds (IPA's keys), as inspector stored it.
+	// pci-devices is left out: the fixture tree has no sys/bus/pci (the
+	// collector would rightly report an error, as IPA does, and inspector
+	// would then fail the introspection); numa-topology adds nothing on a
+	// machine without NUMA nodes (the fixture has none), as in IPA; inspector
+	// moves "logs" out of the data into its ramdisk logs directory.
+	for _, k := range []string{"inventory", "root_disk", "configuration", "lldp_raw"} {
+		if _, ok := data[k]; !ok {
+			t.Errorf("introspection data lacks %q (collectors default,logs,lldp,numa-topology); keys %v", k, keys(data))
+		}
+	}
+	if conf, _ := data["configuration"].(map[string]any); fmt.Sprint(conf["collectors"]) != "[default logs lldp numa-topology]" {
+		t.Errorf("configuration = %v, want the four collectors", conf)
+	}
+	ramdiskLogs, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "inspector_ramdisk_logs", "*"+port.NodeUUID+"*"))
+	if len(ramdiskLogs) == 0 {
+		t.Errorf("inspector stored no ramdisk logs for %s (logs collector)", port.NodeUUID)
 	}
 	// Node not in a lookup state: the agent goes on to lookup (and keeps
 	// retrying); it must not have stopped.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,9 +105,13 @@ func (s *suite) setUp(ctx context.Context) error {
 		// A prebuilt binary, for trying another branch's agent.
 		s.agentBin = bin
 	} else {
-		build := exec.CommandContext(ctx, "go", "build", "-o", s.agentBin, "../cmd/ironic-agent")
+		args := []string{"build", "-o", s.agentBin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		build := exec.CommandContext(ctx, "go", append(args, "../cmd/ironic-agent")...)
 		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ../cmd/ironic-agent: %v: %s", err, out)
+			return fmt.Errorf("go %s ../cmd/ironic-agent: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	s.buildTime = time.Since(start)
