@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,14 +37,24 @@ func vpdPayload(page []byte, code byte) ([]byte, error) {
 }
 
 // parseVPD80 returns the product serial number of a Unit Serial Number
-// page, byte for byte (ATA serials come space-padded; callers trim as the
-// program they imitate does).
+// page as the C programs that read it see it: up to the first NUL, padding
+// kept (ATA serials come space-padded; callers trim as the program they
+// imitate does).
 func parseVPD80(page []byte) (string, error) {
 	p, err := vpdPayload(page, vpdUnitSerial)
 	if err != nil {
 		return "", err
 	}
-	return string(p), nil
+	return cString(p), nil
+}
+
+// cString is b up to its first NUL byte: scsi_id and ata_id handle these
+// fields as C strings, so a NUL-padded serial ends there.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
 }
 
 // Designator types, code sets and NAA formats of SPC-4 7.8.6 that scsi_id
@@ -174,7 +185,7 @@ func scsiIDFromVPD83(page []byte, vendor, model string) (scsiIdent, error) {
 			}
 			var id string
 			if d.CodeSet == codeSetASCII {
-				id = string(d.Value)
+				id = cString(d.Value)
 			} else {
 				id = fmt.Sprintf("%x", d.Value)
 			}
@@ -242,5 +253,5 @@ func ataString(identify []byte, word, n int) string {
 		w := identify[2*(word+i):]
 		b = append(b, w[1], w[0])
 	}
-	return string(b)
+	return cString(b)
 }
