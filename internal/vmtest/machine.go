@@ -149,6 +149,9 @@ func (m *Machine) DiskPath(id string) string { return filepath.Join(m.Dir, id+".
 // CreateDisks makes the sparse backing files (zero-filled) that do not
 // exist yet.
 func (m *Machine) CreateDisks() error {
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return fmt.Errorf("vmtest: %w", err)
+	}
 	for _, d := range m.Disks {
 		p := m.DiskPath(d.ID)
 		if _, err := os.Stat(p); err == nil {

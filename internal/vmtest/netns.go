@@ -21,11 +21,12 @@ import (
 // so QEMU itself stays in the test's namespace and keeps its slirp
 // forwards on the host's loopback).
 type Netns struct {
-	Name string
-	Tap  string
-	File *os.File // the tap; pass as Options.Tap
-	dir  string
-	peer *exec.Cmd
+	Name  string
+	Tap   string
+	File  *os.File // the tap; pass as Options.Tap
+	dir   string
+	state string // lldpd's socket and configuration
+	peer  *exec.Cmd
 }
 
 func ip(ctx context.Context, args ...string) error {
@@ -142,7 +143,19 @@ func (n *Netns) StartLLDPD(ctx context.Context, p LLDPPeer) error {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return err
 	}
-	conf := filepath.Join(n.dir, "lldpd.conf")
+	// lldpd drops to its own user, whose configuration client must reach
+	// the control socket: a directory of its own that it can enter (a test's
+	// temporary directories are 0700).
+	st, err := os.MkdirTemp("", "vmtest-lldpd-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(st, 0o755); err != nil {
+		os.RemoveAll(st)
+		return err
+	}
+	n.state = st
+	conf := filepath.Join(st, "lldpd.conf")
 	c := fmt.Sprintf(`configure system hostname %q
 configure system description %q
 configure lldp tx-interval 1
@@ -160,9 +173,9 @@ configure ports %s lldp portidsubtype local %s description %q
 	// -d: foreground, so we keep its PID; -I: only the tap; -u/-O: our own
 	// socket and configuration, nothing of the host's lldpd.
 	cmd := exec.Command("ip", "netns", "exec", n.Name, "lldpd", "-d", "-I", n.Tap,
-		"-u", filepath.Join(n.dir, "lldpd.socket"), "-O", conf)
+		"-u", filepath.Join(st, "lldpd.socket"), "-O", conf)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true, Pdeathsig: unix.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start lldpd: %w", err)
 	}
@@ -189,4 +202,8 @@ func (n *Netns) Close() {
 		n.File = nil
 	}
 	_ = ip(context.Background(), "netns", "del", n.Name)
+	if n.state != "" {
+		os.RemoveAll(n.state)
+		n.state = ""
+	}
 }

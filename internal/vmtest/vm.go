@@ -97,7 +97,8 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		cmd.ExtraFiles = []*os.File{opts.Tap}
 	}
 	// Its own process group, so stopping it never signals the test.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: no QEMU outlives a test binary that dies or is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.Stdin = nil

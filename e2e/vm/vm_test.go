@@ -1,0 +1,390 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// guestHost is the address on the slirp network that the guestfwd rules
+// forward to host services; the guest has no other way out (restrict=on).
+const guestHost = "10.0.2.100"
+
+// boot starts m and stops it when the test ends, attaching the end of the
+// serial console to a failure.
+func boot(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Options) *vmtest.VM {
+	t.Helper()
+	vm, err := vmtest.Start(ctx, m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		vm.Kill()
+		if t.Failed() {
+			lines := vm.Lines()
+			if len(lines) > 120 {
+				lines = lines[len(lines)-120:]
+			}
+			var b strings.Builder
+			for _, l := range lines {
+				fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
+			}
+			t.Logf("serial console of %s (end; all of it in %s; QEMU command line in %s):\n%s",
+				m.Firmware, vm.LogPath, filepath.Join(m.Dir, "qemu.cmdline"), b.String())
+		}
+	})
+	return vm
+}
+
+// uptimeAt returns the guest uptime the init logged on the first console
+// line holding what (its "uptime=" field), for boot-time measurements.
+func uptimeAt(vm *vmtest.VM, what string) string {
+	l, ok := vm.Find(what)
+	if !ok {
+		return "?"
+	}
+	for f := range strings.FieldsSeq(l.Text) {
+		if v, ok := strings.CutPrefix(f, "uptime="); ok {
+			return v + "s"
+		}
+	}
+	return "?"
+}
+
+// serve runs an HTTP server on 127.0.0.1 (port 0: any free one) until the
+// test ends and returns its address.
+func serve(t *testing.T, port int, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// vmDir is where a test's VM keeps its disks and logs: below the suite's
+// directory, which E2E_KEEP=1 keeps for a look after the run.
+func vmDir(t *testing.T) string {
+	return filepath.Join(theSuite.dir, strings.ReplaceAll(t.Name(), "/", "_"), "vm")
+}
+
+// TestVMCaptureFixture boots the ramdisk under SeaBIOS with
+// `ironic-agent capture-fixture` (the way scripts/record-vm-fixture.sh
+// records fixtures/qemu-bios), checks the live inventory against what QEMU
+// was told, and checks that the uploaded tree reproduces it on the host.
+// It needs no root.
+func TestVMCaptureFixture(t *testing.T) {
+	rd := ramdisk(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	uploads := make(chan []byte, 1)
+	addr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case uploads <- b:
+		default:
+		}
+	}))
+	m := vmtest.DefaultMachine("bios")
+	m.Dir = vmDir(t)
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
+	m.GuestFwd = map[string]string{guestHost + ":80": addr}
+	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://" + guestHost +
+		"/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
+	vm := boot(t, ctx, m, vmtest.Options{})
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("VM run %.1fs: init at uptime %s, agent started at %s, powered off at %.1fs",
+		vm.Elapsed().Seconds(), uptimeAt(vm, "ironic-agent init"), uptimeAt(vm, "agent started"), vm.Elapsed().Seconds())
+	var tgz []byte
+	select {
+	case tgz = <-uploads:
+	default:
+		t.Fatal("the guest powered off without uploading its fixture")
+	}
+	dir := filepath.Join(t.TempDir(), "fixture")
+	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv map[string]any
+	if err := json.Unmarshal(live, &inv); err != nil {
+		t.Fatal(err)
+	}
+	checkInventory(t, inv, m)
+
+	replayed, err := collector.Collect(ctx, collector.Options{Root: filepath.Join(dir, "root")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := collector.WriteJSON(&got, replayed); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), live) {
+		t.Errorf("the captured tree gives another inventory than the live VM:\nlive:\n%s\nreplayed:\n%s", live, got.Bytes())
+	}
+}
+
+// agentArgs are the kernel parameters Ironic's PXE or virtual-media boot
+// would give the agent, pointed at the host services through the guestfwd
+// rules, plus the hostfwd port Ironic calls the agent back on.
+func agentArgs(agentPort int, inspect bool) string {
+	a := []string{
+		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
+		"ipa-advertise-host=127.0.0.1",
+		"ipa-advertise-port=" + strconv.Itoa(agentPort),
+		"ipa-lookup-timeout=900",
+	}
+	if inspect {
+		a = append(a, "ipa-inspection-callback-url=http://"+guestHost+":"+strconv.Itoa(inspectorPort)+"/v1/continue")
+	}
+	return strings.Join(a, " ")
+}
+
+func serviceMachine(t *testing.T, rd *vmtest.Ramdisk, fw string, agentPort int, macs [2]string) vmtest.Machine {
+	m := vmtest.DefaultMachine(fw)
+	m.Dir = vmDir(t)
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
+	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
+	m.GuestFwd = map[string]string{
+		guestHost + ":" + strconv.Itoa(ironicPort):    "127.0.0.1:" + strconv.Itoa(ironicPort),
+		guestHost + ":" + strconv.Itoa(inspectorPort): "127.0.0.1:" + strconv.Itoa(inspectorPort),
+	}
+	m.HostFwd = map[int]int{agentPort: 9999}
+	return m
+}
+
+// TestVMDiscoveryUEFI is scenarios (a) and (b) under OVMF: an unknown VM
+// boots the ramdisk, its agent posts the inventory to ironic-inspector,
+// whose enroll hook creates the node and its ports; the stored inventory
+// matches the VM's hardware, boot mode uefi, and the second NIC's LLDP
+// neighbour is the lldpd the test runs.
+func TestVMDiscoveryUEFI(t *testing.T) {
+	rd := ramdisk(t)
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	macs := [2]string{"52:54:00:6d:01:01", "52:54:00:6d:01:02"}
+	m := serviceMachine(t, rd, "uefi", agentPortBase, macs)
+
+	ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("vm-lldp-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:55", filepath.Join(m.Dir, "lldp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	if err := ns.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "vm-switch-1", Description: "lldpd for the VM test",
+		PortID: "Ethernet1/7", PortDescr: "vm switch port 7"}); err != nil {
+		t.Fatal(err)
+	}
+	m.NICs[1].Backend = "fd"
+	m.Append = agentArgs(agentPortBase, true) + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
+
+	start := time.Now()
+	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	var port *ironictest.Port
+	for port == nil {
+		if port, err = s.ironic.PortByAddress(ctx, macs[0]); err != nil {
+			t.Fatal(err)
+		}
+		if port != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no node with a port %s enrolled: %v", macs[0], ctx.Err())
+		case <-time.After(time.Second):
+		}
+		if _, ok := vm.Find("reboot: Power down"); ok {
+			t.Fatal("the VM powered off before it was enrolled")
+		}
+	}
+	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), port.NodeUUID) })
+	enrolled := time.Since(start)
+	st, err := s.inspector.WaitFinished(ctx, port.NodeUUID, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Error != nil {
+		t.Fatalf("introspection of %s finished with error %q", port.NodeUUID, *st.Error)
+	}
+	t.Logf("discovered after %.1fs (agent started at guest uptime %s)", enrolled.Seconds(), uptimeAt(vm, "agent started"))
+	data, err := s.inspector.Data(ctx, port.NodeUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data["auto_discovered"] != true {
+		t.Errorf("auto_discovered = %v, want true", data["auto_discovered"])
+	}
+	inv, _ := data["inventory"].(map[string]any)
+	if inv == nil {
+		t.Fatalf("introspection data has no inventory: %v", keys(data))
+	}
+	checkInventory(t, inv, m)
+	if name, err := lldpSystemName(inv, macs[1]); err != nil || name != "vm-switch-1" {
+		t.Errorf("LLDP system name on %s = %q (%v), want vm-switch-1", macs[1], name, err)
+	}
+	ports, err := s.ironic.Ports(ctx, port.NodeUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 2 {
+		t.Errorf("discovered node has %d ports, want 2 (both NICs): %+v", len(ports), ports)
+	}
+}
+
+// pattern fills n bytes with b.
+func pattern(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
+
+func writeAt(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if off < 0 {
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += st.Size()
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readAt(t *testing.T, path string, off int64, n int) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if off < 0 {
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += st.Size()
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestVMInspectCleanBIOS is scenarios (a) and (c) under SeaBIOS, the way a
+// server goes through Ironic: an enrolled node is inspected (data checked
+// against QEMU's hardware, boot mode bios), then cleaned by the same
+// running agent (metadata at both ends of every disk zeroed, data in the
+// middle kept).
+func TestVMInspectCleanBIOS(t *testing.T) {
+	rd := ramdisk(t)
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 14*time.Minute)
+	defer cancel()
+	macs := [2]string{"52:54:00:6d:02:01", "52:54:00:6d:02:02"}
+	agentPort := agentPortBase + 1
+	m := serviceMachine(t, rd, "bios", agentPort, macs)
+	m.Append = agentArgs(agentPort, true) + " ironic_agent.dhcp=" + macs[0]
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	// Something for cleaning to remove at both ends of every disk, and data
+	// in the middle it must leave alone.
+	for _, d := range m.Disks {
+		p := m.DiskPath(d.ID)
+		writeAt(t, p, 0, pattern(64<<10, 0xa5))
+		writeAt(t, p, -(64 << 10), pattern(64<<10, 0xa5))
+		writeAt(t, p, 16<<20, pattern(4096, 0x5a))
+	}
+
+	node, err := s.ironic.CreateNode(ctx, ironictest.NodeSpec{Name: "vm-bios", InspectInterface: "inspector"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), node.UUID) })
+	for i, mac := range macs {
+		if _, err := s.ironic.CreatePort(ctx, node.UUID, mac, i == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ironic.Provision(ctx, node.UUID, "manage"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	// (a) inspection.
+	start := time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, "inspect"); err != nil {
+		t.Fatal(err)
+	}
+	vm := boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inspection: %.1fs from QEMU start (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	data, err := s.inspector.Data(ctx, node.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := data["inventory"].(map[string]any)
+	if inv == nil {
+		t.Fatalf("introspection data has no inventory: %v", keys(data))
+	}
+	checkInventory(t, inv, m)
+
+	// (c) automated cleaning: erase_devices_metadata (priority 99).
+	start = time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, "provide"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cleaning: %.1fs", time.Since(start).Seconds())
+	// The disk files are read while QEMU has them open; stop it first.
+	vm.Kill()
+	for _, d := range m.Disks {
+		p := m.DiskPath(d.ID)
+		if b := readAt(t, p, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+			t.Errorf("%s (%s): the start of the disk was not erased", d.ID, d.Serial)
+		}
+		if b := readAt(t, p, -(64 << 10), 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+			t.Errorf("%s (%s): the end of the disk was not erased", d.ID, d.Serial)
+		}
+		if b := readAt(t, p, 16<<20, 4096); !bytes.Equal(b, pattern(4096, 0x5a)) {
+			t.Errorf("%s (%s): data in the middle of the disk was changed by a metadata erase", d.ID, d.Serial)
+		}
+	}
+}
