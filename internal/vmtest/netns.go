@@ -134,11 +134,11 @@ type LLDPPeer struct {
 // StartLLDPD runs Debian's lldpd in the namespace on the tap only, with a
 // private control socket and configuration, sending every second.
 //
-// The namespace's directory (NewNetns's dir) and every directory above it
-// must be searchable by others: lldpd applies its configuration by running
-// lldpcli as its unprivileged _lldpd user, which must reach the control
-// socket. Under t.TempDir (mode 0700) lldpd starts but silently ignores the
-// configuration; use os.MkdirTemp and chmod it 0755.
+// lldpd applies its configuration by running lldpcli as its unprivileged
+// _lldpd user, which must reach the control socket; under a test's
+// directory (mode 0700) lldpd would start but silently ignore the
+// configuration. So the socket and configuration live in a directory of
+// their own, mode 0755, removed by Close; only the log goes to dir.
 func (n *Netns) StartLLDPD(ctx context.Context, p LLDPPeer) error {
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return err
