@@ -340,7 +340,9 @@ func serverTree() *fsTree {
 			wwid:  "naa." + lunWWN})
 		tgt := filepath.Dir(d)
 		cls := tr.device(tgt+"/fc_transport/"+filepath.Base(tgt), "sys/class/fc_transport")
-		tr.attr(cls+"/port_name", "0x20140080e5123456")
+		// Two remote ports (the array's two controllers), each with its
+		// own WWPN.
+		tr.attr(cls+"/port_name", []string{"0x20140080e5123456", "0x20150080e5123456"}[i])
 		name := []string{"sdc", "sdd"}[i]
 		paths = append(paths, tr.block(d+"/block/"+name, d, blockSpec{devno: "8:" + itoa(32+16*i), bytes: 500 * 1000 * mib}))
 	}
@@ -548,28 +550,51 @@ func TestBlockDevicesFixtures(t *testing.T) {
 
 // TestDisksRoutesAgreeOnFixtures: on every recorded machine tree that
 // carries udev data, the udev route and the sysfs-only route give the same
-// disks.
+// disks. It fails when no fixture has a udev record for a listed disk or
+// /dev/disk/by-path links, so it cannot pass by comparing nothing.
 func TestDisksRoutesAgreeOnFixtures(t *testing.T) {
-	roots, _ := filepath.Glob(filepath.Join("..", "fixtures", "*", "root"))
-	n := 0
+	roots, err := filepath.Glob(filepath.Join("..", "fixtures", "*", "root"))
+	if err != nil || len(roots) == 0 {
+		t.Fatalf("no fixture trees in ../fixtures (%v)", err)
+	}
+	withRecords, withByPath, disksWithRecord := 0, 0, 0
 	for _, root := range roots {
-		if _, err := os.Stat(filepath.Join(root, "run", "udev", "data")); err != nil {
+		a, err := Disks(context.Background(), Options{Root: root, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Disks(context.Background(), Options{Root: root, IgnoreUdev: true, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range b {
+			devno, err := os.ReadFile(filepath.Join(root, "sys", "class", "block", filepath.Base(d.Name), "dev"))
+			if err != nil {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, "run", "udev", "data", "b"+string(bytes.TrimSpace(devno)))); err == nil {
+				n++
+			}
+		}
+		if n == 0 {
 			continue
 		}
-		n++
-		a, err := Disks(context.Background(), Options{Root: root})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := Disks(context.Background(), Options{Root: root, IgnoreUdev: true})
-		if err != nil {
-			t.Fatal(err)
+		withRecords++
+		disksWithRecord += n
+		if fi, err := os.Stat(filepath.Join(root, "dev", "disk", "by-path")); err == nil && fi.IsDir() {
+			withByPath++
 		}
 		if !reflect.DeepEqual(a, b) {
 			ja, _ := json.MarshalIndent(a, "", " ")
 			jb, _ := json.MarshalIndent(b, "", " ")
 			t.Errorf("%s: udev route and sysfs route differ\nudev:  %s\nsysfs: %s", root, ja, jb)
 		}
+		t.Logf("%s: %d of %d listed disks have a udev record; both routes agree", root, n, len(b))
 	}
-	t.Logf("%d recorded fixtures with udev data compared", n)
+	if withRecords == 0 || withByPath == 0 {
+		t.Fatalf("compared nothing: %d fixtures have udev records for listed disks, %d of them /dev/disk/by-path links; "+
+			"the udev route is untested", withRecords, withByPath)
+	}
+	t.Logf("%d fixtures (%d disks) with udev data compared", withRecords, disksWithRecord)
 }
