@@ -67,6 +67,11 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 		ProgressInterval: imageProgressInterval,
 	}
 	opts.Download.TLS = tlsConf
+	// The operator's image_download_connection_* options (kernel
+	// ipa-image-download-connection-*), not only IPA's defaults.
+	opts.Download.ConnectionTimeout = a.cfg.ImageDownloadConnectionTimeout
+	opts.Download.Retries = a.cfg.ImageDownloadConnectionRetries
+	opts.Download.RetryInterval = a.cfg.ImageDownloadConnectionRetryDelay
 	// Debian's Ironic 21.4 sends these in the lookup config (8.3).
 	lc := a.LookupConfig()
 	if v, ok := lc["disable_deep_image_inspection"].(bool); ok {
