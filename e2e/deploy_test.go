@@ -5,12 +5,15 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +40,63 @@ func deployImages(t *testing.T, dir string) (raw, qcow2 string) {
 	return raw, qcow2
 }
 
+// deployNode enrolls a node whose instance_info points at the image url
+// (checksums of the file at sumsOf) and whose root device hint names dev,
+// provides it (no cleaning) and starts the deploy: the node waits in
+// "wait call-back" for an agent.
+func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf string) *ironictest.Node {
+	t.Helper()
+	ctx := t.Context()
+	md5sum, sha := fileSums(t, sumsOf)
+	no := false
+	n := s.enroll(t, name, mac, ironictest.NodeSpec{
+		AutomatedClean: &no,
+		Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
+		InstanceInfo: map[string]any{
+			"image_source":        url,
+			"image_checksum":      md5sum,
+			"image_os_hash_algo":  "sha256",
+			"image_os_hash_value": sha,
+			"image_disk_format":   format,
+			"root_gb":             1,
+		},
+	})
+	for _, step := range []struct{ target, state string }{{"provide", "available"}, {"active", "wait call-back"}} {
+		if err := s.ironic.Provision(ctx, n.UUID, step.target); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ironic.WaitState(ctx, n.UUID, step.state, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// assertDiskHolds checks that dev starts with the bytes of the file image.
+func assertDiskHolds(t *testing.T, dev, image string) {
+	t.Helper()
+	want, err := os.ReadFile(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(fh, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the first %d bytes of %s differ from %s", len(want), dev, image)
+	}
+}
+
+// deployDisk is a loop device larger than IPA's 4 GiB minimum root disk;
+// sparse, so it costs nothing.
+func deployDisk(t *testing.T) string { return loopDevice(t, 5<<30) }
+
 // TestDeployWrongChecksum: the image server's bytes do not match the
 // checksum Ironic sends; write_image fails, the node lands in "deploy
 // failed" with the agent's verification error in last_error.
@@ -47,35 +107,14 @@ func TestDeployWrongChecksum(t *testing.T) {
 	raw, _ := deployImages(t, imgDir)
 	srv := httptest.NewServer(http.FileServer(http.Dir(imgDir)))
 	t.Cleanup(srv.Close)
-	dev := loopDevice(t, 5<<30)
+	dev := deployDisk(t)
+	// Checksums of other bytes than the server sends.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, []byte("not the image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const mac = "52:54:e2:d0:00:03"
-	bogus := sha256.Sum256([]byte("not the image"))
-	bogusMD5 := md5.Sum([]byte("not the image"))
-	no := false
-	n := s.enroll(t, "e2e-deploy-bad-checksum", mac, ironictest.NodeSpec{
-		AutomatedClean: &no,
-		Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
-		InstanceInfo: map[string]any{
-			"image_source":        srv.URL + "/" + filepath.Base(raw),
-			"image_checksum":      hex.EncodeToString(bogusMD5[:]),
-			"image_os_hash_algo":  "sha256",
-			"image_os_hash_value": hex.EncodeToString(bogus[:]),
-			"image_disk_format":   "raw",
-			"root_gb":             1,
-		},
-	})
-	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ironic.Provision(ctx, n.UUID, "active"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	n := s.deployNode(t, "e2e-deploy-bad-checksum", mac, dev, srv.URL+"/"+filepath.Base(raw), "raw", other)
 	// The agent retries a write whose checksum fails, as IPA does
 	// (image_download_connection_retries, 9 x 10 s by default); one retry
 	// a second later keeps the test short.
@@ -90,6 +129,93 @@ func TestDeployWrongChecksum(t *testing.T) {
 		t.Errorf("last_error = %q, want write_image's checksum failure", deref(got.LastError))
 	}
 	t.Logf("last_error: %s", deref(got.LastError))
+}
+
+// cuttingServer serves dir's files; the first request for each file
+// without a Range header gets only the first cut bytes before the
+// connection is dropped, as a flaky image server or proxy would.
+func cuttingServer(t *testing.T, dir string, cut int64) (*httptest.Server, *cutStats) {
+	t.Helper()
+	var mu sync.Mutex
+	cutDone := map[string]bool{}
+	stats := &cutStats{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := filepath.Join(dir, filepath.Base(r.URL.Path))
+		f, err := os.Open(path)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		defer f.Close()
+		st, _ := f.Stat()
+		mu.Lock()
+		first := !cutDone[path] && r.Header.Get("Range") == "" && r.Method == http.MethodGet
+		cutDone[path] = cutDone[path] || first
+		switch {
+		case first:
+			stats.cuts++
+		case r.Header.Get("Range") != "":
+			stats.ranges = append(stats.ranges, r.Header.Get("Range"))
+		default:
+			stats.full++
+		}
+		mu.Unlock()
+		if !first {
+			http.ServeContent(w, r, st.Name(), st.ModTime(), f)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+		w.Header().Set("Accept-Ranges", "bytes")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.CopyN(w, f, cut)
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	stats.mu = &mu
+	return srv, stats
+}
+
+// cutStats counts what cuttingServer saw.
+type cutStats struct {
+	mu     *sync.Mutex
+	cuts   int
+	full   int
+	ranges []string
+}
+
+func (c *cutStats) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("%d cut, %d full, ranges %v", c.cuts, c.full, c.ranges)
+}
+
+// TestDeployCutTransfer: the image server drops the connection after 3 MiB
+// of the raw image; the agent resumes the transfer and the deploy reaches
+// active with the right bytes on the disk.
+func TestDeployCutTransfer(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	imgDir := t.TempDir()
+	raw, _ := deployImages(t, imgDir)
+	srv, stats := cuttingServer(t, imgDir, 3<<20)
+	dev := deployDisk(t)
+	const mac = "52:54:e2:d0:00:04"
+	n := s.deployNode(t, "e2e-deploy-cut", mac, dev, srv.URL+"/"+filepath.Base(raw), "raw", raw)
+	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, Extra: []string{"--image-download-connection-retry-interval", "1"}})
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	assertDiskHolds(t, dev, raw)
+	t.Logf("image server: %s", stats)
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	if stats.cuts != 1 || len(stats.ranges) == 0 {
+		t.Errorf("image server saw %d cut transfers and range requests %v; want the cut resumed with a Range request", stats.cuts, stats.ranges)
+	}
 }
 
 func fileSums(t *testing.T, path string) (md5sum, sha string) {
@@ -113,48 +239,17 @@ func TestDeploy(t *testing.T) {
 	raw, qcow2 := deployImages(t, imgDir)
 	srv := httptest.NewServer(http.FileServer(http.Dir(imgDir)))
 	t.Cleanup(srv.Close)
-	want, err := os.ReadFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, tc := range []struct{ name, path, format string }{
 		{"raw", raw, "raw"},
 		{"qcow2", qcow2, "qcow2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
 			start := time.Now()
-			// Larger than IPA's 4 GiB minimum root disk; sparse, so free.
-			dev := loopDevice(t, 5<<30)
+			dev := deployDisk(t)
 			mac := []string{"52:54:e2:d0:00:01", "52:54:e2:d0:00:02"}[i]
-			md5sum, sha := fileSums(t, tc.path)
-			no := false
-			n := s.enroll(t, "e2e-deploy-"+tc.name, mac, ironictest.NodeSpec{
-				AutomatedClean: &no,
-				Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
-				InstanceInfo: map[string]any{
-					"image_source":        srv.URL + "/" + filepath.Base(tc.path),
-					"image_checksum":      md5sum,
-					"image_os_hash_algo":  "sha256",
-					"image_os_hash_value": sha,
-					"image_disk_format":   tc.format,
-					"root_gb":             1,
-				},
-			})
-			if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.ironic.Provision(ctx, n.UUID, "active"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
+			n := s.deployNode(t, "e2e-deploy-"+tc.name, mac, dev, srv.URL+"/"+filepath.Base(tc.path), tc.format, tc.path)
 			a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-			if _, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout); err != nil {
+			if _, err := s.ironic.WaitState(t.Context(), n.UUID, "active", stepTimeout); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%s deploy: %s from enrolment to active", tc.name, time.Since(start).Round(time.Millisecond))
@@ -171,18 +266,7 @@ func TestDeploy(t *testing.T) {
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
-			got := make([]byte, len(want))
-			fh, err := os.Open(dev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fh.Close()
-			if _, err := io.ReadFull(fh, got); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s: the first %d bytes of %s differ from the raw image", tc.name, len(want), dev)
-			}
+			assertDiskHolds(t, dev, raw)
 		})
 	}
 }
