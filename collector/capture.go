@@ -46,6 +46,17 @@ func Capture(ctx context.Context, dir string, opts Options, recorders ...Fixture
 	if err != nil {
 		return nil, err
 	}
+	if !opts.IgnoreUdev {
+		// Where udev data exists the disk collector reads the udev records
+		// instead of sysfs files (VPD pages, serial, wwid): trace the
+		// sysfs-only route too, so the tree answers both routes, as the
+		// agent's ramdisk (no udevd) would read the same machine.
+		sysfsOnly := opts
+		sysfsOnly.IgnoreUdev = true
+		if _, err := Disks(ctx, sysfsOnly); err != nil {
+			return nil, err
+		}
+	}
 
 	cp := &copier{src: "/", dst: rootDir}
 	var errs []error

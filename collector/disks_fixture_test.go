@@ -569,9 +569,11 @@ func TestDisksRoutesAgreeOnFixtures(t *testing.T) {
 		}
 		n := 0
 		for _, d := range b {
-			devno, err := os.ReadFile(filepath.Join(root, "sys", "class", "block", filepath.Base(d.Name), "dev"))
+			devno, err := os.ReadFile(filepath.Join(root, "sys", "block", filepath.Base(d.Name), "dev"))
 			if err != nil {
-				continue
+				if devno, err = os.ReadFile(filepath.Join(root, "sys", "class", "block", filepath.Base(d.Name), "dev")); err != nil {
+					continue
+				}
 			}
 			if _, err := os.Stat(filepath.Join(root, "run", "udev", "data", "b"+string(bytes.TrimSpace(devno)))); err == nil {
 				n++

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# record-vm-fixture.sh [bios|uefi ...] - record fixtures/qemu-bios and
-# fixtures/qemu-uefi: build the agent ramdisk, boot it in a QEMU q35 VM
+# record-vm-fixture.sh [bios|uefi|bios-udev|uefi-udev ...] - record fixtures/qemu-bios and
+# fixtures/qemu-uefi (and, with -udev, fixtures/qemu-bios-udev: the same VM
+# with Debian's udevd run in the guest before the capture; needs the package
+# udev on this machine): build the agent ramdisk, boot it in a QEMU q35 VM
 # (software emulation) with the hardware of internal/vmtest.DefaultMachine,
 # run `ironic-agent capture-fixture` in the guest and write the tree it
 # uploads, with a README giving the QEMU command line, date and kernel.
@@ -11,5 +13,8 @@ cd "$(dirname "$0")/.."
 fws=("$@")
 [ "${#fws[@]}" -gt 0 ] || fws=(bios uefi)
 for fw in "${fws[@]}"; do
-	go run ./internal/vmtest/recordfixture -firmware "$fw" -out "fixtures/qemu-$fw"
+	case "$fw" in
+	*-udev) go run ./internal/vmtest/recordfixture -udev -firmware "${fw%-udev}" -out "fixtures/qemu-$fw" ;;
+	*) go run ./internal/vmtest/recordfixture -firmware "$fw" -out "fixtures/qemu-$fw" ;;
+	esac
 done

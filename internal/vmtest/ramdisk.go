@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
@@ -39,6 +41,13 @@ func RepoRoot() (string, error) {
 // BuildRamdisk builds the agent (static) from the repository and the
 // ramdisk into dir, with the kernel from the download cache.
 func BuildRamdisk(ctx context.Context, dir string) (*Ramdisk, error) {
+	return BuildGuestRamdisk(ctx, dir, "", nil)
+}
+
+// BuildGuestRamdisk is BuildRamdisk with another program as /init: pkg is
+// the Go package to build statically instead of ./cmd/ironic-agent (""
+// for the agent), and files are extra files (archive path -> host path).
+func BuildGuestRamdisk(ctx context.Context, dir, pkg string, files map[string]string) (*Ramdisk, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -55,10 +64,21 @@ func BuildRamdisk(ctx context.Context, dir string) (*Ramdisk, error) {
 		return nil, fmt.Errorf("vmtest: %w", err)
 	}
 	agent := filepath.Join(dir, "ironic-agent")
-	if err := ramdisk.BuildAgent(ctx, root, agent); err != nil {
+	if pkg == "" {
+		err = ramdisk.BuildAgent(ctx, root, agent)
+	} else {
+		agent = filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", agent, pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, berr := cmd.CombinedOutput(); berr != nil {
+			err = fmt.Errorf("vmtest: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, berr, strings.TrimSpace(string(out)))
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
-	res, err := ramdisk.Build(ctx, ramdisk.Options{Kernel: k, Agent: agent}, dir)
+	res, err := ramdisk.Build(ctx, ramdisk.Options{Kernel: k, Agent: agent, Files: files}, dir)
 	if err != nil {
 		return nil, err
 	}

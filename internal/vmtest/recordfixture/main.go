@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -39,12 +40,16 @@ func run(ctx context.Context) error {
 	out := flag.String("out", "", "fixture directory (default fixtures/qemu-FIRMWARE)")
 	work := flag.String("work", "", "work directory for the ramdisk, disks and logs (default: a temporary one)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up after this long")
+	udev := flag.Bool("udev", false, "run Debian's udevd (this machine's package udev) in the guest before the capture,\nso the fixture carries run/udev/data and /dev/disk/by-path (default -out: fixtures/qemu-FIRMWARE-udev)")
 	flag.Parse()
 	if *fw != "bios" && *fw != "uefi" {
 		return fmt.Errorf("-firmware %q: want bios or uefi", *fw)
 	}
 	if *out == "" {
 		*out = filepath.Join("fixtures", "qemu-"+*fw)
+		if *udev {
+			*out += "-udev"
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -57,7 +62,13 @@ func run(ctx context.Context) error {
 		*work = d
 	}
 	start := time.Now()
-	rd, err := vmtest.BuildRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+	var rd *vmtest.Ramdisk
+	var err error
+	if *udev {
+		rd, err = buildUdevRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+	} else {
+		rd, err = vmtest.BuildRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+	}
 	if err != nil {
 		return err
 	}
@@ -93,7 +104,11 @@ func run(ctx context.Context) error {
 	m.GuestFwd = map[string]string{"10.0.2.100:80": ln.Addr().String()}
 	// DHCP on the first NIC only: a lease on the second one could arrive
 	// before or after the capture, and the fixture would differ run to run.
-	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://10.0.2.100/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
+	command := "capture-fixture"
+	if *udev {
+		command = "capture" // udevguest's subcommand
+	}
+	m.Append = "ironic_agent.cmd=" + command + ",/run/fixture ironic_agent.upload=http://10.0.2.100/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
 	vm, err := vmtest.Start(ctx, m, vmtest.Options{Echo: func(l vmtest.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
 	if err != nil {
 		return err
@@ -121,7 +136,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	captured, _ := os.ReadFile(filepath.Join(*out, "README.md"))
-	readme := fixtureReadme(*fw, m, vm, rd, string(captured), time.Now().UTC())
+	readme := fixtureReadme(*fw, *udev, m, vm, rd, string(captured), time.Now().UTC())
 	if err := os.WriteFile(filepath.Join(*out, "README.md"), []byte(readme), 0o644); err != nil {
 		return err
 	}
@@ -129,7 +144,7 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-func fixtureReadme(fw string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
+func fixtureReadme(fw string, udev bool, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
 	firmware := "SeaBIOS (Debian's seabios, QEMU's default for q35)"
 	if fw == "uefi" {
 		firmware = "OVMF (Debian's ovmf, " + vmtest.OVMFCode + ")"
@@ -149,14 +164,32 @@ func fixtureReadme(fw string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdis
 	if self, err := os.Executable(); err == nil {
 		cmdline = strings.ReplaceAll(cmdline, self+" "+vmtest.RelayArg, "RELAY")
 	}
-	return fmt.Sprintf(`# QEMU q35 VM, %s boot
-
-Recorded %s by `+"`scripts/record-vm-fixture.sh %s`"+` (internal/vmtest/recordfixture): the
+	how := `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (internal/vmtest/recordfixture): the
 agent ramdisk (kernel %s from Debian package %s, initramfs with the static
 ironic-agent as /init) booted in QEMU under software emulation (TCG), firmware %s.
-The ramdisk's init ran `+"`ironic-agent capture-fixture /run/fixture`"+` and POSTed the tree through
+The ramdisk's init ran ` + "`ironic-agent capture-fixture /run/fixture`" + ` and POSTed the tree through
 the slirp guestfwd relay; nothing on the guest ran udev, so there is no run/udev/data and no
-/dev/disk/by-path: the inventory must come from sysfs alone.
+/dev/disk/by-path: the inventory must come from sysfs alone.`
+	title := ""
+	if udev {
+		title = ", udev"
+		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s-udev`" + ` (internal/vmtest/recordfixture -udev):
+the agent ramdisk (kernel %s from Debian package %s) booted in QEMU under software
+emulation (TCG), firmware %s, with internal/vmtest/recordfixture/udevguest as /init and
+Debian bookworm's udevd in it: /usr/bin/udevadm (systemd 252, started as systemd-udevd), the
+helpers ata_id, scsi_id and cdrom_id, every rules file of the package udev (` + "`dpkg -L udev`" + `)
+and the libraries they link. In the guest udevguest started systemd-udevd, replayed the
+kernel's add events (` + "`udevadm trigger --type=subsystems|devices --action=add`" + `), waited for
+` + "`udevadm settle`" + `, then captured the tree as ` + "`ironic-agent capture-fixture /run/fixture`" + ` does
+and POSTed it through the slirp guestfwd relay. So root/run/udev/data and root/dev/disk/by-path
+are what udevd itself wrote (no hwdb.bin in the ramdisk, so no *_FROM_DATABASE keys); the
+collector's sysfs-only route must give the same disks (collector's
+TestDisksRoutesAgreeOnFixtures).`
+	}
+	how = fmt.Sprintf(how, now.Format(time.RFC3339), fw, rd.KernelVersion, rd.KernelPackage, firmware)
+	return fmt.Sprintf(`# QEMU q35 VM, %s boot%s
+
+%s
 
 The hardware is vmtest.DefaultMachine: SMBIOS types 0/1/2/3/11 as set with -smbios (system
 %q %q serial %q), %d vCPUs (model-id %q), %d MiB.
@@ -175,7 +208,7 @@ The QEMU command line (RELAY is the guestfwd relay, the recorder itself):
 
 What capture-fixture wrote:
 
-%s`, strings.ToUpper(fw), now.Format(time.RFC3339), fw, rd.KernelVersion, rd.KernelPackage, firmware,
+%s`, strings.ToUpper(fw), title, how,
 		m.SMBIOS.SystemManufacturer, m.SMBIOS.SystemProduct, m.SMBIOS.SystemSerial, m.CPUs, m.CPUModel, m.MemoryMB,
 		disks.String(), nics.String(), cmdline, quote(captured))
 }
@@ -186,4 +219,57 @@ func quote(s string) string {
 		b.WriteString("> " + l + "\n")
 	}
 	return b.String()
+}
+
+// buildUdevRamdisk builds the ramdisk of a -udev recording: udevguest as
+// /init, and this machine's udevd with the rules and helpers of Debian's
+// package udev and the libraries they link.
+func buildUdevRamdisk(ctx context.Context, dir string) (*vmtest.Ramdisk, error) {
+	files := map[string]string{"usr/bin/udevadm": "/usr/bin/udevadm"}
+	list, err := output(ctx, "dpkg", "-L", "udev")
+	if err != nil {
+		return nil, fmt.Errorf("%w (install Debian's package udev)", err)
+	}
+	bins := []string{"/usr/bin/udevadm"}
+	for _, p := range strings.Fields(string(list)) {
+		switch {
+		case strings.HasPrefix(p, "/lib/udev/rules.d/") && strings.HasSuffix(p, ".rules"):
+			// udevd (systemd 252) reads rules from /usr/lib/udev/rules.d;
+			// Debian's /lib is a link to usr/lib, the ramdisk's is not.
+			files["usr"+p] = p
+		case p == "/lib/udev/ata_id" || p == "/lib/udev/scsi_id" || p == "/lib/udev/cdrom_id":
+			files[strings.TrimPrefix(p, "/")] = p
+			bins = append(bins, p)
+		}
+	}
+	for _, bin := range bins {
+		out, err := output(ctx, "ldd", bin)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range strings.Fields(string(out)) {
+			if !strings.HasPrefix(w, "/") {
+				continue
+			}
+			real, err := filepath.EvalSymlinks(w)
+			if err != nil {
+				return nil, err
+			}
+			files[strings.TrimPrefix(w, "/")] = real
+		}
+	}
+	return vmtest.BuildGuestRamdisk(ctx, dir, "./internal/vmtest/recordfixture/udevguest", files)
+}
+
+// output runs a command and returns its standard output; the error names
+// the command line, its exit status and its standard error.
+func output(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
 }
