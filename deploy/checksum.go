@@ -198,13 +198,8 @@ func ParseChecksumFile(body, imageURL string) (string, error) {
 	if u, err := url.Parse(imageURL); err == nil {
 		name = path.Base(u.Path)
 	}
-	q := regexp.QuoteMeta(name)
-	byName := []*regexp.Regexp{regexp.MustCompile(`\s[*]?` + q + `$`), regexp.MustCompile(`\s\(` + q + `\)\s`)}
 	for _, l := range lines {
-		if strings.HasPrefix(l, "#") {
-			continue
-		}
-		if !byName[0].MatchString(l) && !byName[1].MatchString(l) {
+		if strings.HasPrefix(l, "#") || !namesFile(l, name) {
 			continue
 		}
 		for _, m := range checksumInLine {
@@ -214,6 +209,38 @@ func ParseChecksumFile(body, imageURL string) (string, error) {
 		}
 	}
 	return "", ipaError("Checksum file does not contain name " + name)
+}
+
+// namesFile reports whether a checksum-file line names the file as IPA's
+// two patterns do: GNU "\s[*]?<name>$" or BSD "\s(<name>)\s", the name
+// taken literally.
+func namesFile(line, name string) bool {
+	if name == "" {
+		return false
+	}
+	if rest, ok := strings.CutSuffix(line, name); ok {
+		rest = strings.TrimSuffix(rest, "*")
+		if rest != "" && isSpace(rest[len(rest)-1]) {
+			return true
+		}
+	}
+	p := "(" + name + ")"
+	for i := 0; ; {
+		j := strings.Index(line[i:], p)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(p)
+		if j > 0 && isSpace(line[j-1]) && end < len(line) && isSpace(line[end]) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
 // ipaError keeps IPA's wording (capitalised, with a full stop) for

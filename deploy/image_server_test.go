@@ -19,7 +19,7 @@ import (
 // on purpose: cut the connection at a byte, stall at a byte, corrupt a
 // byte, or answer with a fixed status.
 type imageServer struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *http.Server
 	base string
 
@@ -48,7 +48,7 @@ type servedFile struct {
 }
 
 // listenInRange listens on the first free port of this helper's range.
-func listenInRange(t *testing.T) net.Listener {
+func listenInRange(t testing.TB) net.Listener {
 	t.Helper()
 	for p := 9300; p < 9400; p++ {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
@@ -60,7 +60,7 @@ func listenInRange(t *testing.T) net.Listener {
 	return nil
 }
 
-func newImageServer(t *testing.T) *imageServer {
+func newImageServer(t testing.TB) *imageServer {
 	t.Helper()
 	s := &imageServer{t: t, files: map[string]*servedFile{}}
 	l := listenInRange(t)

@@ -47,7 +47,7 @@ func testImage(n int, seed uint64) []byte {
 
 // targetFile is a regular file standing in for a disk, filled with junk so
 // that zero runs must really be zeroed.
-func targetFile(t *testing.T, size int) string {
+func targetFile(t testing.TB, size int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "disk")
 	if err := os.WriteFile(p, bytes.Repeat([]byte{0xa5}, size), 0o600); err != nil {

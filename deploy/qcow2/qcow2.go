@@ -311,6 +311,7 @@ func Open(r io.ReaderAt, fileSize int64) (*Image, error) {
 
 // converter holds the per-Convert state: buffers sized by the cluster size.
 type converter struct {
+	ctx      context.Context
 	img      *Image
 	sink     Sink
 	cs       int64
@@ -334,7 +335,7 @@ func (img *Image) Convert(ctx context.Context, sink Sink) error {
 	h := img.Header
 	cs := h.ClusterSize()
 	maxRun := max(int64(img.MaxRun), cs)
-	c := &converter{img: img, sink: sink, cs: cs, l2: make([]byte, cs), run: make([]byte, maxRun)}
+	c := &converter{ctx: ctx, img: img, sink: sink, cs: cs, l2: make([]byte, cs), run: make([]byte, maxRun)}
 	if h.CompressionType == CompressionZstd {
 		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxMemory(uint64(4*cs)))
 		if err != nil {
@@ -416,6 +417,11 @@ func (c *converter) walkL2(base, span int64) error {
 	cs := c.cs
 	n := (span + cs - 1) / cs
 	for j := range n {
+		if j%256 == 0 {
+			if err := c.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		e := binary.BigEndian.Uint64(c.l2[j*8:])
 		length := min(cs, span-j*cs)
 		guest := base + j*cs
