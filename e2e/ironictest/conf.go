@@ -114,6 +114,15 @@ func ironicConf(c Config) string {
 	w("erase_devices_metadata_priority = %d", *c.EraseDevicesMetadataPriority)
 	w("power_off_after_deploy_failure = true")
 	w("default_boot_mode = uefi")
+	w("iso_master_path = %s", p("state", "master_iso_images"))
+	w("")
+	// The image caches default to /var/lib/ironic and /tftpboot; the
+	// direct deploy interface creates them even when unused.
+	w("[pxe]")
+	w("images_path = %s", p("state", "images"))
+	w("instance_master_path = %s", p("state", "master_images"))
+	w("tftp_root = %s", p("state", "tftpboot"))
+	w("tftp_master_path = %s", p("state", "tftpboot", "master_images"))
 	w("")
 	w("[dhcp]")
 	w("dhcp_provider = none")
