@@ -93,6 +93,9 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 		return "", err
 	}
 	a.log.Info(res.Summary())
+	if err := deploy.ValidatePartitioning(disk.Name); err != nil {
+		return "", err
+	}
 	uuids, err := a.generic.finishWholeDiskImage(ctx, disk.Name, configdrive)
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,13 @@ func TestWriteImageDeployStepOnLoop(t *testing.T) {
 	for i := range img {
 		img[i] = byte(i*7 + i>>13)
 	}
+	// An MBR with one Linux partition: prepare_image checks, as IPA's
+	// _validate_partitioning does, that the written disk has partitions.
+	clear(img[440:512])
 	copy(img[440:], []byte{0xef, 0xbe, 0xad, 0xde})
+	img[446+4] = 0x83
+	binary.LittleEndian.PutUint32(img[446+8:], 2048)
+	binary.LittleEndian.PutUint32(img[446+12:], 8192)
 	img[510], img[511] = 0x55, 0xaa
 	sum := sha256.Sum256(img)
 	url := imageServerForTest(t, img)
@@ -93,6 +100,24 @@ func TestWriteImageDeployStepOnLoop(t *testing.T) {
 	code, r = call(t, ra, "standby.get_partition_uuids", map[string]any{})
 	if code != 200 || string(mustJSON(r["command_result"])) != `{"root uuid":"0xdeadbeef"}` {
 		t.Errorf("get_partition_uuids %d %v", code, r)
+	}
+
+	// An image without a partition table fails the step, as in IPA.
+	junk := make([]byte, 1<<20)
+	junkSum := sha256.Sum256(junk)
+	imageInfo["urls"] = []string{imageServerForTest(t, junk)}
+	imageInfo["os_hash_value"] = hex.EncodeToString(junkSum[:])
+	imageInfo["id"] = "img-2"
+	body, _ = json.Marshal(map[string]any{"name": "deploy.execute_deploy_step", "params": map[string]any{
+		"step":           map[string]any{"interface": "deploy", "step": "write_image", "args": map[string]any{"image_info": imageInfo}},
+		"node":           map[string]any{"uuid": "n1", "properties": map[string]any{"root_device": map[string]any{"name": dev}}},
+		"ports":          []any{},
+		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
+	}})
+	ironicPost(t, ra.url, string(body), false)
+	res = pollLast(t, ra.url, "execute_deploy_step")
+	if res.Status != "FAILED" || !strings.Contains(string(res.Error), "No partitions found on the device "+dev+" after writing the image.") {
+		t.Errorf("image without partitions: %s %s", res.Status, res.Error)
 	}
 
 	// Bad image_info is a 400 with IPA's words, before anything runs.

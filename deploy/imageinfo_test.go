@@ -1,15 +1,20 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParseImageInfo(t *testing.T) {
@@ -177,4 +182,31 @@ func TestWriteImageThroughProxy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// HTTPS with the caller's TLS configuration: the server's CA is trusted
+// through DownloadOptions.TLS, and refused without it.
+func TestWriteImageHTTPS(t *testing.T) {
+	img := testImage(1<<20, 41)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "", time.Unix(1700000000, 0), bytes.NewReader(img))
+	}))
+	srv.Listener.Close()
+	srv.Listener = listenInRange(t)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	target := targetFile(t, 1<<20)
+	opts := testOptions(target)
+	opts.Download.Retries = 0
+	info := imageInfo("img", []string{srv.URL + "/disk.raw"}, sha256hex(img))
+	if _, err := WriteImage(context.Background(), info, target, opts); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("untrusted server: got %v, want a certificate error", err)
+	}
+	opts.Download.TLS = &tls.Config{RootCAs: pool}
+	if _, err := WriteImage(context.Background(), info, target, opts); err != nil {
+		t.Fatal(err)
+	}
+	checkTarget(t, target, img)
 }

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"os"
@@ -180,5 +182,27 @@ func TestWriteImageQcow2Refused(t *testing.T) {
 				t.Fatalf("want InvalidImage naming the %s, got %v", name, err)
 			}
 		})
+	}
+}
+
+// A qcow2 inside gzip streams too (no Range possible): qemu-img puts the
+// metadata first, so the forward reader never needs to go back far.
+func TestWriteImageGzippedQcow2(t *testing.T) {
+	raw := testImage(6<<20, 23)
+	img := makeQcow2(t, raw, "-c")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(img)
+	zw.Close()
+	srv := newImageServer(t)
+	u := srv.put("disk.qcow2.gz", gz.Bytes())
+	target := targetFile(t, 8<<20)
+	res, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(gz.Bytes())), target, testOptions(target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTarget(t, target, raw)
+	if res.Compression != CompressionGzip || res.Format != FormatQcow2 {
+		t.Errorf("result %+v", res)
 	}
 }
