@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -59,6 +60,13 @@ func TestVMDeployBIOS(t *testing.T) {
 	r := rand.NewChaCha8([32]byte{'v', 'm'})
 	_, _ = r.Read(img)
 	copy(img, "ironic-agent VM deploy test image")
+	// An MBR with one partition: prepare_image fails a disk without a
+	// partition table after the write, as IPA's _validate_partitioning does.
+	clear(img[440:512])
+	img[446+4] = 0x83
+	binary.LittleEndian.PutUint32(img[446+8:], 2048)
+	binary.LittleEndian.PutUint32(img[446+12:], 4096)
+	img[510], img[511] = 0x55, 0xaa
 	imgAddr := serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/image.raw" {
 			http.NotFound(w, r)
