@@ -33,6 +33,8 @@ type agentOpts struct {
 	// for a restart ("" = a new one per agent; two agents of one test share
 	// it by passing the same).
 	StateDir string
+	// APIURL is the Ironic the agent talks to ("" = the suite's).
+	APIURL string
 	// Extra flags, appended last.
 	Extra []string
 }
@@ -69,9 +71,13 @@ func (s *suite) startAgent(t *testing.T, opts agentOpts) *agentProc {
 	if state == "" {
 		state = filepath.Join(t.TempDir(), "state")
 	}
+	apiURL := opts.APIURL
+	if apiURL == "" {
+		apiURL = s.services.IronicURL
+	}
 	args := []string{"run",
 		"--kernel-cmdline", "",
-		"--api-url", s.services.IronicURL,
+		"--api-url", apiURL,
 		"--listen-host", "127.0.0.1",
 		"--listen-port", fmt.Sprint(opts.Port),
 		"--advertise-host", "127.0.0.1",

@@ -20,24 +20,30 @@ const stepTimeout = 2 * time.Minute
 // manageable and deletes it when the test ends.
 func (s *suite) enroll(t *testing.T, name, mac string, spec ironictest.NodeSpec) *ironictest.Node {
 	t.Helper()
+	return enrollOn(t, s.ironic, name, mac, spec)
+}
+
+// enrollOn is enroll against the Ironic of client c.
+func enrollOn(t *testing.T, c *ironictest.Client, name, mac string, spec ironictest.NodeSpec) *ironictest.Node {
+	t.Helper()
 	ctx := t.Context()
 	spec.Name = name
-	n, err := s.ironic.CreateNode(ctx, spec)
+	n, err := c.CreateNode(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := s.ironic.DeleteNode(context.Background(), n.UUID); err != nil && !ironictest.IsNotFound(err) {
+		if err := c.DeleteNode(context.Background(), n.UUID); err != nil && !ironictest.IsNotFound(err) {
 			t.Logf("deleting node %s: %v", n.UUID, err)
 		}
 	})
-	if _, err := s.ironic.CreatePort(ctx, n.UUID, mac, true); err != nil {
+	if _, err := c.CreatePort(ctx, n.UUID, mac, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ironic.Provision(ctx, n.UUID, "manage"); err != nil {
+	if err := c.Provision(ctx, n.UUID, "manage"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
+	if _, err := c.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return n

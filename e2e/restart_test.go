@@ -37,16 +37,22 @@ func markerSteps(t *testing.T, sleep time.Duration) (dir, started, finished, mar
 // clean wait for an agent started with the returned steps directory.
 func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Duration) (n *ironictest.Node, steps, started, finished, marked string) {
 	t.Helper()
+	return slowManualCleanOn(t, s.ironic, name, mac, sleep)
+}
+
+// slowManualCleanOn is slowManualClean against the Ironic of client c.
+func slowManualCleanOn(t *testing.T, c *ironictest.Client, name, mac string, sleep time.Duration) (n *ironictest.Node, steps, started, finished, marked string) {
+	t.Helper()
 	steps, started, finished, marked = markerSteps(t, sleep)
-	n = s.enroll(t, name, mac, ironictest.NodeSpec{})
-	err := s.ironic.Clean(t.Context(), n.UUID, []ironictest.CleanStep{
+	n = enrollOn(t, c, name, mac, ironictest.NodeSpec{})
+	err := c.Clean(t.Context(), n.UUID, []ironictest.CleanStep{
 		{Interface: "deploy", Step: "e2e_slow"},
 		{Interface: "deploy", Step: "e2e_mark"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ironic.WaitState(t.Context(), n.UUID, "clean wait", 30*time.Second); err != nil {
+	if _, err := c.WaitState(t.Context(), n.UUID, "clean wait", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return n, steps, started, finished, marked
@@ -146,10 +152,12 @@ func TestAgentCrashMidStep(t *testing.T) {
 }
 
 // TestIronicDownDuringCleaning is a fault: while the agent runs a clean
-// step, Ironic (API and conductor: the single-process ironic) is stopped for
-// 60 s. The step finishes meanwhile; the agent's heartbeats fail and it
-// keeps trying; when Ironic is back a heartbeat lands, the conductor reads
-// the finished step and cleaning completes.
+// step, all of Ironic (the single-process ironic: API and conductor) is
+// stopped for 20 s and started again. The step finishes meanwhile; the
+// agent's heartbeats fail and it keeps trying; the restarted conductor
+// picks the node up where it was, a heartbeat lands, the conductor reads the
+// finished step and cleaning completes. (The 60 s outage of the API alone
+// is TestIronicAPIDownDuringCleaning.)
 func TestIronicDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
@@ -174,7 +182,7 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 		_ = s.services.StartIronic(t.Context())
 	})
 	waitFile(t, finished, 30*time.Second)
-	time.Sleep(60*time.Second - time.Since(stopped))
+	time.Sleep(20*time.Second - time.Since(stopped))
 	if dead, err := a.Exited(); dead {
 		t.Fatalf("agent exited while Ironic was down: %v", err)
 	}
@@ -188,6 +196,71 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 	if !exists(marked) {
 		t.Error("cleaning ended but the step after the outage never ran")
 	}
+}
+
+// TestIronicAPIDownDuringCleaning is the fault with only Ironic's API
+// stopped: a split Ironic of its own (ironic-api and ironic-conductor over
+// JSON-RPC, ports 9291/9292) whose API is stopped for 60 s while the agent
+// runs a clean step; the conductor keeps running, the agent's heartbeats
+// fail and it keeps trying; once the API is back cleaning completes.
+func TestIronicAPIDownDuringCleaning(t *testing.T) {
+	s := need(t)
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "split")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	split, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, f := range split.LogFiles() {
+				if b, err := os.ReadFile(f); err == nil {
+					t.Logf("----- %s (last 16 KiB) -----\n%s", filepath.Base(f), tailBytes(b, 16<<10))
+				}
+			}
+		}
+		_ = split.Close()
+	})
+	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
+	c := ironictest.NewClient(split.IronicURL)
+	const mac = "52:54:e2:1a:00:02"
+	n, steps, started, finished, marked := slowManualCleanOn(t, c, "e2e-api-down", mac, 5*time.Second)
+	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps, APIURL: split.IronicURL})
+	waitFile(t, started, stepTimeout)
+	if _, err := c.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *ironictest.Node) bool {
+		return n.ProvisionState == "clean wait" && n.CleanStep["step"] == "e2e_slow"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	if err := split.StopAPI(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, finished, 30*time.Second)
+	time.Sleep(60*time.Second - time.Since(stopped))
+	if dead, err := a.Exited(); dead {
+		t.Fatalf("agent exited while Ironic's API was down: %v", err)
+	}
+	if err := split.StartAPI(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Ironic's API was down %s", time.Since(stopped).Round(time.Second))
+	if _, err := c.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(marked) {
+		t.Error("cleaning ended but the step after the outage never ran")
+	}
+}
+
+func tailBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }
 
 // agentClient returns an HTTP client that trusts the agent's self-signed

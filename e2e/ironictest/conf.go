@@ -18,7 +18,9 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 // ironicConf is Ironic's config for the single `ironic` process. The why of
 // each setting:
 //   - auth_strategy noauth, rpc_transport none: no Keystone, no RabbitMQ; the
-//     all-in-one process calls its conductor in-process.
+//     all-in-one process calls its conductor in-process. Split mode uses
+//     json-rpc on loopback instead; host must then be a loopback address,
+//     as the API calls the conductor at http://<host>:<json_rpc port>.
 //   - fake-hardware with fake power/management/boot: no BMC, DHCP or TFTP.
 //     (manual-management cannot load: it supports only pxe/ipxe boot.)
 //   - deploy direct: the agent deploy interface; inspect inspector: Ironic
@@ -36,12 +38,15 @@ func ironicConf(c Config) string {
 	w("# Written by ironictest for an end-to-end test.")
 	w("[DEFAULT]")
 	w("debug = true")
-	w("log_file = %s", p("log", "ironic.log"))
 	w("use_stderr = false")
 	w("host = 127.0.0.1")
 	w("my_ip = 127.0.0.1")
 	w("auth_strategy = noauth")
-	w("rpc_transport = none")
+	if c.Split {
+		w("rpc_transport = json-rpc")
+	} else {
+		w("rpc_transport = none")
+	}
 	w("state_path = %s", p("state"))
 	w("tempdir = %s", p("state", "tmp"))
 	w("graceful_shutdown_timeout = 5")
@@ -126,6 +131,12 @@ func ironicConf(c Config) string {
 	w("")
 	w("[dhcp]")
 	w("dhcp_provider = none")
+	w("")
+	// Split mode: the API reaches the conductor at http://<host>:port.
+	w("[json_rpc]")
+	w("auth_strategy = noauth")
+	w("host_ip = 127.0.0.1")
+	w("port = %d", c.JSONRPCPort)
 	w("")
 	w("[database]")
 	w("connection = sqlite:///%s", p("state", "ironic.sqlite"))

@@ -35,6 +35,11 @@ type Config struct {
 	EraseDevicesMetadataPriority *int
 	// NoInspector leaves ironic-inspector stopped.
 	NoInspector bool
+	// Split runs ironic-api and ironic-conductor as two processes over
+	// JSON-RPC on 127.0.0.1:JSONRPCPort instead of the single ironic
+	// process, so the API can be stopped while the conductor goes on.
+	Split       bool
+	JSONRPCPort int
 }
 
 func (c *Config) defaults() {
@@ -46,6 +51,9 @@ func (c *Config) defaults() {
 	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = 10 * time.Second
+	}
+	if c.JSONRPCPort == 0 {
+		c.JSONRPCPort = 8089
 	}
 	if c.EraseDevicesMetadataPriority == nil {
 		p := 99
@@ -65,15 +73,18 @@ type Timings struct {
 }
 
 // Services are a running Ironic (single process: API and conductor with
-// rpc_transport none) and, unless disabled, ironic-inspector.
+// rpc_transport none; or, split, ironic-api and ironic-conductor) and,
+// unless disabled, ironic-inspector.
 type Services struct {
 	cfg          Config
 	IronicURL    string
 	InspectorURL string
 	Timings      Timings
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// ironic is the single process, or the API of a split Ironic.
 	ironic    *process
+	conductor *process
 	inspector *process
 }
 
@@ -95,6 +106,9 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 		InspectorURL: fmt.Sprintf("http://127.0.0.1:%d", cfg.InspectorPort),
 	}
 	ports := []int{cfg.IronicPort}
+	if cfg.Split {
+		ports = append(ports, cfg.JSONRPCPort)
+	}
 	if !cfg.NoInspector {
 		ports = append(ports, cfg.InspectorPort)
 	}
@@ -150,17 +164,53 @@ func (s *Services) LogFiles() []string {
 	return m
 }
 
-// StartIronic starts the single-process ironic and waits until the conductor
-// has registered fake-hardware (until then node creation fails).
+// StartIronic starts Ironic (split: the conductor, then the API) and waits
+// until the conductor has registered fake-hardware (until then node
+// creation fails).
 func (s *Services) StartIronic(ctx context.Context) error {
+	if !s.cfg.Split {
+		return s.startAPI(ctx, "ironic")
+	}
+	if err := s.startService(ctx, &s.conductor, nil, "", nil, s.ironicArgs("ironic-conductor")...); err != nil {
+		return err
+	}
+	return s.startAPI(ctx, "ironic-api")
+}
+
+// StopIronic stops Ironic (API and conductor) and waits for it.
+func (s *Services) StopIronic() error {
+	return errors.Join(s.stopService(&s.ironic), s.stopService(&s.conductor))
+}
+
+// StartAPI starts the API process of a split Ironic again.
+func (s *Services) StartAPI(ctx context.Context) error {
+	if !s.cfg.Split {
+		return errors.New("ironictest: StartAPI needs Config.Split")
+	}
+	return s.startAPI(ctx, "ironic-api")
+}
+
+// StopAPI stops only the API process of a split Ironic; the conductor
+// goes on.
+func (s *Services) StopAPI() error {
+	if !s.cfg.Split {
+		return errors.New("ironictest: StopAPI needs Config.Split")
+	}
+	return s.stopService(&s.ironic)
+}
+
+func (s *Services) startAPI(ctx context.Context, name string) error {
 	c := NewClient(s.IronicURL)
 	return s.startService(ctx, &s.ironic, &s.Timings.Ironic, s.IronicURL, func(ctx context.Context) error {
 		return c.driverRegistered(ctx, "fake-hardware")
-	}, "ironic", "--config-file", s.ironicConf())
+	}, s.ironicArgs(name)...)
 }
 
-// StopIronic stops the ironic process (API and conductor) and waits for it.
-func (s *Services) StopIronic() error { return s.stopService(&s.ironic) }
+// ironicArgs is the command line of an Ironic program; each writes its own
+// log file.
+func (s *Services) ironicArgs(name string) []string {
+	return []string{name, "--config-file", s.ironicConf(), "--log-file", filepath.Join(s.cfg.Dir, "log", name+".log")}
+}
 
 // StartInspector starts ironic-inspector and waits for its API.
 func (s *Services) StartInspector(ctx context.Context) error {
@@ -189,6 +239,11 @@ func (s *Services) startService(ctx context.Context, slot **process, took *time.
 	}
 	*slot = p
 	s.mu.Unlock()
+	if ready == nil {
+		// No API of its own (ironic-conductor): the API's readiness
+		// probe covers it.
+		return nil
+	}
 	if err := waitUntil(ctx, 90*time.Second, p, ready); err != nil {
 		return fmt.Errorf("%s did not come up at %s (log %s): %w", name, url, p.log, err)
 	}
