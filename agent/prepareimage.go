@@ -93,6 +93,11 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 		return "", err
 	}
 	a.log.Info(res.Summary())
+	if moved, err := deploy.FixGPTBackup(guard, disk.Name); err != nil {
+		return "", err
+	} else if moved {
+		a.log.Info("moved the GPT backup header to the end of the disk", "device", disk.Name)
+	}
 	if err := deploy.ValidatePartitioning(disk.Name); err != nil {
 		return "", err
 	}
