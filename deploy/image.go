@@ -46,6 +46,9 @@ type WriteOptions struct {
 	// command line); an empty Expected computes the digest without
 	// comparing it (an operator who has no checksum).
 	Checksum *Checksum
+	// AllowLocalFiles lets a URL be a local path or file:// URL (the
+	// write-image command); the agent accepts only http and https.
+	AllowLocalFiles bool
 	// Progress is called every ProgressInterval and once at the end.
 	Progress         func(WriteProgress)
 	ProgressInterval time.Duration
@@ -111,9 +114,18 @@ type source struct {
 	resumes func() int
 }
 
-// openSource opens an http(s) URL (with resume) or a local file.
-func openSource(ctx context.Context, urls []string, o *DownloadOptions, received *atomic.Int64) (*source, error) {
-	if len(urls) == 1 && !strings.Contains(urls[0], "://") || strings.HasPrefix(urls[0], "file://") {
+// openSource opens an http(s) URL (with resume) or, when allowed, a local
+// file.
+func openSource(ctx context.Context, urls []string, o *DownloadOptions, received *atomic.Int64, allowLocal bool) (*source, error) {
+	local := len(urls) == 1 && (!strings.Contains(urls[0], "://") || strings.HasPrefix(urls[0], "file://"))
+	for _, u := range urls {
+		if !allowLocal && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			// Ironic sends http(s) URLs; anything else could read the
+			// ramdisk's own files or devices.
+			return nil, errFatal{fmt.Errorf("unsupported URL %q: only http and https are accepted", u)}
+		}
+	}
+	if local {
 		p := strings.TrimPrefix(urls[0], "file://")
 		f, err := os.Open(p)
 		if err != nil {
@@ -237,15 +249,22 @@ func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteO
 
 func isFatalDownload(err error) bool {
 	var se *statusError
-	return errors.As(err, &se) && se.fatal()
+	var fe errFatal
+	return errors.As(err, &se) && se.fatal() || errors.As(err, &fe)
 }
+
+// errFatal marks a download error that no retry can fix.
+type errFatal struct{ err error }
+
+func (e errFatal) Error() string { return e.err.Error() }
+func (e errFatal) Unwrap() error { return e.err }
 
 func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum, dl *DownloadOptions, opts *WriteOptions) (res *WriteResult, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var received atomic.Int64
-	src, err := openSource(ctx, info.URLs, dl, &received)
+	src, err := openSource(ctx, info.URLs, dl, &received, opts.AllowLocalFiles)
 	if err != nil {
 		return nil, errDownload(info.ID, err)
 	}

@@ -105,7 +105,12 @@ func TestWriteImageQcow2ResumesAndLocalFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	target2 := targetFile(t, 8<<20)
-	if _, err := WriteImage(context.Background(), imageInfo("img", []string{local}, sha256hex(img)), target2, testOptions(target2)); err != nil {
+	opts := testOptions(target2)
+	if _, err := WriteImage(context.Background(), imageInfo("img", []string{local}, sha256hex(img)), target2, opts); err == nil || !strings.Contains(err.Error(), "only http and https") {
+		t.Fatalf("a local path was accepted without AllowLocalFiles: %v", err)
+	}
+	opts.AllowLocalFiles = true
+	if _, err := WriteImage(context.Background(), imageInfo("img", []string{local}, sha256hex(img)), target2, opts); err != nil {
 		t.Fatal(err)
 	}
 	checkTarget(t, target2, raw)

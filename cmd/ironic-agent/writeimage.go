@@ -29,14 +29,23 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 	timeout := fs.Duration("connection-timeout", deploy.DefaultConnectionTimeout, "give up on a connection, or resume a transfer, after this long without data")
 	retries := fs.Int("retries", 3, "retries of a failed connection or cut transfer")
 	quiet := fs.Bool("quiet", false, "no progress output")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	// Flags may come before, between or after URL and DEVICE.
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() != 2 {
+	if len(pos) != 2 {
 		fs.Usage()
 		return errUsage
 	}
-	url, device := fs.Arg(0), fs.Arg(1)
+	url, device := pos[0], pos[1]
 	sum := &deploy.Checksum{Algorithm: "sha256"}
 	if *checksum != "" {
 		c, err := deploy.ParseChecksum(*checksum)
@@ -55,6 +64,7 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 			TLS: tlsConf, ConnectionTimeout: *timeout, Retries: *retries, RetryInterval: 2 * time.Second, Logger: logger,
 		},
 		MD5Enabled:       true,
+		AllowLocalFiles:  true,
 		PermittedFormats: []string{deploy.FormatRaw, deploy.FormatGPT, deploy.FormatQcow2, deploy.FormatISO},
 		DeviceZeroed:     *zeroed,
 		// The operator named the device; the Guard still refuses one that

@@ -45,7 +45,7 @@ func TestWriteImageCommand(t *testing.T) {
 	}
 	out.Reset()
 	errOut.Reset()
-	code = runMain(context.Background(), []string{"write-image", "--quiet", src, dst}, &out, &errOut)
+	code = runMain(context.Background(), []string{"write-image", src, dst, "--quiet"}, &out, &errOut)
 	if code != 0 || !strings.HasPrefix(out.String(), "NOT verified (no checksum given), computed sha256 "+digest) {
 		t.Errorf("no checksum: exit %d, stdout %q stderr %q", code, out.String(), errOut.String())
 	}
