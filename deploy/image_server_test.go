@@ -45,6 +45,9 @@ type servedFile struct {
 	cutAt      int64
 	stallAt    int64
 	stallFor   time.Duration
+	// onCut, if set, changes the file right after the first cut (once),
+	// before the client can come back.
+	onCut func(*servedFile)
 }
 
 // listenInRange listens on the first free port of this helper's range.
@@ -125,6 +128,12 @@ func (s *imageServer) serve(w http.ResponseWriter, r *http.Request) {
 	fw := &faultWriter{ResponseWriter: w, cutAt: sf.cutAt, stallAt: sf.stallAt, stallFor: sf.stallFor, ctx: r.Context()}
 	http.ServeContent(fw, r, "", sf.modTime, bytes.NewReader(sf.data))
 	if fw.cut {
+		s.mu.Lock()
+		if f.onCut != nil {
+			f.onCut(f)
+			f.onCut = nil
+		}
+		s.mu.Unlock()
 		// Abort the response so the client sees a broken transfer.
 		panic(http.ErrAbortHandler)
 	}

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,8 +169,9 @@ func TestWriteImageStallResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTarget(t, target, img)
-	if res.Resumes != 1 {
-		t.Errorf("resumes %d, want 1", res.Resumes)
+	// At least the stall; a loaded machine may add a spurious one.
+	if res.Resumes < 1 {
+		t.Errorf("resumes %d, want the stall resumed", res.Resumes)
 	}
 }
 
@@ -177,28 +180,45 @@ func TestWriteImageChangedFileIsNotSpliced(t *testing.T) {
 	other := testImage(4<<20, 5)
 	srv := newImageServer(t)
 	u := srv.put("disk.raw", img)
-	srv.set("disk.raw", func(f *servedFile) { f.faultCount, f.cutAt = 1, 1<<20 })
+	srv.set("disk.raw", func(f *servedFile) {
+		f.faultCount, f.cutAt = 1, 1<<20
+		f.onCut = func(f *servedFile) { f.data, f.etag, f.modTime = other, `"v2"`, time.Unix(1800000000, 0) }
+	})
 	target := targetFile(t, 4<<20)
 	opts := testOptions(target)
 	opts.Download.Retries = 1
 	// The file changes while the first transfer is cut: the resume must
-	// notice (ETag), and the repeated attempt writes the new file, which
-	// fails the checksum of the old one.
-	opts.Download.Logger = nil
-	go func() {
-		for srv.requests.Load() < 1 {
-			time.Sleep(time.Millisecond)
-		}
-		srv.set("disk.raw", func(f *servedFile) { f.data, f.etag, f.modTime = other, `"v2"`, time.Unix(1800000000, 0) })
-	}()
+	// notice (If-Range with the old ETag brings the whole new file) and
+	// give up on this attempt instead of splicing two versions; the next
+	// attempt writes the new file, which fails the old file's checksum.
+	var logs syncBuf
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(img)), target, opts)
 	var e *Error
-	if !errors.As(err, &e) {
-		t.Fatalf("want a deploy.Error, got %v", err)
+	if !errors.As(err, &e) || e.Type != "ImageChecksumError" {
+		t.Fatalf("want ImageChecksumError after the retry, got %v", err)
 	}
-	if e.Type != "ImageChecksumError" && !errors.Is(err, errChanged) {
-		t.Fatalf("want a checksum error or errChanged, got %v", err)
+	if !strings.Contains(logs.String(), errChanged.Error()) {
+		t.Errorf("the first attempt did not stop on the changed file; log:\n%s", logs.String())
 	}
+}
+
+// syncBuf is a bytes.Buffer safe for a logger used from goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestWriteImageNotFoundIsNotRetried(t *testing.T) {
