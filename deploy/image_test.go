@@ -432,3 +432,24 @@ func TestSummary(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// A compressed image that turns out larger than the device fails as a
+// write error, at once: downloading it again cannot help.
+func TestWriteImageCompressedLargerThanDevice(t *testing.T) {
+	dev := newLoop(t, 4<<20)
+	img := testImage(12<<20, 11)
+	var zs bytes.Buffer
+	zw, _ := zstd.NewWriter(&zs)
+	zw.Write(img)
+	zw.Close()
+	srv := newImageServer(t)
+	u := srv.put("big.zst", zs.Bytes())
+	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(zs.Bytes())), dev, testOptions(dev))
+	var e *Error
+	if !errors.As(err, &e) || e.Type != "ImageWriteError" || !strings.Contains(e.Details, "larger than") {
+		t.Fatalf("want ImageWriteError naming the size, got %v", err)
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d downloads, want 1 (a full device is not retried)", n)
+	}
+}

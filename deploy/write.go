@@ -202,7 +202,9 @@ func (w *diskWriter) stopped(err error) error {
 	if err == nil {
 		err = errors.New("writer stopped")
 	}
-	return err
+	// Marked so the caller reports a device failure, which no new
+	// download can fix, not a download failure.
+	return writeFailure{err}
 }
 
 func (w *diskWriter) submit(last bool) error {
