@@ -329,6 +329,7 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 			if kept := a.loadToken(res.NodeUUID); kept != "" {
 				a.tokens.SetToken(kept)
 				a.log.Info("lookup returned the masked token; using the one an earlier agent process of this boot kept")
+				a.reportInterruptedStep(res.NodeUUID)
 				return
 			}
 		}

@@ -144,7 +144,14 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 				return nil, err
 			}
 			a.log.Info("executing step", "kind", kind, "step", name)
+			// Cleared when the step ends, unless the agent's shutdown cut it
+			// short (it failed with the context gone): that one did not
+			// finish either.
+			clear := a.markStepRunning(kind, name)
 			res, err := a.managers.Dispatch(ctx, name, hwmgr.Request{Node: *np.Node, Ports: *np.Ports, Args: args})
+			if err == nil || ctx.Err() == nil {
+				clear()
+			}
 			if err != nil {
 				var ce *command.Error
 				if errors.As(err, &ce) {

@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/tlsutil"
 )
 
@@ -45,6 +47,13 @@ func (a *Agent) saveToken(uuid, token string) {
 	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "agent-token"), []byte(token), 0o600)
+	}
+	if err == nil {
+		// A fresh token starts a new operation: nothing of an earlier one
+		// is still running.
+		if rerr := os.Remove(filepath.Join(dir, runningStepFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = rerr
+		}
 	}
 	if err != nil {
 		a.log.Warn("cannot keep the agent token for a restart", "error", err)
@@ -122,4 +131,73 @@ func loadCertificate(dir string, ip net.IP) (*tlsutil.SelfSigned, error) {
 		return nil, fmt.Errorf("kept certificate expires %s", leaf.NotAfter)
 	}
 	return &tlsutil.SelfSigned{CertPEM: certPEM, KeyPEM: keyPEM, Cert: pair}, nil
+}
+
+// runningStep is what runningStepFile holds while a clean or deploy step
+// runs.
+type runningStep struct {
+	Kind string `json:"kind"`
+	Step string `json:"step"`
+}
+
+const runningStepFile = "running-step"
+
+// markStepRunning records, for a restarted process, that this one started
+// kind's step; the returned func clears the record when the step ends.
+// Without it a process killed mid-step would look to Ironic like a fresh
+// agent (empty command list), which Ironic takes as "the step is done" and
+// skips: an interrupted erase would count as erased, an interrupted
+// write_image as written.
+func (a *Agent) markStepRunning(kind, step string) func() {
+	a.mu.Lock()
+	uuid := a.nodeUUID
+	a.mu.Unlock()
+	dir, err := a.nodeStateDir(uuid)
+	if err != nil {
+		return func() {}
+	}
+	b, _ := json.Marshal(runningStep{Kind: kind, Step: step})
+	path := filepath.Join(dir, runningStepFile)
+	err = os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
+		a.log.Warn("cannot record the running step for a restart", "error", err)
+		return func() {}
+	}
+	return func() {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			a.log.Warn("cannot clear the running-step record", "error", err)
+		}
+	}
+}
+
+// reportInterruptedStep turns the step an earlier process of this boot was
+// running when it died into a FAILED execute_<kind>_step result, so Ironic
+// fails the step rather than skipping it.
+func (a *Agent) reportInterruptedStep(uuid string) {
+	dir, err := a.nodeStateDir(uuid)
+	if err != nil || a.exec == nil {
+		return
+	}
+	path := filepath.Join(dir, runningStepFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var rs runningStep
+	if err := json.Unmarshal(b, &rs); err != nil || (rs.Kind != "clean" && rs.Kind != "deploy") {
+		a.log.Warn("ignoring a garbled running-step record", "path", path)
+		_ = os.Remove(path)
+		return
+	}
+	msg := fmt.Sprintf("the agent process was restarted while it ran %s step %s; the step's outcome is unknown", rs.Kind, rs.Step)
+	cerr := command.CleaningError(msg)
+	if rs.Kind == "deploy" {
+		cerr = command.DeploymentError(msg)
+	}
+	a.exec.RecordFailed("execute_"+rs.Kind+"_step", cerr)
+	a.log.Error("reporting the step an earlier agent process did not finish as failed", "kind", rs.Kind, "step", rs.Step)
+	_ = os.Remove(path)
 }

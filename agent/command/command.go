@@ -323,6 +323,20 @@ func (e *Executor) callCtx(ctx context.Context, fn Func) (v any, err error) {
 	return fn(ctx)
 }
 
+// RecordFailed appends a finished FAILED result for the short command name
+// without running anything: how the agent reports a command that an earlier
+// process of this boot started and never finished (it died), so that Ironic,
+// which reads only the last entry, fails the step instead of taking the
+// empty list of a fresh process as "step done".
+func (e *Executor) RecordFailed(name string, err error) *Result {
+	e.execMu.Lock()
+	defer e.execMu.Unlock()
+	r := e.newResult(name)
+	r.finish(name, true, nil, err)
+	e.record(r)
+	return r
+}
+
 func (e *Executor) newResult(name string) *Result {
 	return &Result{id: newUUID(), name: name, status: Running, done: make(chan struct{})}
 }
