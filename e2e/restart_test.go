@@ -124,10 +124,12 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 
 // TestAgentCrashMidStep is scenario (f) for a crash: the agent process is
 // killed (SIGKILL) while it runs a clean step and started again. The new
-// process gets the masked token at lookup, carries on with the token and
-// certificate the old one kept for this boot, and heartbeats; Ironic sees a
-// fresh agent (empty command list), treats the interrupted step as done, as
-// after any reboot, and cleaning goes on with the next step to manageable.
+// process gets the masked token at lookup and carries on with the token and
+// certificate the old one kept for this boot. Its command list would be
+// empty, which Ironic takes as "step done" (an interrupted erase would count
+// as erased), so it reports the interrupted step as FAILED instead: the node
+// goes to "clean failed" naming the step and the restart, and the next step
+// never runs.
 func TestAgentCrashMidStep(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
@@ -140,14 +142,19 @@ func TestAgentCrashMidStep(t *testing.T) {
 	// Only the kept token can make the second agent's heartbeats count:
 	// Ironic hands it the mask.
 	s.startAgent(t, opts)
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+	got, err := s.ironic.WaitState(ctx, n.UUID, "clean failed", stepTimeout)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if le := deref(got.LastError); !strings.Contains(le, "e2e_slow") || !strings.Contains(le, "restarted") {
+		t.Errorf("last_error = %q, want the interrupted step and the restart named", le)
+	}
+	t.Logf("last_error: %s", deref(got.LastError))
 	if exists(finished) {
 		t.Error("the killed step finished anyway: its process outlived the agent's PID namespace")
 	}
-	if !exists(marked) {
-		t.Error("cleaning ended but the step after the crash never ran")
+	if exists(marked) {
+		t.Error("the step after the interrupted one ran")
 	}
 }
 
