@@ -22,6 +22,11 @@ import (
 type Module struct {
 	Name string // normalised: "-" replaced by "_"
 	Path string // relative to the modules directory, e.g. kernel/drivers/block/virtio_blk.ko
+	// Deps are the modules (of the resolved set) to load before this one.
+	Deps []string
+	// Aliases are the module's "alias=" patterns: device modaliases
+	// (pci:v00008086d..., virtio:d00000002v*) and names (fs-efivarfs).
+	Aliases []string
 }
 
 // Tree is the set of modules below one lib/modules/<version> directory.
@@ -183,13 +188,22 @@ func (t *Tree) Resolve(names []string) ([]Module, error) {
 				}
 			}
 		}
+		mod := Module{Name: n, Path: rel}
 		for _, d := range deps(info) {
 			if err := visit(d, !hard[d], n); err != nil {
 				return err
 			}
+			if _, ok := t.paths[d]; ok && d != n {
+				mod.Deps = append(mod.Deps, d)
+			}
+		}
+		for _, kv := range info {
+			if kv[0] == "alias" && kv[1] != "" {
+				mod.Aliases = append(mod.Aliases, kv[1])
+			}
 		}
 		state[n] = 2
-		order = append(order, Module{Name: n, Path: rel})
+		order = append(order, mod)
 		return nil
 	}
 	for _, n := range names {

@@ -48,8 +48,10 @@ func DefaultModules() []string {
 	}
 }
 
-// ModuleListPath is where the init finds the modules to load, one path per
-// line, dependencies first.
+// ModuleListPath is where the init finds the modules it may load, one per
+// line, dependencies first: the path, a tab, the names of the modules to
+// load before it (comma-separated), a tab, its alias patterns
+// (space-separated).
 const ModuleListPath = "etc/ironic-agent/modules"
 
 // Options describe one initramfs.
@@ -165,7 +167,16 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		if err := addFile(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path), 0o644); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&list, "/%s\n", p)
+		// path, then the modules to load first, then the modalias
+		// patterns that call for it (rdinit loads a module only when a
+		// device matches one, or always when it has none).
+		var aliases []string
+		for _, a := range m.Aliases {
+			if !strings.ContainsAny(a, " \t\n") {
+				aliases = append(aliases, a)
+			}
+		}
+		fmt.Fprintf(&list, "/%s\t%s\t%s\n", p, strings.Join(m.Deps, ","), strings.Join(aliases, " "))
 	}
 	if err := w.Bytes(ModuleListPath, 0o644, []byte(list.String())); err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -44,11 +44,16 @@ func Main(ctx context.Context, console io.Writer) error {
 	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
 
 	t := time.Now()
-	n, errs := loadModules(ModuleList, cfg.Modules)
+	n, slow, errs := loadModules(ModuleList, cfg.Modules)
 	for _, e := range errs {
 		log.Warn("module", "err", e)
 	}
-	log.Info("modules loaded", "count", n, "seconds", secs(time.Since(t)), "uptime", uptime())
+	var slowest []string
+	for _, m := range slow {
+		slowest = append(slowest, m.name+"="+secs(m.took))
+	}
+	// The slowest ones say where boot time goes (probing, firmware).
+	log.Info("modules loaded", "count", n, "seconds", secs(time.Since(t)), "slowest", strings.Join(slowest, " "), "uptime", uptime())
 	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
 		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
 			log.Warn("mount efivarfs", "err", err)
@@ -116,40 +121,77 @@ func mountAll() []error {
 	return errs
 }
 
-// loadModules loads the modules listed in list (dependencies first) with
-// finit_module, then extra ones by name. It returns how many loaded.
-func loadModules(list string, extra []string) (int, []error) {
+// loadModules loads, with finit_module, the modules of the list the
+// hardware needs (see modulesFor), rescanning the devices after each round
+// since bus drivers bring up more devices (virtio_pci the virtio devices,
+// an HBA its disks); "all" in extra loads every module, other names in
+// extra are loaded too. It returns how many loaded and the five slowest.
+func loadModules(list string, extra []string) (int, []moduleTime, []error) {
 	data, err := os.ReadFile(list)
 	if err != nil {
-		return 0, []error{fmt.Errorf("module list: %w", err)}
+		return 0, nil, []error{fmt.Errorf("module list: %w", err)}
 	}
-	paths := []string{}
-	byName := map[string]string{}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		paths = append(paths, line)
-		byName[strings.TrimSuffix(filepath.Base(line), ".ko")] = line
+	entries := parseModuleList(string(data))
+	byName := map[string]modEntry{}
+	coldplug := false
+	for _, e := range entries {
+		byName[e.name] = e
+		coldplug = coldplug || e.deviceDriver()
 	}
 	var errs []error
+	var slow []moduleTime
+	loaded := map[string]bool{}
+	load := func(batch []modEntry) int {
+		n := 0
+		for _, e := range batch {
+			if loaded[e.name] {
+				continue
+			}
+			loaded[e.name] = true
+			t := time.Now()
+			if err := finit(e.path); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+			slow = append(slow, moduleTime{e.name, time.Since(t)})
+		}
+		return n
+	}
+	var forced []modEntry
 	for _, n := range extra {
-		p, ok := byName[strings.ReplaceAll(n, "-", "_")]
+		if n == "all" {
+			coldplug = false
+			continue
+		}
+		e, ok := byName[strings.ReplaceAll(n, "-", "_")]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s=%s: module %s is not in the initramfs", ParamModules, strings.Join(extra, ","), n))
 			continue
 		}
-		paths = append(paths, p)
+		forced = append(forced, e)
 	}
-	loaded := 0
-	for _, p := range paths {
-		if err := finit(p); err != nil {
-			errs = append(errs, err)
-			continue
+	if !coldplug {
+		// An old list without aliases, or asked for: everything, in order.
+		load(entries)
+	} else {
+		devices := os.DirFS("/sys/devices")
+		for round := 0; round < 8; round++ {
+			if load(modulesFor(entries, scanModaliases(devices), loaded)) == 0 {
+				break
+			}
 		}
-		loaded++
 	}
-	return loaded, errs
+	load(withDeps(entries, forced, loaded))
+	count := len(slow)
+	sort.Slice(slow, func(i, j int) bool { return slow[i].took > slow[j].took })
+	return count, slow[:min(5, len(slow))], errs
+}
+
+// moduleTime is how long one module took to load (and probe its devices).
+type moduleTime struct {
+	name string
+	took time.Duration
 }
 
 func finit(path string) error {
