@@ -94,6 +94,10 @@ func TestVMDeployBIOS(t *testing.T) {
 	if err := s.ironic.Provision(ctx, node.UUID, "active"); err != nil {
 		t.Fatal(err)
 	}
+	// Power on once Ironic has "rebooted" the node into the ramdisk.
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	vm2 := boot(t, ctx, m, vmtest.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
 		t.Fatal(err)

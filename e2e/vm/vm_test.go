@@ -153,20 +153,25 @@ func TestVMCaptureFixture(t *testing.T) {
 	}
 }
 
-// agentArgs are the kernel parameters Ironic's PXE or virtual-media boot
-// would give the agent, pointed at the host services through the guestfwd
-// rules, plus the hostfwd port Ironic calls the agent back on.
+// agentArgs are the kernel parameters Ironic's boot would give the agent,
+// pointed at the host services through the guestfwd rules. A deploy or
+// cleaning boot gets the Ironic API and the hostfwd port Ironic calls the
+// agent back on. An inspection boot gets only the inspector callback, as
+// Ironic 21.4 boots managed inspection without fast track (and discovery
+// boots are configured); the agent needs ipa-standalone=1 to start without
+// an API URL. An inspection ramdisk that also looked the node up would be
+// handed an agent token that outlives it, and the cleaning ramdisk that
+// boots next would get only the masked token.
 func agentArgs(agentPort int, inspect bool) string {
-	a := []string{
+	if inspect {
+		return "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(inspectorPort) + "/v1/continue ipa-standalone=1"
+	}
+	return strings.Join([]string{
 		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
 		"ipa-advertise-host=127.0.0.1",
 		"ipa-advertise-port=" + strconv.Itoa(agentPort),
 		"ipa-lookup-timeout=900",
-	}
-	if inspect {
-		a = append(a, "ipa-inspection-callback-url=http://"+guestHost+":"+strconv.Itoa(inspectorPort)+"/v1/continue")
-	}
-	return strings.Join(a, " ")
+	}, " ")
 }
 
 func serviceMachine(t *testing.T, rd *vmtest.Ramdisk, fw string, agentPort int, macs [2]string) vmtest.Machine {
@@ -368,6 +373,12 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	if err := s.ironic.Provision(ctx, node.UUID, "inspect"); err != nil {
 		t.Fatal(err)
 	}
+	// Power on only once Ironic has "rebooted" the node (with the fake
+	// power interface, nothing happens): a ramdisk that boots earlier could
+	// be handed an agent token the reboot then wipes.
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	vm := boot(t, ctx, m, vmtest.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
@@ -391,6 +402,9 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
 	start = time.Now()
 	if err := s.ironic.Provision(ctx, node.UUID, "provide"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	m.Append = agentArgs(agentPort, false) + " ironic_agent.dhcp=" + macs[0]
