@@ -21,14 +21,15 @@ func isRamdiskInit() bool {
 func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("init", "",
 		"PID 1 of the agent ramdisk (the kernel starts it as /init): mount /proc, /sys, /dev, /run,\n"+
-			"load the kernel modules the initramfs carries, bring the NICs up with DHCP, then start and\n"+
+			"load the kernel modules the machine's devices call for, bring the NICs up with DHCP, then start and\n"+
 			"supervise 'ironic-agent run' with the kernel parameters. Kernel parameters of the init:\n"+
 			"  "+rdinit.ParamCommand+"=CMD[,ARG...]   subcommand to run instead of run (e.g. inventory)\n"+
 			"  "+rdinit.ParamExit+"=restart|poweroff|reboot|hold   when it exits (run: restart, else poweroff)\n"+
 			"  "+rdinit.ParamUpload+"=URL "+rdinit.ParamUploadDir+"=DIR   POST DIR as tar.gz after the command\n"+
 			"  "+rdinit.ParamDHCP+"=all|none|MAC[,MAC]   NICs to configure by DHCP (default all)\n"+
 			"  "+rdinit.ParamDHCPTimeout+"=SECONDS   wait for the first lease (default 60)\n"+
-			"  "+rdinit.ParamModules+"=NAME[,NAME]   load more of the initramfs's modules", stderr)
+			"  "+rdinit.ParamModules+"=NAME[,NAME]|all   load more of the initramfs's modules (all: every\n"+
+			"      one, not only those the machine's devices call for)", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

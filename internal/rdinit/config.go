@@ -23,7 +23,7 @@ const (
 	ParamUploadDir    = "ironic_agent.upload_dir"   // directory to upload
 	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]
 	ParamDHCPTimeout  = "ironic_agent.dhcp_timeout" // seconds to wait for the first lease (default 60)
-	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated
+	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated; "all" for every one
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
 	defaultDHCPWait   = 60 * time.Second
 	defaultCommand    = "run"
