@@ -388,7 +388,14 @@ func Load(in Inputs) (*Config, error) {
 		return nil, fmt.Errorf("listen_tls needs tls_cert_file and tls_key_file (listen_tls from %s)", c.Origins["listen_tls"])
 	}
 	if !c.Standalone && len(c.APIURLs) == 0 {
-		return nil, errors.New("no Ironic API URL: set ipa-api-url on the kernel command line, api_url in the config file or --api-url (or use --standalone)")
+		if c.InspectionCallbackURL == "" {
+			return nil, errors.New("no Ironic API URL: set ipa-api-url on the kernel command line, api_url in the config file or --api-url (or use --standalone)")
+		}
+		// Ironic 21.4 boots managed inspection (without fast track) with only
+		// ipa-inspection-callback-url. IPA then inspects, skips lookup and
+		// heartbeats, and serves its API: exactly our standalone mode.
+		c.Standalone = true
+		c.Origins["standalone"] = "implied: inspection_callback_url without api_url"
 	}
 	return c, nil
 }

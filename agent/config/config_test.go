@@ -113,6 +113,20 @@ func TestStandaloneNeedsNoURL(t *testing.T) {
 	}
 }
 
+func TestInspectionOnlyBootIsStandalone(t *testing.T) {
+	// What Ironic 21.4's managed inspection puts on the command line.
+	c, err := Load(Inputs{Cmdline: "ipa-inspection-callback-url=http://192.0.2.1:5050/v1/continue BOOTIF=01-52-54-00-12-34-56"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Standalone || c.InspectionCallbackURL != "http://192.0.2.1:5050/v1/continue" {
+		t.Fatalf("standalone %v, callback %q", c.Standalone, c.InspectionCallbackURL)
+	}
+	if !strings.Contains(c.Origins["standalone"], "implied") {
+		t.Errorf("origin of standalone: %q", c.Origins["standalone"])
+	}
+}
+
 func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
