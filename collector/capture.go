@@ -26,6 +26,7 @@ type FixtureRecorder func(ctx context.Context, fixtureDir string) error
 // dir/root/run/ironic-agent-capture/net.json, the architecture to
 // dir/root/proc/sys/kernel/arch, and the live inventory to
 // dir/inventory.json. Collect on dir/root then gives the same inventory.
+// The files opts.CaptureReaders read are recorded the same way.
 //
 // It runs no external program, so it works inside a ramdisk. opts.Root
 // must be "/" (or ""): only a live machine can be captured.
@@ -56,6 +57,12 @@ func Capture(ctx context.Context, dir string, opts Options, recorders ...Fixture
 		if _, err := Disks(ctx, sysfsOnly); err != nil {
 			return nil, err
 		}
+	}
+
+	for _, read := range opts.CaptureReaders {
+		// What a reader finds, an error included, is what the tree must
+		// reproduce, so its result is not looked at here.
+		read(tracedFS{opts.fs()})
 	}
 
 	cp := &copier{src: "/", dst: rootDir}

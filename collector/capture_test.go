@@ -3,9 +3,11 @@ package collector
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 )
 
 // TestCaptureReproducesLive captures this machine and checks that the
@@ -88,5 +90,51 @@ func TestCaptureFollowsLinks(t *testing.T) {
 	}
 	if l, err := os.Readlink(filepath.Join(dst, "dev/disk/by-path/pci-0")); err != nil || l != "../../vda" {
 		t.Errorf("absolute link rewritten to %q, %v", l, err)
+	}
+}
+
+// TestTracedFS: the view Capture gives Options.CaptureReaders keeps the
+// fs.FS contract and traces what was read, listed and looked at.
+func TestTracedFS(t *testing.T) {
+	src := tree(t, map[string]string{
+		"sys/bus/pci/devices/0000:00:01.0":           "-> ../../../devices/pci0000:00/0000:00:01.0",
+		"sys/devices/pci0000:00/0000:00:01.0/vendor": "0x1af4\n",
+		"sys/devices/pci0000:00/0000:00:01.0/device": "0x1045\n",
+	})
+	tr := newTracer()
+	fsys := tracedFS{newRootFS(src, tr)}
+	if err := fstest.TestFS(fsys, "sys/devices/pci0000:00/0000:00:01.0/vendor"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.ReadFile("../etc/passwd"); err == nil {
+		t.Error("read a name outside the root")
+	}
+
+	tr = newTracer()
+	fsys = tracedFS{newRootFS(src, tr)}
+	if _, err := fs.ReadDir(fsys, "sys/bus/pci/devices"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(fsys, "sys/bus/pci/devices/0000:00:01.0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.ReadFile(fsys, "sys/bus/pci/devices/0000:00:01.0/vendor"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]tracedPath{}
+	for _, p := range tr.list() {
+		got[p.Path] = p
+	}
+	for path, kind := range map[string]accessKind{
+		"sys/bus/pci/devices":                     accessDir,
+		"sys/bus/pci/devices/0000:00:01.0":        accessStat,
+		"sys/bus/pci/devices/0000:00:01.0/vendor": accessRead,
+	} {
+		if got[path].Kind&kind == 0 {
+			t.Errorf("%s traced as %v, want %v", path, got[path].Kind, kind)
+		}
+	}
+	if d := got["sys/bus/pci/devices/0000:00:01.0/vendor"].Data; string(d) != "0x1af4\n" {
+		t.Errorf("vendor recorded as %q", d)
 	}
 }

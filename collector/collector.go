@@ -13,6 +13,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -46,6 +47,11 @@ type Options struct {
 	// when /run/udev/data and /dev/disk/by-path exist below Root (the
 	// ramdisk's own view, and the check that both routes agree).
 	IgnoreUdev bool
+	// CaptureReaders are run by Capture only, each on a view of "/" that
+	// records every path read through it, so the files other packages read
+	// below the root (the agent's pci-devices and numa-topology inspection
+	// collectors) land in the fixture tree as well. Collect ignores them.
+	CaptureReaders []func(fs.FS)
 
 	// trace, when set, records every path read (capture-fixture).
 	trace *tracer

@@ -1,14 +1,90 @@
 package inspect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
+
+// The sysfs collectors read through an fs.FS rather than absolute paths, so
+// capture-fixture can hand them a view of "/" that records every path they
+// touch (ReadTree) and the fixture tree answers them as the machine did.
+
+// ReadTree runs the collectors that read files below Options.Root
+// (pci-devices, numa-topology) on fsys and drops their results and errors:
+// capture-fixture passes its recording view of "/" so a fixture tree also
+// answers these collectors. A new collector that reads files belongs here.
+func ReadTree(fsys fs.FS) {
+	_, _ = PCIDevicesFS(fsys)
+	_, _ = NUMATopologyFS(fsys)
+}
+
+// hostFS reads the names below a host directory ("" meaning "/"). Unlike
+// os.DirFS its errors name the host path (open /sys/bus/pci/devices: ...),
+// as the collectors' failure messages should.
+type hostFS string
+
+func (h hostFS) path(op, name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return filepath.Join(cmp.Or(string(h), "/"), filepath.FromSlash(name)), nil
+}
+
+func (h hostFS) Open(name string) (fs.File, error) {
+	p, err := h.path("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(p)
+}
+
+func (h hostFS) ReadFile(name string) ([]byte, error) {
+	p, err := h.path("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+func (h hostFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := h.path("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(p)
+}
+
+func (h hostFS) Stat(name string) (fs.FileInfo, error) {
+	p, err := h.path("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(p)
+}
+
+func (h hostFS) ReadLink(name string) (string, error) {
+	p, err := h.path("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	return os.Readlink(p)
+}
+
+func (h hostFS) Lstat(name string) (fs.FileInfo, error) {
+	p, err := h.path("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Lstat(p)
+}
 
 // PCIDevice is one entry of "pci_devices" (IPA 2023.1 keys).
 type PCIDevice struct {
@@ -20,15 +96,15 @@ type PCIDevice struct {
 }
 
 // hexID reads a sysfs id file ("0x8086\n") and returns the part after 'x'.
-func hexID(path string) (string, error) {
-	b, err := os.ReadFile(path)
+func hexID(fsys fs.FS, name string) (string, error) {
+	b, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return "", err
 	}
 	s := strings.TrimSpace(string(b))
 	_, after, ok := strings.Cut(s, "x")
 	if !ok {
-		return "", fmt.Errorf("%s: %q is not 0x-prefixed", path, s)
+		return "", fmt.Errorf("%s: %q is not 0x-prefixed", name, s)
 	}
 	return after, nil
 }
@@ -37,25 +113,30 @@ func hexID(path string) (string, error) {
 // cannot be read are skipped (IPA logs and skips them); a missing directory
 // is a failure.
 func PCIDevices(root string) ([]PCIDevice, error) {
-	dir := filepath.Join(root, "sys/bus/pci/devices")
-	ents, err := os.ReadDir(dir)
+	return PCIDevicesFS(hostFS(root))
+}
+
+// PCIDevicesFS is PCIDevices on fsys, whose root is the machine's "/".
+func PCIDevicesFS(fsys fs.FS) ([]PCIDevice, error) {
+	const dir = "sys/bus/pci/devices"
+	ents, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	out := []PCIDevice{}
 	for _, e := range ents {
-		p := filepath.Join(dir, e.Name())
-		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		p := path.Join(dir, e.Name())
+		if fi, err := fs.Stat(fsys, p); err != nil || !fi.IsDir() {
 			continue
 		}
-		v, err1 := hexID(filepath.Join(p, "vendor"))
-		d, err2 := hexID(filepath.Join(p, "device"))
-		c, err3 := hexID(filepath.Join(p, "class"))
+		v, err1 := hexID(fsys, path.Join(p, "vendor"))
+		d, err2 := hexID(fsys, path.Join(p, "device"))
+		c, err3 := hexID(fsys, path.Join(p, "class"))
 		if err := errors.Join(err1, err2, err3); err != nil {
 			continue
 		}
 		dev := PCIDevice{VendorID: v, ProductID: d, Class: c, Bus: e.Name()}
-		if r, err := hexID(filepath.Join(p, "revision")); err == nil {
+		if r, err := hexID(fsys, path.Join(p, "revision")); err == nil {
 			dev.Revision = &r
 		}
 		out = append(out, dev)
@@ -93,9 +174,14 @@ type NUMANIC struct {
 // root (IPA's numa_inspector). It returns nil, nil when the machine has no
 // NUMA sysfs, and an error on data IPA also rejects.
 func ReadNUMATopology(root string) (*NUMATopology, error) {
-	nodeDir := filepath.Join(root, "sys/devices/system/node")
-	ents, err := os.ReadDir(nodeDir)
-	if errors.Is(err, os.ErrNotExist) {
+	return NUMATopologyFS(hostFS(root))
+}
+
+// NUMATopologyFS is ReadNUMATopology on fsys, whose root is the machine's "/".
+func NUMATopologyFS(fsys fs.FS) (*NUMATopology, error) {
+	const nodeDir = "sys/devices/system/node"
+	ents, err := fs.ReadDir(fsys, nodeDir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -112,8 +198,8 @@ func ReadNUMATopology(root string) (*NUMATopology, error) {
 		if err != nil {
 			continue
 		}
-		nd := filepath.Join(nodeDir, e.Name())
-		mem, err := os.ReadFile(filepath.Join(nd, "meminfo"))
+		nd := path.Join(nodeDir, e.Name())
+		mem, err := fs.ReadFile(fsys, path.Join(nd, "meminfo"))
 		if err != nil {
 			return nil, fmt.Errorf("NUMA node %d: %w", id, err)
 		}
@@ -122,7 +208,7 @@ func ReadNUMATopology(root string) (*NUMATopology, error) {
 			return nil, fmt.Errorf("NUMA node %d: %w", id, err)
 		}
 		t.RAM = append(t.RAM, NUMARAM{NUMANode: id, SizeKB: kb})
-		threads, err := os.ReadDir(nd)
+		threads, err := fs.ReadDir(fsys, nd)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +220,7 @@ func ReadNUMATopology(root string) (*NUMATopology, error) {
 			if err != nil {
 				continue // cpumap, cpulist
 			}
-			coreB, err := os.ReadFile(filepath.Join(nd, th.Name(), "topology/core_id"))
+			coreB, err := fs.ReadFile(fsys, path.Join(nd, th.Name(), "topology/core_id"))
 			if err != nil {
 				return nil, fmt.Errorf("NUMA node %d cpu %d: %w", id, tid, err)
 			}
@@ -164,13 +250,13 @@ func ReadNUMATopology(root string) (*NUMATopology, error) {
 		sort.Ints(c.ThreadSiblings)
 		t.CPUs = append(t.CPUs, *c)
 	}
-	netDir := filepath.Join(root, "sys/class/net")
-	nics, err := os.ReadDir(netDir)
+	const netDir = "sys/class/net"
+	nics, err := fs.ReadDir(fsys, netDir)
 	if err != nil {
 		return nil, fmt.Errorf("NIC list: %w", err)
 	}
 	for _, n := range nics {
-		b, err := os.ReadFile(filepath.Join(netDir, n.Name(), "device/numa_node"))
+		b, err := fs.ReadFile(fsys, path.Join(netDir, n.Name(), "device/numa_node"))
 		if err != nil {
 			continue
 		}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent/inspect"
 	"github.com/ironic-go/ironic-agent/bmc"
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/version"
@@ -19,7 +21,8 @@ import (
 func runCaptureFixture(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("capture-fixture", "DIR",
 		"Record this machine as a fixture a developer can replay: every file the inventory reads\n"+
-			"(sysfs, procfs, udev data, /dev/disk/by-path links, SMBIOS tables) is copied below DIR/root\n"+
+			"(sysfs, procfs, udev data, /dev/disk/by-path links, SMBIOS tables), and every file the\n"+
+			"pci-devices and numa-topology inspection collectors read, is copied below DIR/root\n"+
 			"with its symbolic links, netlink and ethtool answers are saved in\n"+
 			"DIR/root/run/ironic-agent-capture/net.json, and the live inventory in DIR/inventory.json.\n"+
 			"`ironic-agent inventory --root DIR/root` then prints the same inventory.\n"+
@@ -34,7 +37,9 @@ func runCaptureFixture(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	dir := fs.Arg(0)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := collector.Options{Root: "/", Logger: logger}
+	// The inspection collectors that read files run on the traced view too,
+	// so an inspection replayed on the tree posts what this machine would.
+	opts := collector.Options{Root: "/", Logger: logger, CaptureReaders: []func(iofs.FS){inspect.ReadTree}}
 	var recorders []collector.FixtureRecorder
 	if rec, closeDev := recordIPMI(logger); rec != nil {
 		defer closeDev()
