@@ -158,13 +158,13 @@ func TestVMCaptureFixture(t *testing.T) {
 // cleaning boot gets the Ironic API and the hostfwd port Ironic calls the
 // agent back on. An inspection boot gets only the inspector callback, as
 // Ironic 21.4 boots managed inspection without fast track (and discovery
-// boots are configured); the agent needs ipa-standalone=1 to start without
-// an API URL. An inspection ramdisk that also looked the node up would be
+// boots are configured): like IPA, the agent then inspects and skips lookup
+// and heartbeats. An inspection ramdisk that also looked the node up would be
 // handed an agent token that outlives it, and the cleaning ramdisk that
 // boots next would get only the masked token.
 func agentArgs(agentPort int, inspect bool) string {
 	if inspect {
-		return "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(inspectorPort) + "/v1/continue ipa-standalone=1"
+		return "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(inspectorPort) + "/v1/continue"
 	}
 	return strings.Join([]string{
 		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
