@@ -42,15 +42,9 @@ const (
 // lo, bridges, veth, tun/tap, dummy and ifb are skipped. An interface
 // without a usable MAC is dropped, as IPA does.
 func collectInterfaces(ctx context.Context, c *collection) error {
-	entries, err := c.fs.ReadDir("sys/class/net")
+	names, err := interfaceCandidates(c.fs)
 	if err != nil {
 		return err
-	}
-	var names []string
-	for _, e := range entries {
-		if c.isInterfaceCandidate(e.Name()) {
-			names = append(names, e.Name())
-		}
 	}
 	var errs []error
 	rec, err := c.netFactsFor(ctx, names)
@@ -77,15 +71,35 @@ func collectInterfaces(ctx context.Context, c *collection) error {
 	return errors.Join(errs...)
 }
 
-func (c *collection) isInterfaceCandidate(name string) bool {
+// InterfaceNames lists IPA's candidate interfaces below opts.Root, in
+// directory order: the NICs the inventory reports and LLDP listens on.
+func InterfaceNames(opts Options) ([]string, error) {
+	return interfaceCandidates(opts.fs())
+}
+
+func interfaceCandidates(fsys rootFS) ([]string, error) {
+	entries, err := fsys.ReadDir("sys/class/net")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if isInterfaceCandidate(fsys, e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func isInterfaceCandidate(fsys rootFS, name string) bool {
 	if isVLANName(name) {
 		return true
 	}
 	base := "sys/class/net/" + name
-	if _, err := c.fs.Stat(base + "/device"); err == nil {
+	if _, err := fsys.Stat(base + "/device"); err == nil {
 		return true
 	}
-	if _, err := c.fs.Stat(base + "/bonding"); err == nil {
+	if _, err := fsys.Stat(base + "/bonding"); err == nil {
 		return true
 	}
 	return false

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -32,23 +30,6 @@ func TestInspectionRawShape(t *testing.T) {
 	empty, _ := json.Marshal(inspectionRaw(t.Context(), &inventory.Inventory{}, time.Second, nil, capture))
 	if string(empty) != "{}" {
 		t.Errorf("no interfaces: got %s, want {}", empty)
-	}
-}
-
-func TestInterfacesIPARule(t *testing.T) {
-	root := t.TempDir()
-	nic(t, root, "eth0", "0000:01:00.0", "e1000e")
-	for _, d := range []string{"bond0/bonding", "eth0.100", "br0/bridge", "lo", "veth1", "eth0.x"} {
-		if err := os.MkdirAll(filepath.Join(root, "sys/class/net", d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := Interfaces(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"bond0", "eth0", "eth0.100"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/lldp"
 )
@@ -56,7 +57,7 @@ func runLLDP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	names := []string(ifaces)
 	if len(names) == 0 {
 		var err error
-		if names, err = lldp.Interfaces("/"); err != nil {
+		if names, err = collector.InterfaceNames(collector.Options{}); err != nil {
 			return fmt.Errorf("listing interfaces: %w", err)
 		}
 		if len(names) == 0 {
