@@ -10,18 +10,26 @@ package kmod
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"debug/elf"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // Module is one loadable module.
 type Module struct {
 	Name string // normalised: "-" replaced by "_"
-	Path string // relative to the modules directory, e.g. kernel/drivers/block/virtio_blk.ko
+	// Path is relative to the modules directory, e.g.
+	// kernel/drivers/block/virtio_blk.ko, or virtio_blk.ko.xz when the
+	// kernel package ships compressed modules (read them with ReadModule).
+	Path string
 	// Deps are the modules (of the resolved set) to load before this one.
 	Deps []string
 	// Aliases are the module's "alias=" patterns: device modaliases
@@ -39,14 +47,97 @@ type Tree struct {
 // Normalize returns the module name the kernel uses: '-' and '_' are the same.
 func Normalize(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
+// extensions are the module file names depmod knows: plain, and the three
+// compressions kmod's CONFIG_MODULE_COMPRESS_* produce.
+var extensions = [...]string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"}
+
 func nameOf(file string) (name string, ok bool) {
 	base := filepath.Base(file)
-	for _, ext := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
+	for _, ext := range extensions {
 		if strings.HasSuffix(base, ext) {
 			return Normalize(strings.TrimSuffix(base, ext)), true
 		}
 	}
 	return "", false
+}
+
+// PlainPath returns path with a compression suffix removed: where the
+// decompressed module goes (virtio_blk.ko.xz -> virtio_blk.ko).
+func PlainPath(path string) string {
+	for _, ext := range extensions[1:] {
+		if strings.HasSuffix(path, ext) {
+			return strings.TrimSuffix(path, ext) + ".ko"
+		}
+	}
+	return path
+}
+
+// MaxModuleSize bounds a decompressed module (the largest in a Debian
+// kernel, amdgpu, is about 20 MiB), so a corrupt or hostile file cannot
+// make the build eat memory.
+const MaxModuleSize = 64 << 20
+
+// ReadModule returns the module's ELF bytes, decompressing .ko.xz,
+// .ko.zst and .ko.gz (recognised by their magic bytes, whatever the name
+// says). The kernel's signature is appended to the plain module before
+// compression, so the result still carries it and loads under
+// module.sig_enforce.
+func ReadModule(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kmod: %w", err)
+	}
+	defer f.Close()
+	data, err := decompress(f)
+	if err != nil {
+		return nil, fmt.Errorf("kmod: %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// decompress reads r whole, through the decoder its magic bytes call for.
+func decompress(r io.Reader) ([]byte, error) {
+	br := bufio.NewReader(r)
+	magic, _ := br.Peek(6)
+	var in io.Reader = br
+	kind := ""
+	switch {
+	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
+		kind = "xz"
+		xr, err := xz.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("xz: %w", err)
+		}
+		in = xr
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		kind = "zstd"
+		// One decoder goroutine and a window no larger than a module can
+		// be: a corrupt header cannot ask for gigabytes.
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(MaxModuleSize), zstd.WithDecoderMaxMemory(MaxModuleSize))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		kind = "gzip"
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		in = zr
+	}
+	data, err := io.ReadAll(io.LimitReader(in, MaxModuleSize+1))
+	if err != nil {
+		if kind != "" {
+			return nil, fmt.Errorf("%s: %w", kind, err)
+		}
+		return nil, err
+	}
+	if len(data) > MaxModuleSize {
+		return nil, fmt.Errorf("larger than %d MiB", MaxModuleSize>>20)
+	}
+	return data, nil
 }
 
 // Open indexes the modules below dir (a lib/modules/<version> directory).
@@ -86,22 +177,30 @@ func Open(dir string) (*Tree, error) {
 	return t, nil
 }
 
-// ModInfo returns the key=value pairs of a module's .modinfo section.
+// ModInfo returns the key=value pairs of a module's .modinfo section
+// (plain or compressed module).
 func ModInfo(path string) ([][2]string, error) {
-	f, err := elf.Open(path)
+	data, err := ReadModule(path)
+	if err != nil {
+		return nil, err
+	}
+	return modInfo(path, data)
+}
+
+func modInfo(path string, data []byte) ([][2]string, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("kmod: %s: %w", path, err)
 	}
-	defer f.Close()
 	sec := f.Section(".modinfo")
 	if sec == nil {
 		return nil, fmt.Errorf("kmod: %s: no .modinfo section", path)
 	}
-	data, err := sec.Data()
+	info, err := sec.Data()
 	if err != nil {
 		return nil, fmt.Errorf("kmod: %s: read .modinfo: %w", path, err)
 	}
-	return ParseModInfo(data), nil
+	return ParseModInfo(info), nil
 }
 
 // ParseModInfo splits a .modinfo section: NUL-separated key=value strings.

@@ -1,7 +1,9 @@
 package kmod
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -123,6 +125,150 @@ func FuzzParseModInfo(f *testing.F) {
 			if d == "" || strings.Contains(d, "-") {
 				t.Fatalf("bad dependency %q", d)
 			}
+		}
+	})
+}
+
+// compressors make .ko.xz, .ko.zst and .ko.gz files the way a kernel build
+// does (scripts/Makefile.modinst: xz --check=crc32 --lzma2=dict=1MiB,
+// zstd, gzip -n), with the real programs.
+var compressors = map[string][]string{
+	".xz":  {"xz", "--check=crc32", "--lzma2=dict=1MiB", "-c"},
+	".zst": {"zstd", "-q", "-c"},
+	".gz":  {"gzip", "-n", "-9", "-c"},
+}
+
+func compress(t *testing.T, ext string, data []byte) []byte {
+	t.Helper()
+	argv := compressors[ext]
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		t.Skipf("SKIPPED: needs %s (xz-utils, zstd, gzip; in test.sh): %v", argv[0], err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(argv, " "), err, stderr.String())
+	}
+	return out
+}
+
+// TestCompressedModules resolves a tree whose modules are .ko.xz, .ko.zst
+// and .ko.gz (Debian's trixie kernels ship .ko.xz): names, dependencies
+// and aliases come out as from plain modules, and ReadModule returns the
+// exact plain bytes.
+func TestCompressedModules(t *testing.T) {
+	plain := map[string][]byte{
+		"kernel/drivers/scsi/sd_mod":      kmodtest.Module("license=GPL", "depends=scsi_common", "alias=scsi:t-0x00*"),
+		"kernel/drivers/scsi/scsi_common": kmodtest.Module("license=GPL"),
+		"kernel/drivers/block/virtio_blk": kmodtest.Module("license=GPL", "alias=virtio:d00000002v*"),
+		"kernel/drivers/nvme/host/nvme":   kmodtest.Module("license=GPL", "depends=scsi_common", "alias=pci:v*d*sv*sd*bc01sc08i02*"),
+	}
+	exts := map[string]string{
+		"kernel/drivers/scsi/sd_mod":      ".xz",
+		"kernel/drivers/scsi/scsi_common": ".zst",
+		"kernel/drivers/block/virtio_blk": ".gz",
+		"kernel/drivers/nvme/host/nvme":   "", // a plain one in the same tree
+	}
+	dir := t.TempDir()
+	for p, data := range plain {
+		file := filepath.Join(dir, p+".ko")
+		if ext := exts[p]; ext != "" {
+			file += ext
+			data = compress(t, ext, data)
+		}
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tree.Resolve([]string{"sd_mod", "virtio_blk", "nvme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"scsi_common", "sd_mod", "virtio_blk", "nvme"}; !reflect.DeepEqual(names(got), want) {
+		t.Errorf("order = %v, want %v", names(got), want)
+	}
+	for _, m := range got {
+		if m.Name == "sd_mod" && (!reflect.DeepEqual(m.Deps, []string{"scsi_common"}) || !reflect.DeepEqual(m.Aliases, []string{"scsi:t-0x00*"})) {
+			t.Errorf("sd_mod from .ko.xz: deps %v aliases %v", m.Deps, m.Aliases)
+		}
+		data, err := ReadModule(filepath.Join(dir, m.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stem := strings.TrimSuffix(PlainPath(m.Path), ".ko")
+		if !bytes.Equal(data, plain[stem]) {
+			t.Errorf("%s: ReadModule gave %d bytes, not the plain module's %d", m.Path, len(data), len(plain[stem]))
+		}
+		if want := stem + ".ko" + exts[stem]; m.Path != want {
+			t.Errorf("path %q, want %q", m.Path, want)
+		}
+	}
+}
+
+func TestPlainPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"kernel/a/virtio_blk.ko.xz":  "kernel/a/virtio_blk.ko",
+		"kernel/a/virtio_blk.ko.zst": "kernel/a/virtio_blk.ko",
+		"kernel/a/virtio_blk.ko.gz":  "kernel/a/virtio_blk.ko",
+		"kernel/a/virtio_blk.ko":     "kernel/a/virtio_blk.ko",
+		"kernel/a/notes.txt":         "kernel/a/notes.txt",
+	} {
+		if got := PlainPath(in); got != want {
+			t.Errorf("PlainPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestReadModuleErrors: a truncated or corrupt compressed module is an
+// error naming the file and the compression, never a short module.
+func TestReadModuleErrors(t *testing.T) {
+	mod := kmodtest.Module("license=GPL", "alias=pci:v*")
+	dir := t.TempDir()
+	for _, ext := range []string{".xz", ".zst", ".gz"} {
+		z := compress(t, ext, mod)
+		cut := filepath.Join(dir, "cut.ko"+ext)
+		if err := os.WriteFile(cut, z[:len(z)-len(z)/3], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{".xz": "xz", ".zst": "zstd", ".gz": "gzip"}[ext]
+		if _, err := ReadModule(cut); err == nil || !strings.Contains(err.Error(), "cut.ko"+ext) || !strings.Contains(err.Error(), want) {
+			t.Errorf("truncated %s: %v", ext, err)
+		}
+		if _, err := ModInfo(cut); err == nil {
+			t.Errorf("ModInfo of a truncated %s module succeeded", ext)
+		}
+	}
+	if _, err := ReadModule(filepath.Join(dir, "nosuch.ko.xz")); err == nil {
+		t.Error("missing file: no error")
+	}
+}
+
+// FuzzDecompress feeds arbitrary bytes (module files come from a
+// downloaded package) to the decoders: an error or bytes, never a panic or
+// more than MaxModuleSize.
+func FuzzDecompress(f *testing.F) {
+	mod := kmodtest.Module("license=GPL", "depends=a")
+	f.Add(mod)
+	f.Add([]byte("\xfd7zXZ\x00\x00\x04"))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x58})
+	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := decompress(bytes.NewReader(data))
+		if err == nil && len(out) > MaxModuleSize {
+			t.Fatalf("%d bytes out", len(out))
+		}
+		if err == nil {
+			_, _ = modInfo("fuzz.ko", out)
 		}
 	})
 }

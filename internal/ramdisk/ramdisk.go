@@ -160,11 +160,12 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	var list strings.Builder
 	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
 	for _, m := range mods {
-		if !strings.HasSuffix(m.Path, ".ko") {
-			return nil, fmt.Errorf("ramdisk: module %s is compressed (%s); the init loads plain .ko files only", m.Name, m.Path)
-		}
-		p := filepath.Join(modRoot, m.Path)
-		if err := addFile(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path), 0o644); err != nil {
+		// Compressed modules (.ko.xz, .ko.zst, .ko.gz) go in decompressed:
+		// finit_module takes them compressed only from kernels built with
+		// CONFIG_MODULE_DECOMPRESS, and the initramfs is compressed whole
+		// anyway.
+		p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
+		if err := addModule(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path)); err != nil {
 			return nil, err
 		}
 		// path, then the modules to load first, then the modalias
@@ -239,6 +240,20 @@ func addFile(w *initramfs.Writer, dst, src string, perm uint32) error {
 		perm |= 0o111
 	}
 	if err := w.File(dst, perm, st.Size(), f); err != nil {
+		return fmt.Errorf("ramdisk: add %s: %w", src, err)
+	}
+	return nil
+}
+
+func addModule(w *initramfs.Writer, dst, src string) error {
+	if strings.HasSuffix(src, ".ko") {
+		return addFile(w, dst, src, 0o644)
+	}
+	data, err := kmod.ReadModule(src)
+	if err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
+	}
+	if err := w.Bytes(dst, 0o644, data); err != nil {
 		return fmt.Errorf("ramdisk: add %s: %w", src, err)
 	}
 	return nil

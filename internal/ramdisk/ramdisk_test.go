@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // fakeKernel is a kernel tree with stand-in modules for DefaultModules
@@ -162,5 +164,82 @@ func TestISO(t *testing.T) {
 	out, err = exec.Command("xorriso", "-indev", iso, "-find", "/boot", "-name", "ironic-agent.*").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), KernelName) || !strings.Contains(string(out), InitramfsName) {
 		t.Errorf("ISO contents: %v\n%s", err, out)
+	}
+}
+
+// TestBuildCompressedModules: a kernel package with .ko.xz and .ko.zst
+// modules (Debian trixie's) gives an initramfs with the plain .ko files,
+// byte for byte, and a module list naming them.
+func TestBuildCompressedModules(t *testing.T) {
+	k := fakeKernel(t)
+	plain := map[string][]byte{}
+	for name, ext := range map[string]string{"virtio_blk": ".xz", "scsi_common": ".zst"} {
+		p := filepath.Join(k.ModulesDir, "kernel", name+".ko")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain[name] = data
+		var z bytes.Buffer
+		var w io.WriteCloser
+		if ext == ".xz" {
+			w, err = xz.NewWriter(&z)
+		} else {
+			w, err = zstd.NewWriter(&z)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+ext, z.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Build(context.Background(), Options{Kernel: k, Agent: staticBinary(t)}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("cpio"); err != nil {
+		t.Skip("SKIPPED: needs cpio (in test.sh)")
+	}
+	dir := t.TempDir()
+	f, err := os.Open(res.Initramfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("cpio", "-id", "--quiet")
+	cmd.Dir = dir
+	cmd.Stdin = zr
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cpio: %v\n%s", err, out)
+	}
+	for name, want := range plain {
+		got, err := os.ReadFile(filepath.Join(dir, "lib/modules/6.1.0-test/kernel", name+".ko"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s.ko in the initramfs differs from the decompressed module", name)
+		}
+	}
+	list, err := os.ReadFile(filepath.Join(dir, ModuleListPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(list), "/kernel/virtio_blk.ko\t") || strings.Contains(string(list), ".ko.") {
+		t.Errorf("module list:\n%s", list)
 	}
 }
