@@ -99,6 +99,7 @@ type Agent struct {
 	callbackURL      string
 	verifyCA         string
 	partitionUUIDs   map[string]any
+	images           imageCache // the last image written, for prepare_image's cache hit
 	stopServing      chan struct{}
 	stopOnce         sync.Once
 }

@@ -105,6 +105,10 @@ func (g *GenericManager) eraseStep(step func(*deploy.Eraser, context.Context, []
 		if err != nil {
 			return nil, err
 		}
+		if g.agent != nil {
+			// The disks may no longer hold the image last written.
+			g.agent.images.forget()
+		}
 		e := &deploy.Eraser{Guard: deploy.NewGuard(g.AllowedDevices), Runner: deploy.ExecRunner{}, Logger: g.Log}
 		return step(e, ctx, disks, opts)
 	}

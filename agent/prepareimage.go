@@ -88,15 +88,11 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 	opts.Progress = func(p deploy.WriteProgress) {
 		a.log.Info("writing image", "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))
 	}
-	res, err := deploy.WriteImage(ctx, info, disk.Name, opts)
-	if err != nil {
+	if a.images.hit(info.ID, disk.Name) {
+		// IPA's "don't write image again if already cached".
+		a.log.Info("image already written to the device by this agent, not writing it again", "image", info.ID, "device", disk.Name)
+	} else if err := a.writeWholeDiskImage(ctx, info, disk.Name, guard, opts); err != nil {
 		return "", err
-	}
-	a.log.Info(res.Summary())
-	if moved, err := deploy.FixGPTBackup(guard, disk.Name); err != nil {
-		return "", err
-	} else if moved {
-		a.log.Info("moved the GPT backup header to the end of the disk", "device", disk.Name)
 	}
 	if err := deploy.ValidatePartitioning(disk.Name); err != nil {
 		return "", err
@@ -110,6 +106,24 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 		msg = fmt.Sprintf("image (%s) written to device %s root_uuid=%v efi_system_partition_uuid=%v", info.ID, disk.Name, uuids["root uuid"], efi)
 	}
 	return msg, nil
+}
+
+// writeWholeDiskImage streams the image onto dev and moves a GPT backup
+// header to the disk's end, as IPA's _write_image does.
+func (a *Agent) writeWholeDiskImage(ctx context.Context, info *deploy.ImageInfo, dev string, guard *deploy.Guard, opts deploy.WriteOptions) error {
+	a.images.forget()
+	res, err := deploy.WriteImage(ctx, info, dev, opts)
+	if err != nil {
+		return err
+	}
+	a.log.Info(res.Summary())
+	if moved, err := deploy.FixGPTBackup(guard, dev); err != nil {
+		return err
+	} else if moved {
+		a.log.Info("moved the GPT backup header to the end of the disk", "device", dev)
+	}
+	a.images.written(info, dev)
+	return nil
 }
 
 // writeImageStep is the write_image deploy step: IPA runs prepare_image

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,6 +21,13 @@ import (
 // imageServerForTest serves data at /disk.img on a port of deploy-image's
 // range and returns the URL.
 func imageServerForTest(t *testing.T, data []byte) string {
+	t.Helper()
+	return countingImageServer(t, data, nil)
+}
+
+// countingImageServer is imageServerForTest counting the requests in gets
+// (when not nil).
+func countingImageServer(t *testing.T, data []byte, gets *atomic.Int32) string {
 	t.Helper()
 	var ln net.Listener
 	for p := 9350; p < 9400 && ln == nil; p++ {
@@ -29,11 +37,31 @@ func imageServerForTest(t *testing.T, data []byte) string {
 		t.Fatal("no free port in 9350-9399")
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gets != nil {
+			gets.Add(1)
+		}
 		http.ServeContent(w, r, "disk.img", time.Unix(1700000000, 0), bytes.NewReader(data))
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String() + "/disk.img"
+}
+
+// mbrTestImage is n bytes of a pattern with an MBR (disk signature sig)
+// holding one Linux partition: prepare_image checks, as IPA's
+// _validate_partitioning does, that the written disk has partitions.
+func mbrTestImage(n int, sig uint32) []byte {
+	img := make([]byte, n)
+	for i := range img {
+		img[i] = byte(i*7 + i>>13)
+	}
+	clear(img[440:512])
+	binary.LittleEndian.PutUint32(img[440:], sig)
+	img[446+4] = 0x83
+	binary.LittleEndian.PutUint32(img[446+8:], 2048)
+	binary.LittleEndian.PutUint32(img[446+12:], uint32(n/512-2048))
+	img[510], img[511] = 0x55, 0xaa
+	return img
 }
 
 // The write_image deploy step through the REST API, as Ironic 21.4 sends
@@ -42,18 +70,7 @@ func imageServerForTest(t *testing.T, data []byte) string {
 // get_partition_uuids answers the MBR signature.
 func TestWriteImageDeployStepOnLoop(t *testing.T) {
 	dev := loopDevice(t, 32<<20)
-	img := make([]byte, 8<<20+512)
-	for i := range img {
-		img[i] = byte(i*7 + i>>13)
-	}
-	// An MBR with one Linux partition: prepare_image checks, as IPA's
-	// _validate_partitioning does, that the written disk has partitions.
-	clear(img[440:512])
-	copy(img[440:], []byte{0xef, 0xbe, 0xad, 0xde})
-	img[446+4] = 0x83
-	binary.LittleEndian.PutUint32(img[446+8:], 2048)
-	binary.LittleEndian.PutUint32(img[446+12:], 8192)
-	img[510], img[511] = 0x55, 0xaa
+	img := mbrTestImage(8<<20+512, 0xdeadbeef)
 	sum := sha256.Sum256(img)
 	url := imageServerForTest(t, img)
 	ra := standalone(t, Options{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}, map[string]string{"allowed_devices": dev})
