@@ -19,6 +19,7 @@ APT_PACKAGES=(
 	grub-common
 	grub-efi-amd64-bin
 	grub-pc-bin
+	grub2-common
 	hdparm
 	iproute2
 	ironic-api
@@ -29,6 +30,7 @@ APT_PACKAGES=(
 	mtools
 	nvme-cli
 	ovmf
+	parted
 	python3-ironic
 	python3-ironic-inspector
 	qemu-system-x86

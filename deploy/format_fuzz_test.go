@@ -68,6 +68,7 @@ func FuzzParseImageInfo(f *testing.F) {
 	f.Add(`{"id":"i","urls":["http://x/i"],"checksum":"http://x/SUMS","proxies":{"http":"p"}}`)
 	f.Add(`{"id":1,"urls":[null],"os_hash_algo":"sha256","os_hash_value":"00"}`)
 	f.Add(`{"id":"i","urls":["u"],"image_request_authorization":"!!"}`)
+	f.Add(`{"id":"i","urls":["u"],"checksum":"http://x/S","image_type":"partition","root_mb":"64","swap_mb":1e3,"ephemeral_mb":null,"preserve_ephemeral":"yes"}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		var m map[string]any
 		if json.Unmarshal([]byte(s), &m) != nil {
@@ -76,6 +77,11 @@ func FuzzParseImageInfo(f *testing.F) {
 		info, err := ParseImageInfo(m, true)
 		if err == nil && (len(info.URLs) == 0 || info.URLs[0] == "") {
 			t.Fatalf("accepted image_info without a URL: %s", s)
+		}
+		if err == nil {
+			if p, err := info.PartitionParams(); err == nil && (p.RootMiB < 0 || p.SwapMiB < 0 || p.EphemeralMiB < 0) {
+				t.Fatalf("negative partition size accepted: %+v from %s", p, s)
+			}
 		}
 	})
 }

@@ -49,6 +49,10 @@ type WriteOptions struct {
 	// AllowLocalFiles lets a URL be a local path or file:// URL (the
 	// write-image command); the agent accepts only http and https.
 	AllowLocalFiles bool
+	// TooLarge, when set, builds the error for an image whose virtual size
+	// is larger than the device, found before anything is written
+	// (partition images: IPA's "Root partition is too small").
+	TooLarge func(virtualSize, deviceSize int64) error
 	// Progress is called every ProgressInterval and once at the end.
 	Progress         func(WriteProgress)
 	ProgressInterval time.Duration
@@ -306,6 +310,9 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	}
 	defer dev.Close()
 	if res.Compression == CompressionNone && rawLike(res.Format) && src.size >= 0 && dev.Size() >= 0 && src.size > dev.Size() {
+		if opts.TooLarge != nil {
+			return nil, opts.TooLarge(src.size, dev.Size())
+		}
 		return nil, errInvalidImage(fmt.Sprintf("image %s is %d bytes, larger than %s (%d bytes)", info.ID, src.size, device, dev.Size()), nil)
 	}
 	var writerHash hash.Hash
@@ -330,10 +337,10 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	case res.Format == FormatQcow2:
 		if res.Compression == CompressionNone {
 			fra = newForwardReaderAt(ctx, outer, src.random)
-			copyErr = convertQcow2(ctx, fra, src.size, w, dev.Size(), info.ID)
+			copyErr = convertQcow2(ctx, fra, src.size, w, dev.Size(), info.ID, opts.TooLarge)
 		} else {
 			fra = newForwardReaderAt(ctx, inner, nil)
-			copyErr = convertQcow2(ctx, fra, -1, w, dev.Size(), info.ID)
+			copyErr = convertQcow2(ctx, fra, -1, w, dev.Size(), info.ID, opts.TooLarge)
 		}
 		if copyErr == nil {
 			copyErr = fra.Drain()
@@ -407,12 +414,15 @@ func isWriteFailure(err error) bool {
 	return errors.As(err, &wf)
 }
 
-func convertQcow2(ctx context.Context, r io.ReaderAt, size int64, w *diskWriter, devSize int64, id string) error {
+func convertQcow2(ctx context.Context, r io.ReaderAt, size int64, w *diskWriter, devSize int64, id string, tooLarge func(int64, int64) error) error {
 	img, err := qcow2.Open(r, size)
 	if err != nil {
 		return err
 	}
 	if devSize >= 0 && int64(img.Header.Size) > devSize {
+		if tooLarge != nil {
+			return tooLarge(int64(img.Header.Size), devSize)
+		}
 		return errInvalidImage(fmt.Sprintf("image %s has a virtual size of %d bytes, larger than the device (%d bytes)", id, img.Header.Size, devSize), nil)
 	}
 	return img.Convert(ctx, w)

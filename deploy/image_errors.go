@@ -1,5 +1,7 @@
 package deploy
 
+import "fmt"
+
 // Error is a failure with the fields IPA serialises for a failed command
 // (type, code, message, details), so the agent can report it in IPA's
 // words. Error() reads like IPA's str(): "<message>: <details>".
@@ -41,4 +43,11 @@ func errWrite(device string, cause error) *Error {
 
 func errGeneric(details string) *Error {
 	return &Error{Type: "RESTError", Code: 500, Message: "An error occurred", Details: details}
+}
+
+// RootTooSmall is IPA's refusal of a partition image whose virtual size
+// (MiB, rounded up) exceeds root_mb, an InvalidCommandParamsError.
+func RootTooSmall(imageBytes, rootMiB int64) error {
+	return errInvalidParams(fmt.Sprintf("Root partition is too small for requested image. Image virtual size: %d MB, Root size: %d MB",
+		(imageBytes+mib-1)/mib, rootMiB))
 }

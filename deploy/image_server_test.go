@@ -50,23 +50,29 @@ type servedFile struct {
 	onCut func(*servedFile)
 }
 
-// listenInRange listens on the first free port of this helper's range.
-func listenInRange(t testing.TB) net.Listener {
+// listenInRange listens on the first free port of [lo, hi): each test
+// area has its own range on the shared machine.
+func listenInRange(t testing.TB, lo, hi int) net.Listener {
 	t.Helper()
-	for p := 9300; p < 9400; p++ {
+	for p := lo; p < hi; p++ {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err == nil {
 			return l
 		}
 	}
-	t.Fatal("no free port in 9300-9399")
+	t.Fatalf("no free port in %d-%d", lo, hi-1)
 	return nil
 }
 
+// newImageServer serves image tests on ports 9300-9399.
 func newImageServer(t testing.TB) *imageServer {
+	return newImageServerOn(t, 9300, 9400)
+}
+
+func newImageServerOn(t testing.TB, lo, hi int) *imageServer {
 	t.Helper()
 	s := &imageServer{t: t, files: map[string]*servedFile{}}
-	l := listenInRange(t)
+	l := listenInRange(t, lo, hi)
 	s.base = "http://" + l.Addr().String()
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(l)

@@ -3,6 +3,8 @@ package deploy
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -30,6 +32,9 @@ type ImageInfo struct {
 	AuthStrategy string
 	User         string
 	Password     string
+	// Fields is image_info as received, for the partition image fields
+	// (PartitionParams).
+	Fields map[string]any
 }
 
 // ParseImageInfo validates image_info exactly as IPA's _validate_image_info
@@ -55,7 +60,7 @@ func ParseImageInfo(m map[string]any, md5Enabled bool) (*ImageInfo, error) {
 			return nil, errInvalidParams("Image 'urls' must be a list with at least one element.")
 		}
 	}
-	info := &ImageInfo{StreamRawImages: true}
+	info := &ImageInfo{StreamRawImages: true, Fields: m}
 	for _, u := range rawURLs {
 		s, ok := u.(string)
 		if !ok || s == "" {
@@ -152,4 +157,86 @@ func str(v any) string {
 
 func isChecksumURL(s string) bool {
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// PartitionParams are the partition image fields of image_info (Ironic
+// copies them from instance_info: root_mb = 1024 * root_gb, swap_mb,
+// ephemeral_mb, ephemeral_format, preserve_ephemeral).
+type PartitionParams struct {
+	RootMiB           int64
+	SwapMiB           int64
+	EphemeralMiB      int64
+	EphemeralFormat   string
+	PreserveEphemeral bool
+}
+
+// PartitionParams reads and checks the partition image fields; IPA takes
+// int() of each size, so integral numbers and numeric strings are
+// accepted, and root_mb is required.
+func (i *ImageInfo) PartitionParams() (PartitionParams, error) {
+	var p PartitionParams
+	for _, f := range []struct {
+		key      string
+		dst      *int64
+		required bool
+	}{{"root_mb", &p.RootMiB, true}, {"swap_mb", &p.SwapMiB, false}, {"ephemeral_mb", &p.EphemeralMiB, false}} {
+		v, err := pyInt(i.Fields[f.key])
+		if err != nil {
+			return p, errInvalidParams(fmt.Sprintf("image_info %s: %v", f.key, err))
+		}
+		if v == nil {
+			if f.required {
+				return p, errInvalidParams(fmt.Sprintf("image_info %s is required for partition images (image_type=partition): set instance_info root_gb", f.key))
+			}
+			continue
+		}
+		if *v < 0 {
+			return p, errInvalidParams(fmt.Sprintf("image_info %s must not be negative, got %d", f.key, *v))
+		}
+		*f.dst = *v
+	}
+	p.EphemeralFormat = str(i.Fields["ephemeral_format"])
+	switch v := i.Fields["preserve_ephemeral"].(type) {
+	case nil:
+	case bool:
+		p.PreserveEphemeral = v
+	case string:
+		// oslo's bool_from_string, as Ironic parses it.
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "1", "t", "true", "on", "y", "yes":
+			p.PreserveEphemeral = true
+		case "0", "f", "false", "off", "n", "no", "":
+		default:
+			return p, errInvalidParams(fmt.Sprintf("image_info preserve_ephemeral: %q is not a boolean", v))
+		}
+	default:
+		return p, errInvalidParams(fmt.Sprintf("image_info preserve_ephemeral: %v is not a boolean", v))
+	}
+	return p, nil
+}
+
+// pyInt is Python's int() of a JSON value: nil for null or absent.
+func pyInt(v any) (*int64, error) {
+	var n int64
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case float64:
+		if x > 1<<53 || x < -(1<<53) || x != math.Trunc(x) {
+			return nil, fmt.Errorf("%v is not an integer", x)
+		}
+		n = int64(x)
+	case int:
+		n = int64(x)
+	case int64:
+		n = x
+	case string:
+		var err error
+		if n, err = strconv.ParseInt(strings.TrimSpace(x), 10, 64); err != nil {
+			return nil, fmt.Errorf("%q is not an integer", x)
+		}
+	default:
+		return nil, fmt.Errorf("%v is not an integer", v)
+	}
+	return &n, nil
 }

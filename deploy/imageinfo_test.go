@@ -152,7 +152,7 @@ func TestWriteImageThroughProxy(t *testing.T) {
 	srv := newImageServer(t)
 	u := srv.put("disk.raw", img)
 	var proxied atomic.Int64
-	proxyLn := listenInRange(t)
+	proxyLn := listenInRange(t, 9300, 9400)
 	proxy := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		proxied.Add(1)
 		rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(&url.URL{Scheme: "http", Host: r.URL.Host}) }}
@@ -192,7 +192,7 @@ func TestWriteImageHTTPS(t *testing.T) {
 		http.ServeContent(w, r, "", time.Unix(1700000000, 0), bytes.NewReader(img))
 	}))
 	srv.Listener.Close()
-	srv.Listener = listenInRange(t)
+	srv.Listener = listenInRange(t, 9300, 9400)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	pool := x509.NewCertPool()

@@ -164,6 +164,10 @@ func (d *deviceFile) Finish(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	if sys, err := sysBlockDir("/", d.path); err == nil && isPartition(resolveLink(sys)) {
+		// A partition image's root partition: partitions hold no table.
+		return "", nil
+	}
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, d.f.Fd(), unix.BLKRRPART, 0); e != 0 {
 		return fmt.Sprintf("re-reading the partition table of %s (BLKRRPART) failed: %v", d.path, e), nil
 	}

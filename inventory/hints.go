@@ -217,6 +217,10 @@ func urlQuote(s string) string {
 	return b.String()
 }
 
+// PyStr renders a JSON-decoded value like Python's str(), for comparisons
+// IPA makes on node fields.
+func PyStr(v any) string { return pyStr(v) }
+
 // pyStr renders a JSON-decoded value like Python's str().
 func pyStr(v any) string {
 	switch x := v.(type) {

@@ -1,0 +1,417 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Partition images on loop devices over sparse files: the layout is
+// compared with what IPA's own parted command line writes on a second
+// loop device, the filesystems with blkid, the contents by hash.
+
+// This test area's port range on the shared machine.
+const partServerLo, partServerHi = 9400, 9500
+
+// rootFSImage builds a raw ext4 filesystem image of size bytes holding a
+// file, as a partition image is.
+func rootFSImage(t *testing.T, size int64, seed uint64) []byte {
+	t.Helper()
+	needTool(t, "mkfs.ext4")
+	dir := t.TempDir()
+	content := filepath.Join(dir, "content")
+	if err := os.MkdirAll(filepath.Join(content, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(content, "etc", "hostname"), []byte("partition-image\n"), 0o644)
+	os.WriteFile(filepath.Join(content, "payload.bin"), testImage(2<<20, seed), 0o644)
+	p := filepath.Join(dir, "root.img")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(size)
+	f.Close()
+	run(t, "mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", content, p)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// blkid returns blkid's low-level probe of dev as a map (TYPE, UUID,
+// LABEL, PART_ENTRY_UUID, ...), the independent oracle for what Ironic
+// would be told.
+func blkid(t *testing.T, dev string) map[string]string {
+	t.Helper()
+	needTool(t, "blkid")
+	out := blkidFinds(t, dev)
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// partedOracle writes the layout with IPA's command line
+// (DiskPartitioner.commit: parted -a optimal -s dev -- unit MiB mklabel L
+// mkpart primary FS START END [set N FLAG on]...).
+func partedOracle(t *testing.T, dev, label string, parts []PlannedPartition) {
+	t.Helper()
+	needTool(t, "parted")
+	args := []string{"-a", "optimal", "-s", dev, "--", "unit", "MiB", "mklabel", label}
+	for _, p := range parts {
+		start, end := p.Start/mib, (p.Start+p.Size)/mib
+		args = append(args, "mkpart", "primary", p.FSType, strconv.FormatInt(start, 10), strconv.FormatInt(end, 10))
+		for _, f := range p.Flags {
+			args = append(args, "set", strconv.Itoa(p.Number), f, "on")
+		}
+	}
+	run(t, "parted", args...)
+}
+
+// rawTable returns the bytes of the partition table that must agree with
+// parted's: msdos entries without the CHS fields; GPT usable range and
+// entries without the unique GUIDs.
+func rawTable(t *testing.T, dev, label string) []byte {
+	t.Helper()
+	head := readAt(t, dev, 0, 34*512)
+	var out []byte
+	if label == "msdos" {
+		if head[510] != 0x55 || head[511] != 0xaa {
+			t.Fatalf("%s: no MBR signature", dev)
+		}
+		for i := 0; i < 4; i++ {
+			e := head[446+16*i : 446+16*(i+1)]
+			out = append(out, e[0], e[4])
+			out = append(out, e[8:16]...)
+		}
+		return out
+	}
+	if string(head[512:520]) != "EFI PART" {
+		t.Fatalf("%s: no GPT header", dev)
+	}
+	out = append(out, head[512+40:512+56]...) // first and last usable LBA
+	for i := 0; i < 128; i++ {
+		e := head[1024+128*i : 1024+128*(i+1)]
+		out = append(out, e[0:16]...)   // type GUID
+		out = append(out, e[32:128]...) // start, end, attributes, name
+	}
+	// The protective MBR entry.
+	out = append(out, head[446:462]...)
+	return out
+}
+
+func describeTable(b []byte, label string) string {
+	var s []string
+	if label == "msdos" {
+		for i := 0; i < 4; i++ {
+			e := b[10*i : 10*(i+1)]
+			s = append(s, fmt.Sprintf("%d: boot=%#x type=%#x start=%d size=%d", i+1, e[0], e[1], binary.LittleEndian.Uint32(e[2:6]), binary.LittleEndian.Uint32(e[6:10])))
+		}
+		return strings.Join(s, "\n")
+	}
+	s = append(s, fmt.Sprintf("usable %d-%d", binary.LittleEndian.Uint64(b[0:8]), binary.LittleEndian.Uint64(b[8:16])))
+	for i := 0; i < 128; i++ {
+		e := b[16+112*i : 16+112*(i+1)]
+		if bytes.Equal(e[0:16], make([]byte, 16)) {
+			continue
+		}
+		s = append(s, fmt.Sprintf("%d: type=%s start=%d end=%d attrs=%#x name=%q", i+1, guidString(e[0:16]),
+			binary.LittleEndian.Uint64(e[16:24]), binary.LittleEndian.Uint64(e[24:32]), binary.LittleEndian.Uint64(e[32:40]), decodeUTF16Name(e[40:112])))
+	}
+	s = append(s, fmt.Sprintf("pmbr % x", b[len(b)-16:]))
+	return strings.Join(s, "\n")
+}
+
+func decodeUTF16Name(b []byte) string {
+	var r []rune
+	for i := 0; i+1 < len(b); i += 2 {
+		c := binary.LittleEndian.Uint16(b[i:])
+		if c == 0 {
+			break
+		}
+		r = append(r, rune(c))
+	}
+	return string(r)
+}
+
+// TestPartitionTableMatchesParted writes each layout with our Go code and
+// with IPA's parted command on two loop devices of the same size and
+// compares the tables byte for byte (what parted decides: types, flags,
+// geometry, names).
+func TestPartitionTableMatchesParted(t *testing.T) {
+	needRoot(t, "partitions loop devices")
+	needTool(t, "parted")
+	for _, tc := range []struct {
+		name   string
+		layout PartitionLayout
+	}{
+		{"bios-msdos", PartitionLayout{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, ConfigDriveMiB: 1, BootMode: "bios"}},
+		{"bios-msdos-root-only", PartitionLayout{RootMiB: 100, BootMode: "bios"}},
+		{"bios-gpt", PartitionLayout{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, ConfigDriveMiB: 1, BootMode: "bios", DiskLabel: "gpt"}},
+		{"uefi-gpt", PartitionLayout{RootMiB: 64, SwapMiB: 16, ConfigDriveMiB: 2, BootMode: "uefi"}},
+		{"ppc64-bios-gpt", PartitionLayout{RootMiB: 64, SwapMiB: 8, BootMode: "bios", DiskLabel: "gpt", CPUArch: "ppc64le"}},
+		{"ppc64-bios-msdos", PartitionLayout{RootMiB: 64, BootMode: "bios", CPUArch: "ppc64le"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			label, parts, err := PlanPartitions(tc.layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, theirs := newLoop(t, 1<<30), newLoop(t, 1<<30)
+			g := NewGuard([]string{ours})
+			if err := writePartitionTable(context.Background(), g, ours, label, parts, 1<<30, 512); err != nil {
+				t.Fatal(err)
+			}
+			partedOracle(t, theirs, label, parts)
+			a, b := rawTable(t, ours, label), rawTable(t, theirs, label)
+			if !bytes.Equal(a, b) {
+				t.Errorf("partition table differs from parted's:\nours:\n%s\nparted:\n%s", describeTable(a, label), describeTable(b, label))
+			}
+			// Kernels without partition table parsers (this machine's)
+			// learn the partitions through BLKPG, as WorkOnDisk does.
+			for _, p := range parts {
+				if err := kernelKnowsPartition(ours, p.Number, 512); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, partitionPath(ours, p.Number))
+				if err := checkPartitionDevice(partitionPath(ours, p.Number), p); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// partitionFixture is a loop disk with an image server.
+type partitionFixture struct {
+	dev string
+	g   *Guard
+	srv *imageServer
+	iso []byte
+}
+
+func newPartitionFixture(t *testing.T, size int64) *partitionFixture {
+	t.Helper()
+	needRoot(t, "partitions loop devices")
+	needTool(t, "mkfs.vfat", "mkswap", "mkfs.ext4", "blkid")
+	dev := newLoop(t, size)
+	return &partitionFixture{dev: dev, g: NewGuard([]string{dev}), srv: newImageServerOn(t, partServerLo, partServerHi), iso: makeConfigDriveISO(t)}
+}
+
+// deploy runs WorkOnDisk with the image written through WriteImage into
+// the root partition, as the agent does.
+func (f *partitionFixture) deploy(t *testing.T, name string, img []byte, layout PartitionLayout, preserve bool, configdrive bool) (*PartitionImageResult, error) {
+	t.Helper()
+	url := f.srv.put(name, img)
+	info := imageInfo(name, []string{url}, sha256hex(img))
+	opts := testOptions(f.dev)
+	opts.Guard = f.g
+	opts.TooLarge = func(v, _ int64) error { return RootTooSmall(v, layout.RootMiB) }
+	cd := ""
+	if configdrive {
+		cd = gzipBase64(t, f.iso)
+	}
+	return WorkOnDisk(context.Background(), PartitionImageOptions{
+		Guard: f.g, Device: f.dev, Layout: layout, EphemeralFormat: "ext4", PreserveEphemeral: preserve, ConfigDrive: cd,
+		WriteRoot: func(ctx context.Context, root string) error {
+			_, err := WriteImage(ctx, info, root, opts)
+			return err
+		},
+	})
+}
+
+func TestWorkOnDiskLoop(t *testing.T) {
+	needRoot(t, "partitions loop devices")
+	needTool(t, "qemu-img")
+	raw := rootFSImage(t, 40<<20, 7)
+	qc := makeQcow2(t, raw)
+	for _, tc := range []struct {
+		name   string
+		img    []byte
+		layout PartitionLayout
+		roles  []string
+	}{
+		{"bios-msdos-raw", raw, PartitionLayout{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, BootMode: "bios"},
+			[]string{RoleEphemeral, RoleSwap, RoleConfigDrive, RoleRoot}},
+		{"bios-gpt-qcow2", qc, PartitionLayout{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, BootMode: "bios", DiskLabel: "gpt"},
+			[]string{RoleBIOSBoot, RoleEphemeral, RoleSwap, RoleConfigDrive, RoleRoot}},
+		{"uefi-gpt-raw", raw, PartitionLayout{RootMiB: 64, SwapMiB: 16, BootMode: "uefi"},
+			[]string{RoleESP, RoleSwap, RoleConfigDrive, RoleRoot}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPartitionFixture(t, 1<<30)
+			res, err := f.deploy(t, tc.name, tc.img, tc.layout, false, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, role := range tc.roles {
+				want := partitionPath(f.dev, i+1)
+				if res.Paths[role] != want {
+					t.Errorf("%s: got %q, want %q (paths %v)", role, res.Paths[role], want, res.Paths)
+				}
+			}
+			if len(res.Paths) != len(tc.roles) {
+				t.Errorf("partitions %v, want roles %v", res.Paths, tc.roles)
+			}
+			// The root partition holds the image's bytes.
+			root := res.Paths[RoleRoot]
+			if got, want := deviceHash(t, root, int64(len(raw))), sha256hex(raw); got != want {
+				t.Errorf("root partition %s does not hold the image (sha256 %s, want %s)", root, got, want)
+			}
+			rb := blkid(t, root)
+			if rb["TYPE"] != "ext4" || rb["LABEL"] != "img-root" || rb["UUID"] != res.RootUUID {
+				t.Errorf("root: blkid %v, we said UUID %s", rb, res.RootUUID)
+			}
+			if sb := blkid(t, res.Paths[RoleSwap]); sb["TYPE"] != "swap" || sb["LABEL"] != "swap1" {
+				t.Errorf("swap: blkid %v", sb)
+			}
+			if p, ok := res.Paths[RoleEphemeral]; ok {
+				if eb := blkid(t, p); eb["TYPE"] != "ext4" || eb["LABEL"] != "ephemeral0" {
+					t.Errorf("ephemeral: blkid %v", eb)
+				}
+			}
+			checkConfigDrive(t, res.Paths[RoleConfigDrive])
+			if got := deviceHash(t, res.Paths[RoleConfigDrive], int64(len(f.iso))); got != sha256hex(f.iso) {
+				t.Error("config drive partition does not hold the ISO")
+			}
+			uuids := res.UUIDs("x86_64")
+			if esp, ok := res.Paths[RoleESP]; ok {
+				eb := blkid(t, esp)
+				if eb["TYPE"] != "vfat" || eb["LABEL"] != "efi-part" || eb["UUID"] != res.ESPUUID || res.ESPUUID == "" {
+					t.Errorf("ESP: blkid %v, we said UUID %q", eb, res.ESPUUID)
+				}
+				if eb["PART_ENTRY_TYPE"] != "c12a7328-f81f-11d2-ba4b-00a0c93ec93b" {
+					t.Errorf("ESP partition type %q", eb["PART_ENTRY_TYPE"])
+				}
+				if uuids["efi system partition uuid"] != res.ESPUUID {
+					t.Errorf("uuids %v", uuids)
+				}
+			} else if uuids["efi system partition uuid"] != nil {
+				t.Errorf("efi system partition uuid without an ESP: %v", uuids)
+			}
+			if uuids["root uuid"] != res.RootUUID || len(uuids["partitions"].(map[string]any)) != len(tc.roles) {
+				t.Errorf("uuids %v", uuids)
+			}
+			if _, ok := uuids["PReP Boot partition uuid"]; ok {
+				t.Errorf("PReP key on x86_64: %v", uuids)
+			}
+			// The partition is found again by the UUIDs Ironic sends back
+			// to install_bootloader, filesystem UUID or PARTUUID.
+			if p, err := FindPartitionByUUID(f.dev, res.RootUUID); err != nil || p != root {
+				t.Errorf("FindPartitionByUUID(root) = %q, %v", p, err)
+			}
+			if p, err := FindPartitionByUUID(f.dev, strings.ToUpper(rb["PART_ENTRY_UUID"])); err != nil || p != root {
+				t.Errorf("FindPartitionByUUID(PARTUUID %s) = %q, %v", rb["PART_ENTRY_UUID"], p, err)
+			}
+			// The BIOS boot partition and msdos boot flag, as parted reads them.
+			pt, err := readPartTable(f.dev, 512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantKind := map[bool]string{true: "gpt", false: "dos"}[tc.layout.BootMode == "uefi" || tc.layout.DiskLabel == "gpt"]
+			if pt.Kind != wantKind {
+				t.Errorf("table %s, want %s", pt.Kind, wantKind)
+			}
+		})
+	}
+}
+
+// TestWorkOnDiskPreserveEphemeral deploys, marks the ephemeral partition,
+// redeploys a different image with preserve_ephemeral and checks the
+// ephemeral filesystem and its data survived while root changed; a changed
+// layout is refused before anything is written.
+func TestWorkOnDiskPreserveEphemeral(t *testing.T) {
+	f := newPartitionFixture(t, 512<<20)
+	layout := PartitionLayout{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, BootMode: "bios"}
+	first, second := rootFSImage(t, 40<<20, 1), rootFSImage(t, 40<<20, 2)
+	res, err := f.deploy(t, "first", first, layout, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eph := res.Paths[RoleEphemeral]
+	before := blkid(t, eph)
+	// A marker in the last MiB of the ephemeral partition, past anything
+	// mkfs.ext4 writes on a fresh 32 MiB filesystem.
+	marker := bytes.Repeat([]byte("tenant data "), 4096/12+1)[:4096]
+	writeAt(t, eph, 31<<20, marker)
+
+	// The layout changed (bigger swap): refused, nothing touched.
+	changed := layout
+	changed.SwapMiB = 32
+	if _, err := f.deploy(t, "second", second, changed, true, false); err == nil || !strings.Contains(err.Error(), "layout changed") {
+		t.Fatalf("changed layout with preserve_ephemeral: %v", err)
+	}
+	if got := deviceHash(t, res.Paths[RoleRoot], int64(len(first))); got != sha256hex(first) {
+		t.Fatal("the refused redeploy touched the root partition")
+	}
+
+	res2, err := f.deploy(t, "second", second, layout, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := deviceHash(t, res2.Paths[RoleRoot], int64(len(second))); got != sha256hex(second) {
+		t.Error("root partition does not hold the second image")
+	}
+	after := blkid(t, eph)
+	if after["UUID"] != before["UUID"] || after["LABEL"] != "ephemeral0" {
+		t.Errorf("ephemeral filesystem changed: before %v after %v", before, after)
+	}
+	if !bytes.Equal(readAt(t, eph, 31<<20, len(marker)), marker) {
+		t.Error("ephemeral partition data lost")
+	}
+	if res2.RootUUID == res.RootUUID {
+		t.Error("root UUID unchanged: the second image has its own filesystem UUID")
+	}
+}
+
+// TestWorkOnDiskImageTooBig: a root partition smaller than the image's
+// virtual size is IPA's InvalidCommandParamsError, for raw and qcow2.
+func TestWorkOnDiskImageTooBig(t *testing.T) {
+	needTool(t, "qemu-img")
+	f := newPartitionFixture(t, 256<<20)
+	raw := rootFSImage(t, 40<<20, 3)
+	for name, img := range map[string][]byte{"raw": raw, "qcow2": makeQcow2(t, raw)} {
+		_, err := f.deploy(t, "big-"+name, img, PartitionLayout{RootMiB: 16, BootMode: "bios"}, false, false)
+		var e *Error
+		if !errors.As(err, &e) || e.Type != "InvalidCommandParamsError" ||
+			!strings.Contains(e.Details, "Root partition is too small for requested image. Image virtual size: 40 MB, Root size: 16 MB") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestWorkOnDiskTooSmallDisk: a layout larger than the disk is refused
+// before the disk is touched.
+func TestWorkOnDiskTooSmallDisk(t *testing.T) {
+	f := newPartitionFixture(t, 64<<20)
+	writeAt(t, f.dev, 0, []byte("keep me"))
+	_, err := f.deploy(t, "x", rootFSImage(t, 8<<20, 4), PartitionLayout{RootMiB: 100, BootMode: "bios"}, false, false)
+	if err == nil || !strings.Contains(err.Error(), "need 101 MiB but") {
+		t.Fatalf("got %v", err)
+	}
+	if string(readAt(t, f.dev, 0, 7)) != "keep me" {
+		t.Error("disk was touched")
+	}
+}
+
+// TestWorkOnDiskGuard: a disk outside the allow list is refused.
+func TestWorkOnDiskGuard(t *testing.T) {
+	f := newPartitionFixture(t, 64<<20)
+	other := newLoop(t, 64<<20)
+	_, err := WorkOnDisk(context.Background(), PartitionImageOptions{Guard: f.g, Device: other, Layout: PartitionLayout{RootMiB: 8, BootMode: "bios"}})
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("got %v", err)
+	}
+}
