@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -158,6 +159,8 @@ const (
 	MethodATA                 = "ATA security erase"
 	MethodNVMeCrypto          = "NVMe format, cryptographic erase (ses=2)"
 	MethodNVMeUserData        = "NVMe format, user data erase (ses=1)"
+	MethodNVMeSanitizeCrypto  = "NVMe sanitize, crypto erase"
+	MethodNVMeSanitizeBlock   = "NVMe sanitize, block erase"
 	MethodOverwrite           = "overwrite"
 	MethodSecureDiscardZero   = "secure discard + write zeroes"
 	MethodDiscardZero         = "discard + write zeroes"
@@ -186,6 +189,9 @@ type Eraser struct {
 	Root     string
 	Logger   *slog.Logger
 	Progress Progress
+	// sanitizePoll is how often a running NVMe sanitize is polled
+	// (0: defaultSanitizePoll); tests shorten it.
+	sanitizePoll time.Duration
 }
 
 func (e *Eraser) root() string {
@@ -513,31 +519,39 @@ func (e *Eraser) ataUnlock(ctx context.Context, dev string, lines []string) ([]s
 }
 
 // nvmeErase formats an NVMe namespace with the strongest secure-erase
-// setting its controller reports (IPA's _nvme_erase). When the format
-// would also hit other namespaces of the controller (fna bits 0/1), each
-// of them must pass the guard too.
+// setting its controller reports (IPA's _nvme_erase).
 func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error) {
+	id, err := e.nvmeIdentify(ctx, dev)
+	if err != nil {
+		return DeviceResult{}, err
+	}
+	return e.nvmeFormat(ctx, dev, id)
+}
+
+// nvmeIdentify runs and parses `nvme id-ctrl -o json`.
+func (e *Eraser) nvmeIdentify(ctx context.Context, dev string) (nvmeIDCtrl, error) {
 	out, err := e.Runner.Run(ctx, "nvme", "id-ctrl", dev, "-o", "json")
 	if err != nil {
-		return DeviceResult{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
+		return nvmeIDCtrl{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
 	}
 	id, err := parseNVMeIDCtrl(out)
 	if err != nil {
-		return DeviceResult{}, fmt.Errorf("device %s: %w", dev, err)
+		return nvmeIDCtrl{}, fmt.Errorf("device %s: %w", dev, err)
 	}
+	return id, nil
+}
+
+// nvmeFormat runs the format IPA chooses from id. When the format would
+// also hit other namespaces of the controller (fna bits 0/1), each of
+// them must pass the guard too.
+func (e *Eraser) nvmeFormat(ctx context.Context, dev string, id nvmeIDCtrl) (DeviceResult, error) {
 	mode, err := nvmeFormatMode(id)
 	if err != nil {
 		return DeviceResult{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	if *id.FNA&(nvmeFNAAllNamespaces|nvmeFNASecureAllNS) != 0 {
-		siblings, err := e.nvmeSiblingNamespaces(dev)
-		if err != nil {
-			return DeviceResult{}, fmt.Errorf("NVMe format of %s applies to every namespace of the controller (fna=%#x), which cannot be listed: %w", dev, *id.FNA, err)
-		}
-		for _, ns := range siblings {
-			if err := e.Guard.Check(ns); err != nil {
-				return DeviceResult{}, fmt.Errorf("NVMe format of %s would also erase namespace %s (fna=%#x): %w", dev, ns, *id.FNA, err)
-			}
+		if err := e.guardSiblingNamespaces(dev, fmt.Sprintf("NVMe format of %s (fna=%#x)", dev, *id.FNA)); err != nil {
+			return DeviceResult{}, err
 		}
 	}
 	if _, err := e.Runner.Run(ctx, "nvme", "format", dev, "-s", strconv.Itoa(mode), "-f"); err != nil {
@@ -547,6 +561,21 @@ func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error
 		return DeviceResult{Method: MethodNVMeCrypto}, nil
 	}
 	return DeviceResult{Method: MethodNVMeUserData}, nil
+}
+
+// guardSiblingNamespaces checks that every other namespace of dev's
+// controller passes the guard before an operation that erases them all.
+func (e *Eraser) guardSiblingNamespaces(dev, what string) error {
+	siblings, err := e.nvmeSiblingNamespaces(dev)
+	if err != nil {
+		return fmt.Errorf("%s applies to every namespace of the controller, which cannot be listed: %w", what, err)
+	}
+	for _, ns := range siblings {
+		if err := e.Guard.Check(ns); err != nil {
+			return fmt.Errorf("%s would also erase namespace %s: %w", what, ns, err)
+		}
+	}
+	return nil
 }
 
 // nvmeNamespaceRE matches a namespace block device below an NVMe
@@ -692,8 +721,9 @@ func (e *Eraser) EraseDevicesMetadata(ctx context.Context, disks []inventory.Dis
 	})
 }
 
-// EraseDevicesExpress is the erase_devices_express step: NVMe format
-// where the drive supports it; else a discard followed by offloaded
+// EraseDevicesExpress is the erase_devices_express step: NVMe sanitize
+// (crypto, else block erase) or, without sanitize, NVMe format where the
+// drive supports it; else a discard followed by offloaded
 // write-zeroes when the device guarantees zeroes that way; else the
 // metadata wipe.
 func (e *Eraser) EraseDevicesExpress(ctx context.Context, disks []inventory.Disk, o EraseOptions) (map[string]DeviceResult, error) {
@@ -749,7 +779,7 @@ func (e *Eraser) expressOne(ctx context.Context, dev string, o EraseOptions) (De
 	dir, _ := sysBlockDir(e.root(), dev)
 	partition := dir != "" && isPartition(dir)
 	if !partition && strings.HasPrefix(filepath.Base(dev), "nvme") && o.EnableNVMeSecureErase {
-		r, err := e.nvmeErase(ctx, dev)
+		r, err := e.nvmeExpress(ctx, dev)
 		if err == nil {
 			return r, nil
 		}

@@ -11,6 +11,7 @@ import (
 func FuzzToolOutputs(f *testing.F) {
 	f.Add(hdparmInfo(true, false, false, false, true), nvmeIDCtrlJSON(23, 4))
 	f.Add(hdparmInfo(false, false, false, false, false), nvmeIDCtrlJSON(0, 0))
+	f.Add("", nvmeIDCtrlSaniJSON(23, 0, 4))
 	f.Add("\n/dev/loop0:\n", "identify controller: Invalid argument")
 	f.Add("Security: \n\tsupported\n", `{"oacs": 2, "fna": null}`)
 	f.Fuzz(func(t *testing.T, hdparm, idctrl string) {
@@ -20,6 +21,28 @@ func FuzzToolOutputs(f *testing.F) {
 			if mode, err := nvmeFormatMode(id); err == nil && mode != 1 && mode != 2 {
 				t.Fatalf("format mode %d", mode)
 			}
+			// Express never picks the overwrite sanitize (3).
+			if sanact, _, ok := nvmeSanitizeAction(id); ok && sanact != nvmeSanactCryptoErase && sanact != nvmeSanactBlockErase {
+				t.Fatalf("sanitize action %d", sanact)
+			}
+		}
+	})
+}
+
+// FuzzNVMeSanitizeLog feeds arbitrary bytes as `nvme sanitize-log
+// --raw-binary` output: only the 512-byte page parses.
+func FuzzNVMeSanitizeLog(f *testing.F) {
+	f.Add([]byte(sanitizeLogPage(0xffff, nvmeSanitizeDone|nvmeSanitizeGDE)))
+	f.Add([]byte(sanitizeLogPage(1234, nvmeSanitizeInProgress)))
+	f.Add([]byte("Sanitize Progress (SPROG) : 65535\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := parseNVMeSanitizeLog(b)
+		if err != nil {
+			return
+		}
+		if len(b) != nvmeSanitizeLogSize || l.state() < 0 || l.state() > 7 {
+			t.Fatalf("accepted %d bytes, state %d", len(b), l.state())
 		}
 	})
 }
