@@ -12,6 +12,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // extensions is the command table: the extensions of IPA 2023.1 (standby,
@@ -374,8 +375,8 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 // with a UEFI-booted ramdisk and efibootmgr present, NVRAM entries are made
 // for the boot loaders on the install disk's EFI system partition; a
 // whole-disk image (root_uuid null or 0x00000000) otherwise needs nothing;
-// a partition image needs GRUB, which this agent does not install (a clear
-// failure, unless ignore_bootloader_failure).
+// a partition image gets the image's own GRUB (grub.go) when
+// enable_bios_bootloader_install allows it.
 func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 	var args struct {
 		RootUUID          *string `json:"root_uuid"`
@@ -423,14 +424,56 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 			a.log.Info("no root UUID: whole-disk image, no boot loader to install")
 			return nil, nil
 		}
-		e := command.New("CommandExecutionError", 500, "Command execution failed",
-			"install_bootloader: installing GRUB for a partition image is not implemented by this agent")
-		if !ignore {
-			return nil, e
+		if !a.biosBootloaderInstallEnabled() {
+			e := command.New("InvalidImage", 500, "The provided image is not valid for use",
+				"Install of legacy BIOS bootloaders disabled by CONF.enable_bios_bootloader_install as part of CVE-2026-43003 mitigation.")
+			a.log.Error(e.Details)
+			if !ignore {
+				return nil, e
+			}
+			return nil, nil
 		}
-		a.log.Error("ignoring boot loader failure", "error", e)
+		if err := a.installGrub(ctx, inv, args.RootUUID, args.EFISystemPartUUID, args.PrepBootPartUUID, args.TargetBootMode); err != nil {
+			a.log.Error("error setting up the boot loader", "error", err)
+			if !ignore {
+				return nil, err
+			}
+		}
 		return nil, nil
 	}, nil
+}
+
+// biosBootloaderInstallEnabled is enable_bios_bootloader_install: the
+// agent's option, switched on by a true value in the lookup config
+// (Debian's Ironic 21.4.4 sends true).
+func (a *Agent) biosBootloaderInstallEnabled() bool {
+	if v, ok := a.LookupConfig()["enable_bios_bootloader_install"].(bool); ok && v {
+		return true
+	}
+	return a.cfg.EnableBIOSBootloaderInstall
+}
+
+// installGrub runs _install_grub2 on the install disk (chosen as the image
+// writer chose it).
+func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootUUID, efiUUID, prepUUID, targetBootMode *string) error {
+	disks, err := a.Disks(ctx)
+	if err != nil {
+		return err
+	}
+	dev, err := deploy.InstallDevice(deploy.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
+	if err != nil {
+		return deviceNotFound(err)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return newGrubInstaller(a.log).install(ctx, grubRequest{
+		Disk: dev.Name, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
+		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
+	})
 }
 
 // uefiBootSetup picks the install disk as the image writer did and makes

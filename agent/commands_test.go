@@ -113,7 +113,10 @@ func TestInstallBootloaderWholeDisk(t *testing.T) {
 		t.Errorf("whole-disk BIOS: %v", r)
 	}
 	_, r = call(t, ra, "image.install_bootloader", map[string]any{"root_uuid": "c8b43f0e-0000-4000-8000-000000000001"})
-	if r["command_status"] != "FAILED" || !strings.Contains(string(mustJSON(r["command_error"])), "GRUB for a partition image is not implemented") {
+	// GRUB for a partition image is off unless enable_bios_bootloader_install
+	// (option or lookup config) allows it, as in IPA's CVE-2026-43003 fix.
+	if r["command_status"] != "FAILED" || !strings.Contains(string(mustJSON(r["command_error"])), `"type":"InvalidImage"`) ||
+		!strings.Contains(string(mustJSON(r["command_error"])), "disabled by CONF.enable_bios_bootloader_install") {
 		t.Errorf("partition image: %v", r)
 	}
 	_, r = call(t, ra, "image.install_bootloader", map[string]any{"root_uuid": "c8b43f0e", "ignore_bootloader_failure": true})

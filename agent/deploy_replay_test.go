@@ -88,7 +88,14 @@ func ironicGet(t *testing.T, base string) []cmdResult {
 // command_wait_interval polling, until the last command named name is done.
 func pollLast(t *testing.T, base, name string) cmdResult {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return pollLastFor(t, base, name, 30*time.Second)
+}
+
+// pollLastFor is pollLast with its own deadline (GRUB installs are slow
+// under -race on two cores).
+func pollLastFor(t *testing.T, base, name string, wait time.Duration) cmdResult {
+	t.Helper()
+	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		cmds := ironicGet(t, base)
 		for i := len(cmds) - 1; i >= 0; i-- {
@@ -110,6 +117,8 @@ func pollLast(t *testing.T, base, name string) cmdResult {
 // (deploy-raw capture): get_deploy_steps, write_image, get_partition_uuids,
 // install_bootloader (polled), power_off.
 func TestIronic214DirectDeploySequence(t *testing.T) {
+	// The replayed ramdisk has no efibootmgr; the test machine may.
+	t.Setenv("PATH", t.TempDir())
 	m := &fakeMachine{}
 	img := &writeImageManager{}
 	inv := func(ctx context.Context) (*inventory.Inventory, error) {

@@ -48,7 +48,7 @@ func TestGenericEraseStepsListed(t *testing.T) {
 }
 
 // loopDevice attaches a sparse file as a loop device for the test.
-func loopDevice(t *testing.T, size int64) string {
+func loopDevice(t *testing.T, size int64, losetupFlags ...string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: attaches loop devices")
@@ -63,7 +63,7 @@ func loopDevice(t *testing.T, size int64) string {
 	// Retried: other test binaries attach loop devices at the same time.
 	var dev string
 	for i := 0; ; i++ {
-		out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+		out, err := exec.Command("losetup", append(append([]string{"--find", "--show"}, losetupFlags...), img)...).CombinedOutput()
 		if err == nil {
 			dev = strings.TrimSpace(string(out))
 			break

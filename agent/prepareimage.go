@@ -42,10 +42,6 @@ func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
 }
 
 func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, configdrive string) (string, error) {
-	if info.ImageType == "partition" {
-		return "", command.New("ImageWriteError", 500, "Error writing image to device",
-			"partition images (image_type=partition) are not supported by this agent; use a whole-disk image")
-	}
 	guard := deploy.NewGuard(a.generic.AllowedDevices)
 	disks, err := a.generic.Disks(ctx)
 	if err != nil {
@@ -88,6 +84,9 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 	opts.Progress = func(p deploy.WriteProgress) {
 		a.log.Info("writing image", "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))
 	}
+	if info.ImageType == "partition" {
+		return a.preparePartitionImage(ctx, info, disk.Name, configdrive, guard, opts)
+	}
 	if a.images.hit(info.ID, disk.Name) {
 		// IPA's "don't write image again if already cached".
 		a.log.Info("image already written to the device by this agent, not writing it again", "image", info.ID, "device", disk.Name)
@@ -101,11 +100,20 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 	if err != nil {
 		return "", err
 	}
-	msg := fmt.Sprintf("image (%s) written to device %s root_uuid=%v", info.ID, disk.Name, uuids["root uuid"])
-	if efi, ok := uuids["efi system partition uuid"]; ok && efi != nil && info.DeployBootMode == "uefi" {
-		msg = fmt.Sprintf("image (%s) written to device %s root_uuid=%v efi_system_partition_uuid=%v", info.ID, disk.Name, uuids["root uuid"], efi)
+	return imageWrittenMessage(info, disk.Name, uuids), nil
+}
+
+// imageWrittenMessage is IPA's _message_format: the result Ironic logs,
+// with the root UUID (and, for UEFI, the ESP's).
+func imageWrittenMessage(info *deploy.ImageInfo, dev string, uuids map[string]any) string {
+	root := uuids["root uuid"]
+	if root == nil {
+		root = "None" // Python's format() of a missing UUID
 	}
-	return msg, nil
+	if efi, ok := uuids["efi system partition uuid"]; ok && efi != nil && efi != "" && info.DeployBootMode == "uefi" {
+		return fmt.Sprintf("image (%s) written to device %s root_uuid=%v efi_system_partition_uuid=%v", info.ID, dev, root, efi)
+	}
+	return fmt.Sprintf("image (%s) written to device %s root_uuid=%v", info.ID, dev, root)
 }
 
 // writeWholeDiskImage streams the image onto dev and moves a GPT backup

@@ -24,6 +24,9 @@ type partEntry struct {
 	TypeGUID string // GPT partition type GUID, lower case (empty on MBR)
 	GUID     string // GPT unique partition GUID, lower case
 	Name     string // GPT partition name
+	// Boot is the msdos active flag, or on GPT the legacy BIOS bootable
+	// attribute (bit 2).
+	Boot bool
 }
 
 // partTable is a parsed partition table.
@@ -71,6 +74,7 @@ func parsePartTable(r io.ReaderAt, head []byte, sector int) (partTable, error) {
 		}
 		mbrParts = append(mbrParts, partEntry{
 			Number:  i + 1,
+			Boot:    e[0]&0x80 != 0,
 			MBRType: typ,
 			Start:   int64(binary.LittleEndian.Uint32(e[8:12])) * 512,
 			Size:    int64(binary.LittleEndian.Uint32(e[12:16])) * 512,
@@ -153,6 +157,7 @@ func parseGPT(r io.ReaderAt, head []byte, sector int) (partTable, bool, error) {
 			TypeGUID: guidString(e[0:16]),
 			GUID:     guidString(e[16:32]),
 			Name:     string(name),
+			Boot:     binary.LittleEndian.Uint64(e[48:56])&(1<<2) != 0,
 		})
 	}
 	return t, true, nil

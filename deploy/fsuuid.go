@@ -180,3 +180,31 @@ func FindPartitionByUUID(disk, uuid string) (string, error) {
 	}
 	return "", fmt.Errorf("no partition with UUID %s found on device %s", uuid, disk)
 }
+
+// FSType names the filesystem found on dev ("ext4" for ext2/3/4, "" if
+// none is recognised).
+func FSType(dev string) (string, error) {
+	head, err := readFSHead(dev)
+	if err != nil {
+		return "", err
+	}
+	t, _ := fsUUID(head)
+	return t, nil
+}
+
+// BootFlaggedPartitions lists the partitions of disk that parted would
+// show with a "boot" flag: msdos active partitions; on GPT the EFI system
+// partition (parted's boot flag there) and legacy-BIOS-bootable ones.
+func BootFlaggedPartitions(disk string) ([]string, error) {
+	t, err := readPartTable(disk, sectorSizeOf(disk))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range t.Partitions {
+		if p.Boot || (t.Kind == "gpt" && p.TypeGUID == espTypeGUID) {
+			out = append(out, partitionPath(disk, p.Number))
+		}
+	}
+	return out, nil
+}

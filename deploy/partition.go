@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	diskfs "github.com/diskfs/go-diskfs"
-	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 )
@@ -233,9 +233,7 @@ func writePartitionTable(ctx context.Context, g *Guard, dev, label string, parts
 	d.Size = size
 	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
 	s := int64(sector)
-	var table interface {
-		Type() string
-	}
+	var table partition.Table
 	switch label {
 	case "gpt":
 		t := &gpt.Table{LogicalSectorSize: sector, PhysicalSectorSize: sector, ProtectiveMBR: true}
@@ -251,7 +249,6 @@ func writePartitionTable(ctx context.Context, g *Guard, dev, label string, parts
 				Name: "primary",
 			})
 		}
-		err = d.Partition(t)
 		table = t
 	default:
 		t := &mbr.Table{LogicalSectorSize: sector, PhysicalSectorSize: sector}
@@ -268,12 +265,15 @@ func writePartitionTable(ctx context.Context, g *Guard, dev, label string, parts
 			}
 			t.Partitions = append(t.Partitions, mp)
 		}
-		err = d.Partition(t)
 		table = t
 	}
-	// ErrReReadDeferred: the table is on disk but the kernel kept its old
-	// view; the partitions are added one by one below.
-	if err != nil && !errors.Is(err, disk.ErrReReadDeferred) {
+	// Written without go-diskfs' re-read: the kernel learns the partitions
+	// below (re-read, then BLKPG where it has no parser for the label).
+	w, err := d.Backend.Writable()
+	if err != nil {
+		return fmt.Errorf("open %s for writing: %w", dev, err)
+	}
+	if err := table.Write(w, size); err != nil {
 		return fmt.Errorf("write %s partition table of %s: %w", table.Type(), dev, err)
 	}
 	f, err := os.OpenFile(dev, os.O_RDWR, 0)

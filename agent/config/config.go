@@ -94,9 +94,13 @@ type Config struct {
 	IronicAPIVersion        string
 	EnableVLANInterfaces    string
 	IgnoreBootloaderFailure bool
-	InjectFilesPriority     int
-	GuardSpecialFilesystems bool
-	HTTPRequestTimeout      time.Duration
+	// EnableBIOSBootloaderInstall allows install_bootloader to run the
+	// image's grub-install for partition images (IPA's CVE-2026-43003
+	// mitigation defaults it off; a lookup config may switch it on).
+	EnableBIOSBootloaderInstall bool
+	InjectFilesPriority         int
+	GuardSpecialFilesystems     bool
+	HTTPRequestTimeout          time.Duration
 
 	// Standalone skips lookup and heartbeats (an agent driven directly
 	// through its API).
@@ -230,6 +234,10 @@ func options() []option {
 			set: func(c *Config, v any) { c.EnableVLANInterfaces = v.(string) }},
 		{name: "ignore_bootloader_failure", kernel: "ipa-ignore-bootloader-failure", kind: kBool, def: "false", help: "do not fail install_bootloader",
 			set: func(c *Config, v any) { c.IgnoreBootloaderFailure = v.(bool) }},
+		// IPA has no kernel parameter for it: config file, flag, or Ironic's
+		// lookup config.
+		{name: "enable_bios_bootloader_install", kind: kBool, def: "false", help: "let install_bootloader run the image's grub-install for partition images",
+			set: func(c *Config, v any) { c.EnableBIOSBootloaderInstall = v.(bool) }},
 		{name: "inject_files_priority", kernel: "ipa-inject-files-priority", kind: kInt, def: "0", help: "priority of the inject_files deploy step",
 			set: func(c *Config, v any) { c.InjectFilesPriority = v.(int) }},
 		{name: "guard_special_filesystems", kernel: "ipa-guard-special-filesystems", kind: kBool, def: "true", help: "refuse to wipe shared-cluster filesystems",

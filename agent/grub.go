@@ -1,0 +1,416 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/deploy"
+)
+
+// GRUB for partition images: IPA 2023.1's _install_grub2 (protocol notes
+// 8.6). The image's own grub-install and grub-mkconfig are run chrooted
+// into the mounted root partition (no Go path exists: the boot loader and
+// its configuration are the image's), with /dev, /proc and /run bound and
+// sysfs mounted as IPA does, and the ESP at /boot/efi for UEFI. Mounts are
+// made with mount(2) and the chroot with the process attribute, so the
+// ramdisk needs no mount or chroot programs; every mount is undone, in
+// reverse order, whatever happens.
+
+// grubRequest is what install_bootloader asks for.
+type grubRequest struct {
+	Disk           string // the install disk
+	RootUUID       string // filesystem UUID or PARTUUID of the root partition
+	EFIUUID        string // the ESP's, "" for BIOS
+	PRePUUID       string // the PReP partition's (ppc64 BIOS), ""
+	TargetBootMode string
+	CPUArch        string
+	// RamdiskBIOS is set when the ramdisk itself booted in BIOS mode:
+	// only then is an existing MBR boot loader looked for (IPA's
+	// _is_bootloader_loaded).
+	RamdiskBIOS bool
+}
+
+// grubInstaller runs the installation; the system calls are fields so a
+// test on a kernel without vfat can mount the ESP another way.
+type grubInstaller struct {
+	log     *slog.Logger
+	mount   func(source, target, fstype string, flags uintptr, data string) error
+	unmount func(target string) error
+	// tempDir is where the root partition is mounted ("" = os.TempDir()).
+	tempDir string
+}
+
+func newGrubInstaller(log *slog.Logger) *grubInstaller {
+	return &grubInstaller{
+		log:     log,
+		mount:   unix.Mount,
+		unmount: func(target string) error { return unix.Unmount(target, 0) },
+	}
+}
+
+// grubPlatforms returns grub-install's --target for the architecture: the
+// EFI one and the BIOS one ("" lets grub-install decide, as IPA always
+// does; we name it where we know it, so a ramdisk booted in the other
+// mode still installs for the node's mode).
+func grubPlatforms(arch string) (efi, bios string) {
+	switch arch {
+	case "x86_64", "amd64":
+		return "x86_64-efi", "i386-pc"
+	case "i686", "i386":
+		return "i386-efi", "i386-pc"
+	case "aarch64", "arm64":
+		return "arm64-efi", ""
+	case "ppc64", "ppc64le":
+		return "", "powerpc-ieee1275"
+	}
+	return "", ""
+}
+
+// grubError is IPA's CommandExecutionError for a failed installation.
+func grubError(disk string, err error) error {
+	ce := command.New("CommandExecutionError", 500, "Command execution failed",
+		fmt.Sprintf("Installing GRUB2 boot loader to device %s failed with %v.", disk, err))
+	ce.Err = err
+	return ce
+}
+
+func deviceNotFound(err error) error {
+	ce := command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+	ce.Err = err
+	return ce
+}
+
+// install is _install_grub2 for a plain disk (software RAID is not
+// supported by this agent).
+func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error) {
+	root, err := deploy.FindPartitionByUUID(r.Disk, r.RootUUID)
+	if err != nil {
+		return deviceNotFound(err)
+	}
+	if r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
+		gi.log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
+		return nil
+	}
+	var esp string
+	if r.EFIUUID != "" {
+		if esp, err = deploy.FindPartitionByUUID(r.Disk, r.EFIUUID); err != nil {
+			return deviceNotFound(err)
+		}
+	}
+	grubDisk := r.Disk
+	if r.PRePUUID != "" {
+		// On Power, GRUB goes straight into the PReP partition.
+		if grubDisk, err = deploy.FindPartitionByUUID(r.Disk, r.PRePUUID); err != nil {
+			return deviceNotFound(err)
+		}
+	}
+	dir, err := os.MkdirTemp(gi.tempDir, "ironic-agent-root-")
+	if err != nil {
+		return grubError(r.Disk, err)
+	}
+	m := &mountStack{gi: gi}
+	defer func() {
+		if cerr := m.undo(); cerr != nil {
+			if err == nil {
+				err = grubError(r.Disk, cerr)
+			} else {
+				gi.log.Error("cleaning up after the failed boot loader installation", "error", cerr)
+			}
+			return
+		}
+		os.Remove(dir)
+	}()
+
+	fstype, err := probeFSType(root)
+	if err != nil {
+		return grubError(r.Disk, err)
+	}
+	if err := m.mount(root, dir, fstype, 0, ""); err != nil {
+		return grubError(r.Disk, err)
+	}
+	for _, fs := range []string{"/dev", "/proc", "/run"} {
+		if err := os.MkdirAll(dir+fs, 0o755); err != nil {
+			return grubError(r.Disk, err)
+		}
+		if err := m.mount(fs, dir+fs, "", unix.MS_BIND, ""); err != nil {
+			return grubError(r.Disk, err)
+		}
+	}
+	if err := os.MkdirAll(dir+"/sys", 0o755); err != nil {
+		return grubError(r.Disk, err)
+	}
+	if err := m.mount("none", dir+"/sys", "sysfs", 0, ""); err != nil {
+		return grubError(r.Disk, err)
+	}
+	ch := &chroot{dir: dir, log: gi.log}
+	bin := "grub"
+	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/grub2-install")); err == nil {
+		bin = "grub2"
+	}
+	// ESP-resident files (grubenv) listed in the image's fstab, as IPA
+	// mounts them; undone with "umount -a -t vfat" below.
+	if _, err := ch.run(ctx, nil, "mount", "-a", "-t", "vfat"); err != nil {
+		return grubError(r.Disk, err)
+	}
+	m.chrootVfat = ch
+	efiTarget, biosTarget := grubPlatforms(r.CPUArch)
+	if esp != "" {
+		mnt := filepath.Join(dir, "boot/efi")
+		if err := os.MkdirAll(mnt, 0o755); err != nil {
+			return grubError(r.Disk, err)
+		}
+		if err := m.mount(esp, mnt, "vfat", 0, ""); err != nil {
+			return grubError(r.Disk, err)
+		}
+		gi.log.Warn("GRUB2 will be installed for UEFI on the EFI system partition with grub-install, which does not place Secure Boot signed binaries", "partition", esp)
+		args := []string{"--efi-directory=/boot/efi"}
+		if efiTarget != "" {
+			args = append([]string{"--target=" + efiTarget}, args...)
+		}
+		// IPA runs both and ignores their failures: the first also
+		// writes an NVRAM entry (impossible without EFI variables), the
+		// second puts GRUB at the removable-media path firmware falls
+		// back to. We fail only when neither worked.
+		_, err1 := ch.run(ctx, nil, bin+"-install", args...)
+		if err1 != nil {
+			gi.log.Warn("ignoring GRUB2 boot loader installation failure", "error", err1)
+		}
+		_, err2 := ch.run(ctx, nil, bin+"-install", append(args, "--removable")...)
+		if err2 != nil {
+			gi.log.Warn("ignoring GRUB2 boot loader installation failure", "error", err2)
+		}
+		if err1 != nil && err2 != nil {
+			return grubError(r.Disk, errors.Join(err1, err2))
+		}
+	} else {
+		var args []string
+		if biosTarget != "" {
+			args = append(args, "--target="+biosTarget)
+		}
+		gi.log.Info("installing GRUB2", "device", grubDisk)
+		if _, err := ch.run(ctx, nil, bin+"-install", append(args, grubDisk)...); err != nil {
+			return grubError(r.Disk, err)
+		}
+	}
+	// grub.cfg from the image's own scripts (IPA's _configure_grub).
+	env := []string{"GRUB_DISABLE_OS_PROBER=true", "GRUB_SAVEDEFAULT=true", "LC_ALL=C", "LANG=C"}
+	if _, err := ch.run(ctx, env, bin+"-mkconfig", "-o", "/boot/"+bin+"/grub.cfg"); err != nil {
+		return grubError(r.Disk, err)
+	}
+	if esp != "" {
+		if err := appendESPToFstab(dir, r.EFIUUID, esp); err != nil {
+			gi.log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
+		}
+	}
+	gi.log.Info("GRUB2 successfully installed", "device", r.Disk)
+	return nil
+}
+
+// mountStack undoes mounts in reverse order.
+type mountStack struct {
+	gi         *grubInstaller
+	targets    []string
+	chrootVfat *chroot // set once "mount -a -t vfat" ran in the chroot
+}
+
+func (m *mountStack) mount(source, target, fstype string, flags uintptr, data string) error {
+	if err := m.gi.mount(source, target, fstype, flags, data); err != nil {
+		what := fstype
+		if flags&unix.MS_BIND != 0 {
+			what = "bind"
+		}
+		return fmt.Errorf("mount %s on %s (%s): %w", source, target, what, err)
+	}
+	m.targets = append(m.targets, target)
+	return nil
+}
+
+// undo unmounts everything in reverse order, retrying a busy mount as IPA
+// does (three attempts a second apart); what could not be unmounted is
+// returned so the command reports it (the root partition then stays
+// mounted too, as the kernel refuses it while anything below is).
+func (m *mountStack) undo() error {
+	var errs []error
+	if m.chrootVfat != nil {
+		if _, err := m.chrootVfat.run(context.Background(), nil, "umount", "-a", "-t", "vfat"); err != nil {
+			m.gi.log.Warn("unable to unmount the vfat partitions inside the image", "error", err)
+		}
+	}
+	for i := len(m.targets) - 1; i >= 0; i-- {
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			if err = m.gi.unmount(m.targets[i]); err == nil {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m.targets[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// chroot runs the image's programs inside its root.
+type chroot struct {
+	dir string
+	log *slog.Logger
+}
+
+// chrootPath is the PATH programs are looked up in inside the image,
+// IPA's _get_path_variable (the ramdisk's PATH plus /bin, /usr/sbin, /sbin).
+func chrootPath() string {
+	return os.Getenv("PATH") + ":/bin:/usr/sbin:/sbin"
+}
+
+// lookPath finds name in the image's PATH.
+func (c *chroot) lookPath(name string) (string, error) {
+	for _, d := range filepath.SplitList(chrootPath()) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(filepath.Join(c.dir, p)); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in the image (PATH %s)", name, chrootPath())
+}
+
+// run runs name inside the chroot; a failure carries the command line,
+// exit status and stderr.
+func (c *chroot) run(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	line := "chroot " + c.dir + " " + strings.Join(append([]string{name}, args...), " ")
+	p, err := c.lookPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", line, err)
+	}
+	cmd := exec.CommandContext(ctx, p, args...)
+	// exec.Command resolved nothing on the host: Path is the path inside
+	// the chroot, which the kernel resolves after chroot(2).
+	cmd.Path = p
+	cmd.Dir = "/"
+	cmd.Env = append([]string{"PATH=" + chrootPath()}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: c.dir}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	c.log.Debug("running in the image", "command", line)
+	if err := cmd.Run(); err != nil {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return stdout.Bytes(), fmt.Errorf("command %q failed (exit status %d): %s", line, code, strings.TrimSpace(lastBytes(stderr.String(), 2048)+" "+errText(err, stderr.Len())))
+	}
+	return stdout.Bytes(), nil
+}
+
+func errText(err error, stderrLen int) string {
+	if stderrLen > 0 {
+		return ""
+	}
+	return err.Error()
+}
+
+// lastBytes keeps the end of a long stderr, where the reason usually is.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// probeFSType names the root filesystem for mount(2): the signature found
+// on it, else every block filesystem the kernel knows is tried by mount
+// itself in turn (as mount(8) does), so "" is returned only when the
+// kernel list cannot be read.
+func probeFSType(part string) (string, error) {
+	t, err := deploy.FSType(part)
+	if err != nil {
+		return "", err
+	}
+	if t == "" {
+		return "", fmt.Errorf("no filesystem recognised on the root partition %s", part)
+	}
+	if t == "ext2" || t == "ext3" {
+		t = "ext4" // the ext4 driver mounts all three
+	}
+	return t, nil
+}
+
+// bootloaderLoaded is IPA's _is_bootloader_loaded for a BIOS ramdisk: a
+// partition carries a boot flag (msdos active, GPT ESP or legacy BIOS
+// bootable attribute) and the disk or that partition starts with x86 boot
+// code (IPA asks file(1) whether the first 218 bytes are executable; boot
+// code begins with a jump, which is what file recognises).
+func bootloaderLoaded(disk string) bool {
+	parts, err := deploy.BootFlaggedPartitions(disk)
+	if err != nil || len(parts) == 0 {
+		return false
+	}
+	if hasBootCode(disk) {
+		return true
+	}
+	for _, p := range parts {
+		if hasBootCode(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasBootCode(dev string) bool {
+	f, err := os.Open(dev)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 512)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return false
+	}
+	return b[510] == 0x55 && b[511] == 0xaa && (b[0] == 0xeb || b[0] == 0xe9)
+}
+
+// appendESPToFstab is IPA's _append_uefi_to_fstab: mount the ESP at
+// /boot/efi on boot, by UUID (or PARTUUID when that is what Ironic sent).
+func appendESPToFstab(root, efiUUID, esp string) error {
+	fstab := filepath.Join(root, "etc/fstab")
+	b, err := os.ReadFile(fstab)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	label := "UUID"
+	if u, err := deploy.BlockUUID(esp); err == nil && !strings.EqualFold(u, efiUUID) {
+		label = "PARTUUID"
+	}
+	if bytes.Contains(b, []byte(label+"="+efiUUID)) {
+		return nil
+	}
+	f, err := os.OpenFile(fstab, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "%s=%s\t/boot/efi\tvfat\tumask=0077\t0\t1\n", label, efiUUID); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,402 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+// A partition image that really boots with GRUB: a root filesystem holding
+// this machine's grub-install, grub-mkconfig, their helpers, the tools the
+// /etc/grub.d scripts run, the shared libraries they all load and the GRUB
+// modules, plus a stand-in kernel so grub-mkconfig writes a menu entry.
+
+// grubRootTools are the programs the image needs: GRUB's own, udevadm
+// (grub-probe asks it for a partition's sysfs path), and what
+// grub-mkconfig's scripts and IPA's "mount -a -t vfat" call.
+func grubRootTools() []string {
+	return []string{
+		"grub-install", "grub-mkconfig", "udevadm", "grub-probe", "grub-mkimage", "grub-editenv", "grub-mkrelpath",
+		"grub-script-check", "grub-file", "sh", "dash", "bash", "cat", "sed", "grep", "mkdir", "rm", "mv", "cp", "chmod",
+		"ls", "sort", "uniq", "head", "tail", "tr", "cut", "uname", "dirname", "basename", "readlink", "stat", "touch",
+		"wc", "find", "xargs", "awk", "mawk", "which", "mount", "umount", "test", "true", "false", "printf", "echo", "env",
+		"expr", "id", "sync", "date", "gettext", "ln", "rmdir", "cmp", "od", "realpath", "mktemp",
+	}
+}
+
+// copyFile copies src (symlinks followed) to root+dst.
+func copyFile(t *testing.T, root, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, dst)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, st.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// canonical resolves a host path through the merged-/usr symlinks.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// buildGrubRoot makes the image's root tree and returns it.
+func buildGrubRoot(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"grub-install", "grub-mkconfig", "ldd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: needs %s (grub2-common, grub-common in test.sh APT_PACKAGES): %v", tool, err)
+		}
+	}
+	root := t.TempDir()
+	// A merged-/usr layout, as Debian's.
+	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc", "boot/grub", "dev", "proc", "sys", "run", "tmp"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	for _, l := range []string{"bin", "sbin", "lib", "lib64"} {
+		os.Symlink("usr/"+l, filepath.Join(root, l))
+	}
+	libs := map[string]bool{}
+	for _, tool := range grubRootTools() {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			continue
+		}
+		src := canonical(p)
+		copyFile(t, root, src, src)
+		// Keep the name the scripts call when it was a symlink (awk).
+		if p != src {
+			if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
+				copyFile(t, root, src, p)
+			}
+		}
+		out, err := exec.Command("ldd", src).Output()
+		if err != nil {
+			continue // a script
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			for _, w := range f {
+				if strings.HasPrefix(w, "/") {
+					libs[w] = true
+				}
+			}
+		}
+	}
+	for l := range libs {
+		c := canonical(l)
+		copyFile(t, root, c, c)
+		if c != l {
+			if _, err := os.Lstat(filepath.Join(root, l)); err != nil {
+				copyFile(t, root, c, l)
+			}
+		}
+	}
+	// sh is dash on Debian.
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/sh")); err != nil {
+		copyFile(t, root, canonical("/bin/sh"), "/usr/bin/sh")
+	}
+	for _, tree := range []string{"/usr/lib/grub", "/usr/share/grub", "/etc/grub.d"} {
+		if _, err := os.Stat(tree); err != nil {
+			continue
+		}
+		os.MkdirAll(filepath.Join(root, filepath.Dir(tree)), 0o755)
+		out, err := exec.Command("cp", "-a", tree, filepath.Join(root, filepath.Dir(tree))+"/").CombinedOutput()
+		if err != nil {
+			t.Fatalf("cp %s: %v %s", tree, err, out)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, "etc/default"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/default/grub"), []byte("GRUB_DEFAULT=0\nGRUB_TIMEOUT=1\nGRUB_DISTRIBUTOR=Testos\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("LABEL=img-root / ext4 defaults 0 1\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "etc/os-release"), []byte("NAME=Testos\nID=testos\n"), 0o644)
+	// A stand-in kernel and initrd: grub-mkconfig's 10_linux lists them.
+	os.WriteFile(filepath.Join(root, "boot/vmlinuz-6.1.0-test"), bytes.Repeat([]byte{0x4d, 0x5a}, 4096), 0o644)
+	os.WriteFile(filepath.Join(root, "boot/initrd.img-6.1.0-test"), bytes.Repeat([]byte{1}, 4096), 0o644)
+	return root
+}
+
+// grubImage makes the ext4 partition image from the tree.
+func grubImage(t *testing.T, root string, size int64) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "root.img")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, size); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", root, p).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v %s", err, out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// debugfsCat reads a file from an ext4 filesystem without mounting it.
+func debugfsCat(t *testing.T, dev, path string) string {
+	t.Helper()
+	out, err := exec.Command("debugfs", "-R", "cat "+path, dev).Output()
+	if err != nil {
+		t.Fatalf("debugfs cat %s on %s: %v", path, dev, err)
+	}
+	return string(out)
+}
+
+func blkidValue(t *testing.T, dev, tag string) string {
+	t.Helper()
+	out, _ := exec.Command("blkid", "-p", "-s", tag, "-o", "value", dev).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// noLeftoverMounts fails when a mount the installer made below dir (the
+// test's TMPDIR) is still there.
+func noLeftoverMounts(t *testing.T, dir string) {
+	t.Helper()
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(b), filepath.Join(dir, "ironic-agent-root-")) {
+		t.Errorf("mounts left behind:\n%s", b)
+	}
+}
+
+// grubCase is one partition image deploy with GRUB.
+type grubCase struct {
+	label    string // disk_label capability (BIOS)
+	bootMode string // deploy_boot_mode
+	rootPart int    // partition number of root
+}
+
+// deployAndInstallGrub deploys a partition image through the write_image
+// deploy step and installs its GRUB through install_bootloader as Ironic
+// 21.4 calls them; it returns the root partition, its UUID and what
+// get_partition_uuids said.
+func deployAndInstallGrub(t *testing.T, dev, url string, sum [32]byte, c grubCase) (string, string, map[string]any) {
+	t.Helper()
+	ra, rootPart, rootUUID, uuids := deployPartitionImage(t, dev, url, sum, c)
+	res := installBootloader(t, ra, rootUUID, uuids["efi system partition uuid"], c.bootMode, nil)
+	if res.Status != "SUCCEEDED" {
+		t.Fatalf("install_bootloader %s: %s\n%s", res.Status, res.Error, ra.log.String())
+	}
+	return rootPart, rootUUID, uuids
+}
+
+// installBootloader sends image.install_bootloader as prepare_instance_boot
+// does and waits for it; no mount the installer made may be left.
+func installBootloader(t *testing.T, ra *runningAgent, rootUUID string, efi any, bootMode string, ignore any) cmdResult {
+	t.Helper()
+	params := map[string]any{"root_uuid": rootUUID, "efi_system_part_uuid": efi, "prep_boot_part_uuid": nil, "target_boot_mode": bootMode}
+	if ignore != nil {
+		params["ignore_bootloader_failure"] = ignore
+	}
+	body, _ := json.Marshal(map[string]any{"name": "image.install_bootloader", "params": params})
+	ironicPost(t, ra.url, string(body), false)
+	res := pollLastFor(t, ra.url, "install_bootloader", 3*time.Minute)
+	noLeftoverMounts(t, os.Getenv("TMPDIR"))
+	return res
+}
+
+// deployPartitionImage runs the write_image deploy step for a partition
+// image on dev and checks the result Ironic reads.
+func deployPartitionImage(t *testing.T, dev, url string, sum [32]byte, c grubCase) (*runningAgent, string, string, map[string]any) {
+	t.Helper()
+	// The installer mounts the root partition below TMPDIR: the test's
+	// own, so leftovers of this test are told from other processes'.
+	t.Setenv("TMPDIR", t.TempDir())
+	inv := func(ctx context.Context) (*inventory.Inventory, error) {
+		i, err := testInventory(ctx)
+		i.CPU.Architecture = "x86_64"
+		return i, err
+	}
+	ra := standalone(t, Options{Inventory: inv}, map[string]string{"allowed_devices": dev, "enable_bios_bootloader_install": "true"})
+	id := "grub-img-" + c.bootMode + "-" + c.label
+	node := map[string]any{"uuid": "n1",
+		"properties":    map[string]any{"root_device": map[string]any{"name": dev}, "capabilities": "disk_label:" + c.label},
+		"instance_info": map[string]any{"deploy_boot_mode": c.bootMode}}
+	imageInfo := map[string]any{
+		"id": id, "urls": []string{url}, "disk_format": "raw", "container_format": "bare",
+		"stream_raw_images": true, "os_hash_algo": "sha256", "os_hash_value": hex.EncodeToString(sum[:]),
+		"node_uuid": "n1", "image_type": "partition", "root_mb": 128, "swap_mb": 16, "ephemeral_mb": 0,
+		"ephemeral_format": nil, "preserve_ephemeral": false, "deploy_boot_mode": c.bootMode, "boot_option": "local",
+	}
+	body, _ := json.Marshal(map[string]any{"name": "deploy.execute_deploy_step", "params": map[string]any{
+		"step":           map[string]any{"interface": "deploy", "step": "write_image", "args": map[string]any{"image_info": imageInfo, "configdrive": nil}},
+		"node":           node,
+		"ports":          []any{},
+		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
+	}})
+	ironicPost(t, ra.url, string(body), false)
+	res := pollLast(t, ra.url, "execute_deploy_step")
+	if res.Status != "SUCCEEDED" {
+		t.Fatalf("write_image %s: %s", res.Status, res.Error)
+	}
+	rootPart := fmt.Sprintf("%sp%d", dev, c.rootPart)
+	rootUUID := blkidValue(t, rootPart, "UUID")
+	_, r := call(t, ra, "standby.get_partition_uuids", map[string]any{})
+	uuids, _ := r["command_result"].(map[string]any)
+	want := fmt.Sprintf(`{"deploy_result":{"result":"prepare_image: image (%s) written to device %s root_uuid=%s"`, id, dev, rootUUID)
+	if c.bootMode == "uefi" {
+		want = fmt.Sprintf(`{"deploy_result":{"result":"prepare_image: image (%s) written to device %s root_uuid=%s efi_system_partition_uuid=%s"}`,
+			id, dev, rootUUID, blkidValue(t, dev+"p1", "UUID"))
+	}
+	if rootUUID == "" || !strings.HasPrefix(string(res.Result), want) {
+		t.Errorf("command_result %s\nwant prefix %s", res.Result, want)
+	}
+	if uuids["root uuid"] != rootUUID {
+		t.Errorf("get_partition_uuids %v (root %s)", uuids, rootUUID)
+	}
+	return ra, rootPart, rootUUID, uuids
+}
+
+func readHead(t *testing.T, dev string, n int) []byte {
+	t.Helper()
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(f, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func needGrubTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range append([]string{"mkfs.ext4", "mkswap", "blkid", "debugfs"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES): %v", tool, err)
+		}
+	}
+}
+
+// TestPartitionImageGrubBIOSOnLoop: BIOS with an msdos and a GPT label: the
+// boot code lands in the MBR, core.img after it (msdos) or in the BIOS boot
+// partition (GPT), grub.cfg in the root filesystem naming its UUID.
+func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
+	needGrubTools(t)
+	dev := loopDevice(t, 512<<20, "--partscan")
+	img := grubImage(t, buildGrubRoot(t), 96<<20)
+	sum := sha256.Sum256(img)
+	url := imageServerForTest(t, img)
+	for _, c := range []grubCase{{"msdos", "bios", 2}, {"gpt", "bios", 3}} {
+		t.Run(c.label, func(t *testing.T) {
+			rootPart, rootUUID, uuids := deployAndInstallGrub(t, dev, url, sum, c)
+			parts, _ := uuids["partitions"].(map[string]any)
+			if parts["root"] != rootPart || parts["swap"] == nil || uuids["efi system partition uuid"] != nil ||
+				(c.label == "gpt" && parts["BIOS Boot partition"] != dev+"p1") {
+				t.Errorf("get_partition_uuids %v", uuids)
+			}
+			head := readHead(t, dev, 1<<20)
+			// GRUB's boot.img: a jump, then "GRUB " in its messages.
+			if head[0] != 0xeb || !bytes.Contains(head[:440], []byte("GRUB")) || head[510] != 0x55 {
+				t.Errorf("no GRUB boot code in the MBR: % x", head[:16])
+			}
+			if c.label == "msdos" {
+				// core.img embedded in the gap after the MBR.
+				if bytes.Equal(head[512:1024], make([]byte, 512)) {
+					t.Error("no core.img after the MBR")
+				}
+			} else if bytes.Equal(readHead(t, dev+"p1", 512), make([]byte, 512)) {
+				t.Error("no core.img in the BIOS boot partition")
+			}
+			cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg")
+			if !strings.Contains(cfg, rootUUID) || !strings.Contains(cfg, "vmlinuz-6.1.0-test") {
+				t.Errorf("grub.cfg does not boot the root filesystem %s:\n%s", rootUUID, cfg)
+			}
+			if mod := debugfsCat(t, rootPart, "/boot/grub/i386-pc/normal.mod"); len(mod) == 0 {
+				t.Error("no GRUB modules in /boot/grub/i386-pc")
+			}
+		})
+	}
+}
+
+// TestPartitionImageGrubUEFIOnLoop: UEFI: GRUB lands on the ESP at the
+// removable-media path (EFI/BOOT/BOOTX64.EFI), grub.cfg in the root
+// filesystem, and the image's fstab mounts the ESP. The installer mounts
+// the ESP with the kernel's vfat driver, which this project's CI kernel
+// lacks: the test then says so and skips.
+func TestPartitionImageGrubUEFIOnLoop(t *testing.T) {
+	needGrubTools(t, "mdir", "mtype")
+	if b, err := os.ReadFile("/proc/filesystems"); err != nil || !bytes.Contains(b, []byte("\tvfat\n")) {
+		t.Skip("SKIPPED: this kernel cannot mount vfat (not in /proc/filesystems), so the EFI system partition cannot be mounted for grub-install")
+	}
+	if _, err := os.Stat("/usr/lib/grub/x86_64-efi"); err != nil {
+		t.Skip("SKIPPED: needs grub-efi-amd64-bin (test.sh APT_PACKAGES)")
+	}
+	dev := loopDevice(t, 1<<30, "--partscan")
+	img := grubImage(t, buildGrubRoot(t), 96<<20)
+	sum := sha256.Sum256(img)
+	rootPart, rootUUID, uuids := deployAndInstallGrub(t, dev, imageServerForTest(t, img), sum, grubCase{"gpt", "uefi", 3})
+	esp := dev + "p1"
+	espUUID := blkidValue(t, esp, "UUID")
+	if uuids["efi system partition uuid"] != espUUID || espUUID == "" {
+		t.Errorf("get_partition_uuids %v, ESP UUID %s", uuids, espUUID)
+	}
+	out, err := exec.Command("mdir", "-i", esp, "::/EFI/BOOT").CombinedOutput()
+	if err != nil || !strings.Contains(strings.ToUpper(string(out)), "BOOTX64") {
+		t.Errorf("no EFI/BOOT/BOOTX64.EFI on the ESP: %v\n%s", err, out)
+	}
+	cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg")
+	if !strings.Contains(cfg, rootUUID) {
+		t.Errorf("grub.cfg does not name the root filesystem %s:\n%s", rootUUID, cfg)
+	}
+	if fstab := debugfsCat(t, rootPart, "/etc/fstab"); !strings.Contains(fstab, "UUID="+espUUID+"\t/boot/efi\tvfat\tumask=0077\t0\t1") {
+		t.Errorf("fstab does not mount the ESP:\n%s", fstab)
+	}
+}
+
+// TestPartitionImageGrubFailure: the image's grub-install fails: the
+// command is FAILED with the command line, exit status and stderr, every
+// mount is undone; with ignore_bootloader_failure it succeeds; an unknown
+// root UUID is DeviceNotFound.
+func TestPartitionImageGrubFailure(t *testing.T) {
+	needGrubTools(t)
+	dev := loopDevice(t, 256<<20, "--partscan")
+	tree := buildGrubRoot(t)
+	os.WriteFile(filepath.Join(tree, "usr/sbin/grub-install"), []byte("#!/bin/sh\necho \"grub-install: error: disk full of eels.\" >&2\nexit 3\n"), 0o755)
+	img := grubImage(t, tree, 96<<20)
+	sum := sha256.Sum256(img)
+	ra, _, rootUUID, _ := deployPartitionImage(t, dev, imageServerForTest(t, img), sum, grubCase{"msdos", "bios", 2})
+	res := installBootloader(t, ra, rootUUID, nil, "bios", nil)
+	e := string(res.Error)
+	if res.Status != "FAILED" || !strings.Contains(e, `"type":"CommandExecutionError"`) ||
+		!strings.Contains(e, "grub-install --target=i386-pc "+dev+`\" failed (exit status 3): grub-install: error: disk full of eels.`) {
+		t.Errorf("failed grub-install: %s %s", res.Status, e)
+	}
+	if res = installBootloader(t, ra, rootUUID, nil, "bios", true); res.Status != "SUCCEEDED" {
+		t.Errorf("ignore_bootloader_failure: %s %s", res.Status, res.Error)
+	}
+	res = installBootloader(t, ra, "0badc0de-0000-4000-8000-000000000000", nil, "bios", nil)
+	if res.Status != "FAILED" || !strings.Contains(string(res.Error), `"type":"DeviceNotFound"`) ||
+		!strings.Contains(string(res.Error), "no partition with UUID 0badc0de-0000-4000-8000-000000000000 found on device "+dev) {
+		t.Errorf("unknown root UUID: %s %s", res.Status, res.Error)
+	}
+}
