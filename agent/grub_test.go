@@ -15,128 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/grubimage"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// A partition image that really boots with GRUB: a root filesystem holding
-// this machine's grub-install, grub-mkconfig, their helpers, the tools the
-// /etc/grub.d scripts run, the shared libraries they all load and the GRUB
-// modules, plus a stand-in kernel so grub-mkconfig writes a menu entry.
-
-// grubRootTools are the programs the image needs: GRUB's own, udevadm
-// (grub-probe asks it for a partition's sysfs path), and what
-// grub-mkconfig's scripts and IPA's "mount -a -t vfat" call.
-func grubRootTools() []string {
-	return []string{
-		"grub-install", "grub-mkconfig", "udevadm", "grub-probe", "grub-mkimage", "grub-editenv", "grub-mkrelpath",
-		"grub-script-check", "grub-file", "sh", "dash", "bash", "cat", "sed", "grep", "mkdir", "rm", "mv", "cp", "chmod",
-		"ls", "sort", "uniq", "head", "tail", "tr", "cut", "uname", "dirname", "basename", "readlink", "stat", "touch",
-		"wc", "find", "xargs", "awk", "mawk", "which", "mount", "umount", "test", "true", "false", "printf", "echo", "env",
-		"expr", "id", "sync", "date", "gettext", "ln", "rmdir", "cmp", "od", "realpath", "mktemp",
-	}
-}
-
-// copyFile copies src (symlinks followed) to root+dst.
-func copyFile(t *testing.T, root, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(root, dst)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, st.Mode().Perm()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// canonical resolves a host path through the merged-/usr symlinks.
-func canonical(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-// buildGrubRoot makes the image's root tree and returns it.
+// buildGrubRoot makes the partition image's root tree (grubimage.Tree).
 func buildGrubRoot(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"grub-install", "grub-mkconfig", "ldd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("SKIPPED: needs %s (grub2-common, grub-common in test.sh APT_PACKAGES): %v", tool, err)
-		}
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
 	}
 	root := t.TempDir()
-	// A merged-/usr layout, as Debian's.
-	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc", "boot/grub", "dev", "proc", "sys", "run", "tmp"} {
-		os.MkdirAll(filepath.Join(root, d), 0o755)
+	if err := grubimage.Tree(t.Context(), root); err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range []string{"bin", "sbin", "lib", "lib64"} {
-		os.Symlink("usr/"+l, filepath.Join(root, l))
-	}
-	libs := map[string]bool{}
-	for _, tool := range grubRootTools() {
-		p, err := exec.LookPath(tool)
-		if err != nil {
-			continue
-		}
-		src := canonical(p)
-		copyFile(t, root, src, src)
-		// Keep the name the scripts call when it was a symlink (awk).
-		if p != src {
-			if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
-				copyFile(t, root, src, p)
-			}
-		}
-		out, err := exec.Command("ldd", src).Output()
-		if err != nil {
-			continue // a script
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			f := strings.Fields(line)
-			for _, w := range f {
-				if strings.HasPrefix(w, "/") {
-					libs[w] = true
-				}
-			}
-		}
-	}
-	for l := range libs {
-		c := canonical(l)
-		copyFile(t, root, c, c)
-		if c != l {
-			if _, err := os.Lstat(filepath.Join(root, l)); err != nil {
-				copyFile(t, root, c, l)
-			}
-		}
-	}
-	// sh is dash on Debian.
-	if _, err := os.Stat(filepath.Join(root, "usr/bin/sh")); err != nil {
-		copyFile(t, root, canonical("/bin/sh"), "/usr/bin/sh")
-	}
-	for _, tree := range []string{"/usr/lib/grub", "/usr/share/grub", "/etc/grub.d"} {
-		if _, err := os.Stat(tree); err != nil {
-			continue
-		}
-		os.MkdirAll(filepath.Join(root, filepath.Dir(tree)), 0o755)
-		out, err := exec.Command("cp", "-a", tree, filepath.Join(root, filepath.Dir(tree))+"/").CombinedOutput()
-		if err != nil {
-			t.Fatalf("cp %s: %v %s", tree, err, out)
-		}
-	}
-	os.MkdirAll(filepath.Join(root, "etc/default"), 0o755)
-	os.WriteFile(filepath.Join(root, "etc/default/grub"), []byte("GRUB_DEFAULT=0\nGRUB_TIMEOUT=1\nGRUB_DISTRIBUTOR=Testos\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "etc/fstab"), []byte("LABEL=img-root / ext4 defaults 0 1\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "etc/os-release"), []byte("NAME=Testos\nID=testos\n"), 0o644)
-	// A stand-in kernel and initrd: grub-mkconfig's 10_linux lists them.
-	os.WriteFile(filepath.Join(root, "boot/vmlinuz-6.1.0-test"), bytes.Repeat([]byte{0x4d, 0x5a}, 4096), 0o644)
-	os.WriteFile(filepath.Join(root, "boot/initrd.img-6.1.0-test"), bytes.Repeat([]byte{1}, 4096), 0o644)
 	return root
 }
 
@@ -144,14 +36,8 @@ func buildGrubRoot(t *testing.T) string {
 func grubImage(t *testing.T, root string, size int64) []byte {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "root.img")
-	if err := os.WriteFile(p, nil, 0o600); err != nil {
+	if err := grubimage.Ext4(t.Context(), root, p, size); err != nil {
 		t.Fatal(err)
-	}
-	if err := os.Truncate(p, size); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", root, p).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v %s", err, out)
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -328,7 +214,7 @@ func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 				t.Error("no core.img in the BIOS boot partition")
 			}
 			cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg")
-			if !strings.Contains(cfg, rootUUID) || !strings.Contains(cfg, "vmlinuz-6.1.0-test") {
+			if !strings.Contains(cfg, rootUUID) || !strings.Contains(cfg, "vmlinuz-"+grubimage.KernelVersion) {
 				t.Errorf("grub.cfg does not boot the root filesystem %s:\n%s", rootUUID, cfg)
 			}
 			if mod := debugfsCat(t, rootPart, "/boot/grub/i386-pc/normal.mod"); len(mod) == 0 {

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/grubimage"
+)
+
+// TestDeployPartitionImage is a direct deploy of a partition image with
+// Debian's Ironic 21.4: instance_info image_type=partition, root_gb 1,
+// swap_mb 64, BIOS boot mode. Ironic sends write_image with the partition
+// fields, reads get_partition_uuids, and calls install_bootloader with the
+// root UUID; the agent lays out the disk, streams the ext4 root filesystem
+// into its partition and runs the image's own grub-install and
+// grub-mkconfig (Debian's 21.4.4 sends enable_bios_bootloader_install in
+// the lookup config). The node reaches active; the disk then holds an msdos
+// label with swap and root (boot flag), the image in root, GRUB in the MBR
+// and a grub.cfg naming the root filesystem's UUID, which Ironic recorded.
+//
+// The node uses the noop management interface: in BIOS mode Ironic ends
+// with set_boot_device(disk), which fake management refuses.
+func TestDeployPartitionImage(t *testing.T) {
+	s := need(t)
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
+	}
+	for _, tool := range []string{"blkid", "debugfs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: needs %s: %v", tool, err)
+		}
+	}
+	ctx := t.Context()
+	tree, imgDir := t.TempDir(), t.TempDir()
+	if err := grubimage.Tree(ctx, tree); err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(imgDir, "root.img")
+	if err := grubimage.Ext4(ctx, tree, raw, 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(imgDir)))
+	t.Cleanup(srv.Close)
+	dev := deployDisk(t)
+	const mac = "52:54:e2:d0:00:05"
+	md5sum, sha := fileSums(t, raw)
+	no := false
+	start := time.Now()
+	n := s.enroll(t, "e2e-deploy-partition", mac, ironictest.NodeSpec{
+		AutomatedClean: &no,
+		Properties: map[string]any{
+			"root_device":  map[string]any{"name": dev},
+			"capabilities": "boot_mode:bios,disk_label:msdos",
+		},
+		InstanceInfo: map[string]any{
+			"image_source":        srv.URL + "/root.img",
+			"image_checksum":      md5sum,
+			"image_os_hash_algo":  "sha256",
+			"image_os_hash_value": sha,
+			"image_disk_format":   "raw",
+			"image_type":          "partition",
+			"root_gb":             1,
+			"swap_mb":             64,
+		},
+	})
+	if err := s.ironic.Patch(ctx, n.UUID, []map[string]any{{"op": "replace", "path": "/management_interface", "value": "noop"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct{ target, state string }{{"provide", "available"}, {"active", "wait call-back"}} {
+		if err := s.ironic.Provision(ctx, n.UUID, step.target); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ironic.WaitState(ctx, n.UUID, step.state, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
+	got, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("partition image deploy: %s from enrolment to active", time.Since(start).Round(time.Millisecond))
+
+	swap, root := dev+"p1", dev+"p2"
+	rootUUID := blkid(t, root, "UUID")
+	if got.DriverInternalInfo["root_uuid_or_disk_id"] != rootUUID || rootUUID == "" {
+		t.Errorf("Ironic recorded root_uuid_or_disk_id %v, the root filesystem is %q", got.DriverInternalInfo["root_uuid_or_disk_id"], rootUUID)
+	}
+	if blkid(t, swap, "TYPE") != "swap" || blkid(t, swap, "LABEL") != "swap1" {
+		t.Errorf("%s is not the swap partition", swap)
+	}
+	if blkid(t, root, "LABEL") != "img-root" {
+		t.Errorf("%s does not hold the image's filesystem", root)
+	}
+	want, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, size := readStart(t, root, 4096)
+	if size != 1<<30 {
+		t.Errorf("root partition is %d bytes, want root_gb 1", size)
+	}
+	// grub-install and grub-mkconfig wrote into the filesystem, so only the
+	// superblock's UUID is compared with the image.
+	head, _ := readStart(t, dev, 512)
+	if head[446] != 0 || head[446+16] != 0x80 || head[446+4] != 0x82 || head[446+16+4] != 0x83 {
+		t.Errorf("MBR entries: swap % x, root % x", head[446:462], head[462:478])
+	}
+	if head[0] != 0xeb || !bytes.Contains(head[:440], []byte("GRUB")) {
+		t.Errorf("no GRUB boot code in the MBR: % x", head[:16])
+	}
+	if !bytes.Equal(part[1024+0x68:1024+0x78], want[1024+0x68:1024+0x78]) {
+		t.Error("the root partition's filesystem is not the image's")
+	}
+	cfg, err := exec.Command("debugfs", "-R", "cat /boot/grub/grub.cfg", root).Output()
+	if err != nil || !strings.Contains(string(cfg), rootUUID) || !strings.Contains(string(cfg), "vmlinuz-"+grubimage.KernelVersion) {
+		t.Errorf("grub.cfg (%v) does not boot %s:\n%s", err, rootUUID, cfg)
+	}
+	log, _ := os.ReadFile(a.logPath)
+	for _, want := range []string{"grub-install --target=i386-pc " + dev, "grub-mkconfig -o /boot/grub/grub.cfg", "GRUB2 successfully installed"} {
+		if !bytes.Contains(log, []byte(want)) {
+			t.Errorf("agent log lacks %q", want)
+		}
+	}
+}
+
+// blkid reads one tag of dev with blkid's low-level probe.
+func blkid(t *testing.T, dev, tag string) string {
+	t.Helper()
+	out, _ := exec.Command("blkid", "-p", "-s", tag, "-o", "value", dev).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// readStart returns the first n bytes of dev and its size.
+func readStart(t *testing.T, dev string, n int) ([]byte, int64) {
+	t.Helper()
+	f, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(f, b); err != nil {
+		t.Fatal(err)
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, size
+}
