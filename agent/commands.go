@@ -460,9 +460,15 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 	if err != nil {
 		return err
 	}
-	dev, err := deploy.InstallDevice(deploy.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
+	guard := deploy.NewGuard(a.cfg.AllowedDevices)
+	dev, err := deploy.InstallDevice(guard, disks, a.Node())
 	if err != nil {
 		return deviceNotFound(err)
+	}
+	// grub-install writes the MBR and the embedding area: the same guard
+	// as every other write, checked before anything is mounted from it.
+	if err := guard.Check(dev.Name); err != nil {
+		return grubError(dev.Name, err)
 	}
 	str := func(p *string) string {
 		if p == nil {

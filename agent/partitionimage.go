@@ -62,6 +62,14 @@ func (a *Agent) writePartitionImage(ctx context.Context, info *deploy.ImageInfo,
 		return nil, err
 	}
 	opts.TooLarge = func(virtualSize, _ int64) error { return deploy.RootTooSmall(virtualSize, params.RootMiB) }
+	// Refused before the disk is touched when the image's first bytes tell
+	// its size (IPA checks before work_on_disk); otherwise the write into
+	// the root partition refuses it with the same error.
+	if size, err := deploy.ImageVirtualSize(ctx, info, opts); err != nil {
+		a.log.Warn("could not learn the image's size before partitioning; the write will check it", "image", info.ID, "error", err)
+	} else if size > params.RootMiB<<20 {
+		return nil, deploy.RootTooSmall(size, params.RootMiB)
+	}
 	a.log.Info("writing partition image", "image", info.ID, "device", dev, "boot_mode", layout.BootMode, "disk_label", layout.DiskLabel,
 		"root_mb", layout.RootMiB, "swap_mb", layout.SwapMiB, "ephemeral_mb", layout.EphemeralMiB, "preserve_ephemeral", params.PreserveEphemeral)
 	res, err := deploy.WorkOnDisk(ctx, deploy.PartitionImageOptions{

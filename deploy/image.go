@@ -206,24 +206,7 @@ func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteO
 	if err := opts.Guard.Check(device); err != nil {
 		return nil, errWrite(device, err)
 	}
-	if len(opts.Download.Proxies) == 0 && len(info.Proxies) > 0 {
-		opts.Download.Proxies, opts.Download.NoProxy = info.Proxies, info.NoProxy
-	}
-	if info.Authorization != "" || info.AuthStrategy == "http_basic" {
-		h := opts.Download.Header.Clone()
-		if h == nil {
-			h = http.Header{}
-		}
-		if info.Authorization != "" {
-			h.Set("Authorization", info.Authorization)
-		} else {
-			r, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
-			r.SetBasicAuth(info.User, info.Password)
-			h.Set("Authorization", r.Header.Get("Authorization"))
-		}
-		opts.Download.Header = h
-	}
-	dl := opts.Download.withDefaults()
+	dl := downloadOptionsFor(info, &opts)
 	var sum Checksum
 	if opts.Checksum != nil {
 		sum = *opts.Checksum
@@ -249,6 +232,71 @@ func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteO
 			return nil, err
 		}
 	}
+}
+
+// downloadOptionsFor adds image_info's proxies and credentials to the
+// download options.
+func downloadOptionsFor(info *ImageInfo, opts *WriteOptions) DownloadOptions {
+	if len(opts.Download.Proxies) == 0 && len(info.Proxies) > 0 {
+		opts.Download.Proxies, opts.Download.NoProxy = info.Proxies, info.NoProxy
+	}
+	if info.Authorization != "" || info.AuthStrategy == "http_basic" {
+		h := opts.Download.Header.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		if info.Authorization != "" {
+			h.Set("Authorization", info.Authorization)
+		} else {
+			r, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
+			r.SetBasicAuth(info.User, info.Password)
+			h.Set("Authorization", r.Header.Get("Authorization"))
+		}
+		opts.Download.Header = h
+	}
+	if opts.Download.Logger == nil {
+		opts.Download.Logger = opts.Logger
+	}
+	return opts.Download.withDefaults()
+}
+
+// ImageVirtualSize returns how many bytes the image takes on disk when its
+// first bytes tell: the file size of an uncompressed raw image, the virtual
+// size in a qcow2 header; -1 when they do not (compressed images). The
+// transfer is dropped after those bytes, so a partition image too big for
+// its root partition is refused before the disk is touched, as IPA refuses
+// it before work_on_disk.
+func ImageVirtualSize(ctx context.Context, info *ImageInfo, opts WriteOptions) (int64, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	dl := downloadOptionsFor(info, &opts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var received atomic.Int64
+	src, err := openSource(ctx, info.URLs, &dl, &received, opts.AllowLocalFiles)
+	if err != nil {
+		return -1, errDownload(info.ID, err)
+	}
+	defer src.close()
+	head, err := bufio.NewReaderSize(src.stream, SniffLen).Peek(SniffLen)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return -1, errDownload(info.ID, err)
+	}
+	if DetectCompression(head) != CompressionNone {
+		return -1, nil
+	}
+	switch f := DetectFormat(head); {
+	case rawLike(f):
+		return src.size, nil
+	case f == FormatQcow2:
+		h, err := qcow2.ParseHeader(head)
+		if err != nil {
+			return -1, errInvalidImage(fmt.Sprintf("image %s: %v", info.ID, err), err)
+		}
+		return int64(h.Size), nil
+	}
+	return -1, nil
 }
 
 func isFatalDownload(err error) bool {

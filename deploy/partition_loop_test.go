@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -414,4 +415,41 @@ func TestWorkOnDiskGuard(t *testing.T) {
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestImageVirtualSize: what the first bytes of an image tell about its
+// size on disk, without downloading it.
+func TestImageVirtualSize(t *testing.T) {
+	needTool(t, "qemu-img")
+	raw := testImage(3<<20+512, 9)
+	srv := newImageServerOn(t, partServerLo, partServerHi)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want int64
+	}{
+		{"raw", raw, int64(len(raw))},
+		{"qcow2", makeQcow2(t, raw), int64(len(raw))},
+		{"gzip", gzipBytes(t, raw), -1},
+	} {
+		info := imageInfo(tc.name, []string{srv.put(tc.name, tc.data)}, sha256hex(tc.data))
+		got, err := ImageVirtualSize(context.Background(), info, testOptions(""))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+	_, err := ImageVirtualSize(context.Background(), imageInfo("x", []string{srv.base + "/missing"}, "00"), testOptions(""))
+	var e *Error
+	if !errors.As(err, &e) || e.Type != "ImageDownloadError" {
+		t.Errorf("missing image: %v", err)
+	}
+}
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
 }
