@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,14 +20,15 @@ import (
 
 // TestDeployPartitionImage is a direct deploy of a partition image with
 // Debian's Ironic 21.4: instance_info image_type=partition, root_gb 1,
-// swap_mb 64, BIOS boot mode. Ironic sends write_image with the partition
+// swap_mb 64, BIOS boot mode, a config drive in the deploy request. Ironic sends write_image with the partition
 // fields, reads get_partition_uuids, and calls install_bootloader with the
 // root UUID; the agent lays out the disk, streams the ext4 root filesystem
 // into its partition and runs the image's own grub-install and
 // grub-mkconfig (Debian's 21.4.4 sends enable_bios_bootloader_install in
 // the lookup config). The node reaches active; the disk then holds an msdos
 // label with swap and root (boot flag), the image in root, GRUB in the MBR
-// and a grub.cfg naming the root filesystem's UUID, which Ironic recorded.
+// and a grub.cfg naming the root filesystem's UUID, which Ironic recorded;
+// the config drive has its own partition before root.
 //
 // The node uses the noop management interface: in BIOS mode Ironic ends
 // with set_boot_device(disk), which fake management refuses.
@@ -75,13 +78,18 @@ func TestDeployPartitionImage(t *testing.T) {
 	if err := s.ironic.Patch(ctx, n.UUID, []map[string]any{{"op": "replace", "path": "/management_interface", "value": "noop"}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []struct{ target, state string }{{"provide", "available"}, {"active", "wait call-back"}} {
-		if err := s.ironic.Provision(ctx, n.UUID, step.target); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.ironic.WaitState(ctx, n.UUID, step.state, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	iso := configDriveISO(t)
+	if err := s.ironic.Deploy(ctx, n.UUID, gzipBase64(t, iso)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
 	got, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout)
@@ -90,7 +98,14 @@ func TestDeployPartitionImage(t *testing.T) {
 	}
 	t.Logf("partition image deploy: %s from enrolment to active", time.Since(start).Round(time.Millisecond))
 
-	swap, root := dev+"p1", dev+"p2"
+	// IPA's order: swap, config drive, root last.
+	swap, cd, root := dev+"p1", dev+"p2", dev+"p3"
+	if blkid(t, cd, "LABEL") != "config-2" || blkid(t, cd, "TYPE") != "iso9660" {
+		t.Errorf("%s is not the config drive", cd)
+	}
+	if got, _ := readStart(t, cd, len(iso)); !bytes.Equal(got, iso) {
+		t.Errorf("%s does not hold the config drive ISO", cd)
+	}
 	rootUUID := blkid(t, root, "UUID")
 	if got.DriverInternalInfo["root_uuid_or_disk_id"] != rootUUID || rootUUID == "" {
 		t.Errorf("Ironic recorded root_uuid_or_disk_id %v, the root filesystem is %q", got.DriverInternalInfo["root_uuid_or_disk_id"], rootUUID)
@@ -112,8 +127,8 @@ func TestDeployPartitionImage(t *testing.T) {
 	// grub-install and grub-mkconfig wrote into the filesystem, so only the
 	// superblock's UUID is compared with the image.
 	head, _ := readStart(t, dev, 512)
-	if head[446] != 0 || head[446+16] != 0x80 || head[446+4] != 0x82 || head[446+16+4] != 0x83 {
-		t.Errorf("MBR entries: swap % x, root % x", head[446:462], head[462:478])
+	if head[446] != 0 || head[446+4] != 0x82 || head[446+16+4] != 0x83 || head[446+32] != 0x80 || head[446+32+4] != 0x83 {
+		t.Errorf("MBR entries: swap % x, config drive % x, root % x", head[446:462], head[462:478], head[478:494])
 	}
 	if head[0] != 0xeb || !bytes.Contains(head[:440], []byte("GRUB")) {
 		t.Errorf("no GRUB boot code in the MBR: % x", head[:16])
@@ -157,4 +172,35 @@ func readStart(t *testing.T, dev string, n int) ([]byte, int64) {
 		t.Fatal(err)
 	}
 	return b, size
+}
+
+// configDriveISO builds an ISO9660 image labelled config-2 with xorriso.
+func configDriveISO(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	md := filepath.Join(dir, "tree", "openstack", "latest")
+	if err := os.MkdirAll(md, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(md, "meta_data.json"), []byte(`{"uuid": "e2e-partition", "hostname": "e2e-partition"}`), 0o644)
+	out := filepath.Join(dir, "cd.iso")
+	run(t, "xorriso", "-as", "mkisofs", "-quiet", "-R", "-J", "-V", "config-2", "-o", out, filepath.Join(dir, "tree"))
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func gzipBase64(t *testing.T, b []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }

@@ -291,6 +291,13 @@ func (c *Client) Provision(ctx context.Context, ident, target string) error {
 	return c.do(ctx, http.MethodPut, "/v1/nodes/"+url.PathEscape(ident)+"/states/provision", map[string]any{"target": target}, nil)
 }
 
+// Deploy asks for "active" with a config drive (a gzipped, base64 ISO, a
+// URL, or a JSON object Ironic builds into one), as Nova sends it.
+func (c *Client) Deploy(ctx context.Context, ident string, configdrive any) error {
+	return c.do(ctx, http.MethodPut, "/v1/nodes/"+url.PathEscape(ident)+"/states/provision",
+		map[string]any{"target": "active", "configdrive": configdrive}, nil)
+}
+
 // Clean starts manual cleaning with steps.
 func (c *Client) Clean(ctx context.Context, ident string, steps []CleanStep) error {
 	return c.do(ctx, http.MethodPut, "/v1/nodes/"+url.PathEscape(ident)+"/states/provision",
