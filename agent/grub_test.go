@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -284,5 +286,63 @@ func TestPartitionImageGrubFailure(t *testing.T) {
 	if res.Status != "FAILED" || !strings.Contains(string(res.Error), `"type":"DeviceNotFound"`) ||
 		!strings.Contains(string(res.Error), "no partition with UUID 0badc0de-0000-4000-8000-000000000000 found on device "+dev) {
 		t.Errorf("unknown root UUID: %s %s", res.Status, res.Error)
+	}
+}
+
+// TestGrubUEFIInstallerSteps drives the UEFI branch of the installer on a
+// kernel without vfat: the ESP "mount" is a bind mount of a directory (the
+// one fake, at the mount(2) boundary) and the image's grub-install is a
+// script that records its arguments and, like the real one without EFI
+// variables, fails the NVRAM install and succeeds with --removable. The
+// real grub-mkconfig runs. Checked: both grub-install calls with IPA's
+// arguments inside the chroot with the ESP at /boot/efi, the file on the
+// ESP, grub.cfg, the fstab line, and every mount undone.
+func TestGrubUEFIInstallerSteps(t *testing.T) {
+	needGrubTools(t, "mkfs.vfat")
+	dev := loopDevice(t, 1<<30, "--partscan")
+	tree := buildGrubRoot(t)
+	script := `#!/bin/sh
+echo "$0 $*" >> /boot/grub-install.log
+case "$*" in
+*--removable*) mkdir -p /boot/efi/EFI/BOOT && echo grub > /boot/efi/EFI/BOOT/BOOTX64.EFI ;;
+*) echo "grub-install: error: EFI variables are not supported on this system." >&2; exit 1 ;;
+esac
+`
+	os.WriteFile(filepath.Join(tree, "usr/sbin/grub-install"), []byte(script), 0o755)
+	img := grubImage(t, tree, 96<<20)
+	ra, rootPart, rootUUID, uuids := deployPartitionImage(t, dev, imageServerForTest(t, img), sha256.Sum256(img), grubCase{"gpt", "uefi", 3})
+	espUUID, _ := uuids["efi system partition uuid"].(string)
+	if espUUID == "" {
+		t.Fatalf("no ESP UUID: %v", uuids)
+	}
+	espDir := t.TempDir()
+	gi := newGrubInstaller(ra.agent.log)
+	gi.tempDir = t.TempDir()
+	gi.mount = func(source, target, fstype string, flags uintptr, data string) error {
+		if fstype == "vfat" {
+			if source != dev+"p1" {
+				return fmt.Errorf("ESP mount of %s, want %sp1", source, dev)
+			}
+			return unix.Mount(espDir, target, "", unix.MS_BIND, "")
+		}
+		return unix.Mount(source, target, fstype, flags, data)
+	}
+	err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
+	noLeftoverMounts(t, gi.tempDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(espDir, "EFI/BOOT/BOOTX64.EFI")); err != nil || string(b) != "grub\n" {
+		t.Errorf("ESP file: %q %v", b, err)
+	}
+	if got, want := debugfsCat(t, rootPart, "/boot/grub-install.log"),
+		"/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi\n/usr/sbin/grub-install --target=x86_64-efi --efi-directory=/boot/efi --removable\n"; got != want {
+		t.Errorf("grub-install calls:\n%s\nwant\n%s", got, want)
+	}
+	if cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg"); !strings.Contains(cfg, rootUUID) {
+		t.Errorf("grub.cfg does not name %s:\n%s", rootUUID, cfg)
+	}
+	if fstab := debugfsCat(t, rootPart, "/etc/fstab"); !strings.Contains(fstab, "UUID="+espUUID+"\t/boot/efi\tvfat\tumask=0077\t0\t1\n") {
+		t.Errorf("fstab:\n%s", fstab)
 	}
 }
