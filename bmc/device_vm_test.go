@@ -38,7 +38,7 @@ func TestDeviceInQEMU(t *testing.T) {
 	}
 	ctx := t.Context()
 	work := t.TempDir()
-	rd, err := vmtest.BuildRamdisk(ctx, filepath.Join(work, "ramdisk"))
+	rd, err := vmtest.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 	netnstest.RequireRoot(t, "lldpd", "qemu-system-x86_64")
 	ctx := t.Context()
 	work := t.TempDir()
-	rd, err := vmtest.BuildRamdisk(ctx, filepath.Join(work, "ramdisk"))
+	rd, err := vmtest.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

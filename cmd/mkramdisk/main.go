@@ -4,10 +4,17 @@
 // bootable ISO for virtual media. It needs no root.
 //
 //	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel-package linux-image-...]
+//
+// With -cached the ramdisk goes into the shared content-keyed cache
+// (ramdisk.BuildCached) instead of -out, and -json prints where: the VM
+// tests build their ramdisks this way, outside their race-instrumented
+// test binaries, where packing the initramfs takes minutes instead of
+// seconds.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -40,8 +47,30 @@ func run(ctx context.Context, args []string) error {
 	add := fs.String("add-modules", "", "comma-separated kernel modules added to the list")
 	iso := fs.Bool("iso", false, "also build "+ramdisk.ISOName+" with grub-mkrescue")
 	cmdline := fs.String("cmdline", "", "kernel parameters for the ISO's boot entry (e.g. ipa-api-url=...)")
+	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	files := map[string]string{}
+	fs.Func("file", "extra file for the initramfs, `DST=SRC` (archive path = host path; repeatable)", func(v string) error {
+		dst, src, ok := strings.Cut(v, "=")
+		if !ok || dst == "" || src == "" {
+			return fmt.Errorf("want DST=SRC, got %q", v)
+		}
+		files[dst] = src
+		return nil
+	})
+	var keys []string
+	fs.Func("cache-key", "more `text` for the -cached entry's key (repeatable)", func(v string) error {
+		keys = append(keys, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *cached && (*agent == "" || *iso) {
+		return fmt.Errorf("-cached needs -agent and cannot make an ISO")
 	}
 	start := time.Now()
 	if *cache == "" {
@@ -55,10 +84,10 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
 	if *agent == "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
 		*agent = filepath.Join(*out, "ironic-agent")
 		if err := ramdisk.BuildAgent(ctx, ".", *agent); err != nil {
 			return err
@@ -71,14 +100,29 @@ func run(ctx context.Context, args []string) error {
 		names = ramdisk.DefaultModules()
 	}
 	names = append(names, split(*add)...)
-	res, err := ramdisk.Build(ctx, ramdisk.Options{Kernel: k, Agent: *agent, Modules: names}, *out)
+	opts := ramdisk.Options{Kernel: k, Agent: *agent, Modules: names, Files: files}
+	var res *ramdisk.Result
+	if *cached {
+		res, err = ramdisk.BuildCached(ctx, opts, *cache, keys...)
+	} else {
+		res, err = ramdisk.Build(ctx, opts, *out)
+		if res != nil {
+			res.Agent = *agent
+		}
+	}
 	if err != nil {
 		return err
 	}
-	ks, is, as := size(res.Kernel), size(res.Initramfs), size(*agent)
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			*ramdisk.Result
+			KernelPackage, KernelVersion string
+		}{res, k.Package, k.Version})
+	}
+	ks, is, as := size(res.Kernel), size(res.Initramfs), size(res.Agent)
 	fmt.Printf("kernel     %s (%s, %s)\n", res.Kernel, k.Package, mib(ks))
 	fmt.Printf("initramfs  %s (%s; %s unpacked; %d modules)\n", res.Initramfs, mib(is), mib(res.Uncompressed), len(res.Modules))
-	fmt.Printf("agent      %s (%s)\n", *agent, mib(as))
+	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
 	fmt.Printf("kernel + initramfs: %s\n", mib(ks+is))
 	if *iso {
 		p := filepath.Join(*out, ramdisk.ISOName)

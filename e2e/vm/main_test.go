@@ -99,7 +99,7 @@ func ramdisk(t *testing.T) *vmtest.Ramdisk {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		start := time.Now()
-		s.rd, s.rdErr = vmtest.BuildRamdisk(ctx, filepath.Join(s.dir, "ramdisk"))
+		s.rd, s.rdErr = vmtest.BuildRamdisk(ctx)
 		if s.rdErr == nil {
 			t.Logf("ramdisk built in %s: %s", time.Since(start).Round(time.Millisecond), sizes(s.rd))
 		}

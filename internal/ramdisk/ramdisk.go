@@ -70,7 +70,14 @@ type Result struct {
 	Modules   []kmod.Module
 	// Uncompressed is the size of the archive before gzip.
 	Uncompressed int64
+	// Agent is the copy of the agent binary in a cache entry (BuildCached
+	// only), and Cached says the entry was there already.
+	Agent  string
+	Cached bool
 }
+
+// caBundle is the build host's CA bundle, copied in for TLS to Ironic.
+const caBundle = "/etc/ssl/certs/ca-certificates.crt"
 
 // Names of the output files, as Ironic calls them (deploy_kernel,
 // deploy_ramdisk), following IPA's ironic-python-agent.kernel/.initramfs.
@@ -183,7 +190,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		return nil, err
 	}
 	// TLS to Ironic with the build host's CA bundle, when it has one.
-	if ca := "/etc/ssl/certs/ca-certificates.crt"; fileExists(ca) {
+	if ca := caBundle; fileExists(ca) {
 		if err := addFile(w, strings.TrimPrefix(ca, "/"), ca, 0o644); err != nil {
 			return nil, err
 		}

@@ -1,12 +1,19 @@
 package vmtest
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
@@ -17,6 +24,8 @@ type Ramdisk struct {
 	Kernel, Initrd, Agent string
 	KernelVersion         string
 	KernelPackage         string
+	// Cached says another build (this run's or an earlier one) made it.
+	Cached bool
 }
 
 // RepoRoot finds the module root (the directory holding go.mod) above the
@@ -39,15 +48,27 @@ func RepoRoot() (string, error) {
 }
 
 // BuildRamdisk builds the agent (static) from the repository and the
-// ramdisk into dir, with the kernel from the download cache.
-func BuildRamdisk(ctx context.Context, dir string) (*Ramdisk, error) {
-	return BuildGuestRamdisk(ctx, dir, "", nil)
+// ramdisk, with the kernel from the download cache. See BuildGuestRamdisk.
+func BuildRamdisk(ctx context.Context) (*Ramdisk, error) {
+	return BuildGuestRamdisk(ctx, "", nil)
 }
 
 // BuildGuestRamdisk is BuildRamdisk with another program as /init: pkg is
 // the Go package to build statically instead of ./cmd/ironic-agent (""
 // for the agent), and files are extra files (archive path -> host path).
-func BuildGuestRamdisk(ctx context.Context, dir, pkg string, files map[string]string) (*Ramdisk, error) {
+//
+// The result lives in the ramdisk cache (ramdisk.CacheDir), shared by
+// every test process: go test ./... runs the packages that boot VMs in
+// parallel, and each used to link the agent and pack its own initramfs.
+// The binary and cmd/mkramdisk are linked in a place of their own below
+// the cache, per repository and package, under a lock, so go build finds
+// them up to date and does not link again when the sources have not
+// changed. mkramdisk -cached then makes or finds ramdisk.BuildCached's
+// entry for that binary, the kernel, the files and mkramdisk itself. It
+// runs as its own process because in a test binary built with -race,
+// packing the initramfs takes minutes instead of seconds. The files are
+// read-only by convention: nothing may change them.
+func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string) (*Ramdisk, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -56,31 +77,85 @@ func BuildGuestRamdisk(ctx context.Context, dir, pkg string, files map[string]st
 	if err != nil {
 		return nil, err
 	}
-	k, err := ramdisk.FetchKernel(ctx, cache, os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"))
-	if err != nil {
-		return nil, err
+	name, target := "ironic-agent", "./cmd/ironic-agent"
+	if pkg != "" {
+		name, target = filepath.Base(pkg), pkg
 	}
+	sum := sha256.Sum256([]byte(root + "\x00" + target))
+	dir := filepath.Join(cache, "agents", hex.EncodeToString(sum[:8]))
+	bin, mk := filepath.Join(dir, name), filepath.Join(dir, "mkramdisk")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("vmtest: %w", err)
 	}
-	agent := filepath.Join(dir, "ironic-agent")
+	// Held until the ramdisk is made from the binary: no other process
+	// relinks it in between.
+	unlock, err := ramdisk.LockFile(ctx, filepath.Join(dir, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if pkg == "" {
-		err = ramdisk.BuildAgent(ctx, root, agent)
+		err = ramdisk.BuildAgent(ctx, root, bin)
 	} else {
-		agent = filepath.Join(dir, filepath.Base(pkg))
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", agent, pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, berr := cmd.CombinedOutput(); berr != nil {
-			err = fmt.Errorf("vmtest: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, berr, strings.TrimSpace(string(out)))
-		}
+		err = goBuild(ctx, root, bin, pkg)
 	}
 	if err != nil {
 		return nil, err
 	}
-	res, err := ramdisk.Build(ctx, ramdisk.Options{Kernel: k, Agent: agent, Files: files}, dir)
+	if err := goBuild(ctx, root, mk, "./cmd/mkramdisk"); err != nil {
+		return nil, err
+	}
+	mkSum, err := fileSHA256(mk)
 	if err != nil {
 		return nil, err
 	}
-	return &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: agent, KernelVersion: k.Version, KernelPackage: k.Package}, nil
+	args := []string{"-cached", "-json", "-cache", cache, "-agent", bin, "-cache-key", "mkramdisk " + mkSum}
+	if p := os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"); p != "" {
+		args = append(args, "-kernel-package", p)
+	}
+	for _, dst := range slices.Sorted(maps.Keys(files)) {
+		args = append(args, "-file", dst+"="+files[dst])
+	}
+	cmd := exec.CommandContext(ctx, mk, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("vmtest: %s %s: %w: %s", mk, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	var res struct {
+		Kernel, Initramfs, Agent     string
+		KernelPackage, KernelVersion string
+		Cached                       bool
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("vmtest: mkramdisk -json printed %q: %w", out, err)
+	}
+	return &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
+		KernelPackage: res.KernelPackage, Cached: res.Cached}, nil
+}
+
+// goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)
+// at out; go build leaves an up-to-date out alone.
+func goBuild(ctx context.Context, root, out, pkg string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("vmtest: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", fmt.Errorf("vmtest: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("vmtest: read %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
@@ -41,20 +40,6 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	work := t.TempDir()
-	guest := filepath.Join(work, "udevcheck")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", guest, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(build.Args, " "), err, out)
-	}
-	cache, err := ramdisk.CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := ramdisk.FetchKernel(ctx, cache, os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]string{
 		"lib/udev/scsi_id": "/lib/udev/scsi_id",
 		"lib/udev/ata_id":  "/lib/udev/ata_id",
@@ -76,13 +61,15 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 			files[strings.TrimPrefix(w, "/")] = real
 		}
 	}
-	rd, err := ramdisk.Build(ctx, ramdisk.Options{Kernel: k, Agent: guest, Files: files}, filepath.Join(work, "rd"))
+	// The guest and its ramdisk come from the shared ramdisk cache: built
+	// once, reused by later runs while nothing in them changes.
+	rd, err := vmtest.BuildGuestRamdisk(ctx, "./collector/internal/udevcheck", files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := vmtest.DefaultMachine("bios")
 	m.Dir = filepath.Join(work, "vm")
-	m.Kernel, m.Initrd = rd.Kernel, rd.Initramfs
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
 	m.Append = "ironic_agent.cmd=run ironic_agent.dhcp=none ironic_agent.exit=poweroff"
 	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
 	if err != nil {

@@ -77,7 +77,7 @@ func run(ctx context.Context) error {
 	if *rdDir != "" {
 		kernel, initrd = filepath.Join(*rdDir, ramdisk.KernelName), filepath.Join(*rdDir, ramdisk.InitramfsName)
 	} else {
-		rd, err := vmtest.BuildRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+		rd, err := vmtest.BuildRamdisk(ctx)
 		if err != nil {
 			return err
 		}

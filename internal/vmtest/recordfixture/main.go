@@ -65,9 +65,9 @@ func run(ctx context.Context) error {
 	var rd *vmtest.Ramdisk
 	var err error
 	if *udev {
-		rd, err = buildUdevRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+		rd, err = buildUdevRamdisk(ctx)
 	} else {
-		rd, err = vmtest.BuildRamdisk(ctx, filepath.Join(*work, "ramdisk"))
+		rd, err = vmtest.BuildRamdisk(ctx)
 	}
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func quote(s string) string {
 // buildUdevRamdisk builds the ramdisk of a -udev recording: udevguest as
 // /init, and this machine's udevd with the rules and helpers of Debian's
 // package udev and the libraries they link.
-func buildUdevRamdisk(ctx context.Context, dir string) (*vmtest.Ramdisk, error) {
+func buildUdevRamdisk(ctx context.Context) (*vmtest.Ramdisk, error) {
 	files := map[string]string{"usr/bin/udevadm": "/usr/bin/udevadm"}
 	list, err := output(ctx, "dpkg", "-L", "udev")
 	if err != nil {
@@ -258,7 +258,7 @@ func buildUdevRamdisk(ctx context.Context, dir string) (*vmtest.Ramdisk, error) 
 			files[strings.TrimPrefix(w, "/")] = real
 		}
 	}
-	return vmtest.BuildGuestRamdisk(ctx, dir, "./internal/vmtest/recordfixture/udevguest", files)
+	return vmtest.BuildGuestRamdisk(ctx, "./internal/vmtest/recordfixture/udevguest", files)
 }
 
 // output runs a command and returns its standard output; the error names
