@@ -476,7 +476,21 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return *p
 	}
-	return newGrubInstaller(a.log).install(ctx, grubRequest{
+	gi := newGrubInstaller(a.log)
+	efi := str(efiUUID)
+	gi.efiBootSetup = func(ctx context.Context) (bool, error) {
+		// IPA's _efi_boot_setup: only a UEFI ramdisk with efibootmgr can
+		// make NVRAM entries.
+		if inv.Boot.CurrentBootMode != "uefi" {
+			return false, nil
+		}
+		if _, err := lookPath("efibootmgr"); err != nil {
+			a.log.Warn("efibootmgr is not available in the ramdisk")
+			return false, nil
+		}
+		return a.manageUEFI(ctx, dev.Name, efi)
+	}
+	return gi.install(ctx, grubRequest{
 		Disk: dev.Name, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
 		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -51,6 +52,10 @@ type grubInstaller struct {
 	unmount func(target string) error
 	// tempDir is where the root partition is mounted ("" = os.TempDir()).
 	tempDir string
+	// efiBootSetup makes NVRAM entries for the loaders on the ESP (the
+	// agent's manage_uefi, when the ramdisk booted UEFI and has
+	// efibootmgr); nil or false means it could not.
+	efiBootSetup func(ctx context.Context) (bool, error)
 }
 
 func newGrubInstaller(log *slog.Logger) *grubInstaller {
@@ -160,6 +165,19 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/grub2-install")); err == nil {
 		bin = "grub2"
 	}
+	if esp != "" {
+		done, err := gi.tryPreserveEFIAssets(ctx, ch, m, dir, bin, esp, r)
+		if err != nil {
+			return grubError(r.Disk, err)
+		}
+		if done {
+			if err := appendESPToFstab(dir, r.EFIUUID, esp); err != nil {
+				gi.log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
+			}
+			gi.log.Info("boot loader set up from the EFI assets of the image", "device", r.Disk)
+			return nil
+		}
+	}
 	// ESP-resident files (grubenv) listed in the image's fstab, as IPA
 	// mounts them; undone with "umount -a -t vfat" below.
 	if _, err := ch.run(ctx, nil, "mount", "-a", "-t", "vfat"); err != nil {
@@ -205,9 +223,7 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 			return grubError(r.Disk, err)
 		}
 	}
-	// grub.cfg from the image's own scripts (IPA's _configure_grub).
-	env := []string{"GRUB_DISABLE_OS_PROBER=true", "GRUB_SAVEDEFAULT=true", "LC_ALL=C", "LANG=C"}
-	if _, err := ch.run(ctx, env, bin+"-mkconfig", "-o", "/boot/"+bin+"/grub.cfg"); err != nil {
+	if err := configureGrub(ctx, ch, bin); err != nil {
 		return grubError(r.Disk, err)
 	}
 	if esp != "" {
@@ -217,6 +233,128 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 	}
 	gi.log.Info("GRUB2 successfully installed", "device", r.Disk)
 	return nil
+}
+
+// configureGrub writes grub.cfg with the image's own scripts (IPA's
+// _configure_grub).
+func configureGrub(ctx context.Context, ch *chroot, bin string) error {
+	env := []string{"GRUB_DISABLE_OS_PROBER=true", "GRUB_SAVEDEFAULT=true", "LC_ALL=C", "LANG=C"}
+	_, err := ch.run(ctx, env, bin+"-mkconfig", "-o", "/boot/"+bin+"/grub.cfg")
+	return err
+}
+
+// tryPreserveEFIAssets is IPA's _try_preserve_efi_assets: an image whose
+// root filesystem carries /boot/efi/EFI (images built with the ESP inside
+// the root, signed shim and GRUB included) gets grub.cfg generated, those
+// files copied onto the real ESP (with /boot/grub2/grub.cfg and grubenv
+// added to each loader directory lacking them), and NVRAM entries made by
+// efiBootSetup; when that sets the machine up, no grub-install runs, so
+// Secure Boot signed binaries stay in use. A copy failure or a ramdisk
+// that cannot make NVRAM entries falls back to grub-install, as in IPA.
+func (gi *grubInstaller) tryPreserveEFIAssets(ctx context.Context, ch *chroot, m *mountStack, dir, bin, esp string, r grubRequest) (bool, error) {
+	assets := filepath.Join(dir, "boot/efi/EFI")
+	if st, err := os.Stat(assets); err != nil || !st.IsDir() {
+		return false, nil
+	}
+	if _, err := ch.lookPath(bin + "-install"); err == nil {
+		if err := configureGrub(ctx, ch, bin); err != nil {
+			return false, err
+		}
+	}
+	gi.log.Info("EFI assets found in the image, copying them to the EFI system partition", "partition", esp)
+	if err := gi.preserveEFIAssets(dir, assets, esp, m); err != nil {
+		gi.log.Warn("failed to preserve the image's EFI assets; installing GRUB instead", "error", err)
+		return false, nil
+	}
+	if gi.efiBootSetup == nil {
+		return false, nil
+	}
+	ok, err := gi.efiBootSetup(ctx)
+	if err != nil {
+		gi.log.Warn("setting up UEFI boot from the preserved assets failed; installing GRUB instead", "error", err)
+		return false, nil
+	}
+	return ok, nil
+}
+
+// preserveEFIAssets copies the image's /boot/efi/EFI onto the ESP.
+func (gi *grubInstaller) preserveEFIAssets(dir, assets, esp string, m *mountStack) error {
+	save, err := os.MkdirTemp(gi.tempDir, "ironic-agent-efi-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(save)
+	if err := copyTree(assets, save); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(save)
+	if err != nil {
+		return err
+	}
+	for _, extra := range []string{"grub.cfg", "grubenv"} {
+		src := filepath.Join(dir, "boot/grub2", extra)
+		st, err := os.Lstat(src)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		for _, e := range ents {
+			dst := filepath.Join(save, e.Name(), extra)
+			if _, err := os.Stat(dst); err == nil || !e.IsDir() {
+				continue
+			}
+			if err := copyFileMode(src, dst); err != nil {
+				gi.log.Warn("failed to copy "+extra+" for EFI boot", "error", err)
+			}
+		}
+	}
+	mnt := filepath.Join(dir, "boot/efi")
+	if err := m.mount(esp, mnt, "vfat", 0, ""); err != nil {
+		return err
+	}
+	cerr := copyTree(save, filepath.Join(mnt, "EFI"))
+	if err := m.unmountLast(); err != nil {
+		return errors.Join(cerr, err)
+	}
+	return cerr
+}
+
+// copyTree copies the regular files and directories below src into dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			return copyFileMode(p, target)
+		}
+		return nil // FAT holds nothing else
+	})
+}
+
+func copyFileMode(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, st.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // mountStack undoes mounts in reverse order.
@@ -262,6 +400,16 @@ func (m *mountStack) undo() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unmountLast undoes the latest mount now.
+func (m *mountStack) unmountLast() error {
+	t := m.targets[len(m.targets)-1]
+	if err := m.gi.unmount(t); err != nil {
+		return fmt.Errorf("unmount %s: %w", t, err)
+	}
+	m.targets = m.targets[:len(m.targets)-1]
+	return nil
 }
 
 // chroot runs the image's programs inside its root.

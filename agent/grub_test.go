@@ -299,34 +299,7 @@ func TestPartitionImageGrubFailure(t *testing.T) {
 // ESP, grub.cfg, the fstab line, and every mount undone.
 func TestGrubUEFIInstallerSteps(t *testing.T) {
 	needGrubTools(t, "mkfs.vfat")
-	dev := loopDevice(t, 1<<30, "--partscan")
-	tree := buildGrubRoot(t)
-	script := `#!/bin/sh
-echo "$0 $*" >> /boot/grub-install.log
-case "$*" in
-*--removable*) mkdir -p /boot/efi/EFI/BOOT && echo grub > /boot/efi/EFI/BOOT/BOOTX64.EFI ;;
-*) echo "grub-install: error: EFI variables are not supported on this system." >&2; exit 1 ;;
-esac
-`
-	os.WriteFile(filepath.Join(tree, "usr/sbin/grub-install"), []byte(script), 0o755)
-	img := grubImage(t, tree, 96<<20)
-	ra, rootPart, rootUUID, uuids := deployPartitionImage(t, dev, imageServerForTest(t, img), sha256.Sum256(img), grubCase{"gpt", "uefi", 3})
-	espUUID, _ := uuids["efi system partition uuid"].(string)
-	if espUUID == "" {
-		t.Fatalf("no ESP UUID: %v", uuids)
-	}
-	espDir := t.TempDir()
-	gi := newGrubInstaller(ra.agent.log)
-	gi.tempDir = t.TempDir()
-	gi.mount = func(source, target, fstype string, flags uintptr, data string) error {
-		if fstype == "vfat" {
-			if source != dev+"p1" {
-				return fmt.Errorf("ESP mount of %s, want %sp1", source, dev)
-			}
-			return unix.Mount(espDir, target, "", unix.MS_BIND, "")
-		}
-		return unix.Mount(source, target, fstype, flags, data)
-	}
+	dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, nil)
 	err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
 	noLeftoverMounts(t, gi.tempDir)
 	if err != nil {
@@ -345,4 +318,97 @@ esac
 	if fstab := debugfsCat(t, rootPart, "/etc/fstab"); !strings.Contains(fstab, "UUID="+espUUID+"\t/boot/efi\tvfat\tumask=0077\t0\t1\n") {
 		t.Errorf("fstab:\n%s", fstab)
 	}
+}
+
+// TestGrubUEFIPreservesEFIAssets: an image carrying /boot/efi/EFI (signed
+// shim and GRUB) gets those files copied onto the ESP with its
+// /boot/grub2/grub.cfg, and when NVRAM entries can be made no grub-install
+// runs (IPA's _try_preserve_efi_assets); when they cannot, grub-install
+// runs as for any image.
+func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
+	needGrubTools(t, "mkfs.vfat")
+	addAssets := func(tree string) {
+		os.MkdirAll(filepath.Join(tree, "boot/efi/EFI/testos"), 0o755)
+		os.WriteFile(filepath.Join(tree, "boot/efi/EFI/testos/shimx64.efi"), []byte("signed shim"), 0o755)
+		os.WriteFile(filepath.Join(tree, "boot/efi/EFI/testos/grubx64.efi"), []byte("signed grub"), 0o755)
+		os.MkdirAll(filepath.Join(tree, "boot/grub2"), 0o755)
+		os.WriteFile(filepath.Join(tree, "boot/grub2/grub.cfg"), []byte("# the image's grub.cfg\n"), 0o644)
+	}
+	for _, nvram := range []bool{true, false} {
+		t.Run(fmt.Sprintf("nvram=%t", nvram), func(t *testing.T) {
+			dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, addAssets)
+			calls := 0
+			gi.efiBootSetup = func(context.Context) (bool, error) {
+				calls++
+				// The assets are on the ESP (and it is unmounted) by now.
+				if _, err := os.Stat(filepath.Join(espDir, "EFI/testos/shimx64.efi")); err != nil {
+					t.Errorf("NVRAM set-up before the assets reached the ESP: %v", err)
+				}
+				return nvram, nil
+			}
+			err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
+			noLeftoverMounts(t, gi.tempDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != 1 {
+				t.Errorf("efiBootSetup called %d times", calls)
+			}
+			for f, want := range map[string]string{"EFI/testos/shimx64.efi": "signed shim", "EFI/testos/grubx64.efi": "signed grub", "EFI/testos/grub.cfg": "# the image's grub.cfg\n"} {
+				if b, err := os.ReadFile(filepath.Join(espDir, f)); err != nil || string(b) != want {
+					t.Errorf("ESP %s: %q %v", f, b, err)
+				}
+			}
+			out, _ := exec.Command("debugfs", "-R", "cat /boot/grub-install.log", rootPart).Output()
+			if ran := strings.Contains(string(out), "grub-install"); ran == nvram {
+				t.Errorf("nvram=%t: grub-install calls %q", nvram, out)
+			}
+			if cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg"); !strings.Contains(cfg, rootUUID) {
+				t.Errorf("grub.cfg does not name %s", rootUUID)
+			}
+			if fstab := debugfsCat(t, rootPart, "/etc/fstab"); strings.Count(fstab, "UUID="+espUUID+"\t/boot/efi") != 1 {
+				t.Errorf("fstab:\n%s", fstab)
+			}
+		})
+	}
+}
+
+// uefiInstallerFixture deploys a UEFI partition image whose grub-install
+// is a script recording its calls (failing without --removable, as the
+// real one does without EFI variables), then returns an installer whose
+// ESP "mount" binds a directory.
+func uefiInstallerFixture(t *testing.T, edit func(tree string)) (dev, rootPart, rootUUID, espUUID string, gi *grubInstaller, espDir string) {
+	t.Helper()
+	dev = loopDevice(t, 1<<30, "--partscan")
+	tree := buildGrubRoot(t)
+	script := `#!/bin/sh
+echo "$0 $*" >> /boot/grub-install.log
+case "$*" in
+*--removable*) mkdir -p /boot/efi/EFI/BOOT && echo grub > /boot/efi/EFI/BOOT/BOOTX64.EFI ;;
+*) echo "grub-install: error: EFI variables are not supported on this system." >&2; exit 1 ;;
+esac
+`
+	os.WriteFile(filepath.Join(tree, "usr/sbin/grub-install"), []byte(script), 0o755)
+	if edit != nil {
+		edit(tree)
+	}
+	img := grubImage(t, tree, 96<<20)
+	ra, rootPart, rootUUID, uuids := deployPartitionImage(t, dev, imageServerForTest(t, img), sha256.Sum256(img), grubCase{"gpt", "uefi", 3})
+	espUUID, _ = uuids["efi system partition uuid"].(string)
+	if espUUID == "" {
+		t.Fatalf("no ESP UUID: %v", uuids)
+	}
+	espDir = t.TempDir()
+	gi = newGrubInstaller(ra.agent.log)
+	gi.tempDir = t.TempDir()
+	gi.mount = func(source, target, fstype string, flags uintptr, data string) error {
+		if fstype == "vfat" {
+			if source != dev+"p1" {
+				return fmt.Errorf("ESP mount of %s, want %sp1", source, dev)
+			}
+			return unix.Mount(espDir, target, "", unix.MS_BIND, "")
+		}
+		return unix.Mount(source, target, fstype, flags, data)
+	}
+	return dev, rootPart, rootUUID, espUUID, gi, espDir
 }
