@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 	"sync/atomic"
 )
 
@@ -15,29 +16,53 @@ import (
 // segment so mostly-empty images turn into few, large zero-outs.
 const (
 	writeBufSize = 4 << 20
-	writeBufs    = 4
-	zeroSegSize  = 1 << 20
 	directAlign  = 4096
+	zeroSegSize  = 1 << 20
+)
+
+// Pipeline depth. A buffer is busy for the longer of its hash and its
+// write, not their sum, so four buffers keep the download one buffer ahead
+// of two writes in flight (the second queued in the device while the
+// first completes); six measured no faster with scripts/bench-image.sh on
+// our machine and cost 8 MiB more (README, Images).
+const (
+	writeBufs  = 4
+	writeDepth = 2
 )
 
 // diskWriter receives an image's bytes in disk order and writes them to a
-// device from its own goroutine, so downloading, decompressing and hashing
-// overlap with the writes. Buffers come from a fixed pool: memory is
+// device from its own goroutines, so downloading, decompressing, hashing
+// and writing overlap. Buffers come from a fixed pool: memory is
 // writeBufSize*writeBufs whatever the image size.
+//
+// A filled buffer goes to the hash goroutine (raw images) and to the
+// dispatcher at the same time: the hash reads it while the device reads it
+// for the write, and it returns to the pool when both are done. The
+// dispatcher, in disk order, finds all-zero segments, merges them into
+// zero runs and hands data runs and zero runs to writeDepth workers.
+// Requests cover disjoint ranges, so their completion order does not
+// matter; Close waits for all of them and for the hash.
 type diskWriter struct {
 	dev    blockTarget
 	name   string
 	zeroed bool // the device reads as zeros already: skip zero runs
 
-	pool []byte // backing memory of all buffers, page aligned
-	free chan []byte
-	jobs chan writeJob // to the writer goroutine
-	in   chan writeJob // what the producer sends to: jobs, or the hash stage
-	done chan error
+	pool     []byte // backing memory of all buffers, page aligned
+	free     chan *writeBuf
+	dispatch chan writeJob // producer to dispatcher, in disk order
+	hashIn   chan *writeBuf
+	reqs     chan writeReq // dispatcher to workers
+	hash     hash.Hash
+	wg       sync.WaitGroup // every goroutine
+	closed   bool
 
-	cur  []byte // buffer being filled (nil if none)
+	failOnce sync.Once
+	failed   chan struct{} // closed on the first error
+	err      error         // the first error, set before failed closes
+
+	cur  *writeBuf // buffer being filled (nil if none)
 	fill int
-	off  int64 // disk offset of cur[0]
+	off  int64 // disk offset of cur.b[0]
 
 	// Counters read by the progress reporter.
 	queued  atomic.Int64 // bytes accepted from the image (data and zeros)
@@ -46,18 +71,34 @@ type diskWriter struct {
 	skipped atomic.Int64 // zero bytes skipped on a zeroed device
 }
 
+// writeBuf is one pool buffer; refs counts the stages still reading it.
+type writeBuf struct {
+	b    []byte
+	n    int // bytes of data, set before the buffer is handed over
+	refs atomic.Int32
+}
+
+// writeJob is what the producer hands over, in disk order.
 type writeJob struct {
+	off int64
+	buf *writeBuf // data; nil for a zero run
+	n   int64     // bytes of data in buf, or length of the zero run
+}
+
+// writeReq is one device operation for a worker.
+type writeReq struct {
 	off  int64
-	buf  []byte // data; nil for a zero run
-	n    int64  // length of a zero run
-	last bool
+	p    []byte    // data; nil for a zero run of n bytes
+	n    int64     // zero run length
+	from *writeBuf // p's buffer, released when the write is done
 }
 
 // blockTarget is what the writer needs from a device; the Linux version
 // uses O_DIRECT, the zero-out ioctl and fsync.
 type blockTarget interface {
 	// WriteAt writes p at off; p and off are aligned to directAlign except
-	// for the image's last bytes.
+	// for the image's last bytes. Calls for disjoint ranges may run
+	// concurrently.
 	WriteAt(p []byte, off int64) (int, error)
 	// ZeroRange makes [off, off+n) read as zeros.
 	ZeroRange(off, n int64) error
@@ -68,37 +109,59 @@ type blockTarget interface {
 	Close() error
 }
 
-// newDiskWriter starts the writer. With h set, a separate goroutine hashes
-// every data buffer before it is written: for a raw image the bytes
-// written are the bytes downloaded, and hashing beside the download and the
-// write instead of in line with either keeps both cores busy.
+// newDiskWriter starts the writer. With h set, every data buffer is hashed
+// before the writer finishes: for a raw image the bytes written are the
+// bytes downloaded, and hashing beside the download and the write instead
+// of in line with either keeps both cores busy.
 func newDiskWriter(dev blockTarget, name string, zeroed bool, h hash.Hash) (*diskWriter, error) {
 	pool, err := alignedAlloc(writeBufSize * writeBufs)
 	if err != nil {
 		return nil, err
 	}
 	w := &diskWriter{
-		dev: dev, name: name, zeroed: zeroed, pool: pool,
-		free: make(chan []byte, writeBufs),
-		jobs: make(chan writeJob, writeBufs+1),
-		done: make(chan error, 1),
+		dev: dev, name: name, zeroed: zeroed, pool: pool, hash: h,
+		free:     make(chan *writeBuf, writeBufs),
+		dispatch: make(chan writeJob, writeBufs),
+		reqs:     make(chan writeReq, writeDepth),
+		failed:   make(chan struct{}),
 	}
 	for i := range writeBufs {
-		w.free <- pool[i*writeBufSize : (i+1)*writeBufSize : (i+1)*writeBufSize]
+		w.free <- &writeBuf{b: pool[i*writeBufSize : (i+1)*writeBufSize : (i+1)*writeBufSize]}
 	}
-	w.in = w.jobs
 	if h != nil {
-		w.in = make(chan writeJob, writeBufs)
-		go func() {
-			for j := range w.in {
-				h.Write(j.buf)
-				w.jobs <- j
-			}
-			close(w.jobs)
-		}()
+		// Never blocks the producer: at most writeBufs buffers exist.
+		w.hashIn = make(chan *writeBuf, writeBufs)
+		w.wg.Go(w.hashLoop)
 	}
-	go w.loop()
+	w.wg.Go(w.dispatchLoop)
+	for range writeDepth {
+		w.wg.Go(w.workLoop)
+	}
 	return w, nil
+}
+
+// fail records the first error and stops all work.
+func (w *diskWriter) fail(err error) {
+	w.failOnce.Do(func() {
+		w.err = err
+		close(w.failed)
+	})
+}
+
+func (w *diskWriter) isFailed() bool {
+	select {
+	case <-w.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// release drops one reference to b; the last one returns it to the pool.
+func (w *diskWriter) release(b *writeBuf) {
+	if b != nil && b.refs.Add(-1) == 0 {
+		w.free <- b
+	}
 }
 
 // Write queues image bytes. It blocks while all buffers are in flight,
@@ -111,12 +174,12 @@ func (w *diskWriter) Write(p []byte) (int, error) {
 				return total - len(p), err
 			}
 		}
-		n := copy(w.cur[w.fill:], p)
+		n := copy(w.cur.b[w.fill:], p)
 		w.fill += n
 		p = p[n:]
 		w.queued.Add(int64(n))
-		if w.fill == len(w.cur) {
-			if err := w.submit(false); err != nil {
+		if w.fill == len(w.cur.b) {
+			if err := w.submit(); err != nil {
 				return total - len(p), err
 			}
 		}
@@ -133,12 +196,12 @@ func (w *diskWriter) ReadFrom(r io.Reader) (int64, error) {
 				return total, err
 			}
 		}
-		n, err := r.Read(w.cur[w.fill:])
+		n, err := r.Read(w.cur.b[w.fill:])
 		w.fill += n
 		total += int64(n)
 		w.queued.Add(int64(n))
-		if w.fill == len(w.cur) {
-			if serr := w.submit(false); serr != nil {
+		if w.fill == len(w.cur.b) {
+			if serr := w.submit(); serr != nil {
 				return total, serr
 			}
 		}
@@ -171,13 +234,13 @@ func (w *diskWriter) WriteZeros(n int64) error {
 				return err
 			}
 		}
-		k := min(n, int64(len(w.cur)-w.fill))
-		clear(w.cur[w.fill : w.fill+int(k)])
+		k := min(n, int64(len(w.cur.b)-w.fill))
+		clear(w.cur.b[w.fill : w.fill+int(k)])
 		w.fill += int(k)
 		w.queued.Add(k)
 		n -= k
-		if w.fill == len(w.cur) {
-			if err := w.submit(false); err != nil {
+		if w.fill == len(w.cur.b) {
+			if err := w.submit(); err != nil {
 				return err
 			}
 		}
@@ -190,160 +253,186 @@ func (w *diskWriter) takeBuffer() error {
 	case b := <-w.free:
 		w.cur, w.fill = b, 0
 		return nil
-	case err := <-w.done:
-		return w.stopped(err)
+	case <-w.failed:
+		return w.stopped()
 	}
 }
 
-// stopped puts the writer goroutine's result back for Close and turns it
-// into the error for the producer.
-func (w *diskWriter) stopped(err error) error {
-	w.done <- err
-	if err == nil {
-		err = errors.New("writer stopped")
-	}
+// stopped turns the writer's failure into the error for the producer.
+func (w *diskWriter) stopped() error {
 	// Marked so the caller reports a device failure, which no new
 	// download can fix, not a download failure.
-	return writeFailure{err}
+	return writeFailure{w.err}
 }
 
-func (w *diskWriter) submit(last bool) error {
-	buf := w.cur[:w.fill]
+// submit hands the filled buffer to the hash (if any) and the dispatcher.
+func (w *diskWriter) submit() error {
+	b, n := w.cur, w.fill
 	w.cur = nil
 	off := w.off
-	w.off += int64(len(buf))
-	return w.send(writeJob{off: off, buf: buf, last: last})
+	w.off += int64(n)
+	b.n = n
+	b.refs.Store(1)
+	if w.hashIn != nil {
+		b.refs.Store(2)
+		w.hashIn <- b
+	}
+	return w.send(writeJob{off: off, buf: b, n: int64(n)})
 }
 
 func (w *diskWriter) send(j writeJob) error {
 	select {
-	case w.in <- j:
+	case w.dispatch <- j:
 		return nil
-	case err := <-w.done:
-		return w.stopped(err)
+	case <-w.failed:
+		if j.buf != nil {
+			w.release(j.buf)
+		}
+		return w.stopped()
 	}
 }
 
-// Close flushes the last buffer and waits for every write. It does not
-// sync; Finish does.
+// Close flushes the last buffer and waits for every write and for the
+// hash. It does not sync; Finish does.
 func (w *diskWriter) Close() error {
-	var err error
 	if w.cur != nil && w.fill > 0 {
-		err = w.submit(true)
+		// An error here means the writer failed; w.err says why.
+		_ = w.submit()
 	} else if w.cur != nil {
 		w.free <- w.cur
 		w.cur = nil
 	}
-	close(w.in)
-	werr := <-w.done
-	w.done <- werr
-	freeAligned(w.pool)
-	return errors.Join(err, werr)
+	w.stop()
+	if w.isFailed() {
+		return w.err
+	}
+	return nil
 }
 
-// abort stops the writer goroutine after a failure elsewhere.
+// abort stops the writer after a failure elsewhere.
 func (w *diskWriter) abort() {
-	if w.in == nil {
+	w.fail(errors.New("aborted"))
+	w.stop()
+}
+
+// stop ends the inputs, waits for every goroutine (so no stage still reads
+// a buffer, nor the kernel writes from one) and unmaps the pool.
+func (w *diskWriter) stop() {
+	if w.closed {
 		return
 	}
-	close(w.in)
-	<-w.done
-	w.in = nil
+	w.closed = true
+	close(w.dispatch)
+	if w.hashIn != nil {
+		close(w.hashIn)
+	}
+	w.wg.Wait()
 	freeAligned(w.pool)
 }
 
 // Size is the number of image bytes accepted so far.
 func (w *diskWriter) Size() int64 { return w.queued.Load() }
 
-func (w *diskWriter) loop() {
-	var err error
-	var zOff, zLen int64 // pending zero run, merged across jobs
-	flushZero := func() error {
-		if zLen == 0 {
-			return nil
+func (w *diskWriter) hashLoop() {
+	for b := range w.hashIn {
+		if !w.isFailed() {
+			w.hash.Write(b.b[:b.n])
 		}
-		o, n := zOff, zLen
-		zLen = 0
-		if w.zeroed {
-			w.skipped.Add(n)
-			w.written.Add(n)
-			return nil
-		}
-		if err := w.zeroRange(o, n); err != nil {
-			return err
-		}
-		w.zeroOut.Add(n)
-		w.written.Add(n)
-		return nil
+		w.release(b)
 	}
-	addZero := func(o, n int64) error {
+}
+
+// dispatchLoop walks the jobs in disk order: size check, zero detection,
+// zero-run merging; the device work goes to the workers.
+func (w *diskWriter) dispatchLoop() {
+	defer close(w.reqs)
+	var zOff, zLen int64 // pending zero run, merged across jobs
+	flushZero := func() {
+		if zLen > 0 {
+			w.reqs <- writeReq{off: zOff, n: zLen}
+			zLen = 0
+		}
+	}
+	addZero := func(o, n int64) {
 		if zLen > 0 && zOff+zLen == o {
 			zLen += n
-			return nil
+			return
 		}
-		if err := flushZero(); err != nil {
-			return err
-		}
+		flushZero()
 		zOff, zLen = o, n
-		return nil
 	}
-	for j := range w.jobs {
-		if err != nil {
-			if j.buf != nil {
-				w.free <- j.buf[:cap(j.buf)]
-			}
+	for j := range w.dispatch {
+		if w.isFailed() {
+			w.release(j.buf)
 			continue // drain so the producer never blocks
 		}
-		if size := w.dev.Size(); size >= 0 && j.off+int64(len(j.buf))+j.n > size {
-			err = fmt.Errorf("image is larger than %s (%d bytes): it needs at least %d", w.name, size, j.off+int64(len(j.buf))+j.n)
-		} else if j.buf == nil {
-			err = addZero(j.off, j.n)
-		} else {
-			err = w.writeData(j.off, j.buf, addZero, flushZero)
-			w.free <- j.buf[:cap(j.buf)]
-		}
-	}
-	if err == nil {
-		err = flushZero()
-	}
-	w.done <- err
-}
-
-// writeData writes one buffer, turning all-zero segments into zero runs.
-func (w *diskWriter) writeData(off int64, buf []byte, addZero func(o, n int64) error, flushZero func() error) error {
-	for start := 0; start < len(buf); {
-		end := min(start+zeroSegSize, len(buf))
-		if isZero(buf[start:end]) && (end-start)%512 == 0 {
-			if err := addZero(off+int64(start), int64(end-start)); err != nil {
-				return err
-			}
-			start = end
+		if size := w.dev.Size(); size >= 0 && j.off+j.n > size {
+			w.fail(fmt.Errorf("image is larger than %s (%d bytes): it needs at least %d", w.name, size, j.off+j.n))
+			w.release(j.buf)
 			continue
 		}
-		// Extend the data run over following non-zero segments.
-		for end < len(buf) {
-			next := min(end+zeroSegSize, len(buf))
-			if isZero(buf[end:next]) {
-				break
+		if j.buf == nil {
+			addZero(j.off, j.n)
+			continue
+		}
+		buf := j.buf.b[:j.n]
+		for start := 0; start < len(buf); {
+			end := min(start+zeroSegSize, len(buf))
+			if isZero(buf[start:end]) && (end-start)%512 == 0 {
+				addZero(j.off+int64(start), int64(end-start))
+				start = end
+				continue
 			}
-			end = next
+			// Extend the data run over following non-zero segments.
+			for end < len(buf) {
+				next := min(end+zeroSegSize, len(buf))
+				if isZero(buf[end:next]) {
+					break
+				}
+				end = next
+			}
+			flushZero()
+			j.buf.refs.Add(1)
+			w.reqs <- writeReq{off: j.off + int64(start), p: buf[start:end], from: j.buf}
+			start = end
 		}
-		if err := flushZero(); err != nil {
-			return err
-		}
-		if _, err := w.dev.WriteAt(buf[start:end], off+int64(start)); err != nil {
-			return fmt.Errorf("writing %d bytes at offset %d of %s: %w", end-start, off+int64(start), w.name, err)
-		}
-		w.written.Add(int64(end - start))
-		start = end
+		w.release(j.buf)
 	}
-	return nil
+	if !w.isFailed() {
+		flushZero()
+	}
 }
 
-func (w *diskWriter) zeroRange(off, n int64) error {
-	if err := w.dev.ZeroRange(off, n); err != nil {
-		return fmt.Errorf("zeroing %d bytes at offset %d of %s: %w", n, off, w.name, err)
+// workLoop performs device operations; writeDepth of them run at once.
+func (w *diskWriter) workLoop() {
+	for r := range w.reqs {
+		if !w.isFailed() {
+			if err := w.do(r); err != nil {
+				w.fail(err)
+			}
+		}
+		w.release(r.from)
 	}
+}
+
+func (w *diskWriter) do(r writeReq) error {
+	if r.p == nil {
+		if w.zeroed {
+			w.skipped.Add(r.n)
+			w.written.Add(r.n)
+			return nil
+		}
+		if err := w.dev.ZeroRange(r.off, r.n); err != nil {
+			return fmt.Errorf("zeroing %d bytes at offset %d of %s: %w", r.n, r.off, w.name, err)
+		}
+		w.zeroOut.Add(r.n)
+		w.written.Add(r.n)
+		return nil
+	}
+	if _, err := w.dev.WriteAt(r.p, r.off); err != nil {
+		return fmt.Errorf("writing %d bytes at offset %d of %s: %w", len(r.p), r.off, w.name, err)
+	}
+	w.written.Add(int64(len(r.p)))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,8 +33,9 @@ func freeAligned(b []byte) {
 // the image's unaligned tail.
 type deviceFile struct {
 	path   string
-	f      *os.File // O_DIRECT
-	tail   *os.File // buffered, opened on demand
+	f      *os.File   // O_DIRECT
+	tailMu sync.Mutex // the writer's workers run WriteAt concurrently
+	tail   *os.File   // buffered, opened on demand
 	block  bool
 	size   int64
 	direct bool
@@ -95,6 +97,8 @@ func (d *deviceFile) WriteAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return n, err
 	}
+	d.tailMu.Lock()
+	defer d.tailMu.Unlock()
 	if d.tail == nil {
 		f, err := os.OpenFile(d.path, os.O_WRONLY, 0)
 		if err != nil {
