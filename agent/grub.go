@@ -183,7 +183,7 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 	if _, err := ch.run(ctx, nil, "mount", "-a", "-t", "vfat"); err != nil {
 		return grubError(r.Disk, err)
 	}
-	m.chrootVfat = ch
+	m.chrootVfat, m.vfatAt = ch, len(m.targets)
 	efiTarget, biosTarget := grubPlatforms(r.CPUArch)
 	if esp != "" {
 		mnt := filepath.Join(dir, "boot/efi")
@@ -359,9 +359,12 @@ func copyFileMode(src, dst string) error {
 
 // mountStack undoes mounts in reverse order.
 type mountStack struct {
-	gi         *grubInstaller
-	targets    []string
-	chrootVfat *chroot // set once "mount -a -t vfat" ran in the chroot
+	gi      *grubInstaller
+	targets []string
+	// chrootVfat is set once "mount -a -t vfat" ran in the chroot, when
+	// vfatAt mounts were made.
+	chrootVfat *chroot
+	vfatAt     int
 }
 
 func (m *mountStack) mount(source, target, fstype string, flags uintptr, data string) error {
@@ -379,18 +382,23 @@ func (m *mountStack) mount(source, target, fstype string, flags uintptr, data st
 // undo unmounts everything in reverse order, retrying a busy mount as IPA
 // does (three attempts a second apart); what could not be unmounted is
 // returned so the command reports it (the root partition then stays
-// mounted too, as the kernel refuses it while anything below is).
+// mounted too, as the kernel refuses it while anything below is). As in
+// IPA, the ESP is unmounted first, then the image's own vfat mounts
+// ("umount -a -t vfat" in the chroot), then the binds and the root.
 func (m *mountStack) undo() error {
 	var errs []error
-	if m.chrootVfat != nil {
-		if _, err := m.chrootVfat.run(context.Background(), nil, "umount", "-a", "-t", "vfat"); err != nil {
-			m.gi.log.Warn("unable to unmount the vfat partitions inside the image", "error", err)
-		}
-	}
 	for i := len(m.targets) - 1; i >= 0; i-- {
+		if m.chrootVfat != nil && i < m.vfatAt {
+			if _, err := m.chrootVfat.run(context.Background(), nil, "umount", "-a", "-t", "vfat"); err != nil {
+				m.gi.log.Warn("unable to unmount the vfat partitions inside the image", "error", err)
+			}
+			m.chrootVfat = nil
+		}
 		var err error
 		for attempt := 0; attempt < 3; attempt++ {
-			if err = m.gi.unmount(m.targets[i]); err == nil {
+			// EINVAL: no longer a mount point (an inner umount got it).
+			if err = m.gi.unmount(m.targets[i]); err == nil || errors.Is(err, unix.EINVAL) {
+				err = nil
 				break
 			}
 			time.Sleep(time.Second)
