@@ -429,7 +429,7 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 	}
 
 	if o.PreserveEphemeral {
-		if err := checkExistingLayout(dev, label, parts, sector); err != nil {
+		if parts, err = existingLayout(dev, label, parts, sector); err != nil {
 			return nil, fmt.Errorf("preserve_ephemeral: %w", err)
 		}
 		log.Info("preserving the partition table and the ephemeral partition", "device", dev)
@@ -535,13 +535,17 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 	return res, nil
 }
 
-// checkExistingLayout compares the table on dev with the planned layout:
-// keeping the ephemeral partition is only safe when every partition is
-// where the plan puts it (IPA writes nothing and trusts the old table).
-func checkExistingLayout(dev, label string, parts []PlannedPartition, sector int) error {
+// existingLayout is the plan as the table already on dev holds it, for
+// preserve_ephemeral: IPA writes no table then and fills the partitions of
+// the old one by number. The ephemeral partition, and those before it,
+// must be exactly where the plan puts them, or the data kept would not be
+// the ephemeral filesystem; the later ones (swap, config drive, root) are
+// used where the old table has them (all of them when there is no
+// ephemeral partition, as IPA does).
+func existingLayout(dev, label string, parts []PlannedPartition, sector int) ([]PlannedPartition, error) {
 	t, err := readPartTable(dev, sector)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	want := map[string]string{"gpt": "gpt", "msdos": "dos"}[label]
 	if t.Kind != want {
@@ -549,7 +553,7 @@ func checkExistingLayout(dev, label string, parts []PlannedPartition, sector int
 		if kind == "" {
 			kind = "none"
 		}
-		return fmt.Errorf("%s has partition table %s, the layout needs %s", dev, kind, label)
+		return nil, fmt.Errorf("%s has partition table %s, the layout needs %s", dev, kind, label)
 	}
 	have := map[int]partEntry{}
 	for _, p := range t.Partitions {
@@ -558,17 +562,26 @@ func checkExistingLayout(dev, label string, parts []PlannedPartition, sector int
 		}
 		have[p.Number] = p
 	}
-	for _, p := range parts {
-		h, ok := have[p.Number]
-		if !ok {
-			return fmt.Errorf("%s has no partition %d (%s) where the layout needs it", dev, p.Number, p.Role)
-		}
-		if h.Start != p.Start || h.Size != p.Size {
-			return fmt.Errorf("partition %d (%s) of %s spans bytes %d-%d, the layout needs %d-%d: the disk layout changed",
-				p.Number, p.Role, dev, h.Start, h.Start+h.Size, p.Start, p.Start+p.Size)
+	fixed := 0 // partitions up to and including ephemeral
+	for i, p := range parts {
+		if p.Role == RoleEphemeral {
+			fixed = i + 1
 		}
 	}
-	return nil
+	out := make([]PlannedPartition, len(parts))
+	for i, p := range parts {
+		h, ok := have[p.Number]
+		if !ok || h.Size <= 0 {
+			return nil, fmt.Errorf("%s has no partition %d (%s) where the layout needs it: the disk layout changed", dev, p.Number, p.Role)
+		}
+		if i < fixed && (h.Start != p.Start || h.Size != p.Size) {
+			return nil, fmt.Errorf("partition %d (%s) of %s spans bytes %d-%d, the layout needs %d-%d: the disk layout changed",
+				p.Number, p.Role, dev, h.Start, h.Start+h.Size, p.Start, p.Start+p.Size)
+		}
+		p.Start, p.Size = h.Start, h.Size
+		out[i] = p
+	}
+	return out, nil
 }
 
 // checkPartitionDevice makes sure the kernel's partition device has the

@@ -348,9 +348,10 @@ func TestWorkOnDiskPreserveEphemeral(t *testing.T) {
 	marker := bytes.Repeat([]byte("tenant data "), 4096/12+1)[:4096]
 	writeAt(t, eph, 31<<20, marker)
 
-	// The layout changed (bigger swap): refused, nothing touched.
+	// A different ephemeral size: the kept data would not be the
+	// ephemeral filesystem; refused, nothing touched.
 	changed := layout
-	changed.SwapMiB = 32
+	changed.EphemeralMiB = 48
 	if _, err := f.deploy(t, "second", second, changed, true, false); err == nil || !strings.Contains(err.Error(), "layout changed") {
 		t.Fatalf("changed layout with preserve_ephemeral: %v", err)
 	}
@@ -358,7 +359,11 @@ func TestWorkOnDiskPreserveEphemeral(t *testing.T) {
 		t.Fatal("the refused redeploy touched the root partition")
 	}
 
-	res2, err := f.deploy(t, "second", second, layout, true, false)
+	// A bigger swap_mb: as IPA, the old table is used as it is (Ironic
+	// refuses a changed layout with preserve_ephemeral before this).
+	grown := layout
+	grown.SwapMiB = 32
+	res2, err := f.deploy(t, "second", second, grown, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,6 +380,10 @@ func TestWorkOnDiskPreserveEphemeral(t *testing.T) {
 	if res2.RootUUID == res.RootUUID {
 		t.Error("root UUID unchanged: the second image has its own filesystem UUID")
 	}
+	if res2.Paths[RoleRoot] != res.Paths[RoleRoot] || res2.Partitions[1].Size != 16<<20 {
+		t.Errorf("preserved layout: %v %+v", res2.Paths, res2.Partitions)
+	}
+
 }
 
 // TestWorkOnDiskImageTooBig: a root partition smaller than the image's
