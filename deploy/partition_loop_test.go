@@ -462,3 +462,46 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	zw.Close()
 	return buf.Bytes()
 }
+
+// TestWorkOnDisk4Kn: the same layouts on a disk with 4096-byte logical
+// sectors (MiB boundaries are whole sectors; msdos entries count 4 KiB
+// sectors): the table matches parted's there too, and the image lands.
+func TestWorkOnDisk4Kn(t *testing.T) {
+	needTool(t, "blockdev", "parted")
+	raw := rootFSImage(t, 40<<20, 5)
+	for _, layout := range []PartitionLayout{
+		{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, BootMode: "bios"},
+		{RootMiB: 64, SwapMiB: 16, BootMode: "uefi"},
+	} {
+		t.Run(layout.BootMode, func(t *testing.T) {
+			f := newPartitionFixture(t, 1<<30)
+			run(t, "losetup", "--sector-size", "4096", f.dev)
+			if n := strings.TrimSpace(run(t, "blockdev", "--getss", f.dev)); n != "4096" {
+				t.Skipf("SKIPPED: loop device did not take 4096-byte sectors (%s)", n)
+			}
+			res, err := f.deploy(t, "4kn-"+layout.BootMode, raw, layout, false, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := deviceHash(t, res.Paths[RoleRoot], int64(len(raw))); got != sha256hex(raw) {
+				t.Error("root partition does not hold the image")
+			}
+			for _, p := range res.Partitions {
+				if err := checkPartitionDevice(res.Paths[p.Role], p); err != nil {
+					t.Error(err)
+				}
+			}
+			if rb := blkid(t, res.Paths[RoleRoot]); rb["UUID"] != res.RootUUID {
+				t.Errorf("root: blkid %v, we said %s", rb, res.RootUUID)
+			}
+			// parted reads our table with the same geometry it would write.
+			out := run(t, "parted", "-s", "-m", f.dev, "unit", "B", "print")
+			for _, p := range res.Partitions {
+				want := fmt.Sprintf("%d:%dB:%dB:%dB:", p.Number, p.Start, p.Start+p.Size-1, p.Size)
+				if !strings.Contains(out, want) {
+					t.Errorf("parted does not show %s (%s):\n%s", want, p.Role, out)
+				}
+			}
+		})
+	}
+}
