@@ -196,7 +196,18 @@ func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 	url := imageServerForTest(t, img)
 	for _, c := range []grubCase{{"msdos", "bios", 2}, {"gpt", "bios", 3}} {
 		t.Run(c.label, func(t *testing.T) {
-			rootPart, rootUUID, uuids := deployAndInstallGrub(t, dev, url, sum, c)
+			ra, rootPart, rootUUID, uuids := deployPartitionImage(t, dev, url, sum, c)
+			if res := installBootloader(t, ra, rootUUID, nil, c.bootMode, nil); res.Status != "SUCCEEDED" {
+				t.Fatalf("install_bootloader %s: %s\n%s", res.Status, res.Error, ra.log.String())
+			}
+			// Asked again, a BIOS ramdisk finds the msdos boot flag and
+			// GRUB's boot code and skips, as IPA's _is_bootloader_loaded.
+			if res := installBootloader(t, ra, rootUUID, nil, c.bootMode, nil); res.Status != "SUCCEEDED" {
+				t.Fatalf("second install_bootloader %s: %s", res.Status, res.Error)
+			}
+			if skipped := strings.Contains(ra.log.String(), "already marked bootable"); skipped != (c.label == "msdos") {
+				t.Errorf("%s: second install_bootloader skipped=%t", c.label, skipped)
+			}
 			parts, _ := uuids["partitions"].(map[string]any)
 			if parts["root"] != rootPart || parts["swap"] == nil || uuids["efi system partition uuid"] != nil ||
 				(c.label == "gpt" && parts["BIOS Boot partition"] != dev+"p1") {
