@@ -36,6 +36,7 @@ APT_PACKAGES=(
 	qemu-system-x86
 	qemu-utils
 	time
+	udev
 	util-linux
 	xorriso
 	xz-utils
