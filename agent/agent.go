@@ -71,6 +71,9 @@ type Options struct {
 	// StateRoot prefixes the paths the agent itself writes or checks
 	// (/etc/.rescued, the rescue password); "" means "/".
 	StateRoot string
+	// EFIVars is the efivarfs directory boot entries are written to; "":
+	// /sys/firmware/efi/efivars.
+	EFIVars string
 }
 
 // Agent is one running agent.

@@ -372,7 +372,7 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 }
 
 // bindInstallBootloader is image.install_bootloader, following IPA 2023.1:
-// with a UEFI-booted ramdisk and efibootmgr present, NVRAM entries are made
+// with a UEFI-booted ramdisk and efivarfs mounted, NVRAM entries are made
 // for the boot loaders on the install disk's EFI system partition; a
 // whole-disk image (root_uuid null or 0x00000000) otherwise needs nothing;
 // a partition image gets the image's own GRUB (grub.go) when
@@ -405,8 +405,10 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 			a.log.Warn("boot mode mismatch: installing the boot loader may fail or work incorrectly", "target", *args.TargetBootMode, "current", mode)
 		}
 		if mode == "uefi" {
-			if _, err := lookPath("efibootmgr"); err != nil {
-				a.log.Warn("efibootmgr is not available in the ramdisk")
+			// IPA goes on without NVRAM entries when its ramdisk has no
+			// efibootmgr; the equivalent here is a kernel without efivarfs.
+			if st, err := os.Stat(a.efivars().Dir); err != nil || !st.IsDir() {
+				a.log.Warn("UEFI variables are not available: no boot entries are written", "efivarfs", a.efivars().Dir)
 			} else {
 				done, err := a.uefiBootSetup(ctx, args.EFISystemPartUUID)
 				if err != nil && !ignore {

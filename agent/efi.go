@@ -4,30 +4,34 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"unicode/utf16"
 
 	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/internal/efivar"
 )
 
 // This file is IPA 2023.1's UEFI part of install_bootloader
 // (efi_utils.manage_uefi): find the EFI system partition on the disk the
 // image went to, look for boot loaders on it, and create NVRAM boot entries
-// with efibootmgr (there is no Go path to EFI variables as efibootmgr
-// writes them, so the tool is run, with its command line, exit status and
-// stderr in any error).
+// for them. IPA runs efibootmgr for the entries; this agent writes the same
+// Boot#### and BootOrder variables through efivarfs in Go (internal/efivar,
+// whose tests hold efibootmgr's own bytes), so the ramdisk needs no
+// efibootmgr.
 
-// espPartition is an EFI system partition found on a disk.
+// espPartition is an EFI system partition found on a disk, with what a
+// boot entry's hard drive node says about it.
 type espPartition struct {
 	number int
 	path   string
+	hd     efivar.HardDrive
 }
 
 // espTypeGUID is C12A7328-F81F-11D2-BA4B-00A0C93EC93B as stored on disk
@@ -88,11 +92,18 @@ func findESP(dev string, partUUID string) (*espPartition, error) {
 				continue
 			}
 			num := int(i) + 1
+			first, last := binary.LittleEndian.Uint64(e[32:40]), binary.LittleEndian.Uint64(e[40:48])
+			p := &espPartition{number: num, path: partitionPath(dev, num), hd: efivar.HardDrive{PartitionNumber: uint32(num),
+				Start: first, Size: last - first + 1, MBRType: efivar.PartitionGPT, SignatureType: efivar.SignatureGUID}}
+			copy(p.hd.Signature[:], e[16:32])
+			if last < first {
+				return nil, fmt.Errorf("%s: GPT partition %d ends (LBA %d) before it starts (LBA %d)", dev, num, last, first)
+			}
 			if bytes.Equal(e[0:16], espTypeGUID()) {
-				return &espPartition{num, partitionPath(dev, num)}, nil
+				return p, nil
 			}
 			if partUUID != "" && strings.EqualFold(guidString(e[16:32]), partUUID) {
-				byUUID = &espPartition{num, partitionPath(dev, num)}
+				byUUID = p
 			}
 		}
 		if byUUID != nil {
@@ -102,8 +113,15 @@ func findESP(dev string, partUUID string) (*espPartition, error) {
 	}
 	if head[510] == 0x55 && head[511] == 0xaa {
 		for i := 0; i < 4; i++ {
-			if head[446+16*i+4] == 0xef {
-				return &espPartition{i + 1, partitionPath(dev, i+1)}, nil
+			e := head[446+16*i : 446+16*(i+1)]
+			if e[4] == 0xef {
+				// efibootmgr 17 uses the disk signature as it is, zero
+				// included (its -w writes none on such a disk either).
+				p := &espPartition{number: i + 1, path: partitionPath(dev, i+1), hd: efivar.HardDrive{PartitionNumber: uint32(i + 1),
+					Start: uint64(binary.LittleEndian.Uint32(e[8:12])), Size: uint64(binary.LittleEndian.Uint32(e[12:16])),
+					MBRType: efivar.PartitionMBR, SignatureType: efivar.SignatureMBR}}
+				copy(p.hd.Signature[:4], head[440:444])
+				return p, nil
 			}
 		}
 	}
@@ -153,7 +171,7 @@ func findEFILoaders(root string) ([]string, error) {
 }
 
 // decodeUTF16 decodes UTF-16 text (with or without BOM, little-endian by
-// default), as shim's BOOT*.CSV and older efibootmgr output are.
+// default), as shim's BOOT*.CSV files are.
 func decodeUTF16(b []byte) string {
 	bigEndian := false
 	if len(b) >= 2 && b[0] == 0xfe && b[1] == 0xff {
@@ -202,51 +220,26 @@ func efiEntries(root string, loaders []string) ([]efiEntry, error) {
 	return out, nil
 }
 
-// efiBootRecord matches "Boot0003* debian\tHD(...)" lines of efibootmgr -v.
-func efiBootRecord() *regexp.Regexp { return regexp.MustCompile(`^Boot([0-9a-fA-F]+)\*?\s(.*)$`) }
-
-// runTool runs a tool and reports its command line, exit status and stderr
-// on failure.
-func runTool(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("%s %s: %v; stderr: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
-}
-
-// registerEFI removes NVRAM entries carrying the same label and adds one per
-// loader, as IPA's _run_efibootmgr does.
-func registerEFI(ctx context.Context, dev string, part int, entries []efiEntry) error {
-	out, err := runTool(ctx, "efibootmgr", "-v")
-	if err != nil {
-		return err
-	}
-	text := string(out)
-	if bytes.IndexByte(out, 0) >= 0 {
-		text = decodeUTF16(out)
-	}
-	re := efiBootRecord()
-	type record struct{ num, rest string }
-	var records []record
-	for _, line := range strings.Split(text, "\n") {
-		if m := re.FindStringSubmatch(strings.TrimRight(line, "\r")); m != nil {
-			records = append(records, record{m[1], m[2]})
-		}
-	}
+// registerEFI writes a boot entry per loader, each first in BootOrder,
+// after removing the entries whose label matches, as IPA's _run_efibootmgr
+// does with efibootmgr: it deletes every record whose `efibootmgr -v` line
+// (label, tab, device path) contains the label, then creates the entry.
+func registerEFI(ctx context.Context, log *slog.Logger, store efivar.Store, esp *espPartition, entries []efiEntry) error {
 	for _, e := range entries {
-		for _, r := range records {
-			if strings.Contains(r.rest, e.label) {
-				if _, err := runTool(ctx, "efibootmgr", "-b", r.num, "-B"); err != nil {
-					return err
-				}
+		opt := efivar.LoadOption{Attributes: efivar.LoadOptionActive, Description: e.label,
+			FilePath: efivar.DevicePath{esp.hd.Node(), efivar.FilePathNode(e.loader)}}
+		num, err := store.ReplaceBootOption(ctx, opt, func(old efivar.BootEntry) bool {
+			if strings.Contains(old.Option.Description+"\t"+old.Option.FilePath.String(), e.label) {
+				log.Info("replacing UEFI boot entry with the same label", "entry", efivar.BootName(old.Num),
+					"label", old.Option.Description, "path", old.Option.FilePath.String())
+				return true
 			}
-		}
-		if _, err := runTool(ctx, "efibootmgr", "-v", "-c", "-d", dev, "-p", fmt.Sprint(part), "-w", "-L", e.label, "-l", e.loader); err != nil {
+			return false
+		})
+		if err != nil {
 			return err
 		}
+		log.Info("UEFI boot entry written", "entry", efivar.BootName(num), "label", e.label, "path", opt.FilePath.String())
 	}
 	return nil
 }
@@ -270,7 +263,11 @@ func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) 
 	}
 	defer os.Remove(dir)
 	if err := syscall.Mount(esp.path, dir, "vfat", syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
-		return false, fmt.Errorf("mount %s (EFI system partition of %s) on %s: %w", esp.path, dev, dir, err)
+		hint := ""
+		if errors.Is(err, syscall.ENODEV) {
+			hint = " (the kernel has no vfat: load the vfat, nls_cp437 and nls_ascii modules)"
+		}
+		return false, fmt.Errorf("mount %s (EFI system partition of %s) on %s: %w%s", esp.path, dev, dir, err, hint)
 	}
 	mounted := true
 	defer func() {
@@ -298,8 +295,16 @@ func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) 
 	for _, e := range entries {
 		a.log.Info("adding UEFI boot entry", "device", dev, "partition", esp.number, "loader", e.loader, "label", e.label)
 	}
-	if err := registerEFI(ctx, dev, esp.number, entries); err != nil {
+	if err := registerEFI(ctx, a.log, a.efivars(), esp, entries); err != nil {
 		return false, command.ExecutionError(fmt.Errorf("could not configure UEFI boot on device %s: %w", dev, err))
 	}
 	return true, nil
+}
+
+// efivars is where the agent reads and writes UEFI variables.
+func (a *Agent) efivars() efivar.Store {
+	if a.opts.EFIVars != "" {
+		return efivar.Store{Dir: a.opts.EFIVars}
+	}
+	return efivar.Store{Dir: efivar.DefaultDir}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -53,6 +56,11 @@ func TestFindESP(t *testing.T) {
 	if err != nil || esp == nil || esp.number != 2 || esp.path != img+"2" {
 		t.Fatalf("GPT ESP %+v %v", esp, err)
 	}
+	// The hard drive node of a boot entry: sgdisk put partition 2 at
+	// 2048+8M = LBA 18432, 16 MiB long.
+	if got := esp.hd.Node().String(); got != "HD(2,GPT,1b4e28ba-2fa1-11d2-883f-b9a761bde3fb,0x4800,0x8000)" {
+		t.Errorf("ESP node %s", got)
+	}
 	// No ESP type, found by unique GUID instead.
 	run(t, "sgdisk", "-t", "2:8300", img)
 	esp, err = findESP(img, "1b4e28ba-2fa1-11d2-883f-b9a761bde3fb")
@@ -67,10 +75,15 @@ func TestFindESP(t *testing.T) {
 	mbr := make([]byte, 1<<20)
 	mbr[446+16*2+4] = 0xef
 	mbr[510], mbr[511] = 0x55, 0xaa
+	binary.LittleEndian.PutUint32(mbr[440:], 0xcafe0001)
+	binary.LittleEndian.PutUint32(mbr[446+16*2+8:], 4096)
+	binary.LittleEndian.PutUint32(mbr[446+16*2+12:], 2048)
 	m := filepath.Join(t.TempDir(), "mbr.img")
 	os.WriteFile(m, mbr, 0o644)
 	if esp, err := findESP(m, ""); err != nil || esp == nil || esp.number != 3 {
 		t.Errorf("MBR ESP %+v %v", esp, err)
+	} else if got := esp.hd.Node().String(); got != "HD(3,MBR,0xcafe0001,0x1000,0x800)" {
+		t.Errorf("MBR ESP node %s", got)
 	}
 }
 
@@ -105,57 +118,96 @@ func TestEFIEntries(t *testing.T) {
 	}
 }
 
-// fakeEfibootmgr puts a stand-in efibootmgr first in PATH that records its
-// arguments and lists two entries for -v (as UTF-16 when utf16 is set, as
-// old efibootmgr versions print).
-func fakeEfibootmgr(t *testing.T, utf16 bool) string {
-	dir := t.TempDir()
-	calls := filepath.Join(dir, "calls")
-	listing := "BootCurrent: 0001\nBootOrder: 0001,0002\nBoot0001* debian\tHD(1,GPT,...)/File(\\EFI\\debian\\shimx64.efi)\nBoot0002* UEFI PXEv4\n"
-	out := []byte(listing)
-	if utf16 {
-		out = utf16le(listing)
+// fakeNVRAM is a directory laid out like efivarfs holding what efibootmgr
+// listed on a machine with a Debian install: Boot0001 "debian" and
+// Boot0002 "UEFI PXEv4", in that order.
+func fakeNVRAM(t *testing.T) efivar.Store {
+	s := efivar.Store{Dir: t.TempDir()}
+	add := func(n uint16, label string, path efivar.DevicePath) {
+		b, err := efivar.LoadOption{Attributes: efivar.LoadOptionActive, Description: label, FilePath: path}.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Set(efivar.BootName(n), efivar.BootVarAttributes, b); err != nil {
+			t.Fatal(err)
+		}
 	}
-	os.WriteFile(filepath.Join(dir, "listing"), out, 0o644)
-	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nif [ \"$*\" = \"-v\" ]; then cat " + filepath.Join(dir, "listing") + "; fi\n"
-	os.WriteFile(filepath.Join(dir, "efibootmgr"), []byte(script), 0o755)
-	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	return calls
+	add(1, "debian", efivar.DevicePath{efivar.FilePathNode(`\EFI\debian\shimx64.efi`)})
+	add(2, "UEFI PXEv4", efivar.DevicePath{{Type: 3, SubType: 11, Data: make([]byte, 33)}})
+	if err := s.SetBootOrder([]uint16{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// nvram lists the boot entries as "Boot0001 label path" lines, BootOrder
+// first.
+func nvram(t *testing.T, s efivar.Store) string {
+	t.Helper()
+	order, err := s.BootOrder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "BootOrder %04X\n", order)
+	entries, err := s.BootEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Err != nil {
+			t.Fatal(e.Err)
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", efivar.BootName(e.Num), e.Option.Description, e.Option.FilePath)
+	}
+	return b.String()
 }
 
 func TestRegisterEFI(t *testing.T) {
-	for _, u16 := range []bool{false, true} {
-		calls := fakeEfibootmgr(t, u16)
-		entries := []efiEntry{{loader: `\EFI\debian\shimx64.efi`, label: "debian"}, {loader: `\EFI\BOOT\BOOTX64.EFI`, label: "ironic2"}}
-		if err := registerEFI(context.Background(), "/dev/sdz", 1, entries); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := os.ReadFile(calls)
-		want := "-v\n-b 0001 -B\n-v -c -d /dev/sdz -p 1 -w -L debian -l \\EFI\\debian\\shimx64.efi\n-v -c -d /dev/sdz -p 1 -w -L ironic2 -l \\EFI\\BOOT\\BOOTX64.EFI\n"
-		if string(got) != want {
-			t.Errorf("utf16=%v efibootmgr calls\n%s\nwant\n%s", u16, got, want)
-		}
+	s := fakeNVRAM(t)
+	esp := &espPartition{number: 1, path: "/dev/sdz1", hd: efivar.HardDrive{PartitionNumber: 1, Start: 2048, Size: 4096,
+		Signature: [16]byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, 0x3b},
+		MBRType:   efivar.PartitionGPT, SignatureType: efivar.SignatureGUID}}
+	entries := []efiEntry{{loader: `\EFI\debian\shimx64.efi`, label: "debian"}, {loader: `\EFI\BOOT\BOOTX64.EFI`, label: "ironic2"}}
+	if err := registerEFI(context.Background(), slog.New(slog.DiscardHandler), s, esp, entries); err != nil {
+		t.Fatal(err)
 	}
-	// A failing efibootmgr is reported with its command line and stderr.
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "efibootmgr"), []byte("#!/bin/sh\necho 'EFI variables are not supported on this system.' >&2\nexit 2\n"), 0o755)
-	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	err := registerEFI(context.Background(), "/dev/sdz", 1, []efiEntry{{loader: `\x`, label: "l"}})
-	if err == nil || !strings.Contains(err.Error(), "efibootmgr -v: exit status 2; stderr: EFI variables are not supported on this system.") {
+	// "debian" replaced at the lowest free number, as efibootmgr -c picks
+	// after -B; "ironic2" new; both ahead of PXE, the last one written
+	// first.
+	hd := "HD(1,GPT,c12a7328-f81f-11d2-ba4b-00a0c93ec93b,0x800,0x1000)"
+	want := "BootOrder [0001 0000 0002]\n" +
+		"Boot0000 debian " + hd + `/File(\EFI\debian\shimx64.efi)` + "\n" +
+		"Boot0001 ironic2 " + hd + `/File(\EFI\BOOT\BOOTX64.EFI)` + "\n" +
+		"Boot0002 UEFI PXEv4 Path(3,11,000000000000000000000000000000000000000000000000000000000000000000)\n"
+	if got := nvram(t, s); got != want {
+		t.Errorf("NVRAM\n%s\nwant\n%s", got, want)
+	}
+	// Running it again changes nothing: same entries, same numbers.
+	if err := registerEFI(context.Background(), slog.New(slog.DiscardHandler), s, esp, entries); err != nil {
+		t.Fatal(err)
+	}
+	if got := nvram(t, s); got != want {
+		t.Errorf("second run: NVRAM\n%s", got)
+	}
+	// A directory that is not there is an error naming it.
+	err := registerEFI(context.Background(), slog.New(slog.DiscardHandler), efivar.Store{Dir: "/nonexistent/efivars"}, esp, entries[:1])
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/efivars") {
 		t.Errorf("error %v", err)
 	}
 }
 
 // TestInstallBootloaderUEFI runs the UEFI path on a real loop device with a
-// real VFAT ESP; only efibootmgr is a stand-in (this machine's NVRAM is not
-// ours to change), recording its arguments.
+// real VFAT ESP; only efivarfs is a stand-in directory (this machine's
+// NVRAM is not ours to change). TestVMDeployUEFI (e2e/vm) writes real NVRAM
+// and boots from it.
 func TestInstallBootloaderUEFI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: loop devices and mounting a VFAT ESP")
 	}
 	needTool(t, "sgdisk", "mkfs.vfat", "losetup", "partx")
 	if fss, _ := os.ReadFile("/proc/filesystems"); !bytes.Contains(fss, []byte("\tvfat\n")) {
-		t.Skip("SKIPPED: this kernel cannot mount vfat (no vfat in /proc/filesystems); TestRegisterEFI covers the efibootmgr part")
+		t.Skip("SKIPPED: this kernel cannot mount vfat (no vfat in /proc/filesystems); TestRegisterEFI covers the NVRAM part, TestVMDeployUEFI (e2e/vm) all of it")
 	}
 	dir := t.TempDir()
 	img := filepath.Join(dir, "disk.img")
@@ -197,14 +249,14 @@ func TestInstallBootloaderUEFI(t *testing.T) {
 	os.WriteFile(filepath.Join(mnt, "EFI/debian/BOOTX64.CSV"), utf16le("shimx64.efi,debian,,This is the boot entry for debian\n"), 0o644)
 	run(t, "umount", mnt)
 
-	calls := fakeEfibootmgr(t, false)
+	s := fakeNVRAM(t)
 
 	inv := func(ctx context.Context) (*inventory.Inventory, error) {
 		i, err := testInventory(ctx)
 		i.Boot.CurrentBootMode = "uefi"
 		return i, err
 	}
-	ra := standalone(t, Options{Inventory: inv}, map[string]string{"allowed_devices": loop})
+	ra := standalone(t, Options{Inventory: inv, EFIVars: s.Dir}, map[string]string{"allowed_devices": loop})
 	_, r := call(t, ra, "poll.set_node_info", map[string]any{"node_info": map[string]any{
 		"node": map[string]any{"uuid": "u-1", "properties": map[string]any{"root_device": map[string]any{"name": loop}}}}})
 	if r["command_status"] != "SUCCEEDED" {
@@ -214,9 +266,8 @@ func TestInstallBootloaderUEFI(t *testing.T) {
 	if r["command_status"] != "SUCCEEDED" {
 		t.Fatalf("install_bootloader %v", r)
 	}
-	got, _ := os.ReadFile(calls)
-	want := "-v\n-b 0001 -B\n-v -c -d " + loop + " -p 1 -w -L debian -l \\EFI\\debian\\shimx64.efi\n"
-	if string(got) != want {
-		t.Errorf("efibootmgr calls\n%s\nwant\n%s", got, want)
+	out := nvram(t, s)
+	if !strings.HasPrefix(out, "BootOrder [0000 0002]\nBoot0000 debian HD(1,GPT,") || !strings.Contains(out, `,0x800,0x10000)/File(\EFI\debian\shimx64.efi)`) {
+		t.Errorf("NVRAM after install_bootloader:\n%s", out)
 	}
 }

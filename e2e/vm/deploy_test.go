@@ -10,6 +10,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,32 +22,48 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
-// TestVMDeployBIOS is scenario (d) under SeaBIOS: a direct deploy of an
-// available node whose ramdisk is the VM. The agent writes a raw image to
-// the disk the root-device hint names by serial, Ironic has it power the VM
-// off, and the host finds the image's bytes in that disk's file and
-// nowhere else.
-func TestVMDeployBIOS(t *testing.T) {
+// deployTarget is the serial of the disk the root-device hint names.
+const deployTarget = "LAB-SCSI-0002"
+
+// deployCase is what a BIOS and a UEFI deploy do differently.
+type deployCase struct {
+	firmware string
+	macs     [2]string
+	port     int            // agent API hostfwd
+	props    map[string]any // node properties over ironictest's defaults
+	// management replaces the fake management interface when set.
+	management string
+	image      []byte
+	// adjust changes the machine before it boots, if set.
+	adjust func(*vmtest.Machine)
+	// same are the byte ranges of the image the disk must hold unchanged.
+	same [][2]int
+}
+
+// deployVM is scenario (d): a direct deploy of an available node whose
+// ramdisk is the VM. The agent writes c.image to the disk the root-device
+// hint names by serial, Ironic has it power the VM off, and the host finds
+// the image's bytes in that disk's file and nowhere else. It returns the
+// powered-off machine, disks and NVRAM as the deploy left them.
+func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	rd := ramdisk(t)
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:03:01", "52:54:00:6d:03:02"}
-	agentPort := agentPortBase + 2
-	m := serviceMachine(t, rd, "bios", agentPort, macs)
+	m := serviceMachine(t, rd, c.firmware, c.port, c.macs)
+	if c.adjust != nil {
+		c.adjust(&m)
+	}
 	// As Ironic boots a deploy ramdisk: no inspection callback.
-	m.Append = agentArgs(agentPort, false) + " ironic_agent.dhcp=" + macs[0]
+	m.Append = agentArgs(c.port, false) + " ironic_agent.dhcp=" + c.macs[0]
 
 	// Available without cleaning: this test is about the deploy.
-	// boot_mode:bios as the VM boots: a whole-disk image then needs no
-	// boot loader work from the agent.
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-deploy", AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
-	// At the end of a BIOS deploy Ironic sets the boot device to disk,
-	// which the fake management interface refuses; noop accepts it.
-	if err := s.ironic.Patch(ctx, node.UUID, []map[string]any{{"op": "replace", "path": "/management_interface", "value": "noop"}}); err != nil {
-		t.Fatal(err)
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs)
+	if c.management != "" {
+		if err := s.ironic.Patch(ctx, node.UUID, []map[string]any{{"op": "replace", "path": "/management_interface", "value": c.management}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.ironic.Provision(ctx, node.UUID, "provide"); err != nil {
 		t.Fatal(err)
@@ -51,22 +72,10 @@ func TestVMDeployBIOS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A raw image for the disk named by serial. The image server
-	// doubles as the HTTP proxy the agent is told to use (driver_info
-	// image_http_proxy): Ironic checks the URL on 127.0.0.1 itself, and the
-	// guest reaches it through the proxy's guestfwd.
-	target := "LAB-SCSI-0002"
-	img := make([]byte, 3<<20+4096)
-	r := rand.NewChaCha8([32]byte{'v', 'm'})
-	_, _ = r.Read(img)
-	copy(img, "ironic-agent VM deploy test image")
-	// An MBR with one partition: prepare_image fails a disk without a
-	// partition table after the write, as IPA's _validate_partitioning does.
-	clear(img[440:512])
-	img[446+4] = 0x83
-	binary.LittleEndian.PutUint32(img[446+8:], 2048)
-	binary.LittleEndian.PutUint32(img[446+12:], 4096)
-	img[510], img[511] = 0x55, 0xaa
+	// The image server doubles as the HTTP proxy the agent is told to use
+	// (driver_info image_http_proxy): Ironic checks the URL on 127.0.0.1
+	// itself, and the guest reaches it through the proxy's guestfwd.
+	img := c.image
 	imgAddr := serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/image.raw" {
 			http.NotFound(w, r)
@@ -84,7 +93,7 @@ func TestVMDeployBIOS(t *testing.T) {
 		{"op": "add", "path": "/instance_info/image_os_hash_value", "value": hex.EncodeToString(sum[:])},
 		{"op": "add", "path": "/instance_info/image_disk_format", "value": "raw"},
 		{"op": "add", "path": "/instance_info/root_gb", "value": "0"},
-		{"op": "add", "path": "/properties/root_device", "value": map[string]any{"serial": target}},
+		{"op": "add", "path": "/properties/root_device", "value": map[string]any{"serial": deployTarget}},
 		{"op": "add", "path": "/driver_info/image_http_proxy", "value": "http://" + guestHost + ":80"},
 	}
 	if err := s.ironic.Patch(ctx, node.UUID, ops); err != nil {
@@ -98,36 +107,182 @@ func TestVMDeployBIOS(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm2 := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, vmtest.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	hb := "?"
-	if l, ok := vm2.Find("heartbeat successful"); ok {
+	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	t.Logf("deploy: %.1fs to active; boot to first heartbeat %s after QEMU started (agent started at guest uptime %s)",
-		time.Since(start).Seconds(), hb, uptimeAt(vm2, "agent started"))
+	t.Logf("deploy (%s): %.1fs to active; boot to first heartbeat %s after QEMU started (agent started at guest uptime %s)",
+		c.firmware, time.Since(start).Seconds(), hb, uptimeAt(vm, "agent started"))
 	// Ironic ends the deploy by asking the agent to power off.
-	if err := vm2.Wait(ctx); err != nil {
+	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var disk string
 	for _, d := range m.Disks {
-		if d.Serial == target {
+		if d.Serial == deployTarget {
 			disk = m.DiskPath(d.ID)
 		}
 	}
-	if got := readAt(t, disk, 0, len(img)); !bytes.Equal(got, img) {
-		n := 0
-		for n < len(img) && got[n] == img[n] {
-			n++
+	got := readAt(t, disk, 0, len(img))
+	for _, r := range c.same {
+		if a, b := got[r[0]:r[1]], img[r[0]:r[1]]; !bytes.Equal(a, b) {
+			n := 0
+			for n < len(a) && a[n] == b[n] {
+				n++
+			}
+			t.Errorf("%s does not hold the image: first difference at byte %d", disk, r[0]+n)
 		}
-		t.Errorf("%s does not hold the image: first difference at byte %d", disk, n)
 	}
+	// Both images hold random bytes 1 MiB before their end, which a disk
+	// the image did not go to (zeros) cannot.
+	off := len(img) - 1<<20
 	for _, d := range m.Disks {
-		if d.Serial != target && bytes.Equal(readAt(t, m.DiskPath(d.ID), 0, 64), img[:64]) {
+		if d.Serial != deployTarget && bytes.Equal(readAt(t, m.DiskPath(d.ID), int64(off), 4096), img[off:off+4096]) {
 			t.Errorf("the image also went to %s (%s)", d.ID, d.Serial)
 		}
 	}
+	return m
+}
+
+// TestVMDeployBIOS is scenario (d) under SeaBIOS with an MBR image.
+func TestVMDeployBIOS(t *testing.T) {
+	img := make([]byte, 3<<20+4096)
+	r := rand.NewChaCha8([32]byte{'v', 'm'})
+	_, _ = r.Read(img)
+	copy(img, "ironic-agent VM deploy test image")
+	// An MBR with one partition: prepare_image fails a disk without a
+	// partition table after the write, as IPA's _validate_partitioning does.
+	clear(img[440:512])
+	img[446+4] = 0x83
+	binary.LittleEndian.PutUint32(img[446+8:], 2048)
+	binary.LittleEndian.PutUint32(img[446+12:], 4096)
+	img[510], img[511] = 0x55, 0xaa
+	deployVM(t, deployCase{
+		firmware: "bios", macs: [2]string{"52:54:00:6d:03:01", "52:54:00:6d:03:02"}, port: agentPortBase + 2,
+		// boot_mode:bios as the VM boots: a whole-disk image then needs no
+		// boot loader work from the agent.
+		props: map[string]any{"capabilities": "boot_mode:bios"},
+		// At the end of a BIOS deploy Ironic sets the boot device to disk,
+		// which the fake management interface refuses; noop accepts it.
+		management: "noop",
+		image:      img, same: [][2]int{{0, len(img)}},
+	})
+}
+
+// The UEFI deploy image: a GPT whose EFI system partition (fixed unique
+// GUID) holds a GRUB image at a path no firmware boots by itself, so only
+// the NVRAM entry the agent writes can start it; GRUB prints uefiLoaderSays
+// and powers the VM off.
+const (
+	uefiESPGUID    = "6D5F1C2A-7E3B-4C8D-9A01-0F1E2D3C4B5A"
+	uefiLoaderDir  = "ironic-vm-test"
+	uefiLoaderSays = "ironic-agent VM test: the deployed boot loader ran"
+)
+
+// uefiImage builds that image (8 MiB: ESP of 4 MiB at LBA 2048, then a
+// partition of random bytes) with grub-mkimage, mkfs.vfat, mtools and
+// sgdisk, none of which needs root.
+func uefiImage(t *testing.T) []byte {
+	t.Helper()
+	for _, p := range []string{"grub-mkimage", "mkfs.vfat", "mcopy", "mmd", "sgdisk"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, dosfstools, mtools, gdisk; in test.sh)", p)
+		}
+	}
+	dir := t.TempDir()
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(t.Context(), name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	cfg := filepath.Join(dir, "embed.cfg")
+	if err := os.WriteFile(cfg, []byte("echo \""+uefiLoaderSays+"\"\nhalt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loader := filepath.Join(dir, "loader.efi")
+	run("grub-mkimage", "-O", "x86_64-efi", "-p", "/EFI/"+uefiLoaderDir, "-c", cfg, "-o", loader, "echo", "halt")
+	esp := filepath.Join(dir, "esp.img")
+	run("mkfs.vfat", "-n", "ESP", "-C", esp, "4096")
+	run("mmd", "-i", esp, "::/EFI", "::/EFI/"+uefiLoaderDir)
+	run("mcopy", "-i", esp, loader, "::/EFI/"+uefiLoaderDir+"/BOOTX64.EFI")
+
+	const size = 8 << 20
+	img := make([]byte, size)
+	r := rand.NewChaCha8([32]byte{'u', 'e', 'f', 'i'})
+	_, _ = r.Read(img)
+	p := filepath.Join(dir, "disk.img")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("sgdisk", "-Z", p)
+	run("sgdisk", "-n", "1:2048:+4M", "-t", "1:ef00", "-u", "1:"+uefiESPGUID, "-n", "2:0:0", "-t", "2:8300", p)
+	espBytes, err := os.ReadFile(esp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, p, 2048*512, espBytes)
+	img, err = os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestVMDeployUEFI is scenario (d) under OVMF with a GPT image whose ESP
+// holds a boot loader. Ironic 21.4 calls install_bootloader for a UEFI
+// whole-disk deploy, and the agent writes a Boot#### entry for the loader
+// through efivarfs, first in BootOrder. With vendor lenovo (ironictest's
+// default) Ironic then skips set_boot_device, which the fake management
+// interface would refuse. The proof of the entry: the same VM, with the
+// same OVMF variable store, boots from its disks, and OVMF says it loads
+// the entry "ironic1" from the ESP the image carries, whose loader runs.
+func TestVMDeployUEFI(t *testing.T) {
+	img := uefiImage(t)
+	m := deployVM(t, deployCase{
+		firmware: "uefi", macs: [2]string{"52:54:00:6d:04:01", "52:54:00:6d:04:02"}, port: agentPortBase + 3,
+		image: img,
+		// OVMF (Debian's edk2 2022.11) sees a virtio-scsi disk only at
+		// target 0, LUN 0: at 4:2 (or 4:0, 0:2) it lists no boot option for
+		// it and cannot find the ESP. A server's boot disk is at 0:0 too.
+		adjust: func(m *vmtest.Machine) {
+			for i := range m.Disks {
+				if m.Disks[i].Serial == deployTarget {
+					m.Disks[i].SCSITarget, m.Disks[i].SCSILun = 0, 0
+				}
+			}
+		},
+		// The agent moves the GPT backup header to the end of the disk
+		// (IPA's fix_gpt_partition), which rewrites the protective MBR
+		// entry (bytes 446-461) and the primary GPT header (LBA 1).
+		same: [][2]int{{0, 446}, {462, 512}, {1024, len(img)}},
+	})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	m.Kernel, m.Initrd, m.Append = "", "", ""
+	start := time.Now()
+	vm := boot(t, ctx, m, vmtest.Options{})
+	// OVMF says which boot option it tries first ("loading" or "failed to
+	// load"); it must be the agent's entry, and its loader must run.
+	first, err := vm.WaitFor(ctx, "BdsDxe: ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "ironic1" from HD\(1,GPT,` + uefiESPGUID +
+		`,0x800,0x2000\)/\\EFI\\` + uefiLoaderDir + `\\BOOTX64\.EFI$`)
+	if !want.MatchString(first.Text) {
+		t.Fatalf("OVMF's first boot option is not the agent's entry: %q, want a line matching %s", first.Text, want)
+	}
+	if _, err := vm.WaitFor(ctx, uefiLoaderSays); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot from the deployed disk: %.1fs to the loader's power-off (%s)", time.Since(start).Seconds(), first.Text[strings.Index(first.Text, "BdsDxe"):])
 }

@@ -39,8 +39,11 @@ func DefaultModules() []string {
 		"virtio_net", "e1000", "e1000e", "igb", "ixgbe", "i40e", "bnxt_en", "tg3", "mlx5_core",
 		// IPMI: the BMC address comes from /dev/ipmi0 (IPA loads the same three).
 		"ipmi_msghandler", "ipmi_devintf", "ipmi_si",
-		// UEFI variables, for boot-mode work on UEFI machines.
-		"efivarfs",
+		// UEFI variables, for boot-mode work on UEFI machines, and the EFI
+		// system partition's VFAT (with the code page and I/O charset
+		// Debian's kernel mounts it with by default), which
+		// install_bootloader mounts to find the boot loaders.
+		"efivarfs", "vfat", "nls_cp437", "nls_ascii",
 		// Entropy from the hypervisor: crypto/rand (DHCP transaction IDs,
 		// TLS) blocks until the kernel's pool is ready, which without a CPU
 		// RNG (QEMU's qemu64 has no RDRAND) can take minutes.

@@ -63,7 +63,7 @@ type Machine struct {
 	SMBIOS   SMBIOS
 	Disks    []Disk
 	NICs     []NIC
-	Kernel   string
+	Kernel   string // none and no ISO: the firmware boots from the disks
 	Initrd   string
 	ISO      string // boot this CD image instead of Kernel/Initrd
 	Append   string // kernel command line (after the console settings)
@@ -198,7 +198,7 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	if m.ISO != "" {
 		a = append(a, "-drive", "file="+qemuEscape(m.ISO)+",if=none,id=cd,media=cdrom,readonly=on",
 			"-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0")
-	} else {
+	} else if m.Kernel != "" {
 		a = append(a, "-kernel", m.Kernel, "-initrd", m.Initrd,
 			"-append", "console=ttyS0,115200 panic=-1 loglevel=4 "+m.Append)
 	}

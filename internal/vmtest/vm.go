@@ -68,8 +68,13 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		return nil, err
 	}
 	if m.Firmware == "uefi" {
-		if err := copyFile(OVMFVars, filepath.Join(m.Dir, "ovmf_vars.fd")); err != nil {
-			return nil, fmt.Errorf("vmtest: OVMF variables (install ovmf): %w", err)
+		// The machine's NVRAM, like its disks, lasts across its boots:
+		// boot entries an OS wrote are there the next time.
+		vars := filepath.Join(m.Dir, "ovmf_vars.fd")
+		if _, err := os.Stat(vars); err != nil {
+			if err := copyFile(OVMFVars, vars); err != nil {
+				return nil, fmt.Errorf("vmtest: OVMF variables (install ovmf): %w", err)
+			}
 		}
 	}
 	relay := opts.Relay
