@@ -293,38 +293,38 @@ func TestImmutableVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := s.path("Boot0005")
-	setImmutable := func(on bool) {
-		t.Helper()
+	// flags reads the file's inode flags, then sets them to set(flags)
+	// unless set is nil.
+	flags := func(set func(uint32) uint32) (uint32, error) {
 		f, err := os.Open(p)
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		defer f.Close()
-		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-		if err != nil {
-			t.Skipf("SKIPPED: %s has no inode flags: %v", dir, err)
+		fl, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		if err != nil || set == nil {
+			return fl, err
 		}
-		if on {
-			flags |= fsImmutable
-		} else {
-			flags &^= fsImmutable
-		}
-		if err := unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags)); err != nil {
+		return fl, unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(set(fl)))
+	}
+	setImmutable := func(on bool) {
+		t.Helper()
+		if _, err := flags(func(fl uint32) uint32 {
+			if on {
+				return fl | fsImmutable
+			}
+			return fl &^ fsImmutable
+		}); err != nil {
 			t.Skipf("SKIPPED: cannot set the immutable flag in %s: %v", dir, err)
 		}
 	}
 	immutable := func() bool {
 		t.Helper()
-		f, err := os.Open(p)
+		fl, err := flags(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer f.Close()
-		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return flags&fsImmutable != 0
+		return fl&fsImmutable != 0
 	}
 	setImmutable(true)
 	t.Cleanup(func() {
