@@ -405,11 +405,7 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 			a.log.Warn("boot mode mismatch: installing the boot loader may fail or work incorrectly", "target", *args.TargetBootMode, "current", mode)
 		}
 		if mode == "uefi" {
-			// IPA goes on without NVRAM entries when its ramdisk has no
-			// efibootmgr; the equivalent here is a kernel without efivarfs.
-			if st, err := os.Stat(a.efivars().Dir); err != nil || !st.IsDir() {
-				a.log.Warn("UEFI variables are not available: no boot entries are written", "efivarfs", a.efivars().Dir)
-			} else {
+			if a.uefiVarsAvailable() {
 				done, err := a.uefiBootSetup(ctx, args.EFISystemPartUUID)
 				if err != nil && !ignore {
 					return nil, err
@@ -482,12 +478,11 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 	efi := str(efiUUID)
 	gi.efiBootSetup = func(ctx context.Context) (bool, error) {
 		// IPA's _efi_boot_setup: only a UEFI ramdisk with efibootmgr can
-		// make NVRAM entries.
+		// make NVRAM entries; here, one with efivarfs.
 		if inv.Boot.CurrentBootMode != "uefi" {
 			return false, nil
 		}
-		if _, err := lookPath("efibootmgr"); err != nil {
-			a.log.Warn("efibootmgr is not available in the ramdisk")
+		if !a.uefiVarsAvailable() {
 			return false, nil
 		}
 		return a.manageUEFI(ctx, dev.Name, efi)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -473,6 +474,11 @@ func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAge
 		}
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	// No test writes the host's NVRAM: on a UEFI machine a test that
+	// wants boot entries gets a directory of its own.
+	if opts.EFIVars == "" {
+		opts.EFIVars = filepath.Join(t.TempDir(), "no-efivars")
+	}
 	all := map[string]string{"advertise_host": "127.0.0.1", "advertise_port": strconv.Itoa(port),
 		"lookup_timeout": "20", "steps_dir": t.TempDir(), "state_dir": t.TempDir(),
 		"disk_wait_attempts": "0"}

@@ -117,8 +117,8 @@ func pollLastFor(t *testing.T, base, name string, wait time.Duration) cmdResult 
 // (deploy-raw capture): get_deploy_steps, write_image, get_partition_uuids,
 // install_bootloader (polled), power_off.
 func TestIronic214DirectDeploySequence(t *testing.T) {
-	// The replayed ramdisk has no efibootmgr; the test machine may.
-	t.Setenv("PATH", t.TempDir())
+	// The replayed ramdisk wrote no UEFI boot entries: startAgent gives
+	// the agent no efivarfs.
 	m := &fakeMachine{}
 	img := &writeImageManager{}
 	inv := func(ctx context.Context) (*inventory.Inventory, error) {

@@ -295,7 +295,17 @@ func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) 
 	for _, e := range entries {
 		a.log.Info("adding UEFI boot entry", "device", dev, "partition", esp.number, "loader", e.loader, "label", e.label)
 	}
-	if err := registerEFI(ctx, a.log, a.efivars(), esp, entries); err != nil {
+	store := a.efivars()
+	if store.Dir == efivar.DefaultDir {
+		if why := firmwareCannotSee(dev); why != "" {
+			// An entry would only put a disk the firmware cannot find at
+			// the head of this machine's boot order: what an agent
+			// confined to loop devices on a test host would do.
+			a.log.Warn("not writing UEFI boot entries: the firmware cannot boot from this device", "device", dev, "why", why)
+			return false, nil
+		}
+	}
+	if err := registerEFI(ctx, a.log, store, esp, entries); err != nil {
 		return false, command.ExecutionError(fmt.Errorf("could not configure UEFI boot on device %s: %w", dev, err))
 	}
 	return true, nil
@@ -307,4 +317,32 @@ func (a *Agent) efivars() efivar.Store {
 		return efivar.Store{Dir: a.opts.EFIVars}
 	}
 	return efivar.Store{Dir: efivar.DefaultDir}
+}
+
+// uefiVarsAvailable reports whether boot entries can be written. IPA goes
+// on without NVRAM entries when its ramdisk has no efibootmgr; the
+// equivalent here is a kernel without efivarfs.
+func (a *Agent) uefiVarsAvailable() bool {
+	if st, err := os.Stat(a.efivars().Dir); err != nil || !st.IsDir() {
+		a.log.Warn("UEFI variables are not available: no boot entries are written", "efivarfs", a.efivars().Dir)
+		return false
+	}
+	return true
+}
+
+// firmwareCannotSee says why firmware could never boot from dev (a loop
+// device, or no block device at all), or "" when it might.
+func firmwareCannotSee(dev string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dev, &st); err != nil {
+		return err.Error()
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFBLK {
+		return "not a block device"
+	}
+	// Major 7 is the loop driver's (Documentation/admin-guide/devices.txt).
+	if major := (st.Rdev >> 8) & 0xfff; major == 7 {
+		return "a loop device"
+	}
+	return ""
 }

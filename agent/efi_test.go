@@ -271,3 +271,28 @@ func TestInstallBootloaderUEFI(t *testing.T) {
 		t.Errorf("NVRAM after install_bootloader:\n%s", out)
 	}
 }
+
+// TestFirmwareCannotSee: the agent writes no entries into the real NVRAM
+// for a device firmware cannot boot from (only stat is called here).
+func TestFirmwareCannotSee(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "disk.img")
+	os.WriteFile(f, nil, 0o644)
+	if why := firmwareCannotSee(f); why != "not a block device" {
+		t.Errorf("regular file: %q", why)
+	}
+	if why := firmwareCannotSee("/nonexistent"); why == "" {
+		t.Error("missing device: no reason")
+	}
+	if st, err := os.Stat("/dev/loop0"); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+		if why := firmwareCannotSee("/dev/loop0"); why != "a loop device" {
+			t.Errorf("/dev/loop0: %q", why)
+		}
+	}
+	for _, d := range []string{"/dev/vda", "/dev/sda", "/dev/nvme0n1"} {
+		if st, err := os.Stat(d); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+			if why := firmwareCannotSee(d); why != "" {
+				t.Errorf("%s: %q", d, why)
+			}
+		}
+	}
+}
