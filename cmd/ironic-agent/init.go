@@ -29,7 +29,8 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			"  "+rdinit.ParamDHCP+"=all|none|MAC[,MAC]   NICs to configure by DHCP (default all)\n"+
 			"  "+rdinit.ParamDHCPTimeout+"=SECONDS   wait for the first lease (default 60)\n"+
 			"  "+rdinit.ParamModules+"=NAME[,NAME]|all   load more of the initramfs's modules (all: every\n"+
-			"      one, not only those the machine's devices call for)", stderr)
+			"      one, not only those the machine's devices call for)\n"+
+			"  "+rdinit.ParamModuleJobs+"=N   modules loaded at once (default 1)", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

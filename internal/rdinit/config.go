@@ -25,6 +25,9 @@ const (
 	ParamDHCPTimeout  = "ironic_agent.dhcp_timeout" // seconds to wait for the first lease (default 60)
 	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated; "all" for every one
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
+	ParamModuleJobs   = "ironic_agent.module_jobs"  // modules loaded at once (default 1)
+	defaultModuleJobs = 1
+	maxModuleJobs     = 64
 	defaultDHCPWait   = 60 * time.Second
 	defaultCommand    = "run"
 	exitRestart       = "restart"
@@ -81,6 +84,7 @@ type Config struct {
 	DHCP        []string // nil: all NICs; empty non-nil: none; else MACs
 	DHCPTimeout time.Duration
 	Modules     []string
+	ModuleJobs  int
 	Debug       bool
 	BootIF      string // MAC from BOOTIF, "" if absent
 }
@@ -98,7 +102,7 @@ func splitList(s string) []string {
 // ParseConfig reads the init's parameters; a bad value is an error naming
 // the parameter, never a silent default.
 func ParseConfig(c Cmdline) (Config, error) {
-	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait}
+	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs}
 	if v, ok := c[ParamCommand]; ok {
 		cfg.Command = splitList(v)
 		if len(cfg.Command) == 0 {
@@ -149,6 +153,14 @@ func ParseConfig(c Cmdline) (Config, error) {
 		cfg.DHCPTimeout = time.Duration(n) * time.Second
 	}
 	cfg.Modules = splitList(c[ParamModules])
+	cfg.ModuleJobs = defaultModuleJobs
+	if v, ok := c[ParamModuleJobs]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxModuleJobs {
+			return cfg, fmt.Errorf("%s=%q: want a number from 1 to %d", ParamModuleJobs, v, maxModuleJobs)
+		}
+		cfg.ModuleJobs = n
+	}
 	cfg.Debug = c[ParamDebug] == "1"
 	if v, ok := c["BOOTIF"]; ok && v != "" {
 		// PXE passes "01-aa-bb-cc-dd-ee-ff" (ARP type 1 first); iPXE configs

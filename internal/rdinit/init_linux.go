@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -44,16 +43,18 @@ func Main(ctx context.Context, console io.Writer) error {
 	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
 
 	t := time.Now()
-	n, slow, errs := loadModules(ModuleList, cfg.Modules)
+	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs)
 	for _, e := range errs {
 		log.Warn("module", "err", e)
 	}
 	var slowest []string
-	for _, m := range slow {
+	for _, m := range st.slowest {
 		slowest = append(slowest, m.name+"="+secs(m.took))
 	}
-	// The slowest ones say where boot time goes (probing, firmware).
-	log.Info("modules loaded", "count", n, "seconds", secs(time.Since(t)), "slowest", strings.Join(slowest, " "), "uptime", uptime())
+	// The slowest ones say where boot time goes (probing, firmware); the
+	// scans are the price of coldplug without udev.
+	log.Info("modules loaded", "count", st.loaded, "seconds", secs(time.Since(t)), "parallel", st.maxParallel,
+		"scans", st.scans, "scan_seconds", secs(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", uptime())
 	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
 		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
 			log.Warn("mount efivarfs", "err", err)
@@ -122,76 +123,43 @@ func mountAll() []error {
 }
 
 // loadModules loads, with finit_module, the modules of the list the
-// hardware needs (see modulesFor), rescanning the devices after each round
-// since bus drivers bring up more devices (virtio_pci the virtio devices,
-// an HBA its disks); "all" in extra loads every module, other names in
-// extra are loaded too. It returns how many loaded and the five slowest.
-func loadModules(list string, extra []string) (int, []moduleTime, []error) {
+// hardware needs (see modulesFor), each after the modules it depends on,
+// jobs at a time, rescanning the devices when the queue runs dry since bus
+// drivers bring up more devices (virtio_pci the virtio devices, an HBA its
+// disks). One at a time is the default: under QEMU's emulation, loads in
+// parallel took longer in total (2 at once 4.9-5.8 s, 4 at once 6.1-6.5 s,
+// one 3.9-4.5 s for the same 30 modules). "all" in extra loads every
+// module; other names in extra are loaded too.
+func loadModules(list string, extra []string, jobs int) (loadStats, []error) {
 	data, err := os.ReadFile(list)
 	if err != nil {
-		return 0, nil, []error{fmt.Errorf("module list: %w", err)}
+		return loadStats{}, []error{fmt.Errorf("module list: %w", err)}
 	}
 	entries := parseModuleList(string(data))
-	byName := map[string]modEntry{}
+	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs}
 	coldplug := false
 	for _, e := range entries {
-		byName[e.name] = e
+		l.byName[e.name] = e
 		coldplug = coldplug || e.deviceDriver()
 	}
+	l.scan = newModaliasScanner(os.DirFS("/sys/bus")).scan
 	var errs []error
-	var slow []moduleTime
-	loaded := map[string]bool{}
-	load := func(batch []modEntry) int {
-		n := 0
-		for _, e := range batch {
-			if loaded[e.name] {
-				continue
-			}
-			loaded[e.name] = true
-			t := time.Now()
-			if err := finit(e.path); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			n++
-			slow = append(slow, moduleTime{e.name, time.Since(t)})
-		}
-		return n
-	}
 	var forced []modEntry
 	for _, n := range extra {
 		if n == "all" {
+			// An old list without aliases, or asked for: everything.
 			coldplug = false
 			continue
 		}
-		e, ok := byName[strings.ReplaceAll(n, "-", "_")]
+		e, ok := l.byName[strings.ReplaceAll(n, "-", "_")]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s=%s: module %s is not in the initramfs", ParamModules, strings.Join(extra, ","), n))
 			continue
 		}
 		forced = append(forced, e)
 	}
-	if !coldplug {
-		// An old list without aliases, or asked for: everything, in order.
-		load(entries)
-	} else {
-		devices := os.DirFS("/sys/devices")
-		for round := 0; round < 8; round++ {
-			if load(modulesFor(entries, scanModaliases(devices), loaded)) == 0 {
-				break
-			}
-		}
-	}
-	load(withDeps(entries, forced, loaded))
-	count := len(slow)
-	sort.Slice(slow, func(i, j int) bool { return slow[i].took > slow[j].took })
-	return count, slow[:min(5, len(slow))], errs
-}
-
-// moduleTime is how long one module took to load (and probe its devices).
-type moduleTime struct {
-	name string
-	took time.Duration
+	st := l.run(forced, coldplug)
+	return st, append(errs, st.errs...)
 }
 
 func finit(path string) error {

@@ -3,7 +3,9 @@ package rdinit
 import (
 	"io/fs"
 	"path"
+	"sort"
 	"strings"
+	"time"
 )
 
 // modEntry is one line of the initramfs's module list.
@@ -73,29 +75,44 @@ func (e modEntry) matches(modaliases []string) bool {
 	return false
 }
 
-// scanModaliases returns the modalias of every device below sysDevices
-// (/sys/devices), what udev would hand to modprobe at coldplug.
-func scanModaliases(fsys fs.FS) []string {
+// modaliasScanner finds the modalias of every device on a bus
+// (/sys/bus/<bus>/devices/<device>/modalias), what udev hands to modprobe
+// at coldplug. Each scan reads only the devices it has not seen before and
+// returns the modaliases that are new: walking all of /sys/devices (every
+// attribute of every device) took about a second per scan under
+// emulation, and the loader scans after every driver.
+type modaliasScanner struct {
+	fsys    fs.FS // rooted at /sys/bus
+	devices map[string]bool
+	seen    map[string]bool
+}
+
+func newModaliasScanner(fsys fs.FS) *modaliasScanner {
+	return &modaliasScanner{fsys: fsys, devices: map[string]bool{}, seen: map[string]bool{}}
+}
+
+func (s *modaliasScanner) scan() []string {
 	var out []string
-	seen := map[string]bool{}
-	_ = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // a vanished or unreadable device: skip it
+	buses, _ := fs.ReadDir(s.fsys, ".")
+	for _, b := range buses {
+		devs, _ := fs.ReadDir(s.fsys, path.Join(b.Name(), "devices"))
+		for _, d := range devs {
+			p := path.Join(b.Name(), "devices", d.Name())
+			if s.devices[p] {
+				continue
+			}
+			s.devices[p] = true
+			data, err := fs.ReadFile(s.fsys, path.Join(p, "modalias"))
+			if err != nil {
+				continue // no modalias (not every bus has them), or gone
+			}
+			m := strings.TrimSpace(string(data))
+			if m != "" && !s.seen[m] {
+				s.seen[m] = true
+				out = append(out, m)
+			}
 		}
-		if d.IsDir() || d.Name() != "modalias" {
-			return nil
-		}
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return nil
-		}
-		m := strings.TrimSpace(string(b))
-		if m != "" && !seen[m] {
-			seen[m] = true
-			out = append(out, m)
-		}
-		return nil
-	})
+	}
 	return out
 }
 
@@ -127,7 +144,9 @@ func withDeps(entries, want []modEntry, loaded map[string]bool) []modEntry {
 	return out
 }
 
-// modulesFor picks the modules to load given the devices present: every
+// modulesFor picks the modules to load given the devices present (or
+// those that are new since the last call: a driver matching an older one
+// is loaded already): every
 // module that is not a device driver and that no other module needs (the
 // file systems and helpers asked for by name: efivarfs, ipmi_devintf, the
 // CRC modules t10-pi requests at run time), and every driver one of whose
@@ -142,9 +161,145 @@ func modulesFor(entries []modEntry, modaliases []string, loaded map[string]bool)
 	}
 	var want []modEntry
 	for _, e := range entries {
+		if loaded[e.name] {
+			continue // matching thousands of PCI IDs again is not free
+		}
 		if e.deviceDriver() && e.matches(modaliases) || !e.deviceDriver() && !needed[e.name] {
 			want = append(want, e)
 		}
 	}
 	return withDeps(entries, want, loaded)
+}
+
+// loader schedules module loads; load and scan are finit_module and the
+// sysfs modalias scan, replaced in tests.
+type loader struct {
+	entries []modEntry
+	byName  map[string]modEntry
+	load    func(path string) error
+	scan    func() []string
+	// jobs is how many loads may run at once (at least 1).
+	jobs int
+}
+
+// loadStats is what a loader run did.
+type loadStats struct {
+	loaded      int
+	slowest     []moduleTime // the five slowest loads
+	maxParallel int
+	scans       int
+	scanTime    time.Duration
+	errs        []error
+}
+
+// run loads forced (with dependencies) and, with coldplug, what the
+// devices call for, else every module of the list; it returns when
+// nothing is loading and a rescan finds nothing new.
+func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
+	var st loadStats
+	started := map[string]bool{} // queued, loading or finished
+	done := map[string]bool{}    // finished, loaded or not
+	var pending []modEntry       // queued, waiting for dependencies
+	type result struct {
+		e    modEntry
+		took time.Duration
+		err  error
+	}
+	results := make(chan result)
+	running := 0
+	var times []moduleTime
+	queue := func(want []modEntry) {
+		for _, e := range want {
+			if !started[e.name] {
+				started[e.name] = true
+				pending = append(pending, e)
+			}
+		}
+	}
+	ready := func(e modEntry) bool {
+		for _, d := range e.deps {
+			if _, inList := l.byName[d]; inList && !done[d] {
+				return false
+			}
+		}
+		return true
+	}
+	start := func(e modEntry) {
+		running++
+		st.maxParallel = max(st.maxParallel, running)
+		go func() {
+			t := time.Now()
+			err := l.load(e.path)
+			results <- result{e, time.Since(t), err}
+		}()
+	}
+	jobs := max(1, l.jobs)
+	startReady := func() {
+		var waiting []modEntry
+		for _, e := range pending {
+			if running < jobs && ready(e) {
+				start(e)
+			} else {
+				waiting = append(waiting, e)
+			}
+		}
+		pending = waiting
+		if running == 0 && len(pending) > 0 {
+			// A dependency that can never finish first (a soft-dependency
+			// cycle): load it anyway; the kernel says what is missing.
+			start(pending[0])
+			pending = pending[1:]
+		}
+	}
+	scan := func() {
+		t := time.Now()
+		queue(modulesFor(l.entries, l.scan(), started))
+		st.scans++
+		st.scanTime += time.Since(t)
+	}
+	finish := func(r result) bool {
+		running--
+		done[r.e.name] = true
+		if r.err != nil {
+			st.errs = append(st.errs, r.err)
+		} else {
+			st.loaded++
+			times = append(times, moduleTime{r.e.name, r.took})
+		}
+		return r.e.deviceDriver()
+	}
+	if coldplug {
+		scan()
+	} else {
+		queue(l.entries)
+	}
+	queue(withDeps(l.entries, forced, started))
+	startReady()
+	for running > 0 {
+		rescan := finish(<-results)
+		// Take whatever else finished meanwhile: one scan for them all.
+		for more := true; more; {
+			select {
+			case r := <-results:
+				rescan = finish(r) || rescan
+			default:
+				more = false
+			}
+		}
+		// One at a time, a scan after each driver would mostly find
+		// nothing: scan when the queue has run dry (rounds, as before).
+		if coldplug && (rescan && jobs > 1 || running == 0 && len(pending) == 0) {
+			scan()
+		}
+		startReady()
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].took > times[j].took })
+	st.slowest = times[:min(5, len(times))]
+	return st
+}
+
+// moduleTime is how long one module took to load (and probe its devices).
+type moduleTime struct {
+	name string
+	took time.Duration
 }

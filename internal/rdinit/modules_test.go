@@ -1,9 +1,14 @@
 package rdinit
 
 import (
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 const testList = "/lib/modules/k/scsi_mod.ko\t\t\n" +
@@ -43,13 +48,22 @@ func TestParseModuleList(t *testing.T) {
 func TestModulesFor(t *testing.T) {
 	es := parseModuleList(testList)
 	devices := fstest.MapFS{
-		"pci0000:00/0000:00:04.0/modalias":         {Data: []byte("pci:v00001AF4d00001004sv00001AF4sd00000008bc01sc00i00\n")},
-		"pci0000:00/0000:00:04.0/virtio1/modalias": {Data: []byte("virtio:d00000008v00001AF4\n")},
-		"platform/serial8250/modalias":             {Data: []byte("platform:serial8250\n")},
+		"pci/devices/0000:00:04.0/modalias":     {Data: []byte("pci:v00001AF4d00001004sv00001AF4sd00000008bc01sc00i00\n")},
+		"pci/devices/0000:00:05.0/vendor":       {Data: []byte("0x1af4\n")}, // a device without modalias
+		"virtio/devices/virtio1/modalias":       {Data: []byte("virtio:d00000008v00001AF4\n")},
+		"platform/devices/serial8250/modalias":  {Data: []byte("platform:serial8250\n")},
+		"platform/devices/serial8251/modalias":  {Data: []byte("platform:serial8250\n")}, // same alias twice
+		"cpu/devices/cpu0/modalias":             {Data: []byte("cpu:type:x86,ven0000fam0006mod003F:feature:,0000\n")},
+		"nvme-subsystem/devices/nvme-subsys0/x": {Data: []byte("no devices dir of the usual shape")},
+	}
+	sc := newModaliasScanner(devices)
+	first := sc.scan()
+	if len(first) != 4 {
+		t.Errorf("first scan: %q", first)
 	}
 	loaded := map[string]bool{}
 	// Round 1: the PCI device and the virtio device are there; no disk yet.
-	got := modulesFor(es, scanModaliases(devices), loaded)
+	got := modulesFor(es, first, loaded)
 	want := []string{"scsi_mod", "virtio_scsi", "virtio_pci", "crct10dif_generic", "efivarfs"}
 	if !reflect.DeepEqual(names(got), want) {
 		t.Errorf("round 1: %v, want %v", names(got), want)
@@ -58,15 +72,19 @@ func TestModulesFor(t *testing.T) {
 		loaded[e.name] = true
 	}
 	// Round 2: the HBA found a disk.
-	devices["pci0000:00/0000:00:04.0/virtio1/host0/target0:0:3/0:0:3:0/modalias"] = &fstest.MapFile{Data: []byte("scsi:t-0x00\n")}
-	got = modulesFor(es, scanModaliases(devices), loaded)
+	devices["scsi/devices/0:0:3:0/modalias"] = &fstest.MapFile{Data: []byte("scsi:t-0x00\n")}
+	second := sc.scan()
+	if !reflect.DeepEqual(second, []string{"scsi:t-0x00"}) {
+		t.Errorf("second scan (only what is new): %q", second)
+	}
+	got = modulesFor(es, second, loaded)
 	if want := []string{"crc64_rocksoft", "t10_pi", "sd_mod"}; !reflect.DeepEqual(names(got), want) {
 		t.Errorf("round 2: %v, want %v", names(got), want)
 	}
 	for _, e := range got {
 		loaded[e.name] = true
 	}
-	if got := modulesFor(es, scanModaliases(devices), loaded); len(got) != 0 {
+	if got := modulesFor(es, sc.scan(), loaded); len(got) != 0 {
 		t.Errorf("round 3 should load nothing: %v", names(got))
 	}
 	// mlx5_core and its library never came: no such NIC.
@@ -75,5 +93,131 @@ func TestModulesFor(t *testing.T) {
 	}
 	if got := withDeps(es, []modEntry{es[7]}, loaded); !reflect.DeepEqual(names(got), []string{"mlxfw", "mlx5_core"}) {
 		t.Errorf("withDeps(mlx5_core) = %v", names(got))
+	}
+}
+
+// fakeKernel stands in for finit_module and sysfs in loader tests: a load
+// takes a moment (probing), the devices a bus driver brings up appear when
+// it has loaded, and a module whose dependency is not in yet fails as the
+// kernel's "Unknown symbol" would.
+type fakeKernel struct {
+	mu       sync.Mutex
+	byPath   map[string]modEntry
+	loaded   map[string]bool
+	order    []string
+	inFlight int
+	maxIn    int
+	devices  []string
+	brings   map[string][]string // module -> modaliases it brings up
+	fail     map[string]bool
+}
+
+func (k *fakeKernel) load(path string) error {
+	k.mu.Lock()
+	e := k.byPath[path]
+	for _, d := range e.deps {
+		if !k.loaded[d] {
+			k.mu.Unlock()
+			return fmt.Errorf("%s: unknown symbol from %s", e.name, d)
+		}
+	}
+	if k.loaded[e.name] {
+		k.mu.Unlock()
+		return fmt.Errorf("%s loaded twice", e.name)
+	}
+	k.inFlight++
+	k.maxIn = max(k.maxIn, k.inFlight)
+	k.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.inFlight--
+	if k.fail[e.name] {
+		return fmt.Errorf("finit_module %s: no such device", path)
+	}
+	k.loaded[e.name] = true
+	k.order = append(k.order, e.name)
+	k.devices = append(k.devices, k.brings[e.name]...)
+	return nil
+}
+
+func (k *fakeKernel) scan() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.devices)
+}
+
+func newLoader(t *testing.T, list string, devices []string, brings map[string][]string) (*loader, *fakeKernel) {
+	t.Helper()
+	es := parseModuleList(list)
+	k := &fakeKernel{byPath: map[string]modEntry{}, loaded: map[string]bool{}, devices: devices, brings: brings, fail: map[string]bool{}}
+	l := &loader{entries: es, byName: map[string]modEntry{}, load: k.load, scan: k.scan, jobs: 8}
+	for _, e := range es {
+		k.byPath[e.path] = e
+		l.byName[e.name] = e
+	}
+	return l, k
+}
+
+// TestLoaderParallel: drivers for devices present at once load together,
+// every module after its dependencies, and the disks a bus driver brings
+// up get their driver in a later scan.
+func TestLoaderParallel(t *testing.T) {
+	l, k := newLoader(t, testList+"/lib/modules/k/ahci.ko\t\tpci:v*d*sv*sd*bc01sc06i01*\n",
+		[]string{"pci:v00001AF4d00001004sv00001AF4sd00000008bc01sc00i00", "pci:v00008086d00002922sv00001AF4sd00001100bc01sc06i01"},
+		map[string][]string{
+			"virtio_pci":  {"virtio:d00000008v00001AF4"},
+			"virtio_scsi": {"scsi:t-0x00"},
+			"ahci":        {"scsi:t-0x00"},
+		})
+	st := l.run(nil, true)
+	if len(st.errs) != 0 {
+		t.Fatalf("errors: %v", st.errs)
+	}
+	want := []string{"ahci", "crc64_rocksoft", "crct10dif_generic", "efivarfs", "scsi_mod", "sd_mod", "t10_pi", "virtio_pci", "virtio_scsi"}
+	got := slices.Sorted(maps.Keys(k.loaded))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("loaded %v, want %v", got, want)
+	}
+	if st.loaded != len(want) {
+		t.Errorf("loaded count %d, want %d", st.loaded, len(want))
+	}
+	if k.maxIn < 3 || st.maxParallel < 3 {
+		t.Errorf("at most %d loads at once (loader says %d): not parallel", k.maxIn, st.maxParallel)
+	}
+	pos := map[string]int{}
+	for i, n := range k.order {
+		pos[n] = i
+	}
+	for _, e := range l.entries {
+		for _, d := range e.deps {
+			if _, ok := pos[e.name]; ok && pos[d] > pos[e.name] {
+				t.Errorf("%s loaded before its dependency %s: %v", e.name, d, k.order)
+			}
+		}
+	}
+	if st.scans < 2 || len(st.slowest) != 5 {
+		t.Errorf("scans %d, slowest %v", st.scans, st.slowest)
+	}
+}
+
+// TestLoaderAllAndFailures: without coldplug every module loads; a failed
+// load is reported and does not stop the others, nor wedge what depends
+// on it.
+func TestLoaderAllAndFailures(t *testing.T) {
+	l, k := newLoader(t, testList, nil, nil)
+	k.fail["mlxfw"] = true
+	st := l.run(nil, false)
+	if k.loaded["mlxfw"] || k.loaded["mlx5_core"] {
+		t.Error("mlx5_core loaded without mlxfw")
+	}
+	if len(st.errs) != 2 || st.loaded != 8 {
+		t.Errorf("loaded %d, errors %v", st.loaded, st.errs)
+	}
+	// Forced modules on top of coldplug, with their dependencies.
+	l, k = newLoader(t, testList, nil, nil)
+	st = l.run([]modEntry{l.byName["sd_mod"]}, true)
+	if !k.loaded["sd_mod"] || !k.loaded["t10_pi"] || k.loaded["virtio_scsi"] || len(st.errs) != 0 {
+		t.Errorf("forced sd_mod: loaded %v, errors %v", k.order, st.errs)
 	}
 }
