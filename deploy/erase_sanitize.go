@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -62,11 +63,16 @@ type nvmeSanitizeLog struct {
 }
 
 // parseNVMeSanitizeLog reads `nvme sanitize-log --raw-binary` output:
-// the 512-byte log page, little endian. Anything else (a text report
-// from an nvme-cli that ignored the flag, a short read) is an error.
+// the 512-byte log page, little endian. nvme-cli 2.3 and 2.4 (Debian 12
+// ships 2.3) print their text report after the raw page; that text is
+// recognised and skipped. Anything else (a text report alone, a short
+// read, other trailing bytes) is an error.
 func parseNVMeSanitizeLog(b []byte) (nvmeSanitizeLog, error) {
-	if len(b) != nvmeSanitizeLogSize {
+	if len(b) < nvmeSanitizeLogSize {
 		return nvmeSanitizeLog{}, fmt.Errorf("nvme sanitize-log returned %d bytes, not the %d-byte Sanitize Status log page", len(b), nvmeSanitizeLogSize)
+	}
+	if rest := b[nvmeSanitizeLogSize:]; len(rest) > 0 && !bytes.HasPrefix(rest, []byte("Sanitize Progress")) {
+		return nvmeSanitizeLog{}, fmt.Errorf("nvme sanitize-log returned %d bytes, not the %d-byte Sanitize Status log page (optionally followed by nvme-cli's text report)", len(b), nvmeSanitizeLogSize)
 	}
 	return nvmeSanitizeLog{Progress: binary.LittleEndian.Uint16(b[0:]), Status: binary.LittleEndian.Uint16(b[2:])}, nil
 }

@@ -114,6 +114,13 @@ func TestNVMeExpressDecisionTable(t *testing.T) {
 		{"unknown status", map[string][]fakeReply{
 			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {page(0, 7)}},
 			"", "unknown sanitize status (SSTAT=0x0007)", nil},
+		{"nvme-cli 2.3: the raw page, then the text report", map[string][]fakeReply{
+			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}},
+			log: {{out: sanitizeLogPage(0xffff, doneGDE) + "Sanitize Progress                      (SPROG) :  65535\n"}}},
+			MethodNVMeSanitizeCrypto, "", nil},
+		{"other bytes after the page", map[string][]fakeReply{
+			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {{out: sanitizeLogPage(0xffff, doneGDE) + "x"}}},
+			"", "returned 513 bytes, not the 512-byte Sanitize Status log page", nil},
 		{"sanitize-log prints text", map[string][]fakeReply{
 			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {{out: "Sanitize Progress (SPROG) : 65535\n"}}},
 			"", "returned 34 bytes, not the 512-byte Sanitize Status log page", nil},
