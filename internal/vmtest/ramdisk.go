@@ -26,6 +26,23 @@ type Ramdisk struct {
 	KernelPackage         string
 	// Cached says another build (this run's or an earlier one) made it.
 	Cached bool
+	// PVH is the same kernel uncompressed, for SeaBIOS boots (see
+	// KernelFor), or "" with the reason in PVHErr.
+	PVH    string
+	PVHErr error
+}
+
+// KernelFor returns the kernel to boot under firmware: for SeaBIOS the
+// uncompressed vmlinux through its PVH entry, which saves the 5 s (10 s on
+// a loaded machine) the bzImage's decompressor takes under emulation
+// before the kernel starts; for OVMF, which cannot boot that, and when
+// there is no PVH kernel, the bzImage. Tests about the agent do not care
+// which; the bzImage path stays covered by the UEFI and ISO boots.
+func (rd *Ramdisk) KernelFor(firmware string) string {
+	if firmware == "bios" && rd.PVH != "" {
+		return rd.PVH
+	}
+	return rd.Kernel
 }
 
 // RepoRoot finds the module root (the directory holding go.mod) above the
@@ -131,8 +148,10 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("vmtest: mkramdisk -json printed %q: %w", out, err)
 	}
-	return &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
-		KernelPackage: res.KernelPackage, Cached: res.Cached}, nil
+	rd := &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
+		KernelPackage: res.KernelPackage, Cached: res.Cached}
+	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, filepath.Join(cache, "kernel", res.KernelVersion, "vmlinuz"))
+	return rd, nil
 }
 
 // goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)

@@ -14,7 +14,7 @@
 //	agent          agent start to "lookup succeeded"
 //	heartbeat      "lookup succeeded" to "heartbeat successful"
 //
-// go run ./internal/vmtest/bootbench -ramdisk DIR -n 3
+// go run ./internal/vmtest/bootbench -ramdisk DIR -n 3 [-kernel pvh|bzimage]
 package main
 
 import (
@@ -61,7 +61,11 @@ func run(ctx context.Context) error {
 	n := flag.Int("n", 3, "boots")
 	work := flag.String("work", "", "work directory (default: a temporary one)")
 	extra := flag.String("append", "", "more kernel parameters")
+	kind := flag.String("kernel", "pvh", "pvh: boot the uncompressed kernel through its PVH entry, as the VM tests do; bzimage: the bzImage, as a server boots it")
 	flag.Parse()
+	if *kind != "pvh" && *kind != "bzimage" {
+		return fmt.Errorf("-kernel %q: want pvh or bzimage", *kind)
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (runs Debian's Ironic)")
 	}
@@ -82,6 +86,19 @@ func run(ctx context.Context) error {
 			return err
 		}
 		kernel, initrd = rd.Kernel, rd.Initrd
+		if *kind == "pvh" {
+			if rd.PVH == "" {
+				return rd.PVHErr
+			}
+			kernel = rd.PVH
+		}
+	}
+	if *kind == "pvh" && *rdDir != "" {
+		pvh, err := ramdisk.PVH(ctx, kernel)
+		if err != nil {
+			return err
+		}
+		kernel = pvh
 	}
 	if _, err := ironictest.EnsurePackages(ctx); err != nil {
 		return err
