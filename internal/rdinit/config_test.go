@@ -28,8 +28,11 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(cfg.Command, []string{"run"}) || cfg.Exit != "restart" || cfg.DHCP != nil ||
-		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" {
+		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" || cfg.ModuleJobs != 1 {
 		t.Errorf("defaults: %+v", cfg)
+	}
+	if cfg, err := ParseConfig(ParseCmdline("ironic_agent.module_jobs=4")); err != nil || cfg.ModuleJobs != 4 {
+		t.Errorf("module_jobs=4: %d %v", cfg.ModuleJobs, err)
 	}
 	cfg, err = ParseConfig(ParseCmdline("ironic_agent.cmd=capture-fixture,/run/fx ironic_agent.upload=http://10.0.2.100/up " +
 		"ironic_agent.upload_dir=/run/fx ironic_agent.dhcp=52:54:00:AB:CD:EF ironic_agent.dhcp_timeout=5 ironic_agent.modules=loop,vfat BOOTIF=52:54:00:12:34:01"))
@@ -57,6 +60,8 @@ func TestParseConfigErrors(t *testing.T) {
 		"ironic_agent.dhcp_timeout=-1":                            "ironic_agent.dhcp_timeout",
 		"ironic_agent.dhcp_timeout=soon":                          "ironic_agent.dhcp_timeout",
 		"BOOTIF=01-zz-54-00-12-34-01":                             "BOOTIF",
+		"ironic_agent.module_jobs=0":                              "ironic_agent.module_jobs",
+		"ironic_agent.module_jobs=many":                           "ironic_agent.module_jobs",
 	} {
 		_, err := ParseConfig(ParseCmdline(line))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -103,7 +103,12 @@ func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
 	if n.cfg.Debug {
 		opts = append(opts, nclient4.WithSummaryLogger())
 	}
-	n.log.Info("DHCP start", "link", name)
+	// A DISCOVER sent before the link has carrier is lost, and the
+	// client's retry comes 2 s later: start the moment the link is up
+	// (virtio at once, a real NIC after autonegotiation, often seconds).
+	t0 := time.Now()
+	up := waitCarrier(ctx, "/sys/class/net/"+name+"/carrier", carrierWait)
+	n.log.Info("DHCP start", "link", name, "carrier", up, "carrier_seconds", secs(time.Since(t0)))
 	c, err := nclient4.New(name, opts...)
 	if err != nil {
 		return fmt.Errorf("dhcp on %s: %w", name, err)
@@ -215,4 +220,28 @@ func writeResolvConf(path string, ack *dhcpv4.DHCPv4) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// carrierWait bounds the wait for a link's carrier: past it DHCP starts
+// anyway (a driver that never reports carrier still gets its chance).
+const carrierWait = 10 * time.Second
+
+// waitCarrier polls a link's carrier file until it reads 1 or max passes
+// (reading it fails while the link is administratively down, and polling a
+// sysfs file is cheaper here than a netlink subscription per NIC).
+func waitCarrier(ctx context.Context, path string, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	for {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "1" {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
