@@ -296,3 +296,53 @@ func TestFirmwareCannotSee(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFindESP feeds findESP partition tables it reads from a disk the
+// image wrote: any bytes give an ESP, none, or an error, never a panic,
+// and a found ESP's hard drive node is one firmware could use.
+func FuzzFindESP(f *testing.F) {
+	// A GPT with the ESP as entry 2 (512-byte sectors), and an MBR with a
+	// type 0xEF partition.
+	gpt := make([]byte, 34*512)
+	gpt[510], gpt[511] = 0x55, 0xaa
+	hdr := gpt[512:]
+	copy(hdr, "EFI PART")
+	binary.LittleEndian.PutUint64(hdr[72:], 2)   // entries at LBA 2
+	binary.LittleEndian.PutUint32(hdr[80:], 4)   // 4 entries
+	binary.LittleEndian.PutUint32(hdr[84:], 128) // of 128 bytes
+	e := gpt[1024+128:]
+	copy(e, espTypeGUID())
+	copy(e[16:], "unique-guid-here")
+	binary.LittleEndian.PutUint64(e[32:], 2048)
+	binary.LittleEndian.PutUint64(e[40:], 4095)
+	f.Add(gpt)
+	mbr := make([]byte, 1024)
+	mbr[446+4], mbr[510], mbr[511] = 0xef, 0x55, 0xaa
+	binary.LittleEndian.PutUint32(mbr[446+8:], 2048)
+	f.Add(mbr)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "disk.img")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		esp, err := findESP(p, "756e6971-6575-672d-7569-642d68657265")
+		if err != nil || esp == nil {
+			return
+		}
+		if esp.number < 1 || esp.hd.PartitionNumber != uint32(esp.number) {
+			t.Fatalf("ESP %+v", esp)
+		}
+		b, err = efivar.LoadOption{Description: "x", FilePath: efivar.DevicePath{esp.hd.Node()}}.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := efivar.ParseLoadOption(b)
+		if err != nil {
+			t.Fatalf("ESP node does not decode: %v", err)
+		}
+		if hd, ok := o.FilePath[0].HardDrive(); !ok || hd != esp.hd {
+			t.Fatalf("ESP node decodes to %+v, want %+v", hd, esp.hd)
+		}
+	})
+}
