@@ -550,7 +550,7 @@ func (e *Eraser) nvmeFormat(ctx context.Context, dev string, id nvmeIDCtrl) (Dev
 		return DeviceResult{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	if *id.FNA&(nvmeFNAAllNamespaces|nvmeFNASecureAllNS) != 0 {
-		if err := e.guardSiblingNamespaces(dev, fmt.Sprintf("NVMe format of %s (fna=%#x)", dev, *id.FNA)); err != nil {
+		if err := e.guardSiblingNamespaces(dev, fmt.Sprintf("NVMe format of %s (fna=%#x)", dev, *id.FNA), false); err != nil {
 			return DeviceResult{}, err
 		}
 	}
@@ -564,11 +564,16 @@ func (e *Eraser) nvmeFormat(ctx context.Context, dev string, id nvmeIDCtrl) (Dev
 }
 
 // guardSiblingNamespaces checks that every other namespace of dev's
-// controller passes the guard before an operation that erases them all.
-func (e *Eraser) guardSiblingNamespaces(dev, what string) error {
-	siblings, err := e.nvmeSiblingNamespaces(dev)
+// controller (or, for a sanitize, of its NVM subsystem) passes the guard
+// before an operation that erases them all.
+func (e *Eraser) guardSiblingNamespaces(dev, what string, subsystem bool) error {
+	list, scope := e.nvmeSiblingNamespaces, "controller"
+	if subsystem {
+		list, scope = e.nvmeSubsystemNamespaces, "NVM subsystem"
+	}
+	siblings, err := list(dev)
 	if err != nil {
-		return fmt.Errorf("%s applies to every namespace of the controller, which cannot be listed: %w", what, err)
+		return fmt.Errorf("%s applies to every namespace of the %s, which cannot be listed: %w", what, scope, err)
 	}
 	for _, ns := range siblings {
 		if err := e.Guard.Check(ns); err != nil {
@@ -587,30 +592,51 @@ var nvmeNamespaceRE = regexp.MustCompile(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
 // /dev paths of their block devices, or an error when they cannot be
 // known (then a format that hits all namespaces must not run).
 func (e *Eraser) nvmeSiblingNamespaces(dev string) ([]string, error) {
-	dir, err := sysBlockDir(e.root(), dev)
+	dir, self, err := e.nvmeNamespace(dev)
 	if err != nil {
 		return nil, err
 	}
-	self := nvmeNamespaceRE.FindStringSubmatch(filepath.Base(dir))
-	if self == nil {
-		return nil, fmt.Errorf("%s is not an NVMe namespace device", dev)
-	}
-	ctrl := filepath.Join(dir, "device")
-	ents, err := os.ReadDir(ctrl)
+	out, err := nvmeNamespacesIn(self, []string{filepath.Join(dir, "device")})
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces of the controller of %s: %w", dev, err)
 	}
-	seen := map[string]bool{}
+	return out, nil
+}
+
+// nvmeNamespace returns dev's sysfs directory and the /dev path of its
+// namespace (the head, for a multipath path device).
+func (e *Eraser) nvmeNamespace(dev string) (sysDir, head string, err error) {
+	dir, err := sysBlockDir(e.root(), dev)
+	if err != nil {
+		return "", "", err
+	}
+	m := nvmeNamespaceRE.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
+		return "", "", fmt.Errorf("%s is not an NVMe namespace device", dev)
+	}
+	return dir, "/dev/nvme" + m[1] + "n" + m[2], nil
+}
+
+// nvmeNamespacesIn lists the namespaces in sysfs directories (controllers,
+// subsystems) as the /dev paths of their block devices, sorted, without
+// self. A path device nvme<S>c<C>n<N> is the head nvme<S>n<N>.
+func nvmeNamespacesIn(self string, dirs []string) ([]string, error) {
+	seen := map[string]bool{self: true}
 	var out []string
-	for _, en := range ents {
-		m := nvmeNamespaceRE.FindStringSubmatch(en.Name())
-		if m == nil || m[2] == self[2] {
-			continue
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return nil, err
 		}
-		ns := "/dev/nvme" + self[1] + "n" + m[2]
-		if !seen[ns] {
-			seen[ns] = true
-			out = append(out, ns)
+		for _, en := range ents {
+			m := nvmeNamespaceRE.FindStringSubmatch(en.Name())
+			if m == nil {
+				continue
+			}
+			if ns := "/dev/nvme" + m[1] + "n" + m[2]; !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
 		}
 	}
 	sort.Strings(out)

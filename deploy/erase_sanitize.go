@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -101,7 +105,7 @@ func (e *Eraser) nvmeExpress(ctx context.Context, dev string) (DeviceResult, err
 func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, sanact int, method string) (DeviceResult, error) {
 	// Sanitize ignores the namespace: every namespace of the subsystem is
 	// erased, so every one must be ours to erase.
-	if err := e.guardSiblingNamespaces(dev, "NVMe sanitize of "+dev); err != nil {
+	if err := e.guardSiblingNamespaces(dev, "NVMe sanitize of "+dev, true); err != nil {
 		return DeviceResult{}, err
 	}
 	args := []string{"sanitize", dev, "-a", strconv.Itoa(sanact)}
@@ -147,4 +151,46 @@ func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, sanact int, metho
 			return DeviceResult{}, fmt.Errorf("waiting for the NVMe sanitize of %s (the drive goes on with it): %w", dev, err)
 		}
 	}
+}
+
+// nvmeControllerRE matches an NVMe controller's sysfs name.
+var nvmeControllerRE = regexp.MustCompile(`^nvme\d+$`)
+
+// nvmeSubsystemNamespaces lists the other namespaces of the NVM subsystem
+// dev belongs to, as /dev paths: a sanitize erases them all, whichever
+// controller they are attached to. The subsystem comes from
+// /sys/class/nvme-subsystem (a multipath head's device is the subsystem
+// itself); without that class (old kernels) only dev's controller is
+// listed. Namespaces attached to no controller of this host cannot be
+// seen at all.
+func (e *Eraser) nvmeSubsystemNamespaces(dev string) ([]string, error) {
+	dir, self, err := e.nvmeNamespace(dev)
+	if err != nil {
+		return nil, err
+	}
+	ctrl := resolveLink(filepath.Join(dir, "device"))
+	dirs := []string{ctrl}
+	subsys := ""
+	if strings.HasPrefix(filepath.Base(ctrl), "nvme-subsys") {
+		subsys = ctrl
+	} else if m, _ := filepath.Glob(filepath.Join(e.root(), "sys/class/nvme-subsystem/*", filepath.Base(ctrl))); len(m) == 1 {
+		subsys = filepath.Dir(m[0])
+	}
+	if subsys != "" {
+		ents, err := os.ReadDir(subsys)
+		if err != nil {
+			return nil, fmt.Errorf("list the NVM subsystem of %s: %w", dev, err)
+		}
+		dirs = append(dirs, subsys)
+		for _, en := range ents {
+			if nvmeControllerRE.MatchString(en.Name()) {
+				dirs = append(dirs, filepath.Join(subsys, en.Name()))
+			}
+		}
+	}
+	out, err := nvmeNamespacesIn(self, dirs)
+	if err != nil {
+		return nil, fmt.Errorf("list the namespaces of the NVM subsystem of %s: %w", dev, err)
+	}
+	return out, nil
 }

@@ -188,7 +188,7 @@ func TestNVMeSanitizeAllNamespacesGuarded(t *testing.T) {
 	r.calls = nil
 	e.Root = t.TempDir()
 	_, err = e.nvmeExpress(context.Background(), "/dev/nvme0n1")
-	if err == nil || !strings.Contains(err.Error(), "NVMe sanitize of /dev/nvme0n1 applies to every namespace of the controller, which cannot be listed") {
+	if err == nil || !strings.Contains(err.Error(), "NVMe sanitize of /dev/nvme0n1 applies to every namespace of the NVM subsystem, which cannot be listed") {
 		t.Fatalf("unlisted namespaces: %v", err)
 	}
 	if len(r.calls) != 1 {
@@ -221,5 +221,58 @@ func TestEraseExpressSanitizeFallback(t *testing.T) {
 	e.Runner = r
 	if res, err := e.EraseBlockDevice(context.Background(), dev, DefaultEraseOptions()); err != nil || res.Method != MethodNVMeCrypto {
 		t.Errorf("erase_devices: %+v %v %q", res, err, r.calls)
+	}
+}
+
+// The namespaces a sanitize erases are the whole NVM subsystem's: those of
+// other controllers of the subsystem, and a multipath head's siblings.
+func TestNVMeSubsystemNamespaces(t *testing.T) {
+	mk := func(root string, dirs ...string) {
+		for _, d := range dirs {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	link := func(target, name string) {
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two controllers of one subsystem, no multipath.
+	root := t.TempDir()
+	mk(root, "sys/devices/pci0/nvme/nvme0/nvme0n1", "sys/devices/pci1/nvme/nvme1/nvme1n1",
+		"sys/class/block", "sys/class/nvme-subsystem/nvme-subsys0")
+	link(filepath.Join(root, "sys/devices/pci0/nvme/nvme0/nvme0n1"), filepath.Join(root, "sys/class/block/nvme0n1"))
+	link(filepath.Join(root, "sys/devices/pci0/nvme/nvme0"), filepath.Join(root, "sys/devices/pci0/nvme/nvme0/nvme0n1/device"))
+	link(filepath.Join(root, "sys/devices/pci0/nvme/nvme0"), filepath.Join(root, "sys/class/nvme-subsystem/nvme-subsys0/nvme0"))
+	link(filepath.Join(root, "sys/devices/pci1/nvme/nvme1"), filepath.Join(root, "sys/class/nvme-subsystem/nvme-subsys0/nvme1"))
+	e := &Eraser{Guard: NewGuard([]string{"/dev/nvme0n1"}), Root: root}
+	got, err := e.nvmeSubsystemNamespaces("/dev/nvme0n1")
+	if err != nil || !reflect.DeepEqual(got, []string{"/dev/nvme1n1"}) {
+		t.Errorf("two controllers: %v %v", got, err)
+	}
+	if err := e.guardSiblingNamespaces("/dev/nvme0n1", "NVMe sanitize of /dev/nvme0n1", true); err == nil ||
+		!strings.Contains(err.Error(), "would also erase namespace /dev/nvme1n1") {
+		t.Errorf("guard: %v", err)
+	}
+	// The controller-level listing (format) does not see nvme1n1.
+	if got, err := e.nvmeSiblingNamespaces("/dev/nvme0n1"); err != nil || len(got) != 0 {
+		t.Errorf("controller siblings: %v %v", got, err)
+	}
+
+	// Native multipath: the head's device is the subsystem, which holds
+	// the heads; the controller holds the paths.
+	root = t.TempDir()
+	mk(root, "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1", "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n2",
+		"sys/devices/pci0/nvme/nvme0/nvme0c0n1", "sys/devices/pci0/nvme/nvme0/nvme0c0n3", "sys/class/block")
+	sub := filepath.Join(root, "sys/devices/virtual/nvme-subsystem/nvme-subsys0")
+	link(filepath.Join(sub, "nvme0n1"), filepath.Join(root, "sys/class/block/nvme0n1"))
+	link(sub, filepath.Join(sub, "nvme0n1/device"))
+	link(filepath.Join(root, "sys/devices/pci0/nvme/nvme0"), filepath.Join(sub, "nvme0"))
+	e.Root = root
+	got, err = e.nvmeSubsystemNamespaces("/dev/nvme0n1")
+	if err != nil || !reflect.DeepEqual(got, []string{"/dev/nvme0n2", "/dev/nvme0n3"}) {
+		t.Errorf("multipath: %v %v", got, err)
 	}
 }
