@@ -13,6 +13,7 @@ APT_PACKAGES=(
 	bzip2
 	cpio
 	curl
+	dnsmasq-base
 	dosfstools
 	e2fsprogs
 	gdisk

@@ -162,6 +162,9 @@ func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link,
 				lease = nl
 				if err := n.apply(l, lease.ACK); err != nil {
 					n.log.Warn("DHCP renew", "link", name, "err", err)
+				} else {
+					n.log.Info("DHCP renewed", "link", name, "address", lease.ACK.YourIPAddr,
+						"lease_seconds", lease.ACK.IPAddressLeaseTime(0).Seconds())
 				}
 				break
 			}

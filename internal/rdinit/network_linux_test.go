@@ -2,10 +2,17 @@ package rdinit
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/vishvananda/netlink"
 )
 
 func TestWaitCarrier(t *testing.T) {
@@ -28,4 +35,98 @@ func TestWaitCarrier(t *testing.T) {
 	if waitCarrier(ctx, p, time.Hour) {
 		t.Error("cancelled: reported up")
 	}
+}
+
+// TestDHCPRenewalHelper is the client side of TestDHCPLeaseRenewal, run
+// by it in the client's network namespace: it takes a lease on the named
+// link with the init's own code, keeps it for a while and prints the
+// address the link holds at the end.
+func TestDHCPRenewalHelper(t *testing.T) {
+	spec := os.Getenv("RDINIT_DHCP_HELPER")
+	if spec == "" {
+		t.Skip("helper process of TestDHCPLeaseRenewal")
+	}
+	name, hold, _ := strings.Cut(spec, ",")
+	d, err := time.ParseDuration(hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
+	n := newNetwork(log, Config{DHCPTimeout: 30 * time.Second})
+	if err := n.dhcp(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(d)
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		fmt.Printf("ADDRESS %s\n", a.IPNet)
+	}
+}
+
+// TestDHCPLeaseRenewal runs Debian's dnsmasq in a network namespace, handing
+// out a 2-minute lease (dnsmasq's shortest) with renewal (T1) after 4 s and
+// rebinding (T2) after 7 s, and the init's DHCP client in another, over a
+// veth pair: the client renews at T1, again and again, the server ACKs
+// every renewal, and the address stays on the link.
+func TestDHCPLeaseRenewal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: holds a lease through three renewals (about 15 s)")
+	}
+	netnstest.RequireRoot(t, "dnsmasq")
+	id := netnstest.ID(t)
+	srv := netnstest.NewNetns(t, "rddhcps-"+id)
+	cli := netnstest.NewNetns(t, "rddhcpc-"+id)
+	srvIf, cliIf := "rds"+id, "rdc"+id
+	srv.Veth(srvIf, cli, cliIf)
+	srv.IP("addr", "add", "10.77.0.1/24", "dev", srvIf)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "dnsmasq.log")
+	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	dns := exec.Command("ip", "netns", "exec", srv.Name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+		"--port=0", "--bind-interfaces", "--interface="+srvIf, "--except-interface=lo",
+		"--dhcp-range=10.77.0.50,10.77.0.60,2m", "--dhcp-option=option:T1,4", "--dhcp-option=option:T2,7",
+		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"),
+		"--log-dhcp", "--log-facility="+logPath)
+	if err := dns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dns.Process.Kill()
+		_ = dns.Wait()
+		if t.Failed() {
+			t.Logf("dnsmasq:\n%s", dlog())
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestDHCPRenewalHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_DHCP_HELPER="+cliIf+",11s")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	renewed := strings.Count(string(out), `msg="DHCP renewed"`)
+	if renewed < 2 {
+		t.Errorf("%d renewals in 11 s with T1 = 4 s, want at least 2:\n%s", renewed, out)
+	}
+	if !strings.Contains(string(out), "ADDRESS 10.77.0.") {
+		t.Errorf("the link lost its address:\n%s", out)
+	}
+	// dnsmasq's side: the first lease and every renewal were ACKed.
+	if acks := strings.Count(dlog(), "DHCPACK("+srvIf+")"); acks < 1+renewed {
+		t.Errorf("dnsmasq sent %d ACKs for 1 lease and %d renewals:\n%s", acks, renewed, dlog())
+	}
+	t.Logf("lease held 11 s with %d renewals", renewed)
 }
