@@ -67,7 +67,7 @@ func TestDeviceInQEMU(t *testing.T) {
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil // not what this test is about; fewer devices boot faster
 	m.NICs = m.NICs[:1]
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.Initrd
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.BMC = &vmtest.BMC{MfgID: 0x1234, ProductID: 0x0beb}
 	m.GuestFwd = map[string]string{"10.0.2.100:80": ln.Addr().String()}
 	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://10.0.2.100/upload " +

@@ -65,7 +65,7 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"},
 		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "fd"},
 	}
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.Initrd
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=lldp,--format,table,--timeout,20s,--verbose ironic_agent.dhcp=none ironic_agent.exit=poweroff"
 	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: ns.File})
 	if err != nil {

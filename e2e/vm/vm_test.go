@@ -110,7 +110,7 @@ func TestVMCaptureFixture(t *testing.T) {
 	}))
 	m := vmtest.DefaultMachine("bios")
 	m.Dir = vmDir(t)
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.Initrd
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.GuestFwd = map[string]string{guestHost + ":80": addr}
 	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://" + guestHost +
 		"/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
@@ -177,7 +177,7 @@ func agentArgs(agentPort int, inspect bool) string {
 func serviceMachine(t *testing.T, rd *vmtest.Ramdisk, fw string, agentPort int, macs [2]string) vmtest.Machine {
 	m := vmtest.DefaultMachine(fw)
 	m.Dir = vmDir(t)
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.Initrd
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
 	m.GuestFwd = map[string]string{
 		guestHost + ":" + strconv.Itoa(ironicPort):    "127.0.0.1:" + strconv.Itoa(ironicPort),

@@ -21,7 +21,7 @@ import (
 
 // cacheFormat changes whenever an entry's layout or meaning changes, so an
 // older entry is never taken for a newer one.
-const cacheFormat = "ironic-agent ramdisk cache 1"
+const cacheFormat = "ironic-agent ramdisk cache 2"
 
 // cacheEntryMaxAge is how long an entry nobody used is kept: every agent
 // change makes a new entry (about 26 MiB), and a day is more than any test
@@ -87,6 +87,8 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 		return nil, fmt.Errorf("ramdisk: cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	// The VM tests boot the uncompressed archive (see Options.Raw).
+	opts.Raw = true
 	res, err := Build(ctx, opts, tmp)
 	if err != nil {
 		return nil, err
@@ -98,7 +100,7 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 		return nil, fmt.Errorf("ramdisk: cache: %w", err)
 	}
 	meta := entryMeta{Key: key, Modules: res.Modules, Uncompressed: res.Uncompressed, SHA256: map[string]string{}}
-	for _, name := range []string{KernelName, InitramfsName, agentName} {
+	for _, name := range entryFiles() {
 		sum, err := fileSHA256(filepath.Join(tmp, name))
 		if err != nil {
 			return nil, err
@@ -134,6 +136,12 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 // agentName is the agent binary's name inside a cache entry.
 const agentName = "ironic-agent"
 
+// entryFiles are the files of a cache entry, each checked against its
+// digest before the entry is used.
+func entryFiles() []string {
+	return []string{KernelName, InitramfsName, InitramfsRawName, agentName}
+}
+
 func loadEntry(dir, key string) (*Result, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
@@ -146,7 +154,7 @@ func loadEntry(dir, key string) (*Result, error) {
 	if meta.Key != key {
 		return nil, fmt.Errorf("ramdisk: cache entry %s is for key %s", dir, meta.Key)
 	}
-	for _, name := range []string{KernelName, InitramfsName, agentName} {
+	for _, name := range entryFiles() {
 		sum, err := fileSHA256(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
@@ -161,6 +169,7 @@ func loadEntry(dir, key string) (*Result, error) {
 	return &Result{
 		Kernel:       filepath.Join(dir, KernelName),
 		Initramfs:    filepath.Join(dir, InitramfsName),
+		InitramfsRaw: filepath.Join(dir, InitramfsRawName),
 		Agent:        filepath.Join(dir, agentName),
 		Modules:      meta.Modules,
 		Uncompressed: meta.Uncompressed,

@@ -1,8 +1,11 @@
 package ramdisk
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,4 +225,35 @@ func TestLockFileContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	unlock2()
+}
+
+// TestBuildRaw: the uncompressed archive is the gzip'ed one's content.
+func TestBuildRaw(t *testing.T) {
+	res, err := Build(context.Background(), Options{Kernel: fakeKernel(t), Agent: tinyAgent(t), Raw: true}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(res.InitramfsRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(res.Initramfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unz, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, unz) || int64(len(raw)) != res.Uncompressed {
+		t.Errorf("raw archive %d bytes, gunzip'ed %d, Uncompressed %d", len(raw), len(unz), res.Uncompressed)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(res.InitramfsRaw), "*.tmp")); len(tmps) != 0 {
+		t.Errorf("left %v", tmps)
+	}
 }

@@ -64,6 +64,10 @@ type Options struct {
 	Modules []string // module names; nil means DefaultModules()
 	// Files are extra files: archive path -> host path.
 	Files map[string]string
+	// Raw also writes the archive uncompressed (InitramfsRawName), which
+	// the VM tests boot: the kernel's gunzip of the 24 MiB archive takes
+	// about a second under emulation, and /init waits for it.
+	Raw bool
 }
 
 // Result describes what Build wrote.
@@ -73,6 +77,8 @@ type Result struct {
 	Modules   []kmod.Module
 	// Uncompressed is the size of the archive before gzip.
 	Uncompressed int64
+	// InitramfsRaw is the uncompressed archive (Options.Raw), else "".
+	InitramfsRaw string
 	// Agent is the copy of the agent binary in a cache entry (BuildCached
 	// only), and Cached says the entry was there already.
 	Agent  string
@@ -87,6 +93,8 @@ const caBundle = "/etc/ssl/certs/ca-certificates.crt"
 const (
 	KernelName    = "ironic-agent.kernel"
 	InitramfsName = "ironic-agent.initramfs"
+	// InitramfsRawName is the same archive without compression.
+	InitramfsRawName = "ironic-agent.initramfs.cpio"
 	ISOName       = "ironic-agent.iso"
 )
 
@@ -149,6 +157,18 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		return nil, err
 	}
 	cw := &countWriter{w: zw}
+	var rawFile *os.File
+	if opts.Raw {
+		res.InitramfsRaw = filepath.Join(outDir, InitramfsRawName)
+		raw, err := os.Create(res.InitramfsRaw + ".tmp")
+		if err != nil {
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
+		defer os.Remove(res.InitramfsRaw + ".tmp")
+		defer raw.Close()
+		cw.w = io.MultiWriter(zw, raw)
+		rawFile = raw
+	}
 	w := initramfs.NewWriter(cw)
 	for _, d := range []string{"dev", "proc", "sys", "run", "tmp", "etc/ironic-agent", "usr/bin", "var/lib"} {
 		if err := w.Dir(d, 0o755); err != nil {
@@ -214,6 +234,14 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	}
 	if err := os.Rename(tmp, res.Initramfs); err != nil {
 		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	if rawFile != nil {
+		if err := rawFile.Close(); err != nil {
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
+		if err := os.Rename(res.InitramfsRaw+".tmp", res.InitramfsRaw); err != nil {
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
 	}
 	res.Uncompressed = cw.n
 	return res, nil

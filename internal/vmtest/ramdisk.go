@@ -30,6 +30,19 @@ type Ramdisk struct {
 	// KernelFor), or "" with the reason in PVHErr.
 	PVH    string
 	PVHErr error
+	// InitrdRaw is the initramfs uncompressed (see InitrdFor), or "".
+	InitrdRaw string
+}
+
+// InitrdFor returns the initramfs to boot under firmware: for SeaBIOS the
+// uncompressed archive, since the kernel's gunzip of it takes about a
+// second under emulation (0.5 s uncompressed) and /init waits for it; for
+// OVMF the gzip'ed one, as a server gets it.
+func (rd *Ramdisk) InitrdFor(firmware string) string {
+	if firmware == "bios" && rd.InitrdRaw != "" {
+		return rd.InitrdRaw
+	}
+	return rd.Initrd
 }
 
 // KernelFor returns the kernel to boot under firmware: for SeaBIOS the
@@ -142,6 +155,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	}
 	var res struct {
 		Kernel, Initramfs, Agent     string
+		InitramfsRaw                 string
 		KernelPackage, KernelVersion string
 		Cached                       bool
 	}
@@ -149,7 +163,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 		return nil, fmt.Errorf("vmtest: mkramdisk -json printed %q: %w", out, err)
 	}
 	rd := &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
-		KernelPackage: res.KernelPackage, Cached: res.Cached}
+		KernelPackage: res.KernelPackage, Cached: res.Cached, InitrdRaw: res.InitramfsRaw}
 	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, filepath.Join(cache, "kernel", res.KernelVersion, "vmlinuz"))
 	return rd, nil
 }

@@ -69,7 +69,7 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 	}
 	m := vmtest.DefaultMachine("bios")
 	m.Dir = filepath.Join(work, "vm")
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.Initrd
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=run ironic_agent.dhcp=none ironic_agent.exit=poweroff"
 	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
 	if err != nil {

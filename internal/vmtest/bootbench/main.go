@@ -15,6 +15,7 @@
 //	heartbeat      "lookup succeeded" to "heartbeat successful"
 //
 // go run ./internal/vmtest/bootbench -ramdisk DIR -n 3 [-kernel pvh|bzimage]
+// go run ./internal/vmtest/bootbench -compare OLD:bzimage,NEW:pvh -n 5
 package main
 
 import (
@@ -62,6 +63,7 @@ func run(ctx context.Context) error {
 	work := flag.String("work", "", "work directory (default: a temporary one)")
 	extra := flag.String("append", "", "more kernel parameters")
 	kind := flag.String("kernel", "pvh", "pvh: boot the uncompressed kernel through its PVH entry, as the VM tests do; bzimage: the bzImage, as a server boots it")
+	compare := flag.String("compare", "", "`DIR:KIND,...`: boot these ramdisk directories and kernel kinds in turn, n rounds (instead of -ramdisk and -kernel), so a changing machine load hits all alike")
 	flag.Parse()
 	if *kind != "pvh" && *kind != "bzimage" {
 		return fmt.Errorf("-kernel %q: want pvh or bzimage", *kind)
@@ -77,28 +79,38 @@ func run(ctx context.Context) error {
 		defer os.RemoveAll(d)
 		*work = d
 	}
-	var kernel, initrd string
-	if *rdDir != "" {
-		kernel, initrd = filepath.Join(*rdDir, ramdisk.KernelName), filepath.Join(*rdDir, ramdisk.InitramfsName)
+	var configs []config
+	if *compare != "" {
+		for f := range strings.SplitSeq(*compare, ",") {
+			dir, k, ok := strings.Cut(f, ":")
+			if !ok || (k != "pvh" && k != "bzimage") {
+				return fmt.Errorf("-compare %q: want DIR:pvh or DIR:bzimage items", f)
+			}
+			c, err := dirConfig(ctx, dir, k)
+			if err != nil {
+				return err
+			}
+			configs = append(configs, c)
+		}
+	} else if *rdDir != "" {
+		c, err := dirConfig(ctx, *rdDir, *kind)
+		if err != nil {
+			return err
+		}
+		configs = append(configs, c)
 	} else {
 		rd, err := vmtest.BuildRamdisk(ctx)
 		if err != nil {
 			return err
 		}
-		kernel, initrd = rd.Kernel, rd.Initrd
+		c := config{name: "built:" + *kind, kernel: rd.Kernel, initrd: rd.Initrd}
 		if *kind == "pvh" {
 			if rd.PVH == "" {
 				return rd.PVHErr
 			}
-			kernel = rd.PVH
+			c.kernel = rd.PVH
 		}
-	}
-	if *kind == "pvh" && *rdDir != "" {
-		pvh, err := ramdisk.PVH(ctx, kernel)
-		if err != nil {
-			return err
-		}
-		kernel = pvh
+		configs = append(configs, c)
 	}
 	if _, err := ironictest.EnsurePackages(ctx); err != nil {
 		return err
@@ -130,8 +142,9 @@ func run(ctx context.Context) error {
 	if _, err := ic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
 		return err
 	}
-	var all []phases
-	for i := range *n {
+	all := make([][]phases, len(configs))
+	for i := range *n * len(configs) {
+		c := configs[i%len(configs)]
 		if err := ic.Provision(ctx, node.UUID, "provide"); err != nil {
 			return err
 		}
@@ -140,7 +153,7 @@ func run(ctx context.Context) error {
 		}
 		m := vmtest.DefaultMachine("bios")
 		m.Dir = filepath.Join(*work, fmt.Sprintf("vm%d", i))
-		m.Kernel, m.Initrd = kernel, initrd
+		m.Kernel, m.Initrd = c.kernel, c.initrd
 		m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
 		m.GuestFwd = map[string]string{guestHost + ":" + strconv.Itoa(ironicPort): "127.0.0.1:" + strconv.Itoa(ironicPort)}
 		m.HostFwd = map[int]int{agentPort: 9999}
@@ -172,8 +185,8 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("boot %d: %w (serial console in %s)", i, err, vm.LogPath)
 		}
 		p.load = load
-		all = append(all, p)
-		fmt.Println(p.row(i))
+		all[i%len(configs)] = append(all[i%len(configs)], p)
+		fmt.Println(c.name, p.row(i/len(configs)))
 		if err := ic.Provision(ctx, node.UUID, "manage"); err != nil {
 			return err
 		}
@@ -181,10 +194,27 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(all) > 1 {
-		fmt.Println(median(all).row(-1))
+	for k, c := range configs {
+		if len(all[k]) > 1 {
+			fmt.Println(c.name, median(all[k]).row(-1))
+		}
 	}
 	return nil
+}
+
+// config is one ramdisk and kernel kind to boot.
+type config struct{ name, kernel, initrd string }
+
+func dirConfig(ctx context.Context, dir, kind string) (config, error) {
+	c := config{name: dir + ":" + kind, kernel: filepath.Join(dir, ramdisk.KernelName), initrd: filepath.Join(dir, ramdisk.InitramfsName)}
+	if kind == "pvh" {
+		pvh, err := ramdisk.PVH(ctx, c.kernel)
+		if err != nil {
+			return c, err
+		}
+		c.kernel = pvh
+	}
+	return c, nil
 }
 
 // phaseNames are the columns, in boot order.
