@@ -95,7 +95,7 @@ const (
 	InitramfsName = "ironic-agent.initramfs"
 	// InitramfsRawName is the same archive without compression.
 	InitramfsRawName = "ironic-agent.initramfs.cpio"
-	ISOName       = "ironic-agent.iso"
+	ISOName          = "ironic-agent.iso"
 )
 
 type countWriter struct {
