@@ -19,10 +19,12 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -63,7 +65,7 @@ func run(ctx context.Context) error {
 	work := flag.String("work", "", "work directory (default: a temporary one)")
 	extra := flag.String("append", "", "more kernel parameters")
 	kind := flag.String("kernel", "pvh", "pvh: boot the uncompressed kernel through its PVH entry, as the VM tests do; bzimage: the bzImage, as a server boots it")
-	compare := flag.String("compare", "", "`DIR:KIND,...`: boot these ramdisk directories and kernel kinds in turn, n rounds (instead of -ramdisk and -kernel), so a changing machine load hits all alike")
+	compare := flag.String("compare", "", "`DIR:KIND,...`: boot these ramdisk directories in turn, n rounds (instead of -ramdisk and -kernel), so a changing machine load hits all alike; KIND is bzimage, pvh or pvh+raw (also the initramfs uncompressed, as the VM tests boot)")
 	flag.Parse()
 	if *kind != "pvh" && *kind != "bzimage" {
 		return fmt.Errorf("-kernel %q: want pvh or bzimage", *kind)
@@ -83,8 +85,8 @@ func run(ctx context.Context) error {
 	if *compare != "" {
 		for f := range strings.SplitSeq(*compare, ",") {
 			dir, k, ok := strings.Cut(f, ":")
-			if !ok || (k != "pvh" && k != "bzimage") {
-				return fmt.Errorf("-compare %q: want DIR:pvh or DIR:bzimage items", f)
+			if !ok || (k != "pvh" && k != "bzimage" && k != "pvh+raw") {
+				return fmt.Errorf("-compare %q: want DIR:pvh, DIR:pvh+raw or DIR:bzimage items", f)
 			}
 			c, err := dirConfig(ctx, dir, k)
 			if err != nil {
@@ -205,9 +207,19 @@ func run(ctx context.Context) error {
 // config is one ramdisk and kernel kind to boot.
 type config struct{ name, kernel, initrd string }
 
+// dirConfig boots a mkramdisk -out directory: the bzImage, or (pvh) the
+// kernel through its PVH entry, and (pvh+raw) the initramfs uncompressed
+// as well, as the VM tests do.
 func dirConfig(ctx context.Context, dir, kind string) (config, error) {
 	c := config{name: dir + ":" + kind, kernel: filepath.Join(dir, ramdisk.KernelName), initrd: filepath.Join(dir, ramdisk.InitramfsName)}
-	if kind == "pvh" {
+	if kind == "pvh+raw" {
+		raw := filepath.Join(dir, ramdisk.InitramfsRawName)
+		if err := gunzip(c.initrd, raw); err != nil {
+			return c, err
+		}
+		c.initrd = raw
+	}
+	if strings.HasPrefix(kind, "pvh") {
 		pvh, err := ramdisk.PVH(ctx, c.kernel)
 		if err != nil {
 			return c, err
@@ -320,4 +332,25 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+func gunzip(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		out.Close()
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	return out.Close()
 }
