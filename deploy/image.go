@@ -505,8 +505,10 @@ func checkFormat(info *ImageInfo, detected string, opts *WriteOptions) error {
 	return nil
 }
 
-// newDecoder returns a streaming decoder for c. Memory is capped: zstd
-// windows above 128 MiB and xz dictionaries above 64 MiB are refused.
+// newDecoder returns a streaming decoder for c. zstd windows above 128 MiB
+// are refused. xz is not capped: the library raises DictCap to the
+// dictionary size each block header declares (up to 1.5 GiB), so the value
+// below is only a floor; a real cap needs the block headers checked first.
 func newDecoder(c Compression, r io.Reader) (io.Reader, func(), error) {
 	switch c {
 	case CompressionGzip:
