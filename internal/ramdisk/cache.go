@@ -101,7 +101,7 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 	}
 	meta := entryMeta{Key: key, Modules: res.Modules, Uncompressed: res.Uncompressed, SHA256: map[string]string{}}
 	for _, name := range entryFiles() {
-		sum, err := fileSHA256(filepath.Join(tmp, name))
+		sum, err := FileSHA256(filepath.Join(tmp, name))
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +155,7 @@ func loadEntry(dir, key string) (*Result, error) {
 		return nil, fmt.Errorf("ramdisk: cache entry %s is for key %s", dir, meta.Key)
 	}
 	for _, name := range entryFiles() {
-		sum, err := fileSHA256(filepath.Join(dir, name))
+		sum, err := FileSHA256(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}
@@ -182,12 +182,12 @@ func cacheKey(opts Options, extra []string) (string, error) {
 	h := sha256.New()
 	line := func(f string, a ...any) { fmt.Fprintf(h, f+"\n", a...) }
 	line("%s", cacheFormat)
-	sum, err := fileSHA256(opts.Agent)
+	sum, err := FileSHA256(opts.Agent)
 	if err != nil {
 		return "", err
 	}
 	line("agent %s", sum)
-	if sum, err = fileSHA256(opts.Kernel.Vmlinuz); err != nil {
+	if sum, err = FileSHA256(opts.Kernel.Vmlinuz); err != nil {
 		return "", err
 	}
 	line("kernel %s %s %s", opts.Kernel.Package, opts.Kernel.Version, sum)
@@ -197,13 +197,13 @@ func cacheKey(opts Options, extra []string) (string, error) {
 	}
 	line("modules %s", strings.Join(names, ","))
 	for _, dst := range slices.Sorted(maps.Keys(opts.Files)) {
-		if sum, err = fileSHA256(opts.Files[dst]); err != nil {
+		if sum, err = FileSHA256(opts.Files[dst]); err != nil {
 			return "", err
 		}
 		line("file %s %s", dst, sum)
 	}
 	if fileExists(caBundle) {
-		if sum, err = fileSHA256(caBundle); err != nil {
+		if sum, err = FileSHA256(caBundle); err != nil {
 			return "", err
 		}
 		line("ca %s", sum)
@@ -214,7 +214,8 @@ func cacheKey(opts Options, extra []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
-func fileSHA256(p string) (string, error) {
+// FileSHA256 is the hex SHA-256 of the file at p (cache keys, entry checks).
+func FileSHA256(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("ramdisk: %w", err)

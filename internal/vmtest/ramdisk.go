@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -135,7 +134,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	if err := goBuild(ctx, root, mk, "./cmd/mkramdisk"); err != nil {
 		return nil, err
 	}
-	mkSum, err := fileSHA256(mk)
+	mkSum, err := ramdisk.FileSHA256(mk)
 	if err != nil {
 		return nil, err
 	}
@@ -178,17 +177,4 @@ func goBuild(ctx context.Context, root, out, pkg string) error {
 		return fmt.Errorf("vmtest: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
 	}
 	return nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", fmt.Errorf("vmtest: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("vmtest: read %s: %w", p, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
