@@ -18,7 +18,6 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
 )
@@ -505,10 +504,8 @@ func checkFormat(info *ImageInfo, detected string, opts *WriteOptions) error {
 	return nil
 }
 
-// newDecoder returns a streaming decoder for c. zstd windows above 128 MiB
-// are refused. xz is not capped: the library raises DictCap to the
-// dictionary size each block header declares (up to 1.5 GiB), so the value
-// below is only a floor; a real cap needs the block headers checked first.
+// newDecoder returns a streaming decoder for c. Memory is bounded: zstd
+// windows above 128 MiB and xz dictionaries above 64 MiB are refused.
 func newDecoder(c Compression, r io.Reader) (io.Reader, func(), error) {
 	switch c {
 	case CompressionGzip:
@@ -524,8 +521,7 @@ func newDecoder(c Compression, r io.Reader) (io.Reader, func(), error) {
 		}
 		return z, z.Close, nil
 	case CompressionXz:
-		cfg := xz.ReaderConfig{DictCap: 64 << 20}
-		z, err := cfg.NewReader(r)
+		z, err := newXZReader(r, xzMaxDict)
 		if err != nil {
 			return nil, nil, err
 		}
