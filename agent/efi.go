@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 )
 
@@ -34,98 +34,23 @@ type espPartition struct {
 	hd     efivar.HardDrive
 }
 
-// espTypeGUID is C12A7328-F81F-11D2-BA4B-00A0C93EC93B as stored on disk
-// (the first three fields little-endian).
-func espTypeGUID() []byte {
-	return []byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, 0x3b}
-}
-
-// guidString renders an on-disk GUID in its usual text form.
-func guidString(b []byte) string {
-	return fmt.Sprintf("%08x-%04x-%04x-%x-%x", binary.LittleEndian.Uint32(b[0:4]), binary.LittleEndian.Uint16(b[4:6]),
-		binary.LittleEndian.Uint16(b[6:8]), b[8:10], b[10:16])
-}
-
-// partitionPath is the device node of partition n of disk dev: /dev/sda1,
-// or /dev/nvme0n1p1 and /dev/loop3p1 when the disk name ends in a digit.
-func partitionPath(dev string, n int) string {
-	if dev != "" && dev[len(dev)-1] >= '0' && dev[len(dev)-1] <= '9' {
-		return fmt.Sprintf("%sp%d", dev, n)
-	}
-	return fmt.Sprintf("%s%d", dev, n)
-}
-
-// findESP reads the partition table of dev: on GPT the partition with the
-// EFI system type (or, failing that, the unique GUID partUUID), on MBR the
-// partition of type 0xEF.
+// findESP finds the EFI system partition of dev (deploy.FindESP) and the
+// hard drive node a boot entry for it carries.
 func findESP(dev string, partUUID string) (*espPartition, error) {
-	f, err := os.Open(dev)
-	if err != nil {
+	e, err := deploy.FindESP(dev, partUUID)
+	if err != nil || e == nil {
 		return nil, err
 	}
-	defer f.Close()
-	head := make([]byte, 8192+4096)
-	n, err := f.ReadAt(head, 0)
-	if n < 1024 {
-		return nil, fmt.Errorf("reading the partition table of %s: %v", dev, err)
+	hd := efivar.HardDrive{PartitionNumber: uint32(e.Number), Start: e.Start, Size: e.Size,
+		MBRType: efivar.PartitionMBR, SignatureType: efivar.SignatureMBR}
+	if e.GPT {
+		hd.MBRType, hd.SignatureType, hd.Signature = efivar.PartitionGPT, efivar.SignatureGUID, e.GUID
+	} else {
+		// efibootmgr 17 uses the disk signature as it is, zero included
+		// (its -w writes none on such a disk either).
+		binary.LittleEndian.PutUint32(hd.Signature[:4], e.MBRSignature)
 	}
-	head = head[:n]
-	for _, ss := range []int64{512, 4096} {
-		if int64(len(head)) < 2*ss || string(head[ss:ss+8]) != "EFI PART" {
-			continue
-		}
-		hdr := head[ss : 2*ss]
-		entriesLBA := int64(binary.LittleEndian.Uint64(hdr[72:80]))
-		count := int64(binary.LittleEndian.Uint32(hdr[80:84]))
-		size := int64(binary.LittleEndian.Uint32(hdr[84:88]))
-		if size < 128 || size > 4096 || count > 1024 {
-			return nil, fmt.Errorf("%s: implausible GPT header (%d entries of %d bytes)", dev, count, size)
-		}
-		entries := make([]byte, count*size)
-		if _, err := f.ReadAt(entries, entriesLBA*ss); err != nil {
-			return nil, fmt.Errorf("%s: reading GPT entries: %w", dev, err)
-		}
-		var byUUID *espPartition
-		for i := int64(0); i < count; i++ {
-			e := entries[i*size : (i+1)*size]
-			if bytes.Equal(e[0:16], make([]byte, 16)) {
-				continue
-			}
-			num := int(i) + 1
-			first, last := binary.LittleEndian.Uint64(e[32:40]), binary.LittleEndian.Uint64(e[40:48])
-			p := &espPartition{number: num, path: partitionPath(dev, num), hd: efivar.HardDrive{PartitionNumber: uint32(num),
-				Start: first, Size: last - first + 1, MBRType: efivar.PartitionGPT, SignatureType: efivar.SignatureGUID}}
-			copy(p.hd.Signature[:], e[16:32])
-			if last < first {
-				return nil, fmt.Errorf("%s: GPT partition %d ends (LBA %d) before it starts (LBA %d)", dev, num, last, first)
-			}
-			if bytes.Equal(e[0:16], espTypeGUID()) {
-				return p, nil
-			}
-			if partUUID != "" && strings.EqualFold(guidString(e[16:32]), partUUID) {
-				byUUID = p
-			}
-		}
-		if byUUID != nil {
-			return byUUID, nil
-		}
-		return nil, nil
-	}
-	if head[510] == 0x55 && head[511] == 0xaa {
-		for i := 0; i < 4; i++ {
-			e := head[446+16*i : 446+16*(i+1)]
-			if e[4] == 0xef {
-				// efibootmgr 17 uses the disk signature as it is, zero
-				// included (its -w writes none on such a disk either).
-				p := &espPartition{number: i + 1, path: partitionPath(dev, i+1), hd: efivar.HardDrive{PartitionNumber: uint32(i + 1),
-					Start: uint64(binary.LittleEndian.Uint32(e[8:12])), Size: uint64(binary.LittleEndian.Uint32(e[12:16])),
-					MBRType: efivar.PartitionMBR, SignatureType: efivar.SignatureMBR}}
-				copy(p.hd.Signature[:4], head[440:444])
-				return p, nil
-			}
-		}
-	}
-	return nil, nil
+	return &espPartition{number: e.Number, path: e.Path, hd: hd}, nil
 }
 
 // efiLoaderNames are the files IPA recognises as boot loaders or as

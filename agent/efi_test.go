@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -89,7 +90,7 @@ func TestFindESP(t *testing.T) {
 
 func TestPartitionPath(t *testing.T) {
 	for dev, want := range map[string]string{"/dev/sda": "/dev/sda2", "/dev/nvme0n1": "/dev/nvme0n1p2", "/dev/loop3": "/dev/loop3p2"} {
-		if got := partitionPath(dev, 2); got != want {
+		if got := deploy.PartitionPath(dev, 2); got != want {
 			t.Errorf("%s: %s, want %s", dev, got, want)
 		}
 	}
@@ -305,13 +306,17 @@ func FuzzFindESP(f *testing.F) {
 	// type 0xEF partition.
 	gpt := make([]byte, 34*512)
 	gpt[510], gpt[511] = 0x55, 0xaa
+	gpt[446+4] = 0xee // protective MBR entry
+	binary.LittleEndian.PutUint32(gpt[446+8:], 1)
+	binary.LittleEndian.PutUint32(gpt[446+12:], 33)
 	hdr := gpt[512:]
 	copy(hdr, "EFI PART")
 	binary.LittleEndian.PutUint64(hdr[72:], 2)   // entries at LBA 2
 	binary.LittleEndian.PutUint32(hdr[80:], 4)   // 4 entries
 	binary.LittleEndian.PutUint32(hdr[84:], 128) // of 128 bytes
 	e := gpt[1024+128:]
-	copy(e, espTypeGUID())
+	// The ESP type C12A7328-F81F-11D2-BA4B-00A0C93EC93B as stored on disk.
+	copy(e, []byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, 0x3b})
 	copy(e[16:], "unique-guid-here")
 	binary.LittleEndian.PutUint64(e[32:], 2048)
 	binary.LittleEndian.PutUint64(e[40:], 4095)

@@ -18,12 +18,13 @@ import (
 // partEntry is one partition of an MBR or GPT table.
 type partEntry struct {
 	Number   int
-	Start    int64  // bytes
-	Size     int64  // bytes
-	MBRType  byte   // MBR partition type (0 on GPT)
-	TypeGUID string // GPT partition type GUID, lower case (empty on MBR)
-	GUID     string // GPT unique partition GUID, lower case
-	Name     string // GPT partition name
+	Start    int64    // bytes
+	Size     int64    // bytes
+	MBRType  byte     // MBR partition type (0 on GPT)
+	TypeGUID string   // GPT partition type GUID, lower case (empty on MBR)
+	GUID     string   // GPT unique partition GUID, lower case
+	rawGUID  [16]byte // the same as stored on disk (boot entries carry it)
+	Name     string   // GPT partition name
 	// Boot is the msdos active flag, or on GPT the legacy BIOS bootable
 	// attribute (bit 2).
 	Boot bool
@@ -159,6 +160,7 @@ func parseGPT(r io.ReaderAt, head []byte, sector int) (partTable, bool, error) {
 			Name:     string(name),
 			Boot:     binary.LittleEndian.Uint64(e[48:56])&(1<<2) != 0,
 		})
+		copy(t.Partitions[len(t.Partitions)-1].rawGUID[:], e[16:32])
 	}
 	return t, true, nil
 }
@@ -182,8 +184,9 @@ func readPartTable(dev string, sector int) (partTable, error) {
 const espTypeGUID = "c12a7328-f81f-11d2-ba4b-00a0c93ec93b"
 
 // fsSignature names the filesystem or container signature found at the
-// start of a device, from the bytes of its first 68 KiB ("" if none of
-// those the erase code cares about).
+// start of a device, from its first fsProbeLen bytes ("" if none): the
+// containers the erase rules look for (md, gfs2, LVM) here, filesystems
+// as fsUUID recognises them.
 func fsSignature(b []byte) string {
 	at := func(off int, magic []byte) bool {
 		return len(b) >= off+len(magic) && bytes.Equal(b[off:off+len(magic)], magic)
@@ -197,14 +200,9 @@ func fsSignature(b []byte) string {
 		return "gfs2" // meta header magic + type SB, big endian, at 64 KiB
 	case at(512, []byte("LABELONE")) || at(0, []byte("LABELONE")) || at(1024, []byte("LABELONE")) || at(1536, []byte("LABELONE")):
 		return "LVM2_member"
-	case at(0x438, []byte{0x53, 0xEF}):
-		return "ext4"
-	case at(32769, []byte("CD001")):
-		return "iso9660"
-	case at(0x52, []byte("FAT32   ")) || at(0x36, []byte("FAT16   ")) || at(0x36, []byte("FAT12   ")):
-		return "vfat"
 	}
-	return ""
+	t, _ := fsUUID(b)
+	return t
 }
 
 // md superblock magic 0xa92b4efc, little endian on disk.
@@ -237,7 +235,7 @@ func probeDevice(dev string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	head := make([]byte, 68*1024)
+	head := make([]byte, fsProbeLen)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
 		return "", fmt.Errorf("read %s: %w", dev, err)

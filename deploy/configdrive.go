@@ -187,7 +187,7 @@ func WriteConfigDrive(ctx context.Context, g *Guard, dev string, iso []byte) (Co
 			return ConfigDriveResult{}, err
 		}
 	}
-	res.Partition = partitionPath(dev, res.Number)
+	res.Partition = PartitionPath(dev, res.Number)
 	if err := kernelKnowsPartition(dev, res.Number, sector); err != nil {
 		return res, err
 	}
@@ -231,7 +231,7 @@ func kernelKnowsPartition(dev string, n, sector int) error {
 		if err != nil {
 			return err
 		}
-		return ensurePartition(f, resolveLink(sys), filepath.Base(partitionPath(dev, n)), n, start, length)
+		return ensurePartition(f, resolveLink(sys), filepath.Base(PartitionPath(dev, n)), n, start, length)
 	}
 	return fmt.Errorf("partition %d not found in the table of %s after writing it", n, dev)
 }
@@ -411,9 +411,9 @@ func addMBRConfigDrive(t *mbr.Table, size int64, sector int) (int, error) {
 	return free, nil
 }
 
-// partitionPath is the kernel's name for partition n of dev: sda1,
+// PartitionPath is the kernel's name for partition n of dev: sda1,
 // nvme0n1p1, loop0p1, mmcblk0p1.
-func partitionPath(dev string, n int) string {
+func PartitionPath(dev string, n int) string {
 	base := dev
 	if r, err := filepath.EvalSymlinks(dev); err == nil {
 		base = r

@@ -166,7 +166,7 @@ func FindPartitionByUUID(disk, uuid string) (string, error) {
 		if p.Size <= 0 || (t.Kind == "dos" && (p.MBRType == 0x05 || p.MBRType == 0x0f || p.MBRType == 0x85)) {
 			continue
 		}
-		path := partitionPath(disk, p.Number)
+		path := PartitionPath(disk, p.Number)
 		if strings.EqualFold(partUUID(t, p.Number), uuid) {
 			return path, nil
 		}
@@ -203,7 +203,7 @@ func BootFlaggedPartitions(disk string) ([]string, error) {
 	var out []string
 	for _, p := range t.Partitions {
 		if p.Boot || (t.Kind == "gpt" && p.TypeGUID == espTypeGUID) {
-			out = append(out, partitionPath(disk, p.Number))
+			out = append(out, PartitionPath(disk, p.Number))
 		}
 	}
 	return out, nil

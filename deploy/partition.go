@@ -447,7 +447,7 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 	}
 	res := &PartitionImageResult{Label: label, Partitions: parts, Paths: map[string]string{}}
 	for _, p := range parts {
-		path := partitionPath(dev, p.Number)
+		path := PartitionPath(dev, p.Number)
 		if err := kernelKnowsPartition(dev, p.Number, sector); err != nil {
 			return nil, err
 		}

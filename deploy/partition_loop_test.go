@@ -186,8 +186,8 @@ func TestPartitionTableMatchesParted(t *testing.T) {
 				if err := kernelKnowsPartition(ours, p.Number, 512); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, partitionPath(ours, p.Number))
-				if err := checkPartitionDevice(partitionPath(ours, p.Number), p); err != nil {
+				waitFor(t, PartitionPath(ours, p.Number))
+				if err := checkPartitionDevice(PartitionPath(ours, p.Number), p); err != nil {
 					t.Error(err)
 				}
 			}
@@ -258,7 +258,7 @@ func TestWorkOnDiskLoop(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, role := range tc.roles {
-				want := partitionPath(f.dev, i+1)
+				want := PartitionPath(f.dev, i+1)
 				if res.Paths[role] != want {
 					t.Errorf("%s: got %q, want %q (paths %v)", role, res.Paths[role], want, res.Paths)
 				}
