@@ -87,7 +87,21 @@ type Config struct {
 	ModuleJobs  int
 	Debug       bool
 	BootIF      string // MAC from BOOTIF, "" if absent
+
+	// Files the init writes outside the agent's state directory. The
+	// ramdisk's come from ParseConfig; a test points them into a
+	// temporary directory (a network namespace does not isolate files, so
+	// a DHCP client run in one would otherwise rewrite the host's). An
+	// empty path is never written.
+	ResolvConf   string // DNS servers and search domains from the first lease
+	HostnameFile string // host name from a lease (option 12)
 }
+
+// The ramdisk's own files, written by ParseConfig's configuration.
+const (
+	DefaultResolvConf   = "/etc/resolv.conf"
+	DefaultHostnameFile = "/proc/sys/kernel/hostname"
+)
 
 func splitList(s string) []string {
 	var out []string
@@ -102,7 +116,8 @@ func splitList(s string) []string {
 // ParseConfig reads the init's parameters; a bad value is an error naming
 // the parameter, never a silent default.
 func ParseConfig(c Cmdline) (Config, error) {
-	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs}
+	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs,
+		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile}
 	if v, ok := c[ParamCommand]; ok {
 		cfg.Command = splitList(v)
 		if len(cfg.Command) == 0 {

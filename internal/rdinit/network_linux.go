@@ -124,7 +124,7 @@ func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
 		})
 		defer stop.Stop()
 	}
-	lease, err := c.Request(rctx)
+	lease, err := c.Request(rctx, askFor())
 	cancel()
 	if err != nil {
 		c.Close()
@@ -156,7 +156,7 @@ func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link,
 		}
 		for {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			nl, err := c.Renew(rctx, lease)
+			nl, err := c.Renew(rctx, lease, askFor())
 			cancel()
 			if err == nil {
 				lease = nl
@@ -198,14 +198,27 @@ func (n *network) apply(l netlink.Link, ack *dhcpv4.DHCPv4) error {
 			return fmt.Errorf("default route via %s: %w", r[0], err)
 		}
 		n.haveRoute = true
-		if err := writeResolvConf("/etc/resolv.conf", ack); err != nil {
-			return err
+		if n.cfg.ResolvConf != "" {
+			if err := writeResolvConf(n.cfg.ResolvConf, ack); err != nil {
+				return err
+			}
 		}
 	}
-	if h := ack.HostName(); h != "" {
-		_ = os.WriteFile("/proc/sys/kernel/hostname", []byte(h), 0o644)
+	if h := ack.HostName(); h != "" && n.cfg.HostnameFile != "" {
+		if err := os.WriteFile(n.cfg.HostnameFile, []byte(h), 0o644); err != nil {
+			// A name that does not fit the kernel's 64 bytes is refused;
+			// the address is configured all the same.
+			n.log.Warn("host name from DHCP", "name", h, "file", n.cfg.HostnameFile, "error", err)
+		}
 	}
 	return nil
+}
+
+// askFor adds what apply uses beyond the client's defaults (netmask,
+// router, domain name, DNS servers), as dhclient asks: a server sends only
+// the options a client requests.
+func askFor() dhcpv4.Modifier {
+	return dhcpv4.WithRequestedOptions(dhcpv4.OptionHostName, dhcpv4.OptionDNSDomainSearchList)
 }
 
 func writeResolvConf(path string, ack *dhcpv4.DHCPv4) error {

@@ -46,7 +46,8 @@ func TestDHCPRenewalHelper(t *testing.T) {
 	if spec == "" {
 		t.Skip("helper process of TestDHCPLeaseRenewal")
 	}
-	name, hold, _ := strings.Cut(spec, ",")
+	name, rest, _ := strings.Cut(spec, ",")
+	hold, dir, _ := strings.Cut(rest, ",")
 	d, err := time.ParseDuration(hold)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,10 @@ func TestDHCPRenewalHelper(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	n := newNetwork(log, Config{DHCPTimeout: 30 * time.Second})
+	// The files the init writes go to the test's directory: this process
+	// runs in a network namespace, which does not isolate files.
+	n := newNetwork(log, Config{DHCPTimeout: 30 * time.Second,
+		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")})
 	if err := n.dhcp(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -85,18 +89,30 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 		t.Skip("SKIPPED: -short: holds a lease through three renewals (about 15 s)")
 	}
 	netnstest.RequireRoot(t, "dnsmasq")
+	// The host's own files must come out as they went in.
+	for _, p := range []string{DefaultResolvConf, DefaultHostnameFile, "/etc/hostname"} {
+		before, _ := os.ReadFile(p)
+		t.Cleanup(func() {
+			if after, _ := os.ReadFile(p); string(after) != string(before) {
+				t.Errorf("the host's %s changed: %q -> %q", p, before, after)
+			}
+		})
+	}
 	id := netnstest.ID(t)
 	srv := netnstest.NewNetns(t, "rddhcps-"+id)
 	cli := netnstest.NewNetns(t, "rddhcpc-"+id)
 	srvIf, cliIf := "rds"+id, "rdc"+id
 	srv.Veth(srvIf, cli, cliIf)
 	srv.IP("addr", "add", "10.77.0.1/24", "dev", srvIf)
+	cli.IP("link", "set", cliIf, "address", "52:54:00:77:00:02")
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "dnsmasq.log")
 	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	dns := exec.Command("ip", "netns", "exec", srv.Name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
 		"--port=0", "--bind-interfaces", "--interface="+srvIf, "--except-interface=lo",
 		"--dhcp-range=10.77.0.50,10.77.0.60,2m", "--dhcp-option=option:T1,4", "--dhcp-option=option:T2,7",
+		"--dhcp-option=option:router,10.77.0.1", "--dhcp-option=option:dns-server,10.77.0.1,10.77.0.2",
+		"--dhcp-option=option:domain-search,prov.example,example", "--dhcp-host=52:54:00:77:00:02,rdinit-test",
 		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"),
 		"--log-dhcp", "--log-facility="+logPath)
 	if err := dns.Start(); err != nil {
@@ -112,7 +128,8 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestDHCPRenewalHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), "RDINIT_DHCP_HELPER="+cliIf+",11s")
+	files := t.TempDir()
+	cmd.Env = append(os.Environ(), "RDINIT_DHCP_HELPER="+cliIf+",11s,"+files)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("client: %v\n%s", err, out)
@@ -127,6 +144,16 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 	// dnsmasq's side: the first lease and every renewal were ACKed.
 	if acks := strings.Count(dlog(), "DHCPACK("+srvIf+")"); acks < 1+renewed {
 		t.Errorf("dnsmasq sent %d ACKs for 1 lease and %d renewals:\n%s", acks, renewed, dlog())
+	}
+	// What the lease says about DNS and the host name lands in the files
+	// the configuration names, and nowhere else.
+	if b, err := os.ReadFile(filepath.Join(files, "resolv.conf")); err != nil {
+		t.Error(err)
+	} else if want := "search prov.example example\nnameserver 10.77.0.1\nnameserver 10.77.0.2\n"; !strings.HasSuffix(string(b), want) {
+		t.Errorf("resolv.conf:\n%s\nwant it to end with:\n%s", b, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(files, "hostname")); err != nil || string(b) != "rdinit-test" {
+		t.Errorf("hostname file: %q, %v; want rdinit-test", b, err)
 	}
 	t.Logf("lease held 11 s with %d renewals", renewed)
 }
