@@ -133,8 +133,15 @@ func (w *statusRecorder) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer (to
+// flush or set deadlines) through the recorder.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // logRequests logs one line per request, like IPA's request_log, without
-// the token.
+// the token. Ironic polls GET /v1/commands every few seconds while a step
+// runs, so successful GETs are logged at DEBUG: at INFO they would flood the
+// console and push everything else out of the log ring that
+// collect_system_logs ships. Other methods stay at INFO, failures at WARN.
 func (s *Server) logRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, code: 200}
@@ -144,7 +151,14 @@ func (s *Server) logRequests(h http.Handler) http.Handler {
 		if q.Has("agent_token") {
 			q.Set("agent_token", "***")
 		}
-		s.log().Info("api request", "method", r.Method, "path", r.URL.Path, "query", q.Encode(),
+		level := slog.LevelInfo
+		switch {
+		case rec.code >= 400:
+			level = slog.LevelWarn
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			level = slog.LevelDebug
+		}
+		s.log().Log(r.Context(), level, "api request", "method", r.Method, "path", r.URL.Path, "query", q.Encode(),
 			"status", rec.code, "remote", r.RemoteAddr, "duration", time.Since(start).Round(time.Microsecond))
 	})
 }

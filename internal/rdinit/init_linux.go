@@ -28,24 +28,24 @@ func Main(ctx context.Context, console io.Writer) error {
 	log := slog.New(slog.NewTextHandler(console, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	log = log.With("component", "init")
 	for _, e := range mountErr {
-		log.Warn("mount", "err", e)
+		log.Warn("mount", "error", e)
 	}
 	raw, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
-		log.Error("read kernel command line", "err", err)
+		log.Error("read kernel command line", "error", err)
 	}
 	cfg, err := ParseConfig(ParseCmdline(string(raw)))
 	if err != nil {
 		// A bad parameter of ours must not keep the agent from starting:
 		// say so and go on with what parsed.
-		log.Error("kernel command line", "err", err)
+		log.Error("kernel command line", "error", err)
 	}
 	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
 
 	t := time.Now()
 	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs)
 	for _, e := range errs {
-		log.Warn("module", "err", e)
+		log.Warn("module", "error", e)
 	}
 	var slowest []string
 	for _, m := range st.slowest {
@@ -57,7 +57,7 @@ func Main(ctx context.Context, console io.Writer) error {
 		"scans", st.scans, "scan_seconds", secs(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", uptime())
 	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
 		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			log.Warn("mount efivarfs", "err", err)
+			log.Warn("mount efivarfs", "error", err)
 		}
 	}
 
@@ -66,7 +66,7 @@ func Main(ctx context.Context, console io.Writer) error {
 	t = time.Now()
 	net := newNetwork(log, cfg)
 	if err := net.up(ctx); err != nil {
-		log.Warn("network", "err", err)
+		log.Warn("network", "error", err)
 	}
 	log.Info("network ready", "seconds", secs(time.Since(t)), "uptime", uptime())
 	log.Info("block devices settled", "count", <-settled, "uptime", uptime())

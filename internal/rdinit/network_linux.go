@@ -43,7 +43,7 @@ func (n *network) up(ctx context.Context) error {
 	for _, l := range links {
 		a := l.Attrs()
 		if err := netlink.LinkSetUp(l); err != nil {
-			n.log.Warn("link up", "link", a.Name, "err", err)
+			n.log.Warn("link up", "link", a.Name, "error", err)
 			continue
 		}
 		if a.Flags&net.FlagLoopback != 0 || l.Type() != "device" || len(a.HardwareAddr) != 6 {
@@ -128,7 +128,7 @@ func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
 	cancel()
 	if err != nil {
 		c.Close()
-		n.log.Info("no DHCP lease", "link", name, "seconds", secs(time.Since(t)), "err", err)
+		n.log.Info("no DHCP lease", "link", name, "seconds", secs(time.Since(t)), "error", err)
 		return fmt.Errorf("dhcp on %s: %w", name, err)
 	}
 	if err := n.apply(l, lease.ACK); err != nil {
@@ -161,14 +161,14 @@ func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link,
 			if err == nil {
 				lease = nl
 				if err := n.apply(l, lease.ACK); err != nil {
-					n.log.Warn("DHCP renew", "link", name, "err", err)
+					n.log.Warn("DHCP renew", "link", name, "error", err)
 				} else {
 					n.log.Info("DHCP renewed", "link", name, "address", lease.ACK.YourIPAddr,
 						"lease_seconds", lease.ACK.IPAddressLeaseTime(0).Seconds())
 				}
 				break
 			}
-			n.log.Warn("DHCP renew", "link", name, "err", err)
+			n.log.Warn("DHCP renew", "link", name, "error", err)
 			select {
 			case <-ctx.Done():
 				return

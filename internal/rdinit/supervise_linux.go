@@ -40,7 +40,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 		})
 		var status unix.WaitStatus
 		if err != nil {
-			log.Error("start agent", "argv", strings.Join(argv, " "), "err", err)
+			log.Error("start agent", "argv", strings.Join(argv, " "), "error", err)
 		} else {
 			log.Info("agent started", "pid", pid, "argv", strings.Join(argv, " "), "uptime", uptime())
 			status = reapUntil(pid)
@@ -49,7 +49,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 		ok := err == nil && status.Exited() && status.ExitStatus() == 0
 		if ok && cfg.UploadURL != "" {
 			if err := upload(ctx, cfg.UploadDir, cfg.UploadURL); err != nil {
-				log.Error("upload", "dir", cfg.UploadDir, "url", cfg.UploadURL, "err", err)
+				log.Error("upload", "dir", cfg.UploadDir, "url", cfg.UploadURL, "error", err)
 			} else {
 				log.Info("uploaded", "dir", cfg.UploadDir, "url", cfg.UploadURL)
 			}
