@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/ironic-go/ironic-agent/internal/rdinit"
 )
@@ -37,8 +39,31 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if os.Getpid() != 1 {
 		return fmt.Errorf("must run as PID 1 (the ramdisk's /init)")
 	}
-	err := rdinit.Main(ctx, stdout)
-	// PID 1 must not exit (the kernel would panic): report and power off.
-	fmt.Fprintf(stderr, "ironic-agent init: %v; powering off\n", err)
-	return rdinit.Halt(false)
+	return initUntilFailure(ctx, stdout, stderr, rdinit.Main, func() error { return rdinit.Halt(false) })
+}
+
+// initUntilFailure runs the init (rdinit.Main) and, when it returns or
+// panics, in this goroutine or one it started, reports why on the console
+// and powers off: PID 1 must not exit, the kernel would panic and the
+// console would show that instead of the cause. powerOff is a parameter so
+// tests can inject a panic without powering the host off.
+func initUntilFailure(ctx context.Context, stdout, stderr io.Writer,
+	main func(ctx context.Context, console io.Writer, onPanic func(error)) error, powerOff func() error) (err error) {
+	var once sync.Once
+	fail := func(cause error) {
+		once.Do(func() {
+			var p *rdinit.PanicError
+			if errors.As(cause, &p) {
+				fmt.Fprintf(stderr, "ironic-agent init: %v\n%s", p, p.Stack)
+			}
+			fmt.Fprintf(stderr, "ironic-agent init: %v; powering off\n", cause)
+			err = powerOff()
+			if err != nil {
+				fmt.Fprintf(stderr, "ironic-agent init: power off: %v\n", err)
+			}
+		})
+	}
+	defer rdinit.Recover(fail)
+	fail(main(ctx, stdout, fail))
+	return err
 }

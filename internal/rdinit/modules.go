@@ -180,6 +180,8 @@ type loader struct {
 	scan    func() []string
 	// jobs is how many loads may run at once (at least 1).
 	jobs int
+	// onPanic receives a panic of a load goroutine (see Recover).
+	onPanic func(error)
 }
 
 // loadStats is what a loader run did.
@@ -228,6 +230,7 @@ func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 		running++
 		st.maxParallel = max(st.maxParallel, running)
 		go func() {
+			defer Recover(l.onPanic)
 			t := time.Now()
 			err := l.load(e.path)
 			results <- result{e, time.Since(t), err}

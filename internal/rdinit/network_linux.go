@@ -20,13 +20,15 @@ import (
 type network struct {
 	log *slog.Logger
 	cfg Config
+	// onPanic receives a panic of a DHCP goroutine (see Recover).
+	onPanic func(error)
 
 	mu        sync.Mutex
 	haveRoute bool
 }
 
-func newNetwork(log *slog.Logger, cfg Config) *network {
-	return &network{log: log.With("component", "network"), cfg: cfg}
+func newNetwork(log *slog.Logger, cfg Config, onPanic func(error)) *network {
+	return &network{log: log.With("component", "network"), cfg: cfg, onPanic: onPanic}
 }
 
 // up brings every link up, starts DHCP on the selected NICs and returns
@@ -66,6 +68,7 @@ func (n *network) up(ctx context.Context) error {
 	done := make(chan result, len(nics))
 	for _, l := range nics {
 		go func() {
+			defer Recover(n.onPanic)
 			err := n.dhcp(ctx, l)
 			done <- result{l.Attrs().HardwareAddr.String(), err}
 		}()
@@ -144,6 +147,7 @@ func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
 // renew keeps the lease alive at T1 for as long as the machine runs; a
 // failed renewal is retried every 30 s while the address stays configured.
 func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link, lease *nclient4.Lease) {
+	defer Recover(n.onPanic)
 	defer c.Close()
 	name := l.Attrs().Name
 	for {

@@ -65,7 +65,7 @@ func TestDHCPRenewalHelper(t *testing.T) {
 	// The files the init writes go to the test's directory: this process
 	// runs in a network namespace, which does not isolate files.
 	n := newNetwork(log, Config{DHCPTimeout: 30 * time.Second,
-		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")})
+		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")}, nil)
 	if err := n.dhcp(ctx, l); err != nil {
 		t.Fatal(err)
 	}

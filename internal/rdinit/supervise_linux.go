@@ -22,7 +22,7 @@ import (
 // supervise runs the agent as a child process and, as PID 1 must, reaps
 // every orphan. When the agent exits it is restarted (with backoff), or the
 // machine is powered off, rebooted or held, as configured.
-func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Writer) error {
+func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Writer, onPanic func(error)) error {
 	self, err := os.Executable()
 	if err != nil {
 		self = "/usr/bin/ironic-agent"
@@ -48,7 +48,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 		}
 		ok := err == nil && status.Exited() && status.ExitStatus() == 0
 		if ok && cfg.UploadURL != "" {
-			if err := upload(ctx, cfg.UploadDir, cfg.UploadURL); err != nil {
+			if err := upload(ctx, cfg.UploadDir, cfg.UploadURL, onPanic); err != nil {
 				log.Error("upload", "dir", cfg.UploadDir, "url", cfg.UploadURL, "error", err)
 			} else {
 				log.Info("uploaded", "dir", cfg.UploadDir, "url", cfg.UploadURL)
@@ -117,9 +117,12 @@ func Halt(reboot bool) error {
 }
 
 // upload POSTs dir as a gzip'ed tar (symlinks kept as links) to url.
-func upload(ctx context.Context, dir, url string) error {
+func upload(ctx context.Context, dir, url string, onPanic func(error)) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTarGz(pw, dir)) }()
+	go func() {
+		defer Recover(onPanic)
+		pw.CloseWithError(writeTarGz(pw, dir))
+	}()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, pr)

@@ -36,7 +36,7 @@ type Report struct {
 
 func main() {
 	if os.Getpid() == 1 {
-		err := rdinit.Main(context.Background(), os.Stdout)
+		err := rdinit.Main(context.Background(), os.Stdout, nil)
 		fmt.Println("udevcheck init:", err)
 		_ = rdinit.Halt(false)
 		return

@@ -25,7 +25,7 @@ import (
 
 func main() {
 	if os.Getpid() == 1 {
-		err := rdinit.Main(context.Background(), os.Stdout)
+		err := rdinit.Main(context.Background(), os.Stdout, nil)
 		fmt.Println("udevguest init:", err)
 		_ = rdinit.Halt(false)
 		return
