@@ -1,5 +1,13 @@
 # Ramdisk targets. Everything else is plain go commands (see README.md).
-.PHONY: ramdisk iso
+.PHONY: agent ramdisk iso
+
+# build/ironic-agent: a static agent stamped with the tree's git describe and
+# commit, as the ramdisk build (internal/ramdisk.BuildAgent) stamps it.
+VERSION_PKG := github.com/ironic-go/ironic-agent/internal/version
+agent:
+	CGO_ENABLED=0 go build -trimpath -o build/ironic-agent \
+		-ldflags "-s -w -X $(VERSION_PKG).describe=$$(git describe --tags --always --dirty) -X $(VERSION_PKG).commit=$$(git rev-parse HEAD)" \
+		./cmd/ironic-agent
 
 # build/ramdisk/ironic-agent.kernel + ironic-agent.initramfs: Debian's kernel
 # (apt-get download, cached in $XDG_CACHE_HOME/ironic-agent) and an initramfs

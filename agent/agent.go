@@ -437,7 +437,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	srv := &http.Server{
-		Handler: (&api.Server{Exec: a.exec, Tokens: a.tokens, Version: version.Version,
+		Handler: (&api.Server{Exec: a.exec, Tokens: a.tokens, Version: version.Version(),
 			StartedAt: func() time.Time { return a.startedAt }, Log: a.log}).Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
@@ -639,7 +639,7 @@ func (a *Agent) sendHeartbeat(ctx context.Context) error {
 	uuid, cb, ca := a.nodeUUID, a.callbackURL, a.verifyCA
 	a.mu.Unlock()
 	return a.ironic.SendHeartbeat(ctx, uuid, ironic.Heartbeat{
-		CallbackURL: cb, Token: a.tokens.Token(), AgentVersion: version.Version, VerifyCA: ca,
+		CallbackURL: cb, Token: a.tokens.Token(), AgentVersion: version.Version(), VerifyCA: ca,
 	})
 }
 

@@ -45,7 +45,7 @@ func runCaptureFixture(ctx context.Context, args []string, stdout, stderr io.Wri
 		defer closeDev()
 		opts.IPMI = rec
 		recorders = append(recorders, func(_ context.Context, dir string) error {
-			return rec.Recording("recorded by ironic-agent capture-fixture " + version.Version).WriteFile(filepath.Join(dir, "ipmi.json"))
+			return rec.Recording("recorded by ironic-agent capture-fixture " + version.Version()).WriteFile(filepath.Join(dir, "ipmi.json"))
 		})
 	}
 	inv, err := collector.Capture(ctx, dir, opts, recorders...)
@@ -74,7 +74,7 @@ func writeFixtureReadme(dir string) error {
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	text := fmt.Sprintf("# Fixture %s\n\nRecorded with `ironic-agent capture-fixture` %s on host %q, kernel %s, %s/%s, at %s.\n\n"+
 		"`root/` holds the files the collector read, `inventory.json` the inventory of the live machine.\n",
-		filepath.Base(filepath.Clean(dir)), version.Version, host, trimNL(string(kernel)), runtime.GOOS, runtime.GOARCH,
+		filepath.Base(filepath.Clean(dir)), version.Version(), host, trimNL(string(kernel)), runtime.GOOS, runtime.GOARCH,
 		time.Now().UTC().Format(time.RFC3339))
 	return os.WriteFile(p, []byte(text), 0o644)
 }

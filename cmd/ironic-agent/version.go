@@ -10,7 +10,7 @@ import (
 )
 
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "", "Print the agent version, the commit it was built from and the Go version.", stderr)
+	fs := newFlagSet("version", "", "Print the agent version (the one Ironic sees), the git describe and commit it was built from\nand the Go version.", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -18,6 +18,10 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if commit == "" {
 		commit = "unknown"
 	}
-	fmt.Fprintf(stdout, "ironic-agent %s (commit %s, %s, %s/%s)\n", version.Version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	build := ""
+	if d := version.Describe(); d != "" {
+		build = "build " + d + ", "
+	}
+	fmt.Fprintf(stdout, "ironic-agent %s (%scommit %s, %s, %s/%s)\n", version.Version(), build, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/kmod"
+	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
 // DefaultModules returns the modules the initramfs carries (with their
@@ -319,9 +320,18 @@ func copyFile(src, dst string) error {
 }
 
 // BuildAgent compiles a static ironic-agent from the module in srcDir (the
-// repository root) into out.
+// repository root) into out, stamped with the tree's git describe and
+// commit (see VersionLDFlags). The stamp is part of the binary, so a new
+// commit makes a new binary and BuildCached, which keys on the binary's
+// hash, a new ramdisk: no stale version string is reused.
 func BuildAgent(ctx context.Context, srcDir, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/ironic-agent")
+	ldflags := "-s -w"
+	// Outside a git tree (a source tarball) the binary is built unstamped
+	// and says "unknown" commit, rather than failing the build.
+	if stamp, err := VersionLDFlags(ctx, srcDir); err == nil {
+		ldflags += " " + stamp
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/ironic-agent")
 	cmd.Dir = srcDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer
@@ -330,6 +340,39 @@ func BuildAgent(ctx context.Context, srcDir, out string) error {
 		return fmt.Errorf("ramdisk: go build ./cmd/ironic-agent in %s: %w: %s", srcDir, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
+}
+
+// VersionLDFlags returns the linker flags that stamp internal/version with
+// `git describe --tags --always --dirty` and the commit of the git tree at
+// srcDir. The go command's own VCS stamping is not enough: it is off with
+// -buildvcs=false and records no tag.
+func VersionLDFlags(ctx context.Context, srcDir string) (string, error) {
+	git := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = srcDir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("ramdisk: git %s in %s: %w: %s", strings.Join(args, " "), srcDir, err, strings.TrimSpace(stderr.String()))
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	describe, err := git("describe", "--tags", "--always", "--dirty")
+	if err != nil {
+		return "", err
+	}
+	commit, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	return stampFlags(describe, commit), nil
+}
+
+// stampFlags is the -X flags for describe and commit; git's output has no
+// spaces or quotes, which -ldflags would split on.
+func stampFlags(describe, commit string) string {
+	return "-X " + version.DescribeVar + "=" + describe + " -X " + version.CommitVar + "=" + commit
 }
 
 // ISO writes a hybrid BIOS/UEFI ISO for virtual media with grub-mkrescue

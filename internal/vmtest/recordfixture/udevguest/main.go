@@ -96,7 +96,7 @@ func capture(ctx context.Context, dir string) error {
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	text := fmt.Sprintf("# Fixture %s\n\nRecorded with udevguest (collector.Capture, as `ironic-agent capture-fixture` %s) after systemd-udevd ran, kernel %s, %s/%s, at %s.\n",
-		filepath.Base(filepath.Clean(dir)), version.Version, strings.TrimSpace(string(kernel)), runtime.GOOS, runtime.GOARCH,
+		filepath.Base(filepath.Clean(dir)), version.Version(), strings.TrimSpace(string(kernel)), runtime.GOOS, runtime.GOARCH,
 		time.Now().UTC().Format(time.RFC3339))
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(text), 0o644); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
