@@ -43,7 +43,7 @@ wall() { sed -n 's/.*wall_ms_median=\([0-9.]*\).*/\1/p' <<<"$1"; }
 ratio() { awk -v a="$(wall "$1")" -v b="$(wall "$2")" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 
 shred_r=$("$out/benchexec" -n "$runs" -- shred --force --zero --iterations 1 "$dev")
-ours_r=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --full --iterations 1)
+ours_r=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --full --iterations 1 --yes)
 mb=$(( size * 2 ))
 echo "full erase, 1 random + 1 zero pass ($mb MiB written):"
 echo "  shred (IPA):          $shred_r"
@@ -51,12 +51,12 @@ echo "  ironic-agent --full:  $ours_r"
 echo "  speed-up (shred wall / ours): $(ratio "$shred_r" "$ours_r")x"
 
 ipa_m=$("$out/benchexec" -n "$runs" -- bash "$out/ipa-metadata.sh")
-ours_m=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --metadata)
+ours_m=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --metadata --yes)
 echo "metadata wipe:"
 echo "  wipefs+dd+sgdisk (IPA): $ipa_m"
 echo "  ironic-agent --metadata: $ours_m"
 echo "  speed-up: $(ratio "$ipa_m" "$ours_m")x"
 
-ours_e=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --express)
+ours_e=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --express --yes)
 echo "express erase (discard + write zeroes):"
 echo "  ironic-agent --express: $ours_e"

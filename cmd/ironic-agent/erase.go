@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -14,13 +17,14 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"golang.org/x/sys/unix"
 )
 
 // runErase is `ironic-agent erase DEVICE --metadata|--express|--full`: the
 // clean steps' code for an operator at a console, confined to the one
-// device named.
-func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("erase", "DEVICE --metadata|--express|--full [--iterations N] [--zeroize=false]",
+// device named. stdin answers the confirmation prompt.
+func runErase(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) error {
+	fs := newFlagSet("erase", "DEVICE --metadata|--express|--full [--yes] [--iterations N] [--zeroize=false]",
 		"Erase one device with the code of the agent's clean steps:\n"+
 			"  --metadata  erase_devices_metadata: partition tables at both ends and every\n"+
 			"              filesystem, RAID and LVM signature, on the device and its partitions\n"+
@@ -31,7 +35,9 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"Only DEVICE (and its partitions) is touched. A device that is mounted, holds the\n"+
 			"running system or holds a shared cluster filesystem (GPFS, VMFS, GFS2) is refused;\n"+
 			"RAID members are skipped, read-only devices too (--full fails on them), as the clean\n"+
-			"steps do. There is no prompt: naming the device is the confirmation.", stderr)
+			"steps do. On a terminal, erase asks you to type the device name (or \"yes\") first;\n"+
+			"--yes skips the question, and is required when stdin is not a terminal (scripts).", stderr)
+	yes := fs.Bool("yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
 	metadata := fs.Bool("metadata", false, "wipe metadata (erase_devices_metadata)")
 	express := fs.Bool("express", false, "express erase (erase_devices_express)")
 	full := fs.Bool("full", false, "full erase (erase_devices)")
@@ -61,26 +67,39 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts.Iterations, opts.Zeroize = *iterations, *zeroize
 	opts.EnableATASecureErase, opts.EnableNVMeSecureErase = *secure, *secure
 	opts.ContinueIfSecureEraseFailed = *fallback
+	mode := "full erase"
+	switch {
+	case *metadata:
+		mode = "metadata wipe"
+	case *express:
+		mode = "express erase"
+	}
+	guard := deploy.NewGuard([]string{dev})
+	// A device the guard refuses is not worth a question.
+	if err := guard.Check(dev); err != nil {
+		return err
+	}
+	if !*yes {
+		if err := confirmErase(stdin, stderr, dev, mode); err != nil {
+			return err
+		}
+	}
 	prog := &progressPrinter{w: stderr}
 	e := &deploy.Eraser{
-		Guard:    deploy.NewGuard([]string{dev}),
+		Guard:    guard,
 		Runner:   deploy.ExecRunner{},
 		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Progress: prog.report,
 	}
 	disks := []inventory.Disk{{Name: dev}}
 	var res map[string]deploy.DeviceResult
-	mode := ""
 	start := time.Now()
 	switch {
 	case *metadata:
-		mode = "metadata wipe"
 		res, err = e.EraseDevicesMetadata(ctx, disks, opts)
 	case *express:
-		mode = "express erase"
 		res, err = e.EraseDevicesExpress(ctx, disks, opts)
 	default:
-		mode = "full erase"
 		res, err = e.EraseDevices(ctx, disks, opts)
 	}
 	prog.done()
@@ -95,6 +114,36 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "%s of %s done in %s: %s\n", mode, dev, time.Since(start).Round(time.Millisecond), describeResults(res))
 	return nil
+}
+
+// errNotConfirmed is the answer to an erase the operator did not confirm.
+var errNotConfirmed = errors.New("not confirmed: nothing was erased")
+
+// confirmErase asks, as wipefs-like tools do, before every erase mode:
+// even the metadata wipe makes the data unreachable. The operator types
+// the device's path or name, or "yes". Without a terminal to ask on, it
+// refuses: a script must say --yes, so a stray pipe never erases a disk.
+func confirmErase(stdin *os.File, prompt io.Writer, dev, mode string) error {
+	if stdin == nil || !isTerminal(stdin) {
+		return fmt.Errorf("refusing the %s of %s: stdin is not a terminal to confirm on; add --yes to erase without confirmation", mode, dev)
+	}
+	fmt.Fprintf(prompt, "The %s of %s destroys the data on it and its partitions.\nType %q or \"yes\" to go on: ", mode, dev, filepath.Base(dev))
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && (!errors.Is(err, io.EOF) || line == "") {
+		fmt.Fprintln(prompt)
+		return errNotConfirmed
+	}
+	switch strings.TrimSpace(line) {
+	case "yes", dev, filepath.Base(dev):
+		return nil
+	}
+	return errNotConfirmed
+}
+
+// isTerminal reports whether f is a terminal (TCGETS succeeds on it).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // parseWithDevice parses flags placed before or after the one positional

@@ -11,23 +11,25 @@ import (
 	"time"
 )
 
-func eraseCLI(args ...string) (int, string, string) {
+// eraseCLI runs the erase command with stdin, not the test's own stdin
+// (a terminal when a developer runs go test would be asked).
+func eraseCLI(stdin *os.File, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := runMain(context.Background(), append([]string{"erase"}, args...), &out, &errb)
+	code := exitCode(runErase(context.Background(), args, stdin, &out, &errb), "erase", &errb)
 	return code, out.String(), errb.String()
 }
 
 func TestEraseUsage(t *testing.T) {
-	if code, _, stderr := eraseCLI("--metadata"); code != 2 || !strings.Contains(stderr, "no DEVICE given") {
+	if code, _, stderr := eraseCLI(nil, "--metadata"); code != 2 || !strings.Contains(stderr, "no DEVICE given") {
 		t.Errorf("no device: %d %q", code, stderr)
 	}
-	if code, _, stderr := eraseCLI("/dev/nonexistent", "--metadata", "--full"); code != 2 || !strings.Contains(stderr, "exactly one of") {
+	if code, _, stderr := eraseCLI(nil, "/dev/nonexistent", "--metadata", "--full"); code != 2 || !strings.Contains(stderr, "exactly one of") {
 		t.Errorf("two modes: %d %q", code, stderr)
 	}
-	if code, _, stderr := eraseCLI("/dev/a", "/dev/b", "--full"); code != 2 || !strings.Contains(stderr, "one DEVICE only") {
+	if code, _, stderr := eraseCLI(nil, "/dev/a", "/dev/b", "--full"); code != 2 || !strings.Contains(stderr, "one DEVICE only") {
 		t.Errorf("two devices: %d %q", code, stderr)
 	}
-	if code, _, stderr := eraseCLI("/dev/nonexistent-disk", "--metadata"); code != 1 || !strings.Contains(stderr, "refused by device guard") {
+	if code, _, stderr := eraseCLI(nil, "/dev/nonexistent-disk", "--metadata"); code != 1 || !strings.Contains(stderr, "refused by device guard") {
 		t.Errorf("missing device: %d %q", code, stderr)
 	}
 }
@@ -42,7 +44,7 @@ func TestEraseFileFull(t *testing.T) {
 	if err := os.WriteFile(img, bytes.Repeat([]byte("secret"), 1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := eraseCLI("--full", "--iterations", "2", img)
+	code, stdout, stderr := eraseCLI(nil, "--full", "--iterations", "2", "--yes", img)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -93,7 +95,7 @@ func TestEraseLoopMetadata(t *testing.T) {
 			t.Fatalf("%v: %v %s", c, err, out)
 		}
 	}
-	code, stdout, stderr := eraseCLI(dev, "--metadata")
+	code, stdout, stderr := eraseCLI(nil, dev, "--metadata", "--yes")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -28,7 +28,9 @@ func commands() []command {
 		{"capture-fixture", "record this machine's inventory sources as a replayable fixture", runCaptureFixture},
 		{"run", "run the agent: inspection, lookup, heartbeats and the REST API Ironic drives", runAgent},
 		{"lldp", "print the LLDP neighbours (switch ports) of this machine's NICs", runLLDP},
-		{"erase", "erase one disk with the clean steps' code: --metadata, --express or --full", runErase},
+		{"erase", "erase one disk with the clean steps' code: --metadata, --express or --full", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runErase(ctx, args, os.Stdin, stdout, stderr)
+		}},
 		{"write-image", "download, verify and write an image to a disk as the write_image step does", runWriteImage},
 		{"version", "print the agent version", runVersion},
 	}
@@ -68,22 +70,26 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.Is(err, errUsage):
-			return 2
-		default:
-			fmt.Fprintf(stderr, "ironic-agent %s: %v\n", c.name, err)
-			return 1
-		}
+		return exitCode(c.run(ctx, args[1:], stdout, stderr), c.name, stderr)
 	}
 	fmt.Fprintf(stderr, "ironic-agent: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return 2
+}
+
+// exitCode is the exit status for a command's error, which it reports.
+func exitCode(err error, name string, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "ironic-agent %s: %v\n", name, err)
+		return 1
+	}
 }
 
 // newFlagSet returns a flag set whose errors and help go to stderr and which
