@@ -149,112 +149,140 @@ type option struct {
 	kind   kind
 	def    string
 	help   string
-	set    func(c *Config, v any)
-	check  func(v any) error
+	// group is the heading the option is listed under in help texts.
+	group group
+	// meta names the value in help texts (URL, SECONDS); "" for booleans.
+	meta  string
+	set   func(c *Config, v any)
+	check func(v any) error
+}
+
+// group is a heading of the help text; options are listed under their
+// group in the order of this list.
+type group string
+
+const (
+	gIronic     group = "Ironic"
+	gInspection group = "Inspection"
+	gNetwork    group = "Network and agent API"
+	gTLS        group = "TLS"
+	gDisks      group = "Disks"
+	gImages     group = "Images and bootloader"
+	gLogging    group = "Logging"
+	gAgent      group = "Agent"
+	// gTesting options point the agent at test fixtures; they work but
+	// are left out of help texts.
+	gTesting group = ""
+)
+
+// Groups lists the help-text headings in the order they are printed.
+func Groups() []string {
+	return []string{string(gIronic), string(gInspection), string(gNetwork), string(gTLS), string(gDisks),
+		string(gImages), string(gLogging), string(gAgent)}
 }
 
 func options() []option {
 	return []option{
-		{name: "api_url", kernel: "ipa-api-url", kind: kList, help: "Ironic API URL(s), comma-separated",
+		{name: "api_url", group: gIronic, meta: "URL[,URL...]", kernel: "ipa-api-url", kind: kList, help: "Ironic API URL(s), comma-separated",
 			set: func(c *Config, v any) { c.APIURLs = v.([]string) }, check: checkURLs},
-		{name: "inspection_callback_url", kernel: "ipa-inspection-callback-url", kind: kString, help: "ironic-inspector /v1/continue URL; enables inspection",
+		{name: "inspection_callback_url", group: gInspection, meta: "URL", kernel: "ipa-inspection-callback-url", kind: kString, help: "ironic-inspector /v1/continue URL; enables inspection",
 			set: func(c *Config, v any) { c.InspectionCallbackURL = v.(string) }, check: checkOptionalURL},
-		{name: "inspection_collectors", kernel: "ipa-inspection-collectors", kind: kList, def: "default,logs", help: "inspection collectors",
+		{name: "inspection_collectors", group: gInspection, meta: "NAME[,NAME...]", kernel: "ipa-inspection-collectors", kind: kList, def: "default,logs", help: "inspection collectors",
 			set: func(c *Config, v any) { c.InspectionCollectors = v.([]string) }},
-		{name: "inspection_dhcp_wait_timeout", kernel: "ipa-inspection-dhcp-wait-timeout", kind: kSeconds, def: "60", help: "seconds to wait for DHCP before inspection (0: no wait)",
+		{name: "inspection_dhcp_wait_timeout", group: gInspection, meta: "SECONDS", kernel: "ipa-inspection-dhcp-wait-timeout", kind: kSeconds, def: "60", help: "seconds to wait for DHCP before inspection (0: no wait)",
 			set: func(c *Config, v any) { c.InspectionDHCPWaitTimeout = v.(time.Duration) }},
-		{name: "inspection_dhcp_all_interfaces", kernel: "ipa-inspection-dhcp-all-interfaces", kind: kBool, def: "false", help: "wait for DHCP on every interface",
+		{name: "inspection_dhcp_all_interfaces", group: gInspection, kernel: "ipa-inspection-dhcp-all-interfaces", kind: kBool, def: "false", help: "wait for DHCP on every interface",
 			set: func(c *Config, v any) { c.InspectionDHCPAllInterfaces = v.(bool) }},
-		{name: "collect_lldp", kernel: "ipa-collect-lldp", kind: kBool, def: "false", help: "collect LLDP on every interface for the inventory",
+		{name: "collect_lldp", group: gInspection, kernel: "ipa-collect-lldp", kind: kBool, def: "false", help: "collect LLDP on every interface for the inventory",
 			set: func(c *Config, v any) { c.CollectLLDP = v.(bool) }},
-		{name: "lldp_timeout", kernel: "ipa-lldp-timeout", kind: kSeconds, def: "30", help: "seconds to listen for LLDP",
+		{name: "lldp_timeout", group: gInspection, meta: "SECONDS", kernel: "ipa-lldp-timeout", kind: kSeconds, def: "30", help: "seconds to listen for LLDP",
 			set: func(c *Config, v any) { c.LLDPTimeout = v.(time.Duration) }},
-		{name: "insecure", kernel: "ipa-insecure", kind: kBool, def: "false", help: "do not verify TLS certificates of Ironic, inspector and image servers",
+		{name: "insecure", group: gTLS, kernel: "ipa-insecure", kind: kBool, def: "false", help: "do not verify TLS certificates of Ironic, inspector and image servers",
 			set: func(c *Config, v any) { c.Insecure = v.(bool) }},
-		{name: "cafile", kind: kString, help: "CA bundle for TLS verification",
+		{name: "cafile", group: gTLS, meta: "PATH", kind: kString, help: "CA bundle for TLS verification",
 			set: func(c *Config, v any) { c.CAFile = v.(string) }},
-		{name: "certfile", kind: kString, help: "client certificate (PEM) for TLS",
+		{name: "certfile", group: gTLS, meta: "PATH", kind: kString, help: "client certificate (PEM) for TLS",
 			set: func(c *Config, v any) { c.CertFile = v.(string) }},
-		{name: "keyfile", kind: kString, help: "client key (PEM) for TLS",
+		{name: "keyfile", group: gTLS, meta: "PATH", kind: kString, help: "client key (PEM) for TLS",
 			set: func(c *Config, v any) { c.KeyFile = v.(string) }},
-		{name: "debug", kernel: "ipa-debug", kind: kBool, def: "false", help: "debug logging",
+		{name: "debug", group: gLogging, kernel: "ipa-debug", kind: kBool, def: "false", help: "debug logging",
 			set: func(c *Config, v any) { c.Debug = v.(bool) }},
-		{name: "global_request_id", kernel: "ipa-global-request-id", kind: kString, help: "sent as X-OpenStack-Request-ID",
+		{name: "global_request_id", group: gIronic, meta: "ID", kernel: "ipa-global-request-id", kind: kString, help: "sent as X-OpenStack-Request-ID",
 			set: func(c *Config, v any) { c.GlobalRequestID = v.(string) }},
-		{name: "listen_host", kernel: "ipa-listen-host", kind: kString, help: "API bind address (default: the wildcard address)",
+		{name: "listen_host", group: gNetwork, meta: "ADDRESS", kernel: "ipa-listen-host", kind: kString, help: "API bind address; empty: the wildcard address",
 			set: func(c *Config, v any) { c.ListenHost = v.(string) }},
-		{name: "listen_port", kernel: "ipa-listen-port", kind: kInt, def: "9999", help: "API port",
+		{name: "listen_port", group: gNetwork, meta: "PORT", kernel: "ipa-listen-port", kind: kInt, def: "9999", help: "API port",
 			set: func(c *Config, v any) { c.ListenPort = v.(int) }, check: checkPort},
-		{name: "advertise_host", kernel: "ipa-advertise-host", kind: kString, help: "address Ironic calls back (default: source address of the route to Ironic)",
+		{name: "advertise_host", group: gNetwork, meta: "ADDRESS", kernel: "ipa-advertise-host", kind: kString, help: "address Ironic calls back; empty: the source address of the route to Ironic",
 			set: func(c *Config, v any) { c.AdvertiseHost = v.(string) }},
-		{name: "advertise_port", kernel: "ipa-advertise-port", kind: kInt, def: "9999", help: "port Ironic calls back",
+		{name: "advertise_port", group: gNetwork, meta: "PORT", kernel: "ipa-advertise-port", kind: kInt, def: "9999", help: "port Ironic calls back",
 			set: func(c *Config, v any) { c.AdvertisePort = v.(int) }, check: checkPort},
-		{name: "advertise_protocol", kernel: "ipa-advertise-protocol", kind: kString, def: "http", help: "http or https",
+		{name: "advertise_protocol", group: gNetwork, meta: "http|https", kernel: "ipa-advertise-protocol", kind: kString, def: "http", help: "scheme of the callback URL sent to Ironic",
 			set: func(c *Config, v any) { c.AdvertiseProtocol = v.(string) }, check: checkOneOf("http", "https")},
-		{name: "ip_lookup_attempts", kernel: "ipa-ip-lookup-attempts", kind: kInt, def: "6", help: "attempts to find the advertised address",
+		{name: "ip_lookup_attempts", group: gNetwork, meta: "N", kernel: "ipa-ip-lookup-attempts", kind: kInt, def: "6", help: "attempts to find the advertised address",
 			set: func(c *Config, v any) { c.IPLookupAttempts = v.(int) }, check: checkPositive},
-		{name: "ip_lookup_sleep", kernel: "ipa-ip-lookup-timeout", kind: kSeconds, def: "10", help: "seconds between those attempts",
+		{name: "ip_lookup_sleep", group: gNetwork, meta: "SECONDS", kernel: "ipa-ip-lookup-timeout", kind: kSeconds, def: "10", help: "seconds between those attempts",
 			set: func(c *Config, v any) { c.IPLookupSleep = v.(time.Duration) }},
-		{name: "network_interface", kernel: "ipa-network-interface", kind: kString, help: "legacy: advertise this interface's IPv4 address",
+		{name: "network_interface", group: gNetwork, meta: "INTERFACE", kernel: "ipa-network-interface", kind: kString, help: "legacy: advertise this interface's IPv4 address",
 			set: func(c *Config, v any) { c.NetworkInterface = v.(string) }},
-		{name: "listen_tls", kind: kBool, def: "false", help: "serve the API over TLS with tls_cert_file/tls_key_file",
+		{name: "listen_tls", group: gTLS, kind: kBool, def: "false", help: "serve the API over TLS with tls_cert_file/tls_key_file",
 			set: func(c *Config, v any) { c.ListenTLS = v.(bool) }},
-		{name: "tls_cert_file", kind: kString, help: "API server certificate",
+		{name: "tls_cert_file", group: gTLS, meta: "PATH", kind: kString, help: "API server certificate",
 			set: func(c *Config, v any) { c.TLSCertFile = v.(string) }},
-		{name: "tls_key_file", kind: kString, help: "API server key",
+		{name: "tls_key_file", group: gTLS, meta: "PATH", kind: kString, help: "API server key",
 			set: func(c *Config, v any) { c.TLSKeyFile = v.(string) }},
-		{name: "enable_auto_tls", kind: kBool, def: "true", help: "self-signed API certificate when Ironic supports it",
+		{name: "enable_auto_tls", group: gTLS, kind: kBool, def: "true", help: "self-signed API certificate when Ironic supports it",
 			set: func(c *Config, v any) { c.EnableAutoTLS = v.(bool) }},
-		{name: "auto_tls_allowed_clock_skew", kind: kSeconds, def: "3600", help: "seconds the certificate is valid before now",
+		{name: "auto_tls_allowed_clock_skew", group: gTLS, meta: "SECONDS", kind: kSeconds, def: "3600", help: "seconds the certificate is valid before now",
 			set: func(c *Config, v any) { c.AutoTLSAllowedClockSkew = v.(time.Duration) }},
 		// 300 s is the 2023.1 default, the IPA line paired with Ironic 21.4.
-		{name: "lookup_timeout", kernel: "ipa-lookup-timeout", kind: kSeconds, def: "300", help: "seconds to keep retrying lookup",
+		{name: "lookup_timeout", group: gIronic, meta: "SECONDS", kernel: "ipa-lookup-timeout", kind: kSeconds, def: "300", help: "seconds to keep retrying lookup",
 			set: func(c *Config, v any) { c.LookupTimeout = v.(time.Duration) }},
-		{name: "lookup_interval", kernel: "ipa-lookup-interval", kind: kSeconds, def: "1", help: "minimum seconds between lookups",
+		{name: "lookup_interval", group: gIronic, meta: "SECONDS", kernel: "ipa-lookup-interval", kind: kSeconds, def: "1", help: "minimum seconds between lookups",
 			set: func(c *Config, v any) { c.LookupInterval = v.(time.Duration) }},
-		{name: "hardware_initialization_delay", kernel: "ipa-hardware-initialization-delay", kind: kSeconds, def: "0", help: "seconds to sleep before anything",
+		{name: "hardware_initialization_delay", group: gAgent, meta: "SECONDS", kernel: "ipa-hardware-initialization-delay", kind: kSeconds, def: "0", help: "seconds to sleep before anything",
 			set: func(c *Config, v any) { c.HardwareInitializationDelay = v.(time.Duration) }},
-		{name: "disk_wait_attempts", kernel: "ipa-disk-wait-attempts", kind: kInt, def: "10", help: "attempts to find a root disk candidate",
+		{name: "disk_wait_attempts", group: gDisks, meta: "N", kernel: "ipa-disk-wait-attempts", kind: kInt, def: "10", help: "attempts to find a root disk candidate",
 			set: func(c *Config, v any) { c.DiskWaitAttempts = v.(int) }},
-		{name: "disk_wait_delay", kernel: "ipa-disk-wait-delay", kind: kSeconds, def: "3", help: "seconds between those attempts",
+		{name: "disk_wait_delay", group: gDisks, meta: "SECONDS", kernel: "ipa-disk-wait-delay", kind: kSeconds, def: "3", help: "seconds between those attempts",
 			set: func(c *Config, v any) { c.DiskWaitDelay = v.(time.Duration) }},
-		{name: "agent_token", kernel: "ipa-agent-token", kind: kString, help: "pre-shared agent token",
+		{name: "agent_token", group: gIronic, meta: "TOKEN", kernel: "ipa-agent-token", kind: kString, help: "pre-shared agent token",
 			set: func(c *Config, v any) { c.AgentToken = v.(string) }},
-		{name: "ntp_server", kernel: "ipa-ntp-server", kind: kString, help: "NTP server",
+		{name: "ntp_server", group: gNetwork, meta: "ADDRESS", kernel: "ipa-ntp-server", kind: kString, help: "NTP server",
 			set: func(c *Config, v any) { c.NTPServer = v.(string) }},
-		{name: "image_download_connection_timeout", kernel: "ipa-image-download-connection-timeout", kind: kSeconds, def: "60", help: "per-connection timeout of image downloads",
+		{name: "image_download_connection_timeout", group: gImages, meta: "SECONDS", kernel: "ipa-image-download-connection-timeout", kind: kSeconds, def: "60", help: "per-connection timeout of image downloads",
 			set: func(c *Config, v any) { c.ImageDownloadConnectionTimeout = v.(time.Duration) }},
-		{name: "image_download_connection_retries", kernel: "ipa-image-download-connection-retries", kind: kInt, def: "9", help: "image download retries",
+		{name: "image_download_connection_retries", group: gImages, meta: "N", kernel: "ipa-image-download-connection-retries", kind: kInt, def: "9", help: "image download retries",
 			set: func(c *Config, v any) { c.ImageDownloadConnectionRetries = v.(int) }},
-		{name: "image_download_connection_retry_interval", kernel: "ipa-image-download-connection-retry-interval", kind: kSeconds, def: "10", help: "seconds between image download retries",
+		{name: "image_download_connection_retry_interval", group: gImages, meta: "SECONDS", kernel: "ipa-image-download-connection-retry-interval", kind: kSeconds, def: "10", help: "seconds between image download retries",
 			set: func(c *Config, v any) { c.ImageDownloadConnectionRetryDelay = v.(time.Duration) }},
-		{name: "ironic_api_version", kernel: "ipa-ironic-api-version", kind: kString, help: "Ironic API version to use instead of discovering it (X.Y)",
+		{name: "ironic_api_version", group: gIronic, meta: "X.Y", kernel: "ipa-ironic-api-version", kind: kString, help: "Ironic API version to use instead of discovering it",
 			set: func(c *Config, v any) { c.IronicAPIVersion = v.(string) }, check: checkOptionalVersion},
-		{name: "enable_vlan_interfaces", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces to create",
+		{name: "enable_vlan_interfaces", group: gNetwork, meta: "INTERFACE.VLAN[,...]|all", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces to create",
 			set: func(c *Config, v any) { c.EnableVLANInterfaces = v.(string) }},
-		{name: "ignore_bootloader_failure", kernel: "ipa-ignore-bootloader-failure", kind: kBool, def: "false", help: "do not fail install_bootloader",
+		{name: "ignore_bootloader_failure", group: gImages, kernel: "ipa-ignore-bootloader-failure", kind: kBool, def: "false", help: "do not fail install_bootloader",
 			set: func(c *Config, v any) { c.IgnoreBootloaderFailure = v.(bool) }},
 		// IPA has no kernel parameter for it: config file, flag, or Ironic's
 		// lookup config.
-		{name: "enable_bios_bootloader_install", kind: kBool, def: "false", help: "let install_bootloader run the image's grub-install for partition images",
+		{name: "enable_bios_bootloader_install", group: gImages, kind: kBool, def: "false", help: "let install_bootloader run the image's grub-install for partition images",
 			set: func(c *Config, v any) { c.EnableBIOSBootloaderInstall = v.(bool) }},
-		{name: "inject_files_priority", kernel: "ipa-inject-files-priority", kind: kInt, def: "0", help: "priority of the inject_files deploy step",
+		{name: "inject_files_priority", group: gImages, meta: "N", kernel: "ipa-inject-files-priority", kind: kInt, def: "0", help: "priority of the inject_files deploy step",
 			set: func(c *Config, v any) { c.InjectFilesPriority = v.(int) }},
-		{name: "guard_special_filesystems", kernel: "ipa-guard-special-filesystems", kind: kBool, def: "true", help: "refuse to wipe shared-cluster filesystems",
+		{name: "guard_special_filesystems", group: gDisks, kernel: "ipa-guard-special-filesystems", kind: kBool, def: "true", help: "refuse to wipe shared-cluster filesystems",
 			set: func(c *Config, v any) { c.GuardSpecialFilesystems = v.(bool) }},
-		{name: "http_request_timeout", kernel: "ipa-http-request-timeout", kind: kSeconds, def: "30", help: "seconds per call to Ironic and inspector",
+		{name: "http_request_timeout", group: gIronic, meta: "SECONDS", kernel: "ipa-http-request-timeout", kind: kSeconds, def: "30", help: "seconds per call to Ironic and inspector",
 			set: func(c *Config, v any) { c.HTTPRequestTimeout = v.(time.Duration) }},
 		// IPA's entry point has no standalone kernel parameter; we accept
 		// one so a ramdisk can be driven without Ironic.
-		{name: "standalone", kernel: "ipa-standalone", kind: kBool, def: "false", help: "skip lookup and heartbeats",
+		{name: "standalone", group: gAgent, kernel: "ipa-standalone", kind: kBool, def: "false", help: "skip lookup and heartbeats",
 			set: func(c *Config, v any) { c.Standalone = v.(bool) }},
-		{name: "allowed_devices", kernel: "ipa-allowed-devices", kind: kList, help: "confine disk steps to these /dev paths, comma-separated",
+		{name: "allowed_devices", group: gDisks, meta: "DEVICES", kernel: "ipa-allowed-devices", kind: kList, help: "confine disk steps to these /dev paths, comma-separated",
 			set: func(c *Config, v any) { c.AllowedDevices = v.([]string) }, check: checkDevPaths},
-		{name: "steps_dir", kernel: "ipa-steps-dir", kind: kString, def: "/etc/ironic-agent/steps.d", help: "directory of executable steps",
+		{name: "steps_dir", group: gAgent, meta: "DIR", kernel: "ipa-steps-dir", kind: kString, def: "/etc/ironic-agent/steps.d", help: "directory of executable steps",
 			set: func(c *Config, v any) { c.StepsDir = v.(string) }},
-		{name: "state_dir", kind: kString, def: "/run/ironic-agent", help: "where this boot's token and TLS certificate are kept for a restart (tmpfs)",
+		{name: "state_dir", group: gAgent, meta: "DIR", kind: kString, def: "/run/ironic-agent", help: "where this boot's token and TLS certificate are kept for a restart (tmpfs)",
 			set: func(c *Config, v any) { c.StateDir = v.(string) }},
-		{name: "inventory_root", kind: kString, def: "/", help: "read the machine below this directory (tests)",
+		{name: "inventory_root", group: gTesting, meta: "DIR", kind: kString, def: "/", help: "read the machine below this directory (test fixtures)",
 			set: func(c *Config, v any) { c.InventoryRoot = v.(string) }},
 	}
 }
@@ -526,6 +554,12 @@ type Option struct {
 	Help   string
 	// Default is the built-in default as text.
 	Default string
+	// Group is the help-text heading (one of Groups); "" for options that
+	// only tests use, which help texts leave out.
+	Group string
+	// Placeholder names the value in help texts ("URL", "SECONDS"); ""
+	// for booleans.
+	Placeholder string
 }
 
 // Options lists every option in a stable order.
@@ -533,7 +567,7 @@ func Options() []Option {
 	var out []Option
 	for _, o := range options() {
 		out = append(out, Option{Name: o.name, Flag: strings.ReplaceAll(o.name, "_", "-"), Kernel: o.kernel,
-			Bool: o.kind == kBool, Help: o.help, Default: o.def})
+			Bool: o.kind == kBool, Help: o.help, Default: o.def, Group: string(o.group), Placeholder: o.meta})
 	}
 	return out
 }

@@ -191,3 +191,23 @@ func FuzzParseINI(f *testing.F) {
 		}
 	})
 }
+
+// Every option is listed under a help heading (or is a test-fixture
+// option) and names its value, so run --help never shows a bare "value".
+func TestOptionsHelpMetadata(t *testing.T) {
+	groups := map[string]bool{"": true}
+	for _, g := range Groups() {
+		groups[g] = true
+	}
+	for _, o := range Options() {
+		if !groups[o.Group] {
+			t.Errorf("%s: group %q is not one of Groups()", o.Name, o.Group)
+		}
+		if o.Bool != (o.Placeholder == "") {
+			t.Errorf("%s: bool %v with placeholder %q", o.Name, o.Bool, o.Placeholder)
+		}
+		if o.Help == "" {
+			t.Errorf("%s: no help", o.Name)
+		}
+	}
+}

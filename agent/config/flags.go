@@ -23,28 +23,23 @@ func RegisterFlags(fs *flag.FlagSet) *FlagValues {
 	fv := &FlagValues{Options: map[string]string{}}
 	for _, o := range Options() {
 		name := o.Name
-		help := o.Help
-		if o.Kernel != "" {
-			help += " (kernel: " + o.Kernel + ")"
-		}
-		if o.Default != "" {
-			help += fmt.Sprintf(" (default %s)", o.Default)
-		}
+		// The help text proper (kernel parameter, default, placeholder)
+		// is the command's to print from Options.
 		set := func(s string) error { fv.Options[name] = s; return nil }
 		if o.Bool {
-			fs.BoolFunc(o.Flag, help, set)
+			fs.BoolFunc(o.Flag, o.Help, set)
 		} else {
-			fs.Func(o.Flag, help, set)
+			fs.Func(o.Flag, o.Help, set)
 		}
 	}
-	fs.Func("config-file", "INI config file with IPA option names in [DEFAULT]; repeatable, later files win", func(s string) error {
+	fs.Func("config-file", "read the INI config file at `PATH` (IPA option names in [DEFAULT]); repeatable, later files win", func(s string) error {
 		if strings.TrimSpace(s) == "" {
 			return fmt.Errorf("empty path")
 		}
 		fv.ConfigFiles = append(fv.ConfigFiles, s)
 		return nil
 	})
-	fs.Func("config-dir", "directory of *.conf files read after --config-file; repeatable", func(s string) error {
+	fs.Func("config-dir", "read every *.conf file in `DIR`, after --config-file; repeatable", func(s string) error {
 		fv.ConfigDirs = append(fv.ConfigDirs, s)
 		return nil
 	})

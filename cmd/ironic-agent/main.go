@@ -104,6 +104,18 @@ func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.Flag
 	return fs
 }
 
+// newOptionFlagSet is newFlagSet for a command whose flags are mostly the
+// configuration options: they are listed by group instead of by name.
+func newOptionFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: ironic-agent %s %s\n\n%s\n", name, synopsis, description)
+		writeOptionHelp(stderr, fs, "Configuration sources")
+	}
+	return fs
+}
+
 // parseFlags parses args and maps flag errors to errUsage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

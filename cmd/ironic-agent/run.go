@@ -13,7 +13,7 @@ import (
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "[flags]",
+	fs := newOptionFlagSet("run", "[flags]",
 		"Run the agent: inspection (when a callback URL is set), lookup, heartbeats and the\n"+
 			"agent REST API Ironic drives, exactly as Ironic Python Agent does.\n\n"+
 			"Configuration comes from the kernel command line (ipa-* parameters), then the config\n"+
@@ -21,7 +21,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"/etc/ironic-python-agent.conf and /etc/ironic-python-agent.d/*.conf unless --config-file\n"+
 			"or --config-dir is given), then these flags; each later source wins.", stderr)
 	fv := config.RegisterFlags(fs)
-	cmdlineFile := fs.String("kernel-cmdline", "/proc/cmdline", "file holding the kernel command line (\"\" to ignore it)")
+	cmdlineFile := fs.String("kernel-cmdline", "/proc/cmdline", "read the kernel command line from `PATH` (\"\" to ignore it)")
+
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
