@@ -14,11 +14,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +24,6 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
-	"github.com/ironic-go/ironic-agent/agent/inspect"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/agent/tlsutil"
 	"github.com/ironic-go/ironic-agent/collector"
@@ -491,143 +488,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	return ironic.Backoff{}.SleepOrReal(ctx, d)
 }
 
-// waitForRootDisk waits, like IPA's generic manager at start-up, for a
-// disk the image could go to (the smallest of at least 4 GiB; hints are not
-// known before lookup): disk_wait_attempts tries disk_wait_delay apart, then
-// it goes on with a warning. A confined agent does not wait: its disks are
-// named, and checked when a step uses them.
-func (a *Agent) waitForRootDisk(ctx context.Context) error {
-	if len(a.cfg.AllowedDevices) > 0 {
-		return nil
-	}
-	for i := 0; i < a.cfg.DiskWaitAttempts; i++ {
-		disks, err := a.Disks(ctx)
-		if err == nil {
-			if _, err = inventory.ChooseRootDisk(inventory.HintDisks(disks), nil); err == nil {
-				return nil
-			}
-		}
-		if i+1 == a.cfg.DiskWaitAttempts {
-			a.log.Warn("no root disk candidate found; going on", "attempts", a.cfg.DiskWaitAttempts, "error", err)
-			return nil
-		}
-		a.log.Info("waiting for a root disk candidate", "attempt", i+1, "error", err)
-		if err := sleepCtx(ctx, a.cfg.DiskWaitDelay); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// waitForInterfaces collects the inventory until it lists an interface
-// with a MAC, for up to InterfaceWait (IPA waits 60 s, then goes on).
-func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, error) {
-	deadline := time.Now().Add(a.opts.InterfaceWait)
-	for {
-		inv, err := a.refreshInventory(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("inventory: %w", err)
-		}
-		if len(inv.MACs()) > 0 {
-			return inv, nil
-		}
-		if time.Now().After(deadline) {
-			a.log.Warn("no network interface with a MAC address found; going on", "waited", a.opts.InterfaceWait)
-			return inv, nil
-		}
-		a.log.Info("waiting for a network interface with a MAC address")
-		if err := sleepCtx(ctx, min(5*time.Second, a.opts.InterfaceWait)); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// NormalizeBOOTIF turns PXELINUX's "01-aa-bb-cc-dd-ee-ff" into
-// "aa:bb:cc:dd:ee:ff" (IPA does this only for the DHCP wait; the inventory
-// and inspection data keep the raw value).
-func NormalizeBOOTIF(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if len(s) == 20 && strings.HasPrefix(s, "01-") {
-		s = s[3:]
-	}
-	return strings.ReplaceAll(s, "-", ":")
-}
-
-// waitForDHCP waits, before inspection, until the PXE interface (or every
-// interface with inspection_dhcp_all_interfaces) has an IPv4 address,
-// polling every 2 s for up to inspection_dhcp_wait_timeout. Without BOOTIF
-// and without the all-interfaces option there is nothing to wait for.
-func (a *Agent) waitForDHCP(ctx context.Context, inv *inventory.Inventory) *inventory.Inventory {
-	timeout := a.cfg.InspectionDHCPWaitTimeout
-	pxe := NormalizeBOOTIF(a.cfg.BootIF)
-	if timeout <= 0 || (pxe == "" && !a.cfg.InspectionDHCPAllInterfaces) {
-		return inv
-	}
-	ready := func(inv *inventory.Inventory) bool {
-		found := false
-		for _, i := range inv.Interfaces {
-			if a.cfg.InspectionDHCPAllInterfaces || strings.EqualFold(i.MACAddress, pxe) {
-				found = true
-				if i.IPv4Address == nil {
-					return false
-				}
-			}
-		}
-		return found
-	}
-	deadline := time.Now().Add(timeout)
-	for !ready(inv) {
-		if time.Now().After(deadline) {
-			a.log.Warn("no IPv4 address from DHCP before inspection; going on", "waited", timeout, "bootif", pxe)
-			return inv
-		}
-		if sleepCtx(ctx, 2*time.Second) != nil {
-			return inv
-		}
-		if fresh, err := a.refreshInventory(ctx); err == nil {
-			inv = fresh
-		}
-	}
-	return inv
-}
-
-func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
-	versions := a.managers.Versions()
-	var mgrs []inspect.Manager
-	for _, m := range a.managers.Managers() {
-		mgrs = append(mgrs, inspect.Manager{Name: m.Name(), Version: versions[m.Name()]})
-	}
-	var candidates []inventory.Disk
-	if len(a.cfg.AllowedDevices) > 0 {
-		var err error
-		if candidates, err = a.Disks(ctx); err != nil {
-			a.log.Warn("cannot list the allowed devices for root_disk", "error", err)
-		}
-	}
-	uuid, err := inspect.Run(ctx, inspect.Options{
-		RootDiskCandidates: candidates,
-		URL:                a.cfg.InspectionCallbackURL,
-		HTTP:               a.http,
-		Collectors:         a.cfg.InspectionCollectors,
-		Inventory:          inv,
-		BootIF:             a.cfg.BootIF,
-		Root:               a.cfg.InventoryRoot,
-		Managers:           mgrs,
-		Logs:               a.systemLogs,
-		LLDPRaw: func(ctx context.Context) (map[string][]inventory.LLDPTLV, error) {
-			return lldp.InspectionRaw(ctx, inv, a.cfg.LLDPTimeout, a.log), nil
-		},
-		Log:       a.log,
-		Backoff:   a.opts.Backoff,
-		Timeout:   a.cfg.LookupTimeout,
-		RequestID: a.cfg.GlobalRequestID,
-	})
-	if err != nil {
-		a.log.Error("inspection failed; proceeding with lookup", "error", err)
-	}
-	return uuid
-}
-
 func (a *Agent) currentHeartbeatTimeout() time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -641,131 +501,6 @@ func (a *Agent) sendHeartbeat(ctx context.Context) error {
 	return a.ironic.SendHeartbeat(ctx, uuid, ironic.Heartbeat{
 		CallbackURL: cb, Token: a.tokens.Token(), AgentVersion: version.Version(), VerifyCA: ca,
 	})
-}
-
-// setupTLS fixes the callback URL and, with automatic TLS against Ironic
-// >= 1.68, makes the self-signed certificate. Both are decided once, before
-// the first heartbeat: Ironic rejects a changed callback URL or CA.
-func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, error) {
-	host := a.cfg.AdvertiseHost
-	if host == "" && !a.cfg.Standalone {
-		h, err := a.findAdvertiseAddress(ctx)
-		if err != nil {
-			return nil, err
-		}
-		host = h
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	proto := a.cfg.AdvertiseProtocol
-	var tlsCfg *tls.Config
-	switch {
-	case a.cfg.ListenTLS:
-		pair, err := tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("listen_tls: %w", err)
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-		proto = "https"
-	case a.cfg.EnableAutoTLS && !a.cfg.Standalone && v.AtLeast(ironic.VerifyCAMinor):
-		ip := net.ParseIP(host)
-		if ip == nil {
-			ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
-			if err != nil || len(ips) == 0 {
-				return nil, fmt.Errorf("auto TLS: advertised host %q has no IP address: %v", host, err)
-			}
-			ip = ips[0]
-		}
-		a.mu.Lock()
-		uuid := a.nodeUUID
-		a.mu.Unlock()
-		cert, err := a.autoTLSCertificate(uuid, ip)
-		if err != nil {
-			return nil, err
-		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert.Cert}, MinVersion: tls.VersionTLS12}
-		proto = "https"
-		a.mu.Lock()
-		a.verifyCA = string(cert.CertPEM)
-		a.mu.Unlock()
-	}
-	u := url.URL{Scheme: proto, Host: net.JoinHostPort(host, strconv.Itoa(a.cfg.AdvertisePort))}
-	a.mu.Lock()
-	a.callbackURL = u.String()
-	a.mu.Unlock()
-	return tlsCfg, nil
-}
-
-// findAdvertiseAddress finds the local address of the route to Ironic (what
-// IPA gets from "ip route get"): a UDP "connection" picks the route and
-// source address without sending anything. With network_interface set, that
-// interface's IPv4 address is used instead.
-func (a *Agent) findAdvertiseAddress(ctx context.Context) (string, error) {
-	attempts := max(a.cfg.IPLookupAttempts, 1)
-	var lastErr error
-	for i := 0; i < attempts; i++ {
-		if a.cfg.NetworkInterface != "" {
-			ip, err := interfaceIPv4(a.cfg.NetworkInterface)
-			if err == nil {
-				return ip, nil
-			}
-			lastErr = err
-		} else {
-			for _, raw := range a.cfg.APIURLs {
-				ip, err := routeSource(ctx, raw)
-				if err == nil {
-					return ip, nil
-				}
-				lastErr = err
-			}
-		}
-		if i+1 < attempts {
-			if err := sleepCtx(ctx, a.cfg.IPLookupSleep); err != nil {
-				return "", err
-			}
-		}
-	}
-	return "", fmt.Errorf("cannot find the address to advertise (set ipa-advertise-host): %w", lastErr)
-}
-
-func routeSource(ctx context.Context, raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "udp", net.JoinHostPort(u.Hostname(), port))
-	if err != nil {
-		return "", fmt.Errorf("route to %s: %w", u.Host, err)
-	}
-	defer c.Close()
-	ip := c.LocalAddr().(*net.UDPAddr).IP
-	if ip.IsLinkLocalUnicast() {
-		return "", fmt.Errorf("route to %s: only a link-local source address %s", u.Host, ip)
-	}
-	return ip.String(), nil
-}
-
-func interfaceIPv4(name string) (string, error) {
-	ifi, err := net.InterfaceByName(name)
-	if err != nil {
-		return "", fmt.Errorf("network_interface %s: %w", name, err)
-	}
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return "", fmt.Errorf("network_interface %s: %w", name, err)
-	}
-	for _, ad := range addrs {
-		if n, ok := ad.(*net.IPNet); ok && n.IP.To4() != nil {
-			return n.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("network_interface %s has no IPv4 address", name)
 }
 
 // rawJSON re-encodes v, for results that must carry a value as received.
