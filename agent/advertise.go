@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -41,7 +42,10 @@ func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, er
 		if ip == nil {
 			ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
 			if err != nil || len(ips) == 0 {
-				return nil, fmt.Errorf("auto TLS: advertised host %q has no IP address: %v", host, err)
+				if err == nil {
+					err = errors.New("the resolver returned no address")
+				}
+				return nil, fmt.Errorf("auto TLS: advertised host %q has no IP address: %w", host, err)
 			}
 			ip = ips[0]
 		}
@@ -89,7 +93,7 @@ func (a *Agent) findAdvertiseAddress(ctx context.Context) (string, error) {
 			}
 		}
 		if i+1 < attempts {
-			if err := sleepCtx(ctx, a.cfg.IPLookupSleep); err != nil {
+			if err := a.sleep(ctx, a.cfg.IPLookupSleep); err != nil {
 				return "", err
 			}
 		}

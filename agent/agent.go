@@ -55,7 +55,8 @@ type Options struct {
 	BlockDevices func(ctx context.Context, names []string) ([]inventory.Disk, error)
 	// Listener is used instead of listening on listen_host:listen_port.
 	Listener net.Listener
-	// Backoff and Clock replace time and randomness in tests.
+	// Backoff (lookup and inspection retries) and Clock (start-up waits
+	// and deadlines, heartbeats) replace time and randomness in tests.
 	Backoff ironic.Backoff
 	Clock   Clock
 	// Ready is called with the API's base URL once it is listening.
@@ -216,20 +217,8 @@ func (a *Agent) HTTPClient(timeout time.Duration) (*http.Client, error) {
 	return tlsutil.NewHTTPClient(a.TLSClientOptions(timeout))
 }
 
-// Config returns the agent's configuration.
-func (a *Agent) Config() *config.Config { return a.cfg }
-
-// Log returns the agent's logger.
-func (a *Agent) Log() *slog.Logger { return a.log }
-
-// Managers returns the loaded hardware managers.
-func (a *Agent) Managers() *hwmgr.Set { return a.managers }
-
 // Executor returns the command executor (nil before Run starts it).
 func (a *Agent) Executor() *command.Executor { return a.exec }
-
-// Tokens returns the agent-token holder.
-func (a *Agent) Tokens() *api.Tokens { return a.tokens }
 
 func (a *Agent) skipBMC() bool {
 	a.mu.Lock()
@@ -355,7 +344,7 @@ func (a *Agent) StopServing() {
 
 // Run starts the agent and serves until ctx ends or a command stops it.
 func (a *Agent) Run(ctx context.Context) error {
-	a.startedAt = time.Now()
+	a.startedAt = a.opts.Clock.Now()
 	a.exec = command.NewExecutor(ctx, a.extensions(), a.log, func(*command.Result) {
 		if a.hb != nil {
 			a.hb.Force()
@@ -363,7 +352,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	if d := a.cfg.HardwareInitializationDelay; d > 0 {
 		a.log.Info("hardware initialization delay", "delay", d)
-		if err := sleepCtx(ctx, d); err != nil {
+		if err := a.sleep(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -483,9 +472,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	return runErr
 }
 
-// sleepCtx sleeps d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	return ironic.Backoff{}.SleepOrReal(ctx, d)
+// sleep waits d on the agent's clock, or until ctx ends.
+func (a *Agent) sleep(ctx context.Context, d time.Duration) error {
+	return sleep(ctx, a.opts.Clock, d)
 }
 
 func (a *Agent) currentHeartbeatTimeout() time.Duration {
@@ -503,7 +492,8 @@ func (a *Agent) sendHeartbeat(ctx context.Context) error {
 	})
 }
 
-// rawJSON re-encodes v, for results that must carry a value as received.
+// rawJSON returns v unchanged, for results that must carry a value as
+// received, and nil (JSON null) for an absent one.
 func rawJSON(v json.RawMessage) any {
 	if len(v) == 0 {
 		return nil

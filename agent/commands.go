@@ -207,7 +207,7 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 		}
 		return func(ctx context.Context) (any, error) {
 			// Let the RUNNING reply reach Ironic before the machine goes.
-			if err := sleepCtx(ctx, a.opts.ShutdownDelay); err != nil {
+			if err := a.sleep(ctx, a.opts.ShutdownDelay); err != nil {
 				return nil, err
 			}
 			a.log.Warn("shutting the machine down on request", "command", which)

@@ -7,23 +7,6 @@ import (
 	"time"
 )
 
-// Clock is the time source of the heartbeat loop, injected so tests run
-// the schedule without sleeping.
-type Clock interface {
-	Now() time.Time
-	// After delivers once d has passed (like time.After, but stoppable).
-	After(d time.Duration) (<-chan time.Time, func())
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) After(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTimer(d)
-	return t.C, func() { t.Stop() }
-}
-
 // Heartbeat timing (IPA master, agent.py IronicPythonAgentHeartbeater).
 const (
 	// forcedHeartbeatGap: a forced heartbeat goes out once this much time

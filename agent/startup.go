@@ -32,7 +32,7 @@ func (a *Agent) waitForRootDisk(ctx context.Context) error {
 			return nil
 		}
 		a.log.Info("waiting for a root disk candidate", "attempt", i+1, "error", err)
-		if err := sleepCtx(ctx, a.cfg.DiskWaitDelay); err != nil {
+		if err := a.sleep(ctx, a.cfg.DiskWaitDelay); err != nil {
 			return err
 		}
 	}
@@ -42,7 +42,7 @@ func (a *Agent) waitForRootDisk(ctx context.Context) error {
 // waitForInterfaces collects the inventory until it lists an interface
 // with a MAC, for up to InterfaceWait (IPA waits 60 s, then goes on).
 func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, error) {
-	deadline := time.Now().Add(a.opts.InterfaceWait)
+	deadline := a.opts.Clock.Now().Add(a.opts.InterfaceWait)
 	for {
 		inv, err := a.refreshInventory(ctx)
 		if err != nil {
@@ -51,12 +51,12 @@ func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, er
 		if len(inv.MACs()) > 0 {
 			return inv, nil
 		}
-		if time.Now().After(deadline) {
+		if a.opts.Clock.Now().After(deadline) {
 			a.log.Warn("no network interface with a MAC address found; going on", "waited", a.opts.InterfaceWait)
 			return inv, nil
 		}
 		a.log.Info("waiting for a network interface with a MAC address")
-		if err := sleepCtx(ctx, min(5*time.Second, a.opts.InterfaceWait)); err != nil {
+		if err := a.sleep(ctx, min(5*time.Second, a.opts.InterfaceWait)); err != nil {
 			return nil, err
 		}
 	}
@@ -95,13 +95,13 @@ func (a *Agent) waitForDHCP(ctx context.Context, inv *inventory.Inventory) *inve
 		}
 		return found
 	}
-	deadline := time.Now().Add(timeout)
+	deadline := a.opts.Clock.Now().Add(timeout)
 	for !ready(inv) {
-		if time.Now().After(deadline) {
+		if a.opts.Clock.Now().After(deadline) {
 			a.log.Warn("no IPv4 address from DHCP before inspection; going on", "waited", timeout, "bootif", pxe)
 			return inv
 		}
-		if sleepCtx(ctx, 2*time.Second) != nil {
+		if a.sleep(ctx, 2*time.Second) != nil {
 			return inv
 		}
 		if fresh, err := a.refreshInventory(ctx); err == nil {
