@@ -11,6 +11,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -148,10 +149,10 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 			// Cleared when the step ends, unless the agent's shutdown cut it
 			// short (it failed with the context gone): that one did not
 			// finish either.
-			clear := a.markStepRunning(kind, name)
+			stepDone := a.markStepRunning(kind, name)
 			res, err := a.managers.Dispatch(ctx, name, hwmgr.Request{Node: *np.Node, Ports: *np.Ports, Args: args})
 			if err == nil || ctx.Err() == nil {
-				clear()
+				stepDone()
 			}
 			if err != nil {
 				var ce *command.Error
@@ -171,8 +172,9 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 	}
 }
 
-// noParams accepts any parameters and ignores them, as a Python command
-// without arguments would reject them; Ironic sends {} to these.
+// noParams rejects every parameter, as IPA's commands without arguments
+// do (Python refuses unexpected keyword arguments); Ironic sends {} to
+// these.
 func noParams(p command.Params) error {
 	if len(p) == 0 {
 		return nil
@@ -253,6 +255,9 @@ func (a *Agent) bindSync(p command.Params) (command.Func, error) {
 }
 
 func (a *Agent) bindCollectSystemLogs(p command.Params) (command.Func, error) {
+	if err := noParams(p); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context) (any, error) {
 		logs, err := a.systemLogs(ctx)
 		if err != nil {
@@ -263,12 +268,19 @@ func (a *Agent) bindCollectSystemLogs(p command.Params) (command.Func, error) {
 }
 
 func (a *Agent) bindGetHardwareInfo(p command.Params) (command.Func, error) {
+	if err := noParams(p); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context) (any, error) {
 		// A fresh inventory, as IPA's get_hardware_info dispatches anew.
 		return a.refreshInventory(ctx)
 	}, nil
 }
 
+// bindSetNodeInfo is poll.set_node_info: a standalone agent is handed
+// what lookup would have returned, and applies it as a lookup reply, as
+// IPA's set_node_info calls process_lookup_data (node, config, token and
+// its warnings).
 func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 	if !a.cfg.Standalone {
 		return nil, command.InvalidCommand("set_node_info is only allowed in standalone mode")
@@ -278,12 +290,8 @@ func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 		return nil, command.InvalidCommandParams("missing parameter node_info")
 	}
 	var info struct {
-		Node   map[string]any `json:"node"`
-		Config struct {
-			HeartbeatTimeout float64 `json:"heartbeat_timeout"`
-			AgentToken       *string `json:"agent_token"`
-		} `json:"config"`
-		RawConfig map[string]any `json:"-"`
+		Node   map[string]any  `json:"node"`
+		Config json.RawMessage `json:"config"`
 	}
 	if err := json.Unmarshal(raw, &info); err != nil {
 		return nil, command.InvalidCommandParams("node_info: %v", err)
@@ -292,13 +300,17 @@ func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 	if uuid == "" {
 		return nil, command.InvalidCommandParams("node_info: no node.uuid")
 	}
-	return func(context.Context) (any, error) {
-		a.mu.Lock()
-		a.node, a.nodeUUID = info.Node, uuid
-		a.mu.Unlock()
-		if t := info.Config.AgentToken; t != nil && len(*t) >= 32 {
-			a.tokens.SetToken(*t)
+	res := &ironic.LookupResult{Node: info.Node, NodeUUID: uuid}
+	if len(info.Config) > 0 && string(info.Config) != "null" {
+		if err := json.Unmarshal(info.Config, &res.Config); err != nil {
+			return nil, command.InvalidCommandParams("node_info.config: %v", err)
 		}
+		if err := json.Unmarshal(info.Config, &res.RawConfig); err != nil {
+			return nil, command.InvalidCommandParams("node_info.config: %v", err)
+		}
+	}
+	return func(context.Context) (any, error) {
+		a.processLookup(res)
 		return nil, nil
 	}, nil
 }

@@ -229,6 +229,25 @@ func TestPollCommands(t *testing.T) {
 	if r["command_status"] != "SUCCEEDED" || ra.agent.Node()["uuid"] != "u-1" {
 		t.Errorf("set_node_info %v", r)
 	}
+	// IPA's get_hardware_info and collect_system_logs take no arguments.
+	for _, name := range []string{"poll.get_hardware_info", "log.collect_system_logs"} {
+		if code, r := call(t, ra, name, map[string]any{"unexpected": 1}); code != 400 || !strings.Contains(string(mustJSON(r)), "unexpected parameters: unexpected") {
+			t.Errorf("%s with a parameter: %d %v", name, code, r)
+		}
+	}
+	// set_node_info is applied as a lookup reply: its config is kept and
+	// a short token is refused with the lookup's warning.
+	_, r = call(t, ra, "poll.set_node_info", map[string]any{"node_info": map[string]any{"node": map[string]any{"uuid": "u-2"},
+		"config": map[string]any{"heartbeat_timeout": 10, "agent_skip_bmc_detect": true, "agent_token": "short"}}})
+	if r["command_status"] != "SUCCEEDED" || ra.agent.Node()["uuid"] != "u-2" || ra.agent.LookupConfig()["agent_skip_bmc_detect"] != true {
+		t.Errorf("set_node_info with config %v, lookup config %v", r, ra.agent.LookupConfig())
+	}
+	if !strings.Contains(ra.log.String(), "ignoring an agent token shorter than 32 characters") {
+		t.Errorf("no warning for the short token:\n%s", ra.log.String())
+	}
+	if got := ra.agent.tokens.Token(); got != standaloneToken {
+		t.Errorf("token %q after a short one was offered", got)
+	}
 }
 
 // Inspection before lookup: the UUID ironic-inspector returns goes to
