@@ -2,7 +2,7 @@
 // heartbeats, the command extensions Ironic calls, and the generic hardware
 // manager. Sub-packages hold the parts: config, api (REST server), command
 // (results and dispatch), hwmgr (hardware-manager framework), ironic (the
-// Ironic client), inspect (inspection data), tlsutil (TLS material).
+// Ironic client), inspect (inspection data), agenttls (TLS material).
 package agent
 
 import (
@@ -20,12 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent/agenttls"
 	"github.com/ironic-go/ironic-agent/agent/api"
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
-	"github.com/ironic-go/ironic-agent/agent/tlsutil"
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/version"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -172,7 +172,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 			return collector.BlockDevices(ctx, collector.Options{Logger: a.log}, names)
 		}
 	}
-	hc, err := tlsutil.NewHTTPClient(a.TLSClientOptions(cfg.HTTPRequestTimeout))
+	hc, err := agenttls.NewHTTPClient(a.TLSClientOptions(cfg.HTTPRequestTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("TLS client options: %w", err)
 	}
@@ -207,14 +207,14 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 // TLSClientOptions returns the TLS client options of every outgoing call,
 // with the given per-request timeout (0: none). deploy's image downloads
 // use them through HTTPClient.
-func (a *Agent) TLSClientOptions(timeout time.Duration) tlsutil.ClientOptions {
-	return tlsutil.ClientOptions{Insecure: a.cfg.Insecure, CAFile: a.cfg.CAFile, CertFile: a.cfg.CertFile, KeyFile: a.cfg.KeyFile, Timeout: timeout}
+func (a *Agent) TLSClientOptions(timeout time.Duration) agenttls.ClientOptions {
+	return agenttls.ClientOptions{Insecure: a.cfg.Insecure, CAFile: a.cfg.CAFile, CertFile: a.cfg.CertFile, KeyFile: a.cfg.KeyFile, Timeout: timeout}
 }
 
 // HTTPClient returns a client with the agent's TLS options and the given
 // whole-request timeout (0 for downloads that bound themselves).
 func (a *Agent) HTTPClient(timeout time.Duration) (*http.Client, error) {
-	return tlsutil.NewHTTPClient(a.TLSClientOptions(timeout))
+	return agenttls.NewHTTPClient(a.TLSClientOptions(timeout))
 }
 
 // Executor returns the command executor (nil before Run starts it).

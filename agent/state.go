@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent/agenttls"
 	"github.com/ironic-go/ironic-agent/agent/command"
-	"github.com/ironic-go/ironic-agent/agent/tlsutil"
 )
 
 // Per-node state kept in /run (tmpfs: gone at reboot) so that an agent
@@ -76,7 +76,7 @@ func (a *Agent) loadToken(uuid string) string {
 // autoTLSCertificate returns the self-signed certificate for ip: the one an
 // earlier process of this boot made for the same node and address while it
 // is still valid, else a new one, which is then kept.
-func (a *Agent) autoTLSCertificate(uuid string, ip net.IP) (*tlsutil.SelfSigned, error) {
+func (a *Agent) autoTLSCertificate(uuid string, ip net.IP) (*agenttls.SelfSigned, error) {
 	dir, derr := a.nodeStateDir(uuid)
 	if derr == nil {
 		if s, err := loadCertificate(dir, ip); err == nil {
@@ -87,7 +87,7 @@ func (a *Agent) autoTLSCertificate(uuid string, ip net.IP) (*tlsutil.SelfSigned,
 		}
 	}
 	hn, _ := os.Hostname()
-	s, err := tlsutil.GenerateSelfSigned(ip, hn, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
+	s, err := agenttls.GenerateSelfSigned(ip, hn, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (a *Agent) autoTLSCertificate(uuid string, ip net.IP) (*tlsutil.SelfSigned,
 	return s, nil
 }
 
-func loadCertificate(dir string, ip net.IP) (*tlsutil.SelfSigned, error) {
+func loadCertificate(dir string, ip net.IP) (*agenttls.SelfSigned, error) {
 	certPEM, err := os.ReadFile(filepath.Join(dir, "agent.crt"))
 	if err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func loadCertificate(dir string, ip net.IP) (*tlsutil.SelfSigned, error) {
 	if time.Now().Add(time.Hour).After(leaf.NotAfter) {
 		return nil, fmt.Errorf("kept certificate expires %s", leaf.NotAfter)
 	}
-	return &tlsutil.SelfSigned{CertPEM: certPEM, KeyPEM: keyPEM, Cert: pair}, nil
+	return &agenttls.SelfSigned{CertPEM: certPEM, KeyPEM: keyPEM, Cert: pair}, nil
 }
 
 // runningStep is what runningStepFile holds while a clean or deploy step

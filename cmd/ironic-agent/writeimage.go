@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/agent/tlsutil"
+	"github.com/ironic-go/ironic-agent/agent/agenttls"
 	"github.com/ironic-go/ironic-agent/deploy"
 )
 
@@ -54,7 +54,7 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		sum = &c
 	}
-	tlsConf, err := tlsutil.ClientOptions{Insecure: *insecure, CAFile: *cafile}.TLSConfig()
+	tlsConf, err := agenttls.ClientOptions{Insecure: *insecure, CAFile: *cafile}.TLSConfig()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package tlsutil
+package agenttls
 
 import (
 	"crypto/ecdsa"

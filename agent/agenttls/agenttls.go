@@ -1,7 +1,7 @@
-// Package tlsutil holds the agent's TLS material: the one HTTP client
+// Package agenttls holds the agent's TLS material: the one HTTP client
 // factory every outgoing call uses (Ironic, ironic-inspector, image servers),
 // and the self-signed certificate of automatic TLS.
-package tlsutil
+package agenttls
 
 import (
 	"crypto/ecdsa"
