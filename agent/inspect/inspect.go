@@ -18,6 +18,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 // Manager names one hardware manager in "configuration.managers".
@@ -149,11 +150,11 @@ func (o Options) managers() []Manager {
 	return o.Managers
 }
 
-// RootDisk is the disk IPA picks without hints (inventory.ChooseRootDisk:
+// RootDisk is the disk IPA picks without hints (hints.ChooseRootDisk:
 // the smallest of at least 4 GiB, ties broken by name) among disks; nil
 // when none qualifies.
 func RootDisk(disks []inventory.Disk) *inventory.Disk {
-	d, err := inventory.ChooseRootDisk(inventory.HintDisks(disks), nil)
+	d, err := hints.ChooseRootDisk(hints.Disks(disks), nil)
 	if err != nil {
 		return nil
 	}

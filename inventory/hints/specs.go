@@ -1,4 +1,4 @@
-package inventory
+package hints
 
 import (
 	"errors"
