@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/ironic"
+	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
@@ -39,8 +40,8 @@ type Options struct {
 	RootDiskCandidates []inventory.Disk
 	// BootIF is the raw BOOTIF kernel parameter.
 	BootIF string
-	// Root is the directory the machine is read below (sysfs for PCI and
-	// NUMA collectors).
+	// Root is the directory the machine is read below ("" means "/") by
+	// the pci-devices and numa-topology collectors (package collector).
 	Root     string
 	Managers []Manager
 	// Logs returns base64 of the log tarball (the "logs" collector).
@@ -90,14 +91,14 @@ func Collect(ctx context.Context, o Options) map[string]any {
 			}
 			data["logs"] = logs
 		case "pci-devices":
-			devs, err := PCIDevices(o.root())
+			devs, err := collector.PCIDevices(ctx, o.collectorOptions())
 			if err != nil {
 				failures = append(failures, fmt.Sprintf("Failed to get list of PCI devices: %v", err))
 				continue
 			}
 			data["pci_devices"] = devs
 		case "numa-topology":
-			topo, err := ReadNUMATopology(o.root())
+			topo, err := collector.ReadNUMATopology(ctx, o.collectorOptions())
 			if err != nil {
 				// IPA only warns: a machine without NUMA sysfs is no error.
 				o.log().Warn("Failed to get some NUMA information", "error", err)
@@ -129,11 +130,10 @@ func Collect(ctx context.Context, o Options) map[string]any {
 	return data
 }
 
-func (o Options) root() string {
-	if o.Root == "" {
-		return "/"
-	}
-	return o.Root
+// collectorOptions points the collector's inspection readers at the
+// machine being inspected.
+func (o Options) collectorOptions() collector.Options {
+	return collector.Options{Root: o.Root, Logger: o.Log}
 }
 
 func (o Options) log() *slog.Logger {
