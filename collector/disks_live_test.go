@@ -15,12 +15,13 @@ import (
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// lsblkDev is one device of `lsblk -b -J -o NAME,SIZE,TYPE,ROTA,LOG-SEC,
-// PHY-SEC,MODEL,SERIAL,WWN,TRAN` (util-linux 2.38 prints sizes as numbers
-// and ROTA as a boolean).
+// lsblkDev is one device of `lsblk -b -J -o NAME,MAJ:MIN,SIZE,TYPE,ROTA,
+// LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN` (util-linux 2.38 prints sizes as
+// numbers and ROTA as a boolean).
 type lsblkDev struct {
 	Name     string     `json:"name"`
 	KName    string     `json:"kname"`
+	MajMin   string     `json:"maj:min"`
 	Size     lsblkNum   `json:"size"`
 	Type     string     `json:"type"`
 	Rota     lsblkNum   `json:"rota"`
@@ -62,7 +63,7 @@ func runLsblk(t *testing.T, args ...string) map[string]lsblkDev {
 	if err != nil {
 		t.Skip("SKIPPED: lsblk (util-linux) not installed; nothing to compare with")
 	}
-	argv := append([]string{"-b", "-J", "-o", "NAME,SIZE,TYPE,ROTA,LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN"}, args...)
+	argv := append([]string{"-b", "-J", "-o", "NAME,MAJ:MIN,SIZE,TYPE,ROTA,LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN"}, args...)
 	cmd := exec.Command(path, argv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -134,8 +135,13 @@ func strOrNull(p *string) string {
 }
 
 // TestDisksMatchLsblk compares Disks() on this machine with lsblk: every
-// disk both list agrees, and every device lsblk shows that IPA's rules keep
-// is in our list (and nothing else is).
+// disk both list agrees, and the set we list is the set IPA keeps from
+// lsblk's output. IPA's filter (hardware.py, list_all_block_devices) is
+// applied to lsblk's own columns, never to our sysfs reading: TYPE decides
+// disk, RAID or multipath map; SIZE empty devices; a child of TYPE "mpath"
+// in lsblk's tree marks a multipath path (IPA asks `multipath -c`); and the
+// kernel's driver for the device's major number (/proc/devices) marks RAM
+// disks and floppies (IPA goes by the names ram*, zram*, fd*).
 func TestDisksMatchLsblk(t *testing.T) {
 	if _, err := os.Stat("/sys/block"); err != nil {
 		t.Skip("SKIPPED: no /sys/block on this machine")
@@ -145,6 +151,7 @@ func TestDisksMatchLsblk(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls := runLsblk(t, "-a")
+	drivers := blockDrivers(t)
 	ours := map[string]bool{}
 	for _, d := range disks {
 		name := strings.TrimPrefix(d.Name, "/dev/")
@@ -156,28 +163,67 @@ func TestDisksMatchLsblk(t *testing.T) {
 		}
 		compareWithLsblk(t, d, l)
 	}
+	kept, skipped := 0, map[string]int{}
 	for name, l := range ls {
-		keep := (l.Type == "disk" || strings.Contains(l.Type, "raid") || l.Type == "mpath") &&
-			l.Size != 0 && !strings.HasPrefix(name, "fd") && !strings.HasPrefix(name, "ram") && !strings.HasPrefix(name, "zram")
-		if keep && !ours[name] && !isMultipathPath(name) {
+		why := ipaSkips(l, drivers)
+		if why == "" {
+			kept++
+		} else {
+			skipped[why]++
+		}
+		if why == "" && !ours[name] {
 			t.Errorf("%s: lsblk type %s size %d, IPA would list it, we do not", name, l.Type, l.Size)
 		}
-		if !keep && ours[name] {
-			t.Errorf("%s: lsblk type %s size %d, IPA would skip it, we list it", name, l.Type, l.Size)
+		if why != "" && ours[name] {
+			t.Errorf("%s: lsblk type %s size %d: IPA skips it (%s), we list it", name, l.Type, l.Size, why)
 		}
 	}
-	t.Logf("%d disks agree with lsblk", len(disks))
+	if kept == 0 && len(disks) == 0 {
+		t.Skipf("SKIPPED: lsblk shows no device IPA would list (skipped: %v) and neither do we: nothing to compare", skipped)
+	}
+	t.Logf("%d disks agree with lsblk; lsblk devices IPA skips, by reason: %v", len(disks), skipped)
 }
 
-func isMultipathPath(name string) bool {
-	hs, _ := os.ReadDir("/sys/block/" + name + "/holders")
-	for _, h := range hs {
-		u, _ := os.ReadFile("/sys/block/" + h.Name() + "/dm/uuid")
-		if strings.HasPrefix(string(u), "mpath-") {
-			return true
+// ipaSkips says why IPA leaves lsblk's device l out of the inventory, from
+// lsblk's columns and the kernel's driver names only; "" means IPA lists it.
+func ipaSkips(l lsblkDev, drivers map[string]string) string {
+	switch driver := drivers[strings.Split(l.MajMin, ":")[0]]; driver {
+	case "fd", "ramdisk", "zram":
+		return "driver " + driver
+	}
+	for _, c := range l.Children {
+		if c.Type == "mpath" {
+			return "multipath path"
 		}
 	}
-	return false
+	if l.Type != "disk" && !strings.Contains(l.Type, "raid") && l.Type != "mpath" {
+		return "type " + l.Type
+	}
+	if l.Size == 0 {
+		return "empty"
+	}
+	return ""
+}
+
+// blockDrivers maps block major numbers to the driver names the kernel
+// lists under "Block devices:" in /proc/devices.
+func blockDrivers(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "Block devices:")
+	if !ok {
+		t.Fatalf("/proc/devices has no block device section:\n%s", b)
+	}
+	m := map[string]string{}
+	for line := range strings.SplitSeq(block, "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			m[f[0]] = f[1]
+		}
+	}
+	return m
 }
 
 // TestBlockDevicesLoop attaches a loop device over a sparse file of a size
