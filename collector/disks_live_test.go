@@ -1,9 +1,7 @@
 package collector
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,81 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/lsblktest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// lsblkDev is one device of `lsblk -b -J -o NAME,MAJ:MIN,SIZE,TYPE,ROTA,
-// LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN` (util-linux 2.38 prints sizes as
-// numbers and ROTA as a boolean).
-type lsblkDev struct {
-	Name     string     `json:"name"`
-	KName    string     `json:"kname"`
-	MajMin   string     `json:"maj:min"`
-	Size     lsblkNum   `json:"size"`
-	Type     string     `json:"type"`
-	Rota     lsblkNum   `json:"rota"`
-	LogSec   lsblkNum   `json:"log-sec"`
-	PhySec   lsblkNum   `json:"phy-sec"`
-	Model    *string    `json:"model"`
-	Serial   *string    `json:"serial"`
-	WWN      *string    `json:"wwn"`
-	Tran     *string    `json:"tran"`
-	Children []lsblkDev `json:"children"`
-}
-
-// lsblkNum accepts what different util-linux versions print for numeric
-// columns: a number, a boolean (ROTA since 2.37) or a quoted number.
-type lsblkNum int64
-
-func (n *lsblkNum) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	switch s {
-	case "true":
-		*n = 1
-	case "false", "null", "":
-		*n = 0
-	default:
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return err
-		}
-		*n = lsblkNum(v)
-	}
-	return nil
-}
+// lsblkDev is one device as lsblk prints it.
+type lsblkDev = lsblktest.Device
 
 // runLsblk lists every block device lsblk knows (all tree levels), keyed by
 // name. The test execs lsblk only to have an independent reference.
 func runLsblk(t *testing.T, args ...string) map[string]lsblkDev {
 	t.Helper()
-	path, err := exec.LookPath("lsblk")
-	if err != nil {
-		t.Skip("SKIPPED: lsblk (util-linux) not installed; nothing to compare with")
-	}
-	argv := append([]string{"-b", "-J", "-o", "NAME,MAJ:MIN,SIZE,TYPE,ROTA,LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN"}, args...)
-	cmd := exec.Command(path, argv...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("lsblk %s: %v: %s", strings.Join(argv, " "), err, stderr.String())
-	}
-	var doc struct {
-		BlockDevices []lsblkDev `json:"blockdevices"`
-	}
-	if err := json.Unmarshal(out, &doc); err != nil {
-		t.Fatalf("lsblk output: %v\n%s", err, out)
-	}
-	m := map[string]lsblkDev{}
-	var walk func([]lsblkDev)
-	walk = func(ds []lsblkDev) {
-		for _, d := range ds {
-			m[d.Name] = d
-			walk(d.Children)
-		}
-	}
-	walk(doc.BlockDevices)
-	return m
+	return lsblktest.Devices(t, args...)
 }
 
 // compareWithLsblk checks one of our records against lsblk's view of the
@@ -136,12 +71,8 @@ func strOrNull(p *string) string {
 
 // TestDisksMatchLsblk compares Disks() on this machine with lsblk: every
 // disk both list agrees, and the set we list is the set IPA keeps from
-// lsblk's output. IPA's filter (hardware.py, list_all_block_devices) is
-// applied to lsblk's own columns, never to our sysfs reading: TYPE decides
-// disk, RAID or multipath map; SIZE empty devices; a child of TYPE "mpath"
-// in lsblk's tree marks a multipath path (IPA asks `multipath -c`); and the
-// kernel's driver for the device's major number (/proc/devices) marks RAM
-// disks and floppies (IPA goes by the names ram*, zram*, fd*).
+// lsblk's output, decided by lsblktest.IPASkips from lsblk's own columns
+// and the kernel's driver names, not from our sysfs rules.
 func TestDisksMatchLsblk(t *testing.T) {
 	if _, err := os.Stat("/sys/block"); err != nil {
 		t.Skip("SKIPPED: no /sys/block on this machine")
@@ -151,7 +82,6 @@ func TestDisksMatchLsblk(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls := runLsblk(t, "-a")
-	drivers := blockDrivers(t)
 	ours := map[string]bool{}
 	for _, d := range disks {
 		name := strings.TrimPrefix(d.Name, "/dev/")
@@ -163,9 +93,10 @@ func TestDisksMatchLsblk(t *testing.T) {
 		}
 		compareWithLsblk(t, d, l)
 	}
+	drivers := lsblktest.Drivers(t)
 	kept, skipped := 0, map[string]int{}
 	for name, l := range ls {
-		why := ipaSkips(l, drivers)
+		why := lsblktest.IPASkips(l, drivers)
 		if why == "" {
 			kept++
 		} else {
@@ -179,51 +110,9 @@ func TestDisksMatchLsblk(t *testing.T) {
 		}
 	}
 	if kept == 0 && len(disks) == 0 {
-		t.Skipf("SKIPPED: lsblk shows no device IPA would list (skipped: %v) and neither do we: nothing to compare", skipped)
+		t.Skipf("SKIPPED: lsblk shows no device IPA would list (skipped, by reason: %v) and neither do we: nothing to compare", skipped)
 	}
 	t.Logf("%d disks agree with lsblk; lsblk devices IPA skips, by reason: %v", len(disks), skipped)
-}
-
-// ipaSkips says why IPA leaves lsblk's device l out of the inventory, from
-// lsblk's columns and the kernel's driver names only; "" means IPA lists it.
-func ipaSkips(l lsblkDev, drivers map[string]string) string {
-	switch driver := drivers[strings.Split(l.MajMin, ":")[0]]; driver {
-	case "fd", "ramdisk", "zram":
-		return "driver " + driver
-	}
-	for _, c := range l.Children {
-		if c.Type == "mpath" {
-			return "multipath path"
-		}
-	}
-	if l.Type != "disk" && !strings.Contains(l.Type, "raid") && l.Type != "mpath" {
-		return "type " + l.Type
-	}
-	if l.Size == 0 {
-		return "empty"
-	}
-	return ""
-}
-
-// blockDrivers maps block major numbers to the driver names the kernel
-// lists under "Block devices:" in /proc/devices.
-func blockDrivers(t *testing.T) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/devices")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(b), "Block devices:")
-	if !ok {
-		t.Fatalf("/proc/devices has no block device section:\n%s", b)
-	}
-	m := map[string]string{}
-	for line := range strings.SplitSeq(block, "\n") {
-		if f := strings.Fields(line); len(f) == 2 {
-			m[f[0]] = f[1]
-		}
-	}
-	return m
 }
 
 // TestBlockDevicesLoop attaches a loop device over a sparse file of a size
