@@ -7,7 +7,9 @@
 // system_vendor, boot, hostname, disks, bmc), like node_exporter's collectors
 // and IPA's inspection collectors: a unit that fails leaves its fields null
 // and logs one warning naming the file and the reason; the other units still
-// run, and Collect itself fails only when its context ends.
+// run, and Collect itself fails only when its context ends. Two more units,
+// pci_devices and numa_topology, read what IPA's inspection collectors of
+// those names report beside the inventory (PCIDevices, ReadNUMATopology).
 package collector
 
 import (
@@ -137,14 +139,14 @@ func Collect(ctx context.Context, opts Options) (*inventory.Inventory, error) {
 
 // collect runs the given units and returns the whole collection, whose
 // recorded netlink facts capture-fixture also needs.
-func collect(ctx context.Context, opts Options, units []unit) (*collection, error) {
+func collect(ctx context.Context, opts Options, parts []unit) (*collection, error) {
 	c := &collection{
 		opts: opts,
 		fs:   opts.fs(),
 		log:  opts.logger(),
 		inv:  newInventory(),
 	}
-	for _, u := range units {
+	for _, u := range parts {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("inventory: %w", err)
 		}
