@@ -8,6 +8,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/inspect"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 	"github.com/ironic-go/ironic-agent/lldp"
 )
 
@@ -23,7 +24,7 @@ func (a *Agent) waitForRootDisk(ctx context.Context) error {
 	for i := 0; i < a.cfg.DiskWaitAttempts; i++ {
 		disks, err := a.Disks(ctx)
 		if err == nil {
-			if _, err = inventory.ChooseRootDisk(inventory.HintDisks(disks), nil); err == nil {
+			if _, err = hints.ChooseRootDisk(hints.Disks(disks), nil); err == nil {
 				return nil
 			}
 		}

@@ -26,7 +26,8 @@ type FixtureRecorder func(ctx context.Context, fixtureDir string) error
 // dir/root/run/ironic-agent-capture/net.json, the architecture to
 // dir/root/proc/sys/kernel/arch, and the live inventory to
 // dir/inventory.json. Collect on dir/root then gives the same inventory.
-// The files opts.CaptureReaders read are recorded the same way.
+// The inspection units (pci_devices, numa_topology) run too, so the tree
+// also answers IPA's pci-devices and numa-topology inspection collectors.
 //
 // It runs no external program, so it works inside a ramdisk. opts.Root
 // must be "/" (or ""): only a live machine can be captured.
@@ -43,7 +44,7 @@ func Capture(ctx context.Context, dir string, opts Options, recorders ...Fixture
 	}
 
 	opts.trace = newTracer()
-	c, err := collect(ctx, opts)
+	c, err := collect(ctx, opts, append(units(), inspectionUnits()...))
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +58,6 @@ func Capture(ctx context.Context, dir string, opts Options, recorders ...Fixture
 		if _, err := Disks(ctx, sysfsOnly); err != nil {
 			return nil, err
 		}
-	}
-
-	for _, read := range opts.CaptureReaders {
-		// What a reader finds, an error included, is what the tree must
-		// reproduce, so its result is not looked at here.
-		read(tracedFS{opts.fs()})
 	}
 
 	cp := &copier{src: "/", dst: rootDir}

@@ -7,13 +7,14 @@
 // system_vendor, boot, hostname, disks, bmc), like node_exporter's collectors
 // and IPA's inspection collectors: a unit that fails leaves its fields null
 // and logs one warning naming the file and the reason; the other units still
-// run, and Collect itself fails only when its context ends.
+// run, and Collect itself fails only when its context ends. Two more units,
+// pci_devices and numa_topology, read what IPA's inspection collectors of
+// those names report beside the inventory (PCIDevices, ReadNUMATopology).
 package collector
 
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -47,12 +48,6 @@ type Options struct {
 	// when /run/udev/data and /dev/disk/by-path exist below Root (the
 	// ramdisk's own view, and the check that both routes agree).
 	IgnoreUdev bool
-	// CaptureReaders are run by Capture only, each on a view of "/" that
-	// records every path read through it, so the files other packages read
-	// below the root (the agent's pci-devices and numa-topology inspection
-	// collectors) land in the fixture tree as well. Collect ignores them.
-	CaptureReaders []func(fs.FS)
-
 	// trace, when set, records every path read (capture-fixture).
 	trace *tracer
 }
@@ -121,25 +116,37 @@ func units() []unit {
 	}
 }
 
+// inspectionUnits read what IPA's pci-devices and numa-topology inspection
+// collectors report beside the inventory. The inventory document has no
+// such fields, so Collect does not run them (package agent/inspect calls
+// PCIDevices and ReadNUMATopology when Ironic asks for those collectors);
+// Capture runs them so a fixture tree answers them as the machine did.
+func inspectionUnits() []unit {
+	return []unit{
+		{"pci_devices", collectPCIDevices},
+		{"numa_topology", collectNUMATopology},
+	}
+}
+
 // Collect builds the inventory of the machine below opts.Root.
 func Collect(ctx context.Context, opts Options) (*inventory.Inventory, error) {
-	c, err := collect(ctx, opts)
+	c, err := collect(ctx, opts, units())
 	if err != nil {
 		return nil, err
 	}
 	return c.inv, nil
 }
 
-// collect runs every unit and returns the whole collection, whose recorded
-// netlink facts capture-fixture also needs.
-func collect(ctx context.Context, opts Options) (*collection, error) {
+// collect runs the given units and returns the whole collection, whose
+// recorded netlink facts capture-fixture also needs.
+func collect(ctx context.Context, opts Options, parts []unit) (*collection, error) {
 	c := &collection{
 		opts: opts,
 		fs:   opts.fs(),
 		log:  opts.logger(),
 		inv:  newInventory(),
 	}
-	for _, u := range units() {
+	for _, u := range parts {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("inventory: %w", err)
 		}
@@ -174,10 +181,13 @@ func newInventory() *inventory.Inventory {
 
 // runUnit runs one unit and turns a panic into its error: a garbled input
 // that trips a bug in one reader must not take the whole inventory down.
+// The warning stays one line; the stack, for whoever fixes the reader, is
+// logged at debug level.
 func runUnit(ctx context.Context, c *collection, u unit) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			c.log.Debug("inventory unit panicked", "unit", u.name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
 	return u.run(ctx, c)

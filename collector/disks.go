@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -77,7 +79,7 @@ func Disks(ctx context.Context, opts Options) ([]inventory.Disk, error) {
 	c := newDiskCollector(opts)
 	names := c.r.entries("sys/block")
 	if names == nil && !c.r.isDir("sys/block") {
-		c.r.warn("sys/block", "missing: no block devices can be listed")
+		c.r.warnOnce("sys/block", "missing: no block devices can be listed")
 		return []inventory.Disk{}, nil
 	}
 	var devs []*blockDev
@@ -102,10 +104,11 @@ func Disks(ctx context.Context, opts Options) ([]inventory.Disk, error) {
 	return out, nil
 }
 
-// BlockDevices returns the inventory record of each named device ("/dev/loop3",
-// "loop3" or a link such as "/dev/disk/by-path/..."), in the order given, without IPA's type and size filters: the
-// agent uses it when it is confined to explicitly allowed devices (test
-// loop devices). A name that is not a block device is an error.
+// BlockDevices returns the inventory record of each named device
+// ("/dev/loop3", "loop3" or a link such as "/dev/disk/by-path/..."), in the
+// order given, without IPA's type and size filters: the agent uses it when
+// it is confined to explicitly allowed devices (test loop devices). A name
+// that is not a block device is an error.
 func BlockDevices(ctx context.Context, opts Options, names []string) ([]inventory.Disk, error) {
 	c := newDiskCollector(opts)
 	out := make([]inventory.Disk, 0, len(names))
@@ -170,15 +173,15 @@ func (c *diskCollector) probe(name string) (*blockDev, bool) {
 	d := &blockDev{name: name, base: base}
 	devno, ok := c.r.attr(base + "/dev")
 	if !ok {
-		c.r.warn(base+"/dev", "missing: device skipped, lsblk cannot list it either")
+		c.r.warnOnce(base+"/dev", "missing: device skipped, lsblk cannot list it either")
 		return nil, false
 	}
-	maj, min, ok := parseDevno(devno)
+	major, minor, ok := parseDevno(devno)
 	if !ok {
-		c.r.warn(base+"/dev", fmt.Sprintf("not a major:minor pair: %q", truncate(devno, 40)))
+		c.r.warnOnce(base+"/dev", fmt.Sprintf("not a major:minor pair: %q", truncate(devno, 40)))
 		return nil, false
 	}
-	d.major, d.minor = maj, min
+	d.major, d.minor = major, minor
 	// Hidden disks (the per-path nodes of native NVMe multipath) are not
 	// listed by lsblk.
 	if h, ok := c.r.attr(base + "/hidden"); ok && strings.TrimSpace(h) == "1" {
@@ -189,8 +192,8 @@ func (c *diskCollector) probe(name string) (*blockDev, bool) {
 	}
 	if sectors, ok := c.r.attrInt(base + "/size"); ok {
 		d.size, d.sizeOK = sectors*512, true
-	} else if !c.r.warned[base+"/size"] {
-		c.r.warn(base+"/size", "missing")
+	} else {
+		c.r.warnOnce(base+"/size", "missing")
 	}
 	d.nslaves = len(c.r.entries(base + "/slaves"))
 	d.isPart = c.r.exists(base + "/partition")
@@ -203,9 +206,9 @@ func parseDevno(s string) (uint64, uint64, bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	maj, err1 := strconv.ParseUint(a, 10, 32)
-	min, err2 := strconv.ParseUint(b, 10, 32)
-	return maj, min, err1 == nil && err2 == nil
+	major, err1 := strconv.ParseUint(a, 10, 32)
+	minor, err2 := strconv.ParseUint(b, 10, 32)
+	return major, minor, err1 == nil && err2 == nil
 }
 
 // lsblkType is lsblk's TYPE column (util-linux misc-utils/lsblk.c,
@@ -322,11 +325,11 @@ func (c *diskCollector) isMultipathMember(d *blockDev) bool {
 }
 
 // sortByDevno orders devices as lsblk does by default: by dev_t, the
-// number glibc's makedev builds (so minors above 255 sort after every
-// small minor of the same major).
+// number glibc's makedev (and Linux's unix.Mkdev) builds, so minors above
+// 255 sort after every small minor of the same major.
 func sortByDevno(devs []*blockDev) {
 	key := func(d *blockDev) uint64 {
-		return (d.major&0x00000fff)<<8 | (d.major&0xfffff000)<<32 | d.minor&0x000000ff | (d.minor&0xffffff00)<<12
+		return unix.Mkdev(uint32(d.major), uint32(d.minor))
 	}
 	sort.SliceStable(devs, func(i, j int) bool { return key(devs[i]) < key(devs[j]) })
 }
@@ -374,8 +377,8 @@ func (c *diskCollector) record(d *blockDev) inventory.Disk {
 	}
 	if r, ok := c.r.attrInt(c.queueFile(d, "rotational")); ok {
 		disk.Rotational = r != 0
-	} else if f := c.queueFile(d, "rotational"); !c.r.warned[f] {
-		c.r.warn(f, "missing: reported as not rotational")
+	} else {
+		c.r.warnOnce(c.queueFile(d, "rotational"), "missing: reported as not rotational")
 	}
 	if hs := c.r.entries(d.base + "/device/scsi_device"); len(hs) > 0 {
 		disk.HCTL = &hs[0]
@@ -400,9 +403,7 @@ func (c *diskCollector) queueFile(d *blockDev, attr string) string {
 func (c *diskCollector) sectorSize(rel string) *int {
 	v, ok := c.r.attrInt(rel)
 	if !ok {
-		if !c.r.warned[rel] {
-			c.r.warn(rel, "missing")
-		}
+		c.r.warnOnce(rel, "missing")
 		return nil
 	}
 	n := int(v)
@@ -432,7 +433,7 @@ func (c *diskCollector) props(d *blockDev) map[string]string {
 			if perr == nil {
 				return rec.Props
 			}
-			c.r.warn(rel, "garbled udev record, values derived from sysfs instead: "+perr.Error())
+			c.r.warnOnce(rel, "garbled udev record, values derived from sysfs instead: "+perr.Error())
 		}
 	}
 	return c.deriveProps(d)

@@ -172,7 +172,7 @@ func (c *diskCollector) deriveSCSI(d *blockDev, p map[string]string) {
 	if err80 == nil {
 		s, err := parseVPD80(page80)
 		if err != nil {
-			c.r.warn(dev+"/vpd_pg80", err.Error())
+			c.r.warnOnce(dev+"/vpd_pg80", err.Error())
 		} else {
 			unitSerial, haveUnitSerial = s, true
 		}
@@ -185,7 +185,7 @@ func (c *diskCollector) deriveSCSI(d *blockDev, p map[string]string) {
 			have = true
 		case errors.Is(err, errNoDesignator):
 		default:
-			c.r.warn(dev+"/vpd_pg83", err.Error())
+			c.r.warnOnce(dev+"/vpd_pg83", err.Error())
 		}
 		// scsi_id reads page 0x80 as part of its page 0x83 inquiry and
 		// exports it as ID_SCSI_SERIAL, which lsblk prefers.
@@ -246,7 +246,7 @@ func (c *diskCollector) deriveATA(d *blockDev, p map[string]string, sysModel str
 	if page, err := c.r.read(dev + "/vpd_pg89"); err == nil {
 		ident, perr := parseVPD89(page)
 		if perr != nil {
-			c.r.warn(dev+"/vpd_pg89", perr.Error())
+			c.r.warnOnce(dev+"/vpd_pg89", perr.Error())
 		} else {
 			model, serial = ident.Model, ident.Serial
 			identify = page[60 : 60+512]
@@ -262,7 +262,7 @@ func (c *diskCollector) deriveATA(d *blockDev, p map[string]string, sysModel str
 		}
 		s, perr := parseVPD80(page)
 		if perr != nil {
-			c.r.warn(dev+"/vpd_pg80", perr.Error())
+			c.r.warnOnce(dev+"/vpd_pg80", perr.Error())
 			return false
 		}
 		model, serial = sysModel, s
@@ -292,7 +292,7 @@ func (c *diskCollector) ataWWN(dev string, identify []byte) string {
 	if page, err := c.r.read(dev + "/vpd_pg83"); err == nil {
 		ds, perr := parseVPD83(page)
 		if perr != nil {
-			c.r.warn(dev+"/vpd_pg83", perr.Error())
+			c.r.warnOnce(dev+"/vpd_pg83", perr.Error())
 		}
 		for _, d := range ds {
 			if d.Type == desigNAA && d.CodeSet == codeSetBinary && d.Association == 0 && len(d.Value) == 8 {

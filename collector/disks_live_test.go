@@ -1,9 +1,7 @@
 package collector
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,80 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/lsblktest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// lsblkDev is one device of `lsblk -b -J -o NAME,SIZE,TYPE,ROTA,LOG-SEC,
-// PHY-SEC,MODEL,SERIAL,WWN,TRAN` (util-linux 2.38 prints sizes as numbers
-// and ROTA as a boolean).
-type lsblkDev struct {
-	Name     string     `json:"name"`
-	KName    string     `json:"kname"`
-	Size     lsblkNum   `json:"size"`
-	Type     string     `json:"type"`
-	Rota     lsblkNum   `json:"rota"`
-	LogSec   lsblkNum   `json:"log-sec"`
-	PhySec   lsblkNum   `json:"phy-sec"`
-	Model    *string    `json:"model"`
-	Serial   *string    `json:"serial"`
-	WWN      *string    `json:"wwn"`
-	Tran     *string    `json:"tran"`
-	Children []lsblkDev `json:"children"`
-}
-
-// lsblkNum accepts what different util-linux versions print for numeric
-// columns: a number, a boolean (ROTA since 2.37) or a quoted number.
-type lsblkNum int64
-
-func (n *lsblkNum) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	switch s {
-	case "true":
-		*n = 1
-	case "false", "null", "":
-		*n = 0
-	default:
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return err
-		}
-		*n = lsblkNum(v)
-	}
-	return nil
-}
+// lsblkDev is one device as lsblk prints it.
+type lsblkDev = lsblktest.Device
 
 // runLsblk lists every block device lsblk knows (all tree levels), keyed by
 // name. The test execs lsblk only to have an independent reference.
 func runLsblk(t *testing.T, args ...string) map[string]lsblkDev {
 	t.Helper()
-	path, err := exec.LookPath("lsblk")
-	if err != nil {
-		t.Skip("SKIPPED: lsblk (util-linux) not installed; nothing to compare with")
-	}
-	argv := append([]string{"-b", "-J", "-o", "NAME,SIZE,TYPE,ROTA,LOG-SEC,PHY-SEC,MODEL,SERIAL,WWN,TRAN"}, args...)
-	cmd := exec.Command(path, argv...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("lsblk %s: %v: %s", strings.Join(argv, " "), err, stderr.String())
-	}
-	var doc struct {
-		BlockDevices []lsblkDev `json:"blockdevices"`
-	}
-	if err := json.Unmarshal(out, &doc); err != nil {
-		t.Fatalf("lsblk output: %v\n%s", err, out)
-	}
-	m := map[string]lsblkDev{}
-	var walk func([]lsblkDev)
-	walk = func(ds []lsblkDev) {
-		for _, d := range ds {
-			m[d.Name] = d
-			walk(d.Children)
-		}
-	}
-	walk(doc.BlockDevices)
-	return m
+	return lsblktest.Devices(t, args...)
 }
 
 // compareWithLsblk checks one of our records against lsblk's view of the
@@ -134,8 +70,9 @@ func strOrNull(p *string) string {
 }
 
 // TestDisksMatchLsblk compares Disks() on this machine with lsblk: every
-// disk both list agrees, and every device lsblk shows that IPA's rules keep
-// is in our list (and nothing else is).
+// disk both list agrees, and the set we list is the set IPA keeps from
+// lsblk's output, decided by lsblktest.IPASkips from lsblk's own columns
+// and the kernel's driver names, not from our sysfs rules.
 func TestDisksMatchLsblk(t *testing.T) {
 	if _, err := os.Stat("/sys/block"); err != nil {
 		t.Skip("SKIPPED: no /sys/block on this machine")
@@ -156,28 +93,26 @@ func TestDisksMatchLsblk(t *testing.T) {
 		}
 		compareWithLsblk(t, d, l)
 	}
+	drivers := lsblktest.Drivers(t)
+	kept, skipped := 0, map[string]int{}
 	for name, l := range ls {
-		keep := (l.Type == "disk" || strings.Contains(l.Type, "raid") || l.Type == "mpath") &&
-			l.Size != 0 && !strings.HasPrefix(name, "fd") && !strings.HasPrefix(name, "ram") && !strings.HasPrefix(name, "zram")
-		if keep && !ours[name] && !isMultipathPath(name) {
+		why := lsblktest.IPASkips(l, drivers)
+		if why == "" {
+			kept++
+		} else {
+			skipped[why]++
+		}
+		if why == "" && !ours[name] {
 			t.Errorf("%s: lsblk type %s size %d, IPA would list it, we do not", name, l.Type, l.Size)
 		}
-		if !keep && ours[name] {
-			t.Errorf("%s: lsblk type %s size %d, IPA would skip it, we list it", name, l.Type, l.Size)
+		if why != "" && ours[name] {
+			t.Errorf("%s: lsblk type %s size %d: IPA skips it (%s), we list it", name, l.Type, l.Size, why)
 		}
 	}
-	t.Logf("%d disks agree with lsblk", len(disks))
-}
-
-func isMultipathPath(name string) bool {
-	hs, _ := os.ReadDir("/sys/block/" + name + "/holders")
-	for _, h := range hs {
-		u, _ := os.ReadFile("/sys/block/" + h.Name() + "/dm/uuid")
-		if strings.HasPrefix(string(u), "mpath-") {
-			return true
-		}
+	if kept == 0 && len(disks) == 0 {
+		t.Skipf("SKIPPED: lsblk shows no device IPA would list (skipped, by reason: %v) and neither do we: nothing to compare", skipped)
 	}
-	return false
+	t.Logf("%d disks agree with lsblk; lsblk devices IPA skips, by reason: %v", len(disks), skipped)
 }
 
 // TestBlockDevicesLoop attaches a loop device over a sparse file of a size

@@ -36,9 +36,10 @@ func (r *sysReader) abs(rel string) string {
 	return filepath.Join(r.root, filepath.FromSlash(rel))
 }
 
-// warn logs one warning per file naming the file and why its value is
-// unknown.
-func (r *sysReader) warn(rel, reason string) {
+// warnOnce logs a warning naming the file and why its value is unknown,
+// unless one was logged for that file already (a file that failed to read
+// is not warned about again as missing).
+func (r *sysReader) warnOnce(rel, reason string) {
 	if r.warned[rel] {
 		return
 	}
@@ -62,7 +63,7 @@ func (r *sysReader) read(rel string) ([]byte, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fs.ErrNotExist
 		}
-		r.warn(rel, err.Error())
+		r.warnOnce(rel, err.Error())
 		return nil, err
 	}
 	return b, nil
@@ -88,7 +89,7 @@ func (r *sysReader) attrInt(rel string) (int64, bool) {
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		r.warn(rel, fmt.Sprintf("not a decimal integer: %q", truncate(s, 40)))
+		r.warnOnce(rel, fmt.Sprintf("not a decimal integer: %q", truncate(s, 40)))
 		return 0, false
 	}
 	return v, true

@@ -153,62 +153,6 @@ func (f rootFS) Exists(rel string) bool {
 	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
 
-// tracedFS is rootFS as an fs.FS, for Options.CaptureReaders: every name
-// asked for is traced like the collector's own reads.
-type tracedFS struct{ f rootFS }
-
-func (t tracedFS) check(op, name string) error {
-	if !fs.ValidPath(name) {
-		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
-	}
-	return nil
-}
-
-// Open traces name as read and listed: the capture copies a file's content
-// or a directory's entries, whichever it turns out to be.
-func (t tracedFS) Open(name string) (fs.File, error) {
-	if err := t.check("open", name); err != nil {
-		return nil, err
-	}
-	t.f.trace.add(name, accessRead|accessDir)
-	return os.Open(t.f.Path(name))
-}
-
-func (t tracedFS) ReadFile(name string) ([]byte, error) {
-	if err := t.check("open", name); err != nil {
-		return nil, err
-	}
-	return t.f.ReadFile(name)
-}
-
-func (t tracedFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	if err := t.check("open", name); err != nil {
-		return nil, err
-	}
-	return t.f.ReadDir(name)
-}
-
-func (t tracedFS) Stat(name string) (fs.FileInfo, error) {
-	if err := t.check("stat", name); err != nil {
-		return nil, err
-	}
-	return t.f.Stat(name)
-}
-
-func (t tracedFS) ReadLink(name string) (string, error) {
-	if err := t.check("readlink", name); err != nil {
-		return "", err
-	}
-	return t.f.Readlink(name)
-}
-
-func (t tracedFS) Lstat(name string) (fs.FileInfo, error) {
-	if err := t.check("lstat", name); err != nil {
-		return nil, err
-	}
-	return t.f.Lstat(name)
-}
-
 // accessKind says what a traced path was used for, which decides how the
 // capture copies it.
 type accessKind uint8

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 // EraseOptions are the knobs Ironic passes in the node's
@@ -210,8 +211,8 @@ func (e *Eraser) log() *slog.Logger {
 
 // candidateDisks applies the guard and the node's skip list.
 func (e *Eraser) candidateDisks(disks []inventory.Disk, o EraseOptions) ([]inventory.Disk, error) {
-	hd := inventory.HintDisks(disks)
-	kept, skipped, err := inventory.SkipBlockDevices(hd, o.SkipBlockDevices)
+	hd := hints.Disks(disks)
+	kept, skipped, err := hints.SkipBlockDevices(hd, o.SkipBlockDevices)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 // What a partition image deploy reads from the cached node, as IPA's
@@ -18,7 +18,7 @@ func ParseCapabilities(v any) map[string]string {
 	switch c := v.(type) {
 	case map[string]any:
 		for k, x := range c {
-			out[k] = inventory.PyStr(x)
+			out[k] = hints.PyStr(x)
 		}
 	case string:
 		var m map[string]any
@@ -72,11 +72,11 @@ func NodeBootMode(node map[string]any, ramdiskUEFI bool) string {
 	}
 	var mode string
 	if v, ok := ii["deploy_boot_mode"]; ok {
-		mode = inventory.PyStr(v)
+		mode = hints.PyStr(v)
 	} else if v, ok := nodeCaps["boot_mode"]; ok {
 		mode = v
 	} else if v, ok := nodeSection(node, "driver_internal_info")["deploy_boot_mode"]; ok {
-		mode = inventory.PyStr(v)
+		mode = hints.PyStr(v)
 	} else {
 		mode = ramdisk
 	}

@@ -6,12 +6,13 @@ import (
 	"net/http"
 
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 // RootDeviceHintsOf returns the node's root-device hints as IPA reads them
 // (get_os_install_device): instance_info.root_device when non-empty, else
 // properties.root_device.
-func RootDeviceHintsOf(node map[string]any) (*inventory.RootDeviceHints, error) {
+func RootDeviceHintsOf(node map[string]any) (*hints.RootDeviceHints, error) {
 	pick := func(section string) map[string]any {
 		m, _ := node[section].(map[string]any)
 		h, _ := m["root_device"].(map[string]any)
@@ -21,7 +22,7 @@ func RootDeviceHintsOf(node map[string]any) (*inventory.RootDeviceHints, error) 
 	if len(raw) == 0 {
 		raw = pick("properties")
 	}
-	h, err := inventory.ParseRootDeviceHints(raw)
+	h, err := hints.ParseRootDeviceHints(raw)
 	if err != nil {
 		return nil, fmt.Errorf("no devices could be found using the root device hints because they failed to validate: %w", err)
 	}
@@ -33,7 +34,7 @@ func RootDeviceHintsOf(node map[string]any) (*inventory.RootDeviceHints, error) 
 // minus properties.skip_block_devices, then the root-device hints or the
 // smallest disk of at least 4 GiB.
 func InstallDevice(g *Guard, disks []inventory.Disk, node map[string]any) (inventory.Disk, error) {
-	hints, err := RootDeviceHintsOf(node)
+	rootHints, err := RootDeviceHintsOf(node)
 	if err != nil {
 		return inventory.Disk{}, err
 	}
@@ -41,11 +42,11 @@ func InstallDevice(g *Guard, disks []inventory.Disk, node map[string]any) (inven
 	if err != nil {
 		return inventory.Disk{}, err
 	}
-	candidates, _, err := inventory.SkipBlockDevices(inventory.HintDisks(g.Filter(disks)), opts.SkipBlockDevices)
+	candidates, _, err := hints.SkipBlockDevices(hints.Disks(g.Filter(disks)), opts.SkipBlockDevices)
 	if err != nil {
 		return inventory.Disk{}, err
 	}
-	d, err := inventory.ChooseRootDisk(candidates, hints)
+	d, err := hints.ChooseRootDisk(candidates, rootHints)
 	if err != nil {
 		return inventory.Disk{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 func TestInstallDevice(t *testing.T) {
@@ -47,7 +48,7 @@ func TestInstallDevice(t *testing.T) {
 	}
 	// A disk outside the guard is never chosen.
 	d, err = InstallDevice(NewGuard(names[:1]), disks, map[string]any{"properties": map[string]any{"root_device": map[string]any{"model": "small"}}})
-	if !errors.Is(err, inventory.ErrNoRootDisk) {
+	if !errors.Is(err, hints.ErrNoRootDisk) {
 		t.Errorf("guarded: %v %v", d.Name, err)
 	}
 	if _, err := InstallDevice(g, disks, map[string]any{"properties": map[string]any{"root_device": map[string]any{"colour": "red"}}}); err == nil {

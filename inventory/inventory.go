@@ -1,6 +1,7 @@
 // Package inventory is the IPA-format hardware inventory: the document
 // ironic-inspector, Ironic and Metal3 read. It holds plain data, its JSON
 // encoding and pure helpers over it; it imports nothing else of this module.
+// Root-device hints over its disks live in package inventory/hints.
 //
 // Field names, order, and the null-versus-empty rules follow Ironic Python
 // Agent (master) exactly: a pointer field is JSON null when unknown, while

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/ironic"
+	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 // Manager names one hardware manager in "configuration.managers".
@@ -38,8 +40,8 @@ type Options struct {
 	RootDiskCandidates []inventory.Disk
 	// BootIF is the raw BOOTIF kernel parameter.
 	BootIF string
-	// Root is the directory the machine is read below (sysfs for PCI and
-	// NUMA collectors).
+	// Root is the directory the machine is read below ("" means "/") by
+	// the pci-devices and numa-topology collectors (package collector).
 	Root     string
 	Managers []Manager
 	// Logs returns base64 of the log tarball (the "logs" collector).
@@ -89,14 +91,14 @@ func Collect(ctx context.Context, o Options) map[string]any {
 			}
 			data["logs"] = logs
 		case "pci-devices":
-			devs, err := PCIDevices(o.root())
+			devs, err := collector.PCIDevices(ctx, o.collectorOptions())
 			if err != nil {
 				failures = append(failures, fmt.Sprintf("Failed to get list of PCI devices: %v", err))
 				continue
 			}
 			data["pci_devices"] = devs
 		case "numa-topology":
-			topo, err := ReadNUMATopology(o.root())
+			topo, err := collector.ReadNUMATopology(ctx, o.collectorOptions())
 			if err != nil {
 				// IPA only warns: a machine without NUMA sysfs is no error.
 				o.log().Warn("Failed to get some NUMA information", "error", err)
@@ -128,11 +130,10 @@ func Collect(ctx context.Context, o Options) map[string]any {
 	return data
 }
 
-func (o Options) root() string {
-	if o.Root == "" {
-		return "/"
-	}
-	return o.Root
+// collectorOptions points the collector's inspection readers at the
+// machine being inspected.
+func (o Options) collectorOptions() collector.Options {
+	return collector.Options{Root: o.Root, Logger: o.Log}
 }
 
 func (o Options) log() *slog.Logger {
@@ -149,11 +150,11 @@ func (o Options) managers() []Manager {
 	return o.Managers
 }
 
-// RootDisk is the disk IPA picks without hints (inventory.ChooseRootDisk:
+// RootDisk is the disk IPA picks without hints (hints.ChooseRootDisk:
 // the smallest of at least 4 GiB, ties broken by name) among disks; nil
 // when none qualifies.
 func RootDisk(disks []inventory.Disk) *inventory.Disk {
-	d, err := inventory.ChooseRootDisk(inventory.HintDisks(disks), nil)
+	d, err := hints.ChooseRootDisk(hints.Disks(disks), nil)
 	if err != nil {
 		return nil
 	}

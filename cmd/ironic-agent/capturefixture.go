@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/agent/inspect"
 	"github.com/ironic-go/ironic-agent/bmc"
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/version"
@@ -37,9 +35,10 @@ func runCaptureFixture(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	dir := fs.Arg(0)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// The inspection collectors that read files run on the traced view too,
-	// so an inspection replayed on the tree posts what this machine would.
-	opts := collector.Options{Root: "/", Logger: logger, CaptureReaders: []func(iofs.FS){inspect.ReadTree}}
+	// Capture also runs the collector's pci_devices and numa_topology
+	// units, so an inspection replayed on the tree posts what this machine
+	// would.
+	opts := collector.Options{Root: "/", Logger: logger}
 	var recorders []collector.FixtureRecorder
 	if rec, closeDev := recordIPMI(logger); rec != nil {
 		defer closeDev()

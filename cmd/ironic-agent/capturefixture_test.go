@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/agent/inspect"
+	"github.com/ironic-go/ironic-agent/collector"
 )
 
 // TestCaptureFixtureCommand records this machine with the command and
@@ -71,18 +72,19 @@ func checkInspectionReplay(t *testing.T, tree string) {
 			t.Errorf("inspection %s on the captured tree differs from this machine's:\ntree: %s\nlive: %s", key, b, a)
 		}
 	}
-	if devs, _ := live["pci_devices"].([]inspect.PCIDevice); len(devs) == 0 {
+	if devs, _ := live["pci_devices"].([]collector.PCIDevice); len(devs) == 0 {
 		t.Logf("this machine lists no PCI devices: the pci-devices comparison is weak")
 	}
 	// The same through the functions directly, whose errors Collect folds
 	// into text (numa-topology's only into a log line).
-	pl, errl := inspect.PCIDevices("/")
-	pt, errt := inspect.PCIDevices(tree)
+	ctx := context.Background()
+	pl, errl := collector.PCIDevices(ctx, collector.Options{Root: "/"})
+	pt, errt := collector.PCIDevices(ctx, collector.Options{Root: tree})
 	if !reflect.DeepEqual(pl, pt) || (errl == nil) != (errt == nil) {
 		t.Errorf("PCIDevices: tree %+v, %v; live %+v, %v", pt, errt, pl, errl)
 	}
-	nl, errl := inspect.ReadNUMATopology("/")
-	nt, errt := inspect.ReadNUMATopology(tree)
+	nl, errl := collector.ReadNUMATopology(ctx, collector.Options{Root: "/"})
+	nt, errt := collector.ReadNUMATopology(ctx, collector.Options{Root: tree})
 	if !reflect.DeepEqual(nl, nt) || (errl == nil) != (errt == nil) {
 		t.Errorf("ReadNUMATopology: tree %+v, %v; live %+v, %v", nt, errt, nl, errl)
 	}

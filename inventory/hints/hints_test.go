@@ -1,4 +1,4 @@
-package inventory
+package hints
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // Vectors from IPA's tests/unit/test_device_hints.py.
@@ -130,13 +132,13 @@ func TestExtractHintOperatorAndValues(t *testing.T) {
 func sp(s string) *string { return &s }
 
 // The device set of IPA's MatchRootDeviceTestCase.
-func ipaDevices() []HintDisk {
-	return []HintDisk{
-		{Disk: Disk{Name: "/dev/sda", Size: 64424509440, Model: sp("ok model")},
+func ipaDevices() []Disk {
+	return []Disk{
+		{Disk: inventory.Disk{Name: "/dev/sda", Size: 64424509440, Model: sp("ok model")},
 			Serials: []*string{sp("fakeserial")}, WWNs: []*string{sp("wwn_1")}},
-		{Disk: Disk{Name: "/dev/sdb", Size: 128849018880, Model: sp("big model"), Rotational: true},
+		{Disk: inventory.Disk{Name: "/dev/sdb", Size: 128849018880, Model: sp("big model"), Rotational: true},
 			Serials: []*string{sp("veryfakeserial"), sp("alsoveryfakeserial")}, WWNs: []*string{sp("wwn_2"), sp("wwn_2_ext")}},
-		{Disk: Disk{Name: "/dev/sdc", Size: 10737418240, Model: sp("small model")},
+		{Disk: inventory.Disk{Name: "/dev/sdc", Size: 10737418240, Model: sp("small model")},
 			Serials: []*string{sp("veryveryfakeserial")}, WWNs: []*string{sp("wwn_3")}},
 	}
 }
@@ -195,13 +197,13 @@ func TestMatchRootDeviceHintsIPAVectors(t *testing.T) {
 }
 
 func TestMatchEdgeCases(t *testing.T) {
-	empty := []HintDisk{{Disk: Disk{Name: "/dev/sda", Model: sp(" ")}}}
+	empty := []Disk{{Disk: inventory.Disk{Name: "/dev/sda", Model: sp(" ")}}}
 	h, _ := ParseRootDeviceHints(map[string]any{"model": "foo"})
 	if got, err := FindDisksByHints(empty, h); err != nil || len(got) != 0 {
 		t.Errorf("empty model attribute matched: %v %v", got, err)
 	}
 	// A 10 GiB + 1 byte disk is not == 10.
-	d := HintDisks([]Disk{{Name: "/dev/x", Size: 10<<30 + 1}})
+	d := Disks([]inventory.Disk{{Name: "/dev/x", Size: 10<<30 + 1}})
 	h, _ = ParseRootDeviceHints(map[string]any{"size": 10})
 	if ok, _ := h.Matches(d[0]); ok {
 		t.Error("10 GiB + 1 byte matched size == 10")
@@ -218,17 +220,17 @@ func TestMatchEdgeCases(t *testing.T) {
 	}
 	// Numeric operator on a non-numeric string attribute is an error.
 	h, _ = ParseRootDeviceHints(map[string]any{"model": "> 5"})
-	if _, err := h.Matches(HintDisks([]Disk{{Name: "/dev/x", Model: sp("abc")}})[0]); err == nil {
+	if _, err := h.Matches(Disks([]inventory.Disk{{Name: "/dev/x", Model: sp("abc")}})[0]); err == nil {
 		t.Error("> on a text model: no error")
 	}
 	// ...and works when the attribute is a number.
-	if ok, err := h.Matches(HintDisks([]Disk{{Name: "/dev/x", Model: sp("10")}})[0]); !ok || err != nil {
+	if ok, err := h.Matches(Disks([]inventory.Disk{{Name: "/dev/x", Model: sp("10")}})[0]); !ok || err != nil {
 		t.Errorf("> 5 on model 10: %v %v", ok, err)
 	}
 }
 
 func TestChooseRootDisk(t *testing.T) {
-	disks := HintDisks([]Disk{
+	disks := Disks([]inventory.Disk{
 		{Name: "/dev/sdc", Size: 8 << 30},
 		{Name: "/dev/sdb", Size: 8 << 30},
 		{Name: "/dev/sda", Size: 2 << 30},
@@ -247,7 +249,7 @@ func TestChooseRootDisk(t *testing.T) {
 	if !errors.Is(err, ErrNoRootDisk) || !strings.Contains(err.Error(), "/dev/sdd (size 107374182400") || !strings.Contains(err.Error(), `"serial":"nope"`) {
 		t.Errorf("no-match error does not list hints and disks: %v", err)
 	}
-	_, err = ChooseRootDisk(HintDisks([]Disk{{Name: "/dev/tiny", Size: 1 << 30}}), nil)
+	_, err = ChooseRootDisk(Disks([]inventory.Disk{{Name: "/dev/tiny", Size: 1 << 30}}), nil)
 	if !errors.Is(err, ErrNoRootDisk) || !strings.Contains(err.Error(), "/dev/tiny") {
 		t.Errorf("too-small error: %v", err)
 	}

@@ -1,4 +1,9 @@
-package inventory
+// Package hints matches Ironic's root-device hints against inventory disks
+// as IPA does: ironic-lib's hint parsing and normalisation
+// (ironic_python_agent/device_hints.py) over oslo.utils' specs_matcher
+// language ("s== foo", ">= 100", "<or> a <or> b"). It reads nothing; it
+// imports package inventory for the disk records, never the reverse.
+package hints
 
 import (
 	"encoding/json"
@@ -10,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // Root-device hints, as IPA reads node.instance_info.root_device and
@@ -296,25 +303,25 @@ func pyBool(v any) (bool, error) {
 	return false, fmt.Errorf("%s is not a boolean", pyRepr(v))
 }
 
-// HintDisk is a disk as hints see it: the inventory record plus every
+// Disk is a disk as hints see it: the inventory record plus every
 // serial and WWN known for it (IPA master matches serial and wwn against
 // both the lsblk and the udev value).
-type HintDisk struct {
-	Disk
+type Disk struct {
+	inventory.Disk
 	Serials []*string
 	WWNs    []*string
 }
 
-// HintDisks wraps inventory disks, each with its one serial and WWN.
-func HintDisks(disks []Disk) []HintDisk {
-	out := make([]HintDisk, len(disks))
+// Disks wraps inventory disks, each with its one serial and WWN.
+func Disks(disks []inventory.Disk) []Disk {
+	out := make([]Disk, len(disks))
 	for i, d := range disks {
-		out[i] = HintDisk{Disk: d, Serials: []*string{d.Serial}, WWNs: []*string{d.WWN}}
+		out[i] = Disk{Disk: d, Serials: []*string{d.Serial}, WWNs: []*string{d.WWN}}
 	}
 	return out
 }
 
-func (d HintDisk) stringAttr(name string) (scalar *string, list []*string) {
+func (d Disk) stringAttr(name string) (scalar *string, list []*string) {
 	switch name {
 	case "name":
 		return &d.Name, nil
@@ -342,7 +349,7 @@ func (d HintDisk) stringAttr(name string) (scalar *string, list []*string) {
 
 // Matches reports whether d satisfies every hint. An error means a hint
 // cannot be evaluated against this disk (IPA raises there too).
-func (h *RootDeviceHints) Matches(d HintDisk) (bool, error) {
+func (h *RootDeviceHints) Matches(d Disk) (bool, error) {
 	if h.IsEmpty() {
 		return true, nil
 	}
@@ -363,7 +370,7 @@ func (h *RootDeviceHints) Matches(d HintDisk) (bool, error) {
 	return true, nil
 }
 
-func (h *RootDeviceHints) matchOne(d HintDisk, name string) (bool, error) {
+func (h *RootDeviceHints) matchOne(d Disk, name string) (bool, error) {
 	expr := h.exprs[name]
 	switch name {
 	case "rotational":
@@ -403,8 +410,8 @@ func (h *RootDeviceHints) matchOne(d HintDisk, name string) (bool, error) {
 }
 
 // FindDisksByHints returns every disk, in order, that matches all hints.
-func FindDisksByHints(disks []HintDisk, h *RootDeviceHints) ([]HintDisk, error) {
-	var out []HintDisk
+func FindDisksByHints(disks []Disk, h *RootDeviceHints) ([]Disk, error) {
+	var out []Disk
 	for _, d := range disks {
 		ok, err := h.Matches(d)
 		if err != nil {
@@ -421,7 +428,7 @@ func FindDisksByHints(disks []HintDisk, h *RootDeviceHints) ([]HintDisk, error) 
 // properties.skip_block_devices (each entry a hint dict; entries naming a
 // software RAID volume_name are not about disks and are ignored). It
 // returns the remaining disks and the names skipped.
-func SkipBlockDevices(disks []HintDisk, skip []map[string]any) ([]HintDisk, []string, error) {
+func SkipBlockDevices(disks []Disk, skip []map[string]any) ([]Disk, []string, error) {
 	skipped := map[string]bool{}
 	for i, entry := range skip {
 		if _, ok := entry["volume_name"]; ok {
@@ -442,7 +449,7 @@ func SkipBlockDevices(disks []HintDisk, skip []map[string]any) ([]HintDisk, []st
 			skipped[d.Name] = true
 		}
 	}
-	var kept []HintDisk
+	var kept []Disk
 	var names []string
 	for _, d := range disks {
 		if skipped[d.Name] {
@@ -460,7 +467,7 @@ var ErrNoRootDisk = errors.New("no suitable root device")
 // ChooseRootDisk is IPA's get_os_install_device over a disk list: without
 // hints the smallest disk of at least 4 GiB (ties by name), else the first
 // disk in order that matches every hint. The error lists the disks seen.
-func ChooseRootDisk(disks []HintDisk, h *RootDeviceHints) (HintDisk, error) {
+func ChooseRootDisk(disks []Disk, h *RootDeviceHints) (Disk, error) {
 	if h.IsEmpty() {
 		sorted := slices.Clone(disks)
 		sort.SliceStable(sorted, func(i, j int) bool {
@@ -474,24 +481,24 @@ func ChooseRootDisk(disks []HintDisk, h *RootDeviceHints) (HintDisk, error) {
 				return d, nil
 			}
 		}
-		return HintDisk{}, fmt.Errorf("%w: root device hints were not provided and no disk is at least %d bytes; disks seen: %s",
+		return Disk{}, fmt.Errorf("%w: root device hints were not provided and no disk is at least %d bytes; disks seen: %s",
 			ErrNoRootDisk, int64(MinRootDiskSize), describeDisks(disks))
 	}
 	for _, d := range disks {
 		ok, err := h.Matches(d)
 		if err != nil {
-			return HintDisk{}, fmt.Errorf("%w: root device hints %s cannot be evaluated: %v; disks seen: %s",
+			return Disk{}, fmt.Errorf("%w: root device hints %s cannot be evaluated: %v; disks seen: %s",
 				ErrNoRootDisk, h, err, describeDisks(disks))
 		}
 		if ok {
 			return d, nil
 		}
 	}
-	return HintDisk{}, fmt.Errorf("%w: no disk matches the root device hints %s; disks seen: %s",
+	return Disk{}, fmt.Errorf("%w: no disk matches the root device hints %s; disks seen: %s",
 		ErrNoRootDisk, h, describeDisks(disks))
 }
 
-func describeDisks(disks []HintDisk) string {
+func describeDisks(disks []Disk) string {
 	if len(disks) == 0 {
 		return "none"
 	}

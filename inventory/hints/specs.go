@@ -1,4 +1,4 @@
-package inventory
+package hints
 
 import (
 	"errors"
@@ -105,89 +105,100 @@ func (p *specParser) atom() (string, bool) {
 // pyparsing's parseString does. ok is false when nothing matches (a
 // ParseException in Python).
 func parseSpec(spec string) (tree []string, ok bool) {
-	try := func(f func(p *specParser) []string) []string {
-		return f(&specParser{s: spec})
-	}
-	// <or> a <or> b ...: the "<or>" tokens are dropped but the first.
-	if t := try(func(p *specParser) []string {
-		out := []string{opOr}
-		for {
-			save := p.pos
-			if !p.literal(opOr) {
-				break
-			}
-			a, ok := p.atom()
-			if !ok {
-				p.pos = save
-				break
-			}
-			out = append(out, a)
+	for _, alt := range []func(*specParser) []string{
+		(*specParser).disjunction,
+		(*specParser).allIn,
+		(*specParser).rangeIn,
+		(*specParser).unary,
+		(*specParser).single,
+	} {
+		// Each alternative starts at the beginning, as pyparsing
+		// backtracks to it after a failed alternative.
+		if t := alt(&specParser{s: spec}); t != nil {
+			return t, true
 		}
-		if len(out) == 1 {
-			return nil
-		}
-		return out
-	}); t != nil {
-		return t, true
-	}
-	if t := try(func(p *specParser) []string {
-		if !p.literal(opAllIn) {
-			return nil
-		}
-		out := []string{opAllIn}
-		for {
-			a, ok := p.atom()
-			if !ok {
-				break
-			}
-			out = append(out, a)
-		}
-		if len(out) == 1 {
-			return nil
-		}
-		return out
-	}); t != nil {
-		return t, true
-	}
-	if t := try(func(p *specParser) []string {
-		if !p.literal(opRangeIn) {
-			return nil
-		}
-		out := []string{opRangeIn}
-		for range 4 {
-			a, ok := p.atom()
-			if !ok {
-				return nil
-			}
-			out = append(out, a)
-		}
-		return out
-	}); t != nil {
-		return t, true
-	}
-	if t := try(func(p *specParser) []string {
-		op, ok := p.unaryOp()
-		if !ok {
-			return nil
-		}
-		a, ok := p.atom()
-		if !ok {
-			return nil
-		}
-		return []string{op, a}
-	}); t != nil {
-		return t, true
-	}
-	if t := try(func(p *specParser) []string {
-		a, ok := p.atom()
-		if !ok {
-			return nil
-		}
-		return []string{a}
-	}); t != nil {
-		return t, true
 	}
 	return nil, false
+}
+
+// disjunction is "<or> a <or> b ...": the "<or>" tokens are dropped but
+// the first, and a trailing "<or>" without an atom is left unparsed.
+func (p *specParser) disjunction() []string {
+	out := []string{opOr}
+	for {
+		save := p.pos
+		if !p.literal(opOr) {
+			break
+		}
+		a, ok := p.atom()
+		if !ok {
+			p.pos = save
+			break
+		}
+		out = append(out, a)
+	}
+	if len(out) == 1 {
+		return nil
+	}
+	return out
+}
+
+// allIn is "<all-in> a b ..." with at least one atom.
+func (p *specParser) allIn() []string {
+	if !p.literal(opAllIn) {
+		return nil
+	}
+	out := []string{opAllIn}
+	for {
+		a, ok := p.atom()
+		if !ok {
+			break
+		}
+		out = append(out, a)
+	}
+	if len(out) == 1 {
+		return nil
+	}
+	return out
+}
+
+// rangeIn is "<range-in> [ a b ]": exactly four atoms, the brackets
+// included, which specMatch checks.
+func (p *specParser) rangeIn() []string {
+	if !p.literal(opRangeIn) {
+		return nil
+	}
+	out := []string{opRangeIn}
+	for range 4 {
+		a, ok := p.atom()
+		if !ok {
+			return nil
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// unary is an operator and one atom ("s== foo", ">= 10").
+func (p *specParser) unary() []string {
+	op, ok := p.unaryOp()
+	if !ok {
+		return nil
+	}
+	a, ok := p.atom()
+	if !ok {
+		return nil
+	}
+	return []string{op, a}
+}
+
+// single is one bare atom.
+func (p *specParser) single() []string {
+	a, ok := p.atom()
+	if !ok {
+		return nil
+	}
+	return []string{a}
 }
 
 // errSpecType marks a comparison Python would refuse with a TypeError or

@@ -1,8 +1,10 @@
-package inventory
+package hints
 
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // FuzzRootDeviceHints feeds hint documents as a node would carry them
@@ -21,7 +23,7 @@ func FuzzRootDeviceHints(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	disks := ipaDevices()
-	disks = append(disks, HintDisk{Disk: Disk{Name: "/dev/nvme0n1", Size: 1 << 40, Model: sp("10"), HCTL: sp("")}})
+	disks = append(disks, Disk{Disk: inventory.Disk{Name: "/dev/nvme0n1", Size: 1 << 40, Model: sp("10"), HCTL: sp("")}})
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		var raw map[string]any
 		if json.Unmarshal(doc, &raw) != nil {
