@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 )
 
 // Config is the agent's resolved configuration.
@@ -441,7 +443,7 @@ func parseValue(k kind, s string) (any, error) {
 	case kString:
 		return s, nil
 	case kBool:
-		return parseBool(s)
+		return pyconv.ParseBool(s)
 	case kInt:
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
@@ -467,17 +469,6 @@ func parseValue(k kind, s string) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unknown option kind %d", k)
-}
-
-// parseBool accepts oslo.config's boolean spellings.
-func parseBool(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "t", "true", "on", "y", "yes":
-		return true, nil
-	case "0", "f", "false", "off", "n", "no":
-		return false, nil
-	}
-	return false, errors.New("not a boolean (want 1/0, true/false, yes/no, on/off)")
 }
 
 func checkURLs(v any) error {

@@ -9,13 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -121,7 +121,7 @@ func ParseRootDeviceHints(raw map[string]any) (*RootDeviceHints, error) {
 		case HintString:
 			s, ok := value.(string)
 			if !ok {
-				return nil, fmt.Errorf("root device hint %q is not a string value: %s", name, pyRepr(value))
+				return nil, fmt.Errorf("root device hint %q is not a string value: %s", name, pyconv.Repr(value))
 			}
 			norm, err := normalizeHintExpression(s, name)
 			if err != nil {
@@ -129,14 +129,16 @@ func ParseRootDeviceHints(raw map[string]any) (*RootDeviceHints, error) {
 			}
 			h.exprs[name] = withDefaultOperator(norm, "s== ")
 		case HintInt:
-			text := pyStr(value)
+			text := pyconv.Str(value)
 			_, values, err := extractHintOperatorAndValues(text, name)
 			if err != nil {
 				return nil, err
 			}
 			for _, v := range values {
-				n, err := pyInt(v)
-				if err != nil {
+				// Python's int is unbounded: a value past int64 is still a
+				// (positive or negative) integer.
+				n, err := pyconv.ParseInt(v)
+				if err != nil && !errors.Is(err, strconv.ErrRange) {
 					return nil, fmt.Errorf("root device hint %q is not an integer value: %s", name, text)
 				}
 				if n <= 0 {
@@ -146,9 +148,9 @@ func ParseRootDeviceHints(raw map[string]any) (*RootDeviceHints, error) {
 			// IPA keeps the size expression as given (not lower-cased).
 			h.exprs[name] = withDefaultOperator(text, "== ")
 		case HintBool:
-			b, err := pyBool(value)
+			b, err := pyconv.Bool(value)
 			if err != nil {
-				return nil, fmt.Errorf("root device hint %q is not a Boolean value: %s", name, pyRepr(value))
+				return nil, fmt.Errorf("root device hint %q is not a Boolean value: %s", name, pyconv.Repr(value))
 			}
 			h.exprs[name] = b
 		}
@@ -226,82 +228,7 @@ func urlQuote(s string) string {
 
 // PyStr renders a JSON-decoded value like Python's str(), for comparisons
 // IPA makes on node fields.
-func PyStr(v any) string { return pyStr(v) }
-
-// pyStr renders a JSON-decoded value like Python's str().
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case json.Number:
-		return x.String()
-	case float64:
-		// encoding/json decodes every number to float64; an integral one
-		// was (almost certainly) written as an integer.
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return strconv.FormatInt(int64(x), 10)
-		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return fmt.Sprint(v)
-}
-
-func pyRepr(v any) string {
-	if s, ok := v.(string); ok {
-		return strconv.Quote(s)
-	}
-	return pyStr(v)
-}
-
-// pyInt parses like Python's int() of a string.
-func pyInt(s string) (int64, error) {
-	t := strings.TrimFunc(s, unicode.IsSpace)
-	sign := ""
-	if strings.HasPrefix(t, "+") || strings.HasPrefix(t, "-") {
-		sign, t = t[:1], t[1:]
-	}
-	clean, ok := pyDigits(t, "0123456789")
-	if !ok || clean == "" {
-		return 0, fmt.Errorf("%q is not an integer", s)
-	}
-	n, err := strconv.ParseInt(sign+clean, 10, 64)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			// Python ints are unbounded; only the sign matters here.
-			if sign == "-" {
-				return math.MinInt64, nil
-			}
-			return math.MaxInt64, nil
-		}
-		return 0, err
-	}
-	return n, nil
-}
-
-// pyBool is oslo's bool_from_string(strict=True).
-func pyBool(v any) (bool, error) {
-	if b, ok := v.(bool); ok {
-		return b, nil
-	}
-	switch strings.ToLower(strings.TrimFunc(pyStr(v), unicode.IsSpace)) {
-	case "1", "t", "true", "on", "y", "yes":
-		return true, nil
-	case "0", "f", "false", "off", "n", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s is not a boolean", pyRepr(v))
-}
+func PyStr(v any) string { return pyconv.Str(v) }
 
 // Disk is a disk as hints see it: the inventory record plus every
 // serial and WWN known for it (IPA master matches serial and wwn against

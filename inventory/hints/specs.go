@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 )
 
 // This file is a Go rendering of oslo.utils' specs_matcher, the little
@@ -357,7 +359,7 @@ func pyFloat(s string) (float64, error) {
 	case "nan":
 		return math.NaN(), nil
 	}
-	clean, ok := pyDigits(body, "0123456789.eE+-")
+	clean, ok := pyconv.Digits(body, "0123456789.eE+-")
 	if !ok || clean == "" || strings.ContainsAny(clean, "xXpP") {
 		return 0, fmt.Errorf("%w: %q is not a number", errSpecType, s)
 	}
@@ -367,28 +369,6 @@ func pyFloat(s string) (float64, error) {
 	}
 	return f, nil
 }
-
-// pyDigits removes underscores that sit between two digits (Python's
-// numeric literal rule) and checks every other byte is in allowed.
-func pyDigits(s, allowed string) (string, bool) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' {
-			if i == 0 || i == len(s)-1 || !isDigit(s[i-1]) || !isDigit(s[i+1]) {
-				return "", false
-			}
-			continue
-		}
-		if !strings.ContainsRune(allowed, rune(c)) {
-			return "", false
-		}
-		b.WriteByte(c)
-	}
-	return b.String(), true
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // pyLiteralNumber is ast.literal_eval restricted to what can come out as a
 // number: decimal, 0x/0o/0b integers and floats, with an optional minus.
