@@ -27,6 +27,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/version"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/lldp"
@@ -112,9 +113,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, errors.New("agent: no configuration")
 	}
 	cfg := opts.Config
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
+	opts.Log = logging.OrDiscard(opts.Log)
 	if opts.LogRing == nil {
 		opts.LogRing = NewLogRing(1 << 20)
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // Heartbeat timing (IPA master, agent.py IronicPythonAgentHeartbeater).
@@ -79,10 +81,7 @@ func (h *Heartbeater) Run(ctx context.Context) {
 	if h.force == nil {
 		h.force = make(chan struct{}, 1)
 	}
-	log := h.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := logging.OrDiscard(h.Log)
 	var s heartbeatSchedule
 	beat := func() {
 		err := h.Send(ctx)

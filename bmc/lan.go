@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // LAN configuration parameters (IPMI 2.0 table 23-4).
@@ -64,9 +66,7 @@ func NoDevice() Addresses { return Addresses{} }
 // exist: as in IPA, a BMC that answers nothing still yields "0.0.0.0" and
 // "::/0". Every failed request is logged at debug level.
 func Detect(ctx context.Context, t Transport, logger *slog.Logger) (Addresses, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = logging.OrDiscard(logger)
 	var ipv4, ipv6, mac string
 	silent := 0
 	// Who the BMC is, for the log (ipmitool's "mc info"); it also tells a

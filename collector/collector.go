@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/bmc"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -67,10 +68,7 @@ func (o Options) root() string {
 }
 
 func (o Options) logger() *slog.Logger {
-	if o.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return o.Logger
+	return logging.OrDiscard(o.Logger)
 }
 
 // fs returns the file reader for the root. Every reader uses it (never

@@ -13,6 +13,7 @@ import (
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -43,9 +44,7 @@ const maxFrame = 9216
 // All sockets are opened on the calling goroutine, so a caller that has
 // entered a network namespace on a locked OS thread captures in it.
 func Capture(ctx context.Context, ifaces []string, timeout time.Duration, logger *slog.Logger) (map[string][]inventory.LLDPTLV, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = logging.OrDiscard(logger)
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}

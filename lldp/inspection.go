@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -23,9 +24,7 @@ func InspectionRaw(ctx context.Context, inv *inventory.Inventory, timeout time.D
 
 func inspectionRaw(ctx context.Context, inv *inventory.Inventory, timeout time.Duration, logger *slog.Logger,
 	capture func(context.Context, []string, time.Duration, *slog.Logger) (map[string][]inventory.LLDPTLV, error)) map[string][]inventory.LLDPTLV {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = logging.OrDiscard(logger)
 	var names []string
 	for _, iface := range inv.Interfaces {
 		if iface.Name != "lo" {

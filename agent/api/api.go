@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // maxBody bounds a command body. Ironic's largest bodies carry a config
@@ -117,10 +118,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) log() *slog.Logger {
-	if s.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return s.Log
+	return logging.OrDiscard(s.Log)
 }
 
 type statusRecorder struct {

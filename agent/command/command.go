@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // Status is a command's command_status.
@@ -194,9 +196,7 @@ type Executor struct {
 // under ctx (the agent's lifetime, not a request's); onAsyncDone is called
 // after every async command ends (the agent forces a heartbeat there).
 func NewExecutor(ctx context.Context, exts map[string]Extension, log *slog.Logger, onAsyncDone func(*Result)) *Executor {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = logging.OrDiscard(log)
 	return &Executor{exts: exts, ctx: ctx, log: log, onDone: onAsyncDone, byID: map[string]*Result{}}
 }
 

@@ -20,6 +20,7 @@ import (
 	"sort"
 
 	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // Support is a manager's hardware support level (IPA's HardwareSupport):
@@ -101,9 +102,7 @@ type Set struct {
 // Load builds every manager, keeps those with support > 0 and orders them
 // by support, most specific first (equal support keeps list order).
 func Load(ctx context.Context, ctors []func() Manager, log *slog.Logger) (*Set, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = logging.OrDiscard(log)
 	s := &Set{log: log}
 	for _, c := range ctors {
 		m := c()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
@@ -137,10 +138,7 @@ func (o Options) collectorOptions() collector.Options {
 }
 
 func (o Options) log() *slog.Logger {
-	if o.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return o.Log
+	return logging.OrDiscard(o.Log)
 }
 
 func (o Options) managers() []Manager {

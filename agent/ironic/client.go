@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // Version is an Ironic API microversion.
@@ -98,10 +100,7 @@ func NewClient(urls []string, hc *http.Client, override string) (*Client, error)
 }
 
 func (c *Client) log() *slog.Logger {
-	if c.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return c.Log
+	return logging.OrDiscard(c.Log)
 }
 
 // APIError is an error answer of Ironic, with the text taken from its
