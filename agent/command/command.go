@@ -3,13 +3,14 @@ package command
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
+
+	"github.com/google/uuid"
 
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
@@ -338,7 +339,7 @@ func (e *Executor) RecordFailed(name string, err error) *Result {
 }
 
 func (e *Executor) newResult(name string) *Result {
-	return &Result{id: newUUID(), name: name, status: Running, done: make(chan struct{})}
+	return &Result{id: uuid.NewString(), name: name, status: Running, done: make(chan struct{})}
 }
 
 func (e *Executor) record(r *Result) {
@@ -386,11 +387,3 @@ func (e *Executor) Busy() bool {
 // Wait blocks until every async command has finished.
 func (e *Executor) Wait() { e.wg.Wait() }
 
-// newUUID returns a random (version 4) UUID string.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 func exts() map[string]Extension {
@@ -66,9 +68,13 @@ func TestVersionMismatchStatus(t *testing.T) {
 	}
 }
 
-func TestUUID(t *testing.T) {
-	u := newUUID()
-	if len(u) != 36 || u[14] != '4' || u[8] != '-' {
-		t.Errorf("uuid %s", u)
+// TestResultID checks command ids are random (version 4) UUIDs, as IPA's
+// uuid.uuid4() ids are.
+func TestResultID(t *testing.T) {
+	e := NewExecutor(t.Context(), nil, nil, nil)
+	r := e.RecordFailed("x", errors.New("x"))
+	u, err := uuid.Parse(r.ID())
+	if err != nil || u.Version() != 4 || len(r.ID()) != 36 {
+		t.Errorf("command id %q: version %d, %v", r.ID(), u.Version(), err)
 	}
 }
