@@ -386,4 +386,3 @@ func (e *Executor) Busy() bool {
 
 // Wait blocks until every async command has finished.
 func (e *Executor) Wait() { e.wg.Wait() }
-
