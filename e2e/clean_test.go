@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
@@ -18,13 +22,13 @@ const stepTimeout = 2 * time.Minute
 
 // enroll creates a fake-hardware node with one port (mac), takes it to
 // manageable and deletes it when the test ends.
-func (s *suite) enroll(t *testing.T, name, mac string, spec ironictest.NodeSpec) *ironictest.Node {
+func (s *suite) enroll(t *testing.T, name, mac string, spec ironictest.NodeSpec) *nodes.Node {
 	t.Helper()
 	return enrollOn(t, s.ironic, name, mac, spec)
 }
 
 // enrollOn is enroll against the Ironic of client c.
-func enrollOn(t *testing.T, c *ironictest.Client, name, mac string, spec ironictest.NodeSpec) *ironictest.Node {
+func enrollOn(t *testing.T, c *ironictest.Client, name, mac string, spec ironictest.NodeSpec) *nodes.Node {
 	t.Helper()
 	ctx := t.Context()
 	spec.Name = name
@@ -33,14 +37,14 @@ func enrollOn(t *testing.T, c *ironictest.Client, name, mac string, spec ironict
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := c.DeleteNode(context.Background(), n.UUID); err != nil && !ironictest.IsNotFound(err) {
+		if err := c.DeleteNode(context.Background(), n.UUID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			t.Logf("deleting node %s: %v", n.UUID, err)
 		}
 	})
 	if _, err := c.CreatePort(ctx, n.UUID, mac, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Provision(ctx, n.UUID, "manage"); err != nil {
+	if err := c.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
@@ -85,7 +89,7 @@ func TestFailingCleanStep(t *testing.T) {
 	dev := loopDevice(t, 16<<20)
 	n := s.enroll(t, "e2e-clean-failure", mac, ironictest.NodeSpec{})
 	logsBefore, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "deploy_logs", "*"))
-	err := s.ironic.Clean(ctx, n.UUID, []ironictest.CleanStep{{Interface: "deploy", Step: "e2e_flash_firmware"}})
+	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_flash_firmware"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +101,10 @@ func TestFailingCleanStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.LastError == nil || !strings.Contains(*got.LastError, complaint) || !strings.Contains(*got.LastError, "e2e_flash_firmware") {
-		t.Errorf("last_error = %v, want the step name and the agent's error text %q", deref(got.LastError), complaint)
+	if !strings.Contains(got.LastError, complaint) || !strings.Contains(got.LastError, "e2e_flash_firmware") {
+		t.Errorf("last_error = %q, want the step name and the agent's error text %q", got.LastError, complaint)
 	}
-	t.Logf("last_error: %s", deref(got.LastError))
+	t.Logf("last_error: %s", got.LastError)
 	// On a failed step Ironic asks the agent for its logs and stores them.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -114,11 +118,4 @@ func TestFailingCleanStep(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return *p
 }

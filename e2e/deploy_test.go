@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
@@ -44,7 +46,7 @@ func deployImages(t *testing.T, dir string) (raw, qcow2 string) {
 // (checksums of the file at sumsOf) and whose root device hint names dev,
 // provides it (no cleaning) and starts the deploy: the node waits in
 // "wait call-back" for an agent.
-func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf string) *ironictest.Node {
+func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf string) *nodes.Node {
 	t.Helper()
 	ctx := t.Context()
 	md5sum, sha := fileSums(t, sumsOf)
@@ -61,8 +63,11 @@ func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf str
 			"root_gb":             1,
 		},
 	})
-	for _, step := range []struct{ target, state string }{{"provide", "available"}, {"active", "wait call-back"}} {
-		if err := s.ironic.Provision(ctx, n.UUID, step.target); err != nil {
+	for _, step := range []struct {
+		target nodes.TargetProvisionState
+		state  string
+	}{{nodes.TargetProvide, "available"}, {nodes.TargetActive, "wait call-back"}} {
+		if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: step.target}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.ironic.WaitState(ctx, n.UUID, step.state, 30*time.Second); err != nil {
@@ -129,11 +134,11 @@ func TestDeployWrongChecksum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := strings.ToLower(deref(got.LastError))
+	msg := strings.ToLower(got.LastError)
 	if !strings.Contains(msg, "write_image") || !strings.Contains(msg, "checksum") && !strings.Contains(msg, "hash") {
-		t.Errorf("last_error = %q, want write_image's checksum failure", deref(got.LastError))
+		t.Errorf("last_error = %q, want write_image's checksum failure", got.LastError)
 	}
-	t.Logf("last_error: %s", deref(got.LastError))
+	t.Logf("last_error: %s", got.LastError)
 }
 
 // cuttingServer serves dir's files; the first request for each file

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
@@ -61,7 +63,7 @@ func TestAutomatedCleaning(t *testing.T) {
 	dev := gptDisk(t)
 	const mac = "52:54:e2:0a:00:01"
 	n := s.enroll(t, "e2e-automated-clean", mac, ironictest.NodeSpec{})
-	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
@@ -83,7 +85,7 @@ func TestManualCleaning(t *testing.T) {
 	gpt, ext4 := gptDisk(t), ext4Disk(t)
 	const mac = "52:54:e2:0b:00:01"
 	n := s.enroll(t, "e2e-manual-clean", mac, ironictest.NodeSpec{})
-	err := s.ironic.Clean(ctx, n.UUID, []ironictest.CleanStep{{Interface: "deploy", Step: "erase_devices_metadata"}})
+	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
@@ -23,15 +26,15 @@ func TestHarnessStateMachine(t *testing.T) {
 	ctx := t.Context()
 	no := false
 	n := s.enroll(t, "harness-sm", "52:54:e2:00:00:01", ironictest.NodeSpec{AutomatedClean: &no})
-	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := s.ironic.Ports(ctx, n.UUID)
-	if err != nil || len(ports) != 1 || ports[0].Address != "52:54:e2:00:00:01" {
-		t.Fatalf("ports = %+v, %v", ports, err)
+	got, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: n.UUID})
+	if err != nil || len(got) != 1 || got[0].Address != "52:54:e2:00:00:01" {
+		t.Fatalf("ports = %+v, %v", got, err)
 	}
 }
 
@@ -76,7 +79,7 @@ func TestHarnessStandIn(t *testing.T) {
 	agent.Start()
 	defer agent.Close()
 
-	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
@@ -102,7 +105,7 @@ func TestHarnessStandIn(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node never became available; last heartbeat %d %s; %s", code, msg, cur.Describe())
+			t.Fatalf("node never became available; last heartbeat %d %s; %s", code, msg, ironictest.Describe(cur))
 		}
 		time.Sleep(time.Second)
 	}

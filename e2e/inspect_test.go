@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetalintrospection/v1/introspection"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
@@ -49,7 +53,7 @@ func (s *suite) fixtureFacts(t *testing.T) fixtureFacts {
 }
 
 // waitPort polls Ironic until a port with mac exists.
-func (s *suite) waitPort(t *testing.T, a *agentProc, mac string, timeout time.Duration) *ironictest.Port {
+func (s *suite) waitPort(t *testing.T, a *agentProc, mac string, timeout time.Duration) *ports.Port {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -115,8 +119,8 @@ func TestDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Error != nil {
-		t.Fatalf("introspection of %s finished with error %q", port.NodeUUID, *st.Error)
+	if st.Error != "" {
+		t.Fatalf("introspection of %s finished with error %q", port.NodeUUID, st.Error)
 	}
 	n, err := s.ironic.GetNode(ctx, port.NodeUUID)
 	if err != nil {
@@ -187,7 +191,7 @@ func TestInspectEnrolledNode(t *testing.T) {
 		InspectInterface: "inspector",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 	})
-	if err := s.ironic.Provision(ctx, n.UUID, "inspect"); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "inspect wait", 30*time.Second); err != nil {
@@ -199,12 +203,12 @@ func TestInspectEnrolledNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkInspectedProperties(t, got.Properties, s.fixtureFacts(t))
-	st, err := s.inspector.Status(ctx, n.UUID)
+	st, err := introspection.GetIntrospectionStatus(ctx, s.inspector.Service, n.UUID).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Finished || st.Error != nil {
-		t.Errorf("introspection status: finished %v, error %v", st.Finished, st.Error)
+	if !st.Finished || st.Error != "" {
+		t.Errorf("introspection status: finished %v, error %q", st.Finished, st.Error)
 	}
 }
 
@@ -239,7 +243,7 @@ func TestInspectorDownAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Error != nil {
-		t.Errorf("introspection finished with error %q", *st.Error)
+	if st.Error != "" {
+		t.Errorf("introspection finished with error %q", st.Error)
 	}
 }

@@ -123,9 +123,11 @@ func (s *suite) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.ironic = ironictest.NewClient(s.services.IronicURL)
-	s.inspector = ironictest.NewInspectorClient(s.services.InspectorURL)
-	return nil
+	if s.ironic, err = ironictest.NewClient(s.services.IronicURL); err != nil {
+		return err
+	}
+	s.inspector, err = ironictest.NewInspectorClient(s.services.InspectorURL)
+	return err
 }
 
 // need returns the suite or ends the test: skipped when not root (the only

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
 )
@@ -75,17 +77,19 @@ func TestDeployPartitionImage(t *testing.T) {
 			"swap_mb":             64,
 		},
 	})
-	if err := s.ironic.Patch(ctx, n.UUID, []map[string]any{{"op": "replace", "path": "/management_interface", "value": "noop"}}); err != nil {
+	if err := nodes.Update(ctx, s.ironic.Service, n.UUID, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
+	}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	iso := configDriveISO(t)
-	if err := s.ironic.Deploy(ctx, n.UUID, gzipBase64(t, iso)); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: gzipBase64(t, iso)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
@@ -35,20 +37,20 @@ func markerSteps(t *testing.T, sleep time.Duration) (dir, started, finished, mar
 // slowManualClean enrolls a node and starts manual cleaning with the
 // marker steps [e2e_slow (sleeping sleep), e2e_mark]; the node waits in
 // clean wait for an agent started with the returned steps directory.
-func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Duration) (n *ironictest.Node, steps, started, finished, marked string) {
+func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
 	t.Helper()
 	return slowManualCleanOn(t, s.ironic, name, mac, sleep)
 }
 
 // slowManualCleanOn is slowManualClean against the Ironic of client c.
-func slowManualCleanOn(t *testing.T, c *ironictest.Client, name, mac string, sleep time.Duration) (n *ironictest.Node, steps, started, finished, marked string) {
+func slowManualCleanOn(t *testing.T, c *ironictest.Client, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
 	t.Helper()
 	steps, started, finished, marked = markerSteps(t, sleep)
 	n = enrollOn(t, c, name, mac, ironictest.NodeSpec{})
-	err := c.Clean(t.Context(), n.UUID, []ironictest.CleanStep{
-		{Interface: "deploy", Step: "e2e_slow"},
-		{Interface: "deploy", Step: "e2e_mark"},
-	})
+	err := c.Provision(t.Context(), n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
+		{Interface: nodes.InterfaceDeploy, Step: "e2e_slow"},
+		{Interface: nodes.InterfaceDeploy, Step: "e2e_mark"},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 		`{"step": "e2e_after_reboot", "interface": "deploy", "priority": 40, "clean": true}`)
 	dev := loopDevice(t, 16<<20)
 	n := s.enroll(t, "e2e-restart-reboot", mac, ironictest.NodeSpec{})
-	if err := s.ironic.Provision(ctx, n.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
@@ -103,7 +105,7 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 	opts := agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), Devices: []string{dev}}
 	first := s.startAgent(t, opts)
 	// Ironic marks the reboot it asked the power interface for.
-	_, err := s.ironic.WaitFor(ctx, n.UUID, stepTimeout, "cleaning_reboot set", func(n *ironictest.Node) bool {
+	_, err := s.ironic.WaitFor(ctx, n.UUID, stepTimeout, "cleaning_reboot set", func(n *nodes.Node) bool {
 		return n.DriverInternalInfo["cleaning_reboot"] == true
 	})
 	if err != nil {
@@ -146,10 +148,10 @@ func TestAgentCrashMidStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if le := deref(got.LastError); !strings.Contains(le, "e2e_slow") || !strings.Contains(le, "restarted") {
+	if le := got.LastError; !strings.Contains(le, "e2e_slow") || !strings.Contains(le, "restarted") {
 		t.Errorf("last_error = %q, want the interrupted step and the restart named", le)
 	}
-	t.Logf("last_error: %s", deref(got.LastError))
+	t.Logf("last_error: %s", got.LastError)
 	if exists(finished) {
 		t.Error("the killed step finished anyway: its process outlived the agent's PID namespace")
 	}
@@ -174,7 +176,7 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 	waitFile(t, started, stepTimeout)
 	// Stop only once the conductor is done dispatching (clean wait with the
 	// step recorded), so no node lock is held when the process goes.
-	_, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *ironictest.Node) bool {
+	_, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *nodes.Node) bool {
 		return n.ProvisionState == "clean wait" && n.CleanStep["step"] == "e2e_slow"
 	})
 	if err != nil {
@@ -232,12 +234,15 @@ func TestIronicAPIDownDuringCleaning(t *testing.T) {
 		_ = split.Close()
 	})
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
-	c := ironictest.NewClient(split.IronicURL)
+	c, err := ironictest.NewClient(split.IronicURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const mac = "52:54:e2:1a:00:02"
 	n, steps, started, finished, marked := slowManualCleanOn(t, c, "e2e-api-down", mac, 5*time.Second)
 	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps, APIURL: split.IronicURL})
 	waitFile(t, started, stepTimeout)
-	if _, err := c.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *ironictest.Node) bool {
+	if _, err := c.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *nodes.Node) bool {
 		return n.ProvisionState == "clean wait" && n.CleanStep["step"] == "e2e_slow"
 	}); err != nil {
 		t.Fatal(err)
@@ -273,7 +278,7 @@ func tailBytes(b []byte, n int) []byte {
 // agentClient returns an HTTP client that trusts the agent's self-signed
 // certificate as Ironic does (driver_internal_info.agent_verify_ca), or
 // plain HTTP when the agent advertised http.
-func agentClient(t *testing.T, n *ironictest.Node) *http.Client {
+func agentClient(t *testing.T, n *nodes.Node) *http.Client {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second}
 	// Ironic keeps the path of the file it stored the certificate in.
@@ -304,7 +309,7 @@ func TestCommandsNeedToken(t *testing.T) {
 	n, steps, started, _, marked := s.slowManualClean(t, "e2e-token", mac, 8*time.Second)
 	s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
 	waitFile(t, started, stepTimeout)
-	cur, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "agent_url recorded", func(n *ironictest.Node) bool {
+	cur, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "agent_url recorded", func(n *nodes.Node) bool {
 		u, _ := n.DriverInternalInfo["agent_url"].(string)
 		return u != ""
 	})

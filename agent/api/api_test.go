@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/command"
@@ -23,6 +24,17 @@ type testServer struct {
 }
 
 func newTestServer(t *testing.T, token string) *testServer {
+	t.Helper()
+	s, release, ex := newTestAPI(t, token)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &testServer{Server: srv, release: release, exec: ex}
+}
+
+// newTestAPI is the Server of newTestServer without a listener, with the
+// channel that lets its test.async command finish. Its clean-up releases
+// the command and waits for it.
+func newTestAPI(t *testing.T, token string) (*Server, chan struct{}, *command.Executor) {
 	t.Helper()
 	release := make(chan struct{})
 	exts := map[string]command.Extension{
@@ -61,8 +73,6 @@ func newTestServer(t *testing.T, token string) *testServer {
 	tokens := &Tokens{}
 	tokens.SetToken(token)
 	s := &Server{Exec: ex, Tokens: tokens, Version: "0.1.0", StartedAt: func() time.Time { return time.Unix(1700000000, 500000000) }}
-	srv := httptest.NewServer(s.Handler())
-	ts := &testServer{Server: srv, release: release, exec: ex}
 	t.Cleanup(func() {
 		select {
 		case <-release:
@@ -70,10 +80,9 @@ func newTestServer(t *testing.T, token string) *testServer {
 			close(release)
 		}
 		cancel()
-		srv.Close()
 		ex.Wait()
 	})
-	return ts
+	return s, release, ex
 }
 
 func do(t *testing.T, method, url, body string) (int, http.Header, string) {
@@ -277,22 +286,62 @@ func TestAsyncBusyWait(t *testing.T) {
 		t.Errorf("busy refusal recorded: %d results", n)
 	}
 
-	got := make(chan string, 1)
-	go func() {
-		_, _, body := do(t, "GET", ts.URL+"/v1/commands/"+first.ID+"?wait=TRUE", "")
-		got <- body
-	}()
-	select {
-	case body := <-got:
-		t.Fatalf("wait=true returned before the command finished: %s", body)
-	case <-time.After(100 * time.Millisecond):
-	}
+	// That wait=true blocks while the command runs is TestWaitTrueBlocks;
+	// here it is the way to learn over HTTP that the command has finished.
 	close(ts.release)
-	body := <-got
+	_, _, body := do(t, "GET", ts.URL+"/v1/commands/"+first.ID+"?wait=TRUE", "")
 	if !strings.Contains(body, `"command_status":"SUCCEEDED","command_error":null,"command_result":{"result":"async: finished"}`) {
 		t.Errorf("after wait: %s", body)
 	}
 	if code, b := post(t, ts, "&wait=true", "test.sync", "{}"); code != 200 || !strings.Contains(b, "SUCCEEDED") {
 		t.Errorf("after the async command: %d %s", code, b)
 	}
+}
+
+// TestWaitTrueBlocks: GET /v1/commands/{id}?wait=true answers only once
+// the command has finished, with its result. It runs in a synctest bubble:
+// synctest.Wait returns when every goroutine of the bubble is durably
+// blocked, so "the request has not been answered" is checked at a moment
+// the handler can no longer progress on its own, not after a guessed delay.
+func TestWaitTrueBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, release, ex := newTestAPI(t, tok)
+		h := s.Handler()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/commands/?wait=false&agent_token="+tok,
+			strings.NewReader(`{"name": "test.async", "params": {}}`)))
+		var started struct {
+			ID string `json:"id"`
+		}
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &started) != nil || started.ID == "" {
+			t.Fatalf("async start: %d %s", rec.Code, rec.Body)
+		}
+		res, ok := ex.Get(started.ID)
+		if !ok {
+			t.Fatalf("command %s is not in the list", started.ID)
+		}
+
+		waitRec := httptest.NewRecorder()
+		answered := make(chan struct{})
+		go func() {
+			defer close(answered)
+			h.ServeHTTP(waitRec, httptest.NewRequest("GET", "/v1/commands/"+started.ID+"?wait=TRUE", nil))
+		}()
+		synctest.Wait()
+		select {
+		case <-answered:
+			t.Fatalf("wait=true answered while the command was running: %d %s", waitRec.Code, waitRec.Body)
+		default:
+		}
+		if st, _, _ := res.Snapshot(); st != command.Running {
+			t.Fatalf("command status %s while its work is held, want %s", st, command.Running)
+		}
+
+		close(release)
+		<-answered
+		if body := waitRec.Body.String(); waitRec.Code != 200 ||
+			!strings.Contains(body, `"command_status":"SUCCEEDED","command_error":null,"command_result":{"result":"async: finished"}`) {
+			t.Errorf("after wait: %d %s", waitRec.Code, body)
+		}
+	})
 }

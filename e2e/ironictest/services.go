@@ -200,7 +200,10 @@ func (s *Services) StopAPI() error {
 }
 
 func (s *Services) startAPI(ctx context.Context, name string) error {
-	c := NewClient(s.IronicURL)
+	c, err := NewClient(s.IronicURL)
+	if err != nil {
+		return err
+	}
 	return s.startService(ctx, &s.ironic, &s.Timings.Ironic, s.IronicURL, func(ctx context.Context) error {
 		return c.driverRegistered(ctx, "fake-hardware")
 	}, s.ironicArgs(name)...)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
@@ -61,11 +63,13 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	noClean := false
 	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs)
 	if c.management != "" {
-		if err := s.ironic.Patch(ctx, node.UUID, []map[string]any{{"op": "replace", "path": "/management_interface", "value": c.management}}); err != nil {
+		if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
+			nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: c.management},
+		}).Err; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.ironic.Provision(ctx, node.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", time.Minute); err != nil {
@@ -86,21 +90,21 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	m.GuestFwd[guestHost+":80"] = imgAddr
 	sum := sha256.Sum256(img)
 	md := md5.Sum(img)
-	ops := []map[string]any{
-		{"op": "add", "path": "/instance_info/image_source", "value": "http://" + imgAddr + "/image.raw"},
-		{"op": "add", "path": "/instance_info/image_checksum", "value": hex.EncodeToString(md[:])},
-		{"op": "add", "path": "/instance_info/image_os_hash_algo", "value": "sha256"},
-		{"op": "add", "path": "/instance_info/image_os_hash_value", "value": hex.EncodeToString(sum[:])},
-		{"op": "add", "path": "/instance_info/image_disk_format", "value": "raw"},
-		{"op": "add", "path": "/instance_info/root_gb", "value": "0"},
-		{"op": "add", "path": "/properties/root_device", "value": map[string]any{"serial": deployTarget}},
-		{"op": "add", "path": "/driver_info/image_http_proxy", "value": "http://" + guestHost + ":80"},
+	ops := nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: "http://" + imgAddr + "/image.raw"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_checksum", Value: hex.EncodeToString(md[:])},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: hex.EncodeToString(sum[:])},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_disk_format", Value: "raw"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/root_gb", Value: "0"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
 	}
-	if err := s.ironic.Patch(ctx, node.UUID, ops); err != nil {
+	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, "active"); err != nil {
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
 		t.Fatal(err)
 	}
 	// Power on once Ironic has "rebooted" the node into the ramdisk.

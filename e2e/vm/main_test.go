@@ -143,8 +143,10 @@ func services(t *testing.T) *suite {
 		if s.svcErr != nil {
 			return
 		}
-		s.ironic = ironictest.NewClient(s.services.IronicURL)
-		s.inspector = ironictest.NewInspectorClient(s.services.InspectorURL)
+		if s.ironic, s.svcErr = ironictest.NewClient(s.services.IronicURL); s.svcErr != nil {
+			return
+		}
+		s.inspector, s.svcErr = ironictest.NewInspectorClient(s.services.InspectorURL)
 	})
 	if s.svcErr != nil {
 		t.Fatalf("start Ironic and ironic-inspector: %v", s.svcErr)

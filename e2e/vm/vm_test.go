@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
+
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
@@ -222,7 +225,7 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 
 	start := time.Now()
 	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
-	var port *ironictest.Port
+	var port *ports.Port
 	for port == nil {
 		if port, err = s.ironic.PortByAddress(ctx, macs[0]); err != nil {
 			t.Fatal(err)
@@ -245,8 +248,8 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Error != nil {
-		t.Fatalf("introspection of %s finished with error %q", port.NodeUUID, *st.Error)
+	if st.Error != "" {
+		t.Fatalf("introspection of %s finished with error %q", port.NodeUUID, st.Error)
 	}
 	t.Logf("discovered after %.1fs (agent started at guest uptime %s)", enrolled.Seconds(), uptimeAt(vm, "agent started"))
 	data, err := s.inspector.Data(ctx, port.NodeUUID)
@@ -264,18 +267,18 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	if name, err := lldpSystemName(inv, macs[1]); err != nil || name != "vm-switch-1" {
 		t.Errorf("LLDP system name on %s = %q (%v), want vm-switch-1", macs[1], name, err)
 	}
-	ports, err := s.ironic.Ports(ctx, port.NodeUUID)
+	nics, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: port.NodeUUID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ports) != 2 {
-		t.Errorf("discovered node has %d ports, want 2 (both NICs): %+v", len(ports), ports)
+	if len(nics) != 2 {
+		t.Errorf("discovered node has %d ports, want 2 (both NICs): %+v", len(nics), nics)
 	}
 }
 
 // enroll creates a node with a port per MAC (the first one PXE-enabled),
 // deleted when the test ends, and brings it to manageable.
-func enroll(t *testing.T, ctx context.Context, s *suite, spec ironictest.NodeSpec, macs [2]string) *ironictest.Node {
+func enroll(t *testing.T, ctx context.Context, s *suite, spec ironictest.NodeSpec, macs [2]string) *nodes.Node {
 	t.Helper()
 	node, err := s.ironic.CreateNode(ctx, spec)
 	if err != nil {
@@ -287,7 +290,7 @@ func enroll(t *testing.T, ctx context.Context, s *suite, spec ironictest.NodeSpe
 			t.Fatal(err)
 		}
 	}
-	if err := s.ironic.Provision(ctx, node.UUID, "manage"); err != nil {
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
@@ -370,7 +373,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 
 	// (a) inspection.
 	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, "inspect"); err != nil {
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
 	}
 	// Power on only once Ironic has "rebooted" the node (with the fake
@@ -401,7 +404,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
 	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, "provide"); err != nil {
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {

@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
@@ -126,7 +128,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer svc.Close()
-	ic := ironictest.NewClient(svc.IronicURL)
+	ic, err := ironictest.NewClient(svc.IronicURL)
+	if err != nil {
+		return err
+	}
 	macs := [2]string{"52:54:00:6d:0b:01", "52:54:00:6d:0b:02"}
 	node, err := ic.CreateNode(ctx, ironictest.NodeSpec{Name: "bootbench", Properties: map[string]any{"capabilities": "boot_mode:bios"}})
 	if err != nil {
@@ -138,7 +143,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := ic.Provision(ctx, node.UUID, "manage"); err != nil {
+	if err := ic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
 		return err
 	}
 	if _, err := ic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
@@ -147,7 +152,7 @@ func run(ctx context.Context) error {
 	all := make([][]phases, len(configs))
 	for i := range *n * len(configs) {
 		c := configs[i%len(configs)]
-		if err := ic.Provision(ctx, node.UUID, "provide"); err != nil {
+		if err := ic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 			return err
 		}
 		if _, err := ic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
@@ -189,7 +194,7 @@ func run(ctx context.Context) error {
 		p.load = load
 		all[i%len(configs)] = append(all[i%len(configs)], p)
 		fmt.Println(c.name, p.row(i/len(configs)))
-		if err := ic.Provision(ctx, node.UUID, "manage"); err != nil {
+		if err := ic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
 			return err
 		}
 		if _, err := ic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {

@@ -10,9 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -74,53 +71,16 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("ramdisk built in %.1fs (kernel %s)\n", time.Since(start).Seconds(), rd.KernelVersion)
 
-	uploaded := make(chan []byte, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/upload" {
-			http.Error(w, "POST /upload only", http.StatusNotFound)
-			return
-		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		select {
-		case uploaded <- b:
-		default:
-		}
-		fmt.Fprintln(w, "ok")
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
 	m := vmtest.DefaultMachine(*fw)
 	m.Dir = filepath.Join(*work, "vm-"+*fw)
 	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
-	m.GuestFwd = map[string]string{"10.0.2.100:80": ln.Addr().String()}
-	// DHCP on the first NIC only: a lease on the second one could arrive
-	// before or after the capture, and the fixture would differ run to run.
 	command := "capture-fixture"
 	if *udev {
 		command = "capture" // udevguest's subcommand
 	}
-	m.Append = "ironic_agent.cmd=" + command + ",/run/fixture ironic_agent.upload=http://10.0.2.100/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{Echo: func(l vmtest.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
+	vm, tgz, err := vmtest.RunUpload(ctx, m, command, "/run/fixture", vmtest.Options{Echo: func(l vmtest.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
 	if err != nil {
 		return err
-	}
-	if err := vm.Wait(ctx); err != nil {
-		return err
-	}
-	var tgz []byte
-	select {
-	case tgz = <-uploaded:
-	default:
-		return fmt.Errorf("the VM powered off without uploading the fixture (serial console in %s)", vm.LogPath)
 	}
 	if err := os.RemoveAll(filepath.Join(*out, "root")); err != nil {
 		return err
@@ -238,25 +198,11 @@ func buildUdevRamdisk(ctx context.Context) (*vmtest.Ramdisk, error) {
 			// Debian's /lib is a link to usr/lib, the ramdisk's is not.
 			files["usr"+p] = p
 		case p == "/lib/udev/ata_id" || p == "/lib/udev/scsi_id" || p == "/lib/udev/cdrom_id":
-			files[strings.TrimPrefix(p, "/")] = p
 			bins = append(bins, p)
 		}
 	}
-	for _, bin := range bins {
-		out, err := output(ctx, "ldd", bin)
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range strings.Fields(string(out)) {
-			if !strings.HasPrefix(w, "/") {
-				continue
-			}
-			real, err := filepath.EvalSymlinks(w)
-			if err != nil {
-				return nil, err
-			}
-			files[strings.TrimPrefix(w, "/")] = real
-		}
+	if err := vmtest.AddLinked(ctx, files, bins...); err != nil {
+		return nil, err
 	}
 	return vmtest.BuildGuestRamdisk(ctx, "./internal/vmtest/recordfixture/udevguest", files)
 }
