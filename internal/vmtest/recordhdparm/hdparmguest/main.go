@@ -19,7 +19,7 @@ import (
 
 func main() {
 	if os.Getpid() == 1 {
-		err := rdinit.Main(context.Background(), os.Stdout)
+		err := rdinit.Main(context.Background(), os.Stdout, nil)
 		fmt.Println("hdparmguest init:", err)
 		_ = rdinit.Halt(false)
 		return
