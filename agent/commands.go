@@ -13,6 +13,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // extensions is the command table: the extensions of IPA 2023.1 (standby,
@@ -71,10 +72,10 @@ func decodeNodePorts(p command.Params) (nodePorts, error) {
 
 func (np nodePorts) check() error {
 	if np.Node == nil {
-		return command.InvalidCommandParams("missing parameter node")
+		return ipaerror.InvalidCommandParams("missing parameter node")
 	}
 	if np.Ports == nil {
-		return command.InvalidCommandParams("missing parameter ports")
+		return ipaerror.InvalidCommandParams("missing parameter ports")
 	}
 	return nil
 }
@@ -112,17 +113,17 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 		}
 		rawStep, ok := p["step"]
 		if !ok {
-			return nil, command.InvalidCommandParams("missing parameter step")
+			return nil, ipaerror.InvalidCommandParams("missing parameter step")
 		}
 		var step struct {
 			Step *string                    `json:"step"`
 			Args map[string]json.RawMessage `json:"args"`
 		}
 		if err := json.Unmarshal(rawStep, &step); err != nil {
-			return nil, command.InvalidCommandParams("parameter step: want an object: %v", err)
+			return nil, ipaerror.InvalidCommandParams("parameter step: want an object: %v", err)
 		}
 		if step.Step == nil || *step.Step == "" {
-			return nil, command.InvalidCommandParams("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
+			return nil, ipaerror.InvalidCommandParams("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
 		}
 		versionKey := kind + "_version"
 		// Extra parameters are step arguments too (IPA's **kwargs), then
@@ -154,16 +155,16 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 				clear()
 			}
 			if err != nil {
-				var ce *command.Error
+				var ce *ipaerror.Error
 				if errors.As(err, &ce) {
 					return nil, ce
 				}
 				msg := fmt.Sprintf("%s step %s failed: %v", kind, name, err)
 				a.log.Error("step failed", "kind", kind, "step", name, "error", err)
 				if kind == "clean" {
-					return nil, command.CleaningError(msg)
+					return nil, ipaerror.CleaningError(msg)
 				}
-				return nil, command.DeploymentError(msg)
+				return nil, ipaerror.DeploymentError(msg)
 			}
 			a.log.Info("step completed", "kind", kind, "step", name)
 			return map[string]any{kind + "_result": res, kind + "_step": rawJSON(rawStep)}, nil
@@ -181,7 +182,7 @@ func noParams(p command.Params) error {
 	for k := range p {
 		names = append(names, k)
 	}
-	return command.InvalidCommandParams("unexpected parameters: %s", strings.Join(names, ", "))
+	return ipaerror.InvalidCommandParams("unexpected parameters: %s", strings.Join(names, ", "))
 }
 
 func (a *Agent) bindGetPartitionUUIDs(p command.Params) (command.Func, error) {
@@ -218,7 +219,7 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 				err = a.machine.Reboot()
 			}
 			if err != nil {
-				return nil, command.New("SystemRebootError", 500, "Error rebooting system", err.Error())
+				return nil, ipaerror.New("SystemRebootError", 500, "Error rebooting system", err.Error())
 			}
 			return nil, nil
 		}, nil
@@ -271,11 +272,11 @@ func (a *Agent) bindGetHardwareInfo(p command.Params) (command.Func, error) {
 
 func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 	if !a.cfg.Standalone {
-		return nil, command.InvalidCommand("set_node_info is only allowed in standalone mode")
+		return nil, ipaerror.InvalidCommand("set_node_info is only allowed in standalone mode")
 	}
 	raw, ok := p["node_info"]
 	if !ok {
-		return nil, command.InvalidCommandParams("missing parameter node_info")
+		return nil, ipaerror.InvalidCommandParams("missing parameter node_info")
 	}
 	var info struct {
 		Node   map[string]any `json:"node"`
@@ -286,11 +287,11 @@ func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 		RawConfig map[string]any `json:"-"`
 	}
 	if err := json.Unmarshal(raw, &info); err != nil {
-		return nil, command.InvalidCommandParams("node_info: %v", err)
+		return nil, ipaerror.InvalidCommandParams("node_info: %v", err)
 	}
 	uuid, _ := info.Node["uuid"].(string)
 	if uuid == "" {
-		return nil, command.InvalidCommandParams("node_info: no node.uuid")
+		return nil, ipaerror.InvalidCommandParams("node_info: no node.uuid")
 	}
 	return func(context.Context) (any, error) {
 		a.mu.Lock()
@@ -308,18 +309,18 @@ func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 func (a *Agent) bindStartFlow(p command.Params) (command.Func, error) {
 	raw, ok := p["flow"]
 	if !ok {
-		return nil, command.InvalidCommandParams("missing parameter flow")
+		return nil, ipaerror.InvalidCommandParams("missing parameter flow")
 	}
 	var flow []map[string]command.Params
 	if err := json.Unmarshal(raw, &flow); err != nil {
-		return nil, command.InvalidCommandParams("flow: want a list of {\"<extension>.<command>\": {params}}: %v", err)
+		return nil, ipaerror.InvalidCommandParams("flow: want a list of {\"<extension>.<command>\": {params}}: %v", err)
 	}
 	exts := a.extensions()
 	for _, task := range flow {
 		for name := range task {
 			ext, cmd, _ := strings.Cut(name, ".")
 			if _, ok := exts[ext][cmd]; !ok {
-				return nil, command.InvalidCommandParams("Extension %s doesn't provide %s method", ext, cmd)
+				return nil, ipaerror.InvalidCommandParams("Extension %s doesn't provide %s method", ext, cmd)
 			}
 		}
 	}
@@ -327,7 +328,7 @@ func (a *Agent) bindStartFlow(p command.Params) (command.Func, error) {
 		for _, task := range flow {
 			for name, params := range task {
 				if _, err := a.exec.RunNested(ctx, name, params); err != nil {
-					return nil, command.ExecutionError(fmt.Errorf("%s was failed: %w", name, err))
+					return nil, ipaerror.ExecutionError(fmt.Errorf("%s was failed: %w", name, err))
 				}
 			}
 		}
@@ -347,13 +348,13 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 		return nil, err
 	}
 	if args.Password == nil {
-		return nil, command.InvalidCommandParams("missing parameter rescue_password")
+		return nil, ipaerror.InvalidCommandParams("missing parameter rescue_password")
 	}
 	if !args.Hashed {
 		// Hashing a plaintext password needs crypt(3) SHA-512, which the
 		// standard library lacks; Ironic sends hashed passwords unless
 		// [conductor]require_rescue_password_hashed is false.
-		return nil, command.InvalidCommandParams("a plaintext rescue_password is not supported: send it hashed (hashed=true)")
+		return nil, ipaerror.InvalidCommandParams("a plaintext rescue_password is not supported: send it hashed (hashed=true)")
 	}
 	return func(context.Context) (any, error) {
 		dir := filepath.Join(a.opts.StateRoot, "etc/ipa-rescue-config")
@@ -389,7 +390,7 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 		return nil, err
 	}
 	if _, ok := p["root_uuid"]; !ok {
-		return nil, command.InvalidCommandParams("missing parameter root_uuid")
+		return nil, ipaerror.InvalidCommandParams("missing parameter root_uuid")
 	}
 	ignore := a.cfg.IgnoreBootloaderFailure
 	if args.IgnoreFailure != nil {
@@ -423,7 +424,7 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 			return nil, nil
 		}
 		if !a.biosBootloaderInstallEnabled() {
-			e := command.New("InvalidImage", 500, "The provided image is not valid for use",
+			e := ipaerror.New("InvalidImage", 500, "The provided image is not valid for use",
 				"Install of legacy BIOS bootloaders disabled by CONF.enable_bios_bootloader_install as part of CVE-2026-43003 mitigation.")
 			a.log.Error(e.Details)
 			if !ignore {
@@ -502,7 +503,7 @@ func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, e
 	}
 	dev, err := deploy.InstallDevice(deploy.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
 	if err != nil {
-		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+		return false, ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
 	}
 	uuid := ""
 	if efiPartUUID != nil {

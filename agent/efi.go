@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"unicode/utf16"
 
-	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // This file is IPA 2023.1's UEFI part of install_bootloader
@@ -175,10 +175,10 @@ func registerEFI(ctx context.Context, log *slog.Logger, store efivar.Store, esp 
 func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) (bool, error) {
 	esp, err := findESP(dev, efiPartUUID)
 	if err != nil {
-		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+		return false, ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
 	}
 	if esp == nil {
-		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto",
+		return false, ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto",
 			fmt.Sprintf("No EFI partition could be detected on device %s and EFI partition UUID has not been recorded during deployment "+
 				"(which is often the case for whole disk images). Are you using a UEFI-compatible image?", dev))
 	}
@@ -231,7 +231,7 @@ func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) 
 		}
 	}
 	if err := registerEFI(ctx, a.log, store, esp, entries); err != nil {
-		return false, command.ExecutionError(fmt.Errorf("could not configure UEFI boot on device %s: %w", dev, err))
+		return false, ipaerror.ExecutionError(fmt.Errorf("could not configure UEFI boot on device %s: %w", dev, err))
 	}
 	return true, nil
 }

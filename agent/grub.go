@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // GRUB for partition images: IPA 2023.1's _install_grub2 (protocol notes
@@ -86,14 +86,14 @@ func grubPlatforms(arch string) (efi, bios string) {
 
 // grubError is IPA's CommandExecutionError for a failed installation.
 func grubError(disk string, err error) error {
-	ce := command.New("CommandExecutionError", 500, "Command execution failed",
+	ce := ipaerror.New("CommandExecutionError", 500, "Command execution failed",
 		fmt.Sprintf("Installing GRUB2 boot loader to device %s failed with %v.", disk, err))
 	ce.Err = err
 	return ce
 }
 
 func deviceNotFound(err error) error {
-	ce := command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+	ce := ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
 	ce.Err = err
 	return ce
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ironic-go/ironic-agent/agent/command"
-
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // preparePartitionImage is prepare_image for a partition image: the disk
@@ -91,12 +90,12 @@ func (a *Agent) writePartitionImage(ctx context.Context, info *deploy.ImageInfo,
 		},
 	})
 	if err != nil {
-		var de *deploy.Error
+		var de *ipaerror.Error
 		if errors.As(err, &de) || ctx.Err() != nil {
 			return nil, err
 		}
 		// IPA reports a failed mkfs or partitioning as ImageWriteError.
-		ce := command.New("ImageWriteError", 500, "Error writing image to device", "Writing image to device "+dev+" failed: "+err.Error())
+		ce := ipaerror.New("ImageWriteError", 500, "Error writing image to device", "Writing image to device "+dev+" failed: "+err.Error())
 		ce.Err = err
 		return nil, ce
 	}

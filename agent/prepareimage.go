@@ -10,6 +10,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // imageProgressInterval is how often a running image write logs progress.
@@ -29,7 +30,7 @@ func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
 	}
 	info, err := deploy.ParseImageInfo(args.ImageInfo, true)
 	if err != nil {
-		return nil, asCommandError(err)
+		return nil, err
 	}
 	configdrive := info.Configdrive
 	if args.Configdrive != nil {
@@ -37,7 +38,7 @@ func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
 	}
 	return func(ctx context.Context) (any, error) {
 		msg, err := a.prepareImage(ctx, info, configdrive)
-		return msg, asCommandError(err)
+		return msg, err
 	}, nil
 }
 
@@ -49,7 +50,7 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 	}
 	disk, err := deploy.InstallDevice(guard, disks, a.Node())
 	if err != nil {
-		return "", command.DeploymentError(err.Error())
+		return "", ipaerror.DeploymentError(err.Error())
 	}
 	tlsConf, err := a.TLSClientOptions(0).TLSConfig()
 	if err != nil {
@@ -152,16 +153,4 @@ func (g *GenericManager) writeImageStep(ctx context.Context, req hwmgr.Request) 
 		params["image_info"] = json.RawMessage("null")
 	}
 	return g.agent.Executor().RunNested(ctx, "standby.prepare_image", params)
-}
-
-// asCommandError gives deploy's IPA-shaped errors their IPA class on the
-// wire instead of a generic CommandExecutionError.
-func asCommandError(err error) error {
-	var de *deploy.Error
-	if err == nil || !errors.As(err, &de) {
-		return err
-	}
-	ce := command.New(de.Type, de.Code, de.Message, de.Details)
-	ce.Err = err
-	return ce
 }

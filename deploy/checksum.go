@@ -15,6 +15,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // Checksum is what an image is verified against.
@@ -124,7 +126,7 @@ func resolveChecksum(ctx context.Context, info *ImageInfo, o *DownloadOptions, m
 		if algo == "" || newHash(algo) == nil {
 			a, err := algorithmByLength(v, md5Enabled)
 			if err != nil {
-				return Checksum{}, errGeneric(fmt.Sprintf("Unable to proceed with image %s as the checksum indicator has been used but the algorithm could not be identified. Error: %v", info.ID, err))
+				return Checksum{}, ipaerror.Generic(fmt.Sprintf("Unable to proceed with image %s as the checksum indicator has been used but the algorithm could not be identified. Error: %v", info.ID, err))
 			}
 			c.Algorithm = a
 		}
@@ -132,11 +134,11 @@ func resolveChecksum(ctx context.Context, info *ImageInfo, o *DownloadOptions, m
 	case info.Checksum != "":
 		a, err := algorithmByLength(info.Checksum, md5Enabled)
 		if err != nil {
-			return Checksum{}, errGeneric(fmt.Sprintf("Unable to proceed with image %s as the checksum indicator has been used but the algorithm could not be identified. Error: %v", info.ID, err))
+			return Checksum{}, ipaerror.Generic(fmt.Sprintf("Unable to proceed with image %s as the checksum indicator has been used but the algorithm could not be identified. Error: %v", info.ID, err))
 		}
 		return Checksum{Algorithm: a, Expected: info.Checksum, Source: "checksum"}, nil
 	}
-	return Checksum{}, errGeneric(fmt.Sprintf("Unable to verify image %s with available checksums. Please make sure the specified 'os_hash_algo' (currently %s) is supported by this ramdisk, or provide a md5 checksum via the 'checksum' field", info.ID, algo))
+	return Checksum{}, ipaerror.Generic(fmt.Sprintf("Unable to verify image %s with available checksums. Please make sure the specified 'os_hash_algo' (currently %s) is supported by this ramdisk, or provide a md5 checksum via the 'checksum' field", info.ID, algo))
 }
 
 // maxChecksumFile bounds what is read of a checksum file: real ones list a

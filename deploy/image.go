@@ -20,6 +20,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // DefaultPermittedFormats is IPA's permitted_image_formats default.
@@ -221,7 +222,7 @@ func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteO
 			res.Attempts = attempt
 			return res, nil
 		}
-		var e *Error
+		var e *ipaerror.Error
 		retryable := errors.As(err, &e) && (e.Type == "ImageChecksumError" || (e.Type == "ImageDownloadError" && !isFatalDownload(err)))
 		if !retryable || ctx.Err() != nil || attempt > dl.Retries {
 			return nil, err
@@ -322,7 +323,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	defer src.close()
 	h := newHash(sum.Algorithm)
 	if h == nil {
-		return nil, errGeneric("unsupported checksum algorithm " + sum.Algorithm)
+		return nil, ipaerror.Generic("unsupported checksum algorithm " + sum.Algorithm)
 	}
 	hr := &hashingReader{r: src.stream, h: h}
 	outer := bufio.NewReaderSize(hr, SniffLen)
@@ -405,7 +406,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	}
 	if copyErr != nil {
 		w.abort()
-		var e *Error
+		var e *ipaerror.Error
 		if errors.As(copyErr, &e) {
 			return nil, copyErr
 		}

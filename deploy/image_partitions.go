@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/ironic-go/ironic-agent/ipaerror"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,12 +33,12 @@ func ValidatePartitioning(dev string) error {
 	}
 	pt, err := parsePartTable(f, head[:n], sector)
 	if err != nil {
-		return &Error{Type: "DeploymentError", Code: 500, Message: "Deploy step failed", Err: err,
-			Details: "Unable to find a valid partition table on the disk after writing the image. The image may be corrupted or it uses a different sector size than the device. Error: " + err.Error()}
+		e := ipaerror.DeploymentError("Unable to find a valid partition table on the disk after writing the image. The image may be corrupted or it uses a different sector size than the device. Error: " + err.Error())
+		e.Err = err
+		return e
 	}
 	if len(pt.Partitions) == 0 {
-		return &Error{Type: "DeploymentError", Code: 500, Message: "Deploy step failed",
-			Details: fmt.Sprintf("No partitions found on the device %s after writing the image.", dev)}
+		return ipaerror.DeploymentError(fmt.Sprintf("No partitions found on the device %s after writing the image.", dev))
 	}
 	return nil
 }

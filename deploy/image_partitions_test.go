@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 func TestValidatePartitioning(t *testing.T) {
@@ -23,7 +25,7 @@ func TestValidatePartitioning(t *testing.T) {
 	}
 	junk := filepath.Join(dir, "junk")
 	os.WriteFile(junk, testImage(1<<20, 60), 0o600)
-	var e *Error
+	var e *ipaerror.Error
 	if err := ValidatePartitioning(junk); !errors.As(err, &e) || e.Type != "DeploymentError" {
 		t.Errorf("junk: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/ipaerror"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 )
@@ -194,7 +195,7 @@ func TestWriteImageChangedFileIsNotSpliced(t *testing.T) {
 	var logs syncBuf
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(img)), target, opts)
-	var e *Error
+	var e *ipaerror.Error
 	if !errors.As(err, &e) || e.Type != "ImageChecksumError" {
 		t.Fatalf("want ImageChecksumError after the retry, got %v", err)
 	}
@@ -225,7 +226,7 @@ func TestWriteImageNotFoundIsNotRetried(t *testing.T) {
 	srv := newImageServer(t)
 	target := targetFile(t, 1<<20)
 	_, err := WriteImage(context.Background(), imageInfo("img", []string{srv.base + "/missing", srv.base + "/other"}, strings.Repeat("0", 64)), target, testOptions(target))
-	var e *Error
+	var e *ipaerror.Error
 	if !errors.As(err, &e) || e.Type != "ImageDownloadError" || !strings.Contains(e.Details, "404") {
 		t.Fatalf("want ImageDownloadError with 404, got %v", err)
 	}
@@ -259,7 +260,7 @@ func TestWriteImageChecksumMismatch(t *testing.T) {
 	opts.Download.Retries = 1
 	wrong := sha256hex(append([]byte{1}, img...))
 	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, wrong), target, opts)
-	var e *Error
+	var e *ipaerror.Error
 	if !errors.As(err, &e) || e.Type != "ImageChecksumError" {
 		t.Fatalf("want ImageChecksumError, got %v", err)
 	}
@@ -287,7 +288,7 @@ func TestWriteImageServedBytesCorrupted(t *testing.T) {
 	opts := testOptions(target)
 	opts.Download.Retries = 0
 	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(img)), target, opts)
-	var e *Error
+	var e *ipaerror.Error
 	if !errors.As(err, &e) || e.Type != "ImageChecksumError" {
 		t.Fatalf("want ImageChecksumError, got %v", err)
 	}
@@ -416,7 +417,7 @@ func TestCheckFormat(t *testing.T) {
 		err := checkFormat(&ImageInfo{DiskFormat: tc.declared}, tc.detected, &WriteOptions{PermittedFormats: tc.permitted, DisableDeepInspection: tc.disable})
 		got := ""
 		if err != nil {
-			got = err.(*Error).Details
+			got = err.(*ipaerror.Error).Details
 		}
 		if got != tc.want {
 			t.Errorf("declared %q detected %q: got %q want %q", tc.declared, tc.detected, got, tc.want)
@@ -445,7 +446,7 @@ func TestWriteImageCompressedLargerThanDevice(t *testing.T) {
 	srv := newImageServer(t)
 	u := srv.put("big.zst", zs.Bytes())
 	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(zs.Bytes())), dev, testOptions(dev))
-	var e *Error
+	var e *ipaerror.Error
 	if !errors.As(err, &e) || e.Type != "ImageWriteError" || !strings.Contains(e.Details, "larger than") {
 		t.Fatalf("want ImageWriteError naming the size, got %v", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 func TestParseImageInfo(t *testing.T) {
@@ -53,7 +55,7 @@ func TestParseImageInfo(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *ipaerror.Error
 			if !errors.As(err, &e) || e.Type != "InvalidCommandParamsError" || e.Code != 400 || e.Details != tc.want {
 				t.Fatalf("got %#v, want InvalidCommandParamsError %q", err, tc.want)
 			}

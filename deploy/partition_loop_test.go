@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // Partition images on loop devices over sparse files: the layout is
@@ -394,7 +396,7 @@ func TestWorkOnDiskImageTooBig(t *testing.T) {
 	raw := rootFSImage(t, 40<<20, 3)
 	for name, img := range map[string][]byte{"raw": raw, "qcow2": makeQcow2(t, raw)} {
 		_, err := f.deploy(t, "big-"+name, img, PartitionLayout{RootMiB: 16, BootMode: "bios"}, false, false)
-		var e *Error
+		var e *ipaerror.Error
 		if !errors.As(err, &e) || e.Type != "InvalidCommandParamsError" ||
 			!strings.Contains(e.Details, "Root partition is too small for requested image. Image virtual size: 40 MB, Root size: 16 MB") {
 			t.Errorf("%s: %v", name, err)
@@ -448,7 +450,7 @@ func TestImageVirtualSize(t *testing.T) {
 		}
 	}
 	_, err := ImageVirtualSize(context.Background(), imageInfo("x", []string{srv.base + "/missing"}, "00"), testOptions(""))
-	var e *Error
+	var e *ipaerror.Error
 	if !errors.As(err, &e) || e.Type != "ImageDownloadError" {
 		t.Errorf("missing image: %v", err)
 	}

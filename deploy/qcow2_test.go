@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // qemuImg runs qemu-img, the oracle for qcow2 tests.
@@ -182,7 +183,7 @@ func TestWriteImageQcow2Refused(t *testing.T) {
 			u := srv.put(filepath.Base(p), b)
 			target := targetFile(t, 2<<20)
 			_, err = WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(b)), target, testOptions(target))
-			var e *Error
+			var e *ipaerror.Error
 			if !errors.As(err, &e) || e.Type != "InvalidImage" || !errors.Is(err, qcow2.ErrUnsupported) || !strings.Contains(err.Error(), name) {
 				t.Fatalf("want InvalidImage naming the %s, got %v", name, err)
 			}
