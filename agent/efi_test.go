@@ -7,35 +7,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf16"
 
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
-
-func needTool(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("SKIPPED: needs %s (Debian package in test.sh)", tool)
-		}
-	}
-}
-
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 func utf16le(s string) []byte {
 	var b bytes.Buffer
@@ -47,12 +28,12 @@ func utf16le(s string) []byte {
 }
 
 func TestFindESP(t *testing.T) {
-	needTool(t, "sgdisk")
+	looptest.RequireTools(t, "sgdisk")
 	img := filepath.Join(t.TempDir(), "gpt.img")
 	f, _ := os.Create(img)
 	f.Truncate(64 << 20)
 	f.Close()
-	run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:8300", "-n", "2:0:+16M", "-t", "2:ef00", "-u", "2:1B4E28BA-2FA1-11D2-883F-B9A761BDE3FB", img)
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:8300", "-n", "2:0:+16M", "-t", "2:ef00", "-u", "2:1B4E28BA-2FA1-11D2-883F-B9A761BDE3FB", img)
 	esp, err := findESP(img, "")
 	if err != nil || esp == nil || esp.number != 2 || esp.path != img+"2" {
 		t.Fatalf("GPT ESP %+v %v", esp, err)
@@ -63,7 +44,7 @@ func TestFindESP(t *testing.T) {
 		t.Errorf("ESP node %s", got)
 	}
 	// No ESP type, found by unique GUID instead.
-	run(t, "sgdisk", "-t", "2:8300", img)
+	looptest.Run(t, "sgdisk", "-t", "2:8300", img)
 	esp, err = findESP(img, "1b4e28ba-2fa1-11d2-883f-b9a761bde3fb")
 	if err != nil || esp == nil || esp.number != 2 {
 		t.Fatalf("by UUID %+v %v", esp, err)
@@ -206,49 +187,25 @@ func TestInstallBootloaderUEFI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: loop devices and mounting a VFAT ESP")
 	}
-	needTool(t, "sgdisk", "mkfs.vfat", "losetup", "partx")
+	looptest.RequireTools(t, "sgdisk", "mkfs.vfat", "losetup", "partx")
 	if fss, _ := os.ReadFile("/proc/filesystems"); !bytes.Contains(fss, []byte("\tvfat\n")) {
 		t.Skip("SKIPPED: this kernel cannot mount vfat (no vfat in /proc/filesystems); TestRegisterEFI covers the NVRAM part, TestVMDeployUEFI (e2e/vm) all of it")
 	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, "disk.img")
-	f, _ := os.Create(img)
-	f.Truncate(64 << 20)
-	f.Close()
-	loop := strings.TrimSpace(run(t, "losetup", "--find", "--show", "--partscan", img))
-	t.Cleanup(func() {
-		// The kernel may hold the device a moment after a re-read.
-		for i := 0; i < 20; i++ {
-			if exec.Command("losetup", "-d", loop).Run() == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("could not detach %s", loop)
-	})
+	loop := looptest.Attach(t, 64<<20, "--partscan")
 	// Partition the attached device, then have the kernel add the
 	// partitions (sgdisk's re-read request is not always honoured here).
-	run(t, "sgdisk", "-n", "1:2048:+32M", "-t", "1:ef00", "-n", "2:0:0", "-t", "2:8300", loop)
-	run(t, "partx", "-u", loop)
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+32M", "-t", "1:ef00", "-n", "2:0:0", "-t", "2:8300", loop)
+	looptest.Run(t, "partx", "-u", loop)
 	part := loop + "p1"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(part); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear", part)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	run(t, "mkfs.vfat", part)
-	mnt := filepath.Join(dir, "mnt")
+	looptest.WaitFor(t, part)
+	looptest.Run(t, "mkfs.vfat", part)
+	mnt := filepath.Join(t.TempDir(), "mnt")
 	os.MkdirAll(mnt, 0o755)
-	run(t, "mount", part, mnt)
+	looptest.Run(t, "mount", part, mnt)
 	os.MkdirAll(filepath.Join(mnt, "EFI/debian"), 0o755)
 	os.WriteFile(filepath.Join(mnt, "EFI/debian/shimx64.efi"), []byte("MZ"), 0o755)
 	os.WriteFile(filepath.Join(mnt, "EFI/debian/BOOTX64.CSV"), utf16le("shimx64.efi,debian,,This is the boot entry for debian\n"), 0o644)
-	run(t, "umount", mnt)
+	looptest.Run(t, "umount", mnt)
 
 	s := fakeNVRAM(t)
 

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -162,20 +162,6 @@ func deployPartitionImage(t *testing.T, dev, url string, sum [32]byte, c grubCas
 	return ra, rootPart, rootUUID, uuids
 }
 
-func readHead(t *testing.T, dev string, n int) []byte {
-	t.Helper()
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := io.ReadFull(f, b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func needGrubTools(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range append([]string{"mkfs.ext4", "mkswap", "blkid", "debugfs"}, tools...) {
@@ -190,7 +176,7 @@ func needGrubTools(t *testing.T, tools ...string) {
 // partition (GPT), grub.cfg in the root filesystem naming its UUID.
 func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 	needGrubTools(t)
-	dev := loopDevice(t, 512<<20, "--partscan")
+	dev := looptest.Attach(t, 512<<20, "--partscan")
 	img := grubImage(t, buildGrubRoot(t), 96<<20)
 	sum := sha256.Sum256(img)
 	url := imageServerForTest(t, img)
@@ -213,7 +199,7 @@ func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 				(c.label == "gpt" && parts["BIOS Boot partition"] != dev+"p1") {
 				t.Errorf("get_partition_uuids %v", uuids)
 			}
-			head := readHead(t, dev, 1<<20)
+			head := looptest.ReadAt(t, dev, 0, 1<<20)
 			// GRUB's boot.img: a jump, then "GRUB " in its messages.
 			if head[0] != 0xeb || !bytes.Contains(head[:440], []byte("GRUB")) || head[510] != 0x55 {
 				t.Errorf("no GRUB boot code in the MBR: % x", head[:16])
@@ -223,7 +209,7 @@ func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 				if bytes.Equal(head[512:1024], make([]byte, 512)) {
 					t.Error("no core.img after the MBR")
 				}
-			} else if bytes.Equal(readHead(t, dev+"p1", 512), make([]byte, 512)) {
+			} else if bytes.Equal(looptest.ReadAt(t, dev+"p1", 0, 512), make([]byte, 512)) {
 				t.Error("no core.img in the BIOS boot partition")
 			}
 			cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg")
@@ -250,7 +236,7 @@ func TestPartitionImageGrubUEFIOnLoop(t *testing.T) {
 	if _, err := os.Stat("/usr/lib/grub/x86_64-efi"); err != nil {
 		t.Skip("SKIPPED: needs grub-efi-amd64-bin (test.sh APT_PACKAGES)")
 	}
-	dev := loopDevice(t, 1<<30, "--partscan")
+	dev := looptest.Attach(t, 1<<30, "--partscan")
 	img := grubImage(t, buildGrubRoot(t), 96<<20)
 	sum := sha256.Sum256(img)
 	rootPart, rootUUID, uuids := deployAndInstallGrub(t, dev, imageServerForTest(t, img), sum, grubCase{"gpt", "uefi", 3})
@@ -278,7 +264,7 @@ func TestPartitionImageGrubUEFIOnLoop(t *testing.T) {
 // root UUID is DeviceNotFound.
 func TestPartitionImageGrubFailure(t *testing.T) {
 	needGrubTools(t)
-	dev := loopDevice(t, 256<<20, "--partscan")
+	dev := looptest.Attach(t, 256<<20, "--partscan")
 	tree := buildGrubRoot(t)
 	os.WriteFile(filepath.Join(tree, "usr/sbin/grub-install"), []byte("#!/bin/sh\necho \"grub-install: error: disk full of eels.\" >&2\nexit 3\n"), 0o755)
 	img := grubImage(t, tree, 96<<20)
@@ -390,7 +376,7 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 // ESP "mount" binds a directory.
 func uefiInstallerFixture(t *testing.T, edit func(tree string)) (dev, rootPart, rootUUID, espUUID string, gi *grubInstaller, espDir string) {
 	t.Helper()
-	dev = loopDevice(t, 1<<30, "--partscan")
+	dev = looptest.Attach(t, 1<<30, "--partscan")
 	tree := buildGrubRoot(t)
 	script := `#!/bin/sh
 echo "$0 $*" >> /boot/grub-install.log

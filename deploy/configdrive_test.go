@@ -22,6 +22,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 const metaData = `{"uuid": "2a8f4b2c-0000-4000-8000-000000000001", "hostname": "cd-test"}`
@@ -127,7 +128,7 @@ func TestLoadConfigDrive(t *testing.T) {
 // the config-2 ISO with its files.
 func checkConfigDrive(t *testing.T, part string) {
 	t.Helper()
-	out := run(t, "blkid", "-p", "-o", "export", part)
+	out := looptest.Run(t, "blkid", "-p", "-o", "export", part)
 	if !strings.Contains(out, "LABEL=config-2") || !strings.Contains(out, "TYPE=iso9660") {
 		t.Errorf("blkid %s:\n%s", part, out)
 	}
@@ -178,10 +179,10 @@ func checkConfigDrive(t *testing.T, part string) {
 }
 
 func TestConfigDriveGPTLoop(t *testing.T) {
-	needTool(t, "sgdisk", "blkid", "mount", "partx")
+	looptest.RequireTools(t, "sgdisk", "blkid", "mount", "partx")
 	iso := makeConfigDriveISO(t)
 	const size = 256 << 20
-	dev := newLoop(t, size)
+	dev := looptest.Attach(t, size, "--partscan")
 	// A whole-disk image smaller than the disk: its backup GPT sits at 64
 	// MiB, not at the end, as after dd of a 64 MiB image.
 	img := filepath.Join(t.TempDir(), "image.raw")
@@ -191,13 +192,13 @@ func TestConfigDriveGPTLoop(t *testing.T) {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	run(t, "sgdisk", "-n", "1:2048:+16M", "-t", "1:ef00", "-n", "2:0:+32M", img)
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+16M", "-t", "1:ef00", "-n", "2:0:+32M", img)
 	b, err := os.ReadFile(img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeAt(t, dev, 0, b)
-	run(t, "partx", "-u", dev)
+	looptest.Run(t, "partx", "-u", dev)
 	g := NewGuard([]string{dev})
 	res, err := WriteConfigDrive(context.Background(), g, dev, iso)
 	if err != nil {
@@ -207,12 +208,12 @@ func TestConfigDriveGPTLoop(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	checkConfigDrive(t, res.Partition)
-	out := run(t, "sgdisk", "-v", dev)
+	out := looptest.Run(t, "sgdisk", "-v", dev)
 	if !strings.Contains(out, "No problems found") {
 		t.Errorf("sgdisk -v after config drive:\n%s", out)
 	}
 	// The new partition ends at the last usable sector and is >= 64 MiB.
-	info := run(t, "sgdisk", "-i", "3", dev)
+	info := looptest.Run(t, "sgdisk", "-i", "3", dev)
 	if !strings.Contains(info, "Last sector: 524254") {
 		t.Errorf("partition 3 does not end at the last usable sector:\n%s", info)
 	}
@@ -221,7 +222,7 @@ func TestConfigDriveGPTLoop(t *testing.T) {
 	if err != nil || !res2.Reused || res2.Number != 3 {
 		t.Errorf("second run: %+v %v", res2, err)
 	}
-	if strings.Contains(run(t, "sgdisk", "-p", dev), "\n   4 ") {
+	if strings.Contains(looptest.Run(t, "sgdisk", "-p", dev), "\n   4 ") {
 		t.Error("second run created another partition")
 	}
 	// get_partition_uuids on GPT reads the protective MBR's signature field.
@@ -236,7 +237,7 @@ func checkRootUUID(t *testing.T, dev string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "0x" + strings.TrimSpace(run(t, "od", "-An", "-tx4", "-j440", "-N4", dev))
+	want := "0x" + strings.TrimSpace(looptest.Run(t, "od", "-An", "-tx4", "-j440", "-N4", dev))
 	if got["root uuid"] != want || len(got) != 1 {
 		t.Errorf("PartitionUUIDs(%s) = %v, od says %s", dev, got, want)
 	}
@@ -259,12 +260,12 @@ func writeMBR(t *testing.T, dev string, sig uint32, parts ...[3]uint32) {
 }
 
 func TestConfigDriveMBRLoop(t *testing.T) {
-	needTool(t, "blkid", "mount", "partx")
+	looptest.RequireTools(t, "blkid", "mount", "partx")
 	iso := makeConfigDriveISO(t)
 	const size = 128 << 20
-	dev := newLoop(t, size)
+	dev := looptest.Attach(t, size, "--partscan")
 	writeMBR(t, dev, 0x1234abcd, [3]uint32{2048, 32768, 0x83})
-	run(t, "partx", "-u", dev)
+	looptest.Run(t, "partx", "-u", dev)
 	g := NewGuard([]string{dev})
 	res, err := WriteConfigDrive(context.Background(), g, dev, iso)
 	if err != nil {
@@ -290,8 +291,8 @@ func TestConfigDriveMBRLoop(t *testing.T) {
 }
 
 func TestConfigDriveMBRFull(t *testing.T) {
-	needTool(t, "partx")
-	dev := newLoop(t, 128<<20)
+	looptest.RequireTools(t, "partx")
+	dev := looptest.Attach(t, 128<<20, "--partscan")
 	writeMBR(t, dev, 1, [3]uint32{2048, 2048, 0x83}, [3]uint32{4096, 2048, 0x83}, [3]uint32{6144, 2048, 0x83}, [3]uint32{8192, 2048, 0x83})
 	_, err := WriteConfigDrive(context.Background(), NewGuard([]string{dev}), dev, []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), "already has 4 primary partitions") {
@@ -300,8 +301,8 @@ func TestConfigDriveMBRFull(t *testing.T) {
 }
 
 func TestConfigDriveRefusedByGuard(t *testing.T) {
-	a := newLoop(t, 64<<20)
-	b := newLoop(t, 64<<20)
+	a := looptest.Attach(t, 64<<20, "--partscan")
+	b := looptest.Attach(t, 64<<20, "--partscan")
 	_, err := WriteConfigDrive(context.Background(), NewGuard([]string{a}), b, []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), "not in the allowed devices") {
 		t.Errorf("got %v", err)
@@ -309,22 +310,22 @@ func TestConfigDriveRefusedByGuard(t *testing.T) {
 }
 
 func TestConfigDriveGPT4KnLoop(t *testing.T) {
-	needTool(t, "sgdisk", "blkid", "partx")
+	looptest.RequireTools(t, "sgdisk", "blkid", "partx")
 	iso := makeConfigDriveISO(t)
-	dev := newLoop(t, 256<<20)
+	dev := looptest.Attach(t, 256<<20, "--partscan")
 	// Re-attach with 4096-byte logical sectors (a 4Kn disk).
-	run(t, "losetup", "--sector-size", "4096", dev)
-	if n := strings.TrimSpace(run(t, "blockdev", "--getss", dev)); n != "4096" {
+	looptest.Run(t, "losetup", "--sector-size", "4096", dev)
+	if n := strings.TrimSpace(looptest.Run(t, "blockdev", "--getss", dev)); n != "4096" {
 		t.Skipf("SKIPPED: loop device did not take 4096-byte sectors (%s)", n)
 	}
-	run(t, "sgdisk", "-n", "1:256:+16M", dev)
+	looptest.Run(t, "sgdisk", "-n", "1:256:+16M", dev)
 	res, err := WriteConfigDrive(context.Background(), NewGuard([]string{dev}), dev, iso)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// ISO9660 cannot be mounted on 4 KiB sectors: rebuilt as FAT32
 	// labelled CONFIG-2 with the same files, as IPA master does.
-	out := run(t, "blkid", "-p", "-o", "export", res.Partition)
+	out := looptest.Run(t, "blkid", "-p", "-o", "export", res.Partition)
 	if !res.FAT32 || !strings.Contains(out, "LABEL=CONFIG-2") || !strings.Contains(out, "TYPE=vfat") {
 		t.Errorf("result %+v, blkid %s:\n%s", res, res.Partition, out)
 	}
@@ -360,7 +361,7 @@ func TestConfigDriveGPT4KnLoop(t *testing.T) {
 	if err != nil || !res2.Reused || res2.Number != res.Number {
 		t.Errorf("second run: %+v %v", res2, err)
 	}
-	if v := run(t, "sgdisk", "-v", dev); !strings.Contains(v, "No problems found") {
+	if v := looptest.Run(t, "sgdisk", "-v", dev); !strings.Contains(v, "No problems found") {
 		t.Errorf("sgdisk -v:\n%s", v)
 	}
 	// Metadata wipe geometry on 4Kn: 5 x 4096 at both ends is within

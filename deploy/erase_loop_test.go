@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -21,16 +22,16 @@ import (
 // 1 and the LVM2 type), and returns the device and its partitions.
 func buildDisk(t *testing.T, size int64) (string, []string) {
 	t.Helper()
-	needTool(t, "sgdisk", "mkfs.ext4", "mkfs.vfat", "blkid", "partx")
-	dev := newLoop(t, size)
-	run(t, "sgdisk", "-n", "1:2048:+16M", "-n", "2:0:+16M", "-t", "2:ef00", "-n", "3:0:+8M", "-t", "3:8e00", dev)
-	run(t, "partx", "-u", dev)
+	looptest.RequireTools(t, "sgdisk", "mkfs.ext4", "mkfs.vfat", "blkid", "partx")
+	dev := looptest.Attach(t, size, "--partscan")
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+16M", "-n", "2:0:+16M", "-t", "2:ef00", "-n", "3:0:+8M", "-t", "3:8e00", dev)
+	looptest.Run(t, "partx", "-u", dev)
 	parts := []string{dev + "p1", dev + "p2", dev + "p3"}
 	for _, p := range parts {
-		waitFor(t, p)
+		looptest.WaitFor(t, p)
 	}
-	run(t, "mkfs.ext4", "-q", "-F", parts[0])
-	run(t, "mkfs.vfat", parts[1])
+	looptest.Run(t, "mkfs.ext4", "-q", "-F", parts[0])
+	looptest.Run(t, "mkfs.vfat", parts[1])
 	writeAt(t, parts[2], 512, lvmLabel())
 	return dev, parts
 }
@@ -60,20 +61,6 @@ func writeAt(t *testing.T, dev string, off int64, b []byte) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readAt(t *testing.T, dev string, off int64, n int) []byte {
-	t.Helper()
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // blkidFinds returns blkid's probe of dev ("" when it finds nothing:
@@ -124,29 +111,29 @@ func TestEraseDevicesMetadataLoop(t *testing.T) {
 	// The data regions of the old partitions, re-exposed by offset: no
 	// ext4, FAT or LVM signature left where they were.
 	p1, p2, p3 := int64(2048*512), int64((2048+16*2048)*512), int64((2048+32*2048)*512)
-	if b := readAt(t, dev, p1+0x438, 2); !bytes.Equal(b, []byte{0, 0}) {
+	if b := looptest.ReadAt(t, dev, p1+0x438, 2); !bytes.Equal(b, []byte{0, 0}) {
 		t.Errorf("ext4 magic left: %x", b)
 	}
-	if b := readAt(t, dev, p2+510, 2); !bytes.Equal(b, []byte{0, 0}) {
+	if b := looptest.ReadAt(t, dev, p2+510, 2); !bytes.Equal(b, []byte{0, 0}) {
 		t.Errorf("FAT boot signature left: %x", b)
 	}
-	if b := readAt(t, dev, p3+512, 8); bytes.Equal(b, []byte("LABELONE")) {
+	if b := looptest.ReadAt(t, dev, p3+512, 8); bytes.Equal(b, []byte("LABELONE")) {
 		t.Error("LVM label left")
 	}
 	// Backup GPT header in the last sector is gone too.
-	if b := readAt(t, dev, 128<<20-512, 8); bytes.Equal(b, gptSignature) {
+	if b := looptest.ReadAt(t, dev, 128<<20-512, 8); bytes.Equal(b, gptSignature) {
 		t.Error("backup GPT header left")
 	}
 }
 
 func TestEraseMetadataSkipsRAIDMemberAndReadOnly(t *testing.T) {
-	needTool(t, "sgdisk", "partx")
-	raid := newLoop(t, 64<<20)
+	looptest.RequireTools(t, "sgdisk", "partx")
+	raid := looptest.Attach(t, 64<<20, "--partscan")
 	// An md 1.2 superblock: magic at 4 KiB.
 	writeAt(t, raid, 4096, append(append([]byte{}, mdMagic...), 1, 0, 0, 0))
-	ro := newLoop(t, 64<<20)
-	run(t, "sgdisk", "-n", "1:2048:+8M", ro)
-	run(t, "blockdev", "--setro", ro)
+	ro := looptest.Attach(t, 64<<20, "--partscan")
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+8M", ro)
+	looptest.Run(t, "blockdev", "--setro", ro)
 	t.Cleanup(func() { _ = exec.Command("blockdev", "--setrw", ro).Run() })
 	e := &Eraser{Guard: NewGuard([]string{raid, ro}), Runner: ExecRunner{}}
 	res, err := e.EraseDevicesMetadata(context.Background(), []inventory.Disk{{Name: raid}, {Name: ro}}, DefaultEraseOptions())
@@ -156,7 +143,7 @@ func TestEraseMetadataSkipsRAIDMemberAndReadOnly(t *testing.T) {
 	if res[raid].Method != MethodSkippedRAIDMember || res[ro].Method != MethodSkippedReadOnly {
 		t.Errorf("results %+v", res)
 	}
-	if b := readAt(t, raid, 4096, 4); !bytes.Equal(b, mdMagic) {
+	if b := looptest.ReadAt(t, raid, 4096, 4); !bytes.Equal(b, mdMagic) {
 		t.Error("RAID member was touched")
 	}
 	// Full erase: a read-only disk fails unless the node permits skipping.
@@ -172,10 +159,10 @@ func TestEraseMetadataSkipsRAIDMemberAndReadOnly(t *testing.T) {
 }
 
 func TestSafetyCheckSharedFilesystems(t *testing.T) {
-	needTool(t, "sgdisk")
-	gpfs := newLoop(t, 64<<20)
-	run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:37AFFC90-EF7D-4E96-91C3-2D7AE055B174", gpfs)
-	vmfs := newLoop(t, 64<<20)
+	looptest.RequireTools(t, "sgdisk")
+	gpfs := looptest.Attach(t, 64<<20, "--partscan")
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:37AFFC90-EF7D-4E96-91C3-2D7AE055B174", gpfs)
+	vmfs := looptest.Attach(t, 64<<20, "--partscan")
 	// MBR with one partition of type 0xfb.
 	mbr := make([]byte, 512)
 	mbr[446+4] = 0xfb
@@ -183,7 +170,7 @@ func TestSafetyCheckSharedFilesystems(t *testing.T) {
 	binary.LittleEndian.PutUint32(mbr[446+12:], 8192)
 	mbr[510], mbr[511] = 0x55, 0xAA
 	writeAt(t, vmfs, 0, mbr)
-	gfs2 := newLoop(t, 64<<20)
+	gfs2 := looptest.Attach(t, 64<<20, "--partscan")
 	writeAt(t, gfs2, 65536, []byte{0x01, 0x16, 0x19, 0x70, 0, 0, 0, 1})
 	e := &Eraser{Guard: NewGuard([]string{gpfs, vmfs, gfs2}), Runner: ExecRunner{}}
 	for dev, what := range map[string]string{gpfs: "GPFS", vmfs: "VMFS Partition (MBR)", gfs2: "Global File System 2"} {
@@ -206,7 +193,7 @@ func TestSafetyCheckSharedFilesystems(t *testing.T) {
 
 func TestEraseDevicesOverwriteLoop(t *testing.T) {
 	const size = 32 << 20
-	dev := newLoop(t, size)
+	dev := looptest.Attach(t, size, "--partscan")
 	pattern := bytes.Repeat([]byte("tenant data! "), size/13+1)[:size]
 	writeAt(t, dev, 0, pattern)
 	var passes []int
@@ -230,7 +217,7 @@ func TestEraseDevicesOverwriteLoop(t *testing.T) {
 	if len(passes) != 3 {
 		t.Errorf("progress saw passes %v", passes)
 	}
-	if got := readAt(t, dev, 0, size); !bytes.Equal(got, make([]byte, size)) {
+	if got := looptest.ReadAt(t, dev, 0, size); !bytes.Equal(got, make([]byte, size)) {
 		t.Error("device is not all zeroes after the zero pass")
 	}
 	// Without zeroize the last pass is random: no zero run of a sector
@@ -240,7 +227,7 @@ func TestEraseDevicesOverwriteLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := readAt(t, dev, 0, size)
+	got := looptest.ReadAt(t, dev, 0, size)
 	if bytes.Contains(got, []byte("tenant data!")) || bytes.Contains(got, make([]byte, 512)) {
 		t.Errorf("random pass left old data or zero sectors (%+v)", res[dev])
 	}
@@ -263,7 +250,7 @@ func TestEraseDevicesExpressLoop(t *testing.T) {
 		t.Errorf("disk result %+v", r)
 	}
 	t.Logf("express results: %+v", res)
-	if got := readAt(t, dev, 0, size); !bytes.Equal(got, make([]byte, size)) {
+	if got := looptest.ReadAt(t, dev, 0, size); !bytes.Equal(got, make([]byte, size)) {
 		t.Error("device not all zeroes after express erase")
 	}
 	if blkidFinds(t, dev) != "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -94,8 +95,8 @@ func TestGuardRefusesRootFilesystemDisk(t *testing.T) {
 }
 
 func TestGuardLoopDevices(t *testing.T) {
-	a := newLoop(t, 64<<20)
-	b := newLoop(t, 64<<20)
+	a := looptest.Attach(t, 64<<20, "--partscan")
+	b := looptest.Attach(t, 64<<20, "--partscan")
 	g := NewGuard([]string{a})
 	if err := g.Check(a); err != nil {
 		t.Fatalf("allowed loop refused: %v", err)
@@ -113,15 +114,15 @@ func TestGuardLoopDevices(t *testing.T) {
 }
 
 func TestGuardRefusesMountedPartition(t *testing.T) {
-	needTool(t, "sgdisk", "mkfs.ext4", "mount", "umount")
-	dev := newLoop(t, 64<<20)
-	run(t, "sgdisk", "-n", "1:2048:+16M", dev)
+	looptest.RequireTools(t, "sgdisk", "mkfs.ext4", "mount", "umount")
+	dev := looptest.Attach(t, 64<<20, "--partscan")
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+16M", dev)
 	part := dev + "p1"
-	run(t, "partx", "-u", dev)
-	waitFor(t, part)
-	run(t, "mkfs.ext4", "-q", part)
+	looptest.Run(t, "partx", "-u", dev)
+	looptest.WaitFor(t, part)
+	looptest.Run(t, "mkfs.ext4", "-q", part)
 	mnt := t.TempDir()
-	run(t, "mount", part, mnt)
+	looptest.Run(t, "mount", part, mnt)
 	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
 	g := NewGuard([]string{dev, part})
 	for _, d := range []string{dev, part} {
@@ -130,7 +131,7 @@ func TestGuardRefusesMountedPartition(t *testing.T) {
 			t.Errorf("Check(%s) with %s mounted: got %v", d, part, err)
 		}
 	}
-	run(t, "umount", mnt)
+	looptest.Run(t, "umount", mnt)
 	if err := g.Check(dev); err != nil {
 		t.Errorf("after umount: %v", err)
 	}

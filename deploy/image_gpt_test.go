@@ -6,17 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 // A GPT image written to a larger disk gets its backup header moved to
 // the disk's end, and sgdisk then finds nothing to complain about.
 func TestFixGPTBackup(t *testing.T) {
-	needTool(t, "sgdisk")
+	looptest.RequireTools(t, "sgdisk")
 	dir := t.TempDir()
 	img := filepath.Join(dir, "img")
 	os.WriteFile(img, nil, 0o600)
 	os.Truncate(img, 8<<20)
-	run(t, "sgdisk", "-n", "1:2048:0", "-t", "1:8300", img)
+	looptest.Run(t, "sgdisk", "-n", "1:2048:0", "-t", "1:8300", img)
 	b, _ := os.ReadFile(img)
 	disk := filepath.Join(dir, "disk")
 	os.WriteFile(disk, b, 0o600)
@@ -45,10 +47,10 @@ func TestFixGPTBackup(t *testing.T) {
 }
 
 func TestFixGPTBackupOnLoop(t *testing.T) {
-	needRoot(t, "writes a GPT to a loop device")
-	needTool(t, "sgdisk")
+	looptest.RequireRoot(t)
+	looptest.RequireTools(t, "sgdisk")
 	raw := diskImage(t, 16<<20)
-	dev := newLoop(t, 24<<20)
+	dev := looptest.Attach(t, 24<<20, "--partscan")
 	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 // diskImage builds a real whole-disk image: a GPT with two partitions
 // made by sgdisk, an ext4 filesystem with a file in the second.
 func diskImage(t *testing.T, size int64) []byte {
 	t.Helper()
-	needTool(t, "sgdisk", "mkfs.ext4")
+	looptest.RequireTools(t, "sgdisk", "mkfs.ext4")
 	dir := t.TempDir()
 	p := filepath.Join(dir, "disk.raw")
 	f, err := os.Create(p)
@@ -25,14 +27,14 @@ func diskImage(t *testing.T, size int64) []byte {
 	}
 	f.Truncate(size)
 	f.Close()
-	run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:ef00", "-n", "2:0:0", "-t", "2:8300", p)
+	looptest.Run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:ef00", "-n", "2:0:0", "-t", "2:8300", p)
 	// The filesystem goes into the second partition through an offset
 	// file: mkfs.ext4 -E offset writes it in place without a loop device.
 	fs := filepath.Join(dir, "content")
 	os.MkdirAll(fs, 0o755)
 	os.WriteFile(filepath.Join(fs, "hello.bin"), testImage(3<<20, 30), 0o644)
 	start := int64(2048+8*2048) * 512
-	run(t, "mkfs.ext4", "-q", "-F", "-d", fs, "-E", "offset="+itoa(start), p, itoa((size-start-34*512)/1024)+"k")
+	looptest.Run(t, "mkfs.ext4", "-q", "-F", "-d", fs, "-E", "offset="+itoa(start), p, itoa((size-start-34*512)/1024)+"k")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +70,8 @@ func deviceHash(t *testing.T, dev string, n int64) string {
 }
 
 func TestWriteImageToLoopDevice(t *testing.T) {
-	needRoot(t, "writes images to loop devices")
-	needTool(t, "qemu-img")
+	looptest.RequireRoot(t)
+	looptest.RequireTools(t, "qemu-img")
 	raw := diskImage(t, 40<<20)
 	qc := makeQcow2(t, raw, "-c")
 	srv := newImageServer(t)
@@ -83,7 +85,7 @@ func TestWriteImageToLoopDevice(t *testing.T) {
 		{"raw on a zeroed device", raw, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dev := newLoop(t, 48<<20)
+			dev := looptest.Attach(t, 48<<20, "--partscan")
 			if !tc.zeroed {
 				// Junk on the device that zero runs must overwrite.
 				f, err := os.OpenFile(dev, os.O_WRONLY, 0)
@@ -122,8 +124,8 @@ func TestWriteImageToLoopDevice(t *testing.T) {
 }
 
 func TestWriteImageLargerThanDevice(t *testing.T) {
-	needRoot(t, "writes images to loop devices")
-	dev := newLoop(t, 4<<20)
+	looptest.RequireRoot(t)
+	dev := looptest.Attach(t, 4<<20, "--partscan")
 	img := testImage(5<<20, 32)
 	srv := newImageServer(t)
 	u := srv.put("big", img)

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -437,7 +438,7 @@ func TestSummary(t *testing.T) {
 // A compressed image that turns out larger than the device fails as a
 // write error, at once: downloading it again cannot help.
 func TestWriteImageCompressedLargerThanDevice(t *testing.T) {
-	dev := newLoop(t, 4<<20)
+	dev := looptest.Attach(t, 4<<20, "--partscan")
 	img := testImage(12<<20, 11)
 	var zs bytes.Buffer
 	zw, _ := zstd.NewWriter(&zs)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -27,7 +28,7 @@ const partServerLo, partServerHi = 9400, 9500
 // file, as a partition image is.
 func rootFSImage(t *testing.T, size int64, seed uint64) []byte {
 	t.Helper()
-	needTool(t, "mkfs.ext4")
+	looptest.RequireTools(t, "mkfs.ext4")
 	dir := t.TempDir()
 	content := filepath.Join(dir, "content")
 	if err := os.MkdirAll(filepath.Join(content, "etc"), 0o755); err != nil {
@@ -42,7 +43,7 @@ func rootFSImage(t *testing.T, size int64, seed uint64) []byte {
 	}
 	f.Truncate(size)
 	f.Close()
-	run(t, "mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", content, p)
+	looptest.Run(t, "mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", content, p)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func rootFSImage(t *testing.T, size int64, seed uint64) []byte {
 // would be told.
 func blkid(t *testing.T, dev string) map[string]string {
 	t.Helper()
-	needTool(t, "blkid")
+	looptest.RequireTools(t, "blkid")
 	out := blkidFinds(t, dev)
 	m := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
@@ -71,7 +72,7 @@ func blkid(t *testing.T, dev string) map[string]string {
 // mkpart primary FS START END [set N FLAG on]...).
 func partedOracle(t *testing.T, dev, label string, parts []PlannedPartition) {
 	t.Helper()
-	needTool(t, "parted")
+	looptest.RequireTools(t, "parted")
 	args := []string{"-a", "optimal", "-s", dev, "--", "unit", "MiB", "mklabel", label}
 	for _, p := range parts {
 		start, end := p.Start/mib, (p.Start+p.Size)/mib
@@ -80,7 +81,7 @@ func partedOracle(t *testing.T, dev, label string, parts []PlannedPartition) {
 			args = append(args, "set", strconv.Itoa(p.Number), f, "on")
 		}
 	}
-	run(t, "parted", args...)
+	looptest.Run(t, "parted", args...)
 }
 
 // rawTable returns the bytes of the partition table that must agree with
@@ -88,7 +89,7 @@ func partedOracle(t *testing.T, dev, label string, parts []PlannedPartition) {
 // entries without the unique GUIDs.
 func rawTable(t *testing.T, dev, label string) []byte {
 	t.Helper()
-	head := readAt(t, dev, 0, 34*512)
+	head := looptest.ReadAt(t, dev, 0, 34*512)
 	var out []byte
 	if label == "msdos" {
 		if head[510] != 0x55 || head[511] != 0xaa {
@@ -154,8 +155,8 @@ func decodeUTF16Name(b []byte) string {
 // compares the tables byte for byte (what parted decides: types, flags,
 // geometry, names).
 func TestPartitionTableMatchesParted(t *testing.T) {
-	needRoot(t, "partitions loop devices")
-	needTool(t, "parted")
+	looptest.RequireRoot(t)
+	looptest.RequireTools(t, "parted")
 	for _, tc := range []struct {
 		name   string
 		layout PartitionLayout
@@ -172,7 +173,7 @@ func TestPartitionTableMatchesParted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, theirs := newLoop(t, 1<<30), newLoop(t, 1<<30)
+			ours, theirs := looptest.Attach(t, 1<<30, "--partscan"), looptest.Attach(t, 1<<30, "--partscan")
 			g := NewGuard([]string{ours})
 			if err := writePartitionTable(context.Background(), g, ours, label, parts, 1<<30, 512); err != nil {
 				t.Fatal(err)
@@ -188,7 +189,7 @@ func TestPartitionTableMatchesParted(t *testing.T) {
 				if err := kernelKnowsPartition(ours, p.Number, 512); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, PartitionPath(ours, p.Number))
+				looptest.WaitFor(t, PartitionPath(ours, p.Number))
 				if err := checkPartitionDevice(PartitionPath(ours, p.Number), p); err != nil {
 					t.Error(err)
 				}
@@ -207,9 +208,9 @@ type partitionFixture struct {
 
 func newPartitionFixture(t *testing.T, size int64) *partitionFixture {
 	t.Helper()
-	needRoot(t, "partitions loop devices")
-	needTool(t, "mkfs.vfat", "mkswap", "mkfs.ext4", "blkid")
-	dev := newLoop(t, size)
+	looptest.RequireRoot(t)
+	looptest.RequireTools(t, "mkfs.vfat", "mkswap", "mkfs.ext4", "blkid")
+	dev := looptest.Attach(t, size, "--partscan")
 	return &partitionFixture{dev: dev, g: NewGuard([]string{dev}), srv: newImageServerOn(t, partServerLo, partServerHi), iso: makeConfigDriveISO(t)}
 }
 
@@ -236,8 +237,8 @@ func (f *partitionFixture) deploy(t *testing.T, name string, img []byte, layout 
 }
 
 func TestWorkOnDiskLoop(t *testing.T) {
-	needRoot(t, "partitions loop devices")
-	needTool(t, "qemu-img")
+	looptest.RequireRoot(t)
+	looptest.RequireTools(t, "qemu-img")
 	raw := rootFSImage(t, 40<<20, 7)
 	qc := makeQcow2(t, raw)
 	for _, tc := range []struct {
@@ -376,7 +377,7 @@ func TestWorkOnDiskPreserveEphemeral(t *testing.T) {
 	if after["UUID"] != before["UUID"] || after["LABEL"] != "ephemeral0" {
 		t.Errorf("ephemeral filesystem changed: before %v after %v", before, after)
 	}
-	if !bytes.Equal(readAt(t, eph, 31<<20, len(marker)), marker) {
+	if !bytes.Equal(looptest.ReadAt(t, eph, 31<<20, len(marker)), marker) {
 		t.Error("ephemeral partition data lost")
 	}
 	if res2.RootUUID == res.RootUUID {
@@ -391,7 +392,7 @@ func TestWorkOnDiskPreserveEphemeral(t *testing.T) {
 // TestWorkOnDiskImageTooBig: a root partition smaller than the image's
 // virtual size is IPA's InvalidCommandParamsError, for raw and qcow2.
 func TestWorkOnDiskImageTooBig(t *testing.T) {
-	needTool(t, "qemu-img")
+	looptest.RequireTools(t, "qemu-img")
 	f := newPartitionFixture(t, 256<<20)
 	raw := rootFSImage(t, 40<<20, 3)
 	for name, img := range map[string][]byte{"raw": raw, "qcow2": makeQcow2(t, raw)} {
@@ -413,7 +414,7 @@ func TestWorkOnDiskTooSmallDisk(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "need 101 MiB but") {
 		t.Fatalf("got %v", err)
 	}
-	if string(readAt(t, f.dev, 0, 7)) != "keep me" {
+	if string(looptest.ReadAt(t, f.dev, 0, 7)) != "keep me" {
 		t.Error("disk was touched")
 	}
 }
@@ -421,7 +422,7 @@ func TestWorkOnDiskTooSmallDisk(t *testing.T) {
 // TestWorkOnDiskGuard: a disk outside the allow list is refused.
 func TestWorkOnDiskGuard(t *testing.T) {
 	f := newPartitionFixture(t, 64<<20)
-	other := newLoop(t, 64<<20)
+	other := looptest.Attach(t, 64<<20, "--partscan")
 	_, err := WorkOnDisk(context.Background(), PartitionImageOptions{Guard: f.g, Device: other, Layout: PartitionLayout{RootMiB: 8, BootMode: "bios"}})
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("got %v", err)
@@ -431,7 +432,7 @@ func TestWorkOnDiskGuard(t *testing.T) {
 // TestImageVirtualSize: what the first bytes of an image tell about its
 // size on disk, without downloading it.
 func TestImageVirtualSize(t *testing.T) {
-	needTool(t, "qemu-img")
+	looptest.RequireTools(t, "qemu-img")
 	raw := testImage(3<<20+512, 9)
 	srv := newImageServerOn(t, partServerLo, partServerHi)
 	for _, tc := range []struct {
@@ -469,7 +470,7 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 // sectors (MiB boundaries are whole sectors; msdos entries count 4 KiB
 // sectors): the table matches parted's there too, and the image lands.
 func TestWorkOnDisk4Kn(t *testing.T) {
-	needTool(t, "blockdev", "parted")
+	looptest.RequireTools(t, "blockdev", "parted")
 	raw := rootFSImage(t, 40<<20, 5)
 	for _, layout := range []PartitionLayout{
 		{RootMiB: 64, SwapMiB: 16, EphemeralMiB: 32, BootMode: "bios"},
@@ -477,8 +478,8 @@ func TestWorkOnDisk4Kn(t *testing.T) {
 	} {
 		t.Run(layout.BootMode, func(t *testing.T) {
 			f := newPartitionFixture(t, 1<<30)
-			run(t, "losetup", "--sector-size", "4096", f.dev)
-			if n := strings.TrimSpace(run(t, "blockdev", "--getss", f.dev)); n != "4096" {
+			looptest.Run(t, "losetup", "--sector-size", "4096", f.dev)
+			if n := strings.TrimSpace(looptest.Run(t, "blockdev", "--getss", f.dev)); n != "4096" {
 				t.Skipf("SKIPPED: loop device did not take 4096-byte sectors (%s)", n)
 			}
 			res, err := f.deploy(t, "4kn-"+layout.BootMode, raw, layout, false, true)
@@ -497,7 +498,7 @@ func TestWorkOnDisk4Kn(t *testing.T) {
 				t.Errorf("root: blkid %v, we said %s", rb, res.RootUUID)
 			}
 			// parted reads our table with the same geometry it would write.
-			out := run(t, "parted", "-s", "-m", f.dev, "unit", "B", "print")
+			out := looptest.Run(t, "parted", "-s", "-m", f.dev, "unit", "B", "print")
 			for _, p := range res.Partitions {
 				want := fmt.Sprintf("%d:%dB:%dB:%dB:", p.Number, p.Start, p.Start+p.Size-1, p.Size)
 				if !strings.Contains(out, want) {

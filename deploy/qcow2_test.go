@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -45,7 +46,7 @@ func makeQcow2(t testing.TB, raw []byte, opts ...string) []byte {
 }
 
 func TestWriteImageQcow2(t *testing.T) {
-	needTool(t, "qemu-img")
+	looptest.RequireTools(t, "qemu-img")
 	// A size that is not a multiple of the cluster size.
 	raw := testImage(13<<20+4096, 20)
 	srv := newImageServer(t)
@@ -85,7 +86,7 @@ func TestWriteImageQcow2(t *testing.T) {
 }
 
 func TestWriteImageQcow2ResumesAndLocalFile(t *testing.T) {
-	needTool(t, "qemu-img")
+	looptest.RequireTools(t, "qemu-img")
 	raw := testImage(8<<20, 21)
 	img := makeQcow2(t, raw, "-c")
 	srv := newImageServer(t)
@@ -120,7 +121,7 @@ func TestWriteImageQcow2ResumesAndLocalFile(t *testing.T) {
 // A qcow2 whose data precede its L2 tables needs Range requests; the
 // checksum still covers every byte exactly once.
 func TestWriteImageQcow2OutOfOrder(t *testing.T) {
-	needTool(t, "qemu-img")
+	looptest.RequireTools(t, "qemu-img")
 	dir := t.TempDir()
 	p := filepath.Join(dir, "ooo.qcow2")
 	qemuImg(t, "create", "-f", "qcow2", p, "16M")
@@ -163,7 +164,7 @@ func TestWriteImageQcow2OutOfOrder(t *testing.T) {
 }
 
 func TestWriteImageQcow2Refused(t *testing.T) {
-	needTool(t, "qemu-img")
+	looptest.RequireTools(t, "qemu-img")
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.raw")
 	if err := os.WriteFile(base, testImage(1<<20, 22), 0o600); err != nil {
