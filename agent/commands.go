@@ -12,6 +12,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -459,7 +460,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 	if err != nil {
 		return err
 	}
-	guard := deploy.NewGuard(a.cfg.AllowedDevices)
+	guard := blockdev.NewGuard(a.cfg.AllowedDevices)
 	dev, err := deploy.InstallDevice(guard, disks, a.Node())
 	if err != nil {
 		return deviceNotFound(err)
@@ -501,7 +502,7 @@ func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	dev, err := deploy.InstallDevice(deploy.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
+	dev, err := deploy.InstallDevice(blockdev.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
 	if err != nil {
 		return false, ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
 	}

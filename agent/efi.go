@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"unicode/utf16"
 
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -34,10 +34,10 @@ type espPartition struct {
 	hd     efivar.HardDrive
 }
 
-// findESP finds the EFI system partition of dev (deploy.FindESP) and the
+// findESP finds the EFI system partition of dev (blockdev.FindESP) and the
 // hard drive node a boot entry for it carries.
 func findESP(dev string, partUUID string) (*espPartition, error) {
-	e, err := deploy.FindESP(dev, partUUID)
+	e, err := blockdev.FindESP(dev, partUUID)
 	if err != nil || e == nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"unicode/utf16"
 
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -71,7 +71,7 @@ func TestFindESP(t *testing.T) {
 
 func TestPartitionPath(t *testing.T) {
 	for dev, want := range map[string]string{"/dev/sda": "/dev/sda2", "/dev/nvme0n1": "/dev/nvme0n1p2", "/dev/loop3": "/dev/loop3p2"} {
-		if got := deploy.PartitionPath(dev, 2); got != want {
+		if got := blockdev.PartitionPath(dev, 2); got != want {
 			t.Errorf("%s: %s, want %s", dev, got, want)
 		}
 	}

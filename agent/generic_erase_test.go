@@ -10,7 +10,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -75,8 +75,8 @@ func TestGenericEraseStepsOnLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(map[string]deploy.DeviceResult)[dev]
-	if r.Method != deploy.MethodOverwrite || r.Bytes != 2*16<<20 {
+	r := res.(map[string]erase.DeviceResult)[dev]
+	if r.Method != erase.MethodOverwrite || r.Bytes != 2*16<<20 {
 		t.Errorf("erase_devices result %+v", r)
 	}
 	// A disk outside allowed_devices is refused before anything is erased.

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -101,7 +101,7 @@ func deviceNotFound(err error) error {
 // install is _install_grub2 for a plain disk (software RAID is not
 // supported by this agent).
 func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error) {
-	root, err := deploy.FindPartitionByUUID(r.Disk, r.RootUUID)
+	root, err := blockdev.FindPartitionByUUID(r.Disk, r.RootUUID)
 	if err != nil {
 		return deviceNotFound(err)
 	}
@@ -111,14 +111,14 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 	}
 	var esp string
 	if r.EFIUUID != "" {
-		if esp, err = deploy.FindPartitionByUUID(r.Disk, r.EFIUUID); err != nil {
+		if esp, err = blockdev.FindPartitionByUUID(r.Disk, r.EFIUUID); err != nil {
 			return deviceNotFound(err)
 		}
 	}
 	grubDisk := r.Disk
 	if r.PRePUUID != "" {
 		// On Power, GRUB goes straight into the PReP partition.
-		if grubDisk, err = deploy.FindPartitionByUUID(r.Disk, r.PRePUUID); err != nil {
+		if grubDisk, err = blockdev.FindPartitionByUUID(r.Disk, r.PRePUUID); err != nil {
 			return deviceNotFound(err)
 		}
 	}
@@ -495,7 +495,7 @@ func lastBytes(s string, n int) string {
 // itself in turn (as mount(8) does), so "" is returned only when the
 // kernel list cannot be read.
 func probeFSType(part string) (string, error) {
-	t, err := deploy.FSType(part)
+	t, err := blockdev.FSType(part)
 	if err != nil {
 		return "", err
 	}
@@ -514,7 +514,7 @@ func probeFSType(part string) (string, error) {
 // code (IPA asks file(1) whether the first 218 bytes are executable; boot
 // code begins with a jump, which is what file recognises).
 func bootloaderLoaded(disk string) bool {
-	parts, err := deploy.BootFlaggedPartitions(disk)
+	parts, err := blockdev.BootFlaggedPartitions(disk)
 	if err != nil || len(parts) == 0 {
 		return false
 	}
@@ -554,7 +554,7 @@ func appendESPToFstab(root, efiUUID, esp string) error {
 		return err
 	}
 	label := "UUID"
-	if u, err := deploy.BlockUUID(esp); err == nil && !strings.EqualFold(u, efiUUID) {
+	if u, err := blockdev.BlockUUID(esp); err == nil && !strings.EqualFold(u, efiUUID) {
 		label = "PARTUUID"
 	}
 	if bytes.Contains(b, []byte(label+"="+efiUUID)) {

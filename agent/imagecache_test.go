@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/image"
 	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 func TestImageCacheRules(t *testing.T) {
 	var c imageCache
-	cached := &deploy.ImageInfo{ID: "a", DiskFormat: "qcow2", StreamRawImages: true}
-	streamed := &deploy.ImageInfo{ID: "b", DiskFormat: "raw", StreamRawImages: true}
-	rawNotStreamed := &deploy.ImageInfo{ID: "c", DiskFormat: "raw"}
+	cached := &image.ImageInfo{ID: "a", DiskFormat: "qcow2", StreamRawImages: true}
+	streamed := &image.ImageInfo{ID: "b", DiskFormat: "raw", StreamRawImages: true}
+	rawNotStreamed := &image.ImageInfo{ID: "c", DiskFormat: "raw"}
 	if c.hit("", "") || c.hit("a", "/dev/x") {
 		t.Fatal("an empty cache hits")
 	}

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -57,19 +58,19 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *iterations < 0 {
 		return fmt.Errorf("--iterations %d: must be 0 or more", *iterations)
 	}
-	opts := deploy.DefaultEraseOptions()
+	opts := erase.DefaultEraseOptions()
 	opts.Iterations, opts.Zeroize = *iterations, *zeroize
 	opts.EnableATASecureErase, opts.EnableNVMeSecureErase = *secure, *secure
 	opts.ContinueIfSecureEraseFailed = *fallback
 	prog := &progressPrinter{w: stderr}
-	e := &deploy.Eraser{
-		Guard:    deploy.NewGuard([]string{dev}),
-		Runner:   deploy.ExecRunner{},
+	e := &erase.Eraser{
+		Guard:    blockdev.NewGuard([]string{dev}),
+		Runner:   blockdev.ExecRunner{},
 		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Progress: prog.report,
 	}
 	disks := []inventory.Disk{{Name: dev}}
-	var res map[string]deploy.DeviceResult
+	var res map[string]erase.DeviceResult
 	mode := ""
 	start := time.Now()
 	switch {
@@ -123,7 +124,7 @@ func parseWithDevice(fs *flag.FlagSet, args []string) (string, error) {
 
 // describeResults renders "dev (method, detail, N MiB written)" per
 // device, in name order.
-func describeResults(res map[string]deploy.DeviceResult) string {
+func describeResults(res map[string]erase.DeviceResult) string {
 	names := make([]string, 0, len(res))
 	for n := range res {
 		names = append(names, n)

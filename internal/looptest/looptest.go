@@ -6,6 +6,7 @@
 package looptest
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -147,4 +148,35 @@ func Size(t testing.TB, dev string) int64 {
 		t.Fatalf("size of %s: %v", dev, err)
 	}
 	return size
+}
+
+// WriteAt writes b to dev at offset off and syncs it.
+func WriteAt(t testing.TB, dev string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatalf("writing %d bytes to %s at %d: %v", len(b), dev, off, err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BlkidProbe returns blkid's low-level probe of dev as KEY=value lines, ""
+// when it finds nothing (blkid exits 2).
+func BlkidProbe(t testing.TB, dev string) string {
+	t.Helper()
+	out, err := exec.Command("blkid", "-p", "-o", "export", dev).CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("blkid -p %s: %v\n%s", dev, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
