@@ -13,6 +13,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -463,12 +464,12 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 	guard := blockdev.NewGuard(a.cfg.AllowedDevices)
 	dev, err := deploy.InstallDevice(guard, disks, a.Node())
 	if err != nil {
-		return deviceNotFound(err)
+		return bootloader.DeviceNotFound(err)
 	}
 	// grub-install writes the MBR and the embedding area: the same guard
 	// as every other write, checked before anything is mounted from it.
 	if err := guard.Check(dev.Name); err != nil {
-		return grubError(dev.Name, err)
+		return bootloader.GrubError(dev.Name, err)
 	}
 	str := func(p *string) string {
 		if p == nil {
@@ -476,9 +477,9 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return *p
 	}
-	gi := newGrubInstaller(a.log)
+	gi := bootloader.NewGrub(a.log)
 	efi := str(efiUUID)
-	gi.efiBootSetup = func(ctx context.Context) (bool, error) {
+	gi.EFIBootSetup = func(ctx context.Context) (bool, error) {
 		// IPA's _efi_boot_setup: only a UEFI ramdisk with efibootmgr can
 		// make NVRAM entries; here, one with efivarfs.
 		if inv.Boot.CurrentBootMode != "uefi" {
@@ -489,7 +490,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return a.manageUEFI(ctx, dev.Name, efi)
 	}
-	return gi.install(ctx, grubRequest{
+	return gi.Install(ctx, bootloader.GrubRequest{
 		Disk: dev.Name, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
 		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
 	})
@@ -504,7 +505,7 @@ func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, e
 	}
 	dev, err := deploy.InstallDevice(blockdev.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
 	if err != nil {
-		return false, ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+		return false, bootloader.DeviceNotFound(err)
 	}
 	uuid := ""
 	if efiPartUUID != nil {

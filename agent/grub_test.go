@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
 	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -297,8 +298,8 @@ func TestPartitionImageGrubFailure(t *testing.T) {
 func TestGrubUEFIInstallerSteps(t *testing.T) {
 	needGrubTools(t, "mkfs.vfat")
 	dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, nil)
-	err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
-	noLeftoverMounts(t, gi.tempDir)
+	err := gi.Install(t.Context(), bootloader.GrubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
+	noLeftoverMounts(t, gi.TempDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 		t.Run(fmt.Sprintf("nvram=%t", nvram), func(t *testing.T) {
 			dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, addAssets)
 			calls := 0
-			gi.efiBootSetup = func(context.Context) (bool, error) {
+			gi.EFIBootSetup = func(context.Context) (bool, error) {
 				calls++
 				// The assets are on the ESP (and it is unmounted) by now.
 				if _, err := os.Stat(filepath.Join(espDir, "EFI/testos/shimx64.efi")); err != nil {
@@ -343,8 +344,8 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 				}
 				return nvram, nil
 			}
-			err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
-			noLeftoverMounts(t, gi.tempDir)
+			err := gi.Install(t.Context(), bootloader.GrubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
+			noLeftoverMounts(t, gi.TempDir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -374,7 +375,7 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 // is a script recording its calls (failing without --removable, as the
 // real one does without EFI variables), then returns an installer whose
 // ESP "mount" binds a directory.
-func uefiInstallerFixture(t *testing.T, edit func(tree string)) (dev, rootPart, rootUUID, espUUID string, gi *grubInstaller, espDir string) {
+func uefiInstallerFixture(t *testing.T, edit func(tree string)) (dev, rootPart, rootUUID, espUUID string, gi *bootloader.Grub, espDir string) {
 	t.Helper()
 	dev = looptest.Attach(t, 1<<30, "--partscan")
 	tree := buildGrubRoot(t)
@@ -396,9 +397,9 @@ esac
 		t.Fatalf("no ESP UUID: %v", uuids)
 	}
 	espDir = t.TempDir()
-	gi = newGrubInstaller(ra.agent.log)
-	gi.tempDir = t.TempDir()
-	gi.mount = func(source, target, fstype string, flags uintptr, data string) error {
+	gi = bootloader.NewGrub(ra.agent.log)
+	gi.TempDir = t.TempDir()
+	gi.Mount = func(source, target, fstype string, flags uintptr, data string) error {
 		if fstype == "vfat" {
 			if source != dev+"p1" {
 				return fmt.Errorf("ESP mount of %s, want %sp1", source, dev)

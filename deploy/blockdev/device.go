@@ -80,7 +80,7 @@ func IoctlGetUint64(f *os.File, req uint) (uint64, error) {
 	return v, nil
 }
 
-// ioctlRange issues a range ioctl (BLKDISCARD, BLKSECDISCARD, BLKZEROOUT),
+// IoctlRange issues a range ioctl (BLKDISCARD, BLKSECDISCARD, BLKZEROOUT),
 // which takes {offset, length} in bytes.
 func IoctlRange(f *os.File, req uint, off, length uint64) error {
 	r := [2]uint64{off, length}
@@ -91,7 +91,7 @@ func IoctlRange(f *os.File, req uint, off, length uint64) error {
 	return nil
 }
 
-// rereadPartitions asks the kernel to re-read the partition table. EBUSY
+// RereadPartitions asks the kernel to re-read the partition table. EBUSY
 // (a partition still open) is retried briefly; EINVAL means the device
 // does not carry partitions (a loop device without partscan, a
 // partition), which is not an error.
@@ -115,7 +115,7 @@ func RereadPartitions(ctx context.Context, f *os.File) error {
 	return fmt.Errorf("BLKRRPART %s: %w", f.Name(), err)
 }
 
-// alignedBuffer returns a page-aligned buffer of n bytes, as O_DIRECT
+// AlignedBuffer returns a page-aligned buffer of n bytes, as O_DIRECT
 // needs; it is memory-mapped so its alignment does not depend on the Go
 // allocator. The returned function releases it.
 func AlignedBuffer(n int) ([]byte, func(), error) {
@@ -126,7 +126,7 @@ func AlignedBuffer(n int) ([]byte, func(), error) {
 	return b, func() { _ = unix.Munmap(b) }, nil
 }
 
-// sysBlockDir returns /sys/class/block/<name> for a /dev path (symlinks
+// SysBlockDir returns /sys/class/block/<name> for a /dev path (symlinks
 // resolved), the directory the kernel publishes a device's attributes in.
 func SysBlockDir(root, dev string) (string, error) {
 	resolved, err := filepath.EvalSymlinks(dev)
@@ -140,7 +140,7 @@ func SysBlockDir(root, dev string) (string, error) {
 	return filepath.Join(root, "sys/class/block", filepath.Base(resolved)), nil
 }
 
-// readSysInt reads one integer sysfs attribute.
+// ReadSysInt reads one integer sysfs attribute.
 func ReadSysInt(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -149,13 +149,13 @@ func ReadSysInt(path string) (int64, error) {
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
-// isPartition reports whether the sysfs directory is a partition.
+// IsPartition reports whether the sysfs directory is a partition.
 func IsPartition(sysDir string) bool {
 	_, err := os.Stat(filepath.Join(sysDir, "partition"))
 	return err == nil
 }
 
-// queueDir returns the request-queue attributes of a device; partitions
+// QueueDir returns the request-queue attributes of a device; partitions
 // share their disk's queue.
 func QueueDir(sysDir string) string {
 	if IsPartition(sysDir) {
@@ -171,7 +171,7 @@ func ResolveLink(p string) string {
 	return p
 }
 
-// partitionsOf lists the partition device paths of a whole disk from
+// PartitionsOf lists the partition device paths of a whole disk from
 // sysfs, in name order.
 func PartitionsOf(root, dev string) []string {
 	dir, err := SysBlockDir(root, dev)
@@ -218,7 +218,7 @@ const (
 	blkpgAddPartition = 1
 )
 
-// ensurePartition makes the kernel know partition pno of the disk open as
+// EnsurePartition makes the kernel know partition pno of the disk open as
 // f, adding it with BLKPG when a re-read did not (kernels built without a
 // parser for the table type, or a re-read refused because a partition is
 // in use). start and length are in bytes.

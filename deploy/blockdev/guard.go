@@ -286,7 +286,7 @@ func parseMajMin(s string) (uint64, bool) {
 	return unix.Mkdev(uint32(a), uint32(b)), true
 }
 
-// unescapeMount undoes the octal escapes (\040 for space etc.) the kernel
+// UnescapeMount undoes the octal escapes (\040 for space etc.) the kernel
 // uses in mountinfo and swaps.
 func UnescapeMount(s string) string {
 	if !strings.Contains(s, `\`) {

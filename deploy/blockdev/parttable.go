@@ -14,8 +14,21 @@ import (
 // check, the config drive and get_partition_uuids), RAID superblocks and
 // a few filesystem signatures. Every parser takes bytes, so it is fuzzed
 // without a disk.
+//
+// Partition tables are written with go-diskfs (deploy/partition,
+// deploy/image) but read here, on purpose: go-diskfs' gpt.Read returns an
+// error when the primary header and its backup both fail their signature
+// or CRC checks, while this reader must describe whatever a disk holds (it
+// checks no CRC), because it runs on disks about to be erased (the
+// shared-filesystem safety check, the metadata wipe) where half-wiped or
+// corrupt tables are the normal case; it never fails on garbage (an
+// unrecognised table is Kind ""). It also keeps fields go-diskfs does not
+// expose (the on-disk partition GUID bytes for boot entries, the backup
+// header LBA, the MBR disk signature) and reads through an io.ReaderAt at
+// the device's logical sector size, where go-diskfs sizes a block device
+// by stat (0 bytes).
 
-// partEntry is one partition of an MBR or GPT table.
+// PartEntry is one partition of an MBR or GPT table.
 type PartEntry struct {
 	Number   int
 	Start    int64    // bytes
@@ -30,7 +43,7 @@ type PartEntry struct {
 	Boot bool
 }
 
-// partTable is a parsed partition table.
+// PartTable is a parsed partition table.
 type PartTable struct {
 	Kind          string // "gpt", "dos" or "" (none)
 	MBRSignature  uint32 // bytes 440-443, little endian
@@ -53,7 +66,7 @@ func GUIDString(b []byte) string {
 		binary.LittleEndian.Uint16(b[6:8]), b[8:10], b[10:16])
 }
 
-// parsePartTable reads the table from head, the first bytes of a disk
+// ParsePartTable reads the table from head, the first bytes of a disk
 // (at least 2 sectors; GPT entries are read through r when they lie
 // beyond head). It never fails on garbage: an unrecognised table is
 // Kind "".
@@ -165,7 +178,7 @@ func parseGPT(r io.ReaderAt, head []byte, sector int) (PartTable, bool, error) {
 	return t, true, nil
 }
 
-// readPartTable opens dev read-only and parses its partition table.
+// ReadPartTable opens dev read-only and parses its partition table.
 func ReadPartTable(dev string, sector int) (PartTable, error) {
 	f, err := os.Open(dev)
 	if err != nil {
@@ -227,7 +240,7 @@ func mdSuperblockAtEnd(r io.ReaderAt, size int64) bool {
 	return false
 }
 
-// probeDevice reads the signatures of one device: its filesystem or
+// Probe reads the signatures of one device: its filesystem or
 // container type as fsSignature names it, and md superblocks at the end.
 func Probe(dev string) (string, error) {
 	f, err := os.Open(dev)
@@ -250,7 +263,7 @@ func Probe(dev string) (string, error) {
 	return "", nil
 }
 
-// isoVolumeID returns the ISO9660 volume identifier (trimmed) from the
+// ISOVolumeID returns the ISO9660 volume identifier (trimmed) from the
 // primary volume descriptor at 32 KiB, or "".
 func ISOVolumeID(b []byte) string {
 	const pvd = 16 * 2048
@@ -260,7 +273,7 @@ func ISOVolumeID(b []byte) string {
 	return strings.TrimRight(string(b[pvd+40:pvd+72]), " \x00")
 }
 
-// fatLabel returns the FAT volume label of a boot sector, or "".
+// FATLabel returns the FAT volume label of a boot sector, or "".
 func FATLabel(b []byte) string {
 	switch {
 	case len(b) >= 0x5a && bytes.Equal(b[0x52:0x57], []byte("FAT32")):

@@ -1,4 +1,4 @@
-package agent
+package bootloader
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ import (
 // ramdisk needs no mount or chroot programs; every mount is undone, in
 // reverse order, whatever happens.
 
-// grubRequest is what install_bootloader asks for.
-type grubRequest struct {
+// GrubRequest is what install_bootloader asks for.
+type GrubRequest struct {
 	Disk           string // the install disk
 	RootUUID       string // filesystem UUID or PARTUUID of the root partition
 	EFIUUID        string // the ESP's, "" for BIOS
@@ -44,25 +44,26 @@ type grubRequest struct {
 	RamdiskBIOS bool
 }
 
-// grubInstaller runs the installation; the system calls are fields so a
-// test on a kernel without vfat can mount the ESP another way.
-type grubInstaller struct {
-	log     *slog.Logger
-	mount   func(source, target, fstype string, flags uintptr, data string) error
-	unmount func(target string) error
-	// tempDir is where the root partition is mounted ("" = os.TempDir()).
-	tempDir string
-	// efiBootSetup makes NVRAM entries for the loaders on the ESP (the
+// Grub runs the installation; the system calls are fields so a test on a
+// kernel without vfat can mount the ESP another way.
+type Grub struct {
+	Log     *slog.Logger
+	Mount   func(source, target, fstype string, flags uintptr, data string) error
+	Unmount func(target string) error
+	// TempDir is where the root partition is mounted ("" = os.TempDir()).
+	TempDir string
+	// EFIBootSetup makes NVRAM entries for the loaders on the ESP (the
 	// agent's manage_uefi, when the ramdisk booted UEFI and has
 	// efibootmgr); nil or false means it could not.
-	efiBootSetup func(ctx context.Context) (bool, error)
+	EFIBootSetup func(ctx context.Context) (bool, error)
 }
 
-func newGrubInstaller(log *slog.Logger) *grubInstaller {
-	return &grubInstaller{
-		log:     log,
-		mount:   unix.Mount,
-		unmount: func(target string) error { return unix.Unmount(target, 0) },
+// NewGrub is a Grub that mounts with mount(2).
+func NewGrub(log *slog.Logger) *Grub {
+	return &Grub{
+		Log:     log,
+		Mount:   unix.Mount,
+		Unmount: func(target string) error { return unix.Unmount(target, 0) },
 	}
 }
 
@@ -84,55 +85,53 @@ func grubPlatforms(arch string) (efi, bios string) {
 	return "", ""
 }
 
-// grubError is IPA's CommandExecutionError for a failed installation.
-func grubError(disk string, err error) error {
-	ce := ipaerror.New("CommandExecutionError", 500, "Command execution failed",
-		fmt.Sprintf("Installing GRUB2 boot loader to device %s failed with %v.", disk, err))
-	ce.Err = err
-	return ce
+// GrubError is IPA's CommandExecutionError for a failed installation.
+func GrubError(disk string, err error) error {
+	return ipaerror.Wrap("CommandExecutionError", 500, "Command execution failed",
+		fmt.Sprintf("Installing GRUB2 boot loader to device %s failed with %v.", disk, err), err)
 }
 
-func deviceNotFound(err error) error {
-	ce := ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
-	ce.Err = err
-	return ce
+// DeviceNotFound is IPA's DeviceNotFound for a disk or partition that
+// cannot be found.
+func DeviceNotFound(err error) error {
+	return ipaerror.Wrap("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error(), err)
 }
 
-// install is _install_grub2 for a plain disk (software RAID is not
+// Install is _install_grub2 for a plain disk (software RAID is not
 // supported by this agent).
-func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error) {
+func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 	root, err := blockdev.FindPartitionByUUID(r.Disk, r.RootUUID)
 	if err != nil {
-		return deviceNotFound(err)
+		return DeviceNotFound(err)
 	}
 	if r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
-		gi.log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
+		gi.Log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
 		return nil
 	}
 	var esp string
 	if r.EFIUUID != "" {
 		if esp, err = blockdev.FindPartitionByUUID(r.Disk, r.EFIUUID); err != nil {
-			return deviceNotFound(err)
+			return DeviceNotFound(err)
 		}
 	}
 	grubDisk := r.Disk
 	if r.PRePUUID != "" {
 		// On Power, GRUB goes straight into the PReP partition.
 		if grubDisk, err = blockdev.FindPartitionByUUID(r.Disk, r.PRePUUID); err != nil {
-			return deviceNotFound(err)
+			return DeviceNotFound(err)
 		}
 	}
-	dir, err := os.MkdirTemp(gi.tempDir, "ironic-agent-root-")
+	dir, err := os.MkdirTemp(gi.TempDir, "ironic-agent-root-")
 	if err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
 	m := &mountStack{gi: gi}
 	defer func() {
 		if cerr := m.undo(); cerr != nil {
 			if err == nil {
-				err = grubError(r.Disk, cerr)
+				err = GrubError(r.Disk, cerr)
 			} else {
-				gi.log.Error("cleaning up after the failed boot loader installation", "error", cerr)
+				gi.Log.Error("cleaning up after the failed boot loader installation", "error", cerr)
 			}
 			return
 		}
@@ -141,26 +140,26 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 
 	fstype, err := probeFSType(root)
 	if err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
 	if err := m.mount(root, dir, fstype, 0, ""); err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
 	for _, fs := range []string{"/dev", "/proc", "/run"} {
 		if err := os.MkdirAll(dir+fs, 0o755); err != nil {
-			return grubError(r.Disk, err)
+			return GrubError(r.Disk, err)
 		}
 		if err := m.mount(fs, dir+fs, "", unix.MS_BIND, ""); err != nil {
-			return grubError(r.Disk, err)
+			return GrubError(r.Disk, err)
 		}
 	}
 	if err := os.MkdirAll(dir+"/sys", 0o755); err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
 	if err := m.mount("none", dir+"/sys", "sysfs", 0, ""); err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
-	ch := &chroot{dir: dir, log: gi.log}
+	ch := &chroot{dir: dir, log: gi.Log}
 	bin := "grub"
 	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/grub2-install")); err == nil {
 		bin = "grub2"
@@ -168,32 +167,32 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 	if esp != "" {
 		done, err := gi.tryPreserveEFIAssets(ctx, ch, m, dir, bin, esp, r)
 		if err != nil {
-			return grubError(r.Disk, err)
+			return GrubError(r.Disk, err)
 		}
 		if done {
 			if err := appendESPToFstab(dir, r.EFIUUID, esp); err != nil {
-				gi.log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
+				gi.Log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
 			}
-			gi.log.Info("boot loader set up from the EFI assets of the image", "device", r.Disk)
+			gi.Log.Info("boot loader set up from the EFI assets of the image", "device", r.Disk)
 			return nil
 		}
 	}
 	// ESP-resident files (grubenv) listed in the image's fstab, as IPA
 	// mounts them; undone with "umount -a -t vfat" below.
 	if _, err := ch.run(ctx, nil, "mount", "-a", "-t", "vfat"); err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
 	m.chrootVfat, m.vfatAt = ch, len(m.targets)
 	efiTarget, biosTarget := grubPlatforms(r.CPUArch)
 	if esp != "" {
 		mnt := filepath.Join(dir, "boot/efi")
 		if err := os.MkdirAll(mnt, 0o755); err != nil {
-			return grubError(r.Disk, err)
+			return GrubError(r.Disk, err)
 		}
 		if err := m.mount(esp, mnt, "vfat", 0, ""); err != nil {
-			return grubError(r.Disk, err)
+			return GrubError(r.Disk, err)
 		}
-		gi.log.Warn("GRUB2 will be installed for UEFI on the EFI system partition with grub-install, which does not place Secure Boot signed binaries", "partition", esp)
+		gi.Log.Warn("GRUB2 will be installed for UEFI on the EFI system partition with grub-install, which does not place Secure Boot signed binaries", "partition", esp)
 		args := []string{"--efi-directory=/boot/efi"}
 		if efiTarget != "" {
 			args = append([]string{"--target=" + efiTarget}, args...)
@@ -204,34 +203,34 @@ func (gi *grubInstaller) install(ctx context.Context, r grubRequest) (err error)
 		// back to. We fail only when neither worked.
 		_, err1 := ch.run(ctx, nil, bin+"-install", args...)
 		if err1 != nil {
-			gi.log.Warn("ignoring GRUB2 boot loader installation failure", "error", err1)
+			gi.Log.Warn("ignoring GRUB2 boot loader installation failure", "error", err1)
 		}
 		_, err2 := ch.run(ctx, nil, bin+"-install", append(args, "--removable")...)
 		if err2 != nil {
-			gi.log.Warn("ignoring GRUB2 boot loader installation failure", "error", err2)
+			gi.Log.Warn("ignoring GRUB2 boot loader installation failure", "error", err2)
 		}
 		if err1 != nil && err2 != nil {
-			return grubError(r.Disk, errors.Join(err1, err2))
+			return GrubError(r.Disk, errors.Join(err1, err2))
 		}
 	} else {
 		var args []string
 		if biosTarget != "" {
 			args = append(args, "--target="+biosTarget)
 		}
-		gi.log.Info("installing GRUB2", "device", grubDisk)
+		gi.Log.Info("installing GRUB2", "device", grubDisk)
 		if _, err := ch.run(ctx, nil, bin+"-install", append(args, grubDisk)...); err != nil {
-			return grubError(r.Disk, err)
+			return GrubError(r.Disk, err)
 		}
 	}
 	if err := configureGrub(ctx, ch, bin); err != nil {
-		return grubError(r.Disk, err)
+		return GrubError(r.Disk, err)
 	}
 	if esp != "" {
 		if err := appendESPToFstab(dir, r.EFIUUID, esp); err != nil {
-			gi.log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
+			gi.Log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
 		}
 	}
-	gi.log.Info("GRUB2 successfully installed", "device", r.Disk)
+	gi.Log.Info("GRUB2 successfully installed", "device", r.Disk)
 	return nil
 }
 
@@ -251,7 +250,7 @@ func configureGrub(ctx context.Context, ch *chroot, bin string) error {
 // efiBootSetup; when that sets the machine up, no grub-install runs, so
 // Secure Boot signed binaries stay in use. A copy failure or a ramdisk
 // that cannot make NVRAM entries falls back to grub-install, as in IPA.
-func (gi *grubInstaller) tryPreserveEFIAssets(ctx context.Context, ch *chroot, m *mountStack, dir, bin, esp string, r grubRequest) (bool, error) {
+func (gi *Grub) tryPreserveEFIAssets(ctx context.Context, ch *chroot, m *mountStack, dir, bin, esp string, r GrubRequest) (bool, error) {
 	assets := filepath.Join(dir, "boot/efi/EFI")
 	if st, err := os.Stat(assets); err != nil || !st.IsDir() {
 		return false, nil
@@ -261,25 +260,25 @@ func (gi *grubInstaller) tryPreserveEFIAssets(ctx context.Context, ch *chroot, m
 			return false, err
 		}
 	}
-	gi.log.Info("EFI assets found in the image, copying them to the EFI system partition", "partition", esp)
+	gi.Log.Info("EFI assets found in the image, copying them to the EFI system partition", "partition", esp)
 	if err := gi.preserveEFIAssets(dir, assets, esp, m); err != nil {
-		gi.log.Warn("failed to preserve the image's EFI assets; installing GRUB instead", "error", err)
+		gi.Log.Warn("failed to preserve the image's EFI assets; installing GRUB instead", "error", err)
 		return false, nil
 	}
-	if gi.efiBootSetup == nil {
+	if gi.EFIBootSetup == nil {
 		return false, nil
 	}
-	ok, err := gi.efiBootSetup(ctx)
+	ok, err := gi.EFIBootSetup(ctx)
 	if err != nil {
-		gi.log.Warn("setting up UEFI boot from the preserved assets failed; installing GRUB instead", "error", err)
+		gi.Log.Warn("setting up UEFI boot from the preserved assets failed; installing GRUB instead", "error", err)
 		return false, nil
 	}
 	return ok, nil
 }
 
 // preserveEFIAssets copies the image's /boot/efi/EFI onto the ESP.
-func (gi *grubInstaller) preserveEFIAssets(dir, assets, esp string, m *mountStack) error {
-	save, err := os.MkdirTemp(gi.tempDir, "ironic-agent-efi-")
+func (gi *Grub) preserveEFIAssets(dir, assets, esp string, m *mountStack) error {
+	save, err := os.MkdirTemp(gi.TempDir, "ironic-agent-efi-")
 	if err != nil {
 		return err
 	}
@@ -303,7 +302,7 @@ func (gi *grubInstaller) preserveEFIAssets(dir, assets, esp string, m *mountStac
 				continue
 			}
 			if err := copyFileMode(src, dst); err != nil {
-				gi.log.Warn("failed to copy "+extra+" for EFI boot", "error", err)
+				gi.Log.Warn("failed to copy "+extra+" for EFI boot", "error", err)
 			}
 		}
 	}
@@ -359,7 +358,7 @@ func copyFileMode(src, dst string) error {
 
 // mountStack undoes mounts in reverse order.
 type mountStack struct {
-	gi      *grubInstaller
+	gi      *Grub
 	targets []string
 	// chrootVfat is set once "mount -a -t vfat" ran in the chroot, when
 	// vfatAt mounts were made.
@@ -368,7 +367,7 @@ type mountStack struct {
 }
 
 func (m *mountStack) mount(source, target, fstype string, flags uintptr, data string) error {
-	if err := m.gi.mount(source, target, fstype, flags, data); err != nil {
+	if err := m.gi.Mount(source, target, fstype, flags, data); err != nil {
 		what := fstype
 		if flags&unix.MS_BIND != 0 {
 			what = "bind"
@@ -390,14 +389,14 @@ func (m *mountStack) undo() error {
 	for i := len(m.targets) - 1; i >= 0; i-- {
 		if m.chrootVfat != nil && i < m.vfatAt {
 			if _, err := m.chrootVfat.run(context.Background(), nil, "umount", "-a", "-t", "vfat"); err != nil {
-				m.gi.log.Warn("unable to unmount the vfat partitions inside the image", "error", err)
+				m.gi.Log.Warn("unable to unmount the vfat partitions inside the image", "error", err)
 			}
 			m.chrootVfat = nil
 		}
 		var err error
 		for attempt := 0; attempt < 3; attempt++ {
 			// EINVAL: no longer a mount point (an inner umount got it).
-			if err = m.gi.unmount(m.targets[i]); err == nil || errors.Is(err, unix.EINVAL) {
+			if err = m.gi.Unmount(m.targets[i]); err == nil || errors.Is(err, unix.EINVAL) {
 				err = nil
 				break
 			}
@@ -413,7 +412,7 @@ func (m *mountStack) undo() error {
 // unmountLast undoes the latest mount now.
 func (m *mountStack) unmountLast() error {
 	t := m.targets[len(m.targets)-1]
-	if err := m.gi.unmount(t); err != nil {
+	if err := m.gi.Unmount(t); err != nil {
 		return fmt.Errorf("unmount %s: %w", t, err)
 	}
 	m.targets = m.targets[:len(m.targets)-1]
