@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// Runner runs an external program. Only hdparm and nvme-cli are run (no Go
-// path exists for ATA security commands and NVMe format); the interface
-// lets the decision tables be tested with recorded outputs.
+// Runner runs an external program where no Go path exists: hdparm and
+// nvme-cli for ATA security commands and NVMe format (deploy/erase), mkfs
+// and mkswap for partition images (deploy/partition). The interface lets
+// the decision tables be tested with recorded outputs.
 type Runner interface {
 	Run(ctx context.Context, name string, args ...string) (stdout []byte, err error)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"golang.org/x/sync/errgroup"
 )
 
 // Erase methods as reported per device.
@@ -30,6 +31,8 @@ const (
 	MethodSecureDiscardZero   = "secure discard + write zeroes"
 	MethodDiscardZero         = "discard + write zeroes"
 	MethodWriteZeroes         = "write zeroes (offloaded)"
+	MethodSecureDiscard       = "secure discard (device zeroes discarded data)"
+	MethodDiscard             = "discard (device zeroes discarded data)"
 )
 
 // DeviceResult says what was done to one device.
@@ -167,10 +170,8 @@ func (e *Eraser) SafetyCheck(dev string, o EraseOptions) error {
 	if err != nil {
 		return fmt.Errorf("safety check of %s: %w", dev, err)
 	}
-	for _, id := range []string{t.DiskGUID} {
-		if what, ok := guardedIDs[strings.ToLower(id)]; ok {
-			return &ProtectedDeviceError{dev, what}
-		}
+	if what, ok := guardedIDs[strings.ToLower(t.DiskGUID)]; ok {
+		return &ProtectedDeviceError{dev, what}
 	}
 	for _, p := range t.Partitions {
 		for _, id := range []string{p.TypeGUID, p.GUID} {
@@ -233,25 +234,24 @@ func (e *Eraser) EraseDevices(ctx context.Context, disks []inventory.Disk, o Era
 	workers := max(1, min(o.Concurrency, len(disks)))
 	var mu sync.Mutex
 	errs := map[string]error{}
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
+	// Every device is erased even when another fails, so the goroutines
+	// record their errors per device and return nil to the group.
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for _, d := range disks {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(dev string) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			r, err := e.EraseBlockDevice(ctx, dev, o)
+		g.Go(func() error {
+			r, err := e.EraseBlockDevice(ctx, d.Name, o)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs[dev] = err
-				return
+				errs[d.Name] = err
+				return nil
 			}
-			results[dev] = r
-		}(d.Name)
+			results[d.Name] = r
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // always nil: errors are per device, in errs
 	if len(errs) > 0 {
 		return results, &EraseError{Step: "erase_devices", Errors: errs}
 	}

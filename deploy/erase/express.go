@@ -158,9 +158,9 @@ func (e *Eraser) DiscardZero(ctx context.Context, dev string) (DeviceResult, err
 			return DeviceResult{}, fmt.Errorf("BLKZEROOUT %s: %w", dev, err)
 		}
 	} else if secure {
-		method = "secure discard (device zeroes discarded data)"
+		method = MethodSecureDiscard
 	} else {
-		method = "discard (device zeroes discarded data)"
+		method = MethodDiscard
 	}
 	if err := blockdev.RereadPartitions(ctx, d.File); err != nil {
 		return DeviceResult{}, err

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
@@ -439,8 +440,9 @@ func (w *diskWriter) do(r writeReq) error {
 // isZero reports whether b holds only zero bytes; eight bytes at a time
 // because this runs over every byte of every image.
 func isZero(b []byte) bool {
+	le := binary.LittleEndian
 	for len(b) >= 64 {
-		if le64(b[0:])|le64(b[8:])|le64(b[16:])|le64(b[24:])|le64(b[32:])|le64(b[40:])|le64(b[48:])|le64(b[56:]) != 0 {
+		if le.Uint64(b[0:])|le.Uint64(b[8:])|le.Uint64(b[16:])|le.Uint64(b[24:])|le.Uint64(b[32:])|le.Uint64(b[40:])|le.Uint64(b[48:])|le.Uint64(b[56:]) != 0 {
 			return false
 		}
 		b = b[64:]
@@ -451,10 +453,4 @@ func isZero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
