@@ -63,6 +63,7 @@ func Open(g *Guard, path string) (*Device, error) {
 	return d, nil
 }
 
+// Close closes the device.
 func (d *Device) Close() error { return d.File.Close() }
 
 // IsBlock tells a block device from a regular file the guard allowed.
@@ -71,6 +72,8 @@ func (d *Device) IsBlock() bool {
 	return err == nil && fi.Mode()&os.ModeDevice != 0
 }
 
+// IoctlGetUint64 runs an ioctl that reads a uint64, such as BLKGETSIZE64,
+// on f.
 func IoctlGetUint64(f *os.File, req uint) (uint64, error) {
 	var v uint64
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), uintptr(req), uintptr(unsafe.Pointer(&v)))
@@ -164,6 +167,7 @@ func QueueDir(sysDir string) string {
 	return filepath.Join(sysDir, "queue")
 }
 
+// ResolveLink follows the symbolic links of p, or returns p when it cannot.
 func ResolveLink(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r
@@ -192,6 +196,8 @@ func PartitionsOf(root, dev string) []string {
 	return out
 }
 
+// ErrNotSupported is a device that cannot do what was asked (an ioctl it
+// does not implement); callers fall back to another method.
 var ErrNotSupported = errors.New("not supported by the device")
 
 // blkpgPartition is struct blkpg_partition of <linux/blkpg.h>.

@@ -27,6 +27,7 @@ type wipeRegion struct {
 	what     string
 }
 
+// MiB is a mebibyte, the unit of IPA's sizes and of the wiped regions.
 const MiB = 1 << 20
 
 // metadataRegions returns the regions to zero on a device of size bytes

@@ -12,37 +12,6 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 )
 
-// nvmeNamespaceRE matches a namespace block device below an NVMe
-// controller in sysfs: nvme<S>n<N>, or nvme<S>c<C>n<N> for a path of a
-// namespace under native multipath (its device is the head nvme<S>n<N>).
-var nvmeNamespaceRE = regexp.MustCompile(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
-
-// nvmeNamespacesIn lists the namespaces in sysfs directories (controllers,
-// subsystems) as the /dev paths of their block devices, sorted, without
-// self. A path device nvme<S>c<C>n<N> is the head nvme<S>n<N>.
-func nvmeNamespacesIn(self string, dirs []string) ([]string, error) {
-	seen := map[string]bool{self: true}
-	var out []string
-	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			return nil, err
-		}
-		for _, en := range ents {
-			m := nvmeNamespaceRE.FindStringSubmatch(en.Name())
-			if m == nil {
-				continue
-			}
-			if ns := "/dev/nvme" + m[1] + "n" + m[2]; !seen[ns] {
-				seen[ns] = true
-				out = append(out, ns)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // nvmeErase formats an NVMe namespace with the strongest secure-erase
 // setting its controller reports (IPA's _nvme_erase).
 func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error) {
@@ -135,4 +104,35 @@ func (e *Eraser) nvmeNamespace(dev string) (sysDir, head string, err error) {
 		return "", "", fmt.Errorf("%s is not an NVMe namespace device", dev)
 	}
 	return dir, "/dev/nvme" + m[1] + "n" + m[2], nil
+}
+
+// nvmeNamespaceRE matches a namespace block device below an NVMe
+// controller in sysfs: nvme<S>n<N>, or nvme<S>c<C>n<N> for a path of a
+// namespace under native multipath (its device is the head nvme<S>n<N>).
+var nvmeNamespaceRE = regexp.MustCompile(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
+
+// nvmeNamespacesIn lists the namespaces in sysfs directories (controllers,
+// subsystems) as the /dev paths of their block devices, sorted, without
+// self. A path device nvme<S>c<C>n<N> is the head nvme<S>n<N>.
+func nvmeNamespacesIn(self string, dirs []string) ([]string, error) {
+	seen := map[string]bool{self: true}
+	var out []string
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, en := range ents {
+			m := nvmeNamespaceRE.FindStringSubmatch(en.Name())
+			if m == nil {
+				continue
+			}
+			if ns := "/dev/nvme" + m[1] + "n" + m[2]; !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

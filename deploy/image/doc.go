@@ -5,5 +5,7 @@
 // parses Ironic's image_info and checks the partition table the image left.
 //
 // Imports go one way: image imports deploy/blockdev (and deploy/qcow2),
-// never deploy/partition, deploy/erase or deploy/bootloader.
+// never deploy/partition, deploy/erase or deploy/bootloader. Only its
+// tests import deploy/partition, to write partition images into the
+// layouts partition.WorkOnDisk makes.
 package image
