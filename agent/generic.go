@@ -25,7 +25,7 @@ const GenericManagerVersion = "1.1"
 // interfaces, priorities, flags); a step whose run function is nil is not
 // implemented in this build and is neither listed to Ironic nor runnable.
 //
-// The disk steps call into package deploy; wiring one is a one-line edit of
+// The disk steps call into the deploy packages; wiring one is a one-line edit of
 // its table entry below.
 type GenericManager struct {
 	// Disks lists the disks the steps may touch: the inventory's, or
@@ -94,7 +94,7 @@ func (g *GenericManager) deploySteps() []genericStep {
 	}
 }
 
-// eraseStep runs one of deploy's erase steps over the agent's disks (the
+// eraseStep runs one of deploy/erase's steps over the agent's disks (the
 // allowed devices when confined) with the node's driver_internal_info
 // options; the result maps each device to the method used.
 func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []inventory.Disk, erase.EraseOptions) (map[string]erase.DeviceResult, error)) stepFunc {

@@ -16,7 +16,7 @@ import (
 )
 
 // Guard decides whether a device may be written or erased. Every write and
-// erase in this package asks a Guard first, so a wrong device name, a
+// erase in the deploy packages asks a Guard first, so a wrong device name, a
 // symlink pointing somewhere unexpected, or a disk holding the running
 // system is refused before a single byte moves.
 type Guard struct {
