@@ -13,7 +13,10 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // extensions is the command table: the extensions of IPA 2023.1 (standby,
@@ -72,10 +75,10 @@ func decodeNodePorts(p command.Params) (nodePorts, error) {
 
 func (np nodePorts) check() error {
 	if np.Node == nil {
-		return command.InvalidCommandParams("missing parameter node")
+		return ipaerror.InvalidCommandParams("missing parameter node")
 	}
 	if np.Ports == nil {
-		return command.InvalidCommandParams("missing parameter ports")
+		return ipaerror.InvalidCommandParams("missing parameter ports")
 	}
 	return nil
 }
@@ -113,17 +116,17 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 		}
 		rawStep, ok := p["step"]
 		if !ok {
-			return nil, command.InvalidCommandParams("missing parameter step")
+			return nil, ipaerror.InvalidCommandParams("missing parameter step")
 		}
 		var step struct {
 			Step *string                    `json:"step"`
 			Args map[string]json.RawMessage `json:"args"`
 		}
 		if err := json.Unmarshal(rawStep, &step); err != nil {
-			return nil, command.InvalidCommandParams("parameter step: want an object: %v", err)
+			return nil, ipaerror.InvalidCommandParams("parameter step: want an object: %v", err)
 		}
 		if step.Step == nil || *step.Step == "" {
-			return nil, command.InvalidCommandParams("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
+			return nil, ipaerror.InvalidCommandParams("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
 		}
 		versionKey := kind + "_version"
 		// Extra parameters are step arguments too (IPA's **kwargs), then
@@ -155,16 +158,16 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 				stepDone()
 			}
 			if err != nil {
-				var ce *command.Error
+				var ce *ipaerror.Error
 				if errors.As(err, &ce) {
 					return nil, ce
 				}
 				msg := fmt.Sprintf("%s step %s failed: %v", kind, name, err)
 				a.log.Error("step failed", "kind", kind, "step", name, "error", err)
 				if kind == "clean" {
-					return nil, command.CleaningError(msg)
+					return nil, ipaerror.CleaningError(msg)
 				}
-				return nil, command.DeploymentError(msg)
+				return nil, ipaerror.DeploymentError(msg)
 			}
 			a.log.Info("step completed", "kind", kind, "step", name)
 			return map[string]any{kind + "_result": res, kind + "_step": rawJSON(rawStep)}, nil
@@ -183,7 +186,7 @@ func noParams(p command.Params) error {
 	for k := range p {
 		names = append(names, k)
 	}
-	return command.InvalidCommandParams("unexpected parameters: %s", strings.Join(names, ", "))
+	return ipaerror.InvalidCommandParams("unexpected parameters: %s", strings.Join(names, ", "))
 }
 
 func (a *Agent) bindGetPartitionUUIDs(p command.Params) (command.Func, error) {
@@ -220,7 +223,7 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 				err = a.machine.Reboot()
 			}
 			if err != nil {
-				return nil, command.New("SystemRebootError", 500, "Error rebooting system", err.Error())
+				return nil, ipaerror.New("SystemRebootError", 500, "Error rebooting system", err.Error())
 			}
 			return nil, nil
 		}, nil
@@ -283,30 +286,30 @@ func (a *Agent) bindGetHardwareInfo(p command.Params) (command.Func, error) {
 // its warnings).
 func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 	if !a.cfg.Standalone {
-		return nil, command.InvalidCommand("set_node_info is only allowed in standalone mode")
+		return nil, ipaerror.InvalidCommand("set_node_info is only allowed in standalone mode")
 	}
 	raw, ok := p["node_info"]
 	if !ok {
-		return nil, command.InvalidCommandParams("missing parameter node_info")
+		return nil, ipaerror.InvalidCommandParams("missing parameter node_info")
 	}
 	var info struct {
 		Node   map[string]any  `json:"node"`
 		Config json.RawMessage `json:"config"`
 	}
 	if err := json.Unmarshal(raw, &info); err != nil {
-		return nil, command.InvalidCommandParams("node_info: %v", err)
+		return nil, ipaerror.InvalidCommandParams("node_info: %v", err)
 	}
 	uuid, _ := info.Node["uuid"].(string)
 	if uuid == "" {
-		return nil, command.InvalidCommandParams("node_info: no node.uuid")
+		return nil, ipaerror.InvalidCommandParams("node_info: no node.uuid")
 	}
 	res := &ironic.LookupResult{Node: info.Node, NodeUUID: uuid}
 	if len(info.Config) > 0 && string(info.Config) != "null" {
 		if err := json.Unmarshal(info.Config, &res.Config); err != nil {
-			return nil, command.InvalidCommandParams("node_info.config: %v", err)
+			return nil, ipaerror.InvalidCommandParams("node_info.config: %v", err)
 		}
 		if err := json.Unmarshal(info.Config, &res.RawConfig); err != nil {
-			return nil, command.InvalidCommandParams("node_info.config: %v", err)
+			return nil, ipaerror.InvalidCommandParams("node_info.config: %v", err)
 		}
 	}
 	return func(context.Context) (any, error) {
@@ -320,18 +323,18 @@ func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 func (a *Agent) bindStartFlow(p command.Params) (command.Func, error) {
 	raw, ok := p["flow"]
 	if !ok {
-		return nil, command.InvalidCommandParams("missing parameter flow")
+		return nil, ipaerror.InvalidCommandParams("missing parameter flow")
 	}
 	var flow []map[string]command.Params
 	if err := json.Unmarshal(raw, &flow); err != nil {
-		return nil, command.InvalidCommandParams("flow: want a list of {\"<extension>.<command>\": {params}}: %v", err)
+		return nil, ipaerror.InvalidCommandParams("flow: want a list of {\"<extension>.<command>\": {params}}: %v", err)
 	}
 	exts := a.extensions()
 	for _, task := range flow {
 		for name := range task {
 			ext, cmd, _ := strings.Cut(name, ".")
 			if _, ok := exts[ext][cmd]; !ok {
-				return nil, command.InvalidCommandParams("Extension %s doesn't provide %s method", ext, cmd)
+				return nil, ipaerror.InvalidCommandParams("Extension %s doesn't provide %s method", ext, cmd)
 			}
 		}
 	}
@@ -339,7 +342,7 @@ func (a *Agent) bindStartFlow(p command.Params) (command.Func, error) {
 		for _, task := range flow {
 			for name, params := range task {
 				if _, err := a.exec.RunNested(ctx, name, params); err != nil {
-					return nil, command.ExecutionError(fmt.Errorf("%s was failed: %w", name, err))
+					return nil, ipaerror.ExecutionError(fmt.Errorf("%s was failed: %w", name, err))
 				}
 			}
 		}
@@ -359,13 +362,13 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 		return nil, err
 	}
 	if args.Password == nil {
-		return nil, command.InvalidCommandParams("missing parameter rescue_password")
+		return nil, ipaerror.InvalidCommandParams("missing parameter rescue_password")
 	}
 	if !args.Hashed {
 		// Hashing a plaintext password needs crypt(3) SHA-512, which the
 		// standard library lacks; Ironic sends hashed passwords unless
 		// [conductor]require_rescue_password_hashed is false.
-		return nil, command.InvalidCommandParams("a plaintext rescue_password is not supported: send it hashed (hashed=true)")
+		return nil, ipaerror.InvalidCommandParams("a plaintext rescue_password is not supported: send it hashed (hashed=true)")
 	}
 	return func(context.Context) (any, error) {
 		dir := filepath.Join(a.opts.StateRoot, "etc/ipa-rescue-config")
@@ -401,7 +404,7 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 		return nil, err
 	}
 	if _, ok := p["root_uuid"]; !ok {
-		return nil, command.InvalidCommandParams("missing parameter root_uuid")
+		return nil, ipaerror.InvalidCommandParams("missing parameter root_uuid")
 	}
 	ignore := a.cfg.IgnoreBootloaderFailure
 	if args.IgnoreFailure != nil {
@@ -435,7 +438,7 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 			return nil, nil
 		}
 		if !a.biosBootloaderInstallEnabled() {
-			e := command.New("InvalidImage", 500, "The provided image is not valid for use",
+			e := ipaerror.New("InvalidImage", 500, "The provided image is not valid for use",
 				"Install of legacy BIOS bootloaders disabled by CONF.enable_bios_bootloader_install as part of CVE-2026-43003 mitigation.")
 			a.log.Error(e.Details)
 			if !ignore {
@@ -470,15 +473,15 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 	if err != nil {
 		return err
 	}
-	guard := deploy.NewGuard(a.cfg.AllowedDevices)
+	guard := blockdev.NewGuard(a.cfg.AllowedDevices)
 	dev, err := deploy.InstallDevice(guard, disks, a.Node())
 	if err != nil {
-		return deviceNotFound(err)
+		return bootloader.DeviceNotFound(err)
 	}
 	// grub-install writes the MBR and the embedding area: the same guard
 	// as every other write, checked before anything is mounted from it.
 	if err := guard.Check(dev.Name); err != nil {
-		return grubError(dev.Name, err)
+		return bootloader.GrubError(dev.Name, err)
 	}
 	str := func(p *string) string {
 		if p == nil {
@@ -486,9 +489,9 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return *p
 	}
-	gi := newGrubInstaller(a.log)
+	gi := bootloader.NewGrub(a.log)
 	efi := str(efiUUID)
-	gi.efiBootSetup = func(ctx context.Context) (bool, error) {
+	gi.EFIBootSetup = func(ctx context.Context) (bool, error) {
 		// IPA's _efi_boot_setup: only a UEFI ramdisk with efibootmgr can
 		// make NVRAM entries; here, one with efivarfs.
 		if inv.Boot.CurrentBootMode != "uefi" {
@@ -499,7 +502,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return a.manageUEFI(ctx, dev.Name, efi)
 	}
-	return gi.install(ctx, grubRequest{
+	return gi.Install(ctx, bootloader.GrubRequest{
 		Disk: dev.Name, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
 		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
 	})
@@ -512,9 +515,9 @@ func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	dev, err := deploy.InstallDevice(deploy.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
+	dev, err := deploy.InstallDevice(blockdev.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
 	if err != nil {
-		return false, command.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error())
+		return false, bootloader.DeviceNotFound(err)
 	}
 	uuid := ""
 	if efiPartUUID != nil {

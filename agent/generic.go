@@ -8,6 +8,8 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -23,7 +25,7 @@ const GenericManagerVersion = "1.1"
 // interfaces, priorities, flags); a step whose run function is nil is not
 // implemented in this build and is neither listed to Ironic nor runnable.
 //
-// The disk steps call into package deploy; wiring one is a one-line edit of
+// The disk steps call into the deploy packages; wiring one is a one-line edit of
 // its table entry below.
 type GenericManager struct {
 	// Disks lists the disks the steps may touch: the inventory's, or
@@ -37,7 +39,7 @@ type GenericManager struct {
 	// SetPartitionUUIDs, and Executor().RunNested for write_image's nested
 	// prepare_image. nil in unit tests of the table.
 	agent *Agent
-	// AllowedDevices confines every write and erase (deploy.Guard); empty
+	// AllowedDevices confines every write and erase (blockdev.Guard); empty
 	// allows any disk that is not in use.
 	AllowedDevices []string
 	// Log receives the erase steps' warnings.
@@ -61,9 +63,9 @@ type genericStep struct {
 // reboot_requested=false.
 func (g *GenericManager) cleanSteps() []genericStep {
 	return []genericStep{
-		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: g.eraseStep((*deploy.Eraser).EraseDevices)},
-		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: g.eraseStep((*deploy.Eraser).EraseDevicesMetadata)},
-		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: g.eraseStep((*deploy.Eraser).EraseDevicesExpress)},
+		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevices)},
+		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
+		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesExpress)},
 		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: erasePstore},
 		// Software RAID (mdadm) and burn-in (stress-ng, fio) are not
 		// implemented by this agent.
@@ -79,7 +81,7 @@ func (g *GenericManager) cleanSteps() []genericStep {
 // deploySteps is IPA 2023.1's generic deploy step table (no abortable key).
 func (g *GenericManager) deploySteps() []genericStep {
 	return []genericStep{
-		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*deploy.Eraser).EraseDevicesMetadata)},
+		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
 		{step: "apply_configuration", iface: "raid", priority: 0, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
 			"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
 			"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
@@ -92,12 +94,12 @@ func (g *GenericManager) deploySteps() []genericStep {
 	}
 }
 
-// eraseStep runs one of deploy's erase steps over the agent's disks (the
+// eraseStep runs one of deploy/erase's steps over the agent's disks (the
 // allowed devices when confined) with the node's driver_internal_info
 // options; the result maps each device to the method used.
-func (g *GenericManager) eraseStep(step func(*deploy.Eraser, context.Context, []inventory.Disk, deploy.EraseOptions) (map[string]deploy.DeviceResult, error)) stepFunc {
+func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []inventory.Disk, erase.EraseOptions) (map[string]erase.DeviceResult, error)) stepFunc {
 	return func(ctx context.Context, req hwmgr.Request) (any, error) {
-		opts, err := deploy.EraseOptionsFromNode(req.Node)
+		opts, err := erase.EraseOptionsFromNode(req.Node)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +111,7 @@ func (g *GenericManager) eraseStep(step func(*deploy.Eraser, context.Context, []
 			// The disks may no longer hold the image last written.
 			g.agent.images.forget()
 		}
-		e := &deploy.Eraser{Guard: deploy.NewGuard(g.AllowedDevices), Runner: deploy.ExecRunner{}, Logger: g.Log}
+		e := &erase.Eraser{Guard: blockdev.NewGuard(g.AllowedDevices), Runner: blockdev.ExecRunner{}, Logger: g.Log}
 		return step(e, ctx, disks, opts)
 	}
 }
@@ -127,7 +129,7 @@ func (g *GenericManager) finishWholeDiskImage(ctx context.Context, dev, configdr
 		}
 		client = c
 	}
-	uuids, _, err := deploy.FinishWholeDisk(ctx, deploy.NewGuard(g.AllowedDevices), client, dev, configdrive)
+	uuids, _, err := deploy.FinishWholeDisk(ctx, blockdev.NewGuard(g.AllowedDevices), client, dev, configdrive)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func (g *GenericManager) finishWholeDiskImage(ctx context.Context, dev, configdr
 
 // erasePstore is erase_pstore: the result lists the records removed.
 func erasePstore(ctx context.Context, _ hwmgr.Request) (any, error) {
-	removed, err := deploy.ErasePstore(ctx, "/")
+	removed, err := erase.ErasePstore(ctx, "/")
 	if err != nil {
 		return nil, err
 	}

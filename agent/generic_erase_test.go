@@ -5,15 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -47,39 +45,9 @@ func TestGenericEraseStepsListed(t *testing.T) {
 	}
 }
 
-// loopDevice attaches a sparse file as a loop device for the test.
-func loopDevice(t *testing.T, size int64, losetupFlags ...string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root: attaches loop devices")
-	}
-	img := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, size); err != nil {
-		t.Fatal(err)
-	}
-	// Retried: other test binaries attach loop devices at the same time.
-	var dev string
-	for i := 0; ; i++ {
-		out, err := exec.Command("losetup", append(append([]string{"--find", "--show"}, losetupFlags...), img)...).CombinedOutput()
-		if err == nil {
-			dev = strings.TrimSpace(string(out))
-			break
-		}
-		if i == 5 {
-			t.Fatalf("losetup --find --show %s: %v\n%s", img, err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
-	return dev
-}
-
 func TestGenericEraseStepsOnLoop(t *testing.T) {
-	dev := loopDevice(t, 16<<20)
-	other := loopDevice(t, 16<<20)
+	dev := looptest.Attach(t, 16<<20)
+	other := looptest.Attach(t, 16<<20)
 	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +75,8 @@ func TestGenericEraseStepsOnLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(map[string]deploy.DeviceResult)[dev]
-	if r.Method != deploy.MethodOverwrite || r.Bytes != 2*16<<20 {
+	r := res.(map[string]erase.DeviceResult)[dev]
+	if r.Method != erase.MethodOverwrite || r.Bytes != 2*16<<20 {
 		t.Errorf("erase_devices result %+v", r)
 	}
 	// A disk outside allowed_devices is refused before anything is erased.
@@ -121,7 +89,7 @@ func TestGenericEraseStepsOnLoop(t *testing.T) {
 // After a whole-disk image, get_partition_uuids answers the disk's MBR
 // signature as IPA does.
 func TestFinishWholeDiskImageRecordsPartitionUUIDs(t *testing.T) {
-	dev := loopDevice(t, 16<<20)
+	dev := looptest.Attach(t, 16<<20)
 	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -162,20 +163,6 @@ func deployPartitionImage(t *testing.T, dev, url string, sum [32]byte, c grubCas
 	return ra, rootPart, rootUUID, uuids
 }
 
-func readHead(t *testing.T, dev string, n int) []byte {
-	t.Helper()
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := io.ReadFull(f, b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func needGrubTools(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range append([]string{"mkfs.ext4", "mkswap", "blkid", "debugfs"}, tools...) {
@@ -190,7 +177,7 @@ func needGrubTools(t *testing.T, tools ...string) {
 // partition (GPT), grub.cfg in the root filesystem naming its UUID.
 func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 	needGrubTools(t)
-	dev := loopDevice(t, 512<<20, "--partscan")
+	dev := looptest.Attach(t, 512<<20, "--partscan")
 	img := grubImage(t, buildGrubRoot(t), 96<<20)
 	sum := sha256.Sum256(img)
 	url := imageServerForTest(t, img)
@@ -213,7 +200,7 @@ func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 				(c.label == "gpt" && parts["BIOS Boot partition"] != dev+"p1") {
 				t.Errorf("get_partition_uuids %v", uuids)
 			}
-			head := readHead(t, dev, 1<<20)
+			head := looptest.ReadAt(t, dev, 0, 1<<20)
 			// GRUB's boot.img: a jump, then "GRUB " in its messages.
 			if head[0] != 0xeb || !bytes.Contains(head[:440], []byte("GRUB")) || head[510] != 0x55 {
 				t.Errorf("no GRUB boot code in the MBR: % x", head[:16])
@@ -223,7 +210,7 @@ func TestPartitionImageGrubBIOSOnLoop(t *testing.T) {
 				if bytes.Equal(head[512:1024], make([]byte, 512)) {
 					t.Error("no core.img after the MBR")
 				}
-			} else if bytes.Equal(readHead(t, dev+"p1", 512), make([]byte, 512)) {
+			} else if bytes.Equal(looptest.ReadAt(t, dev+"p1", 0, 512), make([]byte, 512)) {
 				t.Error("no core.img in the BIOS boot partition")
 			}
 			cfg := debugfsCat(t, rootPart, "/boot/grub/grub.cfg")
@@ -250,7 +237,7 @@ func TestPartitionImageGrubUEFIOnLoop(t *testing.T) {
 	if _, err := os.Stat("/usr/lib/grub/x86_64-efi"); err != nil {
 		t.Skip("SKIPPED: needs grub-efi-amd64-bin (test.sh APT_PACKAGES)")
 	}
-	dev := loopDevice(t, 1<<30, "--partscan")
+	dev := looptest.Attach(t, 1<<30, "--partscan")
 	img := grubImage(t, buildGrubRoot(t), 96<<20)
 	sum := sha256.Sum256(img)
 	rootPart, rootUUID, uuids := deployAndInstallGrub(t, dev, imageServerForTest(t, img), sum, grubCase{"gpt", "uefi", 3})
@@ -278,7 +265,7 @@ func TestPartitionImageGrubUEFIOnLoop(t *testing.T) {
 // root UUID is DeviceNotFound.
 func TestPartitionImageGrubFailure(t *testing.T) {
 	needGrubTools(t)
-	dev := loopDevice(t, 256<<20, "--partscan")
+	dev := looptest.Attach(t, 256<<20, "--partscan")
 	tree := buildGrubRoot(t)
 	os.WriteFile(filepath.Join(tree, "usr/sbin/grub-install"), []byte("#!/bin/sh\necho \"grub-install: error: disk full of eels.\" >&2\nexit 3\n"), 0o755)
 	img := grubImage(t, tree, 96<<20)
@@ -311,8 +298,8 @@ func TestPartitionImageGrubFailure(t *testing.T) {
 func TestGrubUEFIInstallerSteps(t *testing.T) {
 	needGrubTools(t, "mkfs.vfat")
 	dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, nil)
-	err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
-	noLeftoverMounts(t, gi.tempDir)
+	err := gi.Install(t.Context(), bootloader.GrubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
+	noLeftoverMounts(t, gi.TempDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +336,7 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 		t.Run(fmt.Sprintf("nvram=%t", nvram), func(t *testing.T) {
 			dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, addAssets)
 			calls := 0
-			gi.efiBootSetup = func(context.Context) (bool, error) {
+			gi.EFIBootSetup = func(context.Context) (bool, error) {
 				calls++
 				// The assets are on the ESP (and it is unmounted) by now.
 				if _, err := os.Stat(filepath.Join(espDir, "EFI/testos/shimx64.efi")); err != nil {
@@ -357,8 +344,8 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 				}
 				return nvram, nil
 			}
-			err := gi.install(t.Context(), grubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
-			noLeftoverMounts(t, gi.tempDir)
+			err := gi.Install(t.Context(), bootloader.GrubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
+			noLeftoverMounts(t, gi.TempDir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,9 +375,9 @@ func TestGrubUEFIPreservesEFIAssets(t *testing.T) {
 // is a script recording its calls (failing without --removable, as the
 // real one does without EFI variables), then returns an installer whose
 // ESP "mount" binds a directory.
-func uefiInstallerFixture(t *testing.T, edit func(tree string)) (dev, rootPart, rootUUID, espUUID string, gi *grubInstaller, espDir string) {
+func uefiInstallerFixture(t *testing.T, edit func(tree string)) (dev, rootPart, rootUUID, espUUID string, gi *bootloader.Grub, espDir string) {
 	t.Helper()
-	dev = loopDevice(t, 1<<30, "--partscan")
+	dev = looptest.Attach(t, 1<<30, "--partscan")
 	tree := buildGrubRoot(t)
 	script := `#!/bin/sh
 echo "$0 $*" >> /boot/grub-install.log
@@ -410,9 +397,9 @@ esac
 		t.Fatalf("no ESP UUID: %v", uuids)
 	}
 	espDir = t.TempDir()
-	gi = newGrubInstaller(ra.agent.log)
-	gi.tempDir = t.TempDir()
-	gi.mount = func(source, target, fstype string, flags uintptr, data string) error {
+	gi = bootloader.NewGrub(ra.agent.log)
+	gi.TempDir = t.TempDir()
+	gi.Mount = func(source, target, fstype string, flags uintptr, data string) error {
 		if fstype == "vfat" {
 			if source != dev+"p1" {
 				return fmt.Errorf("ESP mount of %s, want %sp1", source, dev)

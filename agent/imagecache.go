@@ -3,7 +3,7 @@ package agent
 import (
 	"sync"
 
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/image"
 )
 
 // imageCache is IPA's StandbyExtension.cached_image_id: when prepare_image
@@ -45,7 +45,7 @@ func (c *imageCache) forget() {
 
 // written records a successful write of info to device, unless IPA would
 // have streamed it (and so not cached it).
-func (c *imageCache) written(info *deploy.ImageInfo, device string) {
+func (c *imageCache) written(info *image.ImageInfo, device string) {
 	if info.StreamRawImages && info.DiskFormat == "raw" {
 		return
 	}

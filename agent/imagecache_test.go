@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/image"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 func TestImageCacheRules(t *testing.T) {
 	var c imageCache
-	cached := &deploy.ImageInfo{ID: "a", DiskFormat: "qcow2", StreamRawImages: true}
-	streamed := &deploy.ImageInfo{ID: "b", DiskFormat: "raw", StreamRawImages: true}
-	rawNotStreamed := &deploy.ImageInfo{ID: "c", DiskFormat: "raw"}
+	cached := &image.ImageInfo{ID: "a", DiskFormat: "qcow2", StreamRawImages: true}
+	streamed := &image.ImageInfo{ID: "b", DiskFormat: "raw", StreamRawImages: true}
+	rawNotStreamed := &image.ImageInfo{ID: "c", DiskFormat: "raw"}
 	if c.hit("", "") || c.hit("a", "/dev/x") {
 		t.Fatal("an empty cache hits")
 	}
@@ -52,7 +53,7 @@ func TestImageCacheRules(t *testing.T) {
 // prepare_image sent again for the image last written skips the download
 // and the write, as IPA's cached_image_id does, and only then.
 func TestPrepareImageCacheOnLoop(t *testing.T) {
-	dev := loopDevice(t, 32<<20)
+	dev := looptest.Attach(t, 32<<20)
 	img := mbrTestImage(4<<20, 0x11223344)
 	sum := sha256.Sum256(img)
 	var gets atomic.Int32

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 
-	"github.com/ironic-go/ironic-agent/agent/command"
-
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/image"
+	"github.com/ironic-go/ironic-agent/deploy/partition"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // preparePartitionImage is prepare_image for a partition image: the disk
 // is partitioned and filled unless this agent last wrote the same image
 // there (IPA's cached_image_id), and the partition UUIDs are recorded for
 // get_partition_uuids.
-func (a *Agent) preparePartitionImage(ctx context.Context, info *deploy.ImageInfo, dev, configdrive string, guard *deploy.Guard, opts deploy.WriteOptions) (string, error) {
+func (a *Agent) preparePartitionImage(ctx context.Context, info *image.ImageInfo, dev, configdrive string, guard *blockdev.Guard, opts image.WriteOptions) (string, error) {
 	a.mu.Lock()
 	uuids := a.partitionUUIDs
 	a.mu.Unlock()
@@ -38,7 +39,7 @@ func (a *Agent) preparePartitionImage(ctx context.Context, info *deploy.ImageInf
 // partition through the same verified pipeline as whole-disk images; one
 // whose virtual size exceeds root_mb is IPA's InvalidCommandParamsError.
 // It returns what get_partition_uuids reports.
-func (a *Agent) writePartitionImage(ctx context.Context, info *deploy.ImageInfo, dev, configdrive string, guard *deploy.Guard, opts deploy.WriteOptions) (map[string]any, error) {
+func (a *Agent) writePartitionImage(ctx context.Context, info *image.ImageInfo, dev, configdrive string, guard *blockdev.Guard, opts image.WriteOptions) (map[string]any, error) {
 	params, err := info.PartitionParams()
 	if err != nil {
 		return nil, err
@@ -49,30 +50,30 @@ func (a *Agent) writePartitionImage(ctx context.Context, info *deploy.ImageInfo,
 	}
 	node := a.Node()
 	ramdiskUEFI := inv.Boot.CurrentBootMode == "uefi"
-	layout := deploy.PartitionLayout{
+	layout := partition.PartitionLayout{
 		RootMiB:      params.RootMiB,
 		SwapMiB:      params.SwapMiB,
 		EphemeralMiB: params.EphemeralMiB,
-		BootMode:     deploy.NodeBootMode(node, ramdiskUEFI),
-		DiskLabel:    deploy.NodeDiskLabel(node, ramdiskUEFI),
+		BootMode:     partition.NodeBootMode(node, ramdiskUEFI),
+		DiskLabel:    partition.NodeDiskLabel(node, ramdiskUEFI),
 		CPUArch:      inv.CPU.Architecture,
 	}
 	client, err := a.HTTPClient(0)
 	if err != nil {
 		return nil, err
 	}
-	opts.TooLarge = func(virtualSize, _ int64) error { return deploy.RootTooSmall(virtualSize, params.RootMiB) }
+	opts.TooLarge = func(virtualSize, _ int64) error { return image.RootTooSmall(virtualSize, params.RootMiB) }
 	// Refused before the disk is touched when the image's first bytes tell
 	// its size (IPA checks before work_on_disk); otherwise the write into
 	// the root partition refuses it with the same error.
-	if size, err := deploy.ImageVirtualSize(ctx, info, opts); err != nil {
+	if size, err := image.ImageVirtualSize(ctx, info, opts); err != nil {
 		a.log.Warn("could not learn the image's size before partitioning; the write will check it", "image", info.ID, "error", err)
 	} else if size > params.RootMiB<<20 {
-		return nil, deploy.RootTooSmall(size, params.RootMiB)
+		return nil, image.RootTooSmall(size, params.RootMiB)
 	}
 	a.log.Info("writing partition image", "image", info.ID, "device", dev, "boot_mode", layout.BootMode, "disk_label", layout.DiskLabel,
 		"root_mb", layout.RootMiB, "swap_mb", layout.SwapMiB, "ephemeral_mb", layout.EphemeralMiB, "preserve_ephemeral", params.PreserveEphemeral)
-	res, err := deploy.WorkOnDisk(ctx, deploy.PartitionImageOptions{
+	res, err := partition.WorkOnDisk(ctx, partition.PartitionImageOptions{
 		Guard:             guard,
 		Device:            dev,
 		Layout:            layout,
@@ -82,7 +83,7 @@ func (a *Agent) writePartitionImage(ctx context.Context, info *deploy.ImageInfo,
 		HTTPClient:        client,
 		Logger:            a.log,
 		WriteRoot: func(ctx context.Context, root string) error {
-			r, err := deploy.WriteImage(ctx, info, root, opts)
+			r, err := image.WriteImage(ctx, info, root, opts)
 			if err != nil {
 				return err
 			}
@@ -91,12 +92,12 @@ func (a *Agent) writePartitionImage(ctx context.Context, info *deploy.ImageInfo,
 		},
 	})
 	if err != nil {
-		var de *deploy.Error
+		var de *ipaerror.Error
 		if errors.As(err, &de) || ctx.Err() != nil {
 			return nil, err
 		}
 		// IPA reports a failed mkfs or partitioning as ImageWriteError.
-		ce := command.New("ImageWriteError", 500, "Error writing image to device", "Writing image to device "+dev+" failed: "+err.Error())
+		ce := ipaerror.New("ImageWriteError", 500, "Error writing image to device", "Writing image to device "+dev+" failed: "+err.Error())
 		ce.Err = err
 		return nil, ce
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -71,7 +72,7 @@ func TestPartitionImageUEFIResult(t *testing.T) {
 			t.Skipf("SKIPPED: needs %s: %v", tool, err)
 		}
 	}
-	dev := loopDevice(t, 1<<30, "--partscan")
+	dev := looptest.Attach(t, 1<<30, "--partscan")
 	inv := func(ctx context.Context) (*inventory.Inventory, error) {
 		i, err := testInventory(ctx)
 		i.CPU.Architecture = "x86_64"
@@ -99,7 +100,7 @@ func TestPartitionImageUEFIResult(t *testing.T) {
 // TestPartitionImageTooBig: an image larger than root_mb is IPA's
 // InvalidCommandParamsError, found before the disk is touched.
 func TestPartitionImageTooBig(t *testing.T) {
-	dev := loopDevice(t, 256<<20, "--partscan")
+	dev := looptest.Attach(t, 256<<20, "--partscan")
 	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,9 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/image"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // imageProgressInterval is how often a running image write logs progress.
@@ -27,9 +30,9 @@ func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
 	if err := p.Decode(&args); err != nil {
 		return nil, err
 	}
-	info, err := deploy.ParseImageInfo(args.ImageInfo, true)
+	info, err := image.ParseImageInfo(args.ImageInfo, true)
 	if err != nil {
-		return nil, asCommandError(err)
+		return nil, err
 	}
 	configdrive := info.Configdrive
 	if args.Configdrive != nil {
@@ -37,26 +40,26 @@ func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
 	}
 	return func(ctx context.Context) (any, error) {
 		msg, err := a.prepareImage(ctx, info, configdrive)
-		return msg, asCommandError(err)
+		return msg, err
 	}, nil
 }
 
-func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, configdrive string) (string, error) {
-	guard := deploy.NewGuard(a.generic.AllowedDevices)
+func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configdrive string) (string, error) {
+	guard := blockdev.NewGuard(a.generic.AllowedDevices)
 	disks, err := a.generic.Disks(ctx)
 	if err != nil {
 		return "", err
 	}
 	disk, err := deploy.InstallDevice(guard, disks, a.Node())
 	if err != nil {
-		return "", command.DeploymentError(err.Error())
+		return "", ipaerror.DeploymentError(err.Error())
 	}
 	tlsConf, err := a.TLSClientOptions(0).TLSConfig()
 	if err != nil {
 		return "", err
 	}
-	opts := deploy.WriteOptions{
-		Download:         deploy.NewDownloadOptions(),
+	opts := image.WriteOptions{
+		Download:         image.NewDownloadOptions(),
 		MD5Enabled:       true,
 		Guard:            guard,
 		Logger:           a.log,
@@ -81,7 +84,7 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 			}
 		}
 	}
-	opts.Progress = func(p deploy.WriteProgress) {
+	opts.Progress = func(p image.WriteProgress) {
 		a.log.Info("writing image", "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))
 	}
 	if info.ImageType == "partition" {
@@ -93,7 +96,7 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 	} else if err := a.writeWholeDiskImage(ctx, info, disk.Name, guard, opts); err != nil {
 		return "", err
 	}
-	if err := deploy.ValidatePartitioning(disk.Name); err != nil {
+	if err := image.ValidatePartitioning(disk.Name); err != nil {
 		return "", err
 	}
 	uuids, err := a.generic.finishWholeDiskImage(ctx, disk.Name, configdrive)
@@ -105,7 +108,7 @@ func (a *Agent) prepareImage(ctx context.Context, info *deploy.ImageInfo, config
 
 // imageWrittenMessage is IPA's _message_format: the result Ironic logs,
 // with the root UUID (and, for UEFI, the ESP's).
-func imageWrittenMessage(info *deploy.ImageInfo, dev string, uuids map[string]any) string {
+func imageWrittenMessage(info *image.ImageInfo, dev string, uuids map[string]any) string {
 	root := uuids["root uuid"]
 	if root == nil {
 		root = "None" // Python's format() of a missing UUID
@@ -118,14 +121,14 @@ func imageWrittenMessage(info *deploy.ImageInfo, dev string, uuids map[string]an
 
 // writeWholeDiskImage streams the image onto dev and moves a GPT backup
 // header to the disk's end, as IPA's _write_image does.
-func (a *Agent) writeWholeDiskImage(ctx context.Context, info *deploy.ImageInfo, dev string, guard *deploy.Guard, opts deploy.WriteOptions) error {
+func (a *Agent) writeWholeDiskImage(ctx context.Context, info *image.ImageInfo, dev string, guard *blockdev.Guard, opts image.WriteOptions) error {
 	a.images.forget()
-	res, err := deploy.WriteImage(ctx, info, dev, opts)
+	res, err := image.WriteImage(ctx, info, dev, opts)
 	if err != nil {
 		return err
 	}
 	a.log.Info(res.Summary())
-	if moved, err := deploy.FixGPTBackup(guard, dev); err != nil {
+	if moved, err := image.FixGPTBackup(guard, dev); err != nil {
 		return err
 	} else if moved {
 		a.log.Info("moved the GPT backup header to the end of the disk", "device", dev)
@@ -152,16 +155,4 @@ func (g *GenericManager) writeImageStep(ctx context.Context, req hwmgr.Request) 
 		params["image_info"] = json.RawMessage("null")
 	}
 	return g.agent.Executor().RunNested(ctx, "standby.prepare_image", params)
-}
-
-// asCommandError gives deploy's IPA-shaped errors their IPA class on the
-// wire instead of a generic CommandExecutionError.
-func asCommandError(err error) error {
-	var de *deploy.Error
-	if err == nil || !errors.As(err, &de) {
-		return err
-	}
-	ce := command.New(de.Type, de.Code, de.Message, de.Details)
-	ce.Err = err
-	return ce
 }

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 // imageServerForTest serves data at /disk.img on a port of deploy-image's
@@ -69,7 +71,7 @@ func mbrTestImage(n int, sig uint32) []byte {
 // prepare_image's, the nested prepare_image is not listed, and
 // get_partition_uuids answers the MBR signature.
 func TestWriteImageDeployStepOnLoop(t *testing.T) {
-	dev := loopDevice(t, 32<<20)
+	dev := looptest.Attach(t, 32<<20)
 	img := mbrTestImage(8<<20+512, 0xdeadbeef)
 	sum := sha256.Sum256(img)
 	url := imageServerForTest(t, img)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/agenttls"
-	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // Per-node state kept in /run (tmpfs: gone at reboot) so that an agent
@@ -193,9 +193,9 @@ func (a *Agent) reportInterruptedStep(uuid string) {
 		return
 	}
 	msg := fmt.Sprintf("the agent process was restarted while it ran %s step %s; the step's outcome is unknown", rs.Kind, rs.Step)
-	cerr := command.CleaningError(msg)
+	cerr := ipaerror.CleaningError(msg)
 	if rs.Kind == "deploy" {
-		cerr = command.DeploymentError(msg)
+		cerr = ipaerror.DeploymentError(msg)
 	}
 	a.exec.RecordFailed("execute_"+rs.Kind+"_step", cerr)
 	a.log.Error("reporting the step an earlier agent process did not finish as failed", "kind", rs.Kind, "step", rs.Step)

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/internal/lsblktest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -123,8 +123,7 @@ func TestBlockDevicesLoop(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: attaching a loop device")
 	}
-	losetup, err := exec.LookPath("losetup")
-	if err != nil {
+	if _, err := exec.LookPath("losetup"); err != nil {
 		t.Fatal("losetup (util-linux) missing; ./test.sh installs it")
 	}
 	dir := filepath.Join(os.TempDir(), "disks-loop")
@@ -145,25 +144,7 @@ func TestBlockDevicesLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	// Other test binaries attach loop devices at the same time; losetup's
-	// find-then-configure can lose that race, so retry a few times.
-	var dev string
-	for i := 0; ; i++ {
-		out, err := exec.Command(losetup, "--find", "--show", "--sector-size", "4096", img).CombinedOutput()
-		if err == nil {
-			dev = strings.TrimSpace(string(out))
-			break
-		}
-		if i == 5 {
-			t.Fatalf("losetup --find --show --sector-size 4096 %s: %v: %s", img, err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(losetup, "--detach", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
-		}
-	})
+	dev := looptest.AttachFile(t, img, "--sector-size", "4096")
 
 	got, err := BlockDevices(context.Background(), Options{Logger: testLogger(t)}, []string{dev, dev})
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/deploy/partition"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
@@ -33,12 +36,12 @@ func RootDeviceHintsOf(node map[string]any) (*hints.RootDeviceHints, error) {
 // guard allows (never one that is mounted or holds the running system),
 // minus properties.skip_block_devices, then the root-device hints or the
 // smallest disk of at least 4 GiB.
-func InstallDevice(g *Guard, disks []inventory.Disk, node map[string]any) (inventory.Disk, error) {
+func InstallDevice(g *blockdev.Guard, disks []inventory.Disk, node map[string]any) (inventory.Disk, error) {
 	rootHints, err := RootDeviceHintsOf(node)
 	if err != nil {
 		return inventory.Disk{}, err
 	}
-	opts, err := EraseOptionsFromNode(node)
+	opts, err := erase.EraseOptionsFromNode(node)
 	if err != nil {
 		return inventory.Disk{}, err
 	}
@@ -56,20 +59,20 @@ func InstallDevice(g *Guard, disks []inventory.Disk, node map[string]any) (inven
 // FinishWholeDisk does what IPA's prepare_image does after a whole-disk
 // image is on dev: write the config drive when one was given, then return
 // what standby.get_partition_uuids reports ({"root uuid": "0x..."}).
-func FinishWholeDisk(ctx context.Context, g *Guard, client *http.Client, dev, configdrive string) (map[string]any, *ConfigDriveResult, error) {
-	var cd *ConfigDriveResult
+func FinishWholeDisk(ctx context.Context, g *blockdev.Guard, client *http.Client, dev, configdrive string) (map[string]any, *partition.ConfigDriveResult, error) {
+	var cd *partition.ConfigDriveResult
 	if configdrive != "" {
-		iso, err := LoadConfigDrive(ctx, client, configdrive)
+		iso, err := partition.LoadConfigDrive(ctx, client, configdrive)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := WriteConfigDrive(ctx, g, dev, iso)
+		r, err := partition.WriteConfigDrive(ctx, g, dev, iso)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config drive on %s: %w", dev, err)
 		}
 		cd = &r
 	}
-	uuids, err := PartitionUUIDs(dev)
+	uuids, err := partition.PartitionUUIDs(dev)
 	if err != nil {
 		return nil, cd, err
 	}

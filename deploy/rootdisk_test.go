@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
@@ -25,7 +26,7 @@ func TestInstallDevice(t *testing.T) {
 		{Name: names[1], Size: 8 << 30, Model: inventory.Ptr("Small")},
 		{Name: names[2], Size: 8 << 30, Model: inventory.Ptr("Other")},
 	}
-	g := NewGuard(names)
+	g := blockdev.NewGuard(names)
 	d, err := InstallDevice(g, disks, map[string]any{})
 	if err != nil || d.Name != names[1] {
 		t.Errorf("default: %v %v", d.Name, err)
@@ -47,7 +48,7 @@ func TestInstallDevice(t *testing.T) {
 		t.Errorf("skip list: %v %v", d.Name, err)
 	}
 	// A disk outside the guard is never chosen.
-	d, err = InstallDevice(NewGuard(names[:1]), disks, map[string]any{"properties": map[string]any{"root_device": map[string]any{"model": "small"}}})
+	d, err = InstallDevice(blockdev.NewGuard(names[:1]), disks, map[string]any{"properties": map[string]any{"root_device": map[string]any{"model": "small"}}})
 	if !errors.Is(err, hints.ErrNoRootDisk) {
 		t.Errorf("guarded: %v %v", d.Name, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 // agentOpts say how one agent process runs.
@@ -284,28 +286,5 @@ func (s *suite) machineRoot(t *testing.T, mac string) string {
 // loopDevice attaches a sparse file of size bytes as a loop device with
 // partition scanning and detaches it when the test ends.
 func loopDevice(t *testing.T, size int64) string {
-	t.Helper()
-	img := filepath.Join(t.TempDir(), "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	out, err := exec.Command("losetup", "--find", "--show", "--partscan", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup --find --show --partscan %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	if !strings.HasPrefix(dev, "/dev/loop") {
-		t.Fatalf("losetup gave %q", dev)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Logf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	return dev
+	return looptest.Attach(t, size, "--partscan")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/looptest"
 )
 
 // TestDeployPartitionImage is a direct deploy of a partition image with
@@ -162,20 +162,7 @@ func blkid(t *testing.T, dev, tag string) string {
 // readStart returns the first n bytes of dev and its size.
 func readStart(t *testing.T, dev string, n int) ([]byte, int64) {
 	t.Helper()
-	f, err := os.Open(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := io.ReadFull(f, b); err != nil {
-		t.Fatal(err)
-	}
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, size
+	return looptest.ReadAt(t, dev, 0, n), looptest.Size(t, dev)
 }
 
 // configDriveISO builds an ISO9660 image labelled config-2 with xorriso.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // maxBody bounds a command body. Ironic's largest bodies carry a config
@@ -183,7 +184,7 @@ func writeFault(w http.ResponseWriter, code int, text string) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	e := command.AsError(err)
+	e := ipaerror.As(err)
 	code := e.Code
 	if code < 400 || code > 599 {
 		code = 500
@@ -346,7 +347,7 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	res, ok := s.Exec.Get(id)
 	if !ok {
-		writeError(w, command.NotFound("Command Result", id))
+		writeError(w, ipaerror.NotFound("Command Result", id))
 		return
 	}
 	if wantWait(r) {

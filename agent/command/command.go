@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // Status is a command's command_status.
@@ -36,13 +37,13 @@ type Params map[string]json.RawMessage
 func (p Params) Decode(v any) error {
 	b, err := json.Marshal(p)
 	if err != nil {
-		return InvalidCommandParams("%v", err)
+		return ipaerror.InvalidCommandParams("%v", err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		if te, ok := err.(*json.UnmarshalTypeError); ok {
-			return InvalidCommandParams("parameter %s: want %s, got JSON %s", te.Field, te.Type, te.Value)
+			return ipaerror.InvalidCommandParams("parameter %s: want %s, got JSON %s", te.Field, te.Type, te.Value)
 		}
-		return InvalidCommandParams("%v", err)
+		return ipaerror.InvalidCommandParams("%v", err)
 	}
 	return nil
 }
@@ -71,7 +72,7 @@ type Result struct {
 
 	mu     sync.Mutex
 	status Status
-	err    *Error
+	err    *ipaerror.Error
 	result json.RawMessage // "null" or a JSON object
 	done   chan struct{}
 }
@@ -83,7 +84,7 @@ func (r *Result) ID() string { return r.id }
 func (r *Result) Name() string { return r.name }
 
 // Snapshot returns the status, error and result JSON at this moment.
-func (r *Result) Snapshot() (Status, *Error, json.RawMessage) {
+func (r *Result) Snapshot() (Status, *ipaerror.Error, json.RawMessage) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.status, r.err, r.result
@@ -132,7 +133,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 func writeJSON(b *bytes.Buffer, v any) {
 	enc, err := json.Marshal(v)
 	if err != nil {
-		// Only strings and *Error reach here; both always marshal.
+		// Only strings and *ipaerror.Error reach here; both always marshal.
 		enc = []byte("null")
 	}
 	b.Write(enc)
@@ -143,7 +144,7 @@ func (r *Result) finish(name string, async bool, v any, err error) {
 	defer r.mu.Unlock()
 	defer close(r.done)
 	if err != nil {
-		e := AsError(err)
+		e := ipaerror.As(err)
 		r.err = e
 		r.result = nil
 		r.status = Failed
@@ -155,7 +156,7 @@ func (r *Result) finish(name string, async bool, v any, err error) {
 	v = wrapString(name, async, v)
 	enc, merr := json.Marshal(v)
 	if merr != nil {
-		r.err = ExecutionError(fmt.Errorf("command result is not serialisable: %w", merr))
+		r.err = ipaerror.ExecutionError(fmt.Errorf("command result is not serialisable: %w", merr))
 		r.status = Failed
 		return
 	}
@@ -205,21 +206,21 @@ func NewExecutor(ctx context.Context, exts map[string]Extension, log *slog.Logge
 func (e *Executor) lookup(full string) (string, Command, error) {
 	ext, cmd, ok := strings.Cut(full, ".")
 	if !ok {
-		return "", Command{}, InvalidCommand("Command name must be of the form <extension>.<name>")
+		return "", Command{}, ipaerror.InvalidCommand("Command name must be of the form <extension>.<name>")
 	}
 	x, ok := e.exts[ext]
 	if !ok {
-		return "", Command{}, NotFound("Extension", ext)
+		return "", Command{}, ipaerror.NotFound("Extension", ext)
 	}
 	c, ok := x[cmd]
 	if !ok {
-		return "", Command{}, InvalidCommand("Unknown command: " + cmd)
+		return "", Command{}, ipaerror.InvalidCommand("Unknown command: " + cmd)
 	}
 	return cmd, c, nil
 }
 
 // Execute runs the command named "<extension>.<command>". It returns an
-// error (an *Error) for outcomes that are HTTP errors and not recorded:
+// error (an *ipaerror.Error) for outcomes that are HTTP errors and not recorded:
 // malformed name, unknown extension or command, bad parameters, busy.
 // Everything else is a recorded result, failed or not.
 func (e *Executor) Execute(name string, params Params) (*Result, error) {
@@ -227,11 +228,11 @@ func (e *Executor) Execute(name string, params Params) (*Result, error) {
 	defer e.execMu.Unlock()
 	// IPA's order: name form, then busy, then extension and command.
 	if !strings.Contains(name, ".") {
-		return nil, InvalidCommand("Command name must be of the form <extension>.<name>")
+		return nil, ipaerror.InvalidCommand("Command name must be of the form <extension>.<name>")
 	}
 	if last := e.last(); last != nil {
 		if st, _, _ := last.Snapshot(); st == Running {
-			return nil, AgentIsBusy(last.name)
+			return nil, ipaerror.AgentIsBusy(last.name)
 		}
 	}
 	short, cmd, fn, err := e.bind(name, params)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 func exts() map[string]Extension {
@@ -53,7 +54,7 @@ func TestRunNested(t *testing.T) {
 
 func TestVersionMismatchStatus(t *testing.T) {
 	x := map[string]Extension{"clean": {"execute_clean_step": {Async: true, Bind: func(Params) (Func, error) {
-		return func(context.Context) (any, error) { return nil, VersionMismatch(`{"a":"1"}`, `{"a":"2"}`) }, nil
+		return func(context.Context) (any, error) { return nil, ipaerror.VersionMismatch(`{"a":"1"}`, `{"a":"2"}`) }, nil
 	}}}}
 	e := NewExecutor(context.Background(), x, nil, nil)
 	r, err := e.Execute("clean.execute_clean_step", nil)

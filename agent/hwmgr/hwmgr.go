@@ -19,8 +19,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // Support is a manager's hardware support level (IPA's HardwareSupport):
@@ -115,7 +115,7 @@ func Load(ctx context.Context, ctors []func() Manager, log *slog.Logger) (*Set, 
 		s.entries = append(s.entries, entry{m, sup})
 	}
 	if len(s.entries) == 0 {
-		return nil, command.New("HardwareManagerNotFound", 500, "No valid HardwareManager found", "no hardware manager supports this machine")
+		return nil, ipaerror.New("HardwareManagerNotFound", 500, "No valid HardwareManager found", "no hardware manager supports this machine")
 	}
 	slices.SortStableFunc(s.entries, func(a, b entry) int { return cmp.Compare(b.support, a.support) })
 	return s, nil
@@ -149,7 +149,7 @@ func (s *Set) CheckVersions(provided json.RawMessage) error {
 	cur := s.Versions()
 	var got any
 	if err := json.Unmarshal(provided, &got); err != nil {
-		return command.InvalidCommandParams("version dict: %v", err)
+		return ipaerror.InvalidCommandParams("version dict: %v", err)
 	}
 	want := map[string]any{}
 	for k, v := range cur {
@@ -157,7 +157,7 @@ func (s *Set) CheckVersions(provided json.RawMessage) error {
 	}
 	if !reflect.DeepEqual(got, want) {
 		cj, _ := json.Marshal(cur)
-		return command.VersionMismatch(string(cj), string(provided))
+		return ipaerror.VersionMismatch(string(cj), string(provided))
 	}
 	return nil
 }
@@ -248,5 +248,5 @@ func (s *Set) Dispatch(ctx context.Context, step string, req Request) (any, erro
 		}
 		return v, err
 	}
-	return nil, command.New("HardwareManagerMethodNotFound", 500, "No HardwareManager found to handle method", "Could not find method: "+step)
+	return nil, ipaerror.New("HardwareManagerMethodNotFound", 500, "No HardwareManager found to handle method", "Could not find method: "+step)
 }

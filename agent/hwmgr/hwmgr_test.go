@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 type fakeMgr struct {
@@ -103,7 +103,7 @@ func TestDispatchFallThrough(t *testing.T) {
 		t.Errorf("a real failure must not fall through: %v", err)
 	}
 	_, err := s.Dispatch(context.Background(), "nothing", Request{})
-	var ce *command.Error
+	var ce *ipaerror.Error
 	if !errors.As(err, &ce) || ce.Type != "HardwareManagerMethodNotFound" || ce.Details != "Could not find method: nothing" {
 		t.Errorf("unknown method: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestCheckVersions(t *testing.T) {
 	}
 	for _, bad := range []string{`{"generic_hardware_manager": "1.2"}`, `{}`, `{"generic_hardware_manager": 1.0}`, `{"generic_hardware_manager": "1.0", "x": "1"}`} {
 		err := s.CheckVersions(json.RawMessage(bad))
-		var ce *command.Error
+		var ce *ipaerror.Error
 		if !errors.As(err, &ce) || ce.Type != "VersionMismatch" || ce.Code != 409 ||
 			ce.Details != `Current versions: {"generic_hardware_manager":"1.0"}, versions used by ironic: `+bad {
 			t.Errorf("%s: %v", bad, err)

@@ -15,7 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"golang.org/x/sys/unix"
 )
@@ -63,7 +64,7 @@ func runErase(ctx context.Context, args []string, stdin *os.File, stdout, stderr
 	if *iterations < 0 {
 		return fmt.Errorf("--iterations %d: must be 0 or more", *iterations)
 	}
-	opts := deploy.DefaultEraseOptions()
+	opts := erase.DefaultEraseOptions()
 	opts.Iterations, opts.Zeroize = *iterations, *zeroize
 	opts.EnableATASecureErase, opts.EnableNVMeSecureErase = *secure, *secure
 	opts.ContinueIfSecureEraseFailed = *fallback
@@ -74,7 +75,7 @@ func runErase(ctx context.Context, args []string, stdin *os.File, stdout, stderr
 	case *express:
 		mode = "express erase"
 	}
-	guard := deploy.NewGuard([]string{dev})
+	guard := blockdev.NewGuard([]string{dev})
 	// A device the guard refuses is not worth a question.
 	if err := guard.Check(dev); err != nil {
 		return err
@@ -85,14 +86,14 @@ func runErase(ctx context.Context, args []string, stdin *os.File, stdout, stderr
 		}
 	}
 	prog := &progressPrinter{w: stderr}
-	e := &deploy.Eraser{
+	e := &erase.Eraser{
 		Guard:    guard,
-		Runner:   deploy.ExecRunner{},
+		Runner:   blockdev.ExecRunner{},
 		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Progress: prog.report,
 	}
 	disks := []inventory.Disk{{Name: dev}}
-	var res map[string]deploy.DeviceResult
+	var res map[string]erase.DeviceResult
 	start := time.Now()
 	switch {
 	case *metadata:
@@ -172,7 +173,7 @@ func parseWithDevice(fs *flag.FlagSet, args []string) (string, error) {
 
 // describeResults renders "dev (method, detail, N MiB written)" per
 // device, in name order.
-func describeResults(res map[string]deploy.DeviceResult) string {
+func describeResults(res map[string]erase.DeviceResult) string {
 	names := make([]string, 0, len(res))
 	for n := range res {
 		names = append(names, n)

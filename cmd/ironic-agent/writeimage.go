@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/agenttls"
-	"github.com/ironic-go/ironic-agent/deploy"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/image"
 )
 
 func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,7 +27,7 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 	zeroed := fs.Bool("zeroed", false, "the device already reads as zeros (e.g. after a discard): skip zero runs instead of zeroing them")
 	insecure := fs.Bool("insecure", false, "do not verify the image server's TLS certificate")
 	cafile := fs.String("cafile", "", "CA bundle for the image server's certificate")
-	timeout := fs.Duration("connection-timeout", deploy.DefaultConnectionTimeout, "give up on a connection, or resume a transfer, after this long without data")
+	timeout := fs.Duration("connection-timeout", image.DefaultConnectionTimeout, "give up on a connection, or resume a transfer, after this long without data")
 	retries := fs.Int("retries", 3, "retries of a failed connection or cut transfer")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	// Flags may come before, between or after URL and DEVICE.
@@ -46,9 +47,9 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return errUsage
 	}
 	url, device := pos[0], pos[1]
-	sum := &deploy.Checksum{Algorithm: "sha256"}
+	sum := &image.Checksum{Algorithm: "sha256"}
 	if *checksum != "" {
-		c, err := deploy.ParseChecksum(*checksum)
+		c, err := image.ParseChecksum(*checksum)
 		if err != nil {
 			return fmt.Errorf("--checksum: %w", err)
 		}
@@ -59,25 +60,25 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := deploy.WriteOptions{
-		Download: deploy.DownloadOptions{
+	opts := image.WriteOptions{
+		Download: image.DownloadOptions{
 			TLS: tlsConf, ConnectionTimeout: *timeout, Retries: *retries, RetryInterval: 2 * time.Second, Logger: logger,
 		},
 		MD5Enabled:       true,
 		AllowLocalFiles:  true,
-		PermittedFormats: []string{deploy.FormatRaw, deploy.FormatGPT, deploy.FormatQcow2, deploy.FormatISO},
+		PermittedFormats: []string{image.FormatRaw, image.FormatGPT, image.FormatQcow2, image.FormatISO},
 		DeviceZeroed:     *zeroed,
 		// The operator named the device; the Guard still refuses one that
 		// is mounted, swap, or holds the running system.
-		Guard:    deploy.NewGuard([]string{device}),
+		Guard:    blockdev.NewGuard([]string{device}),
 		Checksum: sum,
 		Logger:   logger,
 	}
 	if !*quiet {
 		opts.Progress, opts.ProgressInterval = imageProgress(stderr)
 	}
-	info := &deploy.ImageInfo{ID: url, URLs: []string{url}, DiskFormat: *format}
-	res, err := deploy.WriteImage(ctx, info, device, opts)
+	info := &image.ImageInfo{ID: url, URLs: []string{url}, DiskFormat: *format}
+	res, err := image.WriteImage(ctx, info, device, opts)
 	if err != nil {
 		return err
 	}
@@ -90,14 +91,14 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // imageProgress draws a bar on a terminal and prints a line every ten
 // seconds otherwise (a serial console log should not fill with bars).
-func imageProgress(w io.Writer) (func(deploy.WriteProgress), time.Duration) {
+func imageProgress(w io.Writer) (func(image.WriteProgress), time.Duration) {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			tty = true
 		}
 	}
-	return func(p deploy.WriteProgress) {
+	return func(p image.WriteProgress) {
 		rate := 0.0
 		if s := p.Elapsed.Seconds(); s > 0 {
 			rate = float64(p.Received) / s / 1e6

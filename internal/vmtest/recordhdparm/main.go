@@ -1,5 +1,5 @@
 // Command recordhdparm records the `hdparm -I` outputs of
-// deploy/testdata/hdparm. It boots vmtest.DefaultMachine with hdparmguest
+// deploy/erase/testdata/hdparm. It boots vmtest.DefaultMachine with hdparmguest
 // as /init and Debian's hdparm in the ramdisk, so hdparm reads the IDENTIFY
 // DEVICE data of QEMU's emulated SATA disks (ide-hd on the q35 AHCI), and
 // receives what hdparm printed through the VM's guestfwd relay.
@@ -13,7 +13,7 @@
 //
 // Run from the repository root, as root, with qemu-system-x86_64 and hdparm:
 //
-//	go run ./internal/vmtest/recordhdparm -out deploy/testdata/hdparm
+//	go run ./internal/vmtest/recordhdparm -out deploy/erase/testdata/hdparm
 package main
 
 import (

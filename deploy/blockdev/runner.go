@@ -1,0 +1,57 @@
+package blockdev
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// Runner runs an external program where no Go path exists: hdparm and
+// nvme-cli for ATA security commands and NVMe format (deploy/erase), mkfs
+// and mkswap for partition images (deploy/partition). The interface lets
+// the decision tables be tested with recorded outputs.
+type Runner interface {
+	Run(ctx context.Context, name string, args ...string) (stdout []byte, err error)
+}
+
+// ExecRunner runs programs with os/exec.
+type ExecRunner struct{}
+
+// CommandError is a failed external command: its command line, exit
+// status and stderr, as the step's error must show them.
+type CommandError struct {
+	Args     []string
+	ExitCode int // -1 when it did not start or was killed
+	Stderr   string
+	Err      error
+}
+
+func (e *CommandError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("command %q failed (exit status %d): %s", strings.Join(e.Args, " "), e.ExitCode, msg)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// Run implements Runner.
+func (ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return stdout.Bytes(), &CommandError{Args: append([]string{name}, args...), ExitCode: code, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}

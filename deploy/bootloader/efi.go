@@ -1,0 +1,254 @@
+package bootloader
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode/utf16"
+
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/efivar"
+	"github.com/ironic-go/ironic-agent/ipaerror"
+)
+
+// This file is IPA 2023.1's UEFI part of install_bootloader
+// (efi_utils.manage_uefi): find the EFI system partition on the disk the
+// image went to, look for boot loaders on it, and create NVRAM boot entries
+// for them. IPA runs efibootmgr for the entries; this agent writes the same
+// Boot#### and BootOrder variables through efivarfs in Go (internal/efivar,
+// whose tests hold efibootmgr's own bytes), so the ramdisk needs no
+// efibootmgr.
+
+// espPartition is an EFI system partition found on a disk, with what a
+// boot entry's hard drive node says about it.
+type espPartition struct {
+	number int
+	path   string
+	hd     efivar.HardDrive
+}
+
+// findESP finds the EFI system partition of dev (blockdev.FindESP) and the
+// hard drive node a boot entry for it carries.
+func findESP(dev string, partUUID string) (*espPartition, error) {
+	e, err := blockdev.FindESP(dev, partUUID)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	hd := efivar.HardDrive{PartitionNumber: uint32(e.Number), Start: e.Start, Size: e.Size,
+		MBRType: efivar.PartitionMBR, SignatureType: efivar.SignatureMBR}
+	if e.GPT {
+		hd.MBRType, hd.SignatureType, hd.Signature = efivar.PartitionGPT, efivar.SignatureGUID, e.GUID
+	} else {
+		// efibootmgr 17 uses the disk signature as it is, zero included
+		// (its -w writes none on such a disk either).
+		binary.LittleEndian.PutUint32(hd.Signature[:4], e.MBRSignature)
+	}
+	return &espPartition{number: e.Number, path: e.Path, hd: hd}, nil
+}
+
+// efiLoaderNames are the files IPA recognises as boot loaders or as
+// pointers to one (BOOT*.CSV, used by shim).
+func efiLoaderNames() []string {
+	return []string{"bootx64.csv", "boot.csv", "bootia32.efi", "bootx64.efi", "bootia64.efi", "bootarm.efi",
+		"bootaa64.efi", "bootriscv32.efi", "bootriscv64.efi", "bootriscv128.efi", "grubaa64.efi", "winload.efi"}
+}
+
+// findEFILoaders walks the mounted ESP: a CSV file wins alone, else every
+// executable known loader, as paths relative to the ESP root.
+func findEFILoaders(root string) ([]string, error) {
+	var found []string
+	var csv string
+	known := map[string]bool{}
+	for _, n := range efiLoaderNames() {
+		known[n] = true
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !known[strings.ToLower(d.Name())] {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if strings.Contains(strings.ToLower(d.Name()), "csv") {
+			csv = rel
+			return fs.SkipAll
+		}
+		if info, err := d.Info(); err == nil && info.Mode()&0o111 != 0 {
+			found = append(found, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if csv != "" {
+		return []string{csv}, nil
+	}
+	return found, nil
+}
+
+// decodeUTF16 decodes UTF-16 text (with or without BOM, little-endian by
+// default), as shim's BOOT*.CSV files are.
+func decodeUTF16(b []byte) string {
+	bigEndian := false
+	if len(b) >= 2 && b[0] == 0xfe && b[1] == 0xff {
+		bigEndian, b = true, b[2:]
+	} else if len(b) >= 2 && b[0] == 0xff && b[1] == 0xfe {
+		b = b[2:]
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		if bigEndian {
+			u[i] = binary.BigEndian.Uint16(b[2*i:])
+		} else {
+			u[i] = binary.LittleEndian.Uint16(b[2*i:])
+		}
+	}
+	return string(utf16.Decode(u))
+}
+
+// efiEntry is one boot loader to register.
+type efiEntry struct {
+	loader string // \EFI\debian\shimx64.efi
+	label  string
+}
+
+// efiEntries turns the loaders found into NVRAM entries: a CSV names the
+// loader (in its own directory) and the label; other loaders are labelled
+// ironic1, ironic2, ...
+func efiEntries(root string, loaders []string) ([]efiEntry, error) {
+	var out []efiEntry
+	for i, l := range loaders {
+		if strings.Contains(strings.ToLower(l), "csv") {
+			b, err := os.ReadFile(filepath.Join(root, l))
+			if err != nil {
+				return nil, err
+			}
+			fields := strings.SplitN(strings.TrimSpace(decodeUTF16(b)), ",", 4)
+			if len(fields) < 2 || fields[0] == "" {
+				return nil, fmt.Errorf("boot loader hint %s: want \"<loader>,<label>,...\", got %q", l, strings.Join(fields, ","))
+			}
+			p := filepath.Join(filepath.Dir(l), fields[0])
+			out = append(out, efiEntry{loader: `\` + strings.ReplaceAll(p, "/", `\`), label: fields[1]})
+			continue
+		}
+		out = append(out, efiEntry{loader: `\` + strings.ReplaceAll(l, "/", `\`), label: fmt.Sprintf("ironic%d", i+1)})
+	}
+	return out, nil
+}
+
+// registerEFI writes a boot entry per loader, each first in BootOrder,
+// after removing the entries whose label matches, as IPA's _run_efibootmgr
+// does with efibootmgr: it deletes every record whose `efibootmgr -v` line
+// (label, tab, device path) contains the label, then creates the entry.
+func registerEFI(ctx context.Context, log *slog.Logger, store efivar.Store, esp *espPartition, entries []efiEntry) error {
+	for _, e := range entries {
+		opt := efivar.LoadOption{Attributes: efivar.LoadOptionActive, Description: e.label,
+			FilePath: efivar.DevicePath{esp.hd.Node(), efivar.FilePathNode(e.loader)}}
+		num, err := store.ReplaceBootOption(ctx, opt, func(old efivar.BootEntry) bool {
+			if strings.Contains(old.Option.Description+"\t"+old.Option.FilePath.String(), e.label) {
+				log.Info("replacing UEFI boot entry with the same label", "entry", efivar.BootName(old.Num),
+					"label", old.Option.Description, "path", old.Option.FilePath.String())
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		log.Info("UEFI boot entry written", "entry", efivar.BootName(num), "label", e.label, "path", opt.FilePath.String())
+	}
+	return nil
+}
+
+// firmwareCannotSee says why firmware could never boot from dev (a loop
+// device, or no block device at all), or "" when it might.
+func firmwareCannotSee(dev string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dev, &st); err != nil {
+		return err.Error()
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFBLK {
+		return "not a block device"
+	}
+	// Major 7 is the loop driver's (Documentation/admin-guide/devices.txt).
+	if major := (st.Rdev >> 8) & 0xfff; major == 7 {
+		return "a loop device"
+	}
+	return ""
+}
+
+// ManageUEFI is IPA's efi_utils.manage_uefi: it sets up NVRAM boot entries
+// in store for the boot loaders on dev's ESP (efiPartUUID, or found by
+// type). It returns false (and no error) when the ESP holds no boot loader,
+// so the caller goes on as IPA does.
+func ManageUEFI(ctx context.Context, log *slog.Logger, store efivar.Store, dev string, efiPartUUID string) (bool, error) {
+	esp, err := findESP(dev, efiPartUUID)
+	if err != nil {
+		return false, DeviceNotFound(err)
+	}
+	if esp == nil {
+		return false, ipaerror.New("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto",
+			fmt.Sprintf("No EFI partition could be detected on device %s and EFI partition UUID has not been recorded during deployment "+
+				"(which is often the case for whole disk images). Are you using a UEFI-compatible image?", dev))
+	}
+	dir, err := os.MkdirTemp("", "ironic-agent-esp-")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(dir)
+	if err := syscall.Mount(esp.path, dir, "vfat", syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+		hint := ""
+		if errors.Is(err, syscall.ENODEV) {
+			hint = " (the kernel has no vfat: load the vfat, nls_cp437 and nls_ascii modules)"
+		}
+		return false, fmt.Errorf("mount %s (EFI system partition of %s) on %s: %w%s", esp.path, dev, dir, err, hint)
+	}
+	mounted := true
+	defer func() {
+		if mounted {
+			_ = syscall.Unmount(dir, 0)
+		}
+	}()
+	loaders, err := findEFILoaders(dir)
+	if err != nil {
+		return false, fmt.Errorf("looking for boot loaders on %s: %w", esp.path, err)
+	}
+	if len(loaders) == 0 {
+		log.Warn("empty EFI system partition", "partition", esp.path)
+		return false, nil
+	}
+	entries, err := efiEntries(dir, loaders)
+	if err != nil {
+		return false, err
+	}
+	if err := syscall.Unmount(dir, 0); err != nil {
+		return false, fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	mounted = false
+	syscall.Sync()
+	for _, e := range entries {
+		log.Info("adding UEFI boot entry", "device", dev, "partition", esp.number, "loader", e.loader, "label", e.label)
+	}
+	if store.Dir == efivar.DefaultDir {
+		if why := firmwareCannotSee(dev); why != "" {
+			// An entry would only put a disk the firmware cannot find at
+			// the head of this machine's boot order: what an agent
+			// confined to loop devices on a test host would do.
+			log.Warn("not writing UEFI boot entries: the firmware cannot boot from this device", "device", dev, "why", why)
+			return false, nil
+		}
+	}
+	if err := registerEFI(ctx, log, store, esp, entries); err != nil {
+		return false, ipaerror.ExecutionError(fmt.Errorf("could not configure UEFI boot on device %s: %w", dev, err))
+	}
+	return true, nil
+}

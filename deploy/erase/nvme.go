@@ -1,0 +1,138 @@
+package erase
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+)
+
+// nvmeErase formats an NVMe namespace with the strongest secure-erase
+// setting its controller reports (IPA's _nvme_erase).
+func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error) {
+	id, err := e.nvmeIdentify(ctx, dev)
+	if err != nil {
+		return DeviceResult{}, err
+	}
+	return e.nvmeFormat(ctx, dev, id)
+}
+
+// nvmeIdentify runs and parses `nvme id-ctrl -o json`.
+func (e *Eraser) nvmeIdentify(ctx context.Context, dev string) (nvmeIDCtrl, error) {
+	out, err := e.Runner.Run(ctx, "nvme", "id-ctrl", dev, "-o", "json")
+	if err != nil {
+		return nvmeIDCtrl{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
+	}
+	id, err := parseNVMeIDCtrl(out)
+	if err != nil {
+		return nvmeIDCtrl{}, fmt.Errorf("device %s: %w", dev, err)
+	}
+	return id, nil
+}
+
+// nvmeFormat runs the format IPA chooses from id. When the format would
+// also hit other namespaces of the controller (fna bits 0/1), each of
+// them must pass the guard too.
+func (e *Eraser) nvmeFormat(ctx context.Context, dev string, id nvmeIDCtrl) (DeviceResult, error) {
+	mode, err := nvmeFormatMode(id)
+	if err != nil {
+		return DeviceResult{}, fmt.Errorf("device %s: %w", dev, err)
+	}
+	if *id.FNA&(nvmeFNAAllNamespaces|nvmeFNASecureAllNS) != 0 {
+		if err := e.guardSiblingNamespaces(dev, fmt.Sprintf("NVMe format of %s (fna=%#x)", dev, *id.FNA), false); err != nil {
+			return DeviceResult{}, err
+		}
+	}
+	if _, err := e.Runner.Run(ctx, "nvme", "format", dev, "-s", strconv.Itoa(mode), "-f"); err != nil {
+		return DeviceResult{}, fmt.Errorf("failed to nvme format device %s: %w", dev, err)
+	}
+	if mode == 2 {
+		return DeviceResult{Method: MethodNVMeCrypto}, nil
+	}
+	return DeviceResult{Method: MethodNVMeUserData}, nil
+}
+
+// guardSiblingNamespaces checks that every other namespace of dev's
+// controller (or, for a sanitize, of its NVM subsystem) passes the guard
+// before an operation that erases them all.
+func (e *Eraser) guardSiblingNamespaces(dev, what string, subsystem bool) error {
+	list, scope := e.nvmeSiblingNamespaces, "controller"
+	if subsystem {
+		list, scope = e.nvmeSubsystemNamespaces, "NVM subsystem"
+	}
+	siblings, err := list(dev)
+	if err != nil {
+		return fmt.Errorf("%s applies to every namespace of the %s, which cannot be listed: %w", what, scope, err)
+	}
+	for _, ns := range siblings {
+		if err := e.Guard.Check(ns); err != nil {
+			return fmt.Errorf("%s would also erase namespace %s: %w", what, ns, err)
+		}
+	}
+	return nil
+}
+
+// nvmeSiblingNamespaces lists the other namespaces of dev's controller as
+// /dev paths of their block devices, or an error when they cannot be
+// known (then a format that hits all namespaces must not run).
+func (e *Eraser) nvmeSiblingNamespaces(dev string) ([]string, error) {
+	dir, self, err := e.nvmeNamespace(dev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := nvmeNamespacesIn(self, []string{filepath.Join(dir, "device")})
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces of the controller of %s: %w", dev, err)
+	}
+	return out, nil
+}
+
+// nvmeNamespace returns dev's sysfs directory and the /dev path of its
+// namespace (the head, for a multipath path device).
+func (e *Eraser) nvmeNamespace(dev string) (sysDir, head string, err error) {
+	dir, err := blockdev.SysBlockDir(e.root(), dev)
+	if err != nil {
+		return "", "", err
+	}
+	m := nvmeNamespaceRE.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
+		return "", "", fmt.Errorf("%s is not an NVMe namespace device", dev)
+	}
+	return dir, "/dev/nvme" + m[1] + "n" + m[2], nil
+}
+
+// nvmeNamespaceRE matches a namespace block device below an NVMe
+// controller in sysfs: nvme<S>n<N>, or nvme<S>c<C>n<N> for a path of a
+// namespace under native multipath (its device is the head nvme<S>n<N>).
+var nvmeNamespaceRE = regexp.MustCompile(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
+
+// nvmeNamespacesIn lists the namespaces in sysfs directories (controllers,
+// subsystems) as the /dev paths of their block devices, sorted, without
+// self. A path device nvme<S>c<C>n<N> is the head nvme<S>n<N>.
+func nvmeNamespacesIn(self string, dirs []string) ([]string, error) {
+	seen := map[string]bool{self: true}
+	var out []string
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		for _, en := range ents {
+			m := nvmeNamespaceRE.FindStringSubmatch(en.Name())
+			if m == nil {
+				continue
+			}
+			if ns := "/dev/nvme" + m[1] + "n" + m[2]; !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
