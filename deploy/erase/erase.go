@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 	"golang.org/x/sync/errgroup"
@@ -71,10 +72,7 @@ func (e *Eraser) root() string {
 }
 
 func (e *Eraser) log() *slog.Logger {
-	if e.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return e.Logger
+	return logging.OrDiscard(e.Logger)
 }
 
 // candidateDisks applies the guard and the node's skip list.

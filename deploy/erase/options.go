@@ -1,11 +1,10 @@
 package erase
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 )
 
 // EraseOptions are the knobs Ironic passes in the node's
@@ -40,26 +39,26 @@ func EraseOptionsFromNode(node map[string]any) (EraseOptions, error) {
 		if !ok || v == nil {
 			return nil
 		}
-		b, err := asBool(v)
+		b, err := pyconv.Bool(v)
 		if err != nil {
 			return fmt.Errorf("driver_internal_info.%s: %w", key, err)
 		}
 		*dst = b
 		return nil
 	}
-	intOpt := func(key string, dst *int, min int) error {
+	intOpt := func(key string, dst *int, least int) error {
 		v, ok := info[key]
 		if !ok || v == nil {
 			return nil
 		}
-		n, err := asInt(v)
+		n, err := pyconv.Int(v)
 		if err != nil {
 			return fmt.Errorf("driver_internal_info.%s: %w", key, err)
 		}
-		if n < min {
-			return fmt.Errorf("driver_internal_info.%s: %d is below %d", key, n, min)
+		if n < int64(least) {
+			return fmt.Errorf("driver_internal_info.%s: %d is below %d", key, n, least)
 		}
-		*dst = n
+		*dst = int(n)
 		return nil
 	}
 	var errs []error
@@ -96,41 +95,4 @@ func EraseOptionsFromNode(node map[string]any) (EraseOptions, error) {
 		}
 	}
 	return o, errors.Join(errs...)
-}
-
-func asBool(v any) (bool, error) {
-	switch x := v.(type) {
-	case bool:
-		return x, nil
-	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, nil
-		case "0", "f", "false", "off", "n", "no":
-			return false, nil
-		}
-	}
-	return false, fmt.Errorf("%v is not a boolean", v)
-}
-
-func asInt(v any) (int, error) {
-	switch x := v.(type) {
-	case float64:
-		if x == float64(int(x)) {
-			return int(x), nil
-		}
-	case int:
-		return x, nil
-	case json.Number:
-		n, err := strconv.Atoi(x.String())
-		if err == nil {
-			return n, nil
-		}
-	case string:
-		n, err := strconv.Atoi(strings.TrimSpace(x))
-		if err == nil {
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("%v is not an integer", v)
 }

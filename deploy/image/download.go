@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // IPA's download defaults (image_download_connection_timeout,
@@ -61,9 +63,7 @@ func (o *DownloadOptions) withDefaults() DownloadOptions {
 	if c.RetryInterval < 0 {
 		c.RetryInterval = 0
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = logging.OrDiscard(c.Logger)
 	if c.Client == nil {
 		c.Client = newHTTPClient(c.TLS, c.Proxies, c.NoProxy, c.ConnectionTimeout)
 	}

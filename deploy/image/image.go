@@ -21,6 +21,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -195,9 +196,7 @@ func (h *hashingReader) Read(p []byte) (int, error) {
 // repeated up to Download.Retries times, as IPA repeats the whole
 // download; bad parameters, a refused image and 4xx replies are not.
 func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteOptions) (*WriteResult, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = logging.OrDiscard(opts.Logger)
 	if opts.Download.Logger == nil {
 		opts.Download.Logger = opts.Logger
 	}
@@ -268,9 +267,7 @@ func downloadOptionsFor(info *ImageInfo, opts *WriteOptions) DownloadOptions {
 // its root partition is refused before the disk is touched, as IPA refuses
 // it before work_on_disk.
 func ImageVirtualSize(ctx context.Context, info *ImageInfo, opts WriteOptions) (int64, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = logging.OrDiscard(opts.Logger)
 	dl := downloadOptionsFor(info, &opts)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -3,9 +3,9 @@ package image
 import (
 	"encoding/base64"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 )
 
 // ImageInfo is the image_info parameter of standby.prepare_image and of the
@@ -196,47 +196,26 @@ func (i *ImageInfo) PartitionParams() (PartitionParams, error) {
 		*f.dst = *v
 	}
 	p.EphemeralFormat = str(i.Fields["ephemeral_format"])
-	switch v := i.Fields["preserve_ephemeral"].(type) {
-	case nil:
-	case bool:
-		p.PreserveEphemeral = v
-	case string:
-		// oslo's bool_from_string, as Ironic parses it.
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "1", "t", "true", "on", "y", "yes":
-			p.PreserveEphemeral = true
-		case "0", "f", "false", "off", "n", "no", "":
-		default:
-			return p, errInvalidParams(fmt.Sprintf("image_info preserve_ephemeral: %q is not a boolean", v))
+	// oslo's bool_from_string, as Ironic parses it; an empty string is
+	// as good as absent.
+	if v := i.Fields["preserve_ephemeral"]; v != nil && v != "" {
+		b, err := pyconv.Bool(v)
+		if err != nil {
+			return p, errInvalidParams(fmt.Sprintf("image_info preserve_ephemeral: %v", err))
 		}
-	default:
-		return p, errInvalidParams(fmt.Sprintf("image_info preserve_ephemeral: %v is not a boolean", v))
+		p.PreserveEphemeral = b
 	}
 	return p, nil
 }
 
 // pyInt is Python's int() of a JSON value: nil for null or absent.
 func pyInt(v any) (*int64, error) {
-	var n int64
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return nil, nil
-	case float64:
-		if x > 1<<53 || x < -(1<<53) || x != math.Trunc(x) {
-			return nil, fmt.Errorf("%v is not an integer", x)
-		}
-		n = int64(x)
-	case int:
-		n = int64(x)
-	case int64:
-		n = x
-	case string:
-		var err error
-		if n, err = strconv.ParseInt(strings.TrimSpace(x), 10, 64); err != nil {
-			return nil, fmt.Errorf("%q is not an integer", x)
-		}
-	default:
-		return nil, fmt.Errorf("%v is not an integer", v)
+	}
+	n, err := pyconv.Int(v)
+	if err != nil {
+		return nil, err
 	}
 	return &n, nil
 }

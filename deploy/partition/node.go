@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/inventory/hints"
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 )
 
 // What a partition image deploy reads from the cached node, as IPA's
@@ -18,7 +18,7 @@ func ParseCapabilities(v any) map[string]string {
 	switch c := v.(type) {
 	case map[string]any:
 		for k, x := range c {
-			out[k] = hints.PyStr(x)
+			out[k] = pyconv.Str(x)
 		}
 	case string:
 		var m map[string]any
@@ -72,11 +72,11 @@ func NodeBootMode(node map[string]any, ramdiskUEFI bool) string {
 	}
 	var mode string
 	if v, ok := ii["deploy_boot_mode"]; ok {
-		mode = hints.PyStr(v)
+		mode = pyconv.Str(v)
 	} else if v, ok := nodeCaps["boot_mode"]; ok {
 		mode = v
 	} else if v, ok := nodeSection(node, "driver_internal_info")["deploy_boot_mode"]; ok {
-		mode = hints.PyStr(v)
+		mode = pyconv.Str(v)
 	} else {
 		mode = ramdisk
 	}

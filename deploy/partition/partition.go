@@ -16,6 +16,7 @@ import (
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // Partition images (IPA's partition_utils.work_on_disk and
@@ -384,10 +385,7 @@ func (r *PartitionImageResult) UUIDs(cpuArch string) map[string]any {
 // swap labelled swap1, the ephemeral filesystem labelled ephemeral0 (not
 // when preserved); then the UUIDs Ironic asks for.
 func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageResult, error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := logging.OrDiscard(o.Logger)
 	runner := o.Runner
 	if runner == nil {
 		runner = blockdev.ExecRunner{}

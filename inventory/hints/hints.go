@@ -226,10 +226,6 @@ func urlQuote(s string) string {
 	return b.String()
 }
 
-// PyStr renders a JSON-decoded value like Python's str(), for comparisons
-// IPA makes on node fields.
-func PyStr(v any) string { return pyconv.Str(v) }
-
 // Disk is a disk as hints see it: the inventory record plus every
 // serial and WWN known for it (IPA master matches serial and wwn against
 // both the lsblk and the udev value).
