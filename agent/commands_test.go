@@ -132,7 +132,11 @@ func TestCollectSystemLogs(t *testing.T) {
 	ra := standalone(t, Options{}, nil)
 	_, r := call(t, ra, "log.collect_system_logs", map[string]any{})
 	res, _ := r["command_result"].(map[string]any)
-	raw, err := base64.StdEncoding.DecodeString(res["system_logs"].(string))
+	logs, ok := res["system_logs"].(string)
+	if !ok {
+		t.Fatalf("collect_system_logs result has no system_logs string: %v", r)
+	}
+	raw, err := base64.StdEncoding.DecodeString(logs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +324,11 @@ func TestStepCommandsThroughAPI(t *testing.T) {
 		!strings.Contains(res, `"generic_hardware_manager":"1.1"`) {
 		t.Errorf("get_deploy_steps %s", res)
 	}
-	versions := r["command_result"].(map[string]any)["hardware_manager_version"]
+	res2, ok := r["command_result"].(map[string]any)
+	if !ok {
+		t.Fatalf("get_deploy_steps result is not an object: %v", r)
+	}
+	versions := res2["hardware_manager_version"]
 
 	step := map[string]any{"interface": "management", "step": "flash", "args": map[string]any{"x": 1}}
 	_, r = call(t, ra, "deploy.execute_deploy_step", map[string]any{"step": step, "node": node, "ports": []any{}, "deploy_version": versions})

@@ -17,9 +17,12 @@ import (
 func TestFindESP(t *testing.T) {
 	looptest.RequireTools(t, "sgdisk")
 	img := filepath.Join(t.TempDir(), "gpt.img")
-	f, _ := os.Create(img)
-	f.Truncate(64 << 20)
-	f.Close()
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
 	looptest.Run(t, "sgdisk", "-n", "1:2048:+8M", "-t", "1:8300", "-n", "2:0:+16M", "-t", "2:ef00", "-u", "2:1B4E28BA-2FA1-11D2-883F-B9A761BDE3FB", img)
 	esp, err := findESP(img, "")
 	if err != nil || esp == nil || esp.number != 2 || esp.path != img+"2" {

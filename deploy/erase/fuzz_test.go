@@ -1,6 +1,8 @@
 package erase
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -12,6 +14,18 @@ func FuzzToolOutputs(f *testing.F) {
 	f.Add("", nvmeIDCtrlSaniJSON(23, 0, 4))
 	f.Add("\n/dev/loop0:\n", "identify controller: Invalid argument")
 	f.Add("Security: \n\tsupported\n", `{"oacs": 2, "fna": null}`)
+	// The hdparm -I outputs recorded from QEMU's SATA disks (testdata/hdparm).
+	recorded, err := filepath.Glob(filepath.Join("testdata", "hdparm", "*.txt"))
+	if err != nil || len(recorded) == 0 {
+		f.Fatalf("no recorded hdparm outputs: %v", err)
+	}
+	for _, p := range recorded {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b), nvmeIDCtrlJSON(23, 4))
+	}
 	f.Fuzz(func(t *testing.T, hdparm, idctrl string) {
 		lines := ataSecurityLines(hdparm)
 		_ = hasLine(lines, "supported")

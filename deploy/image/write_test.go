@@ -16,13 +16,17 @@ import (
 // buffer while the write is in flight (after a delay), so a buffer handed
 // back to the producer too early shows up as wrong bytes.
 type memTarget struct {
-	mu       sync.Mutex
-	data     []byte
-	zeroed   [][2]int64
-	delay    time.Duration
-	inFlight atomic.Int32
-	maxIn    atomic.Int32
-	failAt   int64 // WriteAt at this offset fails (-1: never)
+	mu     sync.Mutex
+	data   []byte
+	zeroed [][2]int64
+	delay  time.Duration
+	// awaitOverlap makes the first writes wait (up to 10 s) until a
+	// second write is in flight, so a pipeline that overlaps writes shows
+	// it whatever the machine's load, and one that does not shows it too.
+	awaitOverlap bool
+	inFlight     atomic.Int32
+	maxIn        atomic.Int32
+	failAt       int64 // WriteAt at this offset fails (-1: never)
 }
 
 func (m *memTarget) WriteAt(p []byte, off int64) (int, error) {
@@ -32,6 +36,11 @@ func (m *memTarget) WriteAt(p []byte, off int64) (int, error) {
 		old := m.maxIn.Load()
 		if n <= old || m.maxIn.CompareAndSwap(old, n) {
 			break
+		}
+	}
+	if m.awaitOverlap {
+		for deadline := time.Now().Add(10 * time.Second); m.maxIn.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	time.Sleep(m.delay)
@@ -67,6 +76,7 @@ func TestDiskWriterRawPipeline(t *testing.T) {
 	img := testImage(40<<20+4096+100, 30)  // unaligned tail
 	copy(img[9<<20:], make([]byte, 3<<20)) // zero run across a buffer boundary
 	dev := newMemTarget(len(img)+(1<<20), 2*time.Millisecond)
+	dev.awaitOverlap = true
 	h := sha256.New()
 	w, err := newDiskWriter(dev, "mem", false, h)
 	if err != nil {
