@@ -89,6 +89,9 @@ func snapEtc(s *Snapshot, o Options) error {
 				unreadable++
 				return nil
 			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while we walk
+			}
 			return err
 		}
 		if slices.Contains(namedFiles, name) || slices.Contains(etcExcluded, name) {
