@@ -301,6 +301,23 @@ func snapEFIVars(s *Snapshot, o Options) error {
 	return nil
 }
 
+// snapPstore records the kernel's crash records by name: the agent's
+// erase_pstore clean step deletes them, and a test must never reach the
+// host's.
+func snapPstore(s *Snapshot, o Options) error {
+	entries, err := os.ReadDir(below(o, "/sys/fs/pstore"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		s.skip("pstore: %v", err)
+		return nil
+	}
+	for _, e := range entries {
+		s.Items["pstore "+e.Name()] = ""
+	}
+	return nil
+}
+
 func snapModules(s *Snapshot, o Options) error {
 	b, err := os.ReadFile(below(o, "/proc/modules"))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -53,7 +53,7 @@ type Snapshot struct {
 // the rest are reported.
 var failingKinds = []string{
 	"file", "etc", "hostname", "sysctl", "addr", "route", "link",
-	"mount", "loop", "netns", "efivar", "process",
+	"mount", "loop", "netns", "efivar", "pstore", "process",
 }
 
 // Module loads are reported but do not fail the run: tests legitimately
@@ -126,6 +126,7 @@ func Take(ctx context.Context, o Options) (*Snapshot, error) {
 		{"loop devices", snapLoops},
 		{"network namespaces", snapNetns},
 		{"EFI variables", snapEFIVars},
+		{"pstore", snapPstore},
 		{"modules", snapModules},
 		{"processes", snapProcesses},
 		{"network", snapNetwork},

@@ -90,6 +90,7 @@ func fakeRoot(t *testing.T) string {
 		"proc/sys/net/ipv6/conf/all/forwarding":       "0\n",
 		"proc/sys/net/ipv6/conf/default/disable_ipv6": "0\n",
 		"proc/modules":                                "loop 40960 0 - Live 0x0000000000000000\n",
+		"sys/fs/pstore/dmesg-efi-176543210001":        "Panic#1 Part1\n",
 		"proc/self/mountinfo":                         "22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
 		"sys/firmware/efi/efivars/BootOrder-8be4df61-93ca-11d2-aa0d-00e098032b8c": "\x07\x00\x00\x00\x01\x00",
 	}
@@ -166,6 +167,9 @@ func misbehave(t *testing.T, root string) {
 	writeFile(t, filepath.Join(root, "run/netns/leaked"), "")
 	writeFile(t, filepath.Join(root, "sys/firmware/efi/efivars/BootOrder-8be4df61-93ca-11d2-aa0d-00e098032b8c"), "\x07\x00\x00\x00\x02\x00\x01\x00")
 	writeFile(t, filepath.Join(root, "proc/modules"), "loop 40960 0 - Live 0x0\nveth 45056 0 - Live 0x0\n")
+	if err := os.Remove(filepath.Join(root, "sys/fs/pstore/dmesg-efi-176543210001")); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(root, "proc/self/mountinfo"), "22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n"+
 		`90 22 7:3 / /tmp/esp\040x rw - vfat /dev/loop3 rw`+"\n"+
 		"91 22 0:4 net:[4026532] /run/netns/other rw - nsfs nsfs rw\n"+
@@ -204,6 +208,7 @@ func TestTakeFindsChangesBelowRoot(t *testing.T) {
 		"mount /tmp/esp x vfat /dev/loop3":                      true,
 		"efivar BootOrder-8be4df61-93ca-11d2-aa0d-00e098032b8c": true,
 		"module veth":                                           false,
+		"pstore dmesg-efi-176543210001":                         true,
 	}, true)
 	for _, d := range got {
 		if d.Item == "file /etc/resolv.conf" && !strings.Contains(d.String(), "written by ironic-agent init") {
