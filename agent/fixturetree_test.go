@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"log/slog"
 	"reflect"
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/lldp"
 )
@@ -28,5 +30,15 @@ func TestNoLiveLLDPCaptureForAFixtureTree(t *testing.T) {
 	want := map[string][]inventory.LLDPTLV{"eth0": {}, "eth1": {}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("silentLLDP: %v, %v; want %v", got, err, want)
+	}
+}
+
+// Nor does it delete this machine's crash records for erase_pstore.
+func TestNoPstoreEraseForAFixtureTree(t *testing.T) {
+	a := &Agent{cfg: &config.Config{InventoryRoot: t.TempDir()}}
+	g := &GenericManager{agent: a, Log: slog.New(slog.DiscardHandler)}
+	got, err := g.erasePstore(t.Context(), hwmgr.Request{})
+	if want := map[string]any{"removed": []string{}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("erase_pstore with a fixture tree: %v, %v; want %v", got, err, want)
 	}
 }
