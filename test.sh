@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone on Debian: installs what the tests
 # need (apt packages as root, Go tools with go install), then runs the gofmt
-# check, go vet, staticcheck and every test with the race detector.
+# check, go vet, staticcheck and every test with the race detector, between
+# two snapshots of the host (scripts/hostguard) that must not differ.
 # Tests that need root, loop devices, namespaces, lldpd, QEMU or Debian's Ironic
 # run when this script runs as root (as CI does) and skip loudly otherwise.
 set -euo pipefail
@@ -107,6 +108,38 @@ log "go vet"
 go vet ./...
 log "staticcheck"
 staticcheck ./...
+# The host guard (README "Host safety"): a record of what the suite must not
+# change, taken after the installs above and again after the tests, whether
+# they passed or not; any difference fails the run, each one named.
+guard_dir=$(mktemp -d /tmp/hostguard.XXXXXX)
+go build -o "$guard_dir/hostguard" ./scripts/hostguard
+# Every process the suite starts inherits this mark; one still carrying it
+# after the tests was left running.
+HOSTGUARD_RUN="$$-$(date +%s%N)"
+export HOSTGUARD_RUN
+if [ "$(id -u)" != 0 ]; then
+	log "not root: the host guard compares what root alone may read (/etc/shadow, other users' processes) by name only"
+fi
+log "host guard: snapshot before the tests"
+"$guard_dir/hostguard" snapshot -o "$guard_dir/before.json"
+
 log "go test -race"
-go test -race -count=1 -timeout 40m "$@" ./...
-log "all tests passed"
+test_status=0
+go test -race -count=1 -timeout 40m "$@" ./... || test_status=$?
+
+log "host guard: snapshot after the tests"
+guard_status=0
+"$guard_dir/hostguard" snapshot -o "$guard_dir/after.json" &&
+	"$guard_dir/hostguard" diff "$guard_dir/before.json" "$guard_dir/after.json" || guard_status=$?
+if [ "$guard_status" != 0 ]; then
+	log "host guard: the run changed this machine (snapshots kept in $guard_dir)"
+else
+	rm -rf "$guard_dir"
+fi
+if [ "$test_status" != 0 ]; then
+	log "go test failed (exit status $test_status)"
+fi
+if [ "$test_status" != 0 ] || [ "$guard_status" != 0 ]; then
+	exit 1
+fi
+log "all tests passed and the host is as it was"

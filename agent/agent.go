@@ -146,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		a.opts.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
 			return collector.Collect(ctx, collector.Options{
 				Root: cfg.InventoryRoot, Logger: a.log, CollectLLDP: cfg.CollectLLDP, LLDPTimeout: cfg.LLDPTimeout,
-				LLDP: lldp.Capturer{Logger: a.log}, SkipBMC: a.skipBMC(),
+				LLDP: a.lldpCapturer(), SkipBMC: a.skipBMC(),
 			})
 		}
 	}
@@ -498,4 +498,45 @@ func rawJSON(v json.RawMessage) any {
 		return nil
 	}
 	return v
+}
+
+// liveMachine reports whether the inventory is this machine's own. A
+// fixture tree (inventory_root, as the end-to-end tests use) names NICs
+// that are not this machine's: an LLDP capture on them would bring up,
+// join multicast groups on, or stop the i40e firmware LLDP agent of the
+// host's own NICs that happen to share those names.
+func (a *Agent) liveMachine() bool {
+	r := a.cfg.InventoryRoot
+	return r == "" || filepath.Clean(r) == "/"
+}
+
+// lldpCapturer listens on the machine's NICs, or on none when the
+// inventory is a fixture's (see liveMachine).
+func (a *Agent) lldpCapturer() collector.LLDPCapturer {
+	if !a.liveMachine() {
+		return silentLLDP{}
+	}
+	return lldp.Capturer{Logger: a.log}
+}
+
+// silentLLDP is the capture of a fixture machine: every NIC heard nothing,
+// as IPA reports a NIC without a neighbour.
+type silentLLDP struct{}
+
+func (silentLLDP) Capture(_ context.Context, names []string, _ time.Duration) (map[string][]inventory.LLDPTLV, error) {
+	out := make(map[string][]inventory.LLDPTLV, len(names))
+	for _, n := range names {
+		out[n] = []inventory.LLDPTLV{}
+	}
+	return out, nil
+}
+
+func interfaceNames(inv *inventory.Inventory) []string {
+	var names []string
+	for _, ifc := range inv.Interfaces {
+		if ifc.Name != "lo" {
+			names = append(names, ifc.Name)
+		}
+	}
+	return names
 }

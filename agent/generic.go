@@ -66,7 +66,7 @@ func (g *GenericManager) cleanSteps() []genericStep {
 		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevices)},
 		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
 		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesExpress)},
-		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: erasePstore},
+		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: g.erasePstore},
 		// Software RAID (mdadm) and burn-in (stress-ng, fio) are not
 		// implemented by this agent.
 		{step: "delete_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
@@ -139,8 +139,15 @@ func (g *GenericManager) finishWholeDiskImage(ctx context.Context, dev, configdr
 	return uuids, nil
 }
 
-// erasePstore is erase_pstore: the result lists the records removed.
-func erasePstore(ctx context.Context, _ hwmgr.Request) (any, error) {
+// erasePstore is erase_pstore: the result lists the records removed. An
+// agent reading a fixture tree (the end-to-end tests') is not on the
+// machine it describes, so the machine's crash records are not its to
+// delete: it removes none.
+func (g *GenericManager) erasePstore(ctx context.Context, _ hwmgr.Request) (any, error) {
+	if g.agent != nil && !g.agent.liveMachine() {
+		g.Log.Warn("erase_pstore: the inventory is a fixture tree, not this machine: no crash record removed", "inventory_root", g.agent.cfg.InventoryRoot)
+		return map[string]any{"removed": []string{}}, nil
+	}
 	removed, err := erase.ErasePstore(ctx, "/")
 	if err != nil {
 		return nil, err

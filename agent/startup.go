@@ -136,6 +136,9 @@ func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 		Managers:           mgrs,
 		Logs:               a.systemLogs,
 		LLDPRaw: func(ctx context.Context) (map[string][]inventory.LLDPTLV, error) {
+			if !a.liveMachine() {
+				return silentLLDP{}.Capture(ctx, interfaceNames(inv), a.cfg.LLDPTimeout)
+			}
 			return lldp.InspectionRaw(ctx, inv, a.cfg.LLDPTimeout, a.log), nil
 		},
 		Log:       a.log,

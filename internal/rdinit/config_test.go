@@ -28,7 +28,8 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(cfg.Command, []string{"run"}) || cfg.Exit != "restart" || cfg.DHCP != nil ||
-		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" || cfg.ModuleJobs != 1 {
+		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" || cfg.ModuleJobs != 1 ||
+		cfg.ResolvConf != "/etc/resolv.conf" || cfg.HostnameFile != "/proc/sys/kernel/hostname" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if cfg, err := ParseConfig(ParseCmdline("ironic_agent.module_jobs=4")); err != nil || cfg.ModuleJobs != 4 {

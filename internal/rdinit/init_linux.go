@@ -28,6 +28,12 @@ const ModuleList = "/etc/ironic-agent/modules"
 // lets it end the process. Panics of the calling goroutine are the
 // caller's to recover.
 func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
+	// Everything below mounts, loads modules and writes at the machine's
+	// own paths: only the ramdisk's PID 1 may do that, never a test or a
+	// command run by hand on a host.
+	if os.Getpid() != 1 {
+		return fmt.Errorf("rdinit: refusing to run as PID %d: the init mounts /proc, /sys, /dev, /run and /tmp and loads modules, which only the ramdisk's PID 1 may do", os.Getpid())
+	}
 	start := time.Now()
 	mountErr := mountAll()
 	log := slog.New(slog.NewTextHandler(console, &slog.HandlerOptions{Level: slog.LevelInfo}))

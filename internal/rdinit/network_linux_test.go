@@ -48,6 +48,11 @@ func TestDHCPRenewalHelper(t *testing.T) {
 	}
 	name, rest, _ := strings.Cut(spec, ",")
 	hold, dir, _ := strings.Cut(rest, ",")
+	if !filepath.IsAbs(dir) {
+		// Never a relative or empty directory: the files must land in
+		// the parent test's temporary directory and nowhere else.
+		t.Fatalf("RDINIT_DHCP_HELPER %q: no absolute directory for resolv.conf and the host name", spec)
+	}
 	d, err := time.ParseDuration(hold)
 	if err != nil {
 		t.Fatal(err)
