@@ -287,7 +287,11 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := addFirmware(w, piece, mods, opts.Firmware, &res.Report); err != nil {
 		return nil, err
 	}
-	err = piece("other (module list, CA bundle, extra files)", 1+len(opts.Files), func() error {
+	others := 1 + len(opts.Files)
+	if fileExists(caBundle) {
+		others++
+	}
+	err = piece("other (module list, CA bundle, extra files)", others, func() error {
 		if err := w.Bytes(ModuleListPath, 0o644, []byte(list.String())); err != nil {
 			return err
 		}

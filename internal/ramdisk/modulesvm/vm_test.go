@@ -23,12 +23,7 @@ import (
 // init reports it could not load, and when the count the init loaded is
 // not the count the build put in.
 func TestLoadEveryModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("SKIPPED: -short: boots a virtual machine (1-3 minutes under TCG)")
-	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skipf("SKIPPED: needs qemu-system-x86_64 (./test.sh installs it): %v", err)
-	}
+	requireVM(t)
 	ctx := t.Context()
 	rd, err := vmtest.BuildRamdisk(ctx)
 	if err != nil {
@@ -43,15 +38,7 @@ func TestLoadEveryModule(t *testing.T) {
 	}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.modules=all ironic_agent.cmd=version ironic_agent.dhcp=none ironic_agent.exit=poweroff"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Kill)
-	if err := vm.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("VM ran %v", vm.Elapsed().Round(time.Second))
+	vm := runVM(t, m)
 	failed, loaded, summary := loadResults(vm.Lines())
 	if summary == "" {
 		t.Fatalf("the init never said \"modules loaded\":\n%s", tail(vm.Lines(), 60))
@@ -94,4 +81,33 @@ func tail(lines []vmtest.Line, n int) string {
 		fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
 	}
 	return b.String()
+}
+
+// requireVM skips the test under -short or without QEMU and the programs
+// named.
+func requireVM(t *testing.T, programs ...string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine (1-3 minutes under TCG)")
+	}
+	for _, p := range append([]string{"qemu-system-x86_64"}, programs...) {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (./test.sh installs it): %v", p, err)
+		}
+	}
+}
+
+// runVM boots m and waits until it powers off.
+func runVM(t *testing.T, m vmtest.Machine) *vmtest.VM {
+	t.Helper()
+	vm, err := vmtest.Start(t.Context(), m, vmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	if err := vm.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("VM ran %v", vm.Elapsed().Round(time.Second))
+	return vm
 }
