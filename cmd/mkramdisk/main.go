@@ -107,6 +107,9 @@ func run(ctx context.Context, args []string) error {
 		if opts.Firmware, err = ramdisk.FetchFirmware(ctx, *cache, ramdisk.FirmwarePackages()); err != nil {
 			return err
 		}
+		if opts.FirmwareIndex, err = ramdisk.FirmwareIndex(ctx, *cache, opts.Firmware); err != nil {
+			return err
+		}
 	}
 	var res *ramdisk.Result
 	if *cached {
@@ -160,7 +163,7 @@ func printReport(w io.Writer, r ramdisk.Report, kernelSize int64) {
 	}
 	fmt.Fprintf(w, "firmware files: %d\n", len(r.Firmware))
 	if len(r.FirmwareMissing) > 0 {
-		fmt.Fprintf(w, "firmware named by a module that no firmware package ships: %d\n", len(r.FirmwareMissing))
+		fmt.Fprintf(w, "firmware named by a module that no Debian package ships: %d\n", len(r.FirmwareMissing))
 		var mods []string
 		byMod := map[string][]string{}
 		for _, m := range r.FirmwareMissing {

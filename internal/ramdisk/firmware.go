@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -136,29 +137,11 @@ func aptDownload(ctx context.Context, base, debs string, pkgs []string) error {
 		return err
 	}
 	aptDir := filepath.Join(base, "apt")
-	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
-		if err := os.MkdirAll(filepath.Join(aptDir, d), 0o755); err != nil {
-			return fmt.Errorf("ramdisk: firmware: %w", err)
-		}
+	list, err := writeSources(aptDir, srcs, firmwareDebianComponents)
+	if err != nil {
+		return err
 	}
-	list := filepath.Join(aptDir, "sources.list")
-	var b strings.Builder
-	for _, s := range srcs {
-		fmt.Fprintf(&b, "%s %s\n", s, firmwareDebianComponents)
-	}
-	if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("ramdisk: firmware: %w", err)
-	}
-	opts := []string{
-		"-o", "Dir::Etc::SourceList=" + list,
-		"-o", "Dir::Etc::SourceParts=-",
-		"-o", "Dir::State::Lists=" + filepath.Join(aptDir, "lists"),
-		"-o", "Dir::Cache=" + filepath.Join(aptDir, "cache"),
-		// Not the host's installed packages, and not its lock: this apt
-		// touches nothing but the files above.
-		"-o", "Dir::State::Status=/dev/null",
-		"-o", "Debug::NoLocking=1",
-	}
+	opts := privateApt(aptDir)
 	if _, err := run(ctx, "", "apt-get", append(slices.Clone(opts), "-qq", "update")...); err != nil {
 		return fmt.Errorf("ramdisk: firmware: package lists for %s: %w", list, err)
 	}
@@ -168,6 +151,149 @@ func aptDownload(ctx context.Context, base, debs string, pkgs []string) error {
 		return fmt.Errorf("ramdisk: firmware: download: %w", err)
 	}
 	return nil
+}
+
+// writeSources makes aptDir's directories and its sources.list: each of
+// srcs with the components.
+func writeSources(aptDir string, srcs []string, components string) (string, error) {
+	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(aptDir, d), 0o755); err != nil {
+			return "", fmt.Errorf("ramdisk: firmware: %w", err)
+		}
+	}
+	list := filepath.Join(aptDir, "sources.list")
+	var b strings.Builder
+	for _, s := range srcs {
+		fmt.Fprintf(&b, "%s %s\n", s, components)
+	}
+	if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	return list, nil
+}
+
+// privateApt is the apt options for a configuration of its own in aptDir
+// (see writeSources).
+func privateApt(aptDir string) []string {
+	return []string{
+		"-o", "Dir::Etc::SourceList=" + filepath.Join(aptDir, "sources.list"),
+		"-o", "Dir::Etc::SourceParts=-",
+		"-o", "Dir::State::Lists=" + filepath.Join(aptDir, "lists"),
+		"-o", "Dir::Cache=" + filepath.Join(aptDir, "cache"),
+		// Not the host's installed packages, and not its lock: this apt
+		// touches nothing but the files above.
+		"-o", "Dir::State::Status=/dev/null",
+		"-o", "Debug::NoLocking=1",
+	}
+}
+
+// contentsTarget makes apt fetch (and verify against the signed Release
+// file, as any index) each component's Contents-all, the list of every
+// file of its architecture-independent packages (firmware packages are),
+// and nothing else.
+var contentsTarget = []string{
+	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::MetaKey=$(COMPONENT)/Contents-all",
+	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::ShortDescription=Contents-all",
+	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::Description=$(RELEASE)/$(COMPONENT) all Contents",
+	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatMetaKey=Contents-all",
+	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatDescription=$(RELEASE) Contents",
+	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::PDiffs=false",
+	"-o", "Acquire::IndexTargets::deb::Packages::DefaultEnabled=false",
+	"-o", "Acquire::IndexTargets::deb::Translations::DefaultEnabled=false",
+	"-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+}
+
+// FirmwareIndex returns which Debian packages ship each firmware file
+// (name below /lib/firmware -> packages): the non-free-firmware
+// component's Contents-all of the host's suites, fetched once into
+// cacheDir/firmware/apt-contents (with the same private apt configuration
+// as FetchFirmware), plus the files of pkgs. main's Contents (34 MiB) is
+// not fetched: the only package in main that ships kernel firmware is
+// firmware-linux-free, which firmware-packages.txt lists.
+func FirmwareIndex(ctx context.Context, cacheDir string, pkgs []FirmwarePackage) (map[string][]string, error) {
+	aptDir := filepath.Join(cacheDir, "firmware", "apt-contents")
+	files, _ := filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
+	if len(files) == 0 {
+		srcs, err := HostDebianSources("/etc/apt")
+		if err != nil {
+			return nil, err
+		}
+		list, err := writeSources(aptDir, srcs, "non-free-firmware")
+		if err != nil {
+			return nil, err
+		}
+		args := append(append(privateApt(aptDir), contentsTarget...), "-qq", "update")
+		if _, err := run(ctx, "", "apt-get", args...); err != nil {
+			return nil, fmt.Errorf("ramdisk: firmware: Contents for %s: %w", list, err)
+		}
+		files, _ = filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
+		if len(files) == 0 {
+			return nil, fmt.Errorf("ramdisk: firmware: apt-get update left no Contents-all in %s", filepath.Join(aptDir, "lists"))
+		}
+	}
+	idx := map[string][]string{}
+	add := func(name, pkg string) {
+		if !slices.Contains(idx[name], pkg) {
+			idx[name] = append(idx[name], pkg)
+		}
+	}
+	for _, f := range files {
+		// apt keeps lists recompressed (lz4 here); its helper reads them.
+		out, err := run(ctx, "", "/usr/lib/apt/apt-helper", "cat-file", f)
+		if err != nil {
+			return nil, fmt.Errorf("ramdisk: firmware: %w", err)
+		}
+		for name, pkgs := range parseContents(string(out)) {
+			for _, p := range pkgs {
+				add(name, p)
+			}
+		}
+	}
+	for _, p := range pkgs {
+		for _, root := range []string{"lib/firmware", "usr/lib/firmware"} {
+			dir := filepath.Join(p.Dir, root)
+			_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if rel, err := filepath.Rel(dir, path); err == nil {
+						add(filepath.ToSlash(rel), p.Name)
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return idx, nil
+}
+
+// parseContents reads a Contents file: "PATH SECTION/PACKAGE[,...]" lines
+// (the path may hold spaces, the last field never does). It returns the
+// files below lib/firmware or usr/lib/firmware, relative to it, with
+// their packages.
+func parseContents(text string) map[string][]string {
+	out := map[string][]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		i := strings.LastIndexAny(line, " \t")
+		if i < 0 {
+			continue
+		}
+		p, locs := strings.TrimSpace(line[:i]), line[i+1:]
+		name, ok := strings.CutPrefix(p, "lib/firmware/")
+		if !ok {
+			if name, ok = strings.CutPrefix(p, "usr/lib/firmware/"); !ok {
+				continue
+			}
+		}
+		if name == "" {
+			continue
+		}
+		for l := range strings.SplitSeq(locs, ",") {
+			if l != "" {
+				out[name] = append(out[name], path.Base(l))
+			}
+		}
+	}
+	return out
 }
 
 // HostDebianSources returns the build host's Debian archives as the start
@@ -286,9 +412,11 @@ func parseDeb822Sources(text string) []string {
 // addFirmware writes, below lib/firmware, every file a module of mods
 // names that one of pkgs ships (the first that has it), as one piece per
 // package, and records in rep what went in and what no package had. It
-// fails when a file it found did not go in.
-func addFirmware(w *initramfs.Writer, piece func(string, int, func() error) error, mods []kmod.Module, pkgs []FirmwarePackage, rep *Report) error {
+// fails when index (FirmwareIndex; nil for none) says a Debian package
+// not among pkgs ships a file, and when a file it found did not go in.
+func addFirmware(w *initramfs.Writer, piece func(string, int, func() error) error, mods []kmod.Module, pkgs []FirmwarePackage, index map[string][]string, rep *Report) error {
 	type file struct{ host, name string }
+	var unlisted []string
 	perPkg := map[string][]file{}
 	seen := map[string]bool{}
 	for _, m := range mods {
@@ -311,9 +439,16 @@ func addFirmware(w *initramfs.Writer, piece func(string, int, func() error) erro
 				}
 			}
 			if !found {
+				if ps := append(index[name], index[name+".xz"]...); len(ps) > 0 {
+					unlisted = append(unlisted, fmt.Sprintf("%s (for %s, in %s)", name, m.Name, strings.Join(ps, " or ")))
+					continue
+				}
 				rep.FirmwareMissing = append(rep.FirmwareMissing, FirmwareRef{Module: m.Name, Name: name})
 			}
 		}
+	}
+	if len(unlisted) > 0 {
+		return fmt.Errorf("ramdisk: firmware Debian ships in packages firmware-packages.txt does not list (add them): %s", strings.Join(unlisted, "; "))
 	}
 	written := map[string]bool{}
 	for _, p := range pkgs {

@@ -142,6 +142,12 @@ func TestBuildFirmwareAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A file Debian ships in a package the build was not given fails it.
+	_, err = Build(context.Background(), Options{Kernel: k, Agent: staticBinary(t), Modules: []string{"fwmod"},
+		Firmware: []FirmwarePackage{pa, pb}, FirmwareIndex: map[string][]string{"gone.bin.xz": {"fw-c"}}}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "gone.bin (for fwmod, in fw-c)") {
+		t.Errorf("firmware in an unlisted package: %v", err)
+	}
 	wantFW := []FirmwareFile{{Name: "vendor/a.bin", Package: "fw-a", Size: 4}, {Name: "b.bin.xz", Package: "fw-b", Size: 2}}
 	if !reflect.DeepEqual(res.Firmware, wantFW) {
 		t.Errorf("firmware %+v, want %+v", res.Firmware, wantFW)
@@ -218,6 +224,7 @@ func FuzzSources(f *testing.F) {
 	f.Add("deb [ arch=amd64 ] http://m.example/debian bookworm main\ndeb [x\n")
 	f.Add("Types: deb\nURIs: http://m.example/debian\nSuites: a b\nComponents: main\nSigned-By:\n -----BEGIN PGP\n .\n\n")
 	f.Add("[nic]\nice optional: x # y\n")
+	f.Add("lib/firmware/a.bin kernel/p,x/q\nlib/firmware/ \t\nlib/firmware/ x\nlib/firmware/b ,\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, l := range append(parseOneLineSources(s), parseDeb822Sources(s)...) {
 			if !strings.HasPrefix(l, "deb ") || len(strings.Fields(l)) < 3 {
@@ -225,5 +232,20 @@ func FuzzSources(f *testing.F) {
 			}
 		}
 		_, _ = ParseManifest(s)
+		for name, pkgs := range parseContents(s) {
+			if name == "" || len(pkgs) == 0 {
+				t.Errorf("contents entry %q %q", name, pkgs)
+			}
+		}
 	})
+}
+
+func TestParseContents(t *testing.T) {
+	got := parseContents("etc/default/x    non-free-firmware/misc/x\n" +
+		"lib/firmware/intel/ice/ddp/ice.pkg     non-free-firmware/kernel/firmware-misc-nonfree\n" +
+		"usr/lib/firmware/a b.bin\tkernel/p1,non-free-firmware/kernel/p2\n\nbad\n")
+	want := map[string][]string{"intel/ice/ddp/ice.pkg": {"firmware-misc-nonfree"}, "a b.bin": {"p1", "p2"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }

@@ -37,6 +37,10 @@ type Options struct {
 	// Firmware are the packages firmware files are taken from (see
 	// FetchFirmware): a file a module names goes in when one has it.
 	Firmware []FirmwarePackage
+	// FirmwareIndex says which Debian packages ship which firmware file
+	// (FirmwareIndex): a file a module names that a package not in
+	// Firmware ships fails the build. nil checks nothing.
+	FirmwareIndex map[string][]string
 	// Files are extra files: archive path -> host path.
 	Files map[string]string
 	// Raw also writes the archive uncompressed (InitramfsRawName), which
@@ -284,7 +288,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := addFirmware(w, piece, mods, opts.Firmware, &res.Report); err != nil {
+	if err := addFirmware(w, piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
 		return nil, err
 	}
 	others := 1 + len(opts.Files)
