@@ -187,20 +187,22 @@ func privateApt(aptDir string) []string {
 	}
 }
 
-// contentsTarget makes apt fetch (and verify against the signed Release
+// contentsTarget is the options that make apt fetch (and verify against the signed Release
 // file, as any index) each component's Contents-all, the list of every
 // file of its architecture-independent packages (firmware packages are),
 // and nothing else.
-var contentsTarget = []string{
-	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::MetaKey=$(COMPONENT)/Contents-all",
-	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::ShortDescription=Contents-all",
-	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::Description=$(RELEASE)/$(COMPONENT) all Contents",
-	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatMetaKey=Contents-all",
-	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatDescription=$(RELEASE) Contents",
-	"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::PDiffs=false",
-	"-o", "Acquire::IndexTargets::deb::Packages::DefaultEnabled=false",
-	"-o", "Acquire::IndexTargets::deb::Translations::DefaultEnabled=false",
-	"-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+func contentsTarget() []string {
+	return []string{
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::MetaKey=$(COMPONENT)/Contents-all",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::ShortDescription=Contents-all",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::Description=$(RELEASE)/$(COMPONENT) all Contents",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatMetaKey=Contents-all",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatDescription=$(RELEASE) Contents",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::PDiffs=false",
+		"-o", "Acquire::IndexTargets::deb::Packages::DefaultEnabled=false",
+		"-o", "Acquire::IndexTargets::deb::Translations::DefaultEnabled=false",
+		"-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+	}
 }
 
 // FirmwareIndex returns which Debian packages ship each firmware file
@@ -222,7 +224,7 @@ func FirmwareIndex(ctx context.Context, cacheDir string, pkgs []FirmwarePackage)
 		if err != nil {
 			return nil, err
 		}
-		args := append(append(privateApt(aptDir), contentsTarget...), "-qq", "update")
+		args := append(append(privateApt(aptDir), contentsTarget()...), "-qq", "update")
 		if _, err := run(ctx, "", "apt-get", args...); err != nil {
 			return nil, fmt.Errorf("ramdisk: firmware: Contents for %s: %w", list, err)
 		}
