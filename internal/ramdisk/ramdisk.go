@@ -71,7 +71,8 @@ type Report struct {
 	// load. Absent are optional ones it lacks, "name: reason".
 	Builtin, Absent []string `json:",omitempty"`
 	// Firmware are the firmware files in the initramfs; FirmwareMissing
-	// the files modules name that none of the packages ships.
+	// the files modules name that none of the packages ships (and, with
+	// Options.FirmwareIndex, no Debian package).
 	Firmware        []FirmwareFile `json:",omitempty"`
 	FirmwareMissing []FirmwareRef  `json:",omitempty"`
 	// Sizes says what each piece of the initramfs costs.
@@ -80,7 +81,7 @@ type Report struct {
 
 // FirmwareFile is a firmware file in the initramfs, below /lib/firmware.
 type FirmwareFile struct {
-	Name    string // as archived (with .xz when compressed)
+	Name    string // below /lib/firmware, as the package ships it (name.xz if compressed)
 	Package string
 	Size    int64
 }
