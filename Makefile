@@ -1,5 +1,5 @@
 # Ramdisk targets. Everything else is plain go commands (see README.md).
-.PHONY: agent ramdisk iso
+.PHONY: agent ramdisk ramdisk-check iso
 
 # build/ironic-agent: a static agent stamped with the tree's git describe and
 # commit, as the ramdisk build (internal/ramdisk.BuildAgent) stamps it.
@@ -14,6 +14,11 @@ agent:
 # whose /init is a static ironic-agent. No root needed.
 ramdisk:
 	go run ./cmd/mkramdisk -out build/ramdisk
+
+# Boot the ramdisk in QEMU: every module of the manifest loads, and the
+# kernel loads every firmware file in it (internal/ramdisk/modulesvm).
+ramdisk-check:
+	go test -count=1 ./internal/ramdisk/modulesvm/
 
 # The same plus build/ramdisk/ironic-agent.iso for virtual media (needs
 # grub-mkrescue: grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools).

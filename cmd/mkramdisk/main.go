@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string) error {
 	cmdline := fs.String("cmdline", "", "kernel parameters for the ISO's boot entry (e.g. ipa-api-url=...)")
 	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	firmware := fs.Bool("firmware", true, "add the firmware files the modules name, from Debian's firmware packages (main and non-free-firmware)")
 	files := map[string]string{}
 	fs.Func("file", "extra file for the initramfs, `DST=SRC` (archive path = host path; repeatable)", func(v string) error {
 		dst, src, ok := strings.Cut(v, "=")
@@ -101,6 +103,14 @@ func run(ctx context.Context, args []string) error {
 	}
 	names = append(names, split(*add)...)
 	opts := ramdisk.Options{Kernel: k, Agent: *agent, Modules: names, Files: files}
+	if *firmware {
+		if opts.Firmware, err = ramdisk.FetchFirmware(ctx, *cache, ramdisk.FirmwarePackages()); err != nil {
+			return err
+		}
+		if opts.FirmwareIndex, err = ramdisk.FirmwareIndex(ctx, *cache, opts.Firmware); err != nil {
+			return err
+		}
+	}
 	var res *ramdisk.Result
 	if *cached {
 		res, err = ramdisk.BuildCached(ctx, opts, *cache, keys...)
@@ -124,6 +134,7 @@ func run(ctx context.Context, args []string) error {
 	fmt.Printf("initramfs  %s (%s; %s unpacked; %d modules)\n", res.Initramfs, mib(is), mib(res.Uncompressed), len(res.Modules))
 	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
 	fmt.Printf("kernel + initramfs: %s\n", mib(ks+is))
+	printReport(os.Stdout, res.Report, ks)
 	if *iso {
 		p := filepath.Join(*out, ramdisk.ISOName)
 		if err := ramdisk.ISO(ctx, res.Kernel, res.Initramfs, *cmdline, p); err != nil {
@@ -133,6 +144,38 @@ func run(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("built in %.1fs\n", time.Since(start).Seconds())
 	return nil
+}
+
+// printReport says what the initramfs holds and what each piece costs,
+// and what the build could not put in.
+func printReport(w io.Writer, r ramdisk.Report, kernelSize int64) {
+	fmt.Fprintf(w, "\nsize breakdown (gzip: what the piece adds to the compressed initramfs):\n")
+	fmt.Fprintf(w, "  %-44s %5s %10s %10s\n", "piece", "files", "unpacked", "gzip")
+	fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", "kernel (bzImage)", 1, "", mib(kernelSize))
+	for _, s := range r.Sizes {
+		fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", s.Item, s.Files, mib(s.Bytes), mib(s.Gzip))
+	}
+	if len(r.Builtin) > 0 {
+		fmt.Fprintf(w, "built into the kernel (nothing to load): %s\n", strings.Join(r.Builtin, ", "))
+	}
+	for _, a := range r.Absent {
+		fmt.Fprintf(w, "not in this kernel (optional): %s\n", a)
+	}
+	fmt.Fprintf(w, "firmware files: %d\n", len(r.Firmware))
+	if len(r.FirmwareMissing) > 0 {
+		fmt.Fprintf(w, "firmware named by a module that no Debian package ships: %d\n", len(r.FirmwareMissing))
+		var mods []string
+		byMod := map[string][]string{}
+		for _, m := range r.FirmwareMissing {
+			if _, ok := byMod[m.Module]; !ok {
+				mods = append(mods, m.Module)
+			}
+			byMod[m.Module] = append(byMod[m.Module], m.Name)
+		}
+		for _, m := range mods {
+			fmt.Fprintf(w, "  %s: %s\n", m, strings.Join(byMod[m], " "))
+		}
+	}
 }
 
 func split(s string) []string {

@@ -187,6 +187,15 @@ func (w *Writer) CharDev(name string, perm, major, minor uint32) error {
 	return w.header(Header{Name: n, Mode: ModeCharDev | perm&0o7777, Major: major, Minor: minor})
 }
 
+// Flush writes what is buffered to the underlying writer, so what it has
+// received accounts for every entry added so far.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	return w.w.Flush()
+}
+
 // Close writes the trailer entry and flushes. It does not close the
 // underlying writer.
 func (w *Writer) Close() error {

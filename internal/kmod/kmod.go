@@ -35,6 +35,9 @@ type Module struct {
 	// Aliases are the module's "alias=" patterns: device modaliases
 	// (pci:v00008086d..., virtio:d00000002v*) and names (fs-efivarfs).
 	Aliases []string
+	// Firmware are the files below /lib/firmware the module may ask for
+	// ("firmware=", what modinfo -F firmware prints).
+	Firmware []string `json:",omitempty"`
 }
 
 // Tree is the set of modules below one lib/modules/<version> directory.
@@ -177,6 +180,16 @@ func Open(dir string) (*Tree, error) {
 	return t, nil
 }
 
+// Has reports whether the tree has a module file for name.
+func (t *Tree) Has(name string) bool {
+	_, ok := t.paths[Normalize(name)]
+	return ok
+}
+
+// Builtin reports whether name is compiled into the kernel
+// (modules.builtin).
+func (t *Tree) Builtin(name string) bool { return t.builtin[Normalize(name)] }
+
 // ModInfo returns the key=value pairs of a module's .modinfo section
 // (plain or compressed module).
 func ModInfo(path string) ([][2]string, error) {
@@ -297,8 +310,12 @@ func (t *Tree) Resolve(names []string) ([]Module, error) {
 			}
 		}
 		for _, kv := range info {
-			if kv[0] == "alias" && kv[1] != "" {
+			switch {
+			case kv[1] == "":
+			case kv[0] == "alias":
 				mod.Aliases = append(mod.Aliases, kv[1])
+			case kv[0] == "firmware":
+				mod.Firmware = append(mod.Firmware, kv[1])
 			}
 		}
 		state[n] = 2

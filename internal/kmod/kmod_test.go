@@ -163,7 +163,7 @@ func TestCompressedModules(t *testing.T) {
 	plain := map[string][]byte{
 		"kernel/drivers/scsi/sd_mod":      kmodtest.Module("license=GPL", "depends=scsi_common", "alias=scsi:t-0x00*"),
 		"kernel/drivers/scsi/scsi_common": kmodtest.Module("license=GPL"),
-		"kernel/drivers/block/virtio_blk": kmodtest.Module("license=GPL", "alias=virtio:d00000002v*"),
+		"kernel/drivers/block/virtio_blk": kmodtest.Module("license=GPL", "alias=virtio:d00000002v*", "firmware=vendor/a.bin", "firmware=b.fw"),
 		"kernel/drivers/nvme/host/nvme":   kmodtest.Module("license=GPL", "depends=scsi_common", "alias=pci:v*d*sv*sd*bc01sc08i02*"),
 	}
 	exts := map[string]string{
@@ -190,6 +190,10 @@ func TestCompressedModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !tree.Has("sd-mod") || tree.Has("nosuch") || tree.Builtin("sd_mod") {
+		t.Errorf("Has(sd-mod) %v, Has(nosuch) %v, Builtin(sd_mod) %v: want true, false, false",
+			tree.Has("sd-mod"), tree.Has("nosuch"), tree.Builtin("sd_mod"))
+	}
 	got, err := tree.Resolve([]string{"sd_mod", "virtio_blk", "nvme"})
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +204,9 @@ func TestCompressedModules(t *testing.T) {
 	for _, m := range got {
 		if m.Name == "sd_mod" && (!reflect.DeepEqual(m.Deps, []string{"scsi_common"}) || !reflect.DeepEqual(m.Aliases, []string{"scsi:t-0x00*"})) {
 			t.Errorf("sd_mod from .ko.xz: deps %v aliases %v", m.Deps, m.Aliases)
+		}
+		if m.Name == "virtio_blk" && !reflect.DeepEqual(m.Firmware, []string{"vendor/a.bin", "b.fw"}) {
+			t.Errorf("virtio_blk from .ko.gz: firmware %q, want its two firmware= entries", m.Firmware)
 		}
 		data, err := ReadModule(filepath.Join(dir, m.Path))
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 
 // cacheFormat changes whenever an entry's layout or meaning changes, so an
 // older entry is never taken for a newer one.
-const cacheFormat = "ironic-agent ramdisk cache 2"
+const cacheFormat = "ironic-agent ramdisk cache 3"
 
 // cacheEntryMaxAge is how long an entry nobody used is kept: every agent
 // change makes a new entry (about 26 MiB), and a day is more than any test
@@ -34,6 +34,7 @@ type entryMeta struct {
 	Key          string
 	Modules      []kmod.Module
 	Uncompressed int64
+	Report       Report
 	SHA256       map[string]string // file name in the entry -> hex digest
 }
 
@@ -99,7 +100,7 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 	if err := os.Chmod(filepath.Join(tmp, agentName), 0o755); err != nil {
 		return nil, fmt.Errorf("ramdisk: cache: %w", err)
 	}
-	meta := entryMeta{Key: key, Modules: res.Modules, Uncompressed: res.Uncompressed, SHA256: map[string]string{}}
+	meta := entryMeta{Key: key, Modules: res.Modules, Uncompressed: res.Uncompressed, Report: res.Report, SHA256: map[string]string{}}
 	for _, name := range entryFiles() {
 		sum, err := FileSHA256(filepath.Join(tmp, name))
 		if err != nil {
@@ -173,6 +174,7 @@ func loadEntry(dir, key string) (*Result, error) {
 		Agent:        filepath.Join(dir, agentName),
 		Modules:      meta.Modules,
 		Uncompressed: meta.Uncompressed,
+		Report:       meta.Report,
 		Cached:       true,
 	}, nil
 }
@@ -196,6 +198,11 @@ func cacheKey(opts Options, extra []string) (string, error) {
 		names = DefaultModules()
 	}
 	line("modules %s", strings.Join(names, ","))
+	// The manifest's optional marks change what is an error, not the
+	// output; the firmware packages are keyed by content.
+	for _, p := range opts.Firmware {
+		line("firmware %s %s", p.Name, p.SHA256)
+	}
 	for _, dst := range slices.Sorted(maps.Keys(opts.Files)) {
 		if sum, err = FileSHA256(opts.Files[dst]); err != nil {
 			return "", err

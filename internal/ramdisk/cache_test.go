@@ -2,10 +2,8 @@ package ramdisk
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -237,19 +235,7 @@ func TestBuildRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(res.Initramfs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unz, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	unz := gunzipFile(t, res.Initramfs)
 	if !bytes.Equal(raw, unz) || int64(len(raw)) != res.Uncompressed {
 		t.Errorf("raw archive %d bytes, gunzip'ed %d, Uncompressed %d", len(raw), len(unz), res.Uncompressed)
 	}

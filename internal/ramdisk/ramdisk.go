@@ -7,6 +7,7 @@ package ramdisk
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"debug/elf"
@@ -22,36 +23,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
-// DefaultModules returns the modules the initramfs carries (with their
-// dependency closure). Each group says why it is there; everything else the
-// kernel needs for these machines is built in (Debian's config).
-func DefaultModules() []string {
-	return []string{
-		// Storage. virtio (QEMU/KVM guests), NVMe, AHCI SATA, SCSI disks, and the
-		// two SAS HBA families most servers ship with.
-		"virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "nvme", "ahci",
-		"mpt3sas", "megaraid_sas",
-		// t10-pi (needed by sd_mod and nvme-core) asks the crypto API for these
-		// through request_module(), which cannot work without modprobe.
-		"crc64_rocksoft_generic", "crct10dif_generic",
-		// NICs: virtio-net and e1000 (QEMU), then Intel (e1000e, igb, ixgbe,
-		// i40e), Broadcom (bnxt_en, tg3) and Mellanox (mlx5_core): the server NICs
-		// PXE is done from.
-		"virtio_net", "e1000", "e1000e", "igb", "ixgbe", "i40e", "bnxt_en", "tg3", "mlx5_core",
-		// IPMI: the BMC address comes from /dev/ipmi0 (IPA loads the same three).
-		"ipmi_msghandler", "ipmi_devintf", "ipmi_si",
-		// UEFI variables, for boot-mode work on UEFI machines, and the EFI
-		// system partition's VFAT (with the code page and I/O charset
-		// Debian's kernel mounts it with by default), which
-		// install_bootloader mounts to find the boot loaders.
-		"efivarfs", "vfat", "nls_cp437", "nls_ascii",
-		// Entropy from the hypervisor: crypto/rand (DHCP transaction IDs,
-		// TLS) blocks until the kernel's pool is ready, which without a CPU
-		// RNG (QEMU's qemu64 has no RDRAND) can take minutes.
-		"virtio_rng",
-	}
-}
-
 // ModuleListPath is where the init finds the modules it may load, one per
 // line, dependencies first: the path, a tab, the names of the modules to
 // load before it (comma-separated), a tab, its alias patterns
@@ -63,6 +34,13 @@ type Options struct {
 	Kernel  *Kernel
 	Agent   string   // path of the static ironic-agent binary
 	Modules []string // module names; nil means DefaultModules()
+	// Firmware are the packages firmware files are taken from (see
+	// FetchFirmware): a file a module names goes in when one has it.
+	Firmware []FirmwarePackage
+	// FirmwareIndex says which Debian packages ship which firmware file
+	// (FirmwareIndex): a file a module names that a package not in
+	// Firmware ships fails the build. nil checks nothing.
+	FirmwareIndex map[string][]string
 	// Files are extra files: archive path -> host path.
 	Files map[string]string
 	// Raw also writes the archive uncompressed (InitramfsRawName), which
@@ -84,6 +62,41 @@ type Result struct {
 	// only), and Cached says the entry was there already.
 	Agent  string
 	Cached bool
+	Report
+}
+
+// Report is what a build found and what it cost.
+type Report struct {
+	// Builtin are requested modules the kernel has built in: nothing to
+	// load. Absent are optional ones it lacks, "name: reason".
+	Builtin, Absent []string `json:",omitempty"`
+	// Firmware are the firmware files in the initramfs; FirmwareMissing
+	// the files modules name that none of the packages ships (and, with
+	// Options.FirmwareIndex, no Debian package).
+	Firmware        []FirmwareFile `json:",omitempty"`
+	FirmwareMissing []FirmwareRef  `json:",omitempty"`
+	// Sizes says what each piece of the initramfs costs.
+	Sizes []SizeItem `json:",omitempty"`
+}
+
+// FirmwareFile is a firmware file in the initramfs, below /lib/firmware.
+type FirmwareFile struct {
+	Name    string // below /lib/firmware, as the package ships it (name.xz if compressed)
+	Package string
+	Size    int64
+}
+
+// FirmwareRef is a firmware name a module asks for.
+type FirmwareRef struct{ Module, Name string }
+
+// SizeItem is one piece of the initramfs: its files, their bytes, and
+// what they add to the gzip'ed archive (the compressed stream is flushed
+// after each piece, so the pieces add up to the archive).
+type SizeItem struct {
+	Item  string // "agent", "modules nic", "firmware firmware-bnx2x", ...
+	Files int
+	Bytes int64
+	Gzip  int64
 }
 
 // caBundle is the build host's CA bundle, copied in for TLS to Ironic.
@@ -121,13 +134,30 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := checkStatic(opts.Agent); err != nil {
 		return nil, err
 	}
-	names := opts.Modules
-	if names == nil {
-		names = DefaultModules()
-	}
 	tree, err := kmod.Open(opts.Kernel.ModulesDir)
 	if err != nil {
 		return nil, err
+	}
+	entries := manifestFor(opts.Modules)
+	var rep Report
+	var names, absent []string
+	group := map[string]string{}
+	for _, e := range entries {
+		switch {
+		case tree.Has(e.Name):
+			names = append(names, e.Name)
+			group[kmod.Normalize(e.Name)] = cmp.Or(e.Group, "(not in the manifest)")
+		case tree.Builtin(e.Name):
+			rep.Builtin = append(rep.Builtin, e.Name)
+		case e.Optional:
+			rep.Absent = append(rep.Absent, e.Name+": "+e.OptionalReason)
+		default:
+			absent = append(absent, e.Name)
+		}
+	}
+	if len(absent) > 0 {
+		return nil, fmt.Errorf("ramdisk: module %s not found in kernel %s: neither a module file nor built in (mark it optional in the manifest with a reason, or drop it)",
+			strings.Join(absent, ", "), opts.Kernel.Version)
 	}
 	mods, err := tree.Resolve(names)
 	if err != nil {
@@ -140,6 +170,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		Kernel:    filepath.Join(outDir, KernelName),
 		Initramfs: filepath.Join(outDir, InitramfsName),
 		Modules:   mods,
+		Report:    rep,
 	}
 	if err := copyFile(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
 		return nil, err
@@ -153,11 +184,28 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	defer f.Close()
 	// gzip: every Debian kernel can unpack it, and decompression is cheap
 	// even under emulation.
-	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	fc := &countWriter{w: f}
+	zw, err := gzip.NewWriterLevel(fc, gzip.BestCompression)
 	if err != nil {
 		return nil, err
 	}
 	cw := &countWriter{w: zw}
+	var w *initramfs.Writer
+	// piece runs add and books what it wrote as one SizeItem.
+	piece := func(item string, files int, add func() error) error {
+		u, c := cw.n, fc.n
+		if err := add(); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("ramdisk: write initramfs: %w", err)
+		}
+		if err := zw.Flush(); err != nil {
+			return fmt.Errorf("ramdisk: compress initramfs: %w", err)
+		}
+		res.Sizes = append(res.Sizes, SizeItem{Item: item, Files: files, Bytes: cw.n - u, Gzip: fc.n - c})
+		return nil
+	}
 	var rawFile *os.File
 	if opts.Raw {
 		res.InitramfsRaw = filepath.Join(outDir, InitramfsRawName)
@@ -170,35 +218,33 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		cw.w = io.MultiWriter(zw, raw)
 		rawFile = raw
 	}
-	w := initramfs.NewWriter(cw)
-	for _, d := range []string{"dev", "proc", "sys", "run", "tmp", "etc/ironic-agent", "usr/bin", "var/lib"} {
-		if err := w.Dir(d, 0o755); err != nil {
-			return nil, err
+	w = initramfs.NewWriter(cw)
+	err = piece("base", 0, func() error {
+		for _, d := range []string{"dev", "proc", "sys", "run", "tmp", "etc/ironic-agent", "usr/bin", "var/lib", "lib/firmware"} {
+			if err := w.Dir(d, 0o755); err != nil {
+				return err
+			}
 		}
-	}
-	// The kernel opens /dev/console for /init's stdin/stdout/stderr before
-	// anything is mounted; the node must be in the archive.
-	if err := w.CharDev("dev/console", 0o600, 5, 1); err != nil {
+		// The kernel opens /dev/console for /init's stdin/stdout/stderr
+		// before anything is mounted; the node must be in the archive.
+		return w.CharDev("dev/console", 0o600, 5, 1)
+	})
+	if err != nil {
 		return nil, err
 	}
-	if err := addFile(w, "usr/bin/ironic-agent", opts.Agent, 0o755); err != nil {
-		return nil, err
-	}
-	// /init is the agent itself: it runs its init when started as /init.
-	if err := w.Symlink("init", "usr/bin/ironic-agent"); err != nil {
+	err = piece("agent", 1, func() error {
+		if err := addFile(w, "usr/bin/ironic-agent", opts.Agent, 0o755); err != nil {
+			return err
+		}
+		// /init is the agent itself: it runs its init when started as /init.
+		return w.Symlink("init", "usr/bin/ironic-agent")
+	})
+	if err != nil {
 		return nil, err
 	}
 	var list strings.Builder
 	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
 	for _, m := range mods {
-		// Compressed modules (.ko.xz, .ko.zst, .ko.gz) go in decompressed:
-		// finit_module takes them compressed only from kernels built with
-		// CONFIG_MODULE_DECOMPRESS, and the initramfs is compressed whole
-		// anyway.
-		p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
-		if err := addModule(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path)); err != nil {
-			return nil, err
-		}
 		// path, then the modules to load first, then the modalias
 		// patterns that call for it (rdinit loads a module only when a
 		// device matches one, or always when it has none).
@@ -208,24 +254,71 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 				aliases = append(aliases, a)
 			}
 		}
+		p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
 		fmt.Fprintf(&list, "/%s\t%s\t%s\n", p, strings.Join(m.Deps, ","), strings.Join(aliases, " "))
 	}
-	if err := w.Bytes(ModuleListPath, 0o644, []byte(list.String())); err != nil {
+	// Modules by manifest group (dependencies the manifest does not name
+	// on their own), so the size report can say what each group costs.
+	var groups []string
+	byGroup := map[string][]kmod.Module{}
+	for _, m := range mods {
+		g, ok := group[m.Name]
+		if !ok {
+			g = "(dependencies)"
+		}
+		if _, seen := byGroup[g]; !seen {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], m)
+	}
+	for _, g := range groups {
+		err := piece("modules "+g, len(byGroup[g]), func() error {
+			for _, m := range byGroup[g] {
+				// Compressed modules (.ko.xz, .ko.zst, .ko.gz) go in
+				// decompressed: finit_module takes them compressed only
+				// from kernels built with CONFIG_MODULE_DECOMPRESS, and
+				// the initramfs is compressed whole anyway.
+				p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
+				if err := addModule(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := addFirmware(w, piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
 		return nil, err
 	}
-	// TLS to Ironic with the build host's CA bundle, when it has one.
-	if ca := caBundle; fileExists(ca) {
-		if err := addFile(w, strings.TrimPrefix(ca, "/"), ca, 0o644); err != nil {
-			return nil, err
-		}
+	others := 1 + len(opts.Files)
+	if fileExists(caBundle) {
+		others++
 	}
-	for dst, src := range opts.Files {
-		if err := addFile(w, dst, src, 0o644); err != nil {
-			return nil, err
+	err = piece("other (module list, CA bundle, extra files)", others, func() error {
+		if err := w.Bytes(ModuleListPath, 0o644, []byte(list.String())); err != nil {
+			return err
 		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("ramdisk: write initramfs: %w", err)
+		// TLS to Ironic with the build host's CA bundle, when it has one.
+		if ca := caBundle; fileExists(ca) {
+			if err := addFile(w, strings.TrimPrefix(ca, "/"), ca, 0o644); err != nil {
+				return err
+			}
+		}
+		for dst, src := range opts.Files {
+			if err := addFile(w, dst, src, 0o644); err != nil {
+				return err
+			}
+		}
+		// The archive's trailer.
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("ramdisk: write initramfs: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("ramdisk: compress initramfs: %w", err)

@@ -77,19 +77,7 @@ func TestBuild(t *testing.T) {
 	if len(res.Modules) != len(DefaultModules())+1 {
 		t.Errorf("modules: %v", res.Modules)
 	}
-	f, err := os.Open(res.Initramfs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := gunzipFile(t, res.Initramfs)
 	if int64(len(raw)) != res.Uncompressed {
 		t.Errorf("Uncompressed = %d, archive is %d bytes", res.Uncompressed, len(raw))
 	}

@@ -31,6 +31,10 @@ type Ramdisk struct {
 	PVHErr error
 	// InitrdRaw is the initramfs uncompressed (see InitrdFor), or "".
 	InitrdRaw string
+	// Modules are the names of the modules in the initramfs, dependencies
+	// first; Firmware the firmware files, below /lib/firmware.
+	Modules  []string
+	Firmware []ramdisk.FirmwareFile
 }
 
 // InitrdFor returns the initramfs to boot under firmware: for SeaBIOS the
@@ -157,12 +161,17 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 		InitramfsRaw                 string
 		KernelPackage, KernelVersion string
 		Cached                       bool
+		Modules                      []struct{ Name string }
+		Firmware                     []ramdisk.FirmwareFile
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("vmtest: mkramdisk -json printed %q: %w", out, err)
 	}
 	rd := &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
-		KernelPackage: res.KernelPackage, Cached: res.Cached, InitrdRaw: res.InitramfsRaw}
+		KernelPackage: res.KernelPackage, Cached: res.Cached, InitrdRaw: res.InitramfsRaw, Firmware: res.Firmware}
+	for _, m := range res.Modules {
+		rd.Modules = append(rd.Modules, m.Name)
+	}
 	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, filepath.Join(cache, "kernel", res.KernelVersion, "vmlinuz"))
 	return rd, nil
 }

@@ -1,0 +1,492 @@
+package ramdisk
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/kmod"
+)
+
+// FirmwarePackage is an extracted Debian firmware package.
+type FirmwarePackage struct {
+	Name   string // e.g. firmware-bnx2
+	Deb    string // the .deb it came from
+	SHA256 string // of Deb: the cache key's part for it
+	Dir    string // the extracted tree
+}
+
+// lookup returns the host path of firmware name in the package, and the
+// name it has there: as named, or compressed with XZ (Debian's kernel
+// loads .xz firmware itself: CONFIG_FW_LOADER_COMPRESS_XZ=y; later
+// Debian releases ship firmware that way).
+func (p FirmwarePackage) lookup(name string) (host, archived string, ok bool) {
+	for _, root := range []string{"lib/firmware", "usr/lib/firmware"} {
+		for _, n := range []string{name, name + ".xz"} {
+			// The package's own symlinks (one file under two names) are
+			// followed, but only within the package: an absolute one would
+			// point at the build host's /lib/firmware.
+			h, err := filepath.EvalSymlinks(filepath.Join(p.Dir, root, n))
+			if err != nil || !strings.HasPrefix(h, p.Dir+string(filepath.Separator)) {
+				continue
+			}
+			if st, err := os.Stat(h); err == nil && st.Mode().IsRegular() {
+				return h, n, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// firmwareDebianComponents are the archive components firmware comes from.
+const firmwareDebianComponents = "main non-free-firmware"
+
+// FetchFirmware downloads the Debian packages pkgs (see FirmwarePackages)
+// into cacheDir/firmware/debs and extracts each into
+// cacheDir/firmware/pkg/<sha256 of the .deb>, so a new package version is
+// a new directory and never mixed with an older one. Packages already
+// downloaded are reused without asking apt, as FetchKernel does.
+//
+// The build host's apt sources may lack the non-free-firmware component,
+// and this must not change them: apt runs with a configuration of its own
+// (sources, lists and caches below cacheDir/firmware/apt) built from the
+// host's mirrors and suites (HostDebianSources) with the components main
+// and non-free-firmware.
+func FetchFirmware(ctx context.Context, cacheDir string, pkgs []string) ([]FirmwarePackage, error) {
+	base := filepath.Join(cacheDir, "firmware")
+	debs := filepath.Join(base, "debs")
+	if err := os.MkdirAll(debs, 0o755); err != nil {
+		return nil, fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	var missing []string
+	for _, p := range pkgs {
+		d, err := findDeb(debs, p)
+		if err != nil {
+			return nil, err
+		}
+		if d == "" {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		if err := aptDownload(ctx, base, debs, missing); err != nil {
+			return nil, err
+		}
+	}
+	var out []FirmwarePackage
+	for _, p := range pkgs {
+		deb, err := findDeb(debs, p)
+		if err != nil {
+			return nil, err
+		}
+		if deb == "" {
+			return nil, fmt.Errorf("ramdisk: firmware: apt-get download %s left no %s_*.deb in %s", p, p, debs)
+		}
+		sum, err := FileSHA256(deb)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(base, "pkg", sum[:32])
+		if !fileExists(filepath.Join(dir, ".done")) {
+			if err := extractDeb(ctx, deb, dir); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, FirmwarePackage{Name: p, Deb: deb, SHA256: sum, Dir: dir})
+	}
+	return out, nil
+}
+
+// extractDeb unpacks deb into dir through a temporary directory, marking
+// it whole with dir/.done.
+func extractDeb(ctx context.Context, deb, dir string) error {
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	if _, err := run(ctx, "", "dpkg-deb", "-x", deb, tmp); err != nil {
+		return fmt.Errorf("ramdisk: firmware: extract %s: %w", deb, err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".done"), nil, 0o644); err != nil {
+		return fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	return nil
+}
+
+// aptDownload runs apt-get update and download with a private
+// configuration below base (see FetchFirmware).
+func aptDownload(ctx context.Context, base, debs string, pkgs []string) error {
+	srcs, err := HostDebianSources("/etc/apt")
+	if err != nil {
+		return err
+	}
+	aptDir := filepath.Join(base, "apt")
+	list, err := writeSources(aptDir, srcs, firmwareDebianComponents)
+	if err != nil {
+		return err
+	}
+	opts := privateApt(aptDir)
+	if _, err := run(ctx, "", "apt-get", append(slices.Clone(opts), "-qq", "update")...); err != nil {
+		return fmt.Errorf("ramdisk: firmware: package lists for %s: %w", list, err)
+	}
+	// apt drops privileges to _apt for downloads when it can; let it write.
+	_ = os.Chmod(debs, 0o777)
+	if _, err := run(ctx, debs, "apt-get", append(append(slices.Clone(opts), "download"), pkgs...)...); err != nil {
+		return fmt.Errorf("ramdisk: firmware: download: %w", err)
+	}
+	return nil
+}
+
+// writeSources makes aptDir's directories and its sources.list: each of
+// srcs with the components.
+func writeSources(aptDir string, srcs []string, components string) (string, error) {
+	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(aptDir, d), 0o755); err != nil {
+			return "", fmt.Errorf("ramdisk: firmware: %w", err)
+		}
+	}
+	list := filepath.Join(aptDir, "sources.list")
+	var b strings.Builder
+	for _, s := range srcs {
+		fmt.Fprintf(&b, "%s %s\n", s, components)
+	}
+	if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("ramdisk: firmware: %w", err)
+	}
+	return list, nil
+}
+
+// privateApt is the apt options for a configuration of its own in aptDir
+// (see writeSources).
+func privateApt(aptDir string) []string {
+	return []string{
+		"-o", "Dir::Etc::SourceList=" + filepath.Join(aptDir, "sources.list"),
+		"-o", "Dir::Etc::SourceParts=-",
+		"-o", "Dir::State::Lists=" + filepath.Join(aptDir, "lists"),
+		"-o", "Dir::Cache=" + filepath.Join(aptDir, "cache"),
+		// Not the host's installed packages, and not its lock: this apt
+		// touches nothing but the files above.
+		"-o", "Dir::State::Status=/dev/null",
+		"-o", "Debug::NoLocking=1",
+	}
+}
+
+// contentsTarget is the options that make apt fetch (and verify against the signed Release
+// file, as any index) each component's Contents-all, the list of every
+// file of its architecture-independent packages (firmware packages are),
+// and nothing else.
+func contentsTarget() []string {
+	return []string{
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::MetaKey=$(COMPONENT)/Contents-all",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::ShortDescription=Contents-all",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::Description=$(RELEASE)/$(COMPONENT) all Contents",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatMetaKey=Contents-all",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatDescription=$(RELEASE) Contents",
+		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::PDiffs=false",
+		"-o", "Acquire::IndexTargets::deb::Packages::DefaultEnabled=false",
+		"-o", "Acquire::IndexTargets::deb::Translations::DefaultEnabled=false",
+		"-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+	}
+}
+
+// FirmwareIndex returns which Debian packages ship each firmware file
+// (name below /lib/firmware -> packages): the non-free-firmware
+// component's Contents-all of the host's suites, fetched once into
+// cacheDir/firmware/apt-contents (with the same private apt configuration
+// as FetchFirmware), plus the files of pkgs. main's Contents (34 MiB) is
+// not fetched: the only package in main that ships kernel firmware is
+// firmware-linux-free, which firmware-packages.txt lists.
+func FirmwareIndex(ctx context.Context, cacheDir string, pkgs []FirmwarePackage) (map[string][]string, error) {
+	aptDir := filepath.Join(cacheDir, "firmware", "apt-contents")
+	files, _ := filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
+	if len(files) == 0 {
+		srcs, err := HostDebianSources("/etc/apt")
+		if err != nil {
+			return nil, err
+		}
+		list, err := writeSources(aptDir, srcs, "non-free-firmware")
+		if err != nil {
+			return nil, err
+		}
+		args := append(append(privateApt(aptDir), contentsTarget()...), "-qq", "update")
+		if _, err := run(ctx, "", "apt-get", args...); err != nil {
+			return nil, fmt.Errorf("ramdisk: firmware: Contents for %s: %w", list, err)
+		}
+		files, _ = filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
+		if len(files) == 0 {
+			return nil, fmt.Errorf("ramdisk: firmware: apt-get update left no Contents-all in %s", filepath.Join(aptDir, "lists"))
+		}
+	}
+	idx := map[string][]string{}
+	add := func(name, pkg string) {
+		if !slices.Contains(idx[name], pkg) {
+			idx[name] = append(idx[name], pkg)
+		}
+	}
+	for _, f := range files {
+		// apt keeps lists recompressed (lz4 here); its helper reads them.
+		out, err := run(ctx, "", "/usr/lib/apt/apt-helper", "cat-file", f)
+		if err != nil {
+			return nil, fmt.Errorf("ramdisk: firmware: %w", err)
+		}
+		for name, pkgs := range parseContents(string(out)) {
+			for _, p := range pkgs {
+				add(name, p)
+			}
+		}
+	}
+	for _, p := range pkgs {
+		for _, root := range []string{"lib/firmware", "usr/lib/firmware"} {
+			dir := filepath.Join(p.Dir, root)
+			_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if rel, err := filepath.Rel(dir, path); err == nil {
+						add(filepath.ToSlash(rel), p.Name)
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return idx, nil
+}
+
+// parseContents reads a Contents file: "PATH SECTION/PACKAGE[,...]" lines
+// (the path may hold spaces, the last field never does). It returns the
+// files below lib/firmware or usr/lib/firmware, relative to it, with
+// their packages.
+func parseContents(text string) map[string][]string {
+	out := map[string][]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		i := strings.LastIndexAny(line, " \t")
+		if i < 0 {
+			continue
+		}
+		p, locs := strings.TrimSpace(line[:i]), line[i+1:]
+		name, ok := strings.CutPrefix(p, "lib/firmware/")
+		if !ok {
+			if name, ok = strings.CutPrefix(p, "usr/lib/firmware/"); !ok {
+				continue
+			}
+		}
+		if name == "" {
+			continue
+		}
+		for l := range strings.SplitSeq(locs, ",") {
+			if l != "" {
+				out[name] = append(out[name], path.Base(l))
+			}
+		}
+	}
+	return out
+}
+
+// HostDebianSources returns the build host's Debian archives as the start
+// of one-line sources.list entries, "deb [signed-by=KEYRING] URI SUITE",
+// from etc/sources.list, etc/sources.list.d/*.list and *.sources (deb822):
+// every "deb" source with the main component, whose mirror and suites are
+// then used for other components of the same archive.
+func HostDebianSources(etc string) ([]string, error) {
+	var out []string
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	lists, _ := filepath.Glob(filepath.Join(etc, "sources.list.d", "*.list"))
+	for _, p := range append([]string{filepath.Join(etc, "sources.list")}, lists...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, s := range parseOneLineSources(string(b)) {
+			add(s)
+		}
+	}
+	debs, _ := filepath.Glob(filepath.Join(etc, "sources.list.d", "*.sources"))
+	for _, p := range debs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("ramdisk: firmware: %w", err)
+		}
+		for _, s := range parseDeb822Sources(string(b)) {
+			add(s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("ramdisk: firmware: no Debian \"deb\" source with component main in %s/sources.list or %s/sources.list.d", etc, etc)
+	}
+	return out, nil
+}
+
+// parseOneLineSources reads "deb [options] URI SUITE COMPONENT..." lines.
+func parseOneLineSources(text string) []string {
+	var out []string
+	for line := range strings.SplitSeq(text, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] != "deb" {
+			continue
+		}
+		opts := ""
+		if strings.HasPrefix(f[1], "[") {
+			// Options may hold spaces: up to the closing bracket.
+			i := 1
+			for ; i < len(f) && !strings.HasSuffix(f[i], "]"); i++ {
+			}
+			if i+3 > len(f) {
+				continue
+			}
+			opts = strings.Join(f[1:i+1], " ") + " "
+			f = append([]string{"deb"}, f[i+1:]...)
+		}
+		if slices.Contains(f[3:], "main") {
+			out = append(out, "deb "+opts+f[1]+" "+f[2])
+		}
+	}
+	return out
+}
+
+// parseDeb822Sources reads a .sources file: stanzas of "Key: value"
+// fields separated by blank lines (Types, URIs, Suites, Components,
+// Signed-By, Enabled).
+func parseDeb822Sources(text string) []string {
+	var out []string
+	flush := func(st map[string]string) {
+		if !slices.Contains(strings.Fields(st["types"]), "deb") || strings.EqualFold(st["enabled"], "no") ||
+			!slices.Contains(strings.Fields(st["components"]), "main") {
+			return
+		}
+		opts := ""
+		if k := strings.TrimSpace(st["signed-by"]); k != "" && !strings.Contains(k, "\n") && !strings.Contains(k, " ") {
+			opts = "[signed-by=" + k + "] "
+		}
+		for _, u := range strings.Fields(st["uris"]) {
+			for _, s := range strings.Fields(st["suites"]) {
+				out = append(out, "deb "+opts+u+" "+s)
+			}
+		}
+	}
+	st := map[string]string{}
+	last := ""
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.TrimSpace(line) == "":
+			flush(st)
+			st, last = map[string]string{}, ""
+		case strings.HasPrefix(line, "#"):
+		case line[0] == ' ' || line[0] == '\t':
+			if last != "" {
+				st[last] += "\n" + strings.TrimSpace(line)
+			}
+		default:
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			last = strings.ToLower(strings.TrimSpace(k))
+			st[last] = strings.TrimSpace(v)
+		}
+	}
+	flush(st)
+	return out
+}
+
+// addFirmware writes, below lib/firmware, every file a module of mods
+// names that one of pkgs ships (the first that has it), as one piece per
+// package, and records in rep what went in and what no package had. It
+// fails when index (FirmwareIndex; nil for none) says a Debian package
+// not among pkgs ships a file, and when a file it found did not go in.
+func addFirmware(w *initramfs.Writer, piece func(string, int, func() error) error, mods []kmod.Module, pkgs []FirmwarePackage, index map[string][]string, rep *Report) error {
+	type file struct{ host, name string }
+	var unlisted []string
+	perPkg := map[string][]file{}
+	seen := map[string]bool{}
+	for _, m := range mods {
+		for _, name := range m.Firmware {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			// A name that climbs out of /lib/firmware is not one.
+			if !filepath.IsLocal(name) {
+				rep.FirmwareMissing = append(rep.FirmwareMissing, FirmwareRef{Module: m.Name, Name: name})
+				continue
+			}
+			found := false
+			for _, p := range pkgs {
+				if host, archived, ok := p.lookup(name); ok {
+					perPkg[p.Name] = append(perPkg[p.Name], file{host, archived})
+					found = true
+					break
+				}
+			}
+			if !found {
+				if ps := append(index[name], index[name+".xz"]...); len(ps) > 0 {
+					unlisted = append(unlisted, fmt.Sprintf("%s (for %s, in %s)", name, m.Name, strings.Join(ps, " or ")))
+					continue
+				}
+				rep.FirmwareMissing = append(rep.FirmwareMissing, FirmwareRef{Module: m.Name, Name: name})
+			}
+		}
+	}
+	if len(unlisted) > 0 {
+		return fmt.Errorf("ramdisk: firmware Debian ships in packages firmware-packages.txt does not list (add them): %s", strings.Join(unlisted, "; "))
+	}
+	written := map[string]bool{}
+	for _, p := range pkgs {
+		files := perPkg[p.Name]
+		if len(files) == 0 {
+			continue
+		}
+		err := piece("firmware "+p.Name, len(files), func() error {
+			for _, f := range files {
+				st, err := os.Stat(f.host)
+				if err != nil {
+					return fmt.Errorf("ramdisk: firmware: %w", err)
+				}
+				dst := path.Join("lib/firmware", f.name)
+				if err := addFile(w, dst, f.host, 0o644); err != nil {
+					return err
+				}
+				written[dst] = true
+				rep.Firmware = append(rep.Firmware, FirmwareFile{Name: f.name, Package: p.Name, Size: st.Size()})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var lost []string
+	for _, p := range pkgs {
+		for _, f := range perPkg[p.Name] {
+			if !written[path.Join("lib/firmware", f.name)] {
+				lost = append(lost, f.name)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("ramdisk: firmware shipped by the packages but not in the initramfs: %s", strings.Join(lost, ", "))
+	}
+	return nil
+}
