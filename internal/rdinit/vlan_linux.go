@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -87,34 +88,47 @@ func (n *network) lldpParents(reqs []VLANRequest, nics []netlink.Link) []netlink
 	return out
 }
 
-// learnedVLANs listens for LLDP on the parents (up to the LLDP timeout,
-// less when every one has heard a frame) and creates, on each, the VLANs
-// its neighbour's 802.1 VLAN Name TLVs announce, which is what IPA reads
-// (not the Port VLAN ID: that is the untagged VLAN, already on the NIC).
+// learnedVLANs creates, on each parent, the VLANs its LLDP neighbour
+// announces (lldpVLANs), and returns them up.
 func (n *network) learnedVLANs(ctx context.Context, parents []netlink.Link) []netlink.Link {
 	names := make([]string, len(parents))
 	for i, l := range parents {
 		names[i] = l.Attrs().Name
 	}
-	heard, err := lldp.Capture(ctx, names, n.cfg.LLDPTimeout, n.log)
-	if err != nil {
-		n.log.Warn("LLDP capture for VLANs", "error", err)
-	}
+	learned := n.lldpVLANs(ctx, names)
 	var out []netlink.Link
 	for _, parent := range parents {
 		name := parent.Attrs().Name
-		ids, bad := announcedVLANs(heard[name])
-		for _, id := range bad {
-			n.log.Warn("LLDP neighbour announces a VLAN ID outside 1-4094: not created", "link", name, "vlan", id)
-		}
-		n.log.Info("VLANs from LLDP", "link", name, "vlans", ids)
-		for _, id := range ids {
+		for _, id := range learned[name] {
 			if l, err := n.addVLAN(parent, id); err != nil {
 				n.log.Error("VLAN interface not created", "link", name, "vlan", id, "from", "LLDP", "error", err)
 			} else if l != nil {
 				out = append(out, l)
 			}
 		}
+	}
+	return out
+}
+
+// lldpVLANs listens for LLDP on the named links (up to the LLDP timeout,
+// less when every one has heard a frame) and returns, per link, the VLANs
+// its neighbour's 802.1 VLAN Name TLVs announce, which is what IPA reads
+// (not the Port VLAN ID: that is the untagged VLAN, already on the NIC).
+func (n *network) lldpVLANs(ctx context.Context, names []string) map[string][]int {
+	t := time.Now()
+	heard, err := lldp.Capture(ctx, names, n.cfg.LLDPTimeout, n.log)
+	if err != nil {
+		n.log.Warn("LLDP capture for VLANs", "error", err)
+	}
+	out := map[string][]int{}
+	for _, name := range names {
+		ids, bad := announcedVLANs(heard[name])
+		for _, id := range bad {
+			n.log.Warn("LLDP neighbour announces a VLAN ID outside 1-4094: not created", "link", name, "vlan", id)
+		}
+		n.log.Info("VLANs from LLDP", "link", name, "vlans", fmt.Sprint(ids), "heard", len(heard[name]) > 0,
+			"seconds", secs(time.Since(t)))
+		out[name] = ids
 	}
 	return out
 }
