@@ -136,14 +136,7 @@ func TestVLANDHCPHelper(t *testing.T) {
 // link and takes a lease on it. The untagged network has no DHCP server.
 func TestVLANDHCP(t *testing.T) {
 	netnstest.RequireRoot(t, "dnsmasq", "lldpd", "lldpcli")
-	for _, p := range []string{DefaultResolvConf, DefaultHostnameFile, "/etc/hostname"} {
-		before, _ := os.ReadFile(p)
-		t.Cleanup(func() {
-			if after, _ := os.ReadFile(p); string(after) != string(before) {
-				t.Errorf("the host's %s changed: %q -> %q", p, before, after)
-			}
-		})
-	}
+	keepHostFiles(t)
 	for _, tc := range []struct{ name, param string }{
 		{"named", "ipa-enable-vlan-interfaces=%s.100"},
 		{"all", "ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=10"},
@@ -161,23 +154,7 @@ func TestVLANDHCP(t *testing.T) {
 			srv.IP("link", "set", tagged, "up")
 			srv.IP("addr", "add", "10.78.0.1/24", "dev", tagged)
 			startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "dnsmasq.log")
-			dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-			dns := exec.Command("ip", "netns", "exec", srv.Name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
-				"--port=0", "--bind-interfaces", "--interface="+tagged, "--except-interface=lo",
-				"--dhcp-range=10.78.0.50,10.78.0.60,2m", "--dhcp-leasefile="+filepath.Join(dir, "leases"),
-				"--pid-file="+filepath.Join(dir, "pid"), "--log-dhcp", "--log-facility="+logPath)
-			if err := dns.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = dns.Process.Kill()
-				_ = dns.Wait()
-				if t.Failed() {
-					t.Logf("dnsmasq:\n%s", dlog())
-				}
-			})
+			dlog := startDnsmasq(t, srv, tagged, "--dhcp-range=10.78.0.50,10.78.0.60,2m")
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			param := strings.ReplaceAll(tc.param, "%s", cliIf)
