@@ -97,7 +97,7 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 	srv.Veth(srvIf, cli, cliIf)
 	srv.IP("addr", "add", "10.77.0.1/24", "dev", srvIf)
 	cli.IP("link", "set", cliIf, "address", "52:54:00:77:00:02")
-	dlog := startDnsmasq(t, srv, srvIf,
+	dlog := startDnsmasq(t, srv.Name, srvIf,
 		"--dhcp-range=10.77.0.50,10.77.0.60,2m", "--dhcp-option=option:T1,4", "--dhcp-option=option:T2,7",
 		"--dhcp-option=option:router,10.77.0.1", "--dhcp-option=option:dns-server,10.77.0.1,10.77.0.2",
 		"--dhcp-option=option:domain-search,prov.example,example", "--dhcp-host=52:54:00:77:00:02,rdinit-test")
@@ -149,14 +149,14 @@ func keepHostFiles(t *testing.T) {
 }
 
 // startDnsmasq runs Debian's dnsmasq as a DHCP server only (no DNS) on
-// iface in ns, with its lease file, PID file and log in the test's
+// iface in the named network namespace, with its lease file, PID file and log in the test's
 // directory, and returns a reader of its log (shown when the test fails).
-func startDnsmasq(t *testing.T, ns *netnstest.Netns, iface string, args ...string) func() string {
+func startDnsmasq(t *testing.T, netns, iface string, args ...string) func() string {
 	t.Helper()
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "dnsmasq.log")
 	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	dns := exec.Command("ip", append([]string{"netns", "exec", ns.Name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+	dns := exec.Command("ip", append([]string{"netns", "exec", netns, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
 		"--port=0", "--bind-interfaces", "--interface=" + iface, "--except-interface=lo",
 		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
 		"--log-dhcp", "--log-facility=" + logPath}, args...)...)

@@ -154,7 +154,7 @@ func TestVLANDHCP(t *testing.T) {
 			srv.IP("link", "set", tagged, "up")
 			srv.IP("addr", "add", "10.78.0.1/24", "dev", tagged)
 			startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
-			dlog := startDnsmasq(t, srv, tagged, "--dhcp-range=10.78.0.50,10.78.0.60,2m")
+			dlog := startDnsmasq(t, srv.Name, tagged, "--dhcp-range=10.78.0.50,10.78.0.60,2m")
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			param := strings.ReplaceAll(tc.param, "%s", cliIf)

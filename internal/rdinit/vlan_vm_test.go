@@ -1,0 +1,245 @@
+package rdinit
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// trunk is a switch port the test plays itself, since the host kernel
+// may have no 802.1Q: frames from the VM tagged with vid go, untagged, to
+// the VLAN's tap; untagged ones to the native tap; frames from the taps
+// go back tagged or not. QEMU speaks to it over a stream socket (each
+// frame after its 4-byte big-endian length).
+type trunk struct {
+	vm             net.Conn
+	native, tagged *os.File
+	vid            uint16
+	mu             sync.Mutex // one frame at a time to the VM
+	tagIn, tagOut  int
+	otherVLAN      int
+}
+
+func (tr *trunk) fromVM() error {
+	var hdr [4]byte
+	buf := make([]byte, 65536)
+	for {
+		if _, err := io.ReadFull(tr.vm, hdr[:]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[:]))
+		if n > len(buf) {
+			return errors.New("frame too long")
+		}
+		f := buf[:n]
+		if _, err := io.ReadFull(tr.vm, f); err != nil {
+			return err
+		}
+		if len(f) < 14 {
+			continue
+		}
+		out := tr.native
+		if binary.BigEndian.Uint16(f[12:]) == 0x8100 {
+			if len(f) < 18 || binary.BigEndian.Uint16(f[14:])&0xfff != tr.vid {
+				tr.otherVLAN++
+				continue
+			}
+			tr.tagIn++
+			f = append(f[:12:12], f[16:]...)
+			out = tr.tagged
+		}
+		_, _ = out.Write(f) // a full tap queue drops, like a wire
+	}
+}
+
+func (tr *trunk) toVM(from *os.File, tag bool) error {
+	buf := make([]byte, 65536)
+	for {
+		n, err := from.Read(buf)
+		if err != nil {
+			return err
+		}
+		f := buf[:n]
+		if tag && n >= 14 {
+			f = append(append(append([]byte{}, f[:12]...), 0x81, 0x00, byte(tr.vid>>8), byte(tr.vid)), f[12:]...)
+		}
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(len(f)))
+		tr.mu.Lock()
+		if tag {
+			tr.tagOut++
+		}
+		_, err = tr.vm.Write(append(hdr[:], f...))
+		tr.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// pollable returns a non-blocking duplicate of a tap file, so a pending
+// Read ends when the file is closed.
+func pollable(t *testing.T, f *os.File) *os.File {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd int
+	var derr error
+	if err := rc.Control(func(p uintptr) { fd, derr = unix.Dup(int(p)) }); err != nil || derr != nil {
+		t.Fatal(err, derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	nf := os.NewFile(uintptr(fd), f.Name())
+	t.Cleanup(func() { nf.Close() })
+	return nf
+}
+
+// TestVLANInVM boots the agent ramdisk with Metal3's
+// ipa-enable-vlan-interfaces=all and ipa-collect-lldp=1 on a NIC whose
+// switch port (the test's trunk) carries VLAN 100 tagged: lldpd on the
+// native side announces VLAN 100, dnsmasq serves DHCP on VLAN 100 only.
+// The init learns the VLAN, loads 8021q, creates eth0.100, takes a lease
+// on it, and the inventory the guest prints lists eth0.100 with it.
+func TestVLANInVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	netnstest.RequireRoot(t, "lldpd", "dnsmasq", "qemu-system-x86_64")
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	rd, err := vmtest.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(rd.InitrdRaw)
+	if err != nil {
+		t.Fatalf("the uncompressed initramfs, to look for 8021q: %v", err)
+	}
+	if !bytes.Contains(raw, []byte("/8021q.ko")) {
+		t.Skip("SKIPPED: the ramdisk carries no 8021q module (internal/ramdisk's module list), so the guest cannot tag")
+	}
+	for _, tc := range []struct {
+		name, param string
+		fromLLDP    bool
+	}{
+		{"all", "ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=20", true},
+		{"mac", "ipa-enable-vlan-interfaces=52:54:00:12:34:21.100", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { vlanVM(ctx, t, rd, tc.param, tc.fromLLDP) })
+	}
+}
+
+// vlanVM is one boot of TestVLANInVM with the given kernel parameters.
+func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string, fromLLDP bool) {
+	id := netnstest.ID(t)
+	// Only lldpd's log goes here: vmtest keeps its socket and
+	// configuration in a directory lldpd's own user can enter.
+	dir := t.TempDir()
+	native, err := vmtest.NewNetns(ctx, "rdvmn-"+id, "vmn"+id, "02:11:22:33:44:66", filepath.Join(dir, "native"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(native.Close)
+	tagged, err := vmtest.NewNetns(ctx, "rdvmv-"+id, "vmv"+id, "02:11:22:33:44:77", filepath.Join(dir, "vlan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tagged.Close)
+	if err := native.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "vlan-switch", Description: "trunk", PortID: "Ethernet1/1",
+		PortDescr: "to the VM", Extra: []string{"configure ports " + native.Tap + " lldp custom-tlv add oui 00,80,c2 subtype 3 oui-info " + vlanName(100, "provisioning")}}); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.Run(t, "ip", "-n", tagged.Name, "addr", "add", "10.78.0.1/24", "dev", tagged.Tap)
+	// --no-ping: dnsmasq's 3 s ICMP check of an address before offering
+	// it would be most of the lease's time.
+	dlog := startDnsmasq(t, tagged.Name, tagged.Tap, "--dhcp-range=10.78.0.50,10.78.0.60,2m", "--no-ping")
+
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qemuEnd := os.NewFile(uintptr(fds[0]), "qemu-stream")
+	defer qemuEnd.Close()
+	ours := os.NewFile(uintptr(fds[1]), "trunk")
+	vmConn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trunk{vm: vmConn, native: pollable(t, native.File), tagged: pollable(t, tagged.File), vid: 100}
+	var wg sync.WaitGroup
+	for _, run := range []func() error{tr.fromVM, func() error { return tr.toVM(tr.native, false) }, func() error { return tr.toVM(tr.tagged, true) }} {
+		wg.Go(func() { _ = run() })
+	}
+	t.Cleanup(func() {
+		vmConn.Close()
+		tr.native.Close()
+		tr.tagged.Close()
+		wg.Wait()
+	})
+
+	m := vmtest.DefaultMachine("bios")
+	m.Name = "ironic-agent-vlan"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.Disks = nil
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:21", Backend: "stream"}}
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	m.Append = param + " ironic_agent.cmd=inventory ironic_agent.exit=poweroff ironic_agent.dhcp_timeout=30"
+	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: qemuEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	qemuEnd.Close() // QEMU has its copy
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, consoleTail(vm))
+	}
+	t.Logf("VM ran %v; %d tagged frames in, %d out, %d of other VLANs", vm.Elapsed().Round(time.Second), tr.tagIn, tr.tagOut, tr.otherVLAN)
+	var learned, created, lease, inv string
+	for _, l := range vm.Lines() {
+		switch {
+		case strings.Contains(l.Text, `msg="VLANs from LLDP"`) && strings.Contains(l.Text, "link=eth0 "):
+			learned = l.Text
+		case strings.Contains(l.Text, `msg="VLAN interface created"`):
+			created = l.Text
+		case strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0.100"):
+			lease = l.Text
+		case strings.Contains(l.Text, `"eth0.100"`):
+			inv = l.Text
+		}
+	}
+	for _, l := range []string{learned, created, lease} {
+		t.Logf("%s", strings.TrimSpace(l))
+	}
+	if fromLLDP != strings.Contains(learned, "vlans=[100]") || !strings.Contains(created, "link=eth0.100") ||
+		!strings.Contains(lease, "address=10.78.0.") || inv == "" {
+		t.Errorf("want VLAN 100 learned, eth0.100 created with a lease from 10.78.0.0/24, and in the inventory:\n%s\ndnsmasq:\n%s", consoleTail(vm), dlog())
+	}
+}
+
+func consoleTail(vm *vmtest.VM) string {
+	var b strings.Builder
+	lines := vm.Lines()
+	for _, l := range lines[max(0, len(lines)-80):] {
+		b.WriteString(l.At.Round(time.Millisecond).String() + " " + l.Text + "\n")
+	}
+	return b.String()
+}
