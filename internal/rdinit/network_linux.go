@@ -52,7 +52,8 @@ func physicalNIC(l netlink.Link) bool {
 // when BOOTIF is given), or when every attempt has failed or timed out.
 // Attempts on the other links go on in the background, and every lease is
 // renewed. VLANs learned from LLDP wait for their neighbour's frame (up to
-// ipa-lldp-timeout) while DHCP runs on the plain NICs.
+// ipa-lldp-timeout) while DHCP runs on the plain NICs; up returns only
+// once they exist.
 func (n *network) up(ctx context.Context) error {
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -86,12 +87,13 @@ func (n *network) up(ctx context.Context) error {
 		}
 		return errors.New("no NIC to run DHCP on")
 	}
-	// more > 0 announces that many further results (the learned VLANs'
-	// attempts) in place of the one result its sender owed.
+	// The LLDP step's result has learned set, and more announces the
+	// learned VLANs' attempts, which follow.
 	type result struct {
-		mac  string
-		err  error
-		more int
+		mac     string
+		err     error
+		learned bool
+		more    int
 	}
 	done := make(chan result)
 	stop := make(chan struct{})
@@ -124,29 +126,36 @@ func (n *network) up(ctx context.Context) error {
 				}
 			}
 			if len(learned) == 0 {
-				send(result{err: errors.New("no VLAN to run DHCP on from LLDP")})
+				send(result{learned: true, err: errors.New("no VLAN to run DHCP on from LLDP")})
 				return
 			}
-			send(result{more: len(learned)})
+			send(result{learned: true, more: len(learned)})
 			for _, l := range learned {
 				attempt(l)
 			}
 		}()
 	}
+	// A lease is enough to go on once the VLAN links exist: IPA creates
+	// them before its first inventory, and so the agent's first one has
+	// them too (the wait is the LLDP timeout at most).
 	var errs []error
-	for pending > 0 {
+	learning, leased := len(parents) > 0, false
+	for pending > 0 && !(leased && !learning) {
 		r := <-done
 		pending--
-		if r.more > 0 {
+		if r.learned {
+			learning = false
 			pending += r.more
-			continue
 		}
-		if r.err == nil && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
-			return nil
+		if r.err == nil && r.more == 0 && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
+			leased = true
 		}
 		if r.err != nil {
 			errs = append(errs, r.err)
 		}
+	}
+	if leased {
+		return nil
 	}
 	return errors.Join(errs...)
 }

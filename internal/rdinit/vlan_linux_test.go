@@ -83,16 +83,16 @@ func TestVLANsFromLLDPD(t *testing.T) {
 	}
 }
 
-// TestVLANDHCPHelper is the client side of TestVLANDHCP, run by it in the
-// client's network namespace: the init's network step (up, with the veth
-// taken as a NIC) and the given ipa-* parameters, then the addresses of
-// the VLAN link.
+// TestVLANDHCPHelper is the client side of TestVLANDHCP and
+// TestVLANsWaitedFor, run by them in the client's network namespace: the
+// init's network step (up, with veths taken as NICs) with the given ipa-*
+// parameters, then each named link's kind and IPv4 addresses.
 func TestVLANDHCPHelper(t *testing.T) {
 	spec := os.Getenv("RDINIT_VLAN_HELPER")
 	if spec == "" {
 		t.Skip("helper process of TestVLANDHCP")
 	}
-	vlanLink, rest, _ := strings.Cut(spec, " ")
+	linkNames, rest, _ := strings.Cut(spec, " ")
 	dir, cmdline, _ := strings.Cut(rest, " ")
 	cfg, err := ParseConfig(ParseCmdline(cmdline))
 	if err != nil {
@@ -111,22 +111,71 @@ func TestVLANDHCPHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
-	l, err := netlink.LinkByName(vlanLink)
+	for name := range strings.SplitSeq(linkNames, ",") {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			fmt.Printf("MISSING %s\n", name)
+			continue
+		}
+		if v, ok := l.(*netlink.Vlan); ok {
+			fmt.Printf("LINK %s VLAN %d\n", name, v.VlanId)
+		} else {
+			fmt.Printf("LINK %s %s\n", name, l.Type())
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			fmt.Printf("ADDRESS %s %s\n", name, a.IPNet)
+		}
+	}
+}
+
+// runVLANHelper runs TestVLANDHCPHelper in the client namespace.
+func runVLANHelper(t *testing.T, cli *netnstest.Netns, links, params string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestVLANDHCPHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_VLAN_HELPER="+links+" "+t.TempDir()+" "+params)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("client: %v\n%s", err, out)
 	}
-	if v, ok := l.(*netlink.Vlan); !ok || l.Attrs().ParentIndex == 0 {
-		t.Fatalf("%s is a %s, not a VLAN on a parent", vlanLink, l.Type())
-	} else {
-		fmt.Printf("VLAN %d\n", v.VlanId)
+	return string(out)
+}
+
+// TestVLANsWaitedFor checks that the init's network step, given "all",
+// returns only once the LLDP step is over, even when a plain NIC has its
+// lease first (so the agent's first inventory has the VLANs, as IPA's
+// has): dnsmasq serves the untagged network at once, lldpd's first frame
+// comes up to a second later. On a kernel without 802.1Q the VLAN link
+// fails, loudly, and the lease on the NIC stands.
+func TestVLANsWaitedFor(t *testing.T) {
+	netnstest.RequireRoot(t, "dnsmasq", "lldpd", "lldpcli")
+	keepHostFiles(t)
+	id := netnstest.ID(t)
+	srv := netnstest.NewNetns(t, "rdvlw-"+id)
+	cli := netnstest.NewNetns(t, "rdvlx-"+id)
+	srvIf, cliIf := "rvs"+id, "rvc"+id
+	srv.Veth(srvIf, cli, cliIf)
+	srv.IP("addr", "add", "10.79.0.1/24", "dev", srvIf)
+	startDnsmasq(t, srv.Name, srvIf, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--no-ping")
+	startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
+	out := runVLANHelper(t, cli, cliIf+","+cliIf+".100", "ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=10")
+	learned := strings.Index(out, `msg="VLANs from LLDP"`)
+	up := strings.Index(out, "UP ")
+	if learned < 0 || up < learned || !strings.Contains(out, "vlans=[100]") {
+		t.Errorf("up returned before the LLDP step was over:\n%s", out)
 	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
+	if !strings.Contains(out, "ADDRESS "+cliIf+" 10.79.0.") {
+		t.Errorf("no lease on the NIC:\n%s", out)
 	}
-	for _, a := range addrs {
-		fmt.Printf("ADDRESS %s\n", a.IPNet)
+	if !strings.Contains(out, "LINK "+cliIf+".100 VLAN 100") && !strings.Contains(out, "no 802.1Q VLAN support") {
+		t.Errorf("%s.100 neither made nor reported impossible:\n%s", cliIf, out)
 	}
+	t.Logf("%s", out)
 }
 
 // TestVLANDHCP puts dnsmasq on VLAN 100 of a server namespace's veth (an
@@ -155,16 +204,8 @@ func TestVLANDHCP(t *testing.T) {
 			srv.IP("addr", "add", "10.78.0.1/24", "dev", tagged)
 			startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
 			dlog := startDnsmasq(t, srv.Name, tagged, "--dhcp-range=10.78.0.50,10.78.0.60,2m")
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-			defer cancel()
-			param := strings.ReplaceAll(tc.param, "%s", cliIf)
-			cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestVLANDHCPHelper$", "-test.v")
-			cmd.Env = append(os.Environ(), "RDINIT_VLAN_HELPER="+cliIf+".100 "+t.TempDir()+" "+param)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("client: %v\n%s", err, out)
-			}
-			if !strings.Contains(string(out), "VLAN 100\n") || !strings.Contains(string(out), "ADDRESS 10.78.0.") {
+			out := runVLANHelper(t, cli, cliIf+".100", strings.ReplaceAll(tc.param, "%s", cliIf))
+			if !strings.Contains(out, "LINK "+cliIf+".100 VLAN 100") || !strings.Contains(out, "ADDRESS "+cliIf+".100 10.78.0.") {
 				t.Errorf("no lease on %s.100:\n%s", cliIf, out)
 			}
 			if !strings.Contains(dlog(), "DHCPACK("+tagged+")") {
