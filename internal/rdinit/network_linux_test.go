@@ -90,11 +90,7 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 	}
 	netnstest.RequireRoot(t, "dnsmasq")
 	keepHostFiles(t)
-	id := netnstest.ID(t)
-	srv := netnstest.NewNetns(t, "rddhcps-"+id)
-	cli := netnstest.NewNetns(t, "rddhcpc-"+id)
-	srvIf, cliIf := "rds"+id, "rdc"+id
-	srv.Veth(srvIf, cli, cliIf)
+	srv, cli, srvIf, cliIf := serverAndClient(t, "rdd")
 	srv.IP("addr", "add", "10.77.0.1/24", "dev", srvIf)
 	cli.IP("link", "set", cliIf, "address", "52:54:00:77:00:02")
 	dlog := startDnsmasq(t, srv.Name, srvIf,
@@ -171,4 +167,16 @@ func startDnsmasq(t *testing.T, netns, iface string, args ...string) func() stri
 		}
 	})
 	return dlog
+}
+
+// serverAndClient makes two namespaces joined by a veth pair, named after
+// prefix (at most 4 bytes, to leave room in interface names).
+func serverAndClient(t *testing.T, prefix string) (srv, cli *netnstest.Netns, srvIf, cliIf string) {
+	t.Helper()
+	id := netnstest.ID(t)
+	srv = netnstest.NewNetns(t, prefix+"s-"+id)
+	cli = netnstest.NewNetns(t, prefix+"c-"+id)
+	srvIf, cliIf = prefix+"s"+id, prefix+"c"+id
+	srv.Veth(srvIf, cli, cliIf)
+	return srv, cli, srvIf, cliIf
 }

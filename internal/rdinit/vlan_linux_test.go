@@ -155,11 +155,7 @@ func runVLANHelper(t *testing.T, cli *netnstest.Netns, links, params string) str
 func TestVLANsWaitedFor(t *testing.T) {
 	netnstest.RequireRoot(t, "dnsmasq", "lldpd", "lldpcli")
 	keepHostFiles(t)
-	id := netnstest.ID(t)
-	srv := netnstest.NewNetns(t, "rdvlw-"+id)
-	cli := netnstest.NewNetns(t, "rdvlx-"+id)
-	srvIf, cliIf := "rvs"+id, "rvc"+id
-	srv.Veth(srvIf, cli, cliIf)
+	srv, cli, srvIf, cliIf := serverAndClient(t, "rvw")
 	srv.IP("addr", "add", "10.79.0.1/24", "dev", srvIf)
 	startDnsmasq(t, srv.Name, srvIf, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--no-ping")
 	startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
@@ -191,11 +187,7 @@ func TestVLANDHCP(t *testing.T) {
 		{"all", "ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := netnstest.ID(t)
-			srv := netnstest.NewNetns(t, "rdvls-"+id)
-			cli := netnstest.NewNetns(t, "rdvlc-"+id)
-			srvIf, cliIf := "rvs"+id, "rvc"+id
-			srv.Veth(srvIf, cli, cliIf)
+			srv, cli, srvIf, cliIf := serverAndClient(t, "rvd")
 			tagged := srvIf + ".100"
 			if out, err := exec.Command("ip", "-n", srv.Name, "link", "add", "link", srvIf, "name", tagged, "type", "vlan", "id", "100").CombinedOutput(); err != nil {
 				t.Skipf("SKIPPED: this kernel has no 802.1Q VLAN links (CONFIG_VLAN_8021Q), so neither side can tag: %v: %s", err, strings.TrimSpace(string(out)))
