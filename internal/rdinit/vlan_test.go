@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/inventory"
+	"github.com/ironic-go/ironic-agent/lldp"
 )
 
 func TestParseVLANs(t *testing.T) {
@@ -125,6 +126,34 @@ func FuzzParseVLANs(f *testing.F) {
 				if err := checkLinkName(r.Parent); err != nil {
 					t.Fatalf("%q: %+v: %v", s, r, err)
 				}
+			}
+		}
+	})
+}
+
+// FuzzAnnouncedVLANs feeds received frames (outside bytes) through the
+// LLDP split and the VLAN reading: IDs come out in range and once each.
+func FuzzAnnouncedVLANs(f *testing.F) {
+	hdr := "0180c200000e525400123456" + "88cc"
+	for _, h := range []string{
+		hdr + "0207045254001234560403050731fe080080c20300640470726f76fe060080c2010064fe050080c20300c80000",
+		hdr + "fe040080c203", hdr + "fe060080c2030fff0000", "",
+	} {
+		b, _ := hex.DecodeString(h)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		ids, bad := announcedVLANs(lldp.ParseFrame(frame))
+		seen := map[int]bool{}
+		for _, id := range ids {
+			if id < minVLANID || id > maxVLANID || seen[id] {
+				t.Fatalf("ids %v", ids)
+			}
+			seen[id] = true
+		}
+		for _, id := range bad {
+			if id >= minVLANID && id <= maxVLANID {
+				t.Fatalf("bad %v", bad)
 			}
 		}
 	})
