@@ -178,8 +178,11 @@ func (n *network) addVLAN(parent netlink.Link, id int) (netlink.Link, error) {
 		if n.loadModule == nil {
 			return
 		}
+		t := time.Now()
 		if err := n.loadModule(vlanModule); err != nil {
 			n.log.Warn("802.1Q module", "error", err)
+		} else {
+			n.log.Info("802.1Q module ready", "module", vlanModule, "seconds", secs(time.Since(t)))
 		}
 	})
 	v := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: parent.Attrs().Index}, VlanId: id}

@@ -3,118 +3,19 @@ package rdinit
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"errors"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/internal/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
-// trunk is a switch port the test plays itself, since the host kernel
-// may have no 802.1Q: frames from the VM tagged with vid go, untagged, to
-// the VLAN's tap; untagged ones to the native tap; frames from the taps
-// go back tagged or not. QEMU speaks to it over a stream socket (each
-// frame after its 4-byte big-endian length).
-type trunk struct {
-	vm             net.Conn
-	native, tagged *os.File
-	vid            uint16
-	mu             sync.Mutex // one frame at a time to the VM
-	tagIn, tagOut  int
-	otherVLAN      int
-}
-
-func (tr *trunk) fromVM() error {
-	var hdr [4]byte
-	buf := make([]byte, 65536)
-	for {
-		if _, err := io.ReadFull(tr.vm, hdr[:]); err != nil {
-			return err
-		}
-		n := int(binary.BigEndian.Uint32(hdr[:]))
-		if n > len(buf) {
-			return errors.New("frame too long")
-		}
-		f := buf[:n]
-		if _, err := io.ReadFull(tr.vm, f); err != nil {
-			return err
-		}
-		if len(f) < 14 {
-			continue
-		}
-		out := tr.native
-		if binary.BigEndian.Uint16(f[12:]) == 0x8100 {
-			if len(f) < 18 || binary.BigEndian.Uint16(f[14:])&0xfff != tr.vid {
-				tr.otherVLAN++
-				continue
-			}
-			tr.tagIn++
-			f = append(f[:12:12], f[16:]...)
-			out = tr.tagged
-		}
-		_, _ = out.Write(f) // a full tap queue drops, like a wire
-	}
-}
-
-func (tr *trunk) toVM(from *os.File, tag bool) error {
-	buf := make([]byte, 65536)
-	for {
-		n, err := from.Read(buf)
-		if err != nil {
-			return err
-		}
-		f := buf[:n]
-		if tag && n >= 14 {
-			f = append(append(append([]byte{}, f[:12]...), 0x81, 0x00, byte(tr.vid>>8), byte(tr.vid)), f[12:]...)
-		}
-		var hdr [4]byte
-		binary.BigEndian.PutUint32(hdr[:], uint32(len(f)))
-		tr.mu.Lock()
-		if tag {
-			tr.tagOut++
-		}
-		_, err = tr.vm.Write(append(hdr[:], f...))
-		tr.mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// pollable returns a non-blocking duplicate of a tap file, so a pending
-// Read ends when the file is closed.
-func pollable(t *testing.T, f *os.File) *os.File {
-	t.Helper()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fd int
-	var derr error
-	if err := rc.Control(func(p uintptr) { fd, derr = unix.Dup(int(p)) }); err != nil || derr != nil {
-		t.Fatal(err, derr)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		t.Fatal(err)
-	}
-	nf := os.NewFile(uintptr(fd), f.Name())
-	t.Cleanup(func() { nf.Close() })
-	return nf
-}
-
 // TestVLANInVM boots the agent ramdisk with Metal3's
 // ipa-enable-vlan-interfaces=all and ipa-collect-lldp=1 on a NIC whose
-// switch port (the test's trunk) carries VLAN 100 tagged: lldpd on the
+// switch port (vmtest.Trunk) carries VLAN 100 tagged: lldpd on the
 // native side announces VLAN 100, dnsmasq serves DHCP on VLAN 100 only.
 // The init learns the VLAN, loads 8021q, creates eth0.100, takes a lease
 // on it, and the inventory the guest prints lists eth0.100 with it.
@@ -172,29 +73,12 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 	// it would be most of the lease's time.
 	dlog := startDnsmasq(t, tagged.Name, tagged.Tap, "--dhcp-range=10.78.0.50,10.78.0.60,2m", "--no-ping")
 
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	tr, qemuEnd, err := vmtest.StartTrunk(native.File, tagged.File, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qemuEnd := os.NewFile(uintptr(fds[0]), "qemu-stream")
 	defer qemuEnd.Close()
-	ours := os.NewFile(uintptr(fds[1]), "trunk")
-	vmConn, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &trunk{vm: vmConn, native: pollable(t, native.File), tagged: pollable(t, tagged.File), vid: 100}
-	var wg sync.WaitGroup
-	for _, run := range []func() error{tr.fromVM, func() error { return tr.toVM(tr.native, false) }, func() error { return tr.toVM(tr.tagged, true) }} {
-		wg.Go(func() { _ = run() })
-	}
-	t.Cleanup(func() {
-		vmConn.Close()
-		tr.native.Close()
-		tr.tagged.Close()
-		wg.Wait()
-	})
+	t.Cleanup(tr.Close)
 
 	m := vmtest.DefaultMachine("bios")
 	m.Name = "ironic-agent-vlan"
@@ -212,10 +96,13 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, consoleTail(vm))
 	}
-	t.Logf("VM ran %v; %d tagged frames in, %d out, %d of other VLANs", vm.Elapsed().Round(time.Second), tr.tagIn, tr.tagOut, tr.otherVLAN)
-	var learned, created, lease, inv string
+	t.Logf("VM ran %v; %d tagged frames in, %d out, %d of other VLANs", vm.Elapsed().Round(time.Second),
+		tr.TaggedIn.Load(), tr.TaggedOut.Load(), tr.OtherVLAN.Load())
+	var module, learned, created, lease, inv string
 	for _, l := range vm.Lines() {
 		switch {
+		case strings.Contains(l.Text, `msg="802.1Q module`):
+			module = l.Text
 		case strings.Contains(l.Text, `msg="VLANs from LLDP"`) && strings.Contains(l.Text, "link=eth0 "):
 			learned = l.Text
 		case strings.Contains(l.Text, `msg="VLAN interface created"`):
@@ -226,12 +113,12 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 			inv = l.Text
 		}
 	}
-	for _, l := range []string{learned, created, lease} {
+	for _, l := range []string{module, learned, created, lease} {
 		t.Logf("%s", strings.TrimSpace(l))
 	}
-	if fromLLDP != strings.Contains(learned, "vlans=[100]") || !strings.Contains(created, "link=eth0.100") ||
+	if !strings.Contains(module, "ready") || fromLLDP != strings.Contains(learned, "vlans=[100]") || !strings.Contains(created, "link=eth0.100") ||
 		!strings.Contains(lease, "address=10.78.0.") || inv == "" {
-		t.Errorf("want VLAN 100 learned, eth0.100 created with a lease from 10.78.0.0/24, and in the inventory:\n%s\ndnsmasq:\n%s", consoleTail(vm), dlog())
+		t.Errorf("want 8021q loaded, VLAN 100 learned, eth0.100 created with a lease from 10.78.0.0/24, and in the inventory:\n%s\ndnsmasq:\n%s", consoleTail(vm), dlog())
 	}
 }
 
