@@ -52,8 +52,8 @@ func physicalNIC(l netlink.Link) bool {
 // when BOOTIF is given), or when every attempt has failed or timed out.
 // Attempts on the other links go on in the background, and every lease is
 // renewed. VLANs learned from LLDP wait for their neighbour's frame (up to
-// ipa-lldp-timeout) while DHCP runs on the plain NICs; up returns only
-// once they exist.
+// ipa-lldp-timeout) while DHCP runs on the plain NICs, and are made
+// when it comes, before or after up returns.
 func (n *network) up(ctx context.Context) error {
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -135,27 +135,23 @@ func (n *network) up(ctx context.Context) error {
 			}
 		}()
 	}
-	// A lease is enough to go on once the VLAN links exist: IPA creates
-	// them before its first inventory, and so the agent's first one has
-	// them too (the wait is the LLDP timeout at most).
+	// The first lease is enough to go on, the LLDP step goes on alone:
+	// waiting for it would add the LLDP timeout to every boot with a
+	// silent NIC, on top of the agent's own LLDP wait (ipa-collect-lldp),
+	// which starts later and so ends after this one has made its VLANs.
 	var errs []error
-	learning, leased := len(parents) > 0, false
-	for pending > 0 && !(leased && !learning) {
+	for pending > 0 {
 		r := <-done
 		pending--
 		if r.learned {
-			learning = false
 			pending += r.more
 		}
 		if r.err == nil && r.more == 0 && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
-			leased = true
+			return nil
 		}
 		if r.err != nil {
 			errs = append(errs, r.err)
 		}
-	}
-	if leased {
-		return nil
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package rdinit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +86,7 @@ func TestVLANsFromLLDPD(t *testing.T) {
 }
 
 // TestVLANDHCPHelper is the client side of TestVLANDHCP and
-// TestVLANsWaitedFor, run by them in the client's network namespace: the
+// TestVLANsAfterTheLease, run by them in the client's network namespace: the
 // init's network step (up, with veths taken as NICs) with the given ipa-*
 // parameters, then each named link's kind and IPv4 addresses.
 func TestVLANDHCPHelper(t *testing.T) {
@@ -111,6 +113,10 @@ func TestVLANDHCPHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
+	if d, err := time.ParseDuration(os.Getenv("RDINIT_VLAN_HOLD")); err == nil {
+		// What goes on after up returned (the LLDP step) has its time.
+		time.Sleep(d)
+	}
 	for name := range strings.SplitSeq(linkNames, ",") {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
@@ -146,32 +152,69 @@ func runVLANHelper(t *testing.T, cli *netnstest.Netns, links, params string) str
 	return string(out)
 }
 
-// TestVLANsWaitedFor checks that the init's network step, given "all",
-// returns only once the LLDP step is over, even when a plain NIC has its
-// lease first (so the agent's first inventory has the VLANs, as IPA's
-// has): dnsmasq serves the untagged network at once, lldpd's first frame
-// comes up to a second later. On a kernel without 802.1Q the VLAN link
-// fails, loudly, and the lease on the NIC stands.
-func TestVLANsWaitedFor(t *testing.T) {
+// TestVLANsAfterTheLease checks that the init's network step, given
+// "all", returns with the first lease on a plain NIC without waiting for
+// LLDP (a silent NIC would otherwise cost the LLDP timeout on every boot),
+// and that the LLDP step goes on: lldpd starts only once up has returned,
+// and its VLAN is learned afterwards. On a kernel without 802.1Q the VLAN
+// link fails, loudly, and the lease on the NIC stands.
+func TestVLANsAfterTheLease(t *testing.T) {
 	netnstest.RequireRoot(t, "dnsmasq", "lldpd", "lldpcli")
 	keepHostFiles(t)
 	srv, cli, srvIf, cliIf := serverAndClient(t, "rvw")
 	srv.IP("addr", "add", "10.79.0.1/24", "dev", srvIf)
 	startDnsmasq(t, srv.Name, srvIf, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--no-ping")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestVLANDHCPHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_VLAN_HOLD=6s", "RDINIT_VLAN_HELPER="+cliIf+","+cliIf+".100 "+t.TempDir()+
+		" ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=20")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(out.String(), "UP ") {
+		if ctx.Err() != nil || cmd.ProcessState != nil {
+			t.Fatalf("no UP from the client:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
-	out := runVLANHelper(t, cli, cliIf+","+cliIf+".100", "ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=10")
-	learned := strings.Index(out, `msg="VLANs from LLDP"`)
-	up := strings.Index(out, "UP ")
-	if learned < 0 || up < learned || !strings.Contains(out, "vlans=[100]") {
-		t.Errorf("up returned before the LLDP step was over:\n%s", out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out, "ADDRESS "+cliIf+" 10.79.0.") {
-		t.Errorf("no lease on the NIC:\n%s", out)
+	got := out.String()
+	up, learned := strings.Index(got, "UP "), strings.Index(got, `msg="VLANs from LLDP"`)
+	if learned < up || !strings.Contains(got[max(learned, 0):], "vlans=[100]") {
+		t.Errorf("VLAN 100 not learned after up returned:\n%s", got)
 	}
-	if !strings.Contains(out, "LINK "+cliIf+".100 VLAN 100") && !strings.Contains(out, "no 802.1Q VLAN support") {
-		t.Errorf("%s.100 neither made nor reported impossible:\n%s", cliIf, out)
+	if !strings.Contains(got, "ADDRESS "+cliIf+" 10.79.0.") {
+		t.Errorf("no lease on the NIC:\n%s", got)
 	}
-	t.Logf("%s", out)
+	if !strings.Contains(got, "LINK "+cliIf+".100 VLAN 100") && !strings.Contains(got, "no 802.1Q VLAN support") {
+		t.Errorf("%s.100 neither made nor reported impossible:\n%s", cliIf, got)
+	}
+	t.Logf("%s", got)
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestVLANDHCP puts dnsmasq on VLAN 100 of a server namespace's veth (an
