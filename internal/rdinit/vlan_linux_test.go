@@ -1,7 +1,6 @@
 package rdinit
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -169,22 +167,32 @@ func TestVLANsAfterTheLease(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestVLANDHCPHelper$", "-test.v")
 	cmd.Env = append(os.Environ(), "RDINIT_VLAN_HOLD=6s", "RDINIT_VLAN_HELPER="+cliIf+","+cliIf+".100 "+t.TempDir()+
 		" ipa-enable-vlan-interfaces=all ipa-collect-lldp=1 ipa-lldp-timeout=20")
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// The client writes to a file the test reads as it grows.
+	outPath := filepath.Join(t.TempDir(), "client.out")
+	outFile, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outFile.Close()
+	output := func() string { b, _ := os.ReadFile(outPath); return string(b) }
+	cmd.Stdout, cmd.Stderr = outFile, outFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(out.String(), "UP ") {
-		if ctx.Err() != nil || cmd.ProcessState != nil {
-			t.Fatalf("no UP from the client:\n%s", out.String())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for !strings.Contains(output(), "UP ") {
+		select {
+		case err := <-exited:
+			t.Fatalf("the client ended (%v) before up returned:\n%s", err, output())
+		case <-time.After(20 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	startVLANSwitch(t, srv, srvIf, map[int]string{100: "provisioning"})
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("client: %v\n%s", err, out.String())
+	if err := <-exited; err != nil {
+		t.Fatalf("client: %v\n%s", err, output())
 	}
-	got := out.String()
+	got := output()
 	up, learned := strings.Index(got, "UP "), strings.Index(got, `msg="VLANs from LLDP"`)
 	if learned < up || !strings.Contains(got[max(learned, 0):], "vlans=[100]") {
 		t.Errorf("VLAN 100 not learned after up returned:\n%s", got)
@@ -196,25 +204,6 @@ func TestVLANsAfterTheLease(t *testing.T) {
 		t.Errorf("%s.100 neither made nor reported impossible:\n%s", cliIf, got)
 	}
 	t.Logf("%s", got)
-}
-
-// syncBuffer is a bytes.Buffer a child process writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestVLANDHCP puts dnsmasq on VLAN 100 of a server namespace's veth (an
