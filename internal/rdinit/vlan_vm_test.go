@@ -99,7 +99,8 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 	t.Logf("VM ran %v; %d tagged frames in, %d out, %d of other VLANs", vm.Elapsed().Round(time.Second),
 		tr.TaggedIn.Load(), tr.TaggedOut.Load(), tr.OtherVLAN.Load())
 	var module, learned, created, lease, inv string
-	for _, l := range vm.Lines() {
+	lines := vm.Lines()
+	for i, l := range lines {
 		switch {
 		case strings.Contains(l.Text, `msg="802.1Q module`):
 			module = l.Text
@@ -109,16 +110,22 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 			created = l.Text
 		case strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0.100"):
 			lease = l.Text
-		case strings.Contains(l.Text, `"eth0.100"`):
-			inv = l.Text
+		case strings.Contains(l.Text, `"name": "eth0.100"`):
+			// The inventory's interface object: its IPv4 address follows
+			// the name and the MAC.
+			for _, n := range lines[i:min(i+4, len(lines))] {
+				if strings.Contains(n.Text, `"ipv4_address"`) {
+					inv = n.Text
+				}
+			}
 		}
 	}
-	for _, l := range []string{module, learned, created, lease} {
+	for _, l := range []string{module, learned, created, lease, inv} {
 		t.Logf("%s", strings.TrimSpace(l))
 	}
 	if !strings.Contains(module, "ready") || fromLLDP != strings.Contains(learned, "vlans=[100]") || !strings.Contains(created, "link=eth0.100") ||
-		!strings.Contains(lease, "address=10.78.0.") || inv == "" {
-		t.Errorf("want 8021q loaded, VLAN 100 learned, eth0.100 created with a lease from 10.78.0.0/24, and in the inventory:\n%s\ndnsmasq:\n%s", consoleTail(vm), dlog())
+		!strings.Contains(lease, "address=10.78.0.") || !strings.Contains(inv, `"10.78.0.`) {
+		t.Errorf("want 8021q loaded, VLAN 100 learned, eth0.100 created with a lease from 10.78.0.0/24, and in the inventory with it:\n%s\ndnsmasq:\n%s", consoleTail(vm), dlog())
 	}
 }
 
