@@ -369,6 +369,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.logVLANs(inv)
 
 	var inspectedUUID string
 	if a.cfg.InspectionCallbackURL != "" {

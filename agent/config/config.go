@@ -260,7 +260,7 @@ func options() []option {
 			set: func(c *Config, v any) { c.ImageDownloadConnectionRetryDelay = v.(time.Duration) }},
 		{name: "ironic_api_version", group: gIronic, meta: "X.Y", kernel: "ipa-ironic-api-version", kind: kString, help: "Ironic API version to use instead of discovering it",
 			set: func(c *Config, v any) { c.IronicAPIVersion = v.(string) }, check: checkOptionalVersion},
-		{name: "enable_vlan_interfaces", group: gNetwork, meta: "INTERFACE.VLAN[,...]|all", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces to create",
+		{name: "enable_vlan_interfaces", group: gNetwork, meta: "IFACE.VLAN|MAC.VLAN|IFACE|all[,...]", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces the ramdisk's init creates and runs DHCP on (IFACE, all: VLANs from LLDP, with ipa-collect-lldp)",
 			set: func(c *Config, v any) { c.EnableVLANInterfaces = v.(string) }},
 		{name: "ignore_bootloader_failure", group: gImages, kernel: "ipa-ignore-bootloader-failure", kind: kBool, def: "false", help: "do not fail install_bootloader",
 			set: func(c *Config, v any) { c.IgnoreBootloaderFailure = v.(bool) }},

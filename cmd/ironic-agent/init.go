@@ -32,7 +32,11 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			"  "+rdinit.ParamDHCPTimeout+"=SECONDS   wait for the first lease (default 60)\n"+
 			"  "+rdinit.ParamModules+"=NAME[,NAME]|all   load more of the initramfs's modules (all: every\n"+
 			"      one, not only those the machine's devices call for)\n"+
-			"  "+rdinit.ParamModuleJobs+"=N   modules loaded at once (default 1)", stderr)
+			"  "+rdinit.ParamModuleJobs+"=N   modules loaded at once (default 1)\n"+
+			"IPA's parameters the init acts on (the agent reads them too):\n"+
+			"  "+rdinit.ParamVLANs+"=IFACE.VLAN|MAC.VLAN|IFACE|all[,...]   create VLAN links (loading 8021q)\n"+
+			"      and run DHCP on them; IFACE and all: the VLANs the NIC's LLDP neighbour announces, only with\n"+
+			"      "+rdinit.ParamCollectLLDP+"=1, listening up to "+rdinit.ParamLLDPTimeout+" seconds (default 30)", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

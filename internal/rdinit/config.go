@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
 )
 
 // Kernel command line parameters read by the init. Dotted names are ignored
@@ -29,6 +31,7 @@ const (
 	defaultModuleJobs = 1
 	maxModuleJobs     = 64
 	defaultDHCPWait   = 60 * time.Second
+	defaultLLDPWait   = 30 * time.Second // IPA's lldp_timeout
 	defaultCommand    = "run"
 	exitRestart       = "restart"
 	exitPoweroff      = "poweroff"
@@ -88,6 +91,15 @@ type Config struct {
 	Debug       bool
 	BootIF      string // MAC from BOOTIF, "" if absent
 
+	// VLANs are ipa-enable-vlan-interfaces's good entries, VLANProblems
+	// its bad ones (logged; the others still apply). The entries that
+	// learn VLANs from LLDP act only with CollectLLDP, as in IPA, and
+	// listen for LLDPTimeout at most.
+	VLANs        []VLANRequest
+	VLANProblems []error
+	CollectLLDP  bool
+	LLDPTimeout  time.Duration
+
 	// Files the init writes outside the agent's state directory. The
 	// ramdisk's come from ParseConfig; a test points them into a
 	// temporary directory (a network namespace does not isolate files, so
@@ -117,7 +129,26 @@ func splitList(s string) []string {
 // the parameter, never a silent default.
 func ParseConfig(c Cmdline) (Config, error) {
 	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs,
-		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile}
+		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile, LLDPTimeout: defaultLLDPWait}
+	// IPA's parameters first: they never stop the init (the agent reports
+	// its own parameters' bad values), so a bad one of ours below cannot
+	// hide them.
+	cfg.VLANs, cfg.VLANProblems = ParseVLANs(c[ParamVLANs])
+	if v, ok := c[ParamCollectLLDP]; ok {
+		b, err := pyconv.ParseBool(v)
+		if err != nil {
+			cfg.VLANProblems = append(cfg.VLANProblems, fmt.Errorf("%s=%q: %v", ParamCollectLLDP, v, err))
+		}
+		cfg.CollectLLDP = b
+	}
+	if v, ok := c[ParamLLDPTimeout]; ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(f > 0 && f <= 3600) {
+			cfg.VLANProblems = append(cfg.VLANProblems, fmt.Errorf("%s=%q: want seconds from 0 to 3600; listening %v", ParamLLDPTimeout, v, defaultLLDPWait))
+		} else {
+			cfg.LLDPTimeout = time.Duration(f * float64(time.Second))
+		}
+	}
 	if v, ok := c[ParamCommand]; ok {
 		cfg.Command = splitList(v)
 		if len(cfg.Command) == 0 {

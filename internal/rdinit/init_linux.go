@@ -79,6 +79,9 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}()
 	t = time.Now()
 	net := newNetwork(log, cfg, onPanic)
+	// 802.1Q for ipa-enable-vlan-interfaces: the coldplug above loads
+	// drivers for devices, and a VLAN is no device until it is made.
+	net.loadModule = func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) }
 	if err := net.up(ctx); err != nil {
 		log.Warn("network", "error", err)
 	}

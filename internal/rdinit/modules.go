@@ -1,8 +1,12 @@
 package rdinit
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -305,4 +309,34 @@ func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 type moduleTime struct {
 	name string
 	took time.Duration
+}
+
+// loadModule is modprobe of one module the kernel parameters call for
+// (8021q for VLANs): nothing when sysModule (/sys/module) shows it in the
+// kernel already, loaded or built in (a built-in module with a version or
+// parameters, as 8021q has, gets a directory there too), else the module
+// and its dependencies from the list, one at a time, with load.
+func loadModule(list, sysModule, name string, load func(path string) error, onPanic func(error)) error {
+	if _, err := os.Stat(filepath.Join(sysModule, name)); err == nil {
+		return nil
+	}
+	data, err := os.ReadFile(list)
+	if err != nil {
+		return fmt.Errorf("module %s: not in the kernel, and the module list: %w", name, err)
+	}
+	entries := parseModuleList(string(data))
+	var want []modEntry
+	for _, e := range entries {
+		if e.name == name {
+			want = append(want, e)
+		}
+	}
+	if len(want) == 0 {
+		return fmt.Errorf("module %s: not in the kernel and not in the initramfs's list %s", name, list)
+	}
+	l := &loader{entries: withDeps(entries, want, nil), load: load, jobs: 1, onPanic: onPanic, byName: map[string]modEntry{}}
+	for _, e := range l.entries {
+		l.byName[e.name] = e
+	}
+	return errors.Join(l.run(nil, false).errs...)
 }

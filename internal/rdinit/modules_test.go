@@ -3,8 +3,11 @@ package rdinit
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -219,5 +222,43 @@ func TestLoaderAllAndFailures(t *testing.T) {
 	st = l.run([]modEntry{l.byName["sd_mod"]}, true)
 	if !k.loaded["sd_mod"] || !k.loaded["t10_pi"] || k.loaded["virtio_scsi"] || len(st.errs) != 0 {
 		t.Errorf("forced sd_mod: loaded %v, errors %v", k.order, st.errs)
+	}
+}
+
+func TestLoadModule(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "modules")
+	sys := filepath.Join(dir, "sys-module")
+	os.MkdirAll(sys, 0o755)
+	os.WriteFile(list, []byte(testList+"/lib/modules/k/llc.ko\t\t\n/lib/modules/k/stp.ko\tllc\t\n"+
+		"/lib/modules/k/garp.ko\tstp,llc\t\n/lib/modules/k/mrp.ko\t\t\n/lib/modules/k/8021q.ko\tgarp,mrp\trtnl-link-vlan\n"), 0o644)
+	var mu sync.Mutex
+	var loaded []string
+	load := func(p string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		loaded = append(loaded, filepath.Base(p))
+		return nil
+	}
+	if err := loadModule(list, sys, "8021q", load, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Its dependencies first, and nothing else of the list.
+	if want := []string{"llc.ko", "stp.ko", "garp.ko", "mrp.ko", "8021q.ko"}; !slices.Equal(loaded, want) {
+		t.Errorf("loaded %v, want %v", loaded, want)
+	}
+	// In the kernel already (loaded or built in): nothing to do.
+	loaded = nil
+	os.MkdirAll(filepath.Join(sys, "8021q"), 0o755)
+	if err := loadModule(list, sys, "8021q", load, nil); err != nil || loaded != nil {
+		t.Errorf("built in: loaded %v, %v", loaded, err)
+	}
+	err := loadModule(list, sys, "bonding", load, nil)
+	if err == nil || !strings.Contains(err.Error(), "bonding") || !strings.Contains(err.Error(), list) {
+		t.Errorf("not in the list: %v", err)
+	}
+	fail := func(p string) error { return fmt.Errorf("finit_module %s: no", p) }
+	if err := loadModule(list, t.TempDir(), "8021q", fail, nil); err == nil || !strings.Contains(err.Error(), "8021q.ko") {
+		t.Errorf("failed load: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,18 +24,36 @@ type network struct {
 	// onPanic receives a panic of a DHCP goroutine (see Recover).
 	onPanic func(error)
 
+	// isNIC picks the links DHCP and VLANs may use (physicalNIC; a test
+	// takes veths).
+	isNIC func(netlink.Link) bool
+	// loadModule loads a kernel module by name before its first use (nil:
+	// the kernel has what it needs).
+	loadModule     func(name string) error
+	vlanModuleOnce sync.Once
+
 	mu        sync.Mutex
 	haveRoute bool
 }
 
 func newNetwork(log *slog.Logger, cfg Config, onPanic func(error)) *network {
-	return &network{log: log.With("component", "network"), cfg: cfg, onPanic: onPanic}
+	return &network{log: log.With("component", "network"), cfg: cfg, onPanic: onPanic, isNIC: physicalNIC}
 }
 
-// up brings every link up, starts DHCP on the selected NICs and returns
-// once the first lease is configured (the BOOTIF NIC's, when BOOTIF is
-// given), or when every attempt has failed or timed out. Attempts on the
-// other NICs go on in the background, and every lease is renewed.
+// physicalNIC is a NIC of the machine: a device with an Ethernet MAC.
+func physicalNIC(l netlink.Link) bool {
+	a := l.Attrs()
+	return a.Flags&net.FlagLoopback == 0 && l.Type() == "device" && len(a.HardwareAddr) == 6
+}
+
+// up brings every link up, creates the VLAN links ipa-enable-vlan-interfaces
+// asks for, starts DHCP on the selected NICs and VLANs and returns once
+// the first lease is configured (the BOOTIF NIC's or one of its VLANs',
+// when BOOTIF is given), or when every attempt has failed or timed out.
+// Attempts on the other links go on in the background, and every lease is
+// renewed. VLANs learned from LLDP wait for their neighbour's frame (up to
+// ipa-lldp-timeout) while DHCP runs on the plain NICs, and are made
+// when it comes, before or after up returns.
 func (n *network) up(ctx context.Context) error {
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -48,35 +67,86 @@ func (n *network) up(ctx context.Context) error {
 			n.log.Warn("link up", "link", a.Name, "error", err)
 			continue
 		}
-		if a.Flags&net.FlagLoopback != 0 || l.Type() != "device" || len(a.HardwareAddr) != 6 {
-			continue
-		}
-		if n.selected(a.HardwareAddr.String()) {
+		if n.isNIC(l) {
 			nics = append(nics, l)
 		}
 	}
-	if len(nics) == 0 {
+	for _, err := range n.cfg.VLANProblems {
+		n.log.Error("VLAN parameter: entry skipped", "error", err)
+	}
+	var dhcpOn []netlink.Link
+	for _, l := range append(slices.Clip(nics), n.explicitVLANs(n.cfg.VLANs, nics)...) {
+		if n.selected(l.Attrs().HardwareAddr.String()) {
+			dhcpOn = append(dhcpOn, l)
+		}
+	}
+	parents := n.lldpParents(n.cfg.VLANs, nics)
+	if len(dhcpOn) == 0 && len(parents) == 0 {
 		if n.cfg.DHCP != nil && len(n.cfg.DHCP) == 0 {
 			return nil
 		}
 		return errors.New("no NIC to run DHCP on")
 	}
+	// The LLDP step's result has learned set, and more announces the
+	// learned VLANs' attempts, which follow.
 	type result struct {
-		mac string
-		err error
+		mac     string
+		err     error
+		learned bool
+		more    int
 	}
-	done := make(chan result, len(nics))
-	for _, l := range nics {
+	done := make(chan result)
+	stop := make(chan struct{})
+	defer close(stop)
+	send := func(r result) {
+		select {
+		case done <- r:
+		case <-stop: // up has returned; the attempt goes on alone
+		}
+	}
+	attempt := func(l netlink.Link) {
 		go func() {
 			defer Recover(n.onPanic)
 			err := n.dhcp(ctx, l)
-			done <- result{l.Attrs().HardwareAddr.String(), err}
+			send(result{mac: l.Attrs().HardwareAddr.String(), err: err})
 		}()
 	}
+	pending := len(dhcpOn)
+	for _, l := range dhcpOn {
+		attempt(l)
+	}
+	if len(parents) > 0 {
+		pending++
+		go func() {
+			defer Recover(n.onPanic)
+			var learned []netlink.Link
+			for _, l := range n.learnedVLANs(ctx, parents) {
+				if n.selected(l.Attrs().HardwareAddr.String()) {
+					learned = append(learned, l)
+				}
+			}
+			if len(learned) == 0 {
+				send(result{learned: true, err: errors.New("no VLAN to run DHCP on from LLDP")})
+				return
+			}
+			send(result{learned: true, more: len(learned)})
+			for _, l := range learned {
+				attempt(l)
+			}
+		}()
+	}
+	// The first lease is enough to go on, the LLDP step goes on alone:
+	// waiting for it would add the LLDP timeout to every boot with a
+	// silent NIC, on top of the agent's own LLDP wait (ipa-collect-lldp),
+	// which starts later and so ends after this one has made its VLANs.
 	var errs []error
-	for range nics {
+	for pending > 0 {
 		r := <-done
-		if r.err == nil && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
+		pending--
+		if r.learned {
+			pending += r.more
+		}
+		if r.err == nil && r.more == 0 && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
 			return nil
 		}
 		if r.err != nil {

@@ -94,42 +94,14 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 		t.Skip("SKIPPED: -short: holds a lease through three renewals (about 15 s)")
 	}
 	netnstest.RequireRoot(t, "dnsmasq")
-	// The host's own files must come out as they went in.
-	for _, p := range []string{DefaultResolvConf, DefaultHostnameFile, "/etc/hostname"} {
-		before, _ := os.ReadFile(p)
-		t.Cleanup(func() {
-			if after, _ := os.ReadFile(p); string(after) != string(before) {
-				t.Errorf("the host's %s changed: %q -> %q", p, before, after)
-			}
-		})
-	}
-	id := netnstest.ID(t)
-	srv := netnstest.NewNetns(t, "rddhcps-"+id)
-	cli := netnstest.NewNetns(t, "rddhcpc-"+id)
-	srvIf, cliIf := "rds"+id, "rdc"+id
-	srv.Veth(srvIf, cli, cliIf)
+	keepHostFiles(t)
+	srv, cli, srvIf, cliIf := serverAndClient(t, "rdd")
 	srv.IP("addr", "add", "10.77.0.1/24", "dev", srvIf)
 	cli.IP("link", "set", cliIf, "address", "52:54:00:77:00:02")
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "dnsmasq.log")
-	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	dns := exec.Command("ip", "netns", "exec", srv.Name, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
-		"--port=0", "--bind-interfaces", "--interface="+srvIf, "--except-interface=lo",
+	dlog := startDnsmasq(t, srv.Name, srvIf,
 		"--dhcp-range=10.77.0.50,10.77.0.60,2m", "--dhcp-option=option:T1,4", "--dhcp-option=option:T2,7",
 		"--dhcp-option=option:router,10.77.0.1", "--dhcp-option=option:dns-server,10.77.0.1,10.77.0.2",
-		"--dhcp-option=option:domain-search,prov.example,example", "--dhcp-host=52:54:00:77:00:02,rdinit-test",
-		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"),
-		"--log-dhcp", "--log-facility="+logPath)
-	if err := dns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dns.Process.Kill()
-		_ = dns.Wait()
-		if t.Failed() {
-			t.Logf("dnsmasq:\n%s", dlog())
-		}
-	})
+		"--dhcp-option=option:domain-search,prov.example,example", "--dhcp-host=52:54:00:77:00:02,rdinit-test")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestDHCPRenewalHelper$", "-test.v")
@@ -161,4 +133,55 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 		t.Errorf("hostname file: %q, %v; want rdinit-test", b, err)
 	}
 	t.Logf("lease held 11 s with %d renewals", renewed)
+}
+
+// keepHostFiles fails the test if the host's own files the init writes
+// (DNS, host name) do not come out as they went in.
+func keepHostFiles(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{DefaultResolvConf, DefaultHostnameFile, "/etc/hostname"} {
+		before, _ := os.ReadFile(p)
+		t.Cleanup(func() {
+			if after, _ := os.ReadFile(p); string(after) != string(before) {
+				t.Errorf("the host's %s changed: %q -> %q", p, before, after)
+			}
+		})
+	}
+}
+
+// startDnsmasq runs Debian's dnsmasq as a DHCP server only (no DNS) on
+// iface in the named network namespace, with its lease file, PID file and log in the test's
+// directory, and returns a reader of its log (shown when the test fails).
+func startDnsmasq(t *testing.T, netns, iface string, args ...string) func() string {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "dnsmasq.log")
+	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	dns := exec.Command("ip", append([]string{"netns", "exec", netns, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+		"--port=0", "--bind-interfaces", "--interface=" + iface, "--except-interface=lo",
+		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
+		"--log-dhcp", "--log-facility=" + logPath}, args...)...)
+	if err := dns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dns.Process.Kill()
+		_ = dns.Wait()
+		if t.Failed() {
+			t.Logf("dnsmasq:\n%s", dlog())
+		}
+	})
+	return dlog
+}
+
+// serverAndClient makes two namespaces joined by a veth pair, named after
+// prefix (at most 4 bytes, to leave room in interface names).
+func serverAndClient(t *testing.T, prefix string) (srv, cli *netnstest.Netns, srvIf, cliIf string) {
+	t.Helper()
+	id := netnstest.ID(t)
+	srv = netnstest.NewNetns(t, prefix+"s-"+id)
+	cli = netnstest.NewNetns(t, prefix+"c-"+id)
+	srvIf, cliIf = prefix+"s"+id, prefix+"c"+id
+	srv.Veth(srvIf, cli, cliIf)
+	return srv, cli, srvIf, cliIf
 }

@@ -37,7 +37,8 @@ type Disk struct {
 
 // NIC is one network card. Backend "user" is slirp (restrict=on, with the
 // machine's forwards), "isolated" a slirp with nothing reachable, "fd" the
-// tap file the harness passes in (see Machine.TapFile).
+// tap file the harness passes in (see Machine.TapFile), "stream" that file
+// as a stream socket (a switch the test plays itself).
 type NIC struct {
 	Model   string // virtio-net-pci, e1000
 	MAC     string
@@ -256,6 +257,13 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 				return nil, fmt.Errorf("vmtest: NIC %s wants a tap but there is none", n.MAC)
 			}
 			nd = fmt.Sprintf("tap,id=n%d,fd=%d", i, tapFD)
+		case "stream":
+			// The same file is a connected stream socket instead: QEMU
+			// sends and takes each frame after its 4-byte length.
+			if tapFD < 0 {
+				return nil, fmt.Errorf("vmtest: NIC %s wants a stream socket but there is none", n.MAC)
+			}
+			nd = fmt.Sprintf("socket,id=n%d,fd=%d", i, tapFD)
 		default:
 			return nil, fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
 		}

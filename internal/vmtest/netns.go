@@ -129,6 +129,7 @@ type LLDPPeer struct {
 	Description string
 	PortID      string // local port ID subtype
 	PortDescr   string
+	Extra       []string // more lldpcli lines (custom TLVs)
 }
 
 // StartLLDPD runs Debian's lldpd in the namespace on the tap only, with a
@@ -161,7 +162,7 @@ configure system description %q
 configure lldp tx-interval 1
 configure lldp tx-hold 30
 configure ports %s lldp portidsubtype local %s description %q
-`, p.SystemName, p.Description, n.Tap, p.PortID, p.PortDescr)
+`, p.SystemName, p.Description, n.Tap, p.PortID, p.PortDescr) + strings.Join(p.Extra, "\n") + "\n"
 	if err := os.WriteFile(conf, []byte(c), 0o644); err != nil {
 		return err
 	}

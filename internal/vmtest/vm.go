@@ -46,7 +46,8 @@ type Options struct {
 	// Relay builds the guestfwd command for a host target; default
 	// RelayCommand (the running binary must call MaybeRelay first thing).
 	Relay func(target string) string
-	// Tap is the tap device file for a NIC with backend "fd".
+	// Tap is the tap device file for a NIC with backend "fd", or the
+	// stream socket for one with backend "stream" (see StartTrunk).
 	Tap *os.File
 	// Echo receives the serial console as it comes (e.g. t.Log lines).
 	Echo func(Line)
