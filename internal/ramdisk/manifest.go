@@ -15,7 +15,12 @@ type ManifestEntry struct {
 	// with OptionalReason instead of failing.
 	Optional       bool
 	OptionalReason string
-	Comment        string // the hardware it is for
+	// OnDemand modules are carried but not loaded at boot: the code that
+	// needs one loads it (8021q before a VLAN link), and loading it
+	// unasked would change the machine (bonding makes a bond0 that the
+	// inventory and Ironic's discovery would report as a NIC).
+	OnDemand bool
+	Comment  string // the hardware it is for
 }
 
 //go:embed modules.txt
@@ -48,7 +53,7 @@ func FirmwarePackages() []string {
 	return out
 }
 
-// ParseManifest reads a manifest: "[group]" lines, and "NAME
+// ParseManifest reads a manifest: "[group]" lines, and "NAME [ondemand]
 // [optional: REASON] [# COMMENT]" lines; "#" lines and blank lines are
 // skipped. A name given twice is an error.
 func ParseManifest(text string) ([]ManifestEntry, error) {
@@ -70,10 +75,14 @@ func ParseManifest(text string) ([]ManifestEntry, error) {
 		}
 		name, rest, _ := strings.Cut(body, " ")
 		e := ManifestEntry{Name: name, Group: group, Comment: strings.TrimSpace(comment)}
-		if rest = strings.TrimSpace(rest); rest != "" {
+		rest = strings.TrimSpace(rest)
+		if word, after, _ := strings.Cut(rest, " "); word == "ondemand" {
+			e.OnDemand, rest = true, strings.TrimSpace(after)
+		}
+		if rest != "" {
 			reason, ok := strings.CutPrefix(rest, "optional:")
 			if !ok || strings.TrimSpace(reason) == "" {
-				return nil, fmt.Errorf("ramdisk: manifest line %d: after the name %s want \"optional: REASON\", got %q", i+1, name, rest)
+				return nil, fmt.Errorf("ramdisk: manifest line %d: after the name %s want \"ondemand\" and/or \"optional: REASON\", got %q", i+1, name, rest)
 			}
 			e.Optional, e.OptionalReason = true, strings.TrimSpace(reason)
 		}

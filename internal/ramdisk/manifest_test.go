@@ -50,7 +50,7 @@ func TestManifest(t *testing.T) {
 }
 
 func TestParseManifest(t *testing.T) {
-	got, err := ParseManifest("# head\n\n[nic]\nice   # Intel E810\nhns3 optional: arm64 only # HiSilicon\n[x]\nfoo\n")
+	got, err := ParseManifest("# head\n\n[nic]\nice   # Intel E810\nhns3 optional: arm64 only # HiSilicon\n[x]\nfoo\nbonding ondemand\n8021q ondemand optional: y # VLAN\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,13 @@ func TestParseManifest(t *testing.T) {
 		{Name: "ice", Group: "nic", Comment: "Intel E810"},
 		{Name: "hns3", Group: "nic", Optional: true, OptionalReason: "arm64 only", Comment: "HiSilicon"},
 		{Name: "foo", Group: "x"},
+		{Name: "bonding", Group: "x", OnDemand: true},
+		{Name: "8021q", Group: "x", OnDemand: true, Optional: true, OptionalReason: "y", Comment: "VLAN"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	for _, bad := range []string{"a\na\n", "a b\n", "a optional:\n", "[\n", "[]\n"} {
+	for _, bad := range []string{"a\na\n", "a b\n", "a ondemand b\n", "a optional:\n", "[\n", "[]\n"} {
 		if _, err := ParseManifest(bad); err == nil {
 			t.Errorf("ParseManifest(%q) accepted", bad)
 		}

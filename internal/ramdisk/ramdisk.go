@@ -242,12 +242,17 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	onDemand := map[string]bool{}
+	for _, e := range entries {
+		onDemand[strings.ReplaceAll(e.Name, "-", "_")] = e.OnDemand
+	}
 	var list strings.Builder
 	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
 	for _, m := range mods {
 		// path, then the modules to load first, then the modalias
 		// patterns that call for it (rdinit loads a module only when a
-		// device matches one, or always when it has none).
+		// device matches one, or always when it has none), then
+		// "ondemand" for one the init must not load at boot.
 		var aliases []string
 		for _, a := range m.Aliases {
 			if !strings.ContainsAny(a, " \t\n") {
@@ -255,7 +260,11 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 			}
 		}
 		p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
-		fmt.Fprintf(&list, "/%s\t%s\t%s\n", p, strings.Join(m.Deps, ","), strings.Join(aliases, " "))
+		flags := ""
+		if onDemand[strings.ReplaceAll(m.Name, "-", "_")] {
+			flags = "\tondemand"
+		}
+		fmt.Fprintf(&list, "/%s\t%s\t%s%s\n", p, strings.Join(m.Deps, ","), strings.Join(aliases, " "), flags)
 	}
 	// Modules by manifest group (dependencies the manifest does not name
 	// on their own), so the size report can say what each group costs.

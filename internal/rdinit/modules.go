@@ -18,10 +18,13 @@ type modEntry struct {
 	path    string
 	deps    []string
 	aliases []string
+	// onDemand: never loaded at boot, only by name when needed (8021q
+	// for a VLAN; bonding, which makes a bond0 when loaded).
+	onDemand bool
 }
 
 // parseModuleList reads the module list written by internal/ramdisk:
-// "path<TAB>dep,dep<TAB>alias alias" per line (older lists have the path
+// "path<TAB>dep,dep<TAB>alias alias[<TAB>ondemand]" per line (older lists have the path
 // only). Lines are in dependency order.
 func parseModuleList(data string) []modEntry {
 	var out []modEntry
@@ -45,6 +48,9 @@ func parseModuleList(data string) []modEntry {
 		}
 		if len(f) > 2 {
 			e.aliases = strings.Fields(f[2])
+		}
+		if len(f) > 3 {
+			e.onDemand = strings.TrimSpace(f[3]) == "ondemand"
 		}
 		out = append(out, e)
 	}
@@ -167,6 +173,9 @@ func modulesFor(entries []modEntry, modaliases []string, loaded map[string]bool)
 	for _, e := range entries {
 		if loaded[e.name] {
 			continue // matching thousands of PCI IDs again is not free
+		}
+		if e.onDemand {
+			continue
 		}
 		if e.deviceDriver() && e.matches(modaliases) || !e.deviceDriver() && !needed[e.name] {
 			want = append(want, e)

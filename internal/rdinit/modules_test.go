@@ -23,7 +23,8 @@ const testList = "/lib/modules/k/scsi_mod.ko\t\t\n" +
 	"/lib/modules/k/mlxfw.ko\t\t\n" +
 	"/lib/modules/k/mlx5_core.ko\tmlxfw\tpci:v000015B3d00001017sv*sd*bc*sc*i*\n" +
 	"/lib/modules/k/crct10dif_generic.ko\t\tcrypto-crct10dif\n" +
-	"/lib/modules/k/efivarfs.ko\t\tfs-efivarfs\n"
+	"/lib/modules/k/efivarfs.ko\t\tfs-efivarfs\n" +
+	"/lib/modules/k/team.ko\t\t\tondemand\n" // loaded by name only
 
 func names(es []modEntry) []string {
 	var out []string
@@ -35,7 +36,7 @@ func names(es []modEntry) []string {
 
 func TestParseModuleList(t *testing.T) {
 	es := parseModuleList(testList + "\n# comment\n/lib/modules/k/old-style.ko\n")
-	if len(es) != 11 {
+	if len(es) != 12 {
 		t.Fatalf("%d entries: %v", len(es), names(es))
 	}
 	sd := es[3]
@@ -43,8 +44,11 @@ func TestParseModuleList(t *testing.T) {
 		!reflect.DeepEqual(sd.aliases, []string{"scsi:t-0x00*", "scsi:t-0x0e*"}) || !sd.deviceDriver() {
 		t.Errorf("sd_mod: %+v", sd)
 	}
-	if es[10].name != "old_style" || es[10].deviceDriver() || es[8].deviceDriver() {
-		t.Errorf("old-style line or name alias: %+v %+v", es[10], es[8])
+	if es[11].name != "old_style" || es[11].deviceDriver() || es[8].deviceDriver() {
+		t.Errorf("old-style line or name alias: %+v %+v", es[11], es[8])
+	}
+	if !es[10].onDemand || es[8].onDemand {
+		t.Errorf("ondemand flag: %+v %+v", es[10], es[8])
 	}
 }
 
@@ -214,7 +218,8 @@ func TestLoaderAllAndFailures(t *testing.T) {
 	if k.loaded["mlxfw"] || k.loaded["mlx5_core"] {
 		t.Error("mlx5_core loaded without mlxfw")
 	}
-	if len(st.errs) != 2 || st.loaded != 8 {
+	// "all" loads the on-demand modules too (team).
+	if len(st.errs) != 2 || st.loaded != 9 {
 		t.Errorf("loaded %d, errors %v", st.loaded, st.errs)
 	}
 	// Forced modules on top of coldplug, with their dependencies.
