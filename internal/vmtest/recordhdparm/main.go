@@ -45,7 +45,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	out := flag.String("out", filepath.Join("deploy", "testdata", "hdparm"), "output directory")
+	out := flag.String("out", filepath.Join("deploy", "erase", "testdata", "hdparm"), "output directory")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
