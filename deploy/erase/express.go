@@ -115,7 +115,7 @@ func (e *Eraser) expressOne(ctx context.Context, dev string, o EraseOptions) (De
 	return DeviceResult{Method: method, Bytes: n, Detail: strings.Join(details, "; ")}, nil
 }
 
-// discardKind is what Discard did.
+// discardKind is what discard did.
 type discardKind int
 
 const (
