@@ -189,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	} else {
 		a.tokens.AllowTokenless(true)
 	}
-	a.generic = &GenericManager{Disks: a.Disks, InjectFilesPriority: cfg.InjectFilesPriority, agent: a, AllowedDevices: cfg.AllowedDevices, Log: a.log}
+	a.generic = &GenericManager{Disks: a.Disks, InjectFilesPriority: cfg.InjectFilesPriority, agent: a, AllowedDevices: cfg.AllowedDevices, Log: a.log, SkipSpecialFilesystemGuard: !cfg.GuardSpecialFilesystems}
 	execSteps := hwmgr.NewExecSteps(cfg.StepsDir)
 	if err := execSteps.LoadError(); err != nil {
 		return nil, err

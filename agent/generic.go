@@ -44,6 +44,11 @@ type GenericManager struct {
 	AllowedDevices []string
 	// Log receives the erase steps' warnings.
 	Log *slog.Logger
+	// SkipSpecialFilesystemGuard is the agent's guard_special_filesystems
+	// (ipa-guard-special-filesystems) set to false: the erase steps then
+	// wipe GPFS, VMFS and GFS2 devices whatever the node says. Negative so
+	// that a zero GenericManager keeps the guard.
+	SkipSpecialFilesystemGuard bool
 }
 
 // stepFunc runs one step.
@@ -103,6 +108,7 @@ func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []i
 		if err != nil {
 			return nil, err
 		}
+		opts.GuardSpecialFilesystems = !g.SkipSpecialFilesystemGuard
 		disks, err := g.Disks(ctx)
 		if err != nil {
 			return nil, err

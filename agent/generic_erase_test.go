@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
@@ -120,5 +122,32 @@ func TestFinishWholeDiskImageRecordsPartitionUUIDs(t *testing.T) {
 	got, err := fn(context.Background())
 	if err != nil || got.(map[string]any)["root uuid"] != "0x12345678" {
 		t.Errorf("get_partition_uuids = %v, %v", got, err)
+	}
+}
+
+// ipa-guard-special-filesystems reaches the erase steps: by default a
+// device holding GFS2 is refused whatever the node says; with the agent's
+// guard off (as IPA's CONF.guard_special_filesystems=False) it is wiped.
+func TestGuardSpecialFilesystemsConfig(t *testing.T) {
+	for _, guard := range []bool{true, false} {
+		dev := looptest.Attach(t, 64<<20)
+		looptest.WriteAt(t, dev, 65536, []byte{0x01, 0x16, 0x19, 0x70, 0, 0, 0, 1}) // GFS2 superblock magic
+		flags := map[string]string{"allowed_devices": dev}
+		if !guard {
+			flags["guard_special_filesystems"] = "false"
+		}
+		ra := standalone(t, Options{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}, flags)
+		_, err := ra.agent.generic.ExecuteStep(context.Background(), "erase_devices_metadata", hwmgr.Request{Node: map[string]any{"uuid": "n1"}})
+		var pe *erase.ProtectedDeviceError
+		switch {
+		case guard && !errors.As(err, &pe):
+			t.Errorf("guard on: %v, want a refusal naming GFS2", err)
+		case !guard && err != nil:
+			t.Errorf("guard off: %v", err)
+		}
+		magic := looptest.ReadAt(t, dev, 65536, 4)
+		if wiped := bytes.Equal(magic, make([]byte, 4)); wiped == guard {
+			t.Errorf("guard_special_filesystems=%v: GFS2 superblock wiped=%v", guard, wiped)
+		}
 	}
 }

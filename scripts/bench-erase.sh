@@ -7,7 +7,7 @@
 #                   vs ironic-agent erase DEV --full --iterations 1
 #   metadata wipe:  wipefs --force --all; dd 33x512 at both ends; sgdisk -Z   (IPA's destroy_disk_metadata)
 #                   vs ironic-agent erase DEV --metadata
-#   express erase:  ironic-agent erase DEV --express (discard + write-zeroes on a loop device)
+#   express erase:  ironic-agent erase DEV --express (discard + metadata wipe on a loop device)
 #
 # Needs root (losetup). The loop device uses direct I/O on its backing file
 # so writes reach the file system rather than only the page cache.
@@ -58,5 +58,5 @@ echo "  ironic-agent --metadata: $ours_m"
 echo "  speed-up: $(ratio "$ipa_m" "$ours_m")x"
 
 ours_e=$("$out/benchexec" -n "$runs" -- "$out/ironic-agent" erase "$dev" --express --yes)
-echo "express erase (discard + write zeroes):"
+echo "express erase (discard + metadata wipe):"
 echo "  ironic-agent --express: $ours_e"

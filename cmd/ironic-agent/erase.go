@@ -29,8 +29,8 @@ func runErase(ctx context.Context, args []string, stdin *os.File, stdout, stderr
 		"Erase one device with the code of the agent's clean steps:\n"+
 			"  --metadata  erase_devices_metadata: partition tables at both ends and every\n"+
 			"              filesystem, RAID and LVM signature, on the device and its partitions\n"+
-			"  --express   erase_devices_express: NVMe format, or discard + write-zeroes where the\n"+
-			"              device guarantees zeroes, else the metadata wipe\n"+
+			"  --express   erase_devices_express: NVMe sanitize or format; else a (secure) discard\n"+
+			"              where the device supports it, then the metadata wipe\n"+
 			"  --full      erase_devices: ATA secure erase or NVMe format when the drive supports\n"+
 			"              it, else random overwrite passes and a zero pass\n"+
 			"Only DEVICE (and its partitions) is touched. A device that is mounted, holds the\n"+

@@ -241,14 +241,16 @@ func TestEraseOptionsFromNode(t *testing.T) {
 			"agent_erase_skip_read_only":         true,
 			"disk_erasure_concurrency":           float64(4),
 			"wipe_special_filesystems":           false,
+			"guard_special_filesystems":          false,
 		},
 		"properties": map[string]any{"skip_block_devices": []any{map[string]any{"name": "/dev/sda"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// guard_special_filesystems is the agent's setting, never the node's.
 	want := EraseOptions{Iterations: 3, ContinueIfSecureEraseFailed: true, SkipReadOnly: true, Concurrency: 4,
-		SkipBlockDevices: []map[string]any{{"name": "/dev/sda"}}}
+		GuardSpecialFilesystems: true, SkipBlockDevices: []map[string]any{{"name": "/dev/sda"}}}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got %+v\nwant %+v", o, want)
 	}

@@ -22,12 +22,13 @@ func (e *Eraser) erasableDevices(disks []inventory.Disk) ([]string, map[string]D
 	sort.Sort(sort.Reverse(sort.StringSlice(devs)))
 	var out []string
 	for _, dev := range devs {
-		if why := e.skipReason(dev); why != "" {
-			skipped[dev] = DeviceResult{Method: why}
-			continue
+		why := e.skipReason(dev)
+		if why == "" && e.readOnly(dev) {
+			why = MethodSkippedReadOnly
 		}
-		if e.readOnly(dev) {
-			skipped[dev] = DeviceResult{Method: MethodSkippedReadOnly}
+		if why != "" {
+			e.log().Info("not erasing device", "device", dev, "reason", why)
+			skipped[dev] = DeviceResult{Method: why}
 			continue
 		}
 		out = append(out, dev)

@@ -17,7 +17,11 @@ type EraseOptions struct {
 	EnableNVMeSecureErase       bool // agent_enable_nvme_secure_erase (true)
 	SkipReadOnly                bool // agent_erase_skip_read_only (false)
 	WipeSpecialFilesystems      bool // wipe_special_filesystems (true): false disables the shared-filesystem check
-	Concurrency                 int  // disk_erasure_concurrency (1)
+	// GuardSpecialFilesystems is the agent's own guard_special_filesystems
+	// (ipa-guard-special-filesystems, true), not a node key: false
+	// disables the shared-filesystem check for every node, as in IPA.
+	GuardSpecialFilesystems bool
+	Concurrency             int // disk_erasure_concurrency (1)
 	// SkipBlockDevices is properties.skip_block_devices: hint dicts.
 	SkipBlockDevices []map[string]any
 }
@@ -25,7 +29,7 @@ type EraseOptions struct {
 // DefaultEraseOptions are IPA's defaults when the node says nothing.
 func DefaultEraseOptions() EraseOptions {
 	return EraseOptions{Iterations: 1, Zeroize: true, EnableATASecureErase: true,
-		EnableNVMeSecureErase: true, WipeSpecialFilesystems: true, Concurrency: 1}
+		EnableNVMeSecureErase: true, WipeSpecialFilesystems: true, GuardSpecialFilesystems: true, Concurrency: 1}
 }
 
 // EraseOptionsFromNode reads the options from a node document as Ironic
