@@ -73,7 +73,9 @@ func TestEveryExecutedNameRegistered(t *testing.T) {
 				return err
 			}
 			rel, _ := filepath.Rel(root, path)
-			text := func(n ast.Node) string { return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset]) }
+			text := func(n ast.Node) string {
+				return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
+			}
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
