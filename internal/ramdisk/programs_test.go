@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,5 +194,111 @@ func TestBuildCarriesEveryProgram(t *testing.T) {
 	problems := checkCarried(files)
 	if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "needs libc.so.6") }) {
 		t.Errorf("an archive without libc.so.6 passed the check: %q", problems)
+	}
+}
+
+func FuzzParseDepends(f *testing.F) {
+	f.Add("Depends: uuid-runtime, libc6 (>= 2.34), libjson-c5 (>= 0.15) | libjson-c4, python3:any\nPre-Depends: zlib1g (>= 1:1.1.4)\n")
+	f.Add("libc6 (>= 2.14)\n")
+	f.Add("Depends: \n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range parseDepends(s) {
+			if d == "" || strings.ContainsAny(d, ",|(") {
+				t.Errorf("parseDepends(%q) gave %q", s, d)
+			}
+		}
+	})
+}
+
+// planPrograms over a made-up package tree with the host's own ELF files:
+// a program whose name is a hard link, one that is a symbolic link, the
+// loader through an absolute symbolic link in another package, and a
+// library no package has, which comes back unresolved.
+func TestPlanPrograms(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("SKIPPED: no true(1) on the host")
+	}
+	ld, err := os.ReadFile("/lib64/ld-linux-x86-64.so.2")
+	if err != nil {
+		t.Skipf("SKIPPED: not an amd64 glibc host: %v", err)
+	}
+	libcData, err := os.ReadFile(libc)
+	if err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	binData, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	write := func(p string, b []byte) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symlink := func(target, p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tools := FirmwarePackage{Name: "tools", Dir: filepath.Join(root, "tools")}
+	write(filepath.Join(tools.Dir, "sbin/mke2fs"), binData)
+	if err := os.Link(filepath.Join(tools.Dir, "sbin/mke2fs"), filepath.Join(tools.Dir, "sbin/mkfs.ext4")); err != nil {
+		t.Fatal(err)
+	}
+	symlink("mke2fs", filepath.Join(tools.Dir, "sbin/mkfs.ext3"))
+	c := FirmwarePackage{Name: "libc6", Dir: filepath.Join(root, "libc6")}
+	write(filepath.Join(c.Dir, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"), ld)
+	symlink("/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", filepath.Join(c.Dir, "lib64/ld-linux-x86-64.so.2"))
+	progs := []programs.Program{{Name: "mkfs.ext3", Package: "tools"}, {Name: "mkfs.ext4", Package: "tools"}}
+
+	// Without libc.so.6: unresolved, named with who needs it.
+	_, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(unresolved, func(u unresolvedLib) bool { return u.soname == "libc.so.6" && u.pkg == "tools" }) {
+		t.Errorf("libc.so.6 not reported missing: %+v", unresolved)
+	}
+
+	write(filepath.Join(c.Dir, "lib/x86_64-linux-gnu/libc.so.6"), libcData)
+	files, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
+	if err != nil || len(unresolved) > 0 {
+		t.Fatalf("err %v, unresolved %+v", err, unresolved)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = f.Link + " " + f.Package + " " + strings.Join(f.Programs, ",")
+	}
+	want := map[string]string{
+		"sbin/mkfs.ext3":                            "mke2fs tools mkfs.ext3",
+		"sbin/mke2fs":                               " tools mkfs.ext3,mkfs.ext4",
+		"sbin/mkfs.ext4":                            "/sbin/mke2fs tools mkfs.ext4",
+		"lib64/ld-linux-x86-64.so.2":                "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 libc6 mkfs.ext3,mkfs.ext4",
+		"lib/x86_64-linux-gnu/ld-linux-x86-64.so.2": " libc6 mkfs.ext3,mkfs.ext4",
+		"lib/x86_64-linux-gnu/libc.so.6":            " libc6 mkfs.ext3,mkfs.ext4",
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: got %q, want %q", p, got[p], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+
+	// A program its package does not ship fails.
+	if _, _, err := planPrograms([]programs.Program{{Name: "mkfs.xfs", Package: "tools"}}, []FirmwarePackage{tools, c}); err == nil || !strings.Contains(err.Error(), "ships no mkfs.xfs") {
+		t.Errorf("got %v", err)
 	}
 }
