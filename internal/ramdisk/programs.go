@@ -362,7 +362,7 @@ func addPrograms(w *initramfs.Writer, piece func(string, int, func() error) erro
 			slices.Sort(names)
 			return fmt.Sprintf("programs %s (%s)", ps[0], strings.Join(names, ", "))
 		}
-		return "program libraries shared by several packages (libc6, ...)"
+		return "program libraries (shared; libc6, ...)"
 	}
 	var groups []string
 	byGroup := map[string][]ProgramFile{}
