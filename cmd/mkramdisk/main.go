@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/programs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
 
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string) error {
 	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	firmware := fs.Bool("firmware", true, "add the firmware files the modules name, from Debian's firmware packages (main and non-free-firmware)")
+	progs := fs.Bool("programs", true, "add the programs the agent runs (internal/programs), with their libraries, from Debian's packages")
 	files := map[string]string{}
 	fs.Func("file", "extra file for the initramfs, `DST=SRC` (archive path = host path; repeatable)", func(v string) error {
 		dst, src, ok := strings.Cut(v, "=")
@@ -108,6 +110,11 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		if opts.FirmwareIndex, err = ramdisk.FirmwareIndex(ctx, *cache, opts.Firmware); err != nil {
+			return err
+		}
+	}
+	if *progs {
+		if opts.Programs, err = ramdisk.FetchPrograms(ctx, *cache, programs.All()); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,10 @@ package erase
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/ironic-go/ironic-agent/internal/programs"
 )
 
 // ataErase runs IPA's ATA Secure Erase state machine through hdparm.
@@ -11,6 +14,11 @@ import (
 // support but the erase could not be done.
 func (e *Eraser) ataErase(ctx context.Context, dev string) (DeviceResult, bool, error) {
 	lines, err := e.ataSecurity(ctx, dev)
+	if missing := (*programs.MissingError)(nil); errors.As(err, &missing) {
+		// Without hdparm every SATA disk would look unsupported and be
+		// overwritten: refuse instead, naming the program.
+		return DeviceResult{}, true, fmt.Errorf("ATA secure erase of %s: %w", dev, err)
+	}
 	if err != nil {
 		// No ATA identify (SCSI, virtio, USB bridges): not supported.
 		e.log().Info("hdparm -I failed; ATA secure erase not available", "device", dev, "error", err)

@@ -203,6 +203,11 @@ func cacheKey(opts Options, extra []string) (string, error) {
 	for _, p := range opts.Firmware {
 		line("firmware %s %s", p.Name, p.SHA256)
 	}
+	if opts.Programs != nil {
+		for _, p := range opts.Programs.Packages {
+			line("program package %s %s", p.Name, p.SHA256)
+		}
+	}
 	for _, dst := range slices.Sorted(maps.Keys(opts.Files)) {
 		if sum, err = FileSHA256(opts.Files[dst]); err != nil {
 			return "", err

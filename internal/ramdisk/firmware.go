@@ -60,10 +60,16 @@ const firmwareDebianComponents = "main non-free-firmware"
 // host's mirrors and suites (HostDebianSources) with the components main
 // and non-free-firmware.
 func FetchFirmware(ctx context.Context, cacheDir string, pkgs []string) ([]FirmwarePackage, error) {
-	base := filepath.Join(cacheDir, "firmware")
+	return fetchPackages(ctx, filepath.Join(cacheDir, "firmware"), firmwareDebianComponents, pkgs)
+}
+
+// fetchPackages downloads pkgs from the archive components of the host's
+// mirrors into base/debs (apt's configuration and lists below base/apt)
+// and extracts each into base/pkg/<sha256 of the .deb>; see FetchFirmware.
+func fetchPackages(ctx context.Context, base, components string, pkgs []string) ([]FirmwarePackage, error) {
 	debs := filepath.Join(base, "debs")
 	if err := os.MkdirAll(debs, 0o755); err != nil {
-		return nil, fmt.Errorf("ramdisk: firmware: %w", err)
+		return nil, fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	var missing []string
 	for _, p := range pkgs {
@@ -76,7 +82,7 @@ func FetchFirmware(ctx context.Context, cacheDir string, pkgs []string) ([]Firmw
 		}
 	}
 	if len(missing) > 0 {
-		if err := aptDownload(ctx, base, debs, missing); err != nil {
+		if err := aptDownload(ctx, base, debs, components, missing); err != nil {
 			return nil, err
 		}
 	}
@@ -87,7 +93,7 @@ func FetchFirmware(ctx context.Context, cacheDir string, pkgs []string) ([]Firmw
 			return nil, err
 		}
 		if deb == "" {
-			return nil, fmt.Errorf("ramdisk: firmware: apt-get download %s left no %s_*.deb in %s", p, p, debs)
+			return nil, fmt.Errorf("ramdisk: packages: apt-get download %s left no %s_*.deb in %s", p, p, debs)
 		}
 		sum, err := FileSHA256(deb)
 		if err != nil {
@@ -109,46 +115,46 @@ func FetchFirmware(ctx context.Context, cacheDir string, pkgs []string) ([]Firmw
 func extractDeb(ctx context.Context, deb, dir string) error {
 	tmp := dir + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("ramdisk: firmware: %w", err)
+		return fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return fmt.Errorf("ramdisk: firmware: %w", err)
+		return fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	if _, err := run(ctx, "", "dpkg-deb", "-x", deb, tmp); err != nil {
-		return fmt.Errorf("ramdisk: firmware: extract %s: %w", deb, err)
+		return fmt.Errorf("ramdisk: packages: extract %s: %w", deb, err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".done"), nil, 0o644); err != nil {
-		return fmt.Errorf("ramdisk: firmware: %w", err)
+		return fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("ramdisk: firmware: %w", err)
+		return fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("ramdisk: firmware: %w", err)
+		return fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	return nil
 }
 
 // aptDownload runs apt-get update and download with a private
-// configuration below base (see FetchFirmware).
-func aptDownload(ctx context.Context, base, debs string, pkgs []string) error {
+// configuration below base for the archive components (see FetchFirmware).
+func aptDownload(ctx context.Context, base, debs, components string, pkgs []string) error {
 	srcs, err := HostDebianSources("/etc/apt")
 	if err != nil {
 		return err
 	}
 	aptDir := filepath.Join(base, "apt")
-	list, err := writeSources(aptDir, srcs, firmwareDebianComponents)
+	list, err := writeSources(aptDir, srcs, components)
 	if err != nil {
 		return err
 	}
 	opts := privateApt(aptDir)
 	if _, err := run(ctx, "", "apt-get", append(slices.Clone(opts), "-qq", "update")...); err != nil {
-		return fmt.Errorf("ramdisk: firmware: package lists for %s: %w", list, err)
+		return fmt.Errorf("ramdisk: packages: package lists for %s: %w", list, err)
 	}
 	// apt drops privileges to _apt for downloads when it can; let it write.
 	_ = os.Chmod(debs, 0o777)
 	if _, err := run(ctx, debs, "apt-get", append(append(slices.Clone(opts), "download"), pkgs...)...); err != nil {
-		return fmt.Errorf("ramdisk: firmware: download: %w", err)
+		return fmt.Errorf("ramdisk: packages: download: %w", err)
 	}
 	return nil
 }
@@ -158,7 +164,7 @@ func aptDownload(ctx context.Context, base, debs string, pkgs []string) error {
 func writeSources(aptDir string, srcs []string, components string) (string, error) {
 	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
 		if err := os.MkdirAll(filepath.Join(aptDir, d), 0o755); err != nil {
-			return "", fmt.Errorf("ramdisk: firmware: %w", err)
+			return "", fmt.Errorf("ramdisk: packages: %w", err)
 		}
 	}
 	list := filepath.Join(aptDir, "sources.list")
@@ -167,7 +173,7 @@ func writeSources(aptDir string, srcs []string, components string) (string, erro
 		fmt.Fprintf(&b, "%s %s\n", s, components)
 	}
 	if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("ramdisk: firmware: %w", err)
+		return "", fmt.Errorf("ramdisk: packages: %w", err)
 	}
 	return list, nil
 }

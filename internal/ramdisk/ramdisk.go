@@ -41,6 +41,9 @@ type Options struct {
 	// (FirmwareIndex): a file a module names that a package not in
 	// Firmware ships fails the build. nil checks nothing.
 	FirmwareIndex map[string][]string
+	// Programs are the registered programs with their libraries
+	// (FetchPrograms); nil carries none.
+	Programs *ProgramSet
 	// Files are extra files: archive path -> host path.
 	Files map[string]string
 	// Raw also writes the archive uncompressed (InitramfsRawName), which
@@ -75,6 +78,9 @@ type Report struct {
 	// Options.FirmwareIndex, no Debian package).
 	Firmware        []FirmwareFile `json:",omitempty"`
 	FirmwareMissing []FirmwareRef  `json:",omitempty"`
+	// Programs are the files carried for the program registry
+	// (internal/programs): programs, libraries, the loader.
+	Programs []ProgramFile `json:",omitempty"`
 	// Sizes says what each piece of the initramfs costs.
 	Sizes []SizeItem `json:",omitempty"`
 }
@@ -299,6 +305,9 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		}
 	}
 	if err := addFirmware(w, piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
+		return nil, err
+	}
+	if err := addPrograms(w, piece, opts.Programs, &res.Report); err != nil {
 		return nil, err
 	}
 	others := 1 + len(opts.Files)

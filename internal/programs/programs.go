@@ -1,0 +1,107 @@
+// Package programs is the registry of every external program the agent
+// may execute from its ramdisk: the name it runs, the Debian package that
+// ships it, the feature that needs it and what that feature does without
+// it. blockdev.ExecRunner refuses a name that is not here, and the ramdisk
+// build (internal/ramdisk) carries each one with its shared libraries, so
+// the list is the single answer to "what does the agent run".
+//
+// Two other kinds of programs are not in it, since the ramdisk does not
+// carry them: GRUB's tools (grub-install, grub-mkconfig, efibootmgr, ...),
+// which deploy/bootloader runs inside the deployed image's chroot, from the
+// image; and the operator's step executables of agent/hwmgr's steps
+// directory, which the operator supplies.
+package programs
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Program is one program the agent may execute from the ramdisk.
+type Program struct {
+	// Name is how the agent runs it, looked up in PATH (the ramdisk's
+	// init gives the agent /usr/sbin:/usr/bin:/sbin:/bin).
+	Name string
+	// Package is the Debian package that ships it, which the ramdisk
+	// build downloads to carry it.
+	Package string
+	// Feature is what needs it.
+	Feature string
+	// Without says what the feature does when the program is missing.
+	Without string
+	// Check is a harmless invocation that proves the program starts (its
+	// loader and libraries resolve) and exits 0: the arguments after Name.
+	Check []string
+}
+
+// registry is the list, in the order the size report shows it. It is a
+// function, not a package variable, so no caller can change it.
+func registry() []Program {
+	const (
+		ata     = "erase_devices: ATA Security Erase of SATA disks"
+		nvme    = "erase_devices, erase_devices_express: NVMe Format NVM and Sanitize"
+		esp     = "partition images: the EFI system partition (UEFI boot)"
+		swap    = "partition images: the swap partition"
+		eph     = "partition images: the ephemeral partition (ephemeral_format)"
+		refuse  = "the step fails naming the program"
+		ataWith = "the step fails naming the program, rather than overwriting a disk ATA Security Erase would have erased"
+	)
+	return []Program{
+		{Name: "hdparm", Package: "hdparm", Feature: ata, Without: ataWith, Check: []string{"-V"}},
+		{Name: "nvme", Package: "nvme-cli", Feature: nvme, Without: refuse, Check: []string{"version"}},
+		{Name: "mkfs.vfat", Package: "dosfstools", Feature: esp, Without: refuse, Check: []string{"--help"}},
+		{Name: "mkswap", Package: "util-linux", Feature: swap, Without: refuse, Check: []string{"--version"}},
+		{Name: "mkfs.ext4", Package: "e2fsprogs", Feature: eph + ", Ironic's default ext4", Without: refuse, Check: []string{"-V"}},
+		{Name: "mkfs.ext3", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
+		{Name: "mkfs.ext2", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
+		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
+		{Name: "mkfs.fat", Package: "dosfstools", Feature: eph + " (vfat)", Without: refuse, Check: []string{"--help"}},
+		{Name: "mkfs.msdos", Package: "dosfstools", Feature: eph + " (msdos)", Without: refuse, Check: []string{"--help"}},
+	}
+}
+
+// All returns every registered program (a fresh copy).
+func All() []Program { return registry() }
+
+// Lookup returns the program registered as name.
+func Lookup(name string) (Program, bool) {
+	for _, p := range registry() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Program{}, false
+}
+
+// Packages returns the Debian packages of the registered programs, each
+// once, in registry order.
+func Packages() []string {
+	var out []string
+	for _, p := range registry() {
+		if !slices.Contains(out, p.Package) {
+			out = append(out, p.Package)
+		}
+	}
+	return out
+}
+
+// UnregisteredError is a program name the registry does not list.
+type UnregisteredError struct{ Name string }
+
+func (e *UnregisteredError) Error() string {
+	return fmt.Sprintf("program %q is not in the agent's program registry (internal/programs): the agent runs no program it does not list", e.Name)
+}
+
+// MissingError is a registered program that is not installed: not in this
+// ramdisk (or, outside one, not on PATH).
+type MissingError struct {
+	Program Program
+	Err     error // what the PATH lookup said
+}
+
+func (e *MissingError) Error() string {
+	p := e.Program
+	return fmt.Sprintf("program %s (Debian package %s) is not in this ramdisk or on PATH; %s needs it", p.Name, p.Package, p.Feature)
+}
+
+func (e *MissingError) Unwrap() error { return e.Err }

@@ -1,0 +1,304 @@
+package ramdisk
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ironic-go/ironic-agent/internal/programs"
+)
+
+func TestParseDepends(t *testing.T) {
+	got := parseDepends("Depends: uuid-runtime, libc6 (>= 2.34), libjson-c5 (>= 0.15) | libjson-c4, python3:any\nPre-Depends: libc6 (>= 2.34), zlib1g (>= 1:1.1.4)\n")
+	want := []string{"uuid-runtime", "libc6", "libjson-c5", "python3", "zlib1g"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := parseDepends("libc6 (>= 2.14)\n"); !slices.Equal(got, []string{"libc6"}) {
+		t.Errorf("one field: got %q", got)
+	}
+}
+
+// cpioEntry is one member of a newc archive.
+type cpioEntry struct {
+	mode uint32
+	data []byte // a symbolic link's target for a link
+}
+
+// readNewc reads the members of an uncompressed newc archive.
+func readNewc(b []byte) (map[string]cpioEntry, error) {
+	out := map[string]cpioEntry{}
+	align := func(n int) int { return (n + 3) &^ 3 }
+	for off := 0; ; {
+		if off+110 > len(b) || string(b[off:off+6]) != "070701" {
+			return nil, fmt.Errorf("no newc header at %d", off)
+		}
+		field := func(i int) int {
+			v, _ := strconv.ParseUint(string(b[off+6+8*i:off+14+8*i]), 16, 32)
+			return int(v)
+		}
+		mode, size, nameSize := field(1), field(6), field(11)
+		nameEnd := off + 110 + nameSize
+		dataStart := align(nameEnd)
+		if nameSize < 1 || dataStart+size > len(b) {
+			return nil, fmt.Errorf("member at %d runs past the archive", off)
+		}
+		name := string(b[off+110 : nameEnd-1])
+		if name == "TRAILER!!!" {
+			return out, nil
+		}
+		out[strings.TrimPrefix(name, "./")] = cpioEntry{mode: uint32(mode), data: b[dataStart : dataStart+size]}
+		off = align(dataStart + size)
+	}
+}
+
+// resolve follows symbolic links in the archive from p (no leading
+// slash) to a regular file, returning its path, or "".
+func resolve(files map[string]cpioEntry, p string) string {
+	for range 40 {
+		e, ok := files[p]
+		if !ok {
+			return ""
+		}
+		if e.mode&0o170000 != 0o120000 {
+			return p
+		}
+		p = linkTarget(p, string(e.data))
+	}
+	return ""
+}
+
+// checkCarried returns what an archive's files lack for the registered
+// programs: a program in none of the PATH directories, an ELF file's
+// loader or DT_NEEDED library in none of the loader's directories.
+func checkCarried(files map[string]cpioEntry) []string {
+	var problems []string
+	for _, p := range programs.All() {
+		found := false
+		for _, d := range programBinDirs {
+			if resolve(files, path.Join(d, p.Name)) != "" {
+				found = true
+				break
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("program %s (%s) is not in %s", p.Name, p.Package, strings.Join(programBinDirs, ", ")))
+		}
+	}
+	for name, e := range files {
+		if e.mode&0o170000 != 0o100000 || !bytes.HasPrefix(e.data, []byte("\x7fELF")) || strings.HasPrefix(name, "lib/modules") {
+			continue
+		}
+		f, err := elf.NewFile(bytes.NewReader(e.data))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		for _, prog := range f.Progs {
+			if prog.Type == elf.PT_INTERP {
+				interp, _ := io.ReadAll(prog.Open())
+				if p := strings.TrimRight(string(interp), "\x00"); resolve(files, strings.TrimPrefix(p, "/")) == "" {
+					problems = append(problems, fmt.Sprintf("%s: loader %s is not in the archive", name, p))
+				}
+			}
+		}
+		libs, _ := f.ImportedLibraries()
+		for _, so := range libs {
+			found := false
+			for _, d := range libDirs {
+				if resolve(files, path.Join(d, so)) != "" {
+					found = true
+					break
+				}
+			}
+			if !found {
+				problems = append(problems, fmt.Sprintf("%s needs %s, which is in none of %s", name, so, strings.Join(libDirs, ", ")))
+			}
+		}
+		f.Close()
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+// TestBuildCarriesEveryProgram builds an initramfs with the registry's
+// programs from Debian's packages (FetchPrograms: downloaded once into
+// the ramdisk cache) and reads the archive back: every registered program
+// must be in a PATH directory, and every ELF file's loader and DT_NEEDED
+// libraries in the loader's directories. It then drops one library from
+// the set and checks that the same reading notices.
+func TestBuildCarriesEveryProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: downloads Debian packages on first use")
+	}
+	for _, p := range []string{"apt-get", "dpkg-deb"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (a Debian host): %v", p, err)
+		}
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := FetchPrograms(t.Context(), cache, programs.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, agent := fakeKernel(t), staticBinary(t)
+	build := func(set *ProgramSet) (map[string]cpioEntry, *Result) {
+		res, err := Build(t.Context(), Options{Kernel: k, Agent: agent, Programs: set, Raw: true}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(res.InitramfsRaw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := readNewc(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files, res
+	}
+	files, res := build(set)
+	for _, p := range checkCarried(files) {
+		t.Error(p)
+	}
+	for _, s := range res.Sizes {
+		if strings.HasPrefix(s.Item, "program") {
+			t.Logf("%-60s %3d files %8.2f MiB unpacked %6.2f MiB gzip", s.Item, s.Files, float64(s.Bytes)/(1<<20), float64(s.Gzip)/(1<<20))
+		}
+	}
+	if len(res.Programs) != len(set.Files) {
+		t.Errorf("report lists %d program files, the set has %d", len(res.Programs), len(set.Files))
+	}
+
+	// The check itself: without libc, every program's loader and libc
+	// go missing.
+	short := &ProgramSet{Packages: set.Packages}
+	for _, f := range set.Files {
+		if !strings.Contains(f.Path, "libc.so.6") {
+			short.Files = append(short.Files, f)
+		}
+	}
+	files, _ = build(short)
+	problems := checkCarried(files)
+	if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "needs libc.so.6") }) {
+		t.Errorf("an archive without libc.so.6 passed the check: %q", problems)
+	}
+}
+
+func FuzzParseDepends(f *testing.F) {
+	f.Add("Depends: uuid-runtime, libc6 (>= 2.34), libjson-c5 (>= 0.15) | libjson-c4, python3:any\nPre-Depends: zlib1g (>= 1:1.1.4)\n")
+	f.Add("libc6 (>= 2.14)\n")
+	f.Add("Depends: \n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range parseDepends(s) {
+			if d == "" || strings.ContainsAny(d, ",|(") {
+				t.Errorf("parseDepends(%q) gave %q", s, d)
+			}
+		}
+	})
+}
+
+// planPrograms over a made-up package tree with the host's own ELF files:
+// a program whose name is a hard link, one that is a symbolic link, the
+// loader through an absolute symbolic link in another package, and a
+// library no package has, which comes back unresolved.
+func TestPlanPrograms(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("SKIPPED: no true(1) on the host")
+	}
+	ld, err := os.ReadFile("/lib64/ld-linux-x86-64.so.2")
+	if err != nil {
+		t.Skipf("SKIPPED: not an amd64 glibc host: %v", err)
+	}
+	libcData, err := os.ReadFile(libc)
+	if err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	binData, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	write := func(p string, b []byte) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symlink := func(target, p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tools := FirmwarePackage{Name: "tools", Dir: filepath.Join(root, "tools")}
+	write(filepath.Join(tools.Dir, "sbin/mke2fs"), binData)
+	if err := os.Link(filepath.Join(tools.Dir, "sbin/mke2fs"), filepath.Join(tools.Dir, "sbin/mkfs.ext4")); err != nil {
+		t.Fatal(err)
+	}
+	symlink("mke2fs", filepath.Join(tools.Dir, "sbin/mkfs.ext3"))
+	c := FirmwarePackage{Name: "libc6", Dir: filepath.Join(root, "libc6")}
+	write(filepath.Join(c.Dir, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"), ld)
+	symlink("/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", filepath.Join(c.Dir, "lib64/ld-linux-x86-64.so.2"))
+	progs := []programs.Program{{Name: "mkfs.ext3", Package: "tools"}, {Name: "mkfs.ext4", Package: "tools"}}
+
+	// Without libc.so.6: unresolved, named with who needs it.
+	_, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(unresolved, func(u unresolvedLib) bool { return u.soname == "libc.so.6" && u.pkg == "tools" }) {
+		t.Errorf("libc.so.6 not reported missing: %+v", unresolved)
+	}
+
+	write(filepath.Join(c.Dir, "lib/x86_64-linux-gnu/libc.so.6"), libcData)
+	files, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
+	if err != nil || len(unresolved) > 0 {
+		t.Fatalf("err %v, unresolved %+v", err, unresolved)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = f.Link + " " + f.Package + " " + strings.Join(f.Programs, ",")
+	}
+	want := map[string]string{
+		"sbin/mkfs.ext3":                            "mke2fs tools mkfs.ext3",
+		"sbin/mke2fs":                               " tools mkfs.ext3,mkfs.ext4",
+		"sbin/mkfs.ext4":                            "/sbin/mke2fs tools mkfs.ext4",
+		"lib64/ld-linux-x86-64.so.2":                "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 libc6 mkfs.ext3,mkfs.ext4",
+		"lib/x86_64-linux-gnu/ld-linux-x86-64.so.2": " libc6 mkfs.ext3,mkfs.ext4",
+		"lib/x86_64-linux-gnu/libc.so.6":            " libc6 mkfs.ext3,mkfs.ext4",
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: got %q, want %q", p, got[p], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+
+	// A program its package does not ship fails.
+	if _, _, err := planPrograms([]programs.Program{{Name: "mkfs.xfs", Package: "tools"}}, []FirmwarePackage{tools, c}); err == nil || !strings.Contains(err.Error(), "ships no mkfs.xfs") {
+		t.Errorf("got %v", err)
+	}
+}
