@@ -194,7 +194,9 @@ func (c Client) exchange(ctx context.Context, conn *net.UDPConn, addr netip.Addr
 			}
 			return Sample{}, fmt.Errorf("waiting for the NTP reply: %w", err)
 		}
-		if from.Addr().Unmap() != addr.Addr() || from.Port() != addr.Port() {
+		// Zones are left out: the kernel names the one of a link-local
+		// source by interface, the user may have given its index.
+		if from.Addr().Unmap().WithZone("") != addr.Addr().WithZone("") || from.Port() != addr.Port() {
 			continue // someone else's packet
 		}
 		p, err := parsePacket(buf[:n])
