@@ -2,6 +2,7 @@ package sntp
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -32,5 +33,25 @@ func FuzzParsePacket(f *testing.F) {
 		}
 		_ = p.validate(p.Originate)
 		_ = ntpTime(p.Transmit)
+	})
+}
+
+// FuzzParseServer: a kernel parameter value is accepted only as an IP
+// address or a name of IPA's characters, and never panics the parser.
+func FuzzParseServer(f *testing.F) {
+	for _, s := range []string{"192.0.2.1", "[2001:db8::1]", "ntp.example.com", "a,b", "[x]", "", "fe80::1%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseServer(s)
+		if err != nil {
+			return
+		}
+		if _, ipErr := netip.ParseAddr(got); ipErr != nil && (len(got) > 253 || !hostnameRE.MatchString(got)) {
+			t.Fatalf("ParseServer(%q) = %q", s, got)
+		}
+		if again, err := ParseServer(got); err != nil || again != got {
+			t.Fatalf("ParseServer(%q) = %q, then %q, %v", s, got, again, err)
+		}
 	})
 }
