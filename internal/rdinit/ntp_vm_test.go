@@ -1,9 +1,13 @@
 package rdinit
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,7 +23,8 @@ import (
 // SNTP server (this test, in a network namespace behind the VM's NIC) whose
 // clock is an hour ahead. The agent in the guest steps the guest's clock:
 // its log line saying so is stamped an hour later than this host's time.
-// Only the guest's clock changes.
+// Then power_off, posted from the namespace, syncs again and writes the
+// guest's RTC before the guest powers off. Only the guest's clocks change.
 func TestNTPInVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
@@ -61,8 +66,7 @@ func TestNTPInVM(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s\ndnsmasq:\n%s", err, consoleTail(vm), dlog())
 	}
-	vm.Kill()
-	t.Logf("VM ran %v; %d SNTP replies; %s", vm.Elapsed().Round(time.Second), answered.Load(), strings.TrimSpace(l.Text))
+	t.Logf("%d SNTP replies; %s", answered.Load(), strings.TrimSpace(l.Text))
 	stamp := regexp.MustCompile(`time=(\S+)`).FindStringSubmatch(l.Text)
 	if stamp == nil {
 		t.Fatalf("no time= in %q", l.Text)
@@ -78,6 +82,60 @@ func TestNTPInVM(t *testing.T) {
 	}
 	if !strings.Contains(l.Text, "offset=1h0m") && !strings.Contains(l.Text, "offset=59m59") {
 		t.Errorf("offset not about an hour: %s", l.Text)
+	}
+
+	// power_off syncs again, writes the RTC (hwclock --systohc), and
+	// powers off. The agent's API is reached from the namespace.
+	if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
+		t.Fatalf("%v\n%s", err, consoleTail(vm))
+	}
+	lease, _ := vm.Find(`msg="DHCP lease"`)
+	guestIP := regexp.MustCompile(`address=(10\.79\.0\.\d+)`).FindStringSubmatch(lease.Text)
+	if guestIP == nil {
+		t.Fatalf("no lease address in %q", lease.Text)
+	}
+	postInNetns(t, ns.Name, guestIP[1]+":9999", "/v1/commands/?wait=false", `{"name": "standby.power_off", "params": {}}`)
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatalf("the guest did not power off: %v\n%s", err, consoleTail(vm))
+	}
+	t.Logf("VM ran %v; %d SNTP replies", vm.Elapsed().Round(time.Second), answered.Load())
+	var steps int
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="clock set from NTP"`) {
+			steps++
+		}
+		if strings.Contains(l.Text, "hardware clock") || strings.Contains(l.Text, "clock not set") {
+			t.Errorf("guest: %s", l.Text)
+		}
+	}
+	if steps != 2 {
+		t.Errorf("%d clock steps, want 2 (start-up, power_off)\n%s", steps, consoleTail(vm))
+	}
+}
+
+// postInNetns posts body to http://addr/path from inside namespace ns and
+// wants a 2xx answer.
+func postInNetns(t *testing.T, ns, addr, path, body string) {
+	t.Helper()
+	var conn net.Conn
+	err := (&netnstest.Netns{Name: ns}).Do(func() (err error) {
+		conn, err = net.DialTimeout("tcp", addr, 10*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", path, addr, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("POST %s%s: %v", addr, path, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s%s: %s: %s", addr, path, resp.Status, b)
 	}
 }
 
