@@ -28,6 +28,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/internal/sntp"
 	"github.com/ironic-go/ironic-agent/internal/version"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/lldp"
@@ -73,6 +74,9 @@ type Options struct {
 	// EFIVars is the efivarfs directory boot entries are written to; "":
 	// /sys/firmware/efi/efivars.
 	EFIVars string
+	// NTP measures the clock's offset from ntp_server; nil: the SNTP
+	// client on port 123. The clock itself is set through Machine.
+	NTP func(ctx context.Context, server string) (sntp.Sample, error)
 }
 
 // Agent is one running agent.
@@ -343,6 +347,11 @@ func (a *Agent) StopServing() {
 
 // Run starts the agent and serves until ctx ends or a command stops it.
 func (a *Agent) Run(ctx context.Context) error {
+	// First, as in IPA: lookup, the TLS certificate and downloads need
+	// the right time; started_at is then read from the clock as set.
+	if err := a.syncClockAtStart(ctx); err != nil {
+		return err
+	}
 	a.startedAt = a.opts.Clock.Now()
 	a.exec = command.NewExecutor(ctx, a.extensions(), a.log, func(*command.Result) {
 		if a.hb != nil {

@@ -215,6 +215,9 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 			if err := a.sleep(ctx, a.opts.ShutdownDelay); err != nil {
 				return nil, err
 			}
+			if err := a.syncClocksBeforeShutdown(ctx); err != nil {
+				return nil, err
+			}
 			a.log.Warn("shutting the machine down on request", "command", which)
 			var err error
 			if which == "power_off" {

@@ -111,6 +111,8 @@ func (f *fakeMachine) PowerOff() error                   { return f.record("powe
 func (f *fakeMachine) Reboot() error                     { return f.record("reboot") }
 func (f *fakeMachine) Sync() error                       { return f.record("sync") }
 func (f *fakeMachine) FlushBlockDevice(dev string) error { return f.record("flush " + dev) }
+func (f *fakeMachine) StepClock(d time.Duration) error   { return f.record("step-clock " + d.String()) }
+func (f *fakeMachine) WriteRTC(context.Context) error    { return f.record("rtc") }
 
 // request is what the fake Ironic API saw.
 type request struct {

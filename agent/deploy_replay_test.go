@@ -194,7 +194,7 @@ func TestIronic214DirectDeploySequence(t *testing.T) {
 		t.Errorf("command list %s", got)
 	}
 	m.mu.Lock()
-	if strings.Join(m.actions, ",") != "poweroff" {
+	if strings.Join(m.actions, ",") != "rtc,poweroff" { // hwclock --systohc first, as IPA
 		t.Errorf("machine %v", m.actions)
 	}
 	m.mu.Unlock()

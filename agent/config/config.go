@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
+	"github.com/ironic-go/ironic-agent/internal/sntp"
 )
 
 // Config is the agent's resolved configuration.
@@ -86,7 +87,12 @@ type Config struct {
 	DiskWaitDelay               time.Duration
 	// AgentToken is a pre-shared token (virtual media boots).
 	AgentToken string
-	NTPServer  string
+	// NTPServer is one address or host name the agent sets the clock from
+	// at start-up and before power_off/run_image; "" leaves the clock alone.
+	NTPServer string
+	// FailIfClockNotSet makes a failed clock sync fatal: the agent exits
+	// at start-up, power_off and run_image fail (config file only, as IPA).
+	FailIfClockNotSet bool
 
 	ImageDownloadConnectionTimeout    time.Duration
 	ImageDownloadConnectionRetries    int
@@ -250,8 +256,10 @@ func options() []option {
 			set: func(c *Config, v any) { c.DiskWaitDelay = v.(time.Duration) }},
 		{name: "agent_token", group: gIronic, meta: "TOKEN", kernel: "ipa-agent-token", kind: kString, help: "pre-shared agent token",
 			set: func(c *Config, v any) { c.AgentToken = v.(string) }},
-		{name: "ntp_server", group: gNetwork, meta: "ADDRESS", kernel: "ipa-ntp-server", kind: kString, help: "NTP server",
-			set: func(c *Config, v any) { c.NTPServer = v.(string) }},
+		{name: "ntp_server", group: gNetwork, meta: "ADDRESS", kernel: "ipa-ntp-server", kind: kString, help: "NTP server to set the clock from (an IP address or host name)",
+			set: func(c *Config, v any) { c.NTPServer = v.(string) }, check: checkNTPServer},
+		{name: "fail_if_clock_not_set", group: gNetwork, kind: kBool, def: "false", help: "a failed clock sync stops the agent and fails power_off/run_image",
+			set: func(c *Config, v any) { c.FailIfClockNotSet = v.(bool) }},
 		{name: "image_download_connection_timeout", group: gImages, meta: "SECONDS", kernel: "ipa-image-download-connection-timeout", kind: kSeconds, def: "60", help: "per-connection timeout of image downloads",
 			set: func(c *Config, v any) { c.ImageDownloadConnectionTimeout = v.(time.Duration) }},
 		{name: "image_download_connection_retries", group: gImages, meta: "N", kernel: "ipa-image-download-connection-retries", kind: kInt, def: "9", help: "image download retries",
@@ -490,6 +498,16 @@ func checkOptionalURL(v any) error {
 		return nil
 	}
 	return checkURLs([]string{s})
+}
+
+// checkNTPServer refuses at load what IPA's sync_clock refuses when it
+// runs (and, at start-up, dies of): anything but one address or host name.
+func checkNTPServer(v any) error {
+	if v.(string) == "" {
+		return nil
+	}
+	_, err := sntp.ParseServer(v.(string))
+	return err
 }
 
 func checkPort(v any) error {

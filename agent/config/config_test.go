@@ -97,12 +97,26 @@ func TestBadValues(t *testing.T) {
 			`config file /c: line 1: option "api_url = http://y" outside any [section]`},
 		{Inputs{Flags: map[string]string{"api_url": "http://x", "certfile": "/c.pem"}}, "certfile and keyfile must be given together"},
 		{Inputs{Flags: map[string]string{"nonsense": "1"}}, "flag --nonsense: unknown option"},
+		{Inputs{Cmdline: "ipa-api-url=http://x ipa-ntp-server=192.0.2.1,192.0.2.2"},
+			`bad value "192.0.2.1,192.0.2.2" for ntp_server from kernel command line (ipa-ntp-server): invalid NTP server address`},
 	}
 	for _, c := range cases {
 		_, err := Load(c.in)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want it to contain %q", err, c.want)
 		}
+	}
+}
+
+func TestNTPServer(t *testing.T) {
+	c, err := Load(Inputs{Cmdline: "ipa-api-url=http://x ipa-ntp-server=[2001:db8::1]"})
+	if err != nil || c.NTPServer != "[2001:db8::1]" || c.FailIfClockNotSet {
+		t.Fatalf("%v %q %v", err, c.NTPServer, c.FailIfClockNotSet)
+	}
+	c, err = Load(Inputs{Cmdline: "ipa-api-url=http://x", ConfigFiles: []string{"/c"},
+		ReadFile: files(map[string]string{"/c": "[DEFAULT]\nntp_server = ntp.example.com\nfail_if_clock_not_set = true\n"})})
+	if err != nil || c.NTPServer != "ntp.example.com" || !c.FailIfClockNotSet {
+		t.Fatalf("%v %q %v", err, c.NTPServer, c.FailIfClockNotSet)
 	}
 }
 

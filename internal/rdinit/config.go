@@ -3,6 +3,9 @@
 // up and configures them by DHCP, then starts and supervises the agent
 // (`ironic-agent run`, or another subcommand named on the kernel command
 // line) and powers the machine off or restarts the agent when it exits.
+// It leaves the clock alone: the agent sets it from ipa-ntp-server before
+// anything that needs it (see agent/clocksync.go), and a restart of an agent
+// that failed to (fail_if_clock_not_set) is the retry.
 package rdinit
 
 import (
