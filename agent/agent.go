@@ -540,13 +540,3 @@ func (silentLLDP) Capture(_ context.Context, names []string, _ time.Duration) (m
 	}
 	return out, nil
 }
-
-func interfaceNames(inv *inventory.Inventory) []string {
-	var names []string
-	for _, ifc := range inv.Interfaces {
-		if ifc.Name != "lo" {
-			names = append(names, ifc.Name)
-		}
-	}
-	return names
-}

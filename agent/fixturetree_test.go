@@ -26,10 +26,11 @@ func TestNoLiveLLDPCaptureForAFixtureTree(t *testing.T) {
 		}
 	}
 	inv := &inventory.Inventory{Interfaces: []inventory.Interface{{Name: "lo"}, {Name: "eth0"}, {Name: "eth1"}}}
-	got, err := silentLLDP{}.Capture(t.Context(), interfaceNames(inv), 0)
+	fixture := &Agent{cfg: &config.Config{InventoryRoot: "/tmp/fx/root"}}
+	got := lldp.InspectionRawFrom(t.Context(), inv, 0, nil, fixture.lldpCapturer())
 	want := map[string][]inventory.LLDPTLV{"eth0": {}, "eth1": {}}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("silentLLDP: %v, %v; want %v", got, err, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lldp_raw of a fixture tree: %v; want %v", got, want)
 	}
 }
 

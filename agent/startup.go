@@ -136,10 +136,7 @@ func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 		Managers:           mgrs,
 		Logs:               a.systemLogs,
 		LLDPRaw: func(ctx context.Context) (map[string][]inventory.LLDPTLV, error) {
-			if !a.liveMachine() {
-				return silentLLDP{}.Capture(ctx, interfaceNames(inv), a.cfg.LLDPTimeout)
-			}
-			return lldp.InspectionRaw(ctx, inv, a.cfg.LLDPTimeout, a.log), nil
+			return lldp.InspectionRawFrom(ctx, inv, a.cfg.LLDPTimeout, a.log, a.lldpCapturer()), nil
 		},
 		Log:       a.log,
 		Backoff:   a.opts.Backoff,

@@ -22,6 +22,20 @@ func InspectionRaw(ctx context.Context, inv *inventory.Inventory, timeout time.D
 	return inspectionRaw(ctx, inv, timeout, logger, Capture)
 }
 
+// Source listens for LLDP on named interfaces: Capturer, or a stand-in
+// such as the agent's for a machine it only reads from a fixture tree
+// (collector.LLDPCapturer has the same method).
+type Source interface {
+	Capture(ctx context.Context, ifaces []string, timeout time.Duration) (map[string][]inventory.LLDPTLV, error)
+}
+
+// InspectionRawFrom is InspectionRaw listening through src.
+func InspectionRawFrom(ctx context.Context, inv *inventory.Inventory, timeout time.Duration, logger *slog.Logger, src Source) map[string][]inventory.LLDPTLV {
+	return inspectionRaw(ctx, inv, timeout, logger, func(ctx context.Context, ifaces []string, timeout time.Duration, _ *slog.Logger) (map[string][]inventory.LLDPTLV, error) {
+		return src.Capture(ctx, ifaces, timeout)
+	})
+}
+
 func inspectionRaw(ctx context.Context, inv *inventory.Inventory, timeout time.Duration, logger *slog.Logger,
 	capture func(context.Context, []string, time.Duration, *slog.Logger) (map[string][]inventory.LLDPTLV, error)) map[string][]inventory.LLDPTLV {
 	logger = logging.OrDiscard(logger)
