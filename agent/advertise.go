@@ -35,7 +35,7 @@ func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, er
 		if err != nil {
 			return nil, fmt.Errorf("listen_tls: %w", err)
 		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}}
 		proto = "https"
 	case a.cfg.EnableAutoTLS && !a.cfg.Standalone && v.AtLeast(ironic.VerifyCAMinor):
 		ip := net.ParseIP(host)
@@ -56,7 +56,7 @@ func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, er
 		if err != nil {
 			return nil, err
 		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert.Cert}, MinVersion: tls.VersionTLS12}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert.Cert}}
 		proto = "https"
 		a.mu.Lock()
 		a.verifyCA = string(cert.CertPEM)
@@ -66,6 +66,11 @@ func (a *Agent) setupTLS(ctx context.Context, v ironic.Version) (*tls.Config, er
 	a.mu.Lock()
 	a.callbackURL = u.String()
 	a.mu.Unlock()
+	if tlsCfg != nil {
+		// Served with IPA's policy: TLS 1.2+ with AEAD suites, or 1.3
+		// only; Ironic >= 2025.x conductors ask for 1.3.
+		a.TLSPolicy().Apply(tlsCfg)
+	}
 	return tlsCfg, nil
 }
 

@@ -96,11 +96,13 @@ type Agent struct {
 	startedAt time.Time
 	hb        *Heartbeater
 
-	mu               sync.Mutex
-	inv              *inventory.Inventory
-	node             map[string]any
-	nodeUUID         string
-	lookupConfig     map[string]any
+	mu           sync.Mutex
+	inv          *inventory.Inventory
+	node         map[string]any
+	nodeUUID     string
+	lookupConfig map[string]any
+	// lookupTLS is the TLS policy the last lookup set, nil if none.
+	lookupTLS        *agenttls.Policy
 	heartbeatTimeout time.Duration
 	callbackURL      string
 	verifyCA         string
@@ -211,7 +213,46 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 // with the given per-request timeout (0: none). deploy's image downloads
 // use them through HTTPClient.
 func (a *Agent) TLSClientOptions(timeout time.Duration) agenttls.ClientOptions {
-	return agenttls.ClientOptions{Insecure: a.cfg.Insecure, CAFile: a.cfg.CAFile, CertFile: a.cfg.CertFile, KeyFile: a.cfg.KeyFile, Timeout: timeout}
+	return agenttls.ClientOptions{Insecure: a.cfg.Insecure, CAFile: a.cfg.CAFile, CertFile: a.cfg.CertFile, KeyFile: a.cfg.KeyFile,
+		Policy: a.TLSPolicy(), Timeout: timeout}
+}
+
+// TLSPolicy is the TLS version and cipher policy in force: the
+// configuration's, with the last lookup's tls_min_version and
+// tls_cipher_suites over it (IPA 12+). Connections opened before the
+// lookup (the Ironic client's) keep the configuration's.
+func (a *Agent) TLSPolicy() agenttls.Policy {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lookupTLS != nil {
+		return *a.lookupTLS
+	}
+	return a.cfg.TLSPolicy
+}
+
+// lookupTLSPolicy applies a lookup config's tls_min_version and
+// tls_cipher_suites over the configured ones, as IPA's
+// process_lookup_data does; nil when the config sets neither. A value this
+// agent cannot honour is logged and ignored: a lookup never fails on it.
+func lookupTLSPolicy(cfg *config.Config, lc map[string]any, log *slog.Logger) *agenttls.Policy {
+	minV, suites := cfg.TLSMinVersion, cfg.TLSCipherSuites
+	set := false
+	if v, ok := lc["tls_min_version"].(string); ok && v != "" {
+		minV, set = v, true
+	}
+	if v, ok := lc["tls_cipher_suites"].(string); ok && v != "" {
+		suites, set = v, true
+	}
+	if !set {
+		return nil
+	}
+	p, err := agenttls.ParsePolicy(minV, suites)
+	if err != nil {
+		log.Warn("ignoring the TLS settings of Ironic's lookup config", "tls_min_version", lc["tls_min_version"], "tls_cipher_suites", lc["tls_cipher_suites"], "error", err)
+		return nil
+	}
+	log.Info("TLS policy set from Ironic's lookup config", "policy", p.String())
+	return &p
 }
 
 // HTTPClient returns a client with the agent's TLS options and the given
@@ -306,6 +347,7 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	a.node = res.Node
 	a.nodeUUID = res.NodeUUID
 	a.lookupConfig = res.RawConfig
+	a.lookupTLS = lookupTLSPolicy(a.cfg, res.RawConfig, a.log)
 	if res.Config.HeartbeatTimeout > 0 {
 		a.heartbeatTimeout = time.Duration(res.Config.HeartbeatTimeout * float64(time.Second))
 	}

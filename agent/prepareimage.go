@@ -71,6 +71,7 @@ func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configd
 	opts.Download.ConnectionTimeout = a.cfg.ImageDownloadConnectionTimeout
 	opts.Download.Retries = a.cfg.ImageDownloadConnectionRetries
 	opts.Download.RetryInterval = a.cfg.ImageDownloadConnectionRetryDelay
+	opts.Download.MaxDuration = a.cfg.ImageDownloadMaxDuration
 	// Debian's Ironic 21.4 sends these in the lookup config (8.3).
 	lc := a.LookupConfig()
 	if v, ok := lc["disable_deep_image_inspection"].(bool); ok {

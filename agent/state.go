@@ -87,7 +87,11 @@ func (a *Agent) autoTLSCertificate(uuid string, ip net.IP) (*agenttls.SelfSigned
 		}
 	}
 	hn, _ := os.Hostname()
-	s, err := agenttls.GenerateSelfSigned(ip, hn, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
+	curve, err := agenttls.ParseCurve(a.cfg.TLSCertificateCurve)
+	if err != nil {
+		return nil, err
+	}
+	s, err := agenttls.GenerateSelfSigned(ip, hn, curve, time.Now(), a.cfg.AutoTLSAllowedClockSkew)
 	if err != nil {
 		return nil, err
 	}

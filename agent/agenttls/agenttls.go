@@ -28,6 +28,9 @@ type ClientOptions struct {
 	CAFile   string
 	CertFile string
 	KeyFile  string
+	// Policy is the TLS version and cipher policy; zero means IPA's
+	// defaults.
+	Policy Policy
 	// Timeout bounds one whole request; 0 means none (image downloads bound
 	// themselves by stall detection instead).
 	Timeout time.Duration
@@ -48,7 +51,8 @@ func NewHTTPClient(o ClientOptions) (*http.Client, error) {
 
 // TLSConfig builds the client TLS configuration.
 func (o ClientOptions) TLSConfig() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{}
+	o.Policy.Apply(cfg)
 	if o.Insecure {
 		// Operator asked for it (ipa-insecure=1), as in IPA.
 		cfg.InsecureSkipVerify = true
@@ -86,15 +90,19 @@ type SelfSigned struct {
 	Cert tls.Certificate
 }
 
-// GenerateSelfSigned makes the certificate of IPA's automatic TLS (2023.1
-// line): an EC P-256 key, SHA-256 signature, subject and issuer CN = host
-// name, one critical IP SubjectAltName (the advertised address Ironic
-// verifies against), valid from now-skew to now+30 days.
-func GenerateSelfSigned(ip net.IP, hostname string, now time.Time, skew time.Duration) (*SelfSigned, error) {
+// GenerateSelfSigned makes the certificate of IPA's automatic TLS (IPA
+// 11.6+): an EC key on curve (nil: P-384, IPA's default), SHA-512
+// signature, subject and issuer CN = host name, one critical IP
+// SubjectAltName (the advertised address Ironic verifies against), valid
+// from now-skew to now+30 days.
+func GenerateSelfSigned(ip net.IP, hostname string, curve elliptic.Curve, now time.Time, skew time.Duration) (*SelfSigned, error) {
 	if ip == nil {
 		return nil, errors.New("auto TLS: no advertised IP address for the certificate")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if curve == nil {
+		curve = elliptic.P384()
+	}
+	key, err := ecdsa.GenerateKey(curve, rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("auto TLS: generating key: %w", err)
 	}
@@ -125,7 +133,7 @@ func GenerateSelfSigned(ip net.IP, hostname string, now time.Time, skew time.Dur
 		Issuer:             name,
 		NotBefore:          now.Add(-skew).UTC(),
 		NotAfter:           now.Add(30 * 24 * time.Hour).UTC(),
-		SignatureAlgorithm: x509.ECDSAWithSHA256,
+		SignatureAlgorithm: x509.ECDSAWithSHA512,
 		ExtraExtensions:    []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 17}, Critical: true, Value: san}},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)

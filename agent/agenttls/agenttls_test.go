@@ -17,7 +17,7 @@ import (
 
 func TestSelfSignedFields(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	s, err := GenerateSelfSigned(net.ParseIP("192.0.2.10"), "ramdisk-host", now, time.Hour)
+	s, err := GenerateSelfSigned(net.ParseIP("192.0.2.10"), "ramdisk-host", nil, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +47,11 @@ func TestSelfSignedFields(t *testing.T) {
 	if !critical {
 		t.Errorf("SubjectAltName not critical")
 	}
-	if c.SignatureAlgorithm != x509.ECDSAWithSHA256 {
+	// IPA 11.6+: P-384 by default, SHA-512.
+	if c.SignatureAlgorithm != x509.ECDSAWithSHA512 {
 		t.Errorf("signature %v", c.SignatureAlgorithm)
 	}
-	if k, ok := c.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P256() {
+	if k, ok := c.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P384() {
 		t.Errorf("key %T", c.PublicKey)
 	}
 	if c.BasicConstraintsValid || c.KeyUsage != 0 || len(c.ExtKeyUsage) != 0 {
@@ -61,7 +62,7 @@ func TestSelfSignedFields(t *testing.T) {
 // Ironic stores the PEM and uses it as the CA bundle toward the agent, with
 // hostname checking against the IP: the same must work here.
 func TestSelfSignedServesToAVerifyingClient(t *testing.T) {
-	s, err := GenerateSelfSigned(net.ParseIP("127.0.0.1"), "h", time.Now(), time.Hour)
+	s, err := GenerateSelfSigned(net.ParseIP("127.0.0.1"), "h", nil, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

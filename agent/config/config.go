@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent/agenttls"
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
 	"github.com/ironic-go/ironic-agent/internal/sntp"
 )
@@ -52,6 +53,15 @@ type Config struct {
 	CAFile   string
 	CertFile string
 	KeyFile  string
+	// TLSPolicy is tls_min_version + tls_cipher_suites, for the API server
+	// and every outgoing connection (a lookup may override it, as IPA 12+).
+	TLSPolicy agenttls.Policy
+	// TLSMinVersion and TLSCipherSuites are the options TLSPolicy is
+	// made from, as given.
+	TLSMinVersion, TLSCipherSuites string
+	// TLSCertificateCurve is the automatic TLS key's curve (p256, p384,
+	// p521).
+	TLSCertificateCurve string
 
 	Debug           bool
 	GlobalRequestID string
@@ -97,6 +107,13 @@ type Config struct {
 	ImageDownloadConnectionTimeout    time.Duration
 	ImageDownloadConnectionRetries    int
 	ImageDownloadConnectionRetryDelay time.Duration
+	// ImageDownloadMaxDuration aborts one download attempt that takes
+	// longer (0: no limit), with IPA's non-retried ImageDownloadTimeoutError.
+	ImageDownloadMaxDuration time.Duration
+	// UseMDNS is IPA's [mdns]use_mdns: find Ironic by mDNS when no
+	// api_url is given. This agent has no mDNS client, so it refuses the
+	// combination instead of silently not heartbeating.
+	UseMDNS bool
 
 	// IronicAPIVersion skips version discovery when set ("1.68").
 	IronicAPIVersion        string
@@ -213,6 +230,12 @@ func options() []option {
 			set: func(c *Config, v any) { c.CertFile = v.(string) }},
 		{name: "keyfile", group: gTLS, meta: "PATH", kind: kString, help: "client key (PEM) for TLS",
 			set: func(c *Config, v any) { c.KeyFile = v.(string) }},
+		{name: "tls_min_version", group: gTLS, meta: "1.2|1.3", kernel: "ipa-tls-min-version", kind: kString, def: "1.2", help: "lowest TLS version of the API server and outgoing connections (1.3: 1.3 only)",
+			set: func(c *Config, v any) { c.TLSMinVersion = v.(string) }, check: checkOneOf("1.2", "1.3")},
+		{name: "tls_cipher_suites", group: gTLS, meta: "SUITE[:SUITE...]", kernel: "ipa-tls-cipher-suites", kind: kString, help: "TLS 1.2 cipher suites, OpenSSL names colon-separated; empty: ECDHE with AES-GCM",
+			set: func(c *Config, v any) { c.TLSCipherSuites = v.(string) }, check: checkCipherSuites},
+		{name: "tls_certificate_curve", group: gTLS, meta: "p256|p384|p521", kernel: "ipa-tls-certificate-curve", kind: kString, def: "p384", help: "curve of the automatic TLS certificate's key",
+			set: func(c *Config, v any) { c.TLSCertificateCurve = v.(string) }, check: checkOneOf("p256", "p384", "p521")},
 		{name: "debug", group: gLogging, kernel: "ipa-debug", kind: kBool, def: "false", help: "debug logging",
 			set: func(c *Config, v any) { c.Debug = v.(bool) }},
 		{name: "global_request_id", group: gIronic, meta: "ID", kernel: "ipa-global-request-id", kind: kString, help: "sent as X-OpenStack-Request-ID",
@@ -266,6 +289,10 @@ func options() []option {
 			set: func(c *Config, v any) { c.ImageDownloadConnectionRetries = v.(int) }},
 		{name: "image_download_connection_retry_interval", group: gImages, meta: "SECONDS", kernel: "ipa-image-download-connection-retry-interval", kind: kSeconds, def: "10", help: "seconds between image download retries",
 			set: func(c *Config, v any) { c.ImageDownloadConnectionRetryDelay = v.(time.Duration) }},
+		{name: "image_download_max_duration", group: gImages, meta: "SECONDS", kernel: "ipa-image-download-max-duration", kind: kInt, def: "0", help: "abort an image download attempt taking longer (0: no limit)",
+			set: func(c *Config, v any) { c.ImageDownloadMaxDuration = time.Duration(v.(int)) * time.Second }, check: checkNonNegative},
+		{name: "use_mdns", group: gIronic, kernel: "ipa-use-mdns", kind: kBool, def: "false", help: "find Ironic by mDNS without api_url (not supported: refused)",
+			set: func(c *Config, v any) { c.UseMDNS = v.(bool) }},
 		{name: "ironic_api_version", group: gIronic, meta: "X.Y", kernel: "ipa-ironic-api-version", kind: kString, help: "Ironic API version to use instead of discovering it",
 			set: func(c *Config, v any) { c.IronicAPIVersion = v.(string) }, check: checkOptionalVersion},
 		{name: "enable_vlan_interfaces", group: gNetwork, meta: "IFACE.VLAN|MAC.VLAN|IFACE|all[,...]", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces the ramdisk's init creates and runs DHCP on (IFACE, all: VLANs from LLDP, with ipa-collect-lldp)",
@@ -433,6 +460,14 @@ func Load(in Inputs) (*Config, error) {
 	if c.ListenTLS && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
 		return nil, fmt.Errorf("listen_tls needs tls_cert_file and tls_key_file (listen_tls from %s)", c.Origins["listen_tls"])
 	}
+	pol, err := agenttls.ParsePolicy(c.TLSMinVersion, c.TLSCipherSuites)
+	if err != nil {
+		return nil, fmt.Errorf("%w (tls_min_version from %s, tls_cipher_suites from %s)", err, c.Origins["tls_min_version"], c.Origins["tls_cipher_suites"])
+	}
+	c.TLSPolicy = pol
+	if c.UseMDNS && !c.Standalone && len(c.APIURLs) == 0 {
+		return nil, fmt.Errorf("use_mdns (from %s): this agent has no mDNS client; give the Ironic API URL with ipa-api-url", c.Origins["use_mdns"])
+	}
 	if !c.Standalone && len(c.APIURLs) == 0 {
 		if c.InspectionCallbackURL == "" {
 			return nil, errors.New("no Ironic API URL: set ipa-api-url on the kernel command line, api_url in the config file or --api-url (or use --standalone)")
@@ -515,6 +550,18 @@ func checkPort(v any) error {
 		return errors.New("port must be 1..65535")
 	}
 	return nil
+}
+
+func checkNonNegative(v any) error {
+	if v.(int) < 0 {
+		return errors.New("must not be negative")
+	}
+	return nil
+}
+
+func checkCipherSuites(v any) error {
+	_, err := agenttls.ParsePolicy("1.2", v.(string))
+	return err
 }
 
 func checkPositive(v any) error {

@@ -225,3 +225,34 @@ func TestOptionsHelpMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestIPA13KernelParameters covers the parameters IPA 11.2-13 added: each
+// is applied with IPA's meaning or refused, never parsed and dropped.
+func TestIPA13KernelParameters(t *testing.T) {
+	c, err := Load(Inputs{Cmdline: "ipa-api-url=https://[fd00::1]:6385 ipa-tls-min-version=1.3 ipa-tls-certificate-curve=p521 ipa-image-download-max-duration=900 ipa-use-mdns=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TLSPolicy.MinVersion != 0x0304 || c.TLSCertificateCurve != "p521" || c.ImageDownloadMaxDuration != 900*time.Second || !c.UseMDNS {
+		t.Errorf("policy %+v curve %q max duration %v use_mdns %v", c.TLSPolicy, c.TLSCertificateCurve, c.ImageDownloadMaxDuration, c.UseMDNS)
+	}
+	c, err = Load(Inputs{Cmdline: "ipa-api-url=http://a:6385 ipa-tls-cipher-suites=ECDHE-RSA-AES256-GCM-SHA384"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TLSPolicy.MinVersion != 0x0303 || len(c.TLSPolicy.CipherSuites) != 1 || c.TLSCertificateCurve != "p384" || c.ImageDownloadMaxDuration != 0 {
+		t.Errorf("policy %+v curve %q max %v", c.TLSPolicy, c.TLSCertificateCurve, c.ImageDownloadMaxDuration)
+	}
+	for cmdline, want := range map[string]string{
+		"ipa-api-url=http://a:6385 ipa-tls-min-version=1.1":                    "ipa-tls-min-version",
+		"ipa-api-url=http://a:6385 ipa-tls-cipher-suites=HIGH:!aNULL":          `"HIGH" is not a TLS 1.2 cipher suite`,
+		"ipa-api-url=http://a:6385 ipa-tls-certificate-curve=secp256k1":        "ipa-tls-certificate-curve",
+		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=-5":         "ipa-image-download-max-duration",
+		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=1.5":        "ipa-image-download-max-duration",
+		"ipa-use-mdns=1 ipa-inspection-callback-url=http://i:5050/v1/continue": "no mDNS client",
+	} {
+		if _, err := Load(Inputs{Cmdline: cmdline}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to name %q", cmdline, err, want)
+		}
+	}
+}

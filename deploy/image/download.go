@@ -49,7 +49,10 @@ type DownloadOptions struct {
 	Retries int
 	// RetryInterval is the pause between retries.
 	RetryInterval time.Duration
-	Logger        *slog.Logger
+	// MaxDuration bounds one whole image download attempt, connecting and
+	// resuming included (IPA's image_download_max_duration); 0: no bound.
+	MaxDuration time.Duration
+	Logger      *slog.Logger
 }
 
 func (o *DownloadOptions) withDefaults() DownloadOptions {

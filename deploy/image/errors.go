@@ -1,7 +1,10 @@
 package image
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/ipaerror"
@@ -17,6 +20,32 @@ func errInvalidParams(details string) *ipaerror.Error {
 func errDownload(imageID string, cause error) *ipaerror.Error {
 	return ipaerror.Wrap("ImageDownloadError", 500, "Error downloading image",
 		"Download of image "+imageID+" failed: "+cause.Error(), cause)
+}
+
+// errMaxDuration is the cause of a download attempt's context ending at
+// DownloadOptions.MaxDuration.
+type errMaxDuration struct{ d time.Duration }
+
+func (e errMaxDuration) Error() string {
+	return fmt.Sprintf("Download exceeded max allowed time (%d seconds)", int64(e.d/time.Second))
+}
+
+// errDownloadTimeout is IPA's ImageDownloadTimeoutError (HTTP 408), which
+// IPA does not retry.
+func errDownloadTimeout(imageID string, cause errMaxDuration) *ipaerror.Error {
+	return ipaerror.Wrap("ImageDownloadTimeoutError", 408, "Image download timeout",
+		"Download of image "+imageID+" failed: "+cause.Error(), cause)
+}
+
+// downloadFailure is errDownload, or errDownloadTimeout when ctx (the
+// attempt's) ended at the download's time limit, whatever error the cut
+// transfer surfaced as.
+func downloadFailure(ctx context.Context, imageID string, err error) *ipaerror.Error {
+	var md errMaxDuration
+	if errors.As(context.Cause(ctx), &md) {
+		return errDownloadTimeout(imageID, md)
+	}
+	return errDownload(imageID, err)
 }
 
 func errChecksum(location, imageID, expected, actual string) *ipaerror.Error {

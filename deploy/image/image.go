@@ -313,10 +313,22 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The time limit covers the transfer only (IPA checks it per chunk
+	// received): the timer is stopped once the last byte is in, so the
+	// final sync is never cut by it.
+	stopLimit := func() {}
+	if dl.MaxDuration > 0 {
+		var cancelCause context.CancelCauseFunc
+		ctx, cancelCause = context.WithCancelCause(ctx)
+		limit := time.AfterFunc(dl.MaxDuration, func() { cancelCause(errMaxDuration{dl.MaxDuration}) })
+		stopLimit = func() { limit.Stop() }
+		defer stopLimit()
+		defer cancelCause(nil)
+	}
 	var received atomic.Int64
 	src, err := openSource(ctx, info.URLs, dl, &received, opts.AllowLocalFiles)
 	if err != nil {
-		return nil, errDownload(info.ID, err)
+		return nil, downloadFailure(ctx, info.ID, err)
 	}
 	defer src.close()
 	h := newHash(sum.Algorithm)
@@ -327,7 +339,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	outer := bufio.NewReaderSize(hr, SniffLen)
 	head, perr := outer.Peek(SniffLen)
 	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
-		return nil, errDownload(info.ID, perr)
+		return nil, downloadFailure(ctx, info.ID, perr)
 	}
 	res = &WriteResult{Device: device, URL: src.name, Algorithm: sum.Algorithm, Compression: DetectCompression(head)}
 	inner := outer
@@ -402,6 +414,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 		// Hash whatever follows (nothing, for a well-formed file).
 		_, copyErr = io.Copy(io.Discard, outer)
 	}
+	stopLimit()
 	if copyErr != nil {
 		w.abort()
 		var e *ipaerror.Error
@@ -412,6 +425,9 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 			return nil, errInvalidImage(fmt.Sprintf("image %s: %v", info.ID, copyErr), copyErr)
 		}
 		if ctx.Err() != nil {
+			if e := downloadFailure(ctx, info.ID, copyErr); e.Type == "ImageDownloadTimeoutError" {
+				return nil, e
+			}
 			return nil, ctx.Err()
 		}
 		if isWriteFailure(copyErr) {

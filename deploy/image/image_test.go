@@ -163,7 +163,7 @@ func TestWriteImageStallResumes(t *testing.T) {
 	img := testImage(3<<20, 3)
 	srv := newImageServer(t)
 	u := srv.put("disk.raw", img)
-	srv.set("disk.raw", func(f *servedFile) { f.faultCount, f.stallAt, f.stallFor = 1, 1<<20+1, 5*time.Second })
+	srv.set("disk.raw", func(f *servedFile) { f.faultCount, f.cutAt, f.stallAt, f.stallFor = 1, -1, 1<<20+1, 5*time.Second })
 	target := targetFile(t, 4<<20)
 	opts := testOptions(target)
 	opts.Download.ConnectionTimeout = 300 * time.Millisecond
@@ -176,6 +176,36 @@ func TestWriteImageStallResumes(t *testing.T) {
 	if res.Resumes < 1 {
 		t.Errorf("resumes %d, want the stall resumed", res.Resumes)
 	}
+}
+
+// TestWriteImageMaxDuration: image_download_max_duration ends a transfer
+// that stalls (IPA's ImageDownloadTimeoutError, 408, not retried), and
+// does not touch one that finishes in time.
+func TestWriteImageMaxDuration(t *testing.T) {
+	img := testImage(3<<20, 4)
+	srv := newImageServer(t)
+	u := srv.put("disk.raw", img)
+	srv.set("disk.raw", func(f *servedFile) { f.faultCount, f.cutAt, f.stallAt, f.stallFor = 1, -1, 1<<20+1, 5*time.Second })
+	target := targetFile(t, 4<<20)
+	opts := testOptions(target)
+	opts.Download.ConnectionTimeout = 10 * time.Second
+	opts.Download.MaxDuration = 200 * time.Millisecond
+	_, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(img)), target, opts)
+	var e *ipaerror.Error
+	if !errors.As(err, &e) || e.Type != "ImageDownloadTimeoutError" || e.Code != 408 ||
+		e.Details != "Download of image img failed: Download exceeded max allowed time (0 seconds)" {
+		t.Fatalf("error %#v", err)
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d requests: a download timeout must not be retried", n)
+	}
+
+	srv.set("disk.raw", func(f *servedFile) { f.faultCount = 0 })
+	opts.Download.MaxDuration = time.Hour
+	if _, err := WriteImage(context.Background(), imageInfo("img", []string{u}, sha256hex(img)), target, opts); err != nil {
+		t.Fatal(err)
+	}
+	checkTarget(t, target, img)
 }
 
 func TestWriteImageChangedFileIsNotSpliced(t *testing.T) {
