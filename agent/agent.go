@@ -185,6 +185,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if cfg.AgentToken != "" {
 		a.tokens.SetToken(cfg.AgentToken)
 	}
+	if cfg.AgentTokenOnGet == "required" {
+		a.tokens.RequireOnGet()
+	}
 	if !cfg.Standalone {
 		a.ironic, err = ironic.NewClient(cfg.APIURLs, hc, cfg.IronicAPIVersion)
 		if err != nil {
@@ -354,7 +357,7 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	tok := res.Config.AgentToken
 	switch {
 	case tok == nil:
-		if res.Config.AgentTokenRequired && a.tokens.Token() == "" {
+		if (res.Config.AgentTokenRequired || a.cfg.AgentTokenRequired) && a.tokens.Token() == "" {
 			a.log.Error("Ironic requires an agent token but sent none")
 		}
 	case *tok == "******":

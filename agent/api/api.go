@@ -40,6 +40,11 @@ type Tokens struct {
 	getArmed       atomic.Bool
 }
 
+// RequireOnGet makes every GET of /v1/commands need the token from the
+// start (IPA 12+), instead of arming on the first GET that presents one.
+// Ironic before 2025.1 polls without a token: only for newer conductors.
+func (t *Tokens) RequireOnGet() { t.getArmed.Store(true) }
+
 // SetToken records the token. An empty string or the "******" mask never
 // replaces a token already held.
 func (t *Tokens) SetToken(tok string) {

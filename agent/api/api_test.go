@@ -205,6 +205,24 @@ func TestGetTokenArming(t *testing.T) {
 	}
 }
 
+// agent_token_on_get=required: IPA 12's rule, GETs need the token from
+// the start.
+func TestGetTokenRequired(t *testing.T) {
+	srv := &Server{Exec: command.NewExecutor(t.Context(), nil, nil, nil), Tokens: &Tokens{}}
+	srv.Tokens.SetToken(tok)
+	srv.Tokens.RequireOnGet()
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	for _, s := range []struct {
+		query string
+		want  int
+	}{{"", 401}, {"?agent_token=wrong", 401}, {"?agent_token=" + tok, 200}, {"", 401}} {
+		if code, _, b := do(t, "GET", ts.URL+"/v1/commands/"+s.query, ""); code != s.want {
+			t.Errorf("GET %q: %d %s, want %d", s.query, code, b, s.want)
+		}
+	}
+}
+
 func TestBodyErrors(t *testing.T) {
 	ts := newTestServer(t, tok)
 	cases := []struct {

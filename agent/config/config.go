@@ -97,6 +97,13 @@ type Config struct {
 	DiskWaitDelay               time.Duration
 	// AgentToken is a pre-shared token (virtual media boots).
 	AgentToken string
+	// AgentTokenOnGet is "auto" (GETs need the token once one GET
+	// presented it: IPA 10.2, works with Ironic 21.4 and 35) or "required"
+	// (every GET needs it: IPA 12+, Ironic >= 2025.1 only).
+	AgentTokenOnGet string
+	// AgentTokenRequired is IPA 10.2's agent_token_required: a lookup that
+	// brings no token is logged as an error (Ironic decides; IPA did no more).
+	AgentTokenRequired bool
 	// NTPServer is one address or host name the agent sets the clock from
 	// at start-up and before power_off/run_image; "" leaves the clock alone.
 	NTPServer string
@@ -279,6 +286,12 @@ func options() []option {
 			set: func(c *Config, v any) { c.DiskWaitDelay = v.(time.Duration) }},
 		{name: "agent_token", group: gIronic, meta: "TOKEN", kernel: "ipa-agent-token", kind: kString, help: "pre-shared agent token",
 			set: func(c *Config, v any) { c.AgentToken = v.(string) }},
+		{name: "agent_token_on_get", group: gIronic, meta: "auto|required", kernel: "ipa-agent-token-on-get", kind: kString, def: "auto", help: "GET /v1/commands needs the token: auto (once a GET presented it; Ironic 21.4 polls without) or required (always, as IPA 12+)",
+			set: func(c *Config, v any) { c.AgentTokenOnGet = v.(string) }, check: checkOneOf("auto", "required")},
+		// IPA 10.2's option (gone in IPA 11, which always requires the
+		// token on POST, as this agent does).
+		{name: "agent_token_required", group: gIronic, kernel: "ipa-agent-token-required", kind: kBool, def: "false", help: "log an error when a lookup brings no agent token (IPA 10.2)",
+			set: func(c *Config, v any) { c.AgentTokenRequired = v.(bool) }},
 		{name: "ntp_server", group: gNetwork, meta: "ADDRESS", kernel: "ipa-ntp-server", kind: kString, help: "NTP server to set the clock from (an IP address or host name)",
 			set: func(c *Config, v any) { c.NTPServer = v.(string) }, check: checkNTPServer},
 		{name: "fail_if_clock_not_set", group: gNetwork, kind: kBool, def: "false", help: "a failed clock sync stops the agent and fails power_off/run_image",

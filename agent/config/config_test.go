@@ -236,6 +236,10 @@ func TestIPA13KernelParameters(t *testing.T) {
 	if c.TLSPolicy.MinVersion != 0x0304 || c.TLSCertificateCurve != "p521" || c.ImageDownloadMaxDuration != 900*time.Second || !c.UseMDNS {
 		t.Errorf("policy %+v curve %q max duration %v use_mdns %v", c.TLSPolicy, c.TLSCertificateCurve, c.ImageDownloadMaxDuration, c.UseMDNS)
 	}
+	c, err = Load(Inputs{Cmdline: "ipa-api-url=http://a:6385 ipa-agent-token-on-get=required ipa-agent-token-required=1"})
+	if err != nil || c.AgentTokenOnGet != "required" || !c.AgentTokenRequired {
+		t.Fatalf("token options: %+v, %v", c, err)
+	}
 	c, err = Load(Inputs{Cmdline: "ipa-api-url=http://a:6385 ipa-tls-cipher-suites=ECDHE-RSA-AES256-GCM-SHA384"})
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +254,7 @@ func TestIPA13KernelParameters(t *testing.T) {
 		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=-5":         "ipa-image-download-max-duration",
 		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=1.5":        "ipa-image-download-max-duration",
 		"ipa-use-mdns=1 ipa-inspection-callback-url=http://i:5050/v1/continue": "no mDNS client",
+		"ipa-api-url=http://a:6385 ipa-agent-token-on-get=always":              "ipa-agent-token-on-get",
 	} {
 		if _, err := Load(Inputs{Cmdline: cmdline}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want it to name %q", cmdline, err, want)
