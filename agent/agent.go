@@ -100,7 +100,7 @@ type Agent struct {
 	inv          *inventory.Inventory
 	node         map[string]any
 	nodeUUID     string
-	lookupConfig map[string]any
+	lookupConfig ironic.LookupConfig
 	// lookupTLS is the TLS policy the last lookup set, nil if none.
 	lookupTLS        *agenttls.Policy
 	heartbeatTimeout time.Duration
@@ -237,25 +237,35 @@ func (a *Agent) TLSPolicy() agenttls.Policy {
 // tls_cipher_suites over the configured ones, as IPA's
 // process_lookup_data does; nil when the config sets neither. A value this
 // agent cannot honour is logged and ignored: a lookup never fails on it.
-func lookupTLSPolicy(cfg *config.Config, lc map[string]any, log *slog.Logger) *agenttls.Policy {
+func lookupTLSPolicy(cfg *config.Config, lc ironic.LookupConfig, log *slog.Logger) *agenttls.Policy {
 	minV, suites := cfg.TLSMinVersion, cfg.TLSCipherSuites
-	set := false
-	if v, ok := lc["tls_min_version"].(string); ok && v != "" {
-		minV, set = v, true
-	}
-	if v, ok := lc["tls_cipher_suites"].(string); ok && v != "" {
-		suites, set = v, true
-	}
-	if !set {
+	if lc.TLSMinVersion == "" && lc.TLSCipherSuites == "" {
 		return nil
+	}
+	if lc.TLSMinVersion != "" {
+		minV = lc.TLSMinVersion
+	}
+	if lc.TLSCipherSuites != "" {
+		suites = lc.TLSCipherSuites
 	}
 	p, err := agenttls.ParsePolicy(minV, suites)
 	if err != nil {
-		log.Warn("ignoring the TLS settings of Ironic's lookup config", "tls_min_version", lc["tls_min_version"], "tls_cipher_suites", lc["tls_cipher_suites"], "error", err)
+		log.Warn("ignoring the TLS settings of Ironic's lookup config", "tls_min_version", lc.TLSMinVersion, "tls_cipher_suites", lc.TLSCipherSuites, "error", err)
 		return nil
 	}
 	log.Info("TLS policy set from Ironic's lookup config", "policy", p.String())
 	return &p
+}
+
+// unusedLookupKey says why a lookup config key has no effect here.
+func unusedLookupKey(k string) string {
+	switch k {
+	case "metrics", "metrics_statsd":
+		return "this agent sends no StatsD metrics"
+	case "agent_containers":
+		return "this agent runs no container steps (no podman or docker in its ramdisk)"
+	}
+	return "unknown to this agent (a newer Ironic?)"
 }
 
 // HTTPClient returns a client with the agent's TLS options and the given
@@ -270,8 +280,8 @@ func (a *Agent) Executor() *command.Executor { return a.exec }
 func (a *Agent) skipBMC() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	v, _ := a.lookupConfig["agent_skip_bmc_detect"].(bool)
-	return v
+	v := a.lookupConfig.AgentSkipBMCDetect
+	return v != nil && *v
 }
 
 // Inventory returns the cached inventory, collecting it the first time.
@@ -315,8 +325,8 @@ func (a *Agent) Node() map[string]any {
 	return a.node
 }
 
-// LookupConfig returns the config object of the last lookup.
-func (a *Agent) LookupConfig() map[string]any {
+// LookupConfig returns the config of the last lookup.
+func (a *Agent) LookupConfig() ironic.LookupConfig {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lookupConfig
@@ -349,8 +359,14 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	defer a.mu.Unlock()
 	a.node = res.Node
 	a.nodeUUID = res.NodeUUID
-	a.lookupConfig = res.RawConfig
-	a.lookupTLS = lookupTLSPolicy(a.cfg, res.RawConfig, a.log)
+	a.lookupConfig = res.Config
+	for _, why := range res.Config.Ignored {
+		a.log.Warn("ignoring a lookup config value this agent cannot use", "reason", why)
+	}
+	for _, k := range res.Config.Unused {
+		a.log.Info("lookup config key not used by this agent", "key", k, "why", unusedLookupKey(k))
+	}
+	a.lookupTLS = lookupTLSPolicy(a.cfg, res.Config, a.log)
 	if res.Config.HeartbeatTimeout > 0 {
 		a.heartbeatTimeout = time.Duration(res.Config.HeartbeatTimeout * float64(time.Second))
 	}

@@ -308,12 +308,11 @@ func (a *Agent) bindSetNodeInfo(p command.Params) (command.Func, error) {
 	}
 	res := &ironic.LookupResult{Node: info.Node, NodeUUID: uuid}
 	if len(info.Config) > 0 && string(info.Config) != "null" {
-		if err := json.Unmarshal(info.Config, &res.Config); err != nil {
+		cfg, err := ironic.ParseLookupConfig(info.Config)
+		if err != nil {
 			return nil, ipaerror.InvalidCommandParams("node_info.config: %v", err)
 		}
-		if err := json.Unmarshal(info.Config, &res.RawConfig); err != nil {
-			return nil, ipaerror.InvalidCommandParams("node_info.config: %v", err)
-		}
+		res.Config = cfg
 	}
 	return func(context.Context) (any, error) {
 		a.processLookup(res)
@@ -463,7 +462,7 @@ func (a *Agent) bindInstallBootloader(p command.Params) (command.Func, error) {
 // agent's option, switched on by a true value in the lookup config
 // (Debian's Ironic 21.4.4 sends true).
 func (a *Agent) biosBootloaderInstallEnabled() bool {
-	if v, ok := a.LookupConfig()["enable_bios_bootloader_install"].(bool); ok && v {
+	if v := a.LookupConfig().EnableBIOSBootloaderInstall; v != nil && *v {
 		return true
 	}
 	return a.cfg.EnableBIOSBootloaderInstall

@@ -243,7 +243,7 @@ func TestPollCommands(t *testing.T) {
 	// a short token is refused with the lookup's warning.
 	_, r = call(t, ra, "poll.set_node_info", map[string]any{"node_info": map[string]any{"node": map[string]any{"uuid": "u-2"},
 		"config": map[string]any{"heartbeat_timeout": 10, "agent_skip_bmc_detect": true, "agent_token": "short"}}})
-	if r["command_status"] != "SUCCEEDED" || ra.agent.Node()["uuid"] != "u-2" || ra.agent.LookupConfig()["agent_skip_bmc_detect"] != true {
+	if r["command_status"] != "SUCCEEDED" || ra.agent.Node()["uuid"] != "u-2" || !ra.agent.skipBMC() {
 		t.Errorf("set_node_info with config %v, lookup config %v", r, ra.agent.LookupConfig())
 	}
 	if !strings.Contains(ra.log.String(), "ignoring an agent token shorter than 32 characters") {

@@ -60,7 +60,6 @@ func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configd
 	}
 	opts := image.WriteOptions{
 		Download:         image.NewDownloadOptions(),
-		MD5Enabled:       true,
 		Guard:            guard,
 		Logger:           a.log,
 		ProgressInterval: imageProgressInterval,
@@ -72,18 +71,20 @@ func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configd
 	opts.Download.Retries = a.cfg.ImageDownloadConnectionRetries
 	opts.Download.RetryInterval = a.cfg.ImageDownloadConnectionRetryDelay
 	opts.Download.MaxDuration = a.cfg.ImageDownloadMaxDuration
-	// Debian's Ironic 21.4 sends these in the lookup config (8.3).
+	// The config file's values, which Ironic's lookup config overrides
+	// (Debian's Ironic 21.4 sends all three).
+	opts.MD5Enabled = a.cfg.MD5Enabled
+	opts.DisableDeepInspection = a.cfg.DisableDeepImageInspection
+	opts.PermittedFormats = a.cfg.PermittedImageFormats
 	lc := a.LookupConfig()
-	if v, ok := lc["disable_deep_image_inspection"].(bool); ok {
-		opts.DisableDeepInspection = v
+	if v := lc.AgentMD5ChecksumEnable; v != nil {
+		opts.MD5Enabled = *v
 	}
-	if v, ok := lc["permitted_image_formats"].([]any); ok {
-		opts.PermittedFormats = []string{}
-		for _, f := range v {
-			if s, ok := f.(string); ok {
-				opts.PermittedFormats = append(opts.PermittedFormats, s)
-			}
-		}
+	if v := lc.DisableDeepImageInspection; v != nil {
+		opts.DisableDeepInspection = *v
+	}
+	if lc.PermittedImageFormats != nil {
+		opts.PermittedFormats = lc.PermittedImageFormats
 	}
 	opts.Progress = func(p image.WriteProgress) {
 		a.log.Info("writing image", "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))

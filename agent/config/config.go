@@ -130,9 +130,15 @@ type Config struct {
 	// image's grub-install for partition images (IPA's CVE-2026-43003
 	// mitigation defaults it off; a lookup config may switch it on).
 	EnableBIOSBootloaderInstall bool
-	InjectFilesPriority         int
-	GuardSpecialFilesystems     bool
-	HTTPRequestTimeout          time.Duration
+	// MD5Enabled, DisableDeepImageInspection and PermittedImageFormats are
+	// IPA's image options (config file; Ironic's lookup config overrides
+	// them).
+	MD5Enabled                 bool
+	DisableDeepImageInspection bool
+	PermittedImageFormats      []string
+	InjectFilesPriority        int
+	GuardSpecialFilesystems    bool
+	HTTPRequestTimeout         time.Duration
 
 	// Standalone skips lookup and heartbeats (an agent driven directly
 	// through its API).
@@ -316,6 +322,13 @@ func options() []option {
 		// lookup config.
 		{name: "enable_bios_bootloader_install", group: gImages, kind: kBool, def: "false", help: "let install_bootloader run the image's grub-install for partition images",
 			set: func(c *Config, v any) { c.EnableBIOSBootloaderInstall = v.(bool) }},
+		// IPA has no kernel parameters for these three either.
+		{name: "md5_enabled", group: gImages, kind: kBool, def: "true", help: "accept MD5 image checksums (Ironic's agent_md5_checksum_enable overrides it)",
+			set: func(c *Config, v any) { c.MD5Enabled = v.(bool) }},
+		{name: "disable_deep_image_inspection", group: gImages, kind: kBool, def: "false", help: "trust the image format Ironic names instead of checking the image (Ironic's lookup config overrides it)",
+			set: func(c *Config, v any) { c.DisableDeepImageInspection = v.(bool) }},
+		{name: "permitted_image_formats", group: gImages, meta: "FORMAT[,FORMAT...]", kind: kList, def: "raw,gpt,qcow2", help: "image formats write_image accepts (Ironic's lookup config overrides it)",
+			set: func(c *Config, v any) { c.PermittedImageFormats = v.([]string) }},
 		{name: "inject_files_priority", group: gImages, meta: "N", kernel: "ipa-inject-files-priority", kind: kInt, def: "0", help: "priority of the inject_files deploy step",
 			set: func(c *Config, v any) { c.InjectFilesPriority = v.(int) }},
 		{name: "guard_special_filesystems", group: gDisks, kernel: "ipa-guard-special-filesystems", kind: kBool, def: "true", help: "refuse to wipe shared-cluster filesystems",

@@ -9,21 +9,128 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 )
 
-// LookupConfig is the "config" part of a lookup reply (Ironic 21.4.4 keys
-// plus the newer ones IPA master understands).
+// LookupConfig is the "config" part of a lookup reply: the keys Ironic
+// 21.4.4 to 35 send that this agent applies, each decoded on its own so
+// that one key of an unexpected type is ignored (and reported in Ignored)
+// rather than failing the lookup, as IPA ignores what it cannot apply.
 type LookupConfig struct {
-	HeartbeatTimeout            float64  `json:"heartbeat_timeout"`
-	AgentToken                  *string  `json:"agent_token"`
-	AgentTokenRequired          bool     `json:"agent_token_required"`
-	DisableDeepImageInspection  *bool    `json:"disable_deep_image_inspection"`
-	PermittedImageFormats       []string `json:"permitted_image_formats"`
-	EnableBIOSBootloaderInstall *bool    `json:"enable_bios_bootloader_install"`
-	AgentMD5ChecksumEnable      *bool    `json:"agent_md5_checksum_enable"`
-	AgentSkipBMCDetect          *bool    `json:"agent_skip_bmc_detect"`
+	HeartbeatTimeout            float64
+	AgentToken                  *string
+	AgentTokenRequired          bool
+	DisableDeepImageInspection  *bool
+	PermittedImageFormats       []string
+	EnableBIOSBootloaderInstall *bool
+	AgentMD5ChecksumEnable      *bool
+	AgentSkipBMCDetect          *bool
+	// TLSMinVersion and TLSCipherSuites are Ironic 2026.x's agent TLS
+	// settings; "" when unset or null.
+	TLSMinVersion, TLSCipherSuites string
+
+	// Ignored lists the keys this agent knows but could not use (a wrong
+	// type), with the reason. Unused lists the keys sent that this agent
+	// has no use for (metrics, agent_containers, keys of a newer Ironic).
+	Ignored []string
+	Unused  []string
+}
+
+// decodeFormats reads permitted_image_formats: a list, or the
+// comma-separated string an oslo ListOpt also accepts.
+func decodeFormats(c *LookupConfig, r json.RawMessage) error {
+	var s string
+	if json.Unmarshal(r, &s) == nil {
+		c.PermittedImageFormats = []string{}
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				c.PermittedImageFormats = append(c.PermittedImageFormats, f)
+			}
+		}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(r, &l); err != nil {
+		return err
+	}
+	if l == nil {
+		return nil // null: Ironic's default applies
+	}
+	c.PermittedImageFormats = l
+	return nil
+}
+
+// decodeInto sets *dst only when r decodes whole: a value of the wrong
+// type leaves the field as it was.
+func decodeInto[T any](r json.RawMessage, dst *T) error {
+	var v T
+	if err := json.Unmarshal(r, &v); err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+func decodeOptionalString(r json.RawMessage, dst *string) error {
+	var p *string
+	if err := json.Unmarshal(r, &p); err != nil {
+		return err
+	}
+	if p != nil {
+		*dst = *p
+	}
+	return nil
+}
+
+// ParseLookupConfig decodes each key of a lookup config (or of
+// set_node_info's config) on its own.
+func ParseLookupConfig(raw json.RawMessage) (LookupConfig, error) {
+	var c LookupConfig
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return c, err
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := keys[k]
+		var err error
+		switch k {
+		case "heartbeat_timeout":
+			if err = decodeInto(v, &c.HeartbeatTimeout); err != nil {
+				return c, fmt.Errorf("heartbeat_timeout: %w", err)
+			}
+		case "agent_token":
+			err = decodeInto(v, &c.AgentToken)
+		case "agent_token_required":
+			err = decodeInto(v, &c.AgentTokenRequired)
+		case "disable_deep_image_inspection":
+			err = decodeInto(v, &c.DisableDeepImageInspection)
+		case "permitted_image_formats":
+			err = decodeFormats(&c, v)
+		case "enable_bios_bootloader_install":
+			err = decodeInto(v, &c.EnableBIOSBootloaderInstall)
+		case "agent_md5_checksum_enable":
+			err = decodeInto(v, &c.AgentMD5ChecksumEnable)
+		case "agent_skip_bmc_detect":
+			err = decodeInto(v, &c.AgentSkipBMCDetect)
+		case "tls_min_version":
+			err = decodeOptionalString(v, &c.TLSMinVersion)
+		case "tls_cipher_suites":
+			err = decodeOptionalString(v, &c.TLSCipherSuites)
+		default:
+			c.Unused = append(c.Unused, k)
+		}
+		if err != nil {
+			c.Ignored = append(c.Ignored, fmt.Sprintf("%s: %v", k, err))
+		}
+	}
+	return c, nil
 }
 
 // LookupResult is a successful lookup.
@@ -33,8 +140,6 @@ type LookupResult struct {
 	Node     map[string]any
 	NodeUUID string
 	Config   LookupConfig
-	// RawConfig is the whole config object.
-	RawConfig map[string]any
 }
 
 // ErrConflict marks a 409 answer (the node is locked).
@@ -87,10 +192,11 @@ func ParseLookup(body []byte, u string) (*LookupResult, error) {
 	}
 	res := &LookupResult{Node: doc.Node, NodeUUID: uuid}
 	if len(doc.Config) > 0 && string(doc.Config) != "null" {
-		if err := json.Unmarshal(doc.Config, &res.Config); err != nil {
+		cfg, err := ParseLookupConfig(doc.Config)
+		if err != nil {
 			return nil, fmt.Errorf("lookup reply from %s: bad config: %w", u, err)
 		}
-		_ = json.Unmarshal(doc.Config, &res.RawConfig)
+		res.Config = cfg
 	} else if doc.HeartbeatTimeout != nil {
 		// Legacy reply without config.
 		res.Config.HeartbeatTimeout = *doc.HeartbeatTimeout
