@@ -101,3 +101,59 @@ func TestFixturesUdevAndSysfsAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestFixturesInspectionGolden compares what IPA's pci-devices and
+// numa-topology inspection collectors report for a fixture tree with its
+// pci_devices.json and numa_topology.json. Trees recorded before
+// capture-fixture copied PCI and NUMA sysfs have neither file; -update
+// writes each file the tree can answer.
+func TestFixturesInspectionGolden(t *testing.T) {
+	ctx := context.Background()
+	for _, m := range fixtureMachines(t) {
+		t.Run(m, func(t *testing.T) {
+			dir := filepath.Join(fixturesDir, m)
+			opts := Options{Root: filepath.Join(dir, "root")}
+			pci, err := PCIDevices(ctx, opts)
+			checkInspectionGolden(t, filepath.Join(dir, "pci_devices.json"), pci, err == nil, err)
+			topo, err := ReadNUMATopology(ctx, opts)
+			checkInspectionGolden(t, filepath.Join(dir, "numa_topology.json"), topo, err == nil && topo != nil, err)
+		})
+	}
+}
+
+// checkInspectionGolden checks one inspection document against its golden
+// file; ok says whether the tree answered (err is why not).
+func checkInspectionGolden(t *testing.T, golden string, v any, ok bool, err error) {
+	t.Helper()
+	_, statErr := os.Stat(golden)
+	switch {
+	case ok:
+		checkJSONGolden(t, golden, v)
+	case statErr == nil:
+		t.Errorf("%s exists but the tree gives no document: %v", golden, err)
+	}
+}
+
+// checkJSONGolden compares v, indented, with the golden file (or writes it
+// under -update).
+func checkJSONGolden(t *testing.T, golden string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./collector -run TestFixturesInspectionGolden -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n%s", golden, lineDiff(string(want), string(got)))
+	}
+}

@@ -8,14 +8,18 @@ import (
 	"strings"
 )
 
-// PCIDevice is one entry of the inspection data's "pci_devices" (IPA
-// 2023.1's pci-devices collector; the keys and their order are IPA's).
+// PCIDevice is one entry of the inspection data's "pci_devices" (IPA's
+// pci-devices collector; the keys and their order are IPA's). NUMANodeID
+// is the device's numa_node file as IPA master (9.8 and later) reports it:
+// the text, not a number ("-1" when the platform gives no node), null
+// without the file.
 type PCIDevice struct {
-	VendorID  string  `json:"vendor_id"`
-	ProductID string  `json:"product_id"`
-	Class     string  `json:"class"`
-	Revision  *string `json:"revision"`
-	Bus       string  `json:"bus"`
+	VendorID   string  `json:"vendor_id"`
+	ProductID  string  `json:"product_id"`
+	Class      string  `json:"class"`
+	Revision   *string `json:"revision"`
+	Bus        string  `json:"bus"`
+	NUMANodeID *string `json:"numa_node_id"`
 }
 
 // PCIDevices lists sys/bus/pci/devices below opts.Root as IPA's
@@ -56,6 +60,9 @@ func pciDevices(ctx context.Context, f rootFS) ([]PCIDevice, error) {
 		dev := PCIDevice{VendorID: v, ProductID: d, Class: c, Bus: e.Name()}
 		if r, err := hexID(f, path.Join(p, "revision")); err == nil {
 			dev.Revision = &r
+		}
+		if n, err := f.ReadString(path.Join(p, "numa_node")); err == nil {
+			dev.NUMANodeID = &n
 		}
 		out = append(out, dev)
 	}
