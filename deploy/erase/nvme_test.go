@@ -271,3 +271,52 @@ func TestNVMeEraseWithoutDevice(t *testing.T) {
 		t.Fatalf("regular file: %v", err)
 	}
 }
+
+// qemuExchanges are the recorded exchanges with QEMU 7.2's controller
+// (deploy/nvme/nvmevm) named by whats, in that order.
+func qemuExchanges(t *testing.T, whats ...string) []nvme.Exchange {
+	t.Helper()
+	raw, err := os.ReadFile("../nvme/testdata/qemu-7.2-nvme.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := nvme.ParseExchanges(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []nvme.Exchange
+	for _, w := range whats {
+		for _, x := range all {
+			if x.What == w {
+				out = append(out, x)
+				break
+			}
+		}
+	}
+	if len(out) != len(whats) {
+		t.Fatalf("the recording lacks some of %q", whats)
+	}
+	return out
+}
+
+// erase_devices and erase_devices_express on QEMU's controller (Format NVM
+// without crypto erase, no Sanitize) send exactly the bytes the kernel
+// took to it: IPA's user-data format, and for express the unsupported
+// sanitize path, a format too.
+func TestNVMeEraseRecordedQEMU(t *testing.T) {
+	for _, c := range []struct {
+		step string
+		run  func(e *Eraser) (DeviceResult, error)
+	}{
+		{"erase_devices", func(e *Eraser) (DeviceResult, error) { return e.nvmeErase(context.Background(), "/dev/nvme0n1") }},
+		{"erase_devices_express", func(e *Eraser) (DeviceResult, error) { return e.nvmeExpress(context.Background(), "/dev/nvme0n1") }},
+	} {
+		r := &nvme.Replay{NSID: 1, Exchanges: qemuExchanges(t, cmdIDCtrl, cmdIDNS, cmdFormat1)}
+		e := &Eraser{Guard: blockdev.NewGuard([]string{"/dev/nvme0n1"}), Root: fakeNVMeSysfs(t, t.TempDir()),
+			nvmeOpen: func(string) (nvmeDevice, error) { return r, nil }}
+		res, err := c.run(e)
+		if err != nil || res.Method != MethodNVMeUserData || r.Sent != 3 {
+			t.Errorf("%s: %+v %v after %d exchanges", c.step, res, err, r.Sent)
+		}
+	}
+}

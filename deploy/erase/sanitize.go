@@ -76,9 +76,15 @@ func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, d nvme.Device, sa
 	if poll <= 0 {
 		poll = defaultSanitizePoll
 	}
+	waitEnded := func() error {
+		return fmt.Errorf("waiting for the NVMe sanitize of %s (the drive goes on with it): %w", dev, ctx.Err())
+	}
 	lastLog := time.Now()
 	for polls := 1; ; polls++ {
 		l, err := nvme.SanitizeStatus(ctx, d)
+		if err != nil && ctx.Err() != nil {
+			return DeviceResult{}, waitEnded()
+		}
 		if err != nil {
 			return DeviceResult{}, fmt.Errorf("reading the sanitize status of %s: %w", dev, err)
 		}
@@ -106,7 +112,7 @@ func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, d nvme.Device, sa
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return DeviceResult{}, fmt.Errorf("waiting for the NVMe sanitize of %s (the drive goes on with it): %w", dev, ctx.Err())
+			return DeviceResult{}, waitEnded()
 		case <-t.C:
 		}
 	}

@@ -122,6 +122,9 @@ func (r *Replay) Admin(cmd *Command, data []byte) error {
 	return nil
 }
 
+// Close does nothing: a replay holds no device.
+func (r *Replay) Close() error { return nil }
+
 // NamespaceID returns r.NSID.
 func (r *Replay) NamespaceID() (uint32, error) {
 	if r.NSID == 0 {
