@@ -66,7 +66,10 @@ const FormatTimeoutMS = 600_000
 
 // FormatCommand formats namespace nsid with the secure erase setting ses,
 // keeping its current LBA format, metadata setting and protection
-// information (what ns reports).
+// information (what ns reports). nvme-cli's `format -s N` (IPA's call)
+// keeps the LBA format too but sends MSET, PI and PIL as 0, which would
+// turn end-to-end protection off on a namespace formatted with it; an
+// erase should leave the drive as it was configured, so they are kept.
 func FormatCommand(nsid uint32, ns Namespace, ses uint8) Command {
 	lbaf := uint32(ns.LBAFormat())
 	cdw10 := lbaf&0x0f | // LBAF bits 3:0
