@@ -30,7 +30,6 @@ APT_PACKAGES=(
 	lldpd
 	mount
 	mtools
-	nvme-cli
 	ovmf
 	parted
 	python3-ironic

@@ -11,8 +11,8 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/programs"
 )
 
-// Runner runs an external program where no Go path exists: hdparm and
-// nvme-cli for ATA security commands and NVMe format (deploy/erase), mkfs
+// Runner runs an external program where no Go path exists: hdparm for
+// ATA security commands (deploy/erase; NVMe goes through deploy/nvme), mkfs
 // and mkswap for partition images (deploy/partition); every name is one of
 // internal/programs' registry. The interface lets the decision tables be
 // tested with recorded outputs.

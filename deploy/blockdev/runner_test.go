@@ -30,12 +30,12 @@ func TestExecRunnerRefusesUnregistered(t *testing.T) {
 // its package, the feature and the command line.
 func TestExecRunnerMissingProgram(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := ExecRunner{}.Run(context.Background(), "nvme", "id-ctrl", "/dev/nvme0n1", "-o", "json")
+	_, err := ExecRunner{}.Run(context.Background(), "mkfs.ext4", "-q", "/dev/vda3")
 	var me *programs.MissingError
 	if !errors.As(err, &me) {
 		t.Fatalf("got %v, want a *programs.MissingError", err)
 	}
-	for _, want := range []string{`"nvme id-ctrl /dev/nvme0n1 -o json"`, "program nvme (Debian package nvme-cli) is not in this ramdisk", "NVMe Format"} {
+	for _, want := range []string{`"mkfs.ext4 -q /dev/vda3"`, "program mkfs.ext4 (Debian package e2fsprogs) is not in this ramdisk", "the ephemeral partition"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -73,7 +73,7 @@ type Progress func(dev string, pass, passes int, done, total int64)
 // Eraser runs the erase clean steps.
 type Eraser struct {
 	Guard  *blockdev.Guard
-	Runner blockdev.Runner // hdparm and nvme-cli; ExecRunner in production
+	Runner blockdev.Runner // hdparm; ExecRunner in production
 	// Root is where /sys, /proc and /dev/disk are read ("" = "/").
 	Root     string
 	Logger   *slog.Logger
@@ -81,6 +81,9 @@ type Eraser struct {
 	// rangeIoctl issues BLKSECDISCARD and BLKDISCARD (nil:
 	// blockdev.IoctlRange); the express decision-table tests fake it.
 	rangeIoctl func(f *os.File, req uint, off, length uint64) error
+	// nvmeOpen opens an NVMe namespace for admin commands (nil:
+	// nvme.Open); the NVMe decision-table tests fake the controller.
+	nvmeOpen func(dev string) (nvmeDevice, error)
 	// sanitizePoll is how often a running NVMe sanitize is polled
 	// (0: defaultSanitizePoll); tests shorten it.
 	sanitizePoll time.Duration

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/nvme"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -81,30 +82,30 @@ func TestEraseExpressDecisionTable(t *testing.T) {
 		name     string
 		dev      string
 		queue    fakeQueue
-		nodeOff  bool // agent_enable_nvme_secure_erase=false
-		replies  map[string][]fakeReply
+		nodeOff  bool                   // agent_enable_nvme_secure_erase=false
+		nvme     map[string][]nvmeReply // the controller's answers
 		ioctlErr map[uint]error
 		method   string
-		detail   string // part of the detail; "" = no detail
-		calls    []string
+		detail   string   // part of the detail; "" = no detail
+		calls    []string // admin commands sent
 		ioctls   []string
 	}{
 		{name: "NVMe with crypto sanitize", dev: "nvme0n1", queue: ssd,
-			replies: map[string][]fakeReply{
-				"nvme id-ctrl DEV -o json": {{out: nvmeIDCtrlJSON(23, 4)}}, "nvme sanitize DEV -a 4": {{}},
-				"nvme sanitize-log DEV --raw-binary": {{out: sanitizeLogPage(0xffff, nvmeSanitizeDone|nvmeSanitizeGDE)}}},
+			nvme: map[string][]nvmeReply{
+				cmdIDCtrl: {{data: idCtrlPage(23, 4, 0x60000003)}}, cmdSanCrypto: {{}},
+				cmdSanLog: {{data: sanitizeLogPage(0xffff, nvme.SanitizeDone|nvme.SSTATGlobalDataErased)}}},
 			method: MethodNVMeSanitizeCrypto,
-			calls:  []string{"nvme id-ctrl DEV -o json", "nvme sanitize DEV -a 4", "nvme sanitize-log DEV --raw-binary"}},
+			calls:  []string{cmdIDCtrl, cmdSanCrypto, cmdSanLog}},
 		{name: "NVMe with crypto format, no sanitize", dev: "nvme0n1", queue: ssd,
-			replies: map[string][]fakeReply{"nvme id-ctrl DEV -o json": {{out: nvmeIDCtrlSaniJSON(23, 4, 0)}}, "nvme format DEV -s 2 -f": {{}}},
-			method:  MethodNVMeCrypto, calls: []string{"nvme id-ctrl DEV -o json", "nvme format DEV -s 2 -f"}},
+			nvme:   formatReplies(23, 4, 0, cmdFormat2, 0),
+			method: MethodNVMeCrypto, calls: []string{cmdIDCtrl, cmdIDNS, cmdFormat2}},
 		{name: "NVMe with user-data format, no sanitize", dev: "nvme0n1", queue: ssd,
-			replies: map[string][]fakeReply{"nvme id-ctrl DEV -o json": {{out: nvmeIDCtrlSaniJSON(23, 0, 0)}}, "nvme format DEV -s 1 -f": {{}}},
-			method:  MethodNVMeUserData, calls: []string{"nvme id-ctrl DEV -o json", "nvme format DEV -s 1 -f"}},
+			nvme:   formatReplies(23, 0, 0, cmdFormat1, 0),
+			method: MethodNVMeUserData, calls: []string{cmdIDCtrl, cmdIDNS, cmdFormat1}},
 		{name: "NVMe without format or sanitize: discard, metadata", dev: "nvme0n1", queue: ssd,
-			replies:  map[string][]fakeReply{"nvme id-ctrl DEV -o json": {{out: nvmeIDCtrlSaniJSON(0x14, 0, 0)}}},
-			ioctlErr: noSecure, method: MethodDiscardMetadata, detail: "NVMe secure erase failed: device DEV: nvme-cli did not return any supported format modes",
-			calls: []string{"nvme id-ctrl DEV -o json"}, ioctls: []string{"BLKSECDISCARD " + size, "BLKDISCARD " + size}},
+			nvme:     map[string][]nvmeReply{cmdIDCtrl: {{data: idCtrlPage(0x14, 0, 0)}}},
+			ioctlErr: noSecure, method: MethodDiscardMetadata, detail: "NVMe secure erase failed: device DEV: the controller reports no supported format modes",
+			calls: []string{cmdIDCtrl}, ioctls: []string{"BLKSECDISCARD " + size, "BLKDISCARD " + size}},
 		{name: "NVMe, secure erase disabled by the node: discard, metadata", dev: "nvme0n1", queue: ssd, nodeOff: true,
 			ioctlErr: noSecure, method: MethodDiscardMetadata,
 			ioctls: []string{"BLKSECDISCARD " + size, "BLKDISCARD " + size}},
@@ -128,13 +129,9 @@ func TestEraseExpressDecisionTable(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			root, dev := fakeDevice(t, c.dev, c.queue)
 			sub := func(s string) string { return strings.ReplaceAll(s, "DEV", dev) }
-			replies := map[string][]fakeReply{}
-			for k, v := range c.replies {
-				replies[sub(k)] = v
-			}
-			r := &fakeRunner{replies: replies}
+			f := &fakeNVMe{replies: c.nvme}
 			io := &fakeIoctls{errs: c.ioctlErr}
-			e := &Eraser{Guard: blockdev.NewGuard([]string{dev}), Runner: r, Root: root, rangeIoctl: io.do, sanitizePoll: time.Millisecond}
+			e := &Eraser{Guard: blockdev.NewGuard([]string{dev}), Root: root, rangeIoctl: io.do, nvmeOpen: f.open, sanitizePoll: time.Millisecond}
 			o := DefaultEraseOptions()
 			o.EnableNVMeSecureErase = !c.nodeOff
 			res, err := e.EraseDevicesExpress(context.Background(), []inventory.Disk{{Name: dev}}, o)
@@ -148,12 +145,8 @@ func TestEraseExpressDecisionTable(t *testing.T) {
 			if c.detail == "" && got.Detail != "" || !strings.Contains(got.Detail, sub(c.detail)) {
 				t.Errorf("detail %q, want %q", got.Detail, sub(c.detail))
 			}
-			var wantCalls []string
-			for _, s := range c.calls {
-				wantCalls = append(wantCalls, sub(s))
-			}
-			if !reflect.DeepEqual(r.calls, wantCalls) {
-				t.Errorf("commands %q, want %q", r.calls, wantCalls)
+			if !reflect.DeepEqual(f.calls, c.calls) {
+				t.Errorf("admin commands %q, want %q", f.calls, c.calls)
 			}
 			if !reflect.DeepEqual(io.calls, c.ioctls) {
 				t.Errorf("ioctls %q, want %q", io.calls, c.ioctls)

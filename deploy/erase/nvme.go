@@ -2,59 +2,98 @@ package erase
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/nvme"
 )
+
+// nvmeDevice is an NVMe namespace opened for admin commands.
+type nvmeDevice interface {
+	nvme.Device
+	Close() error
+}
+
+// openNVMe opens dev for admin commands: e.nvmeOpen when a test set it,
+// else the kernel's NVME_IOCTL_ADMIN_CMD on the namespace's block device.
+func (e *Eraser) openNVMe(dev string) (nvmeDevice, error) {
+	if e.nvmeOpen != nil {
+		return e.nvmeOpen(dev)
+	}
+	return nvme.Open(dev)
+}
 
 // nvmeErase formats an NVMe namespace with the strongest secure-erase
 // setting its controller reports (IPA's _nvme_erase).
 func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error) {
-	id, err := e.nvmeIdentify(ctx, dev)
+	d, err := e.openNVMe(dev)
+	if err != nil {
+		return DeviceResult{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
+	}
+	defer d.Close()
+	id, err := e.nvmeIdentify(ctx, dev, d)
 	if err != nil {
 		return DeviceResult{}, err
 	}
-	return e.nvmeFormat(ctx, dev, id)
+	return e.nvmeFormat(ctx, dev, d, id)
 }
 
-// nvmeIdentify runs and parses `nvme id-ctrl -o json`.
-func (e *Eraser) nvmeIdentify(ctx context.Context, dev string) (nvmeIDCtrl, error) {
-	out, err := e.Runner.Run(ctx, "nvme", "id-ctrl", dev, "-o", "json")
+// nvmeIdentify reads the controller's Identify data (IPA: `nvme id-ctrl`).
+func (e *Eraser) nvmeIdentify(ctx context.Context, dev string, d nvme.Device) (nvme.Controller, error) {
+	id, err := nvme.IdentifyController(ctx, d)
 	if err != nil {
-		return nvmeIDCtrl{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
-	}
-	id, err := parseNVMeIDCtrl(out)
-	if err != nil {
-		return nvmeIDCtrl{}, fmt.Errorf("device %s: %w", dev, err)
+		return nvme.Controller{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
 	}
 	return id, nil
 }
 
-// nvmeFormat runs the format IPA chooses from id. When the format would
-// also hit other namespaces of the controller (fna bits 0/1), each of
-// them must pass the guard too.
-func (e *Eraser) nvmeFormat(ctx context.Context, dev string, id nvmeIDCtrl) (DeviceResult, error) {
-	mode, err := nvmeFormatMode(id)
+// nvmeFormat runs the format IPA chooses from id on dev's namespace,
+// keeping its current LBA format. When the format would also hit other
+// namespaces of the controller (fna bits 0/1), each of them must pass the
+// guard too.
+func (e *Eraser) nvmeFormat(ctx context.Context, dev string, d nvme.Device, id nvme.Controller) (DeviceResult, error) {
+	ses, err := nvmeFormatMode(id)
 	if err != nil {
 		return DeviceResult{}, fmt.Errorf("device %s: %w", dev, err)
 	}
-	if *id.FNA&(nvmeFNAAllNamespaces|nvmeFNASecureAllNS) != 0 {
-		if err := e.guardSiblingNamespaces(dev, fmt.Sprintf("NVMe format of %s (fna=%#x)", dev, *id.FNA), false); err != nil {
+	if id.FNA&(nvme.FNAFormatAllNamespaces|nvme.FNAEraseAllNamespaces) != 0 {
+		if err := e.guardSiblingNamespaces(dev, fmt.Sprintf("NVMe format of %s (fna=%#x)", dev, id.FNA), false); err != nil {
 			return DeviceResult{}, err
 		}
 	}
-	if _, err := e.Runner.Run(ctx, "nvme", "format", dev, "-s", strconv.Itoa(mode), "-f"); err != nil {
+	nsid, err := d.NamespaceID()
+	if err != nil {
 		return DeviceResult{}, fmt.Errorf("failed to nvme format device %s: %w", dev, err)
 	}
-	if mode == 2 {
+	ns, err := nvme.IdentifyNamespace(ctx, d, nsid)
+	if err != nil {
+		return DeviceResult{}, fmt.Errorf("failed to nvme format device %s: reading the current LBA format: %w", dev, err)
+	}
+	e.log().Info("NVMe format", "device", dev, "nsid", nsid, "ses", ses, "lba_format", ns.LBAFormat(), "block_size", ns.BlockSize)
+	if err := nvme.Format(ctx, d, nsid, ns, ses); err != nil {
+		return DeviceResult{}, fmt.Errorf("failed to nvme format device %s: %w", dev, err)
+	}
+	if ses == nvme.SESCrypto {
 		return DeviceResult{Method: MethodNVMeCrypto}, nil
 	}
 	return DeviceResult{Method: MethodNVMeUserData}, nil
+}
+
+// nvmeFormatMode is IPA's choice: crypto erase (ses 2) when fna says so,
+// else user-data erase (ses 1); no format support is an error.
+func nvmeFormatMode(id nvme.Controller) (uint8, error) {
+	if id.OACS&nvme.OACSFormatNVM == 0 {
+		return 0, errors.New("the controller reports no supported format modes (Identify Controller OACS bit 1, Format NVM, clear)")
+	}
+	if id.FNA&nvme.FNACryptoErase != 0 {
+		return nvme.SESCrypto, nil
+	}
+	return nvme.SESUserData, nil
 }
 
 // guardSiblingNamespaces checks that every other namespace of dev's

@@ -1,18 +1,16 @@
 package erase
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/nvme"
 )
 
 // NVMe sanitize (NVMe base specification: Sanitize command, opcode 84h;
@@ -22,23 +20,6 @@ import (
 // background, even across a power cycle. IPA (master, 2026) only formats;
 // the issue asks for sanitize where the controller offers it.
 const (
-	nvmeSaniCapCrypto = 1 << 0 // SANICAP CES: crypto erase supported
-	nvmeSaniCapBlock  = 1 << 1 // SANICAP BES: block erase supported
-
-	nvmeSanactBlockErase  = 2
-	nvmeSanactCryptoErase = 4
-
-	// SSTAT bits 2:0, the most recent sanitize operation.
-	nvmeSanitizeNever      = 0
-	nvmeSanitizeDone       = 1
-	nvmeSanitizeInProgress = 2
-	nvmeSanitizeFailed     = 3
-	nvmeSanitizeDoneNoDeal = 4 // done, No-Deallocate requested but blocks deallocated
-	// SSTAT bit 8, Global Data Erased: no user data has been written in
-	// the subsystem since the last successful sanitize.
-	nvmeSanitizeGDE = 1 << 8
-
-	nvmeSanitizeLogSize = 512
 	defaultSanitizePoll = 2 * time.Second
 	// sanitizeStartGrace is how many polls may still show no sanitize at
 	// all after the command was accepted before that counts as failure.
@@ -48,70 +29,46 @@ const (
 // nvmeSanitizeAction is the express erase's choice from SANICAP: crypto
 // erase (seconds: the media key is replaced) before block erase; the
 // overwrite action takes hours and is never used here.
-func nvmeSanitizeAction(id nvmeIDCtrl) (sanact int, method string, ok bool) {
-	if id.SaniCap == nil {
-		return 0, "", false
-	}
+func nvmeSanitizeAction(id nvme.Controller) (sanact uint8, method string, ok bool) {
 	switch {
-	case *id.SaniCap&nvmeSaniCapCrypto != 0:
-		return nvmeSanactCryptoErase, MethodNVMeSanitizeCrypto, true
-	case *id.SaniCap&nvmeSaniCapBlock != 0:
-		return nvmeSanactBlockErase, MethodNVMeSanitizeBlock, true
+	case id.SANICAP&nvme.SANICAPCryptoErase != 0:
+		return nvme.SanitizeCryptoErase, MethodNVMeSanitizeCrypto, true
+	case id.SANICAP&nvme.SANICAPBlockErase != 0:
+		return nvme.SanitizeBlockErase, MethodNVMeSanitizeBlock, true
 	}
 	return 0, "", false
 }
 
-// nvmeSanitizeLog is the part of the Sanitize Status log page the erase
-// reads.
-type nvmeSanitizeLog struct {
-	Progress uint16 // SPROG: numerator of a fraction of 65536
-	Status   uint16 // SSTAT
-}
-
-// parseNVMeSanitizeLog reads `nvme sanitize-log --raw-binary` output:
-// the 512-byte log page, little endian. nvme-cli 2.3 and 2.4 (Debian 12
-// ships 2.3) print their text report after the raw page; that text is
-// recognised and skipped. Anything else (a text report alone, a short
-// read, other trailing bytes) is an error.
-func parseNVMeSanitizeLog(b []byte) (nvmeSanitizeLog, error) {
-	if len(b) < nvmeSanitizeLogSize {
-		return nvmeSanitizeLog{}, fmt.Errorf("nvme sanitize-log returned %d bytes, not the %d-byte Sanitize Status log page", len(b), nvmeSanitizeLogSize)
-	}
-	if rest := b[nvmeSanitizeLogSize:]; len(rest) > 0 && !bytes.HasPrefix(rest, []byte("Sanitize Progress")) {
-		return nvmeSanitizeLog{}, fmt.Errorf("nvme sanitize-log returned %d bytes, not the %d-byte Sanitize Status log page (optionally followed by nvme-cli's text report)", len(b), nvmeSanitizeLogSize)
-	}
-	return nvmeSanitizeLog{Progress: binary.LittleEndian.Uint16(b[0:]), Status: binary.LittleEndian.Uint16(b[2:])}, nil
-}
-
-func (l nvmeSanitizeLog) state() int { return int(l.Status & 7) }
-
 // nvmeExpress is the express erase of an NVMe namespace: sanitize when
 // the controller offers crypto or block erase, else IPA's format.
 func (e *Eraser) nvmeExpress(ctx context.Context, dev string) (DeviceResult, error) {
-	id, err := e.nvmeIdentify(ctx, dev)
+	d, err := e.openNVMe(dev)
+	if err != nil {
+		return DeviceResult{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
+	}
+	defer d.Close()
+	id, err := e.nvmeIdentify(ctx, dev, d)
 	if err != nil {
 		return DeviceResult{}, err
 	}
 	if sanact, method, ok := nvmeSanitizeAction(id); ok {
-		return e.nvmeSanitize(ctx, dev, sanact, method)
+		return e.nvmeSanitize(ctx, dev, d, sanact, method)
 	}
-	return e.nvmeFormat(ctx, dev, id)
+	return e.nvmeFormat(ctx, dev, d, id)
 }
 
 // nvmeSanitize starts a sanitize and polls the Sanitize Status log until
 // the controller reports it done, failed, or ctx ends. Success needs the
-// log to say "completed successfully" with Global Data Erased set: some
-// nvme-cli versions exit 0 after an NVMe error status, and an old
-// successful sanitize would otherwise pass for this one; GDE is cleared by
-// any write since then (a deployed image, for one).
-func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, sanact int, method string) (DeviceResult, error) {
+// log to say "completed successfully" with Global Data Erased set: an old
+// successful sanitize would otherwise pass for this one; GDE is cleared
+// by any write since then (a deployed image, for one).
+func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, d nvme.Device, sanact uint8, method string) (DeviceResult, error) {
 	// Sanitize ignores the namespace: every namespace of the subsystem is
 	// erased, so every one must be ours to erase.
 	if err := e.guardSiblingNamespaces(dev, "NVMe sanitize of "+dev, true); err != nil {
 		return DeviceResult{}, err
 	}
-	args := []string{"sanitize", dev, "-a", strconv.Itoa(sanact)}
-	if _, err := e.Runner.Run(ctx, "nvme", args...); err != nil {
+	if err := nvme.Sanitize(ctx, d, sanact); err != nil {
 		return DeviceResult{}, fmt.Errorf("failed to start the NVMe sanitize of %s: %w", dev, err)
 	}
 	e.log().Info("NVMe sanitize started", "device", dev, "method", method)
@@ -119,30 +76,32 @@ func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, sanact int, metho
 	if poll <= 0 {
 		poll = defaultSanitizePoll
 	}
+	waitEnded := func() error {
+		return fmt.Errorf("waiting for the NVMe sanitize of %s (the drive goes on with it): %w", dev, ctx.Err())
+	}
 	lastLog := time.Now()
 	for polls := 1; ; polls++ {
-		out, err := e.Runner.Run(ctx, "nvme", "sanitize-log", dev, "--raw-binary")
+		l, err := nvme.SanitizeStatus(ctx, d)
+		if err != nil && ctx.Err() != nil {
+			return DeviceResult{}, waitEnded()
+		}
 		if err != nil {
 			return DeviceResult{}, fmt.Errorf("reading the sanitize status of %s: %w", dev, err)
 		}
-		l, err := parseNVMeSanitizeLog(out)
-		if err != nil {
-			return DeviceResult{}, fmt.Errorf("reading the sanitize status of %s: %w", dev, err)
-		}
-		switch l.state() {
-		case nvmeSanitizeDone, nvmeSanitizeDoneNoDeal:
-			if l.Status&nvmeSanitizeGDE == 0 {
+		switch l.State() {
+		case nvme.SanitizeDone, nvme.SanitizeDoneDeallocated:
+			if l.Status&nvme.SSTATGlobalDataErased == 0 {
 				return DeviceResult{}, fmt.Errorf("NVMe sanitize of %s: the controller reports a completed sanitize but not that all data is erased (SSTAT=%#04x, Global Data Erased clear); the sanitize command did not run", dev, l.Status)
 			}
 			return DeviceResult{Method: method}, nil
-		case nvmeSanitizeInProgress:
+		case nvme.SanitizeInProgress:
 			if time.Since(lastLog) >= 30*time.Second {
 				e.log().Info("NVMe sanitize running", "device", dev, "percent", int(l.Progress)*100/65536)
 				lastLog = time.Now()
 			}
-		case nvmeSanitizeFailed:
+		case nvme.SanitizeFailed:
 			return DeviceResult{}, fmt.Errorf("NVMe sanitize of %s failed: the controller reports the operation failed (SSTAT=%#04x); the drive stays in sanitize failure mode until a sanitize succeeds", dev, l.Status)
-		case nvmeSanitizeNever:
+		case nvme.SanitizeNever:
 			if polls > sanitizeStartGrace {
 				return DeviceResult{}, fmt.Errorf("NVMe sanitize of %s: the controller reports no sanitize operation after the command (SSTAT=%#04x)", dev, l.Status)
 			}
@@ -153,7 +112,7 @@ func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, sanact int, metho
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return DeviceResult{}, fmt.Errorf("waiting for the NVMe sanitize of %s (the drive goes on with it): %w", dev, ctx.Err())
+			return DeviceResult{}, waitEnded()
 		case <-t.C:
 		}
 	}

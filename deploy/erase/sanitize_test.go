@@ -2,8 +2,6 @@ package erase
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,46 +10,27 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/nvme"
 )
-
-// nvmeIDCtrlSaniJSON is nvmeIDCtrlJSON with a chosen SANICAP.
-func nvmeIDCtrlSaniJSON(oacs, fna, sanicap int) string {
-	return strings.Replace(nvmeIDCtrlJSON(oacs, fna), `"sanicap" : 1610612739`, fmt.Sprintf(`"sanicap" : %d`, sanicap), 1)
-}
-
-// sanitizeLogPage is `nvme sanitize-log --raw-binary` output.
-func sanitizeLogPage(sprog, sstat uint16) string {
-	b := make([]byte, nvmeSanitizeLogSize)
-	binary.LittleEndian.PutUint16(b[0:], sprog)
-	binary.LittleEndian.PutUint16(b[2:], sstat)
-	binary.LittleEndian.PutUint32(b[4:], nvmeSanactCryptoErase) // SCDW10
-	for i := 8; i < 32; i += 4 {
-		binary.LittleEndian.PutUint32(b[i:], 0xffffffff) // no time estimates
-	}
-	return string(b)
-}
 
 func TestNVMeSanitizeAction(t *testing.T) {
 	for _, c := range []struct {
-		sanicap *int
-		sanact  int
+		sanicap uint32
+		sanact  uint8
 		method  string
 	}{
-		{nil, 0, ""},
-		{ptr(0), 0, ""},
-		{ptr(0x60000003), nvmeSanactCryptoErase, MethodNVMeSanitizeCrypto}, // crypto and block: crypto
-		{ptr(0x2), nvmeSanactBlockErase, MethodNVMeSanitizeBlock},
-		{ptr(0x6), nvmeSanactBlockErase, MethodNVMeSanitizeBlock},
-		{ptr(0x4), 0, ""}, // overwrite only: never for express
+		{0, 0, ""},
+		{0x60000003, nvme.SanitizeCryptoErase, MethodNVMeSanitizeCrypto}, // crypto and block: crypto
+		{0x2, nvme.SanitizeBlockErase, MethodNVMeSanitizeBlock},
+		{0x6, nvme.SanitizeBlockErase, MethodNVMeSanitizeBlock},
+		{0x4, 0, ""}, // overwrite only: never for express
 	} {
-		sanact, method, ok := nvmeSanitizeAction(nvmeIDCtrl{SaniCap: c.sanicap})
+		sanact, method, ok := nvmeSanitizeAction(nvme.Controller{SANICAP: c.sanicap})
 		if sanact != c.sanact || method != c.method || ok != (c.sanact != 0) {
-			t.Errorf("sanicap %v: %d %q %v", c.sanicap, sanact, method, ok)
+			t.Errorf("sanicap %#x: %d %q %v", c.sanicap, sanact, method, ok)
 		}
 	}
 }
-
-func ptr(n int) *int { return &n }
 
 // fakeNVMeSysfs makes the sysfs entries that list the namespaces of
 // nvme0n1's controller below root.
@@ -68,100 +47,71 @@ func fakeNVMeSysfs(t *testing.T, root string, namespaces ...string) string {
 func TestNVMeExpressDecisionTable(t *testing.T) {
 	const dev = "/dev/nvme0n1"
 	const (
-		idctrl   = "nvme id-ctrl /dev/nvme0n1 -o json"
-		crypto   = "nvme sanitize /dev/nvme0n1 -a 4"
-		block    = "nvme sanitize /dev/nvme0n1 -a 2"
-		log      = "nvme sanitize-log /dev/nvme0n1 --raw-binary"
-		format2  = "nvme format /dev/nvme0n1 -s 2 -f"
-		doneGDE  = nvmeSanitizeDone | nvmeSanitizeGDE
-		progress = nvmeSanitizeInProgress
+		doneGDE  = nvme.SanitizeDone | nvme.SSTATGlobalDataErased
+		progress = nvme.SanitizeInProgress
 	)
-	page := func(sprog, sstat uint16) fakeReply { return fakeReply{out: sanitizeLogPage(sprog, sstat)} }
+	page := func(sprog, sstat uint16) nvmeReply { return nvmeReply{data: sanitizeLogPage(sprog, sstat)} }
+	ctrl := func(oacs uint16, fna uint8, sanicap uint32) []nvmeReply {
+		return []nvmeReply{{data: idCtrlPage(oacs, fna, sanicap)}}
+	}
 	for _, c := range []struct {
 		name    string
-		replies map[string][]fakeReply
+		replies map[string][]nvmeReply
 		method  string
 		errPart string
 		calls   []string
 	}{
-		{"crypto sanitize, polled to completion", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}},
-			log: {page(0, progress), page(32768, progress), page(0xffff, doneGDE)}},
-			MethodNVMeSanitizeCrypto, "", []string{idctrl, crypto, log, log, log}},
-		{"block sanitize", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlSaniJSON(23, 0, 2)}}, block: {{}}, log: {page(0xffff, nvmeSanitizeDoneNoDeal|nvmeSanitizeGDE)}},
-			MethodNVMeSanitizeBlock, "", []string{idctrl, block, log}},
-		{"no sanitize: format", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlSaniJSON(23, 4, 0)}}, format2: {{}}},
-			MethodNVMeCrypto, "", []string{idctrl, format2}},
-		{"overwrite-only sanitize: format", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlSaniJSON(23, 4, 4)}}, format2: {{}}},
-			MethodNVMeCrypto, "", []string{idctrl, format2}},
-		{"log shows no sanitize at first", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {page(0, 0), page(0xffff, doneGDE)}},
-			MethodNVMeSanitizeCrypto, "", []string{idctrl, crypto, log, log}},
-		{"sanitize command fails", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{out: "NVMe status: SANITIZE_IN_PROGRESS: The requested function is prohibited while a sanitize operation is in progress(0x81d)", exit: 1}}},
-			"", `failed to start the NVMe sanitize of /dev/nvme0n1: command "nvme sanitize /dev/nvme0n1 -a 4" failed (exit status 1): NVMe status: SANITIZE_IN_PROGRESS`,
-			[]string{idctrl, crypto}},
-		{"controller reports failure", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {page(100, progress), page(0, nvmeSanitizeFailed)}},
+		{"crypto sanitize, polled to completion", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 0x60000003), cmdSanCrypto: {{}},
+			cmdSanLog: {page(0, progress), page(32768, progress), page(0xffff, doneGDE)}},
+			MethodNVMeSanitizeCrypto, "", []string{cmdIDCtrl, cmdSanCrypto, cmdSanLog, cmdSanLog, cmdSanLog}},
+		{"block sanitize", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 0, 2), cmdSanBlock: {{}}, cmdSanLog: {page(0xffff, nvme.SanitizeDoneDeallocated|nvme.SSTATGlobalDataErased)}},
+			MethodNVMeSanitizeBlock, "", []string{cmdIDCtrl, cmdSanBlock, cmdSanLog}},
+		{"no sanitize: format", formatReplies(23, 4, 0, cmdFormat2, 0),
+			MethodNVMeCrypto, "", []string{cmdIDCtrl, cmdIDNS, cmdFormat2}},
+		{"overwrite-only sanitize: format", formatReplies(23, 4, 4, cmdFormat2, 0),
+			MethodNVMeCrypto, "", []string{cmdIDCtrl, cmdIDNS, cmdFormat2}},
+		{"log shows no sanitize at first", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{}}, cmdSanLog: {page(0, 0), page(0xffff, doneGDE)}},
+			MethodNVMeSanitizeCrypto, "", []string{cmdIDCtrl, cmdSanCrypto, cmdSanLog, cmdSanLog}},
+		{"sanitize command fails", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{status: statusSanitizeBusy}}},
+			"", "failed to start the NVMe sanitize of /dev/nvme0n1: Sanitize (SANACT 4): NVMe status 0x001d (type 0, code 0x1d: Sanitize In Progress)",
+			[]string{cmdIDCtrl, cmdSanCrypto}},
+		{"controller reports failure", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{}}, cmdSanLog: {page(100, progress), page(0, nvme.SanitizeFailed)}},
 			"", "the controller reports the operation failed (SSTAT=0x0003)", nil},
-		{"completed without Global Data Erased", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {page(0xffff, nvmeSanitizeDone)}},
+		{"completed without Global Data Erased", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{}}, cmdSanLog: {page(0xffff, nvme.SanitizeDone)}},
 			"", "Global Data Erased clear", nil},
-		{"never started", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {page(0, 0)}},
+		{"never started", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{}}, cmdSanLog: {page(0, 0)}},
 			"", "reports no sanitize operation after the command", nil},
-		{"unknown status", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {page(0, 7)}},
+		{"unknown status", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{}}, cmdSanLog: {page(0, 7)}},
 			"", "unknown sanitize status (SSTAT=0x0007)", nil},
-		{"nvme-cli 2.3: the raw page, then the text report", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}},
-			log: {{out: sanitizeLogPage(0xffff, doneGDE) + "Sanitize Progress                      (SPROG) :  65535\n"}}},
-			MethodNVMeSanitizeCrypto, "", nil},
-		{"other bytes after the page", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {{out: sanitizeLogPage(0xffff, doneGDE) + "x"}}},
-			"", "returned 513 bytes, not the 512-byte Sanitize Status log page", nil},
-		{"sanitize-log prints text", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {{out: "Sanitize Progress (SPROG) : 65535\n"}}},
-			"", "returned 34 bytes, not the 512-byte Sanitize Status log page", nil},
-		{"sanitize-log fails", map[string][]fakeReply{
-			idctrl: {{out: nvmeIDCtrlJSON(23, 4)}}, crypto: {{}}, log: {{out: "get-log-page: Invalid argument", exit: 22}}},
-			"", `reading the sanitize status of /dev/nvme0n1: command "nvme sanitize-log /dev/nvme0n1 --raw-binary" failed (exit status 22): get-log-page: Invalid argument`, nil},
+		{"sanitize log unsupported", map[string][]nvmeReply{
+			cmdIDCtrl: ctrl(23, 4, 1), cmdSanCrypto: {{}}, cmdSanLog: {{status: 0x4109}}},
+			"", "reading the sanitize status of /dev/nvme0n1: Get Log Page (LID 0x81): NVMe status 0x4109 (type 1, code 0x09: Invalid Log Page)", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := &fakeRunner{replies: c.replies}
-			e := &Eraser{Guard: blockdev.NewGuard(nil), Runner: r, Root: fakeNVMeSysfs(t, t.TempDir()), sanitizePoll: time.Millisecond}
+			f := &fakeNVMe{replies: c.replies}
+			e := &Eraser{Guard: blockdev.NewGuard(nil), Root: fakeNVMeSysfs(t, t.TempDir()), nvmeOpen: f.open, sanitizePoll: time.Millisecond}
 			res, err := e.nvmeExpress(context.Background(), dev)
-			if c.errPart != "" {
-				if err == nil || !strings.Contains(err.Error(), c.errPart) {
-					t.Fatalf("error %v, want it to contain %q", err, c.errPart)
-				}
-			} else if err != nil {
-				t.Fatal(err)
-			} else if res.Method != c.method {
-				t.Errorf("method %q, want %q", res.Method, c.method)
-			}
-			if c.calls != nil && !reflect.DeepEqual(r.calls, c.calls) {
-				t.Errorf("calls\n%q\nwant\n%q", r.calls, c.calls)
-			}
+			checkNVMeOutcome(t, res, err, c.method, c.errPart, f, c.calls)
 		})
 	}
 }
 
 // Waiting for a sanitize ends with the step's context.
 func TestNVMeSanitizeWaitCancelled(t *testing.T) {
-	running := make([]fakeReply, 1000)
+	running := make([]nvmeReply, 1000)
 	for i := range running {
-		running[i] = fakeReply{out: sanitizeLogPage(uint16(i), nvmeSanitizeInProgress)}
+		running[i] = nvmeReply{data: sanitizeLogPage(uint16(i), nvme.SanitizeInProgress)}
 	}
-	r := &fakeRunner{replies: map[string][]fakeReply{
-		"nvme id-ctrl /dev/nvme0n1 -o json":           {{out: nvmeIDCtrlJSON(23, 4)}},
-		"nvme sanitize /dev/nvme0n1 -a 4":             {{}},
-		"nvme sanitize-log /dev/nvme0n1 --raw-binary": running,
-	}}
-	e := &Eraser{Guard: blockdev.NewGuard(nil), Runner: r, Root: fakeNVMeSysfs(t, t.TempDir()), sanitizePoll: 5 * time.Millisecond}
+	f := &fakeNVMe{replies: map[string][]nvmeReply{cmdIDCtrl: {{data: idCtrlPage(23, 4, 1)}}, cmdSanCrypto: {{}}, cmdSanLog: running}}
+	e := &Eraser{Guard: blockdev.NewGuard(nil), Root: fakeNVMeSysfs(t, t.TempDir()), nvmeOpen: f.open, sanitizePoll: 5 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := e.nvmeExpress(ctx, "/dev/nvme0n1")
@@ -174,27 +124,28 @@ func TestNVMeSanitizeWaitCancelled(t *testing.T) {
 // it must not run when another namespace is outside the guard.
 func TestNVMeSanitizeAllNamespacesGuarded(t *testing.T) {
 	root := fakeNVMeSysfs(t, t.TempDir(), "nvme0n2")
-	r := &fakeRunner{replies: map[string][]fakeReply{
-		"nvme id-ctrl /dev/nvme0n1 -o json": {{out: nvmeIDCtrlJSON(23, 4)}},
-		"nvme sanitize /dev/nvme0n1 -a 4":   {{}},
-	}}
-	e := &Eraser{Guard: blockdev.NewGuard([]string{"/dev/nvme0n1"}), Runner: r, Root: root}
+	replies := func() *fakeNVMe {
+		return &fakeNVMe{replies: map[string][]nvmeReply{cmdIDCtrl: {{data: idCtrlPage(23, 4, 1)}}, cmdSanCrypto: {{}}}}
+	}
+	f := replies()
+	e := &Eraser{Guard: blockdev.NewGuard([]string{"/dev/nvme0n1"}), Root: root, nvmeOpen: f.open}
 	_, err := e.nvmeExpress(context.Background(), "/dev/nvme0n1")
 	if err == nil || !strings.Contains(err.Error(), "NVMe sanitize of /dev/nvme0n1 would also erase namespace /dev/nvme0n2") {
 		t.Fatalf("got %v", err)
 	}
-	if !reflect.DeepEqual(r.calls, []string{"nvme id-ctrl /dev/nvme0n1 -o json"}) {
-		t.Errorf("calls %q", r.calls)
+	if !reflect.DeepEqual(f.calls, []string{cmdIDCtrl}) {
+		t.Errorf("calls %q", f.calls)
 	}
 	// Namespaces that cannot be listed: no sanitize either.
-	r.calls = nil
+	f = replies()
+	e.nvmeOpen = f.open
 	e.Root = t.TempDir()
 	_, err = e.nvmeExpress(context.Background(), "/dev/nvme0n1")
 	if err == nil || !strings.Contains(err.Error(), "NVMe sanitize of /dev/nvme0n1 applies to every namespace of the NVM subsystem, which cannot be listed") {
 		t.Fatalf("unlisted namespaces: %v", err)
 	}
-	if len(r.calls) != 1 {
-		t.Errorf("calls %q", r.calls)
+	if len(f.calls) != 1 {
+		t.Errorf("calls %q", f.calls)
 	}
 }
 
@@ -207,22 +158,16 @@ func TestEraseExpressSanitizeFallback(t *testing.T) {
 	if err := os.WriteFile(dev, []byte(strings.Repeat("\xab", 1<<20)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &fakeRunner{replies: map[string][]fakeReply{
-		"nvme id-ctrl " + dev + " -o json": {{out: nvmeIDCtrlJSON(23, 4)}},
-		"nvme sanitize " + dev + " -a 4":   {{out: "NVMe status: ACCESS_DENIED: Access Denied(0x4286)", exit: 1}},
-	}}
-	e := &Eraser{Guard: blockdev.NewGuard([]string{dev}), Runner: r, Root: dir}
+	f := &fakeNVMe{replies: map[string][]nvmeReply{cmdIDCtrl: {{data: idCtrlPage(23, 4, 1)}}, cmdSanCrypto: {{status: statusAccessDenied}}}}
+	e := &Eraser{Guard: blockdev.NewGuard([]string{dev}), Root: dir, nvmeOpen: f.open}
 	res, err := e.expressOne(context.Background(), dev, DefaultEraseOptions())
-	if err != nil || res.Method != MethodMetadata || !strings.Contains(res.Detail, `NVMe secure erase failed: failed to start the NVMe sanitize of `+dev+`: command "nvme sanitize `+dev+` -a 4" failed (exit status 1): NVMe status: ACCESS_DENIED`) {
+	if err != nil || res.Method != MethodMetadata || !strings.Contains(res.Detail, "NVMe secure erase failed: failed to start the NVMe sanitize of "+dev+": Sanitize (SANACT 4): NVMe status 0x4286 (type 2, code 0x86: Access Denied)") {
 		t.Fatalf("express fallback: %+v %v", res, err)
 	}
-	r = &fakeRunner{replies: map[string][]fakeReply{
-		"nvme id-ctrl " + dev + " -o json": {{out: nvmeIDCtrlJSON(23, 4)}},
-		"nvme format " + dev + " -s 2 -f":  {{}},
-	}}
-	e.Runner = r
+	f = &fakeNVMe{replies: formatReplies(23, 4, 1, cmdFormat2, 0)}
+	e.nvmeOpen = f.open
 	if res, err := e.EraseBlockDevice(context.Background(), dev, DefaultEraseOptions()); err != nil || res.Method != MethodNVMeCrypto {
-		t.Errorf("erase_devices: %+v %v %q", res, err, r.calls)
+		t.Errorf("erase_devices: %+v %v %q", res, err, f.calls)
 	}
 }
 

@@ -115,8 +115,10 @@ func ironicConf(c Config) string {
 	w("http_url = http://127.0.0.1:8088/httpboot")
 	w("http_root = %s", p("http", "httpboot"))
 	w("fast_track = false")
-	w("erase_devices_priority = %d", c.EraseDevicesPriority)
-	w("erase_devices_metadata_priority = %d", *c.EraseDevicesMetadataPriority)
+	if !c.DefaultErasePriorities {
+		w("erase_devices_priority = %d", c.EraseDevicesPriority)
+		w("erase_devices_metadata_priority = %d", *c.EraseDevicesMetadataPriority)
+	}
 	w("power_off_after_deploy_failure = true")
 	w("default_boot_mode = uefi")
 	w("iso_master_path = %s", p("state", "master_iso_images"))

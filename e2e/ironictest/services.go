@@ -33,6 +33,10 @@ type Config struct {
 	// a step. Defaults: 0 (no full shred in automated cleaning) and 99.
 	EraseDevicesPriority         int
 	EraseDevicesMetadataPriority *int
+	// DefaultErasePriorities leaves both unset, as a deployment that
+	// does not configure them: Ironic then takes the agent's own
+	// priorities (erase_devices 10, erase_devices_metadata 99).
+	DefaultErasePriorities bool
 	// NoInspector leaves ironic-inspector stopped.
 	NoInspector bool
 	// Split runs ironic-api and ironic-conductor as two processes over

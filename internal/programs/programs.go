@@ -39,7 +39,6 @@ type Program struct {
 func registry() []Program {
 	const (
 		ata     = "erase_devices: ATA Security Erase of SATA disks"
-		nvme    = "erase_devices, erase_devices_express: NVMe Format NVM and Sanitize"
 		esp     = "partition images: the EFI system partition (UEFI boot)"
 		swap    = "partition images: the swap partition"
 		eph     = "partition images: the ephemeral partition (ephemeral_format)"
@@ -48,7 +47,6 @@ func registry() []Program {
 	)
 	return []Program{
 		{Name: "hdparm", Package: "hdparm", Feature: ata, Without: ataWith, Check: []string{"-V"}},
-		{Name: "nvme", Package: "nvme-cli", Feature: nvme, Without: refuse, Check: []string{"version"}},
 		{Name: "mkfs.vfat", Package: "dosfstools", Feature: esp, Without: refuse, Check: []string{"--help"}},
 		{Name: "mkswap", Package: "util-linux", Feature: swap, Without: refuse, Check: []string{"--version"}},
 		{Name: "mkfs.ext4", Package: "e2fsprogs", Feature: eph + ", Ironic's default ext4", Without: refuse, Check: []string{"-V"}},
