@@ -38,16 +38,13 @@ type Program struct {
 // function, not a package variable, so no caller can change it.
 func registry() []Program {
 	const (
-		ata     = "erase_devices: ATA Security Erase of SATA disks"
-		nvme    = "erase_devices, erase_devices_express: NVMe Format NVM and Sanitize"
-		esp     = "partition images: the EFI system partition (UEFI boot)"
-		swap    = "partition images: the swap partition"
-		eph     = "partition images: the ephemeral partition (ephemeral_format)"
-		refuse  = "the step fails naming the program"
-		ataWith = "the step fails naming the program, rather than overwriting a disk ATA Security Erase would have erased"
+		nvme   = "erase_devices, erase_devices_express: NVMe Format NVM and Sanitize"
+		esp    = "partition images: the EFI system partition (UEFI boot)"
+		swap   = "partition images: the swap partition"
+		eph    = "partition images: the ephemeral partition (ephemeral_format)"
+		refuse = "the step fails naming the program"
 	)
 	return []Program{
-		{Name: "hdparm", Package: "hdparm", Feature: ata, Without: ataWith, Check: []string{"-V"}},
 		{Name: "nvme", Package: "nvme-cli", Feature: nvme, Without: refuse, Check: []string{"version"}},
 		{Name: "mkfs.vfat", Package: "dosfstools", Feature: esp, Without: refuse, Check: []string{"--help"}},
 		{Name: "mkswap", Package: "util-linux", Feature: swap, Without: refuse, Check: []string{"--version"}},
