@@ -11,9 +11,9 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/programs"
 )
 
-// Runner runs an external program where no Go path exists: hdparm and
-// nvme-cli for ATA security commands and NVMe format (deploy/erase), mkfs
-// and mkswap for partition images (deploy/partition); every name is one of
+// Runner runs an external program where no Go path exists: nvme-cli for
+// NVMe format (deploy/erase), mkfs.ext2/3/4 and mkfs.xfs for partition
+// images (deploy/partition); every name is one of
 // internal/programs' registry. The interface lets the decision tables be
 // tested with recorded outputs.
 type Runner interface {

@@ -39,21 +39,15 @@ type Program struct {
 func registry() []Program {
 	const (
 		nvme   = "erase_devices, erase_devices_express: NVMe Format NVM and Sanitize"
-		esp    = "partition images: the EFI system partition (UEFI boot)"
-		swap   = "partition images: the swap partition"
 		eph    = "partition images: the ephemeral partition (ephemeral_format)"
 		refuse = "the step fails naming the program"
 	)
 	return []Program{
 		{Name: "nvme", Package: "nvme-cli", Feature: nvme, Without: refuse, Check: []string{"version"}},
-		{Name: "mkfs.vfat", Package: "dosfstools", Feature: esp, Without: refuse, Check: []string{"--help"}},
-		{Name: "mkswap", Package: "util-linux", Feature: swap, Without: refuse, Check: []string{"--version"}},
 		{Name: "mkfs.ext4", Package: "e2fsprogs", Feature: eph + ", Ironic's default ext4", Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.ext3", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.ext2", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
-		{Name: "mkfs.fat", Package: "dosfstools", Feature: eph + " (vfat)", Without: refuse, Check: []string{"--help"}},
-		{Name: "mkfs.msdos", Package: "dosfstools", Feature: eph + " (msdos)", Without: refuse, Check: []string{"--help"}},
 	}
 }
 
