@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,6 +169,12 @@ func TestWorkOnDiskLoop(t *testing.T) {
 				}
 				if eb["PART_ENTRY_TYPE"] != "c12a7328-f81f-11d2-ba4b-00a0c93ec93b" {
 					t.Errorf("ESP partition type %q", eb["PART_ENTRY_TYPE"])
+				}
+				// deploy/mkfs's FAT32, with the partition's offset as its
+				// hidden sectors: what dosfstools' checker accepts.
+				if out, err := exec.Command("fsck.fat", "-n", "-v", esp).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("32 bit entries")) ||
+					!bytes.Contains(out, []byte(" 2048 hidden sectors")) || bytes.Contains(bytes.ToLower(out), []byte("warning")) {
+					t.Errorf("fsck.fat -n %s: %v\n%s", esp, err, out)
 				}
 				if uuids["efi system partition uuid"] != res.ESPUUID {
 					t.Errorf("uuids %v", uuids)

@@ -77,16 +77,25 @@ type hdGeometry struct {
 	start     uint64 // unsigned long: 64-bit on the agent's architectures
 }
 
-// geometry returns what mkfs.fat asks HDIO_GETGEO for: the disk's heads
-// and sectors per track and the partition's start in 512-byte sectors
-// (zeros when the device does not say).
+// geometry returns what mkfs.fat 4.2 records of the disk: the heads and
+// sectors per track HDIO_GETGEO reports, and the partition's start in
+// 512-byte sectors, from sysfs (the kernel's own number, which
+// HDIO_GETGEO also gives but loop devices do not implement); zeros for
+// what the device does not say.
 func (t *target) geometry() hdGeometry {
 	var g hdGeometry
 	if !t.block {
 		return g
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, t.f.Fd(), unix.HDIO_GETGEO, uintptr(unsafe.Pointer(&g))); errno != 0 {
-		return hdGeometry{}
+		g = hdGeometry{}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.f.Fd()), &st); err == nil {
+		p := fmt.Sprintf("/sys/dev/block/%d:%d/start", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+		if n, err := blockdev.ReadSysInt(p); err == nil && n >= 0 {
+			g.start = uint64(n)
+		}
 	}
 	return g
 }
