@@ -1,6 +1,7 @@
 package erase
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -94,5 +95,53 @@ func TestATAUnlockLiteralNULL(t *testing.T) {
 	_, supported, err := e.ataErase(context.Background(), "/dev/sda")
 	if !supported || err == nil || !strings.Contains(err.Error(), "erase failed") || d.Locked {
 		t.Fatalf("supported %v, error %v, locked %v; ops %q", supported, err, d.Locked, d.Ops)
+	}
+}
+
+// erase_devices' fallback rule on the ATA path: an ATA secure erase the
+// drive claims but fails (here: frozen, and an aborted ERASE UNIT) stops
+// the step unless agent_continue_if_secure_erase_failed; then the device
+// is overwritten and the result says why. With ATA secure erase disabled
+// no ATA command is sent.
+func TestEraseBlockDeviceATAFallback(t *testing.T) {
+	dir := t.TempDir()
+	dev := filepath.Join(dir, "sda")
+	for _, c := range []struct {
+		name    string
+		drive   atatest.Drive
+		errPart string
+	}{
+		{"frozen", atatest.Drive{Supported: true, Frozen: true}, "is frozen"},
+		{"erase aborted", atatest.Drive{Supported: true, Enhanced: true, FailErase: true}, "ATA SECURITY ERASE UNIT (F4h) on " + dev + " failed: the drive aborted it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(dev, bytes.Repeat([]byte{0xAB}, 1<<20), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d := c.drive
+			d.Identify = qemuIdentify(t)
+			e := &Eraser{Guard: blockdev.NewGuard([]string{dev}), Root: dir, ataPasser: &d}
+			o := DefaultEraseOptions()
+			_, err := e.EraseBlockDevice(context.Background(), dev, o)
+			if err == nil || !strings.Contains(err.Error(), "agent_continue_if_secure_erase_failed") || !strings.Contains(err.Error(), c.errPart) {
+				t.Fatalf("without fallback: %v", err)
+			}
+			if b, _ := os.ReadFile(dev); b[0] != 0xAB {
+				t.Error("written without the fallback")
+			}
+			o.ContinueIfSecureEraseFailed = true
+			res, err := e.EraseBlockDevice(context.Background(), dev, o)
+			if err != nil || res.Method != MethodOverwrite || !strings.Contains(res.Detail, "secure erase failed") || !strings.Contains(res.Detail, c.errPart) {
+				t.Fatalf("with fallback: %+v %v", res, err)
+			}
+			if b, _ := os.ReadFile(dev); !bytes.Equal(b, make([]byte, len(b))) {
+				t.Error("not zeroed after the fallback overwrite")
+			}
+			d.Ops = nil
+			o.EnableATASecureErase = false
+			if res, err := e.EraseBlockDevice(context.Background(), dev, o); err != nil || res.Method != MethodOverwrite || len(d.Ops) != 0 {
+				t.Errorf("ATA disabled: %+v %v, commands %q", res, err, d.Ops)
+			}
+		})
 	}
 }
