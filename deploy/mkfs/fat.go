@@ -41,6 +41,7 @@ type FATLayout struct {
 const (
 	fat12MaxClusters = 4084
 	fat16MaxClusters = 65524
+	fat32MaxClusters = 0x0ffffff5 - 2
 	fatRootEntries   = 512
 	fatNumFATs       = 2
 	fat32Reserved    = 32
@@ -122,6 +123,9 @@ func (l *FATLayout) fit(minReserved int) error {
 			l.Reserved, l.FATSectors, l.Clusters = reserved, fatSectors, clusters
 			if l.Bits == 32 && clusters <= fat16MaxClusters {
 				return fmt.Errorf("%d clusters are too few for FAT32", clusters)
+			}
+			if l.Bits == 32 && clusters > fat32MaxClusters {
+				return fmt.Errorf("%d clusters are too many for FAT32's 28-bit entries", clusters)
 			}
 			return nil
 		}
