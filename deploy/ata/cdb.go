@@ -22,15 +22,15 @@ const (
 
 // ATA command codes (ACS-3).
 const (
-	OpIdentify              byte = 0xec
-	OpSecuritySetPassword   byte = 0xf1
-	OpSecurityUnlock        byte = 0xf2
-	OpSecurityErasePrepare  byte = 0xf3
-	OpSecurityEraseUnit     byte = 0xf4
-	OpSecurityDisablePasswd byte = 0xf6
+	OpIdentify                byte = 0xec
+	OpSecuritySetPassword     byte = 0xf1
+	OpSecurityUnlock          byte = 0xf2
+	OpSecurityErasePrepare    byte = 0xf3
+	OpSecurityEraseUnit       byte = 0xf4
+	OpSecurityDisablePassword byte = 0xf6
 )
 
-// opNames names the commands in errors and logs.
+// opName names a command in errors and logs.
 func opName(op byte) string {
 	switch op {
 	case OpIdentify:
@@ -43,7 +43,7 @@ func opName(op byte) string {
 		return "SECURITY ERASE PREPARE"
 	case OpSecurityEraseUnit:
 		return "SECURITY ERASE UNIT"
-	case OpSecurityDisablePasswd:
+	case OpSecurityDisablePassword:
 		return "SECURITY DISABLE PASSWORD"
 	}
 	return "ATA command"

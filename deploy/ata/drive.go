@@ -48,7 +48,7 @@ const (
 type CommandError struct {
 	Path    string
 	Command byte
-	// Sense is the parsed sense data; ok says whether there was any.
+	// Sense is the parsed sense data; HasSense says whether there was any.
 	Sense    Sense
 	HasSense bool
 	Reason   string
@@ -177,7 +177,7 @@ func (d Drive) Unlock(ctx context.Context, pw Password) error {
 
 // DisablePassword removes the user password (the drive must be unlocked).
 func (d Drive) DisablePassword(ctx context.Context, pw Password) error {
-	return d.passwordCommand(ctx, OpSecurityDisablePasswd, User, pw, false, commandTimeout)
+	return d.passwordCommand(ctx, OpSecurityDisablePassword, User, pw, false, commandTimeout)
 }
 
 // Erase sends SECURITY ERASE PREPARE and then SECURITY ERASE UNIT with the

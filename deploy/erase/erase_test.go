@@ -13,9 +13,9 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 )
 
-// fakeRunner replays recorded outputs of hdparm and nvme-cli. Each
-// command line maps to a queue of replies (the same command may answer
-// differently after a state change, e.g. hdparm -I after an erase).
+// fakeRunner replays recorded outputs of nvme-cli. Each command line maps
+// to a queue of replies (the same command may answer differently after a
+// state change, e.g. the sanitize log while a sanitize runs).
 type fakeRunner struct {
 	replies map[string][]fakeReply
 	calls   []string

@@ -51,7 +51,7 @@ func (d *Drive) Pass(_ context.Context, path string, r *ata.Request) (ata.Reply,
 	op := r.CDB[14]
 	var pw ata.Password
 	name := map[byte]string{ata.OpIdentify: "IDENTIFY", ata.OpSecuritySetPassword: "SET PASSWORD", ata.OpSecurityUnlock: "UNLOCK",
-		ata.OpSecurityErasePrepare: "ERASE PREPARE", ata.OpSecurityEraseUnit: "ERASE UNIT", ata.OpSecurityDisablePasswd: "DISABLE PASSWORD"}[op]
+		ata.OpSecurityErasePrepare: "ERASE PREPARE", ata.OpSecurityEraseUnit: "ERASE UNIT", ata.OpSecurityDisablePassword: "DISABLE PASSWORD"}[op]
 	if r.Dir == ata.DirOut {
 		if len(r.Data) != ata.SectorSize || r.Data[0]&1 != 0 {
 			return ata.Reply{}, fmt.Errorf("sim: %s data block of %d bytes, word 0 %02x: want the user password's 512 bytes", name, len(r.Data), r.Data[0])
