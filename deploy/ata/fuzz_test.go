@@ -1,8 +1,10 @@
 package ata_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
@@ -66,6 +68,36 @@ func FuzzParseSense(f *testing.F) {
 		err = ata.Check("/dev/sdz", ata.OpSecurityEraseUnit, ata.Reply{Status: 2, DriverStatus: 8, Sense: b})
 		if err == nil && s.Failed() {
 			t.Fatalf("%+v passed the check", s)
+		}
+	})
+}
+
+// FuzzCDB16 builds CDBs and data blocks from arbitrary registers and
+// passwords and reads them back as libata decodes them.
+func FuzzCDB16(f *testing.F) {
+	f.Add(byte(ata.ProtocolPIOIn), ata.OpIdentify, byte(0), byte(1), uint32(0), byte(0), "NULL", true)
+	f.Add(byte(ata.ProtocolNonData), ata.OpSecurityErasePrepare, byte(0), byte(0), uint32(0x0fffffff), byte(0xe0), "", false)
+	f.Fuzz(func(t *testing.T, proto, cmd, feat, count byte, lba uint32, dev byte, password string, enhanced bool) {
+		c := ata.Command{Protocol: ata.Protocol(proto & 0x0f), Command: cmd, Features: feat, Count: count, LBA: lba & 0x0fffffff, Device: dev & 0xf0}
+		b := ata.CDB16(c)
+		gotLBA := uint32(b[8]) | uint32(b[10])<<8 | uint32(b[12])<<16 | uint32(b[13]&0x0f)<<24
+		if b[0] != 0x85 || ata.Protocol(b[1]>>1) != c.Protocol || b[1]&1 != 0 || b[2]&0x20 == 0 ||
+			b[4] != feat || b[6] != count || gotLBA != c.LBA || b[13]&0xf0 != c.Device || b[14] != cmd {
+			t.Fatalf("%+v -> % x", c, b)
+		}
+		if c.Protocol == ata.ProtocolPIOIn && b[2]&0x08 == 0 || c.Protocol == ata.ProtocolPIOOut && b[2]&0x08 != 0 {
+			t.Fatalf("%+v: T_DIR wrong in % x", c, b)
+		}
+		pw, ok := ata.NewPassword(password)
+		if ok != (len(password) <= 32) {
+			t.Fatalf("NewPassword(%d bytes) = %v", len(password), ok)
+		}
+		if !ok {
+			return
+		}
+		blk := ata.PasswordBlock(ata.User, pw, enhanced)
+		if len(blk) != ata.SectorSize || string(bytes.TrimRight(blk[2:34], "\x00")) != strings.TrimRight(password, "\x00") || (blk[0]&2 != 0) != enhanced {
+			t.Fatalf("block % x for %q", blk[:40], password)
 		}
 	})
 }
