@@ -22,7 +22,6 @@ APT_PACKAGES=(
 	grub-efi-amd64-bin
 	grub-pc-bin
 	grub2-common
-	hdparm
 	iproute2
 	ironic-api
 	ironic-conductor

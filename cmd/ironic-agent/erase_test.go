@@ -37,9 +37,6 @@ func TestEraseUsage(t *testing.T) {
 // An image file named explicitly is erased like a disk (no root needed):
 // the full erase finds no ATA/NVMe security on it and overwrites.
 func TestEraseFileFull(t *testing.T) {
-	if _, err := exec.LookPath("hdparm"); err != nil {
-		t.Skip("SKIPPED: needs hdparm (in test.sh APT_PACKAGES)")
-	}
 	img := filepath.Join(t.TempDir(), "disk.img")
 	if err := os.WriteFile(img, bytes.Repeat([]byte("secret"), 1<<20), 0o600); err != nil {
 		t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/programs"
 )
 
-// Runner runs an external program where no Go path exists: hdparm for
-// ATA security commands (deploy/erase; NVMe goes through deploy/nvme), mkfs
-// and mkswap for partition images (deploy/partition); every name is one of
+// Runner runs an external program where no Go path exists: mkfs.ext2/3/4
+// and mkfs.xfs for partition images (deploy/partition; ATA goes through
+// deploy/ata, NVMe through deploy/nvme); every name is one of
 // internal/programs' registry. The interface lets the decision tables be
 // tested with recorded outputs.
 type Runner interface {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/deploy/ata"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -73,11 +74,14 @@ type Progress func(dev string, pass, passes int, done, total int64)
 // Eraser runs the erase clean steps.
 type Eraser struct {
 	Guard  *blockdev.Guard
-	Runner blockdev.Runner // hdparm; ExecRunner in production
+	Runner blockdev.Runner // no program left to run here; ExecRunner in production
 	// Root is where /sys, /proc and /dev/disk are read ("" = "/").
 	Root     string
 	Logger   *slog.Logger
 	Progress Progress
+	// ataPasser sends the ATA commands (nil: ata.SGIO); the ATA decision
+	// table tests simulate a drive.
+	ataPasser ata.Passer
 	// rangeIoctl issues BLKSECDISCARD and BLKDISCARD (nil:
 	// blockdev.IoctlRange); the express decision-table tests fake it.
 	rangeIoctl func(f *os.File, req uint, off, length uint64) error

@@ -12,9 +12,9 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 )
 
-// fakeRunner replays recorded outputs of hdparm. Each
-// command line maps to a queue of replies (the same command may answer
-// differently after a state change, e.g. hdparm -I after an erase).
+// fakeRunner replays recorded program outputs. Each command line maps to
+// a queue of replies (the same command may answer differently after a
+// state change).
 type fakeRunner struct {
 	replies map[string][]fakeReply
 	calls   []string
@@ -40,127 +40,6 @@ func (f *fakeRunner) Run(_ context.Context, name string, args ...string) ([]byte
 		return nil, &blockdev.CommandError{Args: append([]string{name}, args...), ExitCode: r.exit, Stderr: r.out}
 	}
 	return []byte(r.out), nil
-}
-
-// hdparmInfo renders `hdparm -I` output in hdparm's layout with the given
-// security state (one flag per line of the Security section).
-func hdparmInfo(supported, enabled, locked, frozen, enhanced bool) string {
-	not := func(b bool, s string) string {
-		if b {
-			return "\t" + s
-		}
-		return "not\t" + s
-	}
-	return "\n/dev/sda:\n\nATA device, with non-removable media\n" +
-		"\tModel Number:       TEST SSD\n\tSerial Number:      S123\n" +
-		"Commands/features: \n\tEnabled\tSupported:\n\t   *\tSMART feature set\n\t    \tSecurity Mode feature set\n" +
-		"Security: \n" +
-		"\tMaster password revision code = 65534\n" +
-		"\t" + not(supported, "supported") + "\n" +
-		"\t" + not(enabled, "enabled") + "\n" +
-		"\t" + not(locked, "locked") + "\n" +
-		"\t" + not(frozen, "frozen") + "\n" +
-		"\tnot\texpired: security count\n" +
-		"\t" + not(enhanced, "supported: enhanced erase") + "\n" +
-		"\t2min for SECURITY ERASE UNIT. 2min for ENHANCED SECURITY ERASE UNIT.\n" +
-		"Checksum: correct\n"
-}
-
-func TestATASecurityLines(t *testing.T) {
-	got := ataSecurityLines(hdparmInfo(true, false, false, false, true))
-	want := []string{"Master password revision code = 65534", "supported", "not enabled", "not locked",
-		"not frozen", "not expired: security count", "supported: enhanced erase",
-		"2min for SECURITY ERASE UNIT. 2min for ENHANCED SECURITY ERASE UNIT."}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q\nwant %q", got, want)
-	}
-	if ataSecurityLines("\n/dev/loop0:\n") != nil {
-		t.Error("security lines from output without a Security section")
-	}
-}
-
-func TestATAEraseDecisionTable(t *testing.T) {
-	const dev = "/dev/sda"
-	info := func(s, e, l, f, enh bool) fakeReply { return fakeReply{out: hdparmInfo(s, e, l, f, enh)} }
-	for _, c := range []struct {
-		name      string
-		replies   map[string][]fakeReply
-		supported bool
-		method    string
-		errPart   string
-		calls     []string
-	}{
-		{"not supported", map[string][]fakeReply{"hdparm -I /dev/sda": {info(false, false, false, false, false)}},
-			false, "", "", []string{"hdparm -I /dev/sda"}},
-		{"no security section (virtio, loop)", map[string][]fakeReply{"hdparm -I /dev/sda": {{out: "\n/dev/sda:\n"}}},
-			false, "", "", []string{"hdparm -I /dev/sda"}},
-		{"frozen", map[string][]fakeReply{"hdparm -I /dev/sda": {info(true, false, false, true, true)}},
-			true, "", "is frozen", []string{"hdparm -I /dev/sda"}},
-		{"enhanced erase", map[string][]fakeReply{
-			"hdparm -I /dev/sda": {info(true, false, false, false, true), info(true, false, false, false, true)},
-			"hdparm --user-master u --security-set-pass NULL /dev/sda":       {{}},
-			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{}},
-		}, true, MethodATAEnhanced, "", []string{
-			"hdparm -I /dev/sda",
-			"hdparm --user-master u --security-set-pass NULL /dev/sda",
-			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda",
-			"hdparm -I /dev/sda"}},
-		{"plain erase, password already set", map[string][]fakeReply{
-			"hdparm -I /dev/sda": {info(true, true, false, false, false), info(true, false, false, false, false)},
-			"hdparm --user-master u --security-erase NULL /dev/sda": {{}},
-		}, true, MethodATA, "", []string{
-			"hdparm -I /dev/sda",
-			"hdparm --user-master u --security-erase NULL /dev/sda",
-			"hdparm -I /dev/sda"}},
-		{"locked, unlock with NULL works", map[string][]fakeReply{
-			"hdparm -I /dev/sda": {info(true, true, true, false, true), info(true, true, false, false, true), info(true, false, false, false, true)},
-			"hdparm --user-master u --security-unlock NULL /dev/sda":         {{}},
-			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{}},
-		}, true, MethodATAEnhanced, "", []string{
-			"hdparm -I /dev/sda",
-			"hdparm --user-master u --security-unlock NULL /dev/sda",
-			"hdparm -I /dev/sda",
-			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda",
-			"hdparm -I /dev/sda"}},
-		{"locked, unlock fails", map[string][]fakeReply{
-			"hdparm -I /dev/sda": {info(true, true, true, false, true)},
-			"hdparm --user-master u --security-unlock NULL /dev/sda": {{out: "SG_IO: bad/missing sense data", exit: 5}},
-			"hdparm --user-master u --security-unlock  /dev/sda":     {{out: "SG_IO: bad/missing sense data", exit: 5}},
-		}, true, "", "already has a security password set", nil},
-		{"erase command fails", map[string][]fakeReply{
-			"hdparm -I /dev/sda": {info(true, false, false, false, true), info(true, true, false, false, true), info(true, true, false, false, true)},
-			"hdparm --user-master u --security-set-pass NULL /dev/sda":       {{}},
-			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{out: "SECURITY_ERASE: Input/output error", exit: 5}},
-			"hdparm --user-master u --security-unlock NULL /dev/sda":         {{}},
-			"hdparm --user-master u --security-unlock  /dev/sda":             {{}},
-		}, true, "", `"hdparm --user-master u --security-erase-enhanced NULL /dev/sda" failed (exit status 5): SECURITY_ERASE: Input/output error`, nil},
-		{"still enabled after erase", map[string][]fakeReply{
-			"hdparm -I /dev/sda": {info(true, true, false, false, true), info(true, true, false, false, true)},
-			"hdparm --user-master u --security-erase-enhanced NULL /dev/sda": {{}},
-		}, true, "", "security still enabled", nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			r := &fakeRunner{replies: c.replies}
-			e := &Eraser{Guard: blockdev.NewGuard(nil), Runner: r}
-			res, supported, err := e.ataErase(context.Background(), dev)
-			if supported != c.supported {
-				t.Errorf("supported = %v, want %v", supported, c.supported)
-			}
-			if c.errPart != "" {
-				if err == nil || !strings.Contains(err.Error(), c.errPart) {
-					t.Fatalf("error %v, want it to contain %q", err, c.errPart)
-				}
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if res.Method != c.method {
-				t.Errorf("method %q, want %q", res.Method, c.method)
-			}
-			if c.calls != nil && !reflect.DeepEqual(r.calls, c.calls) {
-				t.Errorf("calls\n%q\nwant\n%q", r.calls, c.calls)
-			}
-		})
-	}
 }
 
 func TestEraseOptionsFromNode(t *testing.T) {

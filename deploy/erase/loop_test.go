@@ -184,8 +184,8 @@ func TestEraseDevicesOverwriteLoop(t *testing.T) {
 		}}
 	o := DefaultEraseOptions()
 	o.Iterations = 2
-	// Real hdparm on a loop device prints no Security section: ATA secure
-	// erase is "not supported" and the overwrite runs.
+	// A loop device refuses SG_IO: ATA secure erase is "not supported" and
+	// the overwrite runs.
 	res, err := e.EraseDevices(context.Background(), []inventory.Disk{{Name: dev, Size: size}}, o)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ type partitionFixture struct {
 func newPartitionFixture(t *testing.T, size int64) *partitionFixture {
 	t.Helper()
 	looptest.RequireRoot(t)
-	looptest.RequireTools(t, "mkfs.vfat", "mkswap", "mkfs.ext4", "blkid")
+	looptest.RequireTools(t, "mkfs.ext4", "blkid")
 	dev := looptest.Attach(t, size, "--partscan")
 	return &partitionFixture{dev: dev, g: blockdev.NewGuard([]string{dev}), srv: newImageServerOn(t, partServerLo, partServerHi), iso: configdrivetest.MakeISO(t)}
 }
@@ -168,6 +169,12 @@ func TestWorkOnDiskLoop(t *testing.T) {
 				}
 				if eb["PART_ENTRY_TYPE"] != "c12a7328-f81f-11d2-ba4b-00a0c93ec93b" {
 					t.Errorf("ESP partition type %q", eb["PART_ENTRY_TYPE"])
+				}
+				// deploy/mkfs's FAT32, with the partition's offset as its
+				// hidden sectors: what dosfstools' checker accepts.
+				if out, err := exec.Command("fsck.fat", "-n", "-v", esp).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("32 bit entries")) ||
+					!bytes.Contains(out, []byte(" 2048 hidden sectors")) || bytes.Contains(bytes.ToLower(out), []byte("warning")) {
+					t.Errorf("fsck.fat -n %s: %v\n%s", esp, err, out)
 				}
 				if uuids["efi system partition uuid"] != res.ESPUUID {
 					t.Errorf("uuids %v", uuids)
@@ -374,6 +381,31 @@ func TestWorkOnDisk4Kn(t *testing.T) {
 				if !strings.Contains(out, want) {
 					t.Errorf("parted does not show %s (%s):\n%s", want, p.Role, out)
 				}
+			}
+		})
+	}
+}
+
+// A vfat or msdos ephemeral partition is written by deploy/mkfs, labelled
+// as mkfs.vfat -n ephemeral0 labels it: blkid and fsck.fat -n agree.
+func TestWorkOnDiskFATEphemeral(t *testing.T) {
+	looptest.RequireRoot(t, "fsck.fat", "blkid")
+	for _, format := range []string{"vfat", "msdos"} {
+		t.Run(format, func(t *testing.T) {
+			f := newPartitionFixture(t, 256<<20)
+			res, err := partition.WorkOnDisk(context.Background(), partition.PartitionImageOptions{
+				Guard: f.g, Device: f.dev, EphemeralFormat: format,
+				Layout: partition.PartitionLayout{RootMiB: 16, SwapMiB: 8, EphemeralMiB: 64, BootMode: "bios"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eph := res.Paths[partition.RoleEphemeral]
+			if eb := blkid(t, eph); eb["TYPE"] != "vfat" || eb["LABEL"] != "ephemeral0" || eb["VERSION"] != "FAT16" {
+				t.Errorf("ephemeral: blkid %v", eb)
+			}
+			if out, err := exec.Command("fsck.fat", "-n", eph).CombinedOutput(); err != nil || bytes.Contains(bytes.ToLower(out), []byte("warning")) {
+				t.Errorf("fsck.fat -n %s: %v\n%s", eph, err, out)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	fsmake "github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -24,7 +25,8 @@ import (
 // disk itself and writes the image, a bare filesystem, into the root
 // partition. The table is written in Go (go-diskfs) with the geometry
 // IPA's `parted -a optimal -s <dev> -- unit MiB mklabel ... mkpart ...`
-// produces; only the mkfs tools are run, as no Go path exists for them.
+// produces; FAT and swap are written in Go (deploy/mkfs), and only
+// mkfs.ext2/3/4 and mkfs.xfs are run, as no Go path exists for them.
 
 // Partition roles: the keys of IPA's part_dict, reported to Ironic under
 // "partitions" by get_partition_uuids.
@@ -341,7 +343,8 @@ type PartitionImageOptions struct {
 	// WriteRoot writes the image into the root partition; nil leaves it
 	// empty.
 	WriteRoot func(ctx context.Context, rootPartition string) error
-	// Runner runs mkfs.vfat, mkswap and mkfs.<format>; nil runs them.
+	// Runner runs mkfs.<format> for ext2/3/4 and xfs (FAT and swap are
+	// written in Go, deploy/mkfs); nil runs it.
 	Runner blockdev.Runner
 	Logger *slog.Logger
 }
@@ -468,7 +471,8 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 		return nil
 	}
 	if esp, ok := res.Paths[RoleESP]; ok {
-		if err := mkfs(esp, "mkfs.vfat", "-n", "efi-part"); err != nil {
+		// IPA's mkfs.vfat -n efi-part, in Go.
+		if err := fsmake.FAT(ctx, o.Guard, esp, "efi-part"); err != nil {
 			return nil, fmt.Errorf("EFI system partition: %w", err)
 		}
 	}
@@ -485,21 +489,24 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 		}
 	}
 	if swap, ok := res.Paths[RoleSwap]; ok {
-		if err := mkfs(swap, "mkswap", "-L", "swap1"); err != nil {
+		// IPA's mkswap -L swap1, in Go.
+		if err := fsmake.Swap(ctx, o.Guard, swap, "swap1"); err != nil {
 			return nil, fmt.Errorf("swap partition: %w", err)
 		}
 	}
 	if eph, ok := res.Paths[RoleEphemeral]; ok && !o.PreserveEphemeral {
-		args := []string{"mkfs." + format}
-		if format == "ext3" || format == "ext4" {
-			args = append(args, "-F")
-		}
+		var err error
 		if format == "vfat" || format == "msdos" {
-			args = append(args, "-n", "ephemeral0")
+			// IPA's mkfs.<vfat|msdos> -n ephemeral0, in Go.
+			err = fsmake.FAT(ctx, o.Guard, eph, "ephemeral0")
 		} else {
-			args = append(args, "-L", "ephemeral0")
+			args := []string{"mkfs." + format}
+			if format == "ext3" || format == "ext4" {
+				args = append(args, "-F")
+			}
+			err = mkfs(eph, append(args, "-L", "ephemeral0")...)
 		}
-		if err := mkfs(eph, args...); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("ephemeral partition: %w", err)
 		}
 	}

@@ -38,23 +38,14 @@ type Program struct {
 // function, not a package variable, so no caller can change it.
 func registry() []Program {
 	const (
-		ata     = "erase_devices: ATA Security Erase of SATA disks"
-		esp     = "partition images: the EFI system partition (UEFI boot)"
-		swap    = "partition images: the swap partition"
-		eph     = "partition images: the ephemeral partition (ephemeral_format)"
-		refuse  = "the step fails naming the program"
-		ataWith = "the step fails naming the program, rather than overwriting a disk ATA Security Erase would have erased"
+		eph    = "partition images: the ephemeral partition (ephemeral_format)"
+		refuse = "the step fails naming the program"
 	)
 	return []Program{
-		{Name: "hdparm", Package: "hdparm", Feature: ata, Without: ataWith, Check: []string{"-V"}},
-		{Name: "mkfs.vfat", Package: "dosfstools", Feature: esp, Without: refuse, Check: []string{"--help"}},
-		{Name: "mkswap", Package: "util-linux", Feature: swap, Without: refuse, Check: []string{"--version"}},
 		{Name: "mkfs.ext4", Package: "e2fsprogs", Feature: eph + ", Ironic's default ext4", Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.ext3", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.ext2", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
-		{Name: "mkfs.fat", Package: "dosfstools", Feature: eph + " (vfat)", Without: refuse, Check: []string{"--help"}},
-		{Name: "mkfs.msdos", Package: "dosfstools", Feature: eph + " (msdos)", Without: refuse, Check: []string{"--help"}},
 	}
 }
 

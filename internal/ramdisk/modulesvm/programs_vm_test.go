@@ -11,7 +11,7 @@ import (
 
 // TestProgramsStart boots the agent ramdisk's init with progguest as its
 // command, which runs every registered program's harmless invocation
-// (hdparm -V, nvme version, mkfs.ext4 -V, ...) through ExecRunner with
+// (nvme version, mkfs.ext4 -V, ...) through ExecRunner with
 // the agent's environment. It fails naming each program that does not
 // start: not on PATH, a library or the loader missing, or a non-zero exit.
 func TestProgramsStart(t *testing.T) {
