@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
@@ -117,7 +118,8 @@ func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []i
 			// The disks may no longer hold the image last written.
 			g.agent.images.forget()
 		}
-		e := &erase.Eraser{Guard: blockdev.NewGuard(g.AllowedDevices), Runner: blockdev.ExecRunner{}, Logger: g.Log}
+		e := &erase.Eraser{Guard: blockdev.NewGuard(g.AllowedDevices), Runner: blockdev.ExecRunner{}, Logger: g.Log,
+			Progress: eraseProgress(g.Log, eraseProgressInterval, time.Now)}
 		return step(e, ctx, disks, opts)
 	}
 }
