@@ -121,7 +121,7 @@ func tableLoad(name string, table []Target) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	binary.LittleEndian.PutUint32(b[24:], uint32(len(table))) // target_count
+	binary.LittleEndian.PutUint32(b[20:], uint32(len(table))) // target_count
 	copy(b[ioctlSize:], data.Bytes())
 	return b, nil
 }

@@ -28,8 +28,8 @@ func TestTableLoadLayout(t *testing.T) {
 	if got := le.Uint32(b[12:]); int(got) != len(b) {
 		t.Errorf("data_size %d, buffer %d", got, len(b))
 	}
-	if le.Uint32(b[16:]) != ioctlSize || le.Uint32(b[24:]) != 3 || le.Uint32(b[0:]) != 4 {
-		t.Errorf("data_start %d target_count %d version %d", le.Uint32(b[16:]), le.Uint32(b[24:]), le.Uint32(b[0:]))
+	if le.Uint32(b[16:]) != ioctlSize || le.Uint32(b[20:]) != 3 || le.Uint32(b[0:]) != 4 {
+		t.Errorf("data_start %d target_count %d version %d", le.Uint32(b[16:]), le.Uint32(b[20:]), le.Uint32(b[0:]))
 	}
 	if name := strings.TrimRight(string(b[48:48+nameLen]), "\x00"); name != "fd-write" {
 		t.Errorf("name %q", name)
