@@ -32,6 +32,8 @@ var scenarios = []string{
 	"erase_devices_metadata_unreadable_probe",
 	"erase_devices_unreadable_probe",
 	"erase_devices_error_range",
+	"erase_devices_disk_vanishes",
+	"erase_devices_flakey_disk",
 	"erase_devices_express_error_at_end",
 	"erase_devices_slow_disk",
 	"configdrive_error_in_partition",

@@ -644,12 +644,21 @@ func scenarios(b *bed) []scenario {
 		{name: "erase_devices_error_range", table: errorRange(badSector, 8), command: clean,
 			params: b.cleanStep("erase_devices", eraseOpts),
 			want:   "FAILED", wantErr: []string{b.loop, "byte " + badOffset, eio}, check: notErased},
+		{name: "erase_devices_disk_vanishes", table: delayed(300), command: clean,
+			params: b.cleanStep("erase_devices", eraseOpts), during: vanishOnWrite,
+			want: "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
+		// dm-flakey: the disk answers for a second after the table is
+		// loaded, then fails every I/O for a minute (a disk dropping off
+		// its bus); wherever the step is by then, it fails saying where.
+		{name: "erase_devices_flakey_disk", table: []dmtest.Target{dmtest.Flakey(0, diskSectors, baseDisk, 0, 1, 60)}, command: clean,
+			params: b.cleanStep("erase_devices", map[string]any{"agent_erase_devices_iterations": 2, "agent_erase_devices_zeroize": true}),
+			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
 		{name: "erase_devices_express_error_at_end", table: errorRange(diskSectors-8, 8), command: clean,
 			params: b.cleanStep("erase_devices_express", nil),
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
 		{name: "erase_devices_slow_disk", command: clean, timeout: 5 * time.Minute,
-			// The first 16 MiB answer after 3 s an I/O: four 4 MiB writes.
-			table: []dmtest.Target{dmtest.Delay(0, 16<<20/512, baseDisk, 0, 3000),
+			// The first 16 MiB answer each I/O after 1.5 s: about 30 s.
+			table: []dmtest.Target{dmtest.Delay(0, 16<<20/512, baseDisk, 0, 1500),
 				dmtest.Linear(16<<20/512, diskSectors-16<<20/512, baseDisk, 16<<20/512)},
 			params: b.cleanStep("erase_devices", eraseOpts),
 			want:   "SUCCEEDED", wantLog: []string{`msg="erase progress"`}},
