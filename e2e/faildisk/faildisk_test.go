@@ -27,6 +27,7 @@ var scenarios = []string{
 	"write_image_qcow2_error_range",
 	"write_image_disk_vanishes",
 	"write_image_slow_disk",
+	"write_image_stuck_disk",
 	"erase_devices_metadata_error_at_start",
 	"erase_devices_metadata_error_at_end",
 	"erase_devices_metadata_unreadable_probe",
@@ -36,6 +37,7 @@ var scenarios = []string{
 	"erase_devices_flakey_disk",
 	"erase_devices_express_error_at_end",
 	"erase_devices_slow_disk",
+	"erase_devices_stuck_disk",
 	"configdrive_error_in_partition",
 	"partition_table_error_at_start",
 	"partition_image_error_in_root",
@@ -71,6 +73,10 @@ func TestFailingDisks(t *testing.T) {
 		t.Fatalf("qemu-img convert: %v: %s", err, out)
 	}
 	files["faildisk/disk.qcow2"] = qcow
+	// For the disk that vanishes mid-write: more writes than the two in
+	// flight when it goes (12 MiB of data, then 36 MiB of zeros the
+	// writer sends as zero-outs), so one always meets the error table.
+	put("big.raw", append(mbrImage(12<<20, 0xfa11b16), make([]byte, 36<<20)...))
 	put("part.img", pattern(4<<20, 3))
 	put("configdrive.iso", pattern(1<<20, 5))
 

@@ -108,13 +108,27 @@ func (d *Device) Load(ctx context.Context, table []Target) error {
 	if err := d.c.ioctl(cmdTableLoad, b, "DM_TABLE_LOAD "+d.Name); err != nil {
 		return err
 	}
-	if b, err = header(d.Name, flagSuspend|flagNoFlush, ioctlSize); err != nil {
+	if err := d.Suspend(); err != nil {
 		return err
 	}
-	if err := d.c.ioctl(cmdSuspend, b, "DM_DEV_SUSPEND (suspend) "+d.Name); err != nil {
+	return d.Resume()
+}
+
+// Suspend stops the device without flushing: I/O in flight and every
+// new request wait until Resume (a disk that stops answering).
+func (d *Device) Suspend() error {
+	b, err := header(d.Name, flagSuspend|flagNoFlush, ioctlSize)
+	if err != nil {
 		return err
 	}
-	if b, err = header(d.Name, 0, ioctlSize); err != nil {
+	return d.c.ioctl(cmdSuspend, b, "DM_DEV_SUSPEND (suspend) "+d.Name)
+}
+
+// Resume restarts a suspended device, with its loaded table if one was
+// loaded since.
+func (d *Device) Resume() error {
+	b, err := header(d.Name, 0, ioctlSize)
+	if err != nil {
 		return err
 	}
 	return d.c.ioctl(cmdSuspend, b, "DM_DEV_SUSPEND (resume) "+d.Name)

@@ -178,8 +178,8 @@ type bed struct {
 	ironic  *fakeIronic
 	images  string // URL of imageDir
 	log     *syncBuffer
-	posted  []string // command names posted, in order
-	results map[string]string
+	posted  []string          // command names posted, in order
+	results map[string]string // command id -> status it ended with
 }
 
 func run(ctx context.Context) error {
@@ -218,12 +218,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stdout, b.log), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	hw, _ := net.ParseMAC(mac)
 	ready := make(chan string, 1)
 	a, err := agent.New(ctx, agent.Options{
 		Config: cfg, Log: log, Machine: noMachine{}, StateRoot: state,
 		Inventory: func(context.Context) (*inventory.Inventory, error) {
-			return &inventory.Inventory{Interfaces: []inventory.Interface{{Name: "eth9", MACAddress: hw.String()}}}, nil
+			return &inventory.Inventory{Interfaces: []inventory.Interface{{Name: "eth9", MACAddress: mac}}}, nil
 		},
 		Ready: func(u string) { ready <- u },
 	})
@@ -342,7 +341,8 @@ func (b *bed) runOne(ctx context.Context, s scenario) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("POST %s: %d %s", s.command, resp.StatusCode, data)
 	}
-	b.posted = append(b.posted, strings.TrimPrefix(s.command, s.command[:strings.Index(s.command, ".")+1]))
+	_, name, _ := strings.Cut(s.command, ".") // the list names commands without their extension
+	b.posted = append(b.posted, name)
 	var duringErr chan error
 	if s.during != nil {
 		duringErr = make(chan error, 1)
@@ -541,6 +541,17 @@ func notWritten(_ *bed, res cmdResult, log string) error {
 	return nil
 }
 
+// progressLines wants at least n log lines holding msg while the command
+// ran.
+func progressLines(msg string, n int) func(b *bed, res cmdResult, log string) error {
+	return func(_ *bed, _ cmdResult, log string) error {
+		if got := strings.Count(log, msg); got < n {
+			return fmt.Errorf("%d log lines %s while the command ran, want %d or more", got, msg, n)
+		}
+		return nil
+	}
+}
+
 // anyOffset in wantErr asks for some byte offset in the message: "offset
 // N", "byte N" or a range "bytes N-M".
 const anyOffset = "<offset>"
@@ -564,6 +575,48 @@ func notErased(b *bed, _ cmdResult, log string) error {
 // first writes in flight long enough; the suspend sends those to the old
 // table, and every write after meets the error table.
 func vanishOnWrite(ctx context.Context, b *bed) error {
+	return onFirstWrite(ctx, b, func() error { return b.dm.Load(ctx, allError()) })
+}
+
+// stallOnWrite stops the disk answering (the dm device suspended, its I/O
+// held) for d from the first write, then lets it go on: the command must
+// log progress through the stall, heartbeats must go on, and the command
+// must then succeed.
+func stallOnWrite(d time.Duration) func(ctx context.Context, b *bed) error {
+	return func(ctx context.Context, b *bed) error {
+		return onFirstWrite(ctx, b, func() error {
+			if err := b.dm.Suspend(); err != nil {
+				return err
+			}
+			// A command stuck on a disk keeps the agent busy: another
+			// one is refused (IPA's AgentIsBusy, 409), not started.
+			busyErr := b.wantBusy(ctx)
+			time.Sleep(d)
+			return errors.Join(busyErr, b.dm.Resume())
+		})
+	}
+}
+
+// wantBusy posts a command while one runs: it must be refused with 409.
+func (b *bed) wantBusy(ctx context.Context) error {
+	body := `{"name": "deploy.get_deploy_steps", "params": {"node": {"uuid": "` + nodeUUID + `"}, "ports": []}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.agent+"/v1/commands/?wait=false&agent_token="+token, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		return fmt.Errorf("a command posted while another ran on a stuck disk: %d %s, want 409", resp.StatusCode, data)
+	}
+	return nil
+}
+
+// onFirstWrite runs act as soon as the first write reaches the dm device
+// (a write in flight, or one done).
+func onFirstWrite(ctx context.Context, b *bed, act func() error) error {
 	sys := "/sys/block/" + strings.TrimPrefix(b.dm.Path, "/dev/")
 	field := func(file string, i int) (int64, error) {
 		data, err := os.ReadFile(sys + "/" + file)
@@ -591,7 +644,7 @@ func vanishOnWrite(ctx context.Context, b *bed) error {
 			return err
 		}
 		if inflight > 0 || now > written {
-			return b.dm.Load(ctx, allError())
+			return act()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -614,19 +667,16 @@ func scenarios(b *bed) []scenario {
 			params: b.writeImage(b.imageInfo("qcow2-1", "disk.qcow2", "qcow2", nil), nil),
 			want:   "FAILED", wantErr: []string{b.loop, "offset " + badOffset, eio}, check: notWritten},
 		{name: "write_image_disk_vanishes", table: delayed(300), command: exec,
-			params: b.writeImage(b.imageInfo("raw-2", "disk.raw", "raw", nil), nil),
+			params: b.writeImage(b.imageInfo("raw-2", "big.raw", "raw", nil), nil),
 			during: vanishOnWrite,
-			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notWritten},
+			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio, "Writing image to device"}, check: notWritten},
 		{name: "write_image_slow_disk", table: delayed(4000), command: exec,
 			params: b.writeImage(b.imageInfo("raw-3", "disk.raw", "raw", nil), nil),
-			want:   "SUCCEEDED", timeout: 5 * time.Minute,
-			check: func(b *bed, res cmdResult, log string) error {
-				// One line at the end; more say the write was seen running.
-				if n := strings.Count(log, `msg="writing image"`); n < 2 {
-					return fmt.Errorf("a slow write logged progress %d times", n)
-				}
-				return nil
-			}},
+			// One line at the end; more say the write was seen running.
+			want: "SUCCEEDED", timeout: 5 * time.Minute, check: progressLines(`msg="writing image"`, 2)},
+		{name: "write_image_stuck_disk", table: linear(), command: exec, during: stallOnWrite(25 * time.Second),
+			params: b.writeImage(b.imageInfo("raw-6", "disk.raw", "raw", nil), nil),
+			want:   "SUCCEEDED", check: progressLines(`msg="writing image"`, 3)},
 		{name: "erase_devices_metadata_error_at_start", table: errorRange(0, 8), command: clean,
 			params: b.cleanStep("erase_devices_metadata", nil),
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
@@ -662,6 +712,9 @@ func scenarios(b *bed) []scenario {
 				dmtest.Linear(16<<20/512, diskSectors-16<<20/512, baseDisk, 16<<20/512)},
 			params: b.cleanStep("erase_devices", eraseOpts),
 			want:   "SUCCEEDED", wantLog: []string{`msg="erase progress"`}},
+		{name: "erase_devices_stuck_disk", table: linear(), command: clean, during: stallOnWrite(25 * time.Second),
+			params: b.cleanStep("erase_devices", eraseOpts),
+			want:   "SUCCEEDED", check: progressLines(`msg="erase progress"`, 2)},
 		{name: "configdrive_error_in_partition", table: errorRange(cdStart, 8), command: exec,
 			params: b.writeImage(b.imageInfo("raw-4", "disk.raw", "raw", nil), b.images+"/configdrive.iso"),
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}},
