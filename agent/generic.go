@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
@@ -117,7 +118,15 @@ func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []i
 			// The disks may no longer hold the image last written.
 			g.agent.images.forget()
 		}
-		e := &erase.Eraser{Guard: blockdev.NewGuard(g.AllowedDevices), Runner: blockdev.ExecRunner{}, Logger: g.Log}
+		progress := newEraseProgress(g.Log, time.Now())
+		ticker := time.NewTicker(eraseProgressInterval)
+		defer ticker.Stop()
+		progressCtx, stopProgress := context.WithCancel(ctx)
+		progressDone := make(chan struct{})
+		go func() { defer close(progressDone); progress.run(progressCtx, ticker.C) }()
+		defer func() { stopProgress(); <-progressDone }()
+		e := &erase.Eraser{Guard: blockdev.NewGuard(g.AllowedDevices), Runner: blockdev.ExecRunner{}, Logger: g.Log,
+			Progress: progress.update}
 		return step(e, ctx, disks, opts)
 	}
 }

@@ -111,7 +111,7 @@ func readFSHead(dev string) ([]byte, error) {
 	b := make([]byte, fsProbeLen)
 	n, err := f.ReadAt(b, 0)
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read %s: %w", dev, err)
+		return nil, fmt.Errorf("reading the filesystem superblock of %s (%d bytes at offset 0): %w", dev, len(b), err)
 	}
 	return b[:n], nil
 }

@@ -188,7 +188,7 @@ func ReadPartTable(dev string, sector int) (PartTable, error) {
 	head := make([]byte, 34*sector)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
-		return PartTable{}, fmt.Errorf("read %s: %w", dev, err)
+		return PartTable{}, fmt.Errorf("reading the partition table of %s (%d bytes at offset 0): %w", dev, len(head), err)
 	}
 	return ParsePartTable(f, head[:n], sector)
 }
@@ -251,7 +251,7 @@ func Probe(dev string) (string, error) {
 	head := make([]byte, fsProbeLen)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
-		return "", fmt.Errorf("read %s: %w", dev, err)
+		return "", fmt.Errorf("probing %s for signatures (%d bytes at offset 0): %w", dev, len(head), err)
 	}
 	if sig := fsSignature(head[:n]); sig != "" {
 		return sig, nil

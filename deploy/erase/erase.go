@@ -2,6 +2,7 @@ package erase
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
@@ -88,6 +90,9 @@ type Eraser struct {
 	// nvmeOpen opens an NVMe namespace for admin commands (nil:
 	// nvme.Open); the NVMe decision-table tests fake the controller.
 	nvmeOpen func(dev string) (nvmeDevice, error)
+	// probe reads a device's signature (nil: blockdev.Probe); tests fake
+	// a failing disk with it.
+	probe func(dev string) (string, error)
 	// sanitizePoll is how often a running NVMe sanitize is polled
 	// (0: defaultSanitizePoll); tests shorten it.
 	sanitizePoll time.Duration
@@ -129,8 +134,22 @@ func (e *Eraser) skipReason(dev string) string {
 			return MethodSkippedVirtualMedia
 		}
 	}
+	probe := e.probe
+	if probe == nil {
+		probe = blockdev.Probe
+	}
 	for _, d := range append([]string{dev}, blockdev.PartitionsOf(e.root(), dev)...) {
-		sig, err := blockdev.Probe(d)
+		sig, err := probe(d)
+		if errors.Is(err, syscall.EIO) {
+			// The disk answered, with a media error: that says nothing
+			// about RAID, and skipping would pass the step with the disk
+			// unerased and called a RAID member. IPA asks lsblk (udev's
+			// record), never the failing sectors, and goes on to erase;
+			// so does this, and the erase either rewrites the sectors
+			// (a disk remaps them on write) or fails naming them.
+			e.log().Warn("cannot read the device to probe for RAID membership (I/O error); erasing it", "device", d, "error", err)
+			continue
+		}
 		if err != nil {
 			// IPA treats "cannot tell" as a member, to be safe.
 			e.log().Warn("cannot probe for RAID membership; not erasing", "device", d, "error", err)

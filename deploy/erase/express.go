@@ -170,7 +170,7 @@ func (e *Eraser) discard(ctx context.Context, dev string) (discardKind, error) {
 		return discardNone, err
 	}
 	if err := ioctl(d.File, unix.BLKDISCARD, 0, size); err != nil {
-		return discardNone, fmt.Errorf("BLKDISCARD %s (%d bytes): %w", dev, size, err)
+		return discardNone, fmt.Errorf("BLKDISCARD %s (bytes 0-%d): %w", dev, size, err)
 	}
 	return discardPlain, nil
 }

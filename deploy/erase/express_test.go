@@ -123,7 +123,7 @@ func TestEraseExpressDecisionTable(t *testing.T) {
 			method: MethodMetadata},
 		{name: "SSD whose discard fails: metadata wipe, detail says why", dev: "sdc", queue: ssd,
 			ioctlErr: map[uint]error{unix.BLKSECDISCARD: unix.EOPNOTSUPP, unix.BLKDISCARD: unix.EIO},
-			method:   MethodMetadata, detail: "discard failed: BLKDISCARD DEV (4194304 bytes): input/output error",
+			method:   MethodMetadata, detail: "discard failed: BLKDISCARD DEV (bytes 0-4194304): input/output error",
 			ioctls: []string{"BLKSECDISCARD " + size, "BLKDISCARD " + size}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

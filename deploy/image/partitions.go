@@ -30,7 +30,7 @@ func ValidatePartitioning(dev string) error {
 	head := make([]byte, 34*sector)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
-		return fmt.Errorf("reading %s: %w", dev, err)
+		return fmt.Errorf("reading the partition table of %s (%d bytes at offset 0): %w", dev, len(head), err)
 	}
 	pt, err := blockdev.ParsePartTable(f, head[:n], sector)
 	if err != nil {

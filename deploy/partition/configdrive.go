@@ -450,14 +450,14 @@ func writeImageToPartition(g *blockdev.Guard, part string, img []byte) error {
 	defer free()
 	copy(buf, img)
 	if _, err := d.File.WriteAt(buf[:n], 0); err != nil {
-		return fmt.Errorf("write config drive to %s: %w", part, err)
+		return fmt.Errorf("writing the config drive (%d bytes at offset 0) to %s: %w", n, part, err)
 	}
 	if err := d.File.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", part, err)
 	}
 	clear(buf)
 	if _, err := d.File.ReadAt(buf[:n], 0); err != nil {
-		return fmt.Errorf("read back config drive from %s: %w", part, err)
+		return fmt.Errorf("reading back the config drive (%d bytes at offset 0) from %s: %w", n, part, err)
 	}
 	if !bytes.Equal(buf[:len(img)], img) {
 		return fmt.Errorf("config drive on %s does not read back as written", part)
@@ -478,7 +478,7 @@ func PartitionUUIDs(dev string) (map[string]any, error) {
 	defer f.Close()
 	b := make([]byte, 4)
 	if _, err := f.ReadAt(b, 440); err != nil {
-		return nil, fmt.Errorf("read disk identifier of %s: %w", dev, err)
+		return nil, fmt.Errorf("reading the disk identifier of %s (4 bytes at offset 440): %w", dev, err)
 	}
 	sig := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 	return map[string]any{"root uuid": fmt.Sprintf("0x%08x", sig)}, nil

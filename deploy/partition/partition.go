@@ -293,7 +293,7 @@ func writePartitionTable(ctx context.Context, g *blockdev.Guard, dev, label stri
 			}
 		}
 		if _, err := f.WriteAt(id[:], 440); err != nil {
-			return fmt.Errorf("write disk identifier of %s: %w", dev, err)
+			return fmt.Errorf("writing the disk identifier of %s (4 bytes at offset 440): %w", dev, err)
 		}
 	} else {
 		// The protective entry as parted writes it: CHS 0/0/2 to the
@@ -302,7 +302,7 @@ func writePartitionTable(ctx context.Context, g *blockdev.Guard, dev, label stri
 		e := []byte{0x00, 0x00, 0x02, 0x00, 0xee, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(e[12:16], uint32(min(size/s-1, 0xffffffff)))
 		if _, err := f.WriteAt(e, 446); err != nil {
-			return fmt.Errorf("write protective MBR of %s: %w", dev, err)
+			return fmt.Errorf("writing the protective MBR entry of %s (16 bytes at offset 446): %w", dev, err)
 		}
 	}
 	if err := f.Sync(); err != nil {

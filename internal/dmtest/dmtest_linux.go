@@ -1,0 +1,155 @@
+package dmtest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ControlPath is the device-mapper control node.
+const ControlPath = "/dev/mapper/control"
+
+// Control is an open /dev/mapper/control.
+type Control struct {
+	f *os.File
+}
+
+// Open opens the control node and asks the kernel for its DM version: an
+// error says device-mapper cannot be used here (no dm_mod, a sandbox
+// without it) and why.
+func Open() (*Control, error) {
+	f, err := os.OpenFile(ControlPath, os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dmtest: opening %s: %w", ControlPath, err)
+	}
+	c := &Control{f: f}
+	if _, err := c.Version(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the control node; the devices stay.
+func (c *Control) Close() error { return c.f.Close() }
+
+func (c *Control) ioctl(nr uint32, b []byte, what string) error {
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, c.f.Fd(), uintptr(ioctlNumber(nr)), uintptr(unsafe.Pointer(&b[0])))
+	if e != 0 {
+		return fmt.Errorf("dmtest: %s: %w", what, e)
+	}
+	return nil
+}
+
+// Version returns the kernel's DM ioctl version, "4.47.0".
+func (c *Control) Version() (string, error) {
+	b, err := header("", 0, ioctlSize)
+	if err != nil {
+		return "", err
+	}
+	if err := c.ioctl(cmdVersion, b, "DM_VERSION"); err != nil {
+		return "", err
+	}
+	le := binary.LittleEndian
+	return fmt.Sprintf("%d.%d.%d", le.Uint32(b[0:]), le.Uint32(b[4:]), le.Uint32(b[8:])), nil
+}
+
+// Device is a device-mapper device this package created.
+type Device struct {
+	Name string
+	Path string // /dev/dm-N
+	c    *Control
+}
+
+// Create makes the device name with table live (create, load, resume)
+// and waits for its /dev/dm-N node.
+func (c *Control) Create(ctx context.Context, name string, table []Target) (*Device, error) {
+	b, err := header(name, 0, ioctlSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ioctl(cmdDevCreate, b, "DM_DEV_CREATE "+name); err != nil {
+		return nil, err
+	}
+	_, minor := decodeDev(binary.LittleEndian.Uint64(b[40:]))
+	d := &Device{Name: name, Path: fmt.Sprintf("/dev/dm-%d", minor), c: c}
+	if err := d.Load(ctx, table); err != nil {
+		return nil, errors.Join(err, d.Remove(ctx))
+	}
+	for {
+		if _, err := os.Stat(d.Path); err == nil {
+			return d, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(fmt.Errorf("dmtest: waiting for %s: %w", d.Path, ctx.Err()), d.Remove(context.Background()))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Load replaces the device's table: load it as the inactive table,
+// suspend (without flushing, so I/O in flight meets the new table), and
+// resume, which makes it live.
+func (d *Device) Load(ctx context.Context, table []Target) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := tableLoad(d.Name, table)
+	if err != nil {
+		return err
+	}
+	if err := d.c.ioctl(cmdTableLoad, b, "DM_TABLE_LOAD "+d.Name); err != nil {
+		return err
+	}
+	if err := d.Suspend(); err != nil {
+		return err
+	}
+	return d.Resume()
+}
+
+// Suspend stops the device without flushing: I/O in flight and every
+// new request wait until Resume (a disk that stops answering).
+func (d *Device) Suspend() error {
+	b, err := header(d.Name, flagSuspend|flagNoFlush, ioctlSize)
+	if err != nil {
+		return err
+	}
+	return d.c.ioctl(cmdSuspend, b, "DM_DEV_SUSPEND (suspend) "+d.Name)
+}
+
+// Resume restarts a suspended device, with its loaded table if one was
+// loaded since.
+func (d *Device) Resume() error {
+	b, err := header(d.Name, 0, ioctlSize)
+	if err != nil {
+		return err
+	}
+	return d.c.ioctl(cmdSuspend, b, "DM_DEV_SUSPEND (resume) "+d.Name)
+}
+
+// Remove removes the device, retrying while something still holds it
+// open (EBUSY) until ctx ends.
+func (d *Device) Remove(ctx context.Context) error {
+	for {
+		b, err := header(d.Name, 0, ioctlSize)
+		if err != nil {
+			return err
+		}
+		err = d.c.ioctl(cmdDevRemove, b, "DM_DEV_REMOVE "+d.Name)
+		if !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
