@@ -10,6 +10,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -56,6 +57,10 @@ type GenericManager struct {
 	SkipSpecialFilesystemGuard bool
 }
 
+// logger is Log, or a discarding logger when none is set (unit tests of
+// the steps).
+func (g *GenericManager) logger() *slog.Logger { return logging.OrDiscard(g.Log) }
+
 // stepFunc runs one step.
 type stepFunc func(ctx context.Context, req hwmgr.Request) (any, error)
 
@@ -99,8 +104,8 @@ func cleanUEFINVRAMArgsinfo() map[string]hwmgr.ArgInfo {
 // cleanSteps is IPA 13's generic clean step table (hardware.py
 // GenericHardwareManager.get_clean_steps): every entry abortable,
 // reboot_requested=false. Software RAID (mdadm), burnin_gpu (gpu_burn, a
-// CUDA program) and burnin_network (fio over a tooz-paired partner) are
-// not implemented by this agent.
+// CUDA program) and burnin_network (fio's network engine with a partner
+// paired through tooz) are not implemented by this agent.
 func (g *GenericManager) cleanSteps() []genericStep {
 	return []genericStep{
 		{step: "erase_devices", iface: "deploy", priority: 10, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevices)},
@@ -110,10 +115,10 @@ func (g *GenericManager) cleanSteps() []genericStep {
 		{step: "clean_uefi_nvram", iface: "deploy", priority: 0, abortable: abortable(), argsinfo: cleanUEFINVRAMArgsinfo(), run: g.cleanUEFINVRAMStep},
 		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
 		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
-		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
 		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
-		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
-		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninDiskStep},
+		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
 		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
 	}
 }
@@ -140,9 +145,9 @@ func (g *GenericManager) serviceSteps() []genericStep {
 		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
 		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: nil},
 		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
-		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
 		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
-		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
 		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
 		{step: "write_image", iface: "deploy", priority: 0, run: g.writeImageStep},
 		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, argsinfo: injectFilesArgsinfo(), run: g.injectFilesStep},

@@ -19,8 +19,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/generic-steps.go
 // not list (README: "Steps and IPA 13"): software RAID, GPU and network
 // burn-in, bootc.
 var notImplemented = []string{"apply_configuration", "create_configuration", "delete_configuration",
-	"burnin_gpu", "burnin_network", "execute_bootc_install",
-	"burnin_cpu", "burnin_disk", "burnin_memory"}
+	"burnin_gpu", "burnin_network", "execute_bootc_install"}
 
 type stepLists struct {
 	Version map[string]string `json:"hardware_manager_version"`

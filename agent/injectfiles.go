@@ -34,7 +34,7 @@ func (g *GenericManager) injectFilesStep(ctx context.Context, req hwmgr.Request)
 		return nil, err
 	}
 	if len(files) == 0 {
-		g.Log.Info("no files to inject")
+		g.logger().Info("no files to inject")
 		return nil, nil
 	}
 	client, err := g.injectFilesClient(req.Args["verify_ca"])
@@ -54,7 +54,7 @@ func (g *GenericManager) injectFilesStep(ctx context.Context, req hwmgr.Request)
 	for _, d := range guard.Filter(disks) {
 		names = append(names, d.Name)
 	}
-	in := &injectfiles.Injector{Guard: guard, RootDevice: root.Name, Disks: names, HTTP: client, Log: g.Log}
+	in := &injectfiles.Injector{Guard: guard, RootDevice: root.Name, Disks: names, HTTP: client, Log: g.logger()}
 	return nil, in.Inject(ctx, files, req.Node, req.Ports)
 }
 

@@ -42,7 +42,7 @@ func (g *GenericManager) cleanUEFINVRAMStep(ctx context.Context, req hwmgr.Reque
 	}
 	// A machine without efivarfs (BIOS boot) fails the step, as IPA's
 	// efibootmgr does there.
-	deleted, err := bootloader.CleanNVRAM(ctx, g.Log, g.agent.efivars(), res)
+	deleted, err := bootloader.CleanNVRAM(ctx, g.logger(), g.agent.efivars(), res)
 	if err != nil {
 		return nil, err
 	}
