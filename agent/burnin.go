@@ -216,3 +216,41 @@ func (g *GenericManager) burninDiskStep(ctx context.Context, req hwmgr.Request) 
 	res, err := burnin.Disks(ctx, guard, names, burnin.DiskOptions{Loops: loops, Runtime: runtime})
 	return g.burninDone("burnin_disk", o, "agent_burnin_fio_disk_outputfile", res, err)
 }
+
+// burninNetworkStep is burnin_network: with driver_info
+// agent_burnin_fio_network_config {"role": "writer"|"reader", "partner":
+// host}, the first direction in that role for
+// agent_burnin_fio_network_runtime seconds (21600), then the other, on
+// port 9000 with 16 connections as IPA's fio runs. IPA's other way to
+// pair, a tooz coordination backend (agent_burnin_fio_network_pairing_*),
+// is not supported: the step fails saying so.
+func (g *GenericManager) burninNetworkStep(ctx context.Context, req hwmgr.Request) (any, error) {
+	o := burninParams(req.Node)
+	runtime, err := o.duration("agent_burnin_fio_network_runtime", 21600*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	cfg, _ := o["agent_burnin_fio_network_config"].(map[string]any)
+	if !pyconv.Truthy(cfg) {
+		if !pyconv.Truthy(o["agent_burnin_fio_network_pairing_backend_url"]) {
+			return nil, ipaerror.CleaningError("fio (network): dynamic pairing config is missing agent_burnin_fio_network_pairing_backend_url")
+		}
+		return nil, ipaerror.CleaningError("fio (network): dynamic pairing through a tooz backend (agent_burnin_fio_network_pairing_backend_url) is not supported by this agent: set agent_burnin_fio_network_config {\"role\", \"partner\"}")
+	}
+	role, _ := cfg["role"].(string)
+	partner, _ := cfg["partner"].(string)
+	if role != "writer" && role != "reader" {
+		return nil, ipaerror.CleaningError(fmt.Sprintf("fio (network) found an unknown role: %s", pyconv.Str(cfg["role"])))
+	}
+	if partner == "" {
+		return nil, ipaerror.CleaningError("fio (network) failed to find partner")
+	}
+	opts := burnin.NetworkOptions{Port: 9000, ReaderRetry: 30 * time.Second}
+	if g.networkBurnin.Port != 0 {
+		opts = g.networkBurnin
+	}
+	opts.Role, opts.Partner, opts.Runtime, opts.Jobs = role, partner, runtime, 16
+	g.logger().Info("burn-in of the network", "role", role, "partner", partner, "runtime", runtime)
+	res, err := burnin.Network(ctx, opts)
+	return g.burninDone("burnin_network", o, "agent_burnin_fio_network_outputfile", res, err)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,56 @@ func TestBurninDiskStepOnLoop(t *testing.T) {
 	start := time.Now()
 	if _, err := g.ExecuteStep(ctx, "burnin_disk", hwmgr.Request{Node: node}); err == nil || time.Since(start) > 10*time.Second {
 		t.Errorf("aborted burnin_disk: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestBurninNetworkStep(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	node := func(cfg any) map[string]any {
+		return map[string]any{"driver_info": map[string]any{"agent_burnin_fio_network_runtime": "0.3", "agent_burnin_fio_network_config": cfg}}
+	}
+	type result struct {
+		res any
+		err error
+	}
+	results := make(chan result, 2)
+	for _, role := range []string{"writer", "reader"} {
+		g := &GenericManager{networkBurnin: burnin.NetworkOptions{Port: port, Listen: "127.0.0.1", ReaderRetry: 50 * time.Millisecond}}
+		go func() {
+			res, err := g.ExecuteStep(context.Background(), "burnin_network", hwmgr.Request{Node: node(map[string]any{"role": role, "partner": "127.0.0.1"})})
+			results <- result{res, err}
+		}()
+	}
+	for range 2 {
+		r := <-results
+		dirs, _ := r.res.([]burnin.NetworkDirection)
+		if r.err != nil || len(dirs) != 2 || dirs[0].Bytes == 0 || dirs[1].Bytes == 0 {
+			t.Errorf("%+v %v", r.res, r.err)
+		}
+	}
+	// IPA's configuration errors, as CleaningError.
+	g := &GenericManager{}
+	for _, tc := range []struct {
+		cfg  any
+		want string
+	}{
+		{nil, "dynamic pairing config is missing agent_burnin_fio_network_pairing_backend_url"},
+		{map[string]any{"role": "both", "partner": "x"}, "unknown role: both"},
+		{map[string]any{"role": "writer"}, "failed to find partner"},
+	} {
+		var ie *ipaerror.Error
+		if _, err := g.ExecuteStep(context.Background(), "burnin_network", hwmgr.Request{Node: node(tc.cfg)}); !errors.As(err, &ie) || ie.Type != "CleaningError" || !strings.Contains(ie.Details, tc.want) {
+			t.Errorf("%v: %v", tc.cfg, err)
+		}
+	}
+	n := node(nil)
+	n["driver_info"].(map[string]any)["agent_burnin_fio_network_pairing_backend_url"] = "etcd3+http://x:2379"
+	if _, err := g.ExecuteStep(context.Background(), "burnin_network", hwmgr.Request{Node: n}); err == nil || !strings.Contains(err.Error(), "tooz") {
+		t.Errorf("tooz pairing: %v", err)
 	}
 }

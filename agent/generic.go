@@ -9,6 +9,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/burnin"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -55,6 +56,9 @@ type GenericManager struct {
 	// wipe GPFS, VMFS and GFS2 devices whatever the node says. Negative so
 	// that a zero GenericManager keeps the guard.
 	SkipSpecialFilesystemGuard bool
+	// networkBurnin, when its Port is set, replaces burnin_network's
+	// port 9000 on every address and 30 s reader retry (tests).
+	networkBurnin burnin.NetworkOptions
 }
 
 // logger is Log, or a discarding logger when none is set (unit tests of
@@ -103,9 +107,8 @@ func cleanUEFINVRAMArgsinfo() map[string]hwmgr.ArgInfo {
 
 // cleanSteps is IPA 13's generic clean step table (hardware.py
 // GenericHardwareManager.get_clean_steps): every entry abortable,
-// reboot_requested=false. Software RAID (mdadm), burnin_gpu (gpu_burn, a
-// CUDA program) and burnin_network (fio's network engine with a partner
-// paired through tooz) are not implemented by this agent.
+// reboot_requested=false. Software RAID (mdadm) and burnin_gpu (gpu_burn,
+// a CUDA program) are not implemented by this agent.
 func (g *GenericManager) cleanSteps() []genericStep {
 	return []genericStep{
 		{step: "erase_devices", iface: "deploy", priority: 10, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevices)},
@@ -119,7 +122,7 @@ func (g *GenericManager) cleanSteps() []genericStep {
 		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
 		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninDiskStep},
 		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
-		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninNetworkStep},
 	}
 }
 
@@ -148,7 +151,7 @@ func (g *GenericManager) serviceSteps() []genericStep {
 		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
 		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
 		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
-		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninNetworkStep},
 		{step: "write_image", iface: "deploy", priority: 0, run: g.writeImageStep},
 		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, argsinfo: injectFilesArgsinfo(), run: g.injectFilesStep},
 		{step: "execute_bootc_install", iface: "deploy", priority: 0, run: nil},

@@ -16,10 +16,10 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/generic-steps.golden.json")
 
 // notImplemented are the steps of IPA 13's generic lists this agent does
-// not list (README: "Steps and IPA 13"): software RAID, GPU and network
-// burn-in, bootc.
+// not list (README: "Steps and IPA 13"): software RAID, GPU burn-in,
+// bootc.
 var notImplemented = []string{"apply_configuration", "create_configuration", "delete_configuration",
-	"burnin_gpu", "burnin_network", "execute_bootc_install"}
+	"burnin_gpu", "execute_bootc_install"}
 
 type stepLists struct {
 	Version map[string]string `json:"hardware_manager_version"`

@@ -2,6 +2,7 @@ package burnin
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,51 @@ func TestDisksOnLoop(t *testing.T) {
 	cancel()
 	if _, err := Disks(ctx, g, []string{a}, DiskOptions{Loops: 4}); err == nil {
 		t.Errorf("cancelled run succeeded")
+	}
+}
+
+func TestNetworkPair(t *testing.T) {
+	// A free port both sides use in turn, as two nodes use 9000.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	opts := NetworkOptions{Partner: "127.0.0.1", Listen: "127.0.0.1", Port: port, Jobs: 4, Runtime: 300 * time.Millisecond, ReaderRetry: 50 * time.Millisecond}
+	type result struct {
+		dirs []NetworkDirection
+		err  error
+	}
+	results := make(chan result, 2)
+	for _, role := range []string{"reader", "writer"} {
+		o := opts
+		o.Role = role
+		go func() {
+			d, err := Network(context.Background(), o)
+			results <- result{d, err}
+		}()
+	}
+	for range 2 {
+		r := <-results
+		if r.err != nil || len(r.dirs) != 2 {
+			t.Fatalf("%+v %v", r.dirs, r.err)
+		}
+		for _, d := range r.dirs {
+			if d.Bytes == 0 || d.Connections != 4 {
+				t.Errorf("%+v", d)
+			}
+		}
+	}
+	if _, err := Network(context.Background(), NetworkOptions{Role: "both", Partner: "x"}); err == nil {
+		t.Errorf("unknown role accepted")
+	}
+	// A reader whose partner never comes stops when aborted.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	o := opts
+	o.Role = "reader"
+	if _, err := Network(ctx, o); err == nil {
+		t.Errorf("reader without a partner succeeded")
 	}
 }
