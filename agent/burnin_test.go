@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy/burnin"
 	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -100,12 +100,7 @@ func TestBurninDiskStepOnLoop(t *testing.T) {
 }
 
 func TestBurninNetworkStep(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := netnstest.FreeTCPPorts(t, 16)
 	node := func(cfg any) map[string]any {
 		return map[string]any{"driver_info": map[string]any{"agent_burnin_fio_network_runtime": "0.3", "agent_burnin_fio_network_config": cfg}}
 	}

@@ -2,13 +2,13 @@ package burnin
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
 )
 
 func TestCPU(t *testing.T) {
@@ -133,13 +133,8 @@ func TestDisksOnLoop(t *testing.T) {
 }
 
 func TestNetworkPair(t *testing.T) {
-	// A free port both sides use in turn, as two nodes use 9000.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	// Free ports both sides use in turn, as two nodes use 9000-9015.
+	port := netnstest.FreeTCPPorts(t, 4)
 	opts := NetworkOptions{Partner: "127.0.0.1", Listen: "127.0.0.1", Port: port, Jobs: 4, Runtime: 300 * time.Millisecond, ReaderRetry: 50 * time.Millisecond}
 	type result struct {
 		dirs []NetworkDirection

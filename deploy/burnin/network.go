@@ -27,8 +27,9 @@ type NetworkOptions struct {
 	Partner string
 	// Runtime is how long the writer sends.
 	Runtime time.Duration
-	// Port is fio's --port (9000); Listen the address the writer listens
-	// on ("": every address, as fio does).
+	// Port is fio's --port (9000): job i uses Port+i, as fio numbers the
+	// ports of numjobs. Listen is the address the writer listens on ("":
+	// every address, as fio does).
 	Port   int
 	Listen string
 	// Jobs is fio's --numjobs (16): parallel connections.
@@ -76,33 +77,47 @@ func Network(ctx context.Context, opts NetworkOptions) ([]NetworkDirection, erro
 	return out, nil
 }
 
-// netWrite accepts opts.Jobs connections, then sends pseudo-random data on
+// netWrite accepts one connection on each of the opts.Jobs ports (fio's
+// numjobs use ports port, port+1, ...), then sends pseudo-random data on
 // each until opts.Runtime is over and closes them.
 func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error) {
 	d := NetworkDirection{Role: "writer", Partner: opts.Partner}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(opts.Port)))
-	if err != nil {
-		return d, fmt.Errorf("writer: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	var conns []net.Conn
-	for len(conns) < opts.Jobs {
-		c, err := ln.Accept()
-		if err != nil {
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
 			ln.Close()
-			for _, c := range conns {
+		}
+	}
+	for i := range opts.Jobs {
+		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(opts.Port+i)))
+		if err != nil {
+			closeAll()
+			return d, fmt.Errorf("writer: %w", err)
+		}
+		lns = append(lns, ln)
+	}
+	stop := context.AfterFunc(ctx, closeAll)
+	conns := make([]net.Conn, len(lns))
+	acceptErrs := make([]error, len(lns))
+	var accepting sync.WaitGroup
+	for i, ln := range lns {
+		accepting.Go(func() { conns[i], acceptErrs[i] = ln.Accept() })
+	}
+	accepting.Wait()
+	stop()
+	closeAll()
+	if err := errors.Join(acceptErrs...); err != nil {
+		for _, c := range conns {
+			if c != nil {
 				c.Close()
 			}
-			if ctx.Err() != nil {
-				return d, ctx.Err()
-			}
-			return d, fmt.Errorf("writer: accept on port %d: %w", opts.Port, err)
 		}
-		conns = append(conns, c)
+		if ctx.Err() != nil {
+			return d, ctx.Err()
+		}
+		return d, fmt.Errorf("writer: accept on ports %d-%d: %w", opts.Port, opts.Port+opts.Jobs-1, err)
 	}
-	stop()
-	ln.Close()
 	d.Connections = len(conns)
 	start := time.Now()
 	run, cancel := context.WithTimeout(ctx, opts.Runtime)
@@ -136,16 +151,16 @@ func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error
 	return d, errors.Join(errs...)
 }
 
-// netRead connects opts.Jobs times to the partner and reads each
+// netRead connects to the partner's opts.Jobs ports and reads each
 // connection until the writer closes it. A partner that is not listening
 // yet is tried again after opts.ReaderRetry.
 func netRead(ctx context.Context, opts NetworkOptions) (NetworkDirection, error) {
 	d := NetworkDirection{Role: "reader", Partner: opts.Partner}
-	addr := net.JoinHostPort(opts.Partner, strconv.Itoa(opts.Port))
+	addr := func(i int) string { return net.JoinHostPort(opts.Partner, strconv.Itoa(opts.Port+i)) }
 	var dialer net.Dialer
 	var conns []net.Conn
 	for len(conns) < opts.Jobs {
-		c, err := dialer.DialContext(ctx, "tcp", addr)
+		c, err := dialer.DialContext(ctx, "tcp", addr(len(conns)))
 		if err == nil {
 			conns = append(conns, c)
 			continue
@@ -180,7 +195,7 @@ func netRead(ctx context.Context, opts NetworkOptions) (NetworkDirection, error)
 			n, err := io.Copy(io.Discard, c)
 			got.Add(n)
 			if err != nil && ctx.Err() == nil {
-				errs[i] = fmt.Errorf("reader: connection %d from %s: %w", i, addr, err)
+				errs[i] = fmt.Errorf("reader: connection from %s: %w", addr(i), err)
 			}
 		})
 	}
