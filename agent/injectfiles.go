@@ -54,6 +54,11 @@ func (g *GenericManager) injectFilesStep(ctx context.Context, req hwmgr.Request)
 	for _, d := range guard.Filter(disks) {
 		names = append(names, d.Name)
 	}
+	if g.agent != nil {
+		// The install disk will no longer hold exactly the image last
+		// written: a later prepare_image of it must write it again.
+		g.agent.images.forget()
+	}
 	in := &injectfiles.Injector{Guard: guard, RootDevice: root.Name, Disks: names, HTTP: client, Log: g.logger()}
 	return nil, in.Inject(ctx, files, req.Node, req.Ports)
 }

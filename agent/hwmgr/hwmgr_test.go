@@ -205,3 +205,28 @@ func TestExecStepsBrokenManifest(t *testing.T) {
 		t.Errorf("a missing directory is no error and no manager")
 	}
 }
+
+// serviceMgr lists its clean steps as service steps too.
+type serviceMgr struct{ fakeMgr }
+
+func (m *serviceMgr) ServiceSteps(ctx context.Context, node map[string]any, ports []any) ([]Step, error) {
+	return m.CleanSteps(ctx, node, ports)
+}
+
+func TestServiceSteps(t *testing.T) {
+	old := &fakeMgr{name: "old", class: "OldManager", support: SupportMainline, steps: []Step{{Step: "flash", Interface: "management"}}}
+	svc := &serviceMgr{fakeMgr{name: "svc", class: "SvcManager", support: SupportGeneric, steps: []Step{{Step: "burnin_cpu", Interface: "deploy"}}}}
+	s, err := Load(context.Background(), []func() Manager{func() Manager { return old }, func() Manager { return svc }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A manager without ServiceSteps lists none, as IPA's base class.
+	got, err := s.ServiceSteps(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if string(b) != `{"SvcManager":[{"step":"burnin_cpu","priority":0,"interface":"deploy","reboot_requested":false}]}` {
+		t.Errorf("%s", b)
+	}
+}
