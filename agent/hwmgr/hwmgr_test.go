@@ -142,7 +142,7 @@ func writeStep(t *testing.T, dir, name, manifest, script string) {
 func TestExecSteps(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "input.json")
-	writeStep(t, dir, "flash_firmware", `{"interface": "management", "priority": 20, "abortable": false, "deploy": true,
+	writeStep(t, dir, "flash_firmware", `{"interface": "management", "priority": 20, "abortable": false, "deploy": true, "service": true,
 		"argsinfo": {"url": {"description": "firmware URL", "required": true}}}`,
 		"#!/bin/sh\nread input\necho \"$input\" > "+out+"\necho '{\"flashed\": true}'\n")
 	writeStep(t, dir, "always_fails", `{"clean": true, "timeout": 10}`,
@@ -163,6 +163,10 @@ func TestExecSteps(t *testing.T) {
 	}
 	if string(db) != `[{"step":"flash_firmware","priority":20,"interface":"management","reboot_requested":false,"argsinfo":{"url":{"description":"firmware URL","required":true}}}]` {
 		t.Errorf("deploy steps %s", db)
+	}
+	service, _ := x.ServiceSteps(context.Background(), nil, nil)
+	if sb, _ := json.Marshal(service); string(sb) != `[{"step":"flash_firmware","priority":20,"interface":"management","reboot_requested":false,"abortable":false,"argsinfo":{"url":{"description":"firmware URL","required":true}}}]` {
+		t.Errorf("service steps %s", sb)
 	}
 	res, err := x.ExecuteStep(context.Background(), "flash_firmware", Request{
 		Node: map[string]any{"uuid": "n1"}, Ports: []any{}, Args: map[string]json.RawMessage{"url": json.RawMessage(`"http://fw"`)}})
