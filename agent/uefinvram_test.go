@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/internal/efivar/efivartest"
 )
@@ -63,5 +66,15 @@ func TestCleanUEFINVRAM(t *testing.T) {
 		"Boot0001 debian File(\\EFI\\debian\\shimx64.efi)\n"+
 		"Boot0002 UEFI PXEv4 Path(3,11,"+strings.Repeat("00", 33)+")\n"; got != want {
 		t.Errorf("NVRAM left:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A fixture tree's agent leaves this machine's NVRAM alone.
+func TestNoNVRAMCleanForAFixtureTree(t *testing.T) {
+	a := &Agent{cfg: &config.Config{InventoryRoot: t.TempDir()}}
+	g := &GenericManager{agent: a}
+	got, err := g.cleanUEFINVRAMStep(t.Context(), hwmgr.Request{})
+	if want := map[string]any{"deleted": []string{}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("clean_uefi_nvram with a fixture tree: %v, %v; want %v", got, err, want)
 	}
 }
