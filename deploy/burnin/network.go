@@ -18,7 +18,8 @@ import (
 // one writes and the other reads for a time, then the roles swap, as IPA
 // runs fio's network engine (--ioengine net --port 9000 --numjobs 16;
 // the writer --listen --time_based --runtime N, the reader --hostname
-// partner reading until the writer closes).
+// partner reading until the writer closes). Either side may be fio:
+// TestNetworkAgainstFio runs ours against fio's.
 type NetworkOptions struct {
 	// Role is this node's role in the first direction: "writer" or
 	// "reader".
@@ -128,7 +129,10 @@ func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error
 	for i, c := range conns {
 		wg.Go(func() {
 			defer c.Close()
-			stopConn := context.AfterFunc(run, func() { c.SetWriteDeadline(time.Now()) })
+			// Only an abort cuts a write short: when the time is up the
+			// last buffer goes out whole, since fio's reader expects whole
+			// blocks (4 KiB) and spins on a partial one.
+			stopConn := context.AfterFunc(ctx, func() { c.SetWriteDeadline(time.Now()) })
 			defer stopConn()
 			buf := make([]byte, 128<<10)
 			r := rand.NewChaCha8([32]byte{byte(i)})
@@ -136,9 +140,15 @@ func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error
 				_, _ = r.Read(buf)
 				n, err := c.Write(buf)
 				sent.Add(int64(n))
-				if err != nil && run.Err() == nil {
+				if err != nil && ctx.Err() == nil {
 					errs[i] = fmt.Errorf("writer: connection %d to %s: %w", i, c.RemoteAddr(), err)
 					return
+				}
+			}
+			if ctx.Err() == nil {
+				// fio's reader ends on this message, not on the close.
+				if _, err := c.Write(fioCloseMessage()); err != nil {
+					errs[i] = fmt.Errorf("writer: connection %d to %s: close message: %w", i, c.RemoteAddr(), err)
 				}
 			}
 		})
@@ -151,8 +161,17 @@ func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error
 	return d, errors.Join(errs...)
 }
 
+// fioCloseMessage is what fio's net engine sends before closing a link
+// (engines/net.c fio_netio_send_close): magic "link" (0x6c696e6b) and
+// FIO_LINK_CLOSE (0x89), little-endian 32-bit words. A fio reader waits
+// for it and spins on a bare end of stream.
+func fioCloseMessage() []byte {
+	return []byte{0x6b, 0x6e, 0x69, 0x6c, 0x89, 0, 0, 0}
+}
+
 // netRead connects to the partner's opts.Jobs ports and reads each
-// connection until the writer closes it. A partner that is not listening
+// connection until the writer closes it (fio's close message, the last 8
+// bytes, counts as data). A partner that is not listening
 // yet is tried again after opts.ReaderRetry.
 func netRead(ctx context.Context, opts NetworkOptions) (NetworkDirection, error) {
 	d := NetworkDirection{Role: "reader", Partner: opts.Partner}
