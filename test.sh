@@ -17,6 +17,7 @@ APT_PACKAGES=(
 	dnsmasq-base
 	dosfstools
 	e2fsprogs
+	fio
 	gdisk
 	grub-common
 	grub-efi-amd64-bin

@@ -77,6 +77,11 @@ type Options struct {
 	// NTP measures the clock's offset from ntp_server; nil: the SNTP
 	// client on port 123. The clock itself is set through Machine.
 	NTP func(ctx context.Context, server string) (sntp.Sample, error)
+	// LockdownNICs brings the machine's NICs down after system.lockdown
+	// stopped the API; nil: the candidate NICs of this machine through
+	// netlink, or none when the inventory is not this machine's (a fixture
+	// tree, or Inventory given).
+	LockdownNICs func(ctx context.Context) error
 }
 
 // Agent is one running agent.
@@ -110,6 +115,12 @@ type Agent struct {
 	images           imageCache // the last image written, for prepare_image's cache hit
 	stopServing      chan struct{}
 	stopOnce         sync.Once
+	// lockedDown: system.lockdown ran; Run brings the NICs down once the
+	// API stopped and does not return until its context ends.
+	lockedDown bool
+	// injectedInventory: Options.Inventory was given, so the inventory may
+	// not describe this machine (see defaultLockdownNICs).
+	injectedInventory bool
 }
 
 // New builds an agent. It loads the hardware managers; nothing is sent
@@ -147,6 +158,10 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		tokens:           &api.Tokens{},
 		heartbeatTimeout: 300 * time.Second,
 		stopServing:      make(chan struct{}),
+	}
+	a.injectedInventory = opts.Inventory != nil
+	if opts.LockdownNICs == nil {
+		a.opts.LockdownNICs = a.defaultLockdownNICs
 	}
 	if opts.Inventory == nil {
 		a.opts.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
@@ -538,6 +553,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	case <-waitDone:
 	case <-time.After(10 * time.Second):
 		a.log.Warn("async command still running at shutdown")
+	}
+	if runErr == nil && a.isLockedDown() {
+		a.lockdownSystem(ctx)
 	}
 	return runErr
 }

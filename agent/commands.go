@@ -20,8 +20,9 @@ import (
 )
 
 // extensions is the command table: the extensions of IPA 2023.1 (standby,
-// clean, deploy, flow, image, log, rescue, poll) with the commands this
-// agent implements. A command missing here answers 400 "Unknown command".
+// clean, deploy, flow, image, log, rescue, poll) and of IPA 9.7-10 (service,
+// system) with the commands this agent implements. A command missing here
+// answers 400 "Unknown command".
 func (a *Agent) extensions() map[string]command.Extension {
 	return map[string]command.Extension{
 		"clean": {
@@ -31,6 +32,13 @@ func (a *Agent) extensions() map[string]command.Extension {
 		"deploy": {
 			"get_deploy_steps":    {Bind: a.bindGetSteps("deploy")},
 			"execute_deploy_step": {Async: true, Bind: a.bindExecuteStep("deploy")},
+		},
+		"service": {
+			"get_service_steps":    {Bind: a.bindGetSteps("service")},
+			"execute_service_step": {Async: true, Bind: a.bindExecuteStep("service")},
+		},
+		"system": {
+			"lockdown": {Bind: a.bindLockdown},
 		},
 		"standby": {
 			"get_partition_uuids": {Bind: a.bindGetPartitionUUIDs},
@@ -83,7 +91,8 @@ func (np nodePorts) check() error {
 	return nil
 }
 
-// bindGetSteps is clean.get_clean_steps / deploy.get_deploy_steps.
+// bindGetSteps is clean.get_clean_steps / deploy.get_deploy_steps /
+// service.get_service_steps.
 func (a *Agent) bindGetSteps(kind string) func(command.Params) (command.Func, error) {
 	return func(p command.Params) (command.Func, error) {
 		np, err := decodeNodePorts(p)
@@ -94,9 +103,12 @@ func (a *Agent) bindGetSteps(kind string) func(command.Params) (command.Func, er
 			a.cacheNode(*np.Node)
 			var steps map[string][]hwmgr.Step
 			var err error
-			if kind == "clean" {
+			switch kind {
+			case "clean":
 				steps, err = a.managers.CleanSteps(ctx, *np.Node, *np.Ports)
-			} else {
+			case "service":
+				steps, err = a.managers.ServiceSteps(ctx, *np.Node, *np.Ports)
+			default:
 				steps, err = a.managers.DeploySteps(ctx, *np.Node, *np.Ports)
 			}
 			if err != nil {
@@ -107,7 +119,8 @@ func (a *Agent) bindGetSteps(kind string) func(command.Params) (command.Func, er
 	}
 }
 
-// bindExecuteStep is clean.execute_clean_step / deploy.execute_deploy_step.
+// bindExecuteStep is clean.execute_clean_step / deploy.execute_deploy_step /
+// service.execute_service_step.
 func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func, error) {
 	return func(p command.Params) (command.Func, error) {
 		np, err := decodeNodePorts(p)
@@ -162,17 +175,25 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 				if errors.As(err, &ce) {
 					return nil, ce
 				}
-				msg := fmt.Sprintf("%s step %s failed: %v", kind, name, err)
 				a.log.Error("step failed", "kind", kind, "step", name, "error", err)
-				if kind == "clean" {
-					return nil, ipaerror.CleaningError(msg)
-				}
-				return nil, ipaerror.DeploymentError(msg)
+				return nil, stepError(kind, fmt.Sprintf("%s step %s failed: %v", kind, name, err))
 			}
 			a.log.Info("step completed", "kind", kind, "step", name)
 			return map[string]any{kind + "_result": res, kind + "_step": rawJSON(rawStep)}, nil
 		}, nil
 	}
+}
+
+// stepError is the error of a failed step of kind: IPA's CleaningError,
+// DeploymentError or ServicingError.
+func stepError(kind, details string) *ipaerror.Error {
+	switch kind {
+	case "clean":
+		return ipaerror.CleaningError(details)
+	case "service":
+		return ipaerror.New("ServicingError", 500, "Service step failed", details)
+	}
+	return ipaerror.DeploymentError(details)
 }
 
 // noParams rejects every parameter, as IPA's commands without arguments

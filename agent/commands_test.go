@@ -321,7 +321,7 @@ func TestStepCommandsThroughAPI(t *testing.T) {
 	res := string(mustJSON(r["command_result"]))
 	if !strings.Contains(res, `"ExecStepsHardwareManager":[{"interface":"management","priority":0,"reboot_requested":false,"step":"flash"}]`) ||
 		!strings.Contains(res, `"hardware_manager_version":{"exec_steps_hardware_manager":"1.0-`) ||
-		!strings.Contains(res, `"generic_hardware_manager":"1.1"`) {
+		!strings.Contains(res, `"generic_hardware_manager":"`+GenericManagerVersion+`"`) {
 		t.Errorf("get_deploy_steps %s", res)
 	}
 	res2, ok := r["command_result"].(map[string]any)

@@ -10,24 +10,31 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/burnin"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// GenericManagerVersion is hardware_manager_version of the generic manager.
-// We report the 2023.1 line's "1.1": this agent pairs with Ironic 21.4
-// (2023.1), whose IPA reported "1.1". Ironic only compares it with what the
-// same agent said at get_*_steps time, so it must never change within one
-// build; bump it when the step table changes incompatibly.
-const GenericManagerVersion = "1.1"
+// GenericManagerVersion is hardware_manager_version of the generic manager:
+// IPA's "1.2" (9.7 onwards, and still IPA 13's), the version that added
+// get_service_steps, which this agent now answers. Ironic never compares
+// it with a constant: it stores what get_*_steps returned and sends it back
+// as clean_version, deploy_version or service_version, and the agent
+// refuses a step on a mismatch. So it must never change within one build,
+// and it changes when the step table does (1.1 to 1.2 with servicing), so
+// an operation begun by an older ramdisk restarts rather than run steps it
+// never listed.
+const GenericManagerVersion = "1.2"
 
 // GenericManager is IPA's GenericHardwareManager: the steps every machine
-// gets. Its step table lists IPA's clean and deploy steps (names,
-// interfaces, priorities, flags); a step whose run function is nil is not
-// implemented in this build and is neither listed to Ironic nor runnable.
+// gets. Its step tables list IPA 13's clean, deploy and service steps
+// (names, interfaces, priorities, flags, argsinfo); a step whose run
+// function is nil is not implemented in this build and is neither listed to
+// Ironic nor runnable.
 //
-// The disk steps call into the deploy packages; wiring one is a one-line edit of
-// its table entry below.
+// The steps call into the deploy packages; wiring one is a one-line edit of
+// its table entries below.
 type GenericManager struct {
 	// Disks lists the disks the steps may touch: the inventory's, or
 	// exactly the allowed devices when the agent is confined.
@@ -50,53 +57,105 @@ type GenericManager struct {
 	// wipe GPFS, VMFS and GFS2 devices whatever the node says. Negative so
 	// that a zero GenericManager keeps the guard.
 	SkipSpecialFilesystemGuard bool
+	// networkBurnin, when its Port is set, replaces burnin_network's
+	// port 9000 on every address and 30 s reader retry (tests).
+	networkBurnin burnin.NetworkOptions
 }
+
+// logger is Log, or a discarding logger when none is set (unit tests of
+// the steps).
+func (g *GenericManager) logger() *slog.Logger { return logging.OrDiscard(g.Log) }
 
 // stepFunc runs one step.
 type stepFunc func(ctx context.Context, req hwmgr.Request) (any, error)
 
 type genericStep struct {
-	step      string
-	iface     string
-	priority  int
-	abortable bool
+	step     string
+	iface    string
+	priority int
+	// abortable is nil where IPA's list has no abortable key (its deploy
+	// list, and some entries of its service list).
+	abortable *bool
 	argsinfo  map[string]hwmgr.ArgInfo
 	run       stepFunc
 }
 
-// cleanSteps is IPA 2023.1's generic clean step table (hardware.py
-// GenericHardwareManager.get_clean_steps); every entry is
-// reboot_requested=false.
-func (g *GenericManager) cleanSteps() []genericStep {
-	return []genericStep{
-		{step: "erase_devices", iface: "deploy", priority: 10, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevices)},
-		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
-		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesExpress)},
-		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: g.erasePstore},
-		// Software RAID (mdadm) and burn-in (stress-ng, fio) are not
-		// implemented by this agent.
-		{step: "delete_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
-		{step: "create_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
-		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: true, run: nil},
-		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: true, run: nil},
-		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: true, run: nil},
-		{step: "burnin_network", iface: "deploy", priority: 0, abortable: true, run: nil},
+// abortable is the abortable=true of IPA's clean and service entries.
+func abortable() *bool { t := true; return &t }
+
+// raidApplyArgsinfo is IPA's RAID_APPLY_CONFIGURATION_ARGSINFO.
+func raidApplyArgsinfo() map[string]hwmgr.ArgInfo {
+	return map[string]hwmgr.ArgInfo{
+		"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
+		"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
 	}
 }
 
-// deploySteps is IPA 2023.1's generic deploy step table (no abortable key).
+// injectFilesArgsinfo is IPA's inject_files.ARGSINFO.
+func injectFilesArgsinfo() map[string]hwmgr.ArgInfo {
+	return map[string]hwmgr.ArgInfo{
+		"files":     {Description: "Files to inject, a list of file structures with keys: 'path' (path to the file), 'partition' (partition specifier), 'content' (base64 encoded string), 'mode' (new file mode) and 'dirmode' (mode for the leaf directory, if created). Merged with the values from node.properties[inject_files].", Required: false},
+		"verify_ca": {Description: "Whether to verify TLS certificates. Global agent options are used by default.", Required: false},
+	}
+}
+
+// cleanUEFINVRAMArgsinfo is IPA's DEPLOY_CLEAN_UEFI_NVRAM_ARGSINFO.
+func cleanUEFINVRAMArgsinfo() map[string]hwmgr.ArgInfo {
+	return map[string]hwmgr.ArgInfo{
+		"match_patterns": {Description: `Json blob contains a list of regex patterns where any UEFI NVRAM entry matching that pattern will be deleted. Default value is '["^HD\(", "shim.*\.efi", "grub.*\.efi"]'`, Required: false},
+	}
+}
+
+// cleanSteps is IPA 13's generic clean step table (hardware.py
+// GenericHardwareManager.get_clean_steps): every entry abortable,
+// reboot_requested=false. Software RAID (mdadm) and burnin_gpu (gpu_burn,
+// a CUDA program) are not implemented by this agent.
+func (g *GenericManager) cleanSteps() []genericStep {
+	return []genericStep{
+		{step: "erase_devices", iface: "deploy", priority: 10, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevices)},
+		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
+		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevicesExpress)},
+		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: abortable(), run: g.erasePstore},
+		{step: "clean_uefi_nvram", iface: "deploy", priority: 0, abortable: abortable(), argsinfo: cleanUEFINVRAMArgsinfo(), run: g.cleanUEFINVRAMStep},
+		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
+		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
+		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninDiskStep},
+		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
+		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninNetworkStep},
+	}
+}
+
+// deploySteps is IPA 13's generic deploy step table (no abortable key).
+// execute_bootc_install (podman and bootc in the ramdisk) is not
+// implemented by this agent.
 func (g *GenericManager) deploySteps() []genericStep {
 	return []genericStep{
 		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
-		{step: "apply_configuration", iface: "raid", priority: 0, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
-			"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
-			"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
-		}},
+		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: nil},
+		{step: "clean_uefi_nvram", iface: "deploy", priority: 0, argsinfo: cleanUEFINVRAMArgsinfo(), run: g.cleanUEFINVRAMStep},
 		{step: "write_image", iface: "deploy", priority: 0, run: g.writeImageStep},
-		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
-			"files":     {Description: "Files to inject, a list of file structures with keys: 'path' (path to the file), 'partition' (partition specifier), 'content' (base64 encoded string), 'mode' (new file mode) and 'dirmode' (mode for the leaf directory, if created). Merged with the values from node.properties[inject_files].", Required: false},
-			"verify_ca": {Description: "Whether to verify TLS certificates. Global agent options are used by default.", Required: false},
-		}},
+		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, argsinfo: injectFilesArgsinfo(), run: g.injectFilesStep},
+		{step: "execute_bootc_install", iface: "deploy", priority: 0, run: nil},
+	}
+}
+
+// serviceSteps is IPA 13's generic service step table
+// (get_service_steps). IPA leaves burnin_disk out on purpose: servicing
+// runs on a provisioned machine whose disks hold the instance's data.
+func (g *GenericManager) serviceSteps() []genericStep {
+	return []genericStep{
+		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
+		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: nil},
+		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
+		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
+		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
+		{step: "burnin_network", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninNetworkStep},
+		{step: "write_image", iface: "deploy", priority: 0, run: g.writeImageStep},
+		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, argsinfo: injectFilesArgsinfo(), run: g.injectFilesStep},
+		{step: "execute_bootc_install", iface: "deploy", priority: 0, run: nil},
 	}
 }
 
@@ -185,37 +244,37 @@ func (g *GenericManager) EvaluateHardwareSupport(context.Context) hwmgr.Support 
 	return hwmgr.SupportGeneric
 }
 
-func list(table []genericStep, clean bool) []hwmgr.Step {
+func list(table []genericStep) []hwmgr.Step {
 	out := []hwmgr.Step{}
 	for _, s := range table {
 		if s.run == nil {
 			continue
 		}
-		st := hwmgr.Step{Step: s.step, Priority: s.priority, Interface: s.iface, Argsinfo: s.argsinfo}
-		if clean {
-			ab := s.abortable
-			st.Abortable = &ab
-		}
-		out = append(out, st)
+		out = append(out, hwmgr.Step{Step: s.step, Priority: s.priority, Interface: s.iface, Argsinfo: s.argsinfo, Abortable: s.abortable})
 	}
 	return out
 }
 
 // CleanSteps implements hwmgr.Manager.
 func (g *GenericManager) CleanSteps(context.Context, map[string]any, []any) ([]hwmgr.Step, error) {
-	return list(g.cleanSteps(), true), nil
+	return list(g.cleanSteps()), nil
 }
 
 // DeploySteps implements hwmgr.Manager.
 func (g *GenericManager) DeploySteps(context.Context, map[string]any, []any) ([]hwmgr.Step, error) {
-	return list(g.deploySteps(), false), nil
+	return list(g.deploySteps()), nil
+}
+
+// ServiceSteps implements hwmgr.ServiceLister.
+func (g *GenericManager) ServiceSteps(context.Context, map[string]any, []any) ([]hwmgr.Step, error) {
+	return list(g.serviceSteps()), nil
 }
 
 // ExecuteStep implements hwmgr.Manager. A step name is looked up in the
-// clean table, then the deploy table (IPA dispatches by method name, so a
-// step shared by both is one method).
+// clean, deploy and service tables (IPA dispatches by method name, so a
+// step shared by several is one method).
 func (g *GenericManager) ExecuteStep(ctx context.Context, step string, req hwmgr.Request) (any, error) {
-	for _, table := range [][]genericStep{g.cleanSteps(), g.deploySteps()} {
+	for _, table := range [][]genericStep{g.cleanSteps(), g.deploySteps(), g.serviceSteps()} {
 		for _, s := range table {
 			if s.step == step && s.run != nil {
 				return s.run(ctx, req)

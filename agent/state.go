@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/agenttls"
-	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
 // Per-node state kept in /run (tmpfs: gone at reboot) so that an agent
@@ -191,17 +190,13 @@ func (a *Agent) reportInterruptedStep(uuid string) {
 		return
 	}
 	var rs runningStep
-	if err := json.Unmarshal(b, &rs); err != nil || (rs.Kind != "clean" && rs.Kind != "deploy") {
+	if err := json.Unmarshal(b, &rs); err != nil || (rs.Kind != "clean" && rs.Kind != "deploy" && rs.Kind != "service") {
 		a.log.Warn("ignoring a garbled running-step record", "path", path)
 		_ = os.Remove(path)
 		return
 	}
 	msg := fmt.Sprintf("the agent process was restarted while it ran %s step %s; the step's outcome is unknown", rs.Kind, rs.Step)
-	cerr := ipaerror.CleaningError(msg)
-	if rs.Kind == "deploy" {
-		cerr = ipaerror.DeploymentError(msg)
-	}
-	a.exec.RecordFailed("execute_"+rs.Kind+"_step", cerr)
+	a.exec.RecordFailed("execute_"+rs.Kind+"_step", stepError(rs.Kind, msg))
 	a.log.Error("reporting the step an earlier agent process did not finish as failed", "kind", rs.Kind, "step", rs.Step)
 	_ = os.Remove(path)
 }

@@ -24,7 +24,7 @@ import (
 //
 //	<name>.json   the manifest: {"step": "<name>", "interface": "deploy",
 //	              "priority": 0, "reboot_requested": false, "abortable": false,
-//	              "clean": true, "deploy": false, "timeout": 3600,
+//	              "clean": true, "deploy": false, "service": false, "timeout": 3600,
 //	              "argsinfo": {"arg": {"description": "...", "required": false}}}
 //	<name>        the executable (mode +x)
 //
@@ -50,6 +50,7 @@ type execStep struct {
 	Abortable       bool               `json:"abortable"`
 	Clean           *bool              `json:"clean"`
 	Deploy          bool               `json:"deploy"`
+	Service         bool               `json:"service"`
 	Timeout         float64            `json:"timeout"`
 	Argsinfo        map[string]ArgInfo `json:"argsinfo"`
 	path            string
@@ -148,18 +149,21 @@ func (x *ExecSteps) EvaluateHardwareSupport(context.Context) Support {
 	return SupportMainline
 }
 
-func (x *ExecSteps) list(clean bool) ([]Step, error) {
+// list lists the steps of one kind ("clean", "deploy" or "service"); clean
+// and service steps carry abortable, as IPA's lists do.
+func (x *ExecSteps) list(kind string) ([]Step, error) {
 	if x.err != nil {
 		return nil, x.err
 	}
 	var out []Step
 	for _, n := range x.names {
 		st := x.steps[n]
-		if clean && st.Clean != nil && !*st.Clean || !clean && !st.Deploy {
+		switch {
+		case kind == "clean" && st.Clean != nil && !*st.Clean, kind == "deploy" && !st.Deploy, kind == "service" && !st.Service:
 			continue
 		}
 		s := Step{Step: st.Step, Priority: st.Priority, Interface: st.Interface, RebootRequested: st.RebootRequested, Argsinfo: st.Argsinfo}
-		if clean {
+		if kind != "deploy" {
 			ab := st.Abortable
 			s.Abortable = &ab
 		}
@@ -170,12 +174,17 @@ func (x *ExecSteps) list(clean bool) ([]Step, error) {
 
 // CleanSteps implements Manager: every step not marked "clean": false.
 func (x *ExecSteps) CleanSteps(context.Context, map[string]any, []any) ([]Step, error) {
-	return x.list(true)
+	return x.list("clean")
 }
 
 // DeploySteps implements Manager: steps marked "deploy": true.
 func (x *ExecSteps) DeploySteps(context.Context, map[string]any, []any) ([]Step, error) {
-	return x.list(false)
+	return x.list("deploy")
+}
+
+// ServiceSteps implements ServiceLister: steps marked "service": true.
+func (x *ExecSteps) ServiceSteps(context.Context, map[string]any, []any) ([]Step, error) {
+	return x.list("service")
 }
 
 // ExecuteStep runs the step's executable.

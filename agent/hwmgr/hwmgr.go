@@ -81,6 +81,14 @@ type Manager interface {
 	ExecuteStep(ctx context.Context, step string, req Request) (any, error)
 }
 
+// ServiceLister is a Manager that lists service steps (IPA 9.7+'s
+// get_service_steps). A manager without it lists none, as IPA's base
+// HardwareManager returns [], so managers written before servicing need no
+// change.
+type ServiceLister interface {
+	ServiceSteps(ctx context.Context, node map[string]any, ports []any) ([]Step, error)
+}
+
 // ErrNoSuchMethod: the manager does not implement the step.
 var ErrNoSuchMethod = errors.New("no such method")
 
@@ -172,6 +180,17 @@ func (s *Set) CleanSteps(ctx context.Context, node map[string]any, ports []any) 
 // DeploySteps asks every manager and merges by IPA's de-duplication rules.
 func (s *Set) DeploySteps(ctx context.Context, node map[string]any, ports []any) (map[string][]Step, error) {
 	return s.steps(ctx, node, ports, Manager.DeploySteps)
+}
+
+// ServiceSteps asks every manager that lists service steps and merges by
+// IPA's de-duplication rules.
+func (s *Set) ServiceSteps(ctx context.Context, node map[string]any, ports []any) (map[string][]Step, error) {
+	return s.steps(ctx, node, ports, func(m Manager, ctx context.Context, node map[string]any, ports []any) ([]Step, error) {
+		if sl, ok := m.(ServiceLister); ok {
+			return sl.ServiceSteps(ctx, node, ports)
+		}
+		return nil, nil
+	})
 }
 
 func (s *Set) steps(ctx context.Context, node map[string]any, ports []any, get kindSteps) (map[string][]Step, error) {

@@ -142,7 +142,7 @@ func writeStep(t *testing.T, dir, name, manifest, script string) {
 func TestExecSteps(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "input.json")
-	writeStep(t, dir, "flash_firmware", `{"interface": "management", "priority": 20, "abortable": false, "deploy": true,
+	writeStep(t, dir, "flash_firmware", `{"interface": "management", "priority": 20, "abortable": false, "deploy": true, "service": true,
 		"argsinfo": {"url": {"description": "firmware URL", "required": true}}}`,
 		"#!/bin/sh\nread input\necho \"$input\" > "+out+"\necho '{\"flashed\": true}'\n")
 	writeStep(t, dir, "always_fails", `{"clean": true, "timeout": 10}`,
@@ -163,6 +163,10 @@ func TestExecSteps(t *testing.T) {
 	}
 	if string(db) != `[{"step":"flash_firmware","priority":20,"interface":"management","reboot_requested":false,"argsinfo":{"url":{"description":"firmware URL","required":true}}}]` {
 		t.Errorf("deploy steps %s", db)
+	}
+	service, _ := x.ServiceSteps(context.Background(), nil, nil)
+	if sb, _ := json.Marshal(service); string(sb) != `[{"step":"flash_firmware","priority":20,"interface":"management","reboot_requested":false,"abortable":false,"argsinfo":{"url":{"description":"firmware URL","required":true}}}]` {
+		t.Errorf("service steps %s", sb)
 	}
 	res, err := x.ExecuteStep(context.Background(), "flash_firmware", Request{
 		Node: map[string]any{"uuid": "n1"}, Ports: []any{}, Args: map[string]json.RawMessage{"url": json.RawMessage(`"http://fw"`)}})
@@ -203,5 +207,30 @@ func TestExecStepsBrokenManifest(t *testing.T) {
 	}
 	if x := NewExecSteps(filepath.Join(dir, "missing")); x.LoadError() != nil || x.EvaluateHardwareSupport(context.Background()) != SupportNone {
 		t.Errorf("a missing directory is no error and no manager")
+	}
+}
+
+// serviceMgr lists its clean steps as service steps too.
+type serviceMgr struct{ fakeMgr }
+
+func (m *serviceMgr) ServiceSteps(ctx context.Context, node map[string]any, ports []any) ([]Step, error) {
+	return m.CleanSteps(ctx, node, ports)
+}
+
+func TestServiceSteps(t *testing.T) {
+	old := &fakeMgr{name: "old", class: "OldManager", support: SupportMainline, steps: []Step{{Step: "flash", Interface: "management"}}}
+	svc := &serviceMgr{fakeMgr{name: "svc", class: "SvcManager", support: SupportGeneric, steps: []Step{{Step: "burnin_cpu", Interface: "deploy"}}}}
+	s, err := Load(context.Background(), []func() Manager{func() Manager { return old }, func() Manager { return svc }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A manager without ServiceSteps lists none, as IPA's base class.
+	got, err := s.ServiceSteps(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if string(b) != `{"SvcManager":[{"step":"burnin_cpu","priority":0,"interface":"deploy","reboot_requested":false}]}` {
+		t.Errorf("%s", b)
 	}
 }

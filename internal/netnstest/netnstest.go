@@ -11,10 +11,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +191,33 @@ func (l *LLDPD) WaitReady(ctx context.Context, systemName string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// FreeTCPPorts returns the first of n consecutive loopback TCP ports that
+// were free a moment ago, for a test whose server listens on a port range
+// (burnin_network's port, port+1, ...). It needs no root.
+func FreeTCPPorts(t testing.TB, n int) int {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := ln.Addr().(*net.TCPAddr).Port
+		lns := []net.Listener{ln}
+		for i := 1; i < n && err == nil; i++ {
+			var l net.Listener
+			if l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i))); err == nil {
+				lns = append(lns, l)
+			}
+		}
+		for _, l := range lns {
+			l.Close()
+		}
+		if err == nil {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free TCP ports on 127.0.0.1", n)
+	return 0
 }

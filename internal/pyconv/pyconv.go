@@ -159,3 +159,26 @@ func Bool(v any) (bool, error) {
 	}
 	return b, nil
 }
+
+// Truthy is Python's truth value of a JSON-decoded value: None, False, 0,
+// "", [] and {} are false, everything else true.
+func Truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case float64:
+		return x != 0
+	case json.Number:
+		f, err := x.Float64()
+		return err != nil || f != 0
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}

@@ -99,3 +99,15 @@ func FuzzParseInt(f *testing.F) {
 		}
 	})
 }
+
+func TestTruthy(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{{nil, false}, {false, false}, {true, true}, {"", false}, {"0", true}, {0.0, false}, {2.0, true},
+		{[]any{}, false}, {[]any{nil}, true}, {map[string]any{}, false}, {map[string]any{"a": nil}, true}} {
+		if got := Truthy(tc.v); got != tc.want {
+			t.Errorf("Truthy(%#v) = %v", tc.v, got)
+		}
+	}
+}
