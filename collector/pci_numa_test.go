@@ -18,9 +18,10 @@ func inspectionTree(t *testing.T) string {
 		"sys/devices/pci0000:00/0000:03:00.0/device":          "0x1521\n",
 		"sys/devices/pci0000:00/0000:03:00.0/class":           "0x020000\n",
 		"sys/devices/pci0000:00/0000:03:00.0/revision":        "0x01\n",
+		"sys/devices/pci0000:00/0000:03:00.0/numa_node":       "-1\n",
 		"sys/bus/pci/devices/0000:00:1f.0/vendor":             "0x8086\n",
 		"sys/bus/pci/devices/0000:00:1f.0/device":             "0x2918\n",
-		"sys/bus/pci/devices/0000:00:1f.0/class":              "0x060100\n",
+		"sys/bus/pci/devices/0000:00:1f.0/class":              "0x060100x7\n",
 		"sys/bus/pci/devices/0000:00:02.0/vendor":             "garbage\n",
 		"sys/bus/pci/devices/.gitkeep":                        "",
 		"sys/devices/system/node/node0/meminfo":               "Node 0 MemTotal:        8192 kB\nNode 0 MemFree: 1 kB\n",
@@ -43,8 +44,8 @@ func TestInspectionUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(devs)
-	if want := `[{"vendor_id":"8086","product_id":"2918","class":"060100","revision":null,"bus":"0000:00:1f.0"},` +
-		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0"}]`; string(b) != want {
+	if want := `[{"vendor_id":"8086","product_id":"2918","class":"060100","revision":null,"bus":"0000:00:1f.0","numa_node_id":null},` +
+		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0","numa_node_id":"-1"}]`; string(b) != want {
 		t.Errorf("pci_devices = %s\nwant %s", b, want)
 	}
 	topo, err := ReadNUMATopology(ctx, opts)

@@ -34,6 +34,7 @@ func sysfs(t *testing.T) string {
 	write(t, root, "sys/bus/pci/devices/0000:03:00.0/device", "0x1521\n")
 	write(t, root, "sys/bus/pci/devices/0000:03:00.0/class", "0x020000\n")
 	write(t, root, "sys/bus/pci/devices/0000:03:00.0/revision", "0x01\n")
+	write(t, root, "sys/bus/pci/devices/0000:03:00.0/numa_node", "1\n")
 	write(t, root, "sys/bus/pci/devices/0000:00:1f.0/vendor", "0x8086\n")
 	write(t, root, "sys/bus/pci/devices/0000:00:1f.0/device", "0x2918\n")
 	write(t, root, "sys/bus/pci/devices/0000:00:1f.0/class", "0x060100\n")
@@ -67,8 +68,8 @@ func TestCollect(t *testing.T) {
 		`"error":null`, `"boot_interface":"01-52-54-00-12-34-56"`, `"logs":"H4sI"`,
 		`"root_disk":{"name":"/dev/sda"`,
 		`"configuration":{"collectors":["default","logs","pci-devices","numa-topology"],"managers":[{"name":"generic_hardware_manager","version":"1.1"}]}`,
-		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0"}`,
-		`{"vendor_id":"8086","product_id":"2918","class":"060100","revision":null,"bus":"0000:00:1f.0"}`,
+		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0","numa_node_id":"1"}`,
+		`{"vendor_id":"8086","product_id":"2918","class":"060100","revision":null,"bus":"0000:00:1f.0","numa_node_id":null}`,
 		`"numa_topology":{"ram":[{"numa_node":0,"size_kb":8192}],"cpus":[{"cpu":0,"numa_node":0,"thread_siblings":[0,2]},{"cpu":1,"numa_node":0,"thread_siblings":[1]}],"nics":[{"name":"eth0","numa_node":0}]}`,
 	} {
 		if !strings.Contains(string(b), want) {
