@@ -60,20 +60,7 @@ func TestFixturesGolden(t *testing.T) {
 			if err := WriteJSON(&got, inv); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join(dir, "inventory.json")
-			if *update {
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./collector -run TestFixturesGolden -update to create it)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("%s differs from the inventory of %s/root:\n%s", golden, dir, lineDiff(string(want), got.String()))
-			}
+			checkGolden(t, filepath.Join(dir, "inventory.json"), got.Bytes(), "TestFixturesGolden")
 		})
 	}
 }

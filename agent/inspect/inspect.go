@@ -108,6 +108,18 @@ func Collect(ctx context.Context, o Options) map[string]any {
 			if topo != nil {
 				data["numa_topology"] = topo
 			}
+		case "dmi-decode":
+			dmi, err := collector.DMIDecode(ctx, o.collectorOptions())
+			switch {
+			case errors.Is(err, collector.ErrDMIUnparsable):
+				// IPA sets "dmi" to {} before its parser raises.
+				data["dmi"] = map[string]any{}
+				failures = append(failures, fmt.Sprintf("collector dmi-decode failed: %v", err))
+			case err != nil:
+				failures = append(failures, fmt.Sprintf("failed to run dmidecode: %v", err))
+			default:
+				data["dmi"] = dmi
+			}
 		case "lldp":
 			if o.LLDPRaw == nil {
 				failures = append(failures, "collector lldp: LLDP capture is not available in this build")
