@@ -114,15 +114,18 @@ func units() []unit {
 	}
 }
 
-// inspectionUnits read what IPA's pci-devices and numa-topology inspection
-// collectors report beside the inventory. The inventory document has no
-// such fields, so Collect does not run them (package agent/inspect calls
-// PCIDevices and ReadNUMATopology when Ironic asks for those collectors);
-// Capture runs them so a fixture tree answers them as the machine did.
+// inspectionUnits read what IPA's pci-devices, numa-topology and
+// usb-devices inspection collectors report beside the inventory. The
+// inventory document has no such fields, so Collect does not run them
+// (package agent/inspect calls PCIDevices, ReadNUMATopology and USBDevices
+// when Ironic asks for those collectors); Capture runs them so a fixture
+// tree answers them as the machine did. dmi-decode needs no unit: the
+// inventory's units read the SMBIOS table.
 func inspectionUnits() []unit {
 	return []unit{
 		{"pci_devices", collectPCIDevices},
 		{"numa_topology", collectNUMATopology},
+		{"usb_devices", collectUSBDevices},
 	}
 }
 

@@ -20,6 +20,7 @@ func inspectionGoldens() []struct {
 		collect func(ctx context.Context, opts Options) (any, error)
 	}{
 		{"dmi-decode", func(ctx context.Context, o Options) (any, error) { return DMIDecode(ctx, o) }},
+		{"usb-devices", func(ctx context.Context, o Options) (any, error) { return USBDevices(ctx, o) }},
 	}
 }
 

@@ -120,6 +120,13 @@ func Collect(ctx context.Context, o Options) map[string]any {
 			default:
 				data["dmi"] = dmi
 			}
+		case "usb-devices":
+			devs, err := collector.USBDevices(ctx, o.collectorOptions())
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("collector usb-devices failed: %v", err))
+				continue
+			}
+			data["usb_devices"] = devs
 		case "lldp":
 			if o.LLDPRaw == nil {
 				failures = append(failures, "collector lldp: LLDP capture is not available in this build")

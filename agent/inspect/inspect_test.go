@@ -59,7 +59,7 @@ func inv() *inventory.Inventory {
 }
 
 func TestCollect(t *testing.T) {
-	o := Options{Collectors: []string{"default", "logs", "pci-devices", "numa-topology", "dmi-decode"}, Inventory: inv(), BootIF: "01-52-54-00-12-34-56",
+	o := Options{Collectors: []string{"default", "logs", "pci-devices", "numa-topology", "dmi-decode", "usb-devices"}, Inventory: inv(), BootIF: "01-52-54-00-12-34-56",
 		Root: sysfs(t), Managers: []Manager{{"generic_hardware_manager", "1.1"}},
 		Logs: func(context.Context) (string, error) { return "H4sI", nil }}
 	data := Collect(context.Background(), o)
@@ -67,8 +67,8 @@ func TestCollect(t *testing.T) {
 	for _, want := range []string{
 		`"error":null`, `"boot_interface":"01-52-54-00-12-34-56"`, `"logs":"H4sI"`,
 		`"root_disk":{"name":"/dev/sda"`,
-		`"dmi":{"bios":{},"cpu":[],"memory":{"devices":[]}}`,
-		`"configuration":{"collectors":["default","logs","pci-devices","numa-topology","dmi-decode"],"managers":[{"name":"generic_hardware_manager","version":"1.1"}]}`,
+		`"dmi":{"bios":{},"cpu":[],"memory":{"devices":[]}}`, `"usb_devices":[]`,
+		`"configuration":{"collectors":["default","logs","pci-devices","numa-topology","dmi-decode","usb-devices"],"managers":[{"name":"generic_hardware_manager","version":"1.1"}]}`,
 		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0","numa_node_id":"1"}`,
 		`{"vendor_id":"8086","product_id":"2918","class":"060100","revision":null,"bus":"0000:00:1f.0","numa_node_id":null}`,
 		`"numa_topology":{"ram":[{"numa_node":0,"size_kb":8192}],"cpus":[{"cpu":0,"numa_node":0,"thread_siblings":[0,2]},{"cpu":1,"numa_node":0,"thread_siblings":[1]}],"nics":[{"name":"eth0","numa_node":0}]}`,
