@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -147,6 +148,11 @@ func (cp *copier) resolve(rel string, depth int) (string, error) {
 		}
 		next := path.Join(cur, name)
 		fi, err := os.Lstat(cp.srcPath(next))
+		if errors.Is(err, syscall.ENOTDIR) {
+			// A file where the path needs a directory: as missing to the
+			// collector as a missing name.
+			return "", fmt.Errorf("%s: %w", cp.srcPath(next), fs.ErrNotExist)
+		}
 		if err != nil {
 			return "", err
 		}

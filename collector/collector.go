@@ -114,11 +114,11 @@ func units() []unit {
 	}
 }
 
-// inspectionUnits read what IPA's pci-devices, numa-topology and
-// usb-devices inspection collectors report beside the inventory. The
-// inventory document has no such fields, so Collect does not run them
-// (package agent/inspect calls PCIDevices, ReadNUMATopology and USBDevices
-// when Ironic asks for those collectors); Capture runs them so a fixture
+// inspectionUnits read what IPA's pci-devices, numa-topology, usb-devices
+// and extra-hardware inspection collectors report beside the inventory.
+// The inventory document has no such fields, so Collect does not run them
+// (package agent/inspect calls PCIDevices, ReadNUMATopology, USBDevices
+// and ExtraHardware when Ironic asks for those collectors); Capture runs them so a fixture
 // tree answers them as the machine did. dmi-decode needs no unit: the
 // inventory's units read the SMBIOS table.
 func inspectionUnits() []unit {
@@ -126,6 +126,7 @@ func inspectionUnits() []unit {
 		{"pci_devices", collectPCIDevices},
 		{"numa_topology", collectNUMATopology},
 		{"usb_devices", collectUSBDevices},
+		{"extra_hardware", collectExtraHardware},
 	}
 }
 

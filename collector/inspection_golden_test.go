@@ -21,6 +21,7 @@ func inspectionGoldens() []struct {
 	}{
 		{"dmi-decode", func(ctx context.Context, o Options) (any, error) { return DMIDecode(ctx, o) }},
 		{"usb-devices", func(ctx context.Context, o Options) (any, error) { return USBDevices(ctx, o) }},
+		{"extra-hardware", func(ctx context.Context, o Options) (any, error) { return ExtraHardware(ctx, o, nil) }},
 	}
 }
 

@@ -127,6 +127,13 @@ func Collect(ctx context.Context, o Options) map[string]any {
 				continue
 			}
 			data["usb_devices"] = devs
+		case "extra-hardware":
+			items, err := collector.ExtraHardware(ctx, o.collectorOptions(), o.Inventory)
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("collector extra-hardware failed: %v", err))
+				continue
+			}
+			data["data"] = items
 		case "lldp":
 			if o.LLDPRaw == nil {
 				failures = append(failures, "collector lldp: LLDP capture is not available in this build")

@@ -81,10 +81,15 @@ func TestCollect(t *testing.T) {
 		t.Errorf("garbled PCI device not skipped")
 	}
 
-	o.Collectors = []string{"default", "extra-hardware", "lldp"}
+	// An unknown name fails alone: the others still report (IPA sends
+	// nothing but the error).
+	o.Collectors = []string{"default", "extra-hardware", "no-such-collector", "lldp"}
 	data = Collect(context.Background(), o)
-	if e, _ := data["error"].(string); e != "The following errors were encountered:\n* collector extra-hardware: not supported by this agent\n* collector lldp: LLDP capture is not available in this build" {
+	if e, _ := data["error"].(string); e != "The following errors were encountered:\n* collector no-such-collector: not supported by this agent\n* collector lldp: LLDP capture is not available in this build" {
 		t.Errorf("error %q", e)
+	}
+	if b, _ := json.Marshal(data["data"]); !strings.Contains(string(b), `["cpu","logical","number",0]`) {
+		t.Errorf("extra-hardware data %s", b)
 	}
 	o.Inventory.Disks = o.Inventory.Disks[2:]
 	if _, ok := Collect(context.Background(), o)["root_disk"]; ok {
