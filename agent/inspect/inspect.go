@@ -47,6 +47,9 @@ type Options struct {
 	Managers []Manager
 	// Logs returns base64 of the log tarball (the "logs" collector).
 	Logs func(ctx context.Context) (string, error)
+	// Benchmarks is ipa-inspection-benchmarks, which asks IPA's
+	// extra-hardware collector to run hardware-detect's benchmarks.
+	Benchmarks string
 	// LLDPRaw returns {ifname: [[type, "hex"], ...]} for the "lldp"
 	// collector; nil means this build cannot capture LLDP.
 	LLDPRaw func(ctx context.Context) (map[string][]inventory.LLDPTLV, error)
@@ -134,6 +137,11 @@ func Collect(ctx context.Context, o Options) map[string]any {
 				continue
 			}
 			data["data"] = items
+			if o.Benchmarks != "" {
+				// Refused loudly rather than skipped: Ironic fails the
+				// inspection on the error, and nothing is silently missing.
+				failures = append(failures, fmt.Sprintf("collector extra-hardware: benchmarks (ipa-inspection-benchmarks=%s) are not run by this agent", o.Benchmarks))
+			}
 		case "lldp":
 			if o.LLDPRaw == nil {
 				failures = append(failures, "collector lldp: LLDP capture is not available in this build")

@@ -91,6 +91,11 @@ func TestCollect(t *testing.T) {
 	if b, _ := json.Marshal(data["data"]); !strings.Contains(string(b), `["cpu","logical","number",0]`) {
 		t.Errorf("extra-hardware data %s", b)
 	}
+	o.Collectors, o.Benchmarks = []string{"extra-hardware"}, "cpu,mem"
+	data = Collect(context.Background(), o)
+	if e, _ := data["error"].(string); !strings.Contains(e, "* collector extra-hardware: benchmarks (ipa-inspection-benchmarks=cpu,mem) are not run by this agent") || data["data"] == nil {
+		t.Errorf("benchmarks: error %q", e)
+	}
 	o.Inventory.Disks = o.Inventory.Disks[2:]
 	if _, ok := Collect(context.Background(), o)["root_disk"]; ok {
 		t.Errorf("root_disk present without a disk of 4 GiB")
