@@ -41,7 +41,7 @@ func (h HardwareItem) MarshalJSON() ([]byte, error) {
 //     vendor, version and uuid (dmidecode's text), motherboard name,
 //     vendor, version and serial, with the serial quirk fix of TYAN and
 //     Supermicro boards; firmware/bios version, date, vendor;
-//     memory/total/size (bytes); per NIC of the inventory: businfo,
+//     memory/total/size (bytes, as physical_mb); per NIC of the inventory: businfo,
 //     ipv4, link, driver, serial (the MAC).
 //   - cpu (from lscpu's values): physical number, smt, per socket boost,
 //     vendor, product, cores, threads, family, model, stepping,
@@ -277,10 +277,19 @@ func (c *collection) extraSystem(l *hwList) {
 	l.addString("firmware", "bios", "version", fw.Version)
 	l.addString("firmware", "bios", "date", fw.BuildDate)
 	l.addString("firmware", "bios", "vendor", fw.Vendor)
+	// lshw's "System Memory" size: the SMBIOS memory devices, else the
+	// online memory blocks (physical_mb's sources).
+	var total uint64
 	if si != nil {
-		if total, ok := si.memoryDeviceBytes(); ok {
-			l.add("memory", "total", "size", strconv.FormatUint(total, 10))
+		total, _ = si.memoryDeviceBytes()
+	}
+	if total == 0 {
+		if b, err := c.memoryBlockBytes(); err == nil {
+			total = b
 		}
+	}
+	if total > 0 {
+		l.add("memory", "total", "size", strconv.FormatUint(total, 10))
 	}
 	nic := ""
 	for _, ifc := range inv.Interfaces {

@@ -3,6 +3,8 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -281,4 +283,128 @@ func TestExtraHardwareCPUAgreesWithLscpu(t *testing.T) {
 			t.Errorf("%s = %#v, lscpu says %#v", key, got[key], w)
 		}
 	}
+}
+
+// lshwXMLNode is one <node> of `lshw -xml`, with the elements
+// python-hardware's system.detect reads.
+type lshwXMLNode struct {
+	ID          string   `xml:"id,attr"`
+	Class       string   `xml:"class,attr"`
+	Product     *string  `xml:"product"`
+	Vendor      *string  `xml:"vendor"`
+	Version     *string  `xml:"version"`
+	Serial      *string  `xml:"serial"`
+	Date        *string  `xml:"date"`
+	Size        *string  `xml:"size"`
+	BusInfo     *string  `xml:"businfo"`
+	PhysID      *string  `xml:"physid"`
+	LogicalName []string `xml:"logicalname"`
+	Settings    []struct {
+		ID    string `xml:"id,attr"`
+		Value string `xml:"value,attr"`
+	} `xml:"configuration>setting"`
+	Children []lshwXMLNode `xml:"node"`
+}
+
+// TestExtraHardwareSystemAgreesWithLshw runs lshw -xml on this machine and
+// extracts what python-hardware's system.detect does (product, core,
+// firmware, memory and network nodes); every such key we send must carry
+// lshw's value, and every NIC lshw and the inventory share must have the
+// same keys.
+func TestExtraHardwareSystemAgreesWithLshw(t *testing.T) {
+	if _, err := exec.LookPath("lshw"); err != nil {
+		t.Skip("lshw is not installed (Debian package lshw): no oracle for the system category")
+	}
+	out, err := exec.Command("lshw", "-xml", "-quiet").Output()
+	if err != nil {
+		t.Fatalf("lshw -xml: %v", err)
+	}
+	// Newer lshw wraps the machine in <list>, Debian 12's prints it bare:
+	// python-hardware's "./node/..." paths mean the machine's own fields
+	// with the former, which RHEL-family ramdisks ship.
+	var top lshwXMLNode
+	if err := xml.Unmarshal(out, &top); err != nil {
+		t.Fatalf("lshw -xml: %v", err)
+	}
+	if top.ID == "" && len(top.Children) == 1 {
+		top = top.Children[0]
+	}
+	want := map[string]string{}
+	put := func(key string, v *string) {
+		if v != nil {
+			want[key] = *v
+		}
+	}
+	put("system/product/serial", top.Serial)
+	put("system/product/name", top.Product)
+	put("system/product/vendor", top.Vendor)
+	put("system/product/version", top.Version)
+	var walk func(n lshwXMLNode)
+	nics := map[string]bool{}
+	walk = func(n lshwXMLNode) {
+		switch {
+		case n.ID == "core" && n.PhysID != nil:
+			put("system/motherboard/name", n.Product)
+			put("system/motherboard/vendor", n.Vendor)
+			put("system/motherboard/version", n.Version)
+			put("system/motherboard/serial", n.Serial)
+		case n.ID == "firmware" && n.PhysID != nil:
+			put("firmware/bios/version", n.Version)
+			put("firmware/bios/date", n.Date)
+			put("firmware/bios/vendor", n.Vendor)
+		case n.Class == "memory" && strings.HasPrefix(n.ID, "memory") && n.PhysID != nil:
+			put("memory/total/size", n.Size)
+		case n.Class == "network" && len(n.LogicalName) > 0:
+			name := n.LogicalName[0]
+			nics[name] = true
+			put("network/"+name+"/businfo", n.BusInfo)
+			for _, s := range n.Settings {
+				switch s.ID {
+				case "ip":
+					want["network/"+name+"/ipv4"] = s.Value
+				case "link", "driver":
+					want["network/"+name+"/"+s.ID] = s.Value
+				}
+			}
+			if n.Serial != nil {
+				want["network/"+name+"/serial"] = strings.ToLower(*n.Serial)
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(top)
+
+	items, err := ExtraHardware(context.Background(), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	ours := map[string]bool{}
+	for _, it := range items {
+		if it.Category == "system" && it.Item == "kernel" || it.Category == "system" && it.Key == "uuid" ||
+			it.Category == "cpu" || it.Category == "numa" || it.Category == "disk" {
+			continue
+		}
+		got[it.Category+"/"+it.Item+"/"+it.Key] = fmt.Sprint(it.Value)
+		if it.Category == "network" {
+			ours[it.Item] = true
+		}
+	}
+	for key, v := range got {
+		if w, ok := want[key]; !ok || w != v {
+			t.Errorf("%s = %q, lshw: %q (present: %v)", key, v, w, ok)
+		}
+	}
+	for key, w := range want {
+		parts := strings.Split(key, "/")
+		if parts[0] == "network" && !(ours[parts[1]] && nics[parts[1]]) {
+			continue // a NIC IPA's inventory does not list
+		}
+		if _, ok := got[key]; !ok {
+			t.Errorf("%s missing, lshw: %q", key, w)
+		}
+	}
+	t.Logf("%d system, firmware, memory and network values compared with lshw", len(got))
 }
