@@ -27,8 +27,9 @@ type FixtureRecorder func(ctx context.Context, fixtureDir string) error
 // dir/root/run/ironic-agent-capture/net.json, the architecture to
 // dir/root/proc/sys/kernel/arch, and the live inventory to
 // dir/inventory.json. Collect on dir/root then gives the same inventory.
-// The inspection units (pci_devices, numa_topology) run too, so the tree
-// also answers IPA's pci-devices and numa-topology inspection collectors.
+// The inspection units (pci_devices, numa_topology, usb_devices,
+// extra_hardware) run too, so the tree also answers IPA's inspection
+// collectors of those names, and dmi-decode from the SMBIOS table.
 //
 // It runs no external program, so it works inside a ramdisk. opts.Root
 // must be "/" (or ""): only a live machine can be captured.

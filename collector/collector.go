@@ -7,9 +7,11 @@
 // system_vendor, boot, hostname, disks, bmc), like node_exporter's collectors
 // and IPA's inspection collectors: a unit that fails leaves its fields null
 // and logs one warning naming the file and the reason; the other units still
-// run, and Collect itself fails only when its context ends. Two more units,
-// pci_devices and numa_topology, read what IPA's inspection collectors of
-// those names report beside the inventory (PCIDevices, ReadNUMATopology).
+// run, and Collect itself fails only when its context ends. More units,
+// pci_devices, numa_topology, usb_devices and extra_hardware, read what
+// IPA's inspection collectors of those names report beside the inventory
+// (PCIDevices, ReadNUMATopology, USBDevices, ExtraHardware; DMIDecode
+// needs no unit of its own).
 package collector
 
 import (
