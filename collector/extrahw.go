@@ -47,7 +47,8 @@ func (h HardwareItem) MarshalJSON() ([]byte, error) {
 //     vendor, product, cores, threads, family, model, stepping,
 //     architecture, min_Mhz, max_Mhz, flags, threads_per_core; logical
 //     number and per-CPU governor; numa nodes count and per node
-//     cpu_count.
+//     cpu_count. vendor, family, model and stepping come from x86's
+//     /proc/cpuinfo; arm64's (lscpu's MIDR names) are left out.
 //   - system kernel version, arch and cmdline.
 //
 // Not produced, because only external programs know them: RAID
