@@ -258,7 +258,7 @@ type usbIDs struct {
 // without one every lookup misses, as lshw's does.
 func loadUSBIDs(f rootFS) *usbIDs {
 	for _, p := range []string{
-		"usr/share/lshw/usb.ids", "usr/local/share/usb.ids", "usr/share/usb.ids", "etc/usb.ids",
+		"usr/share/lshw-common/usb.ids", "usr/share/lshw/usb.ids", "usr/local/share/usb.ids", "usr/share/usb.ids", "etc/usb.ids",
 		"usr/share/hwdata/usb.ids", "usr/share/misc/usb.ids",
 	} {
 		if b, err := f.ReadFile(p); err == nil {

@@ -27,8 +27,8 @@ type usbTestDevice struct {
 // randomUSBString is a descriptor string with characters lshw keeps and
 // characters it cuts at ('{', '|', '~', UTF-8).
 func randomUSBString(r *rand.Rand) *string {
-	if r.IntN(4) == 0 {
-		return nil
+	if r.IntN(2) == 0 {
+		return nil // usb.ids names the device, if it knows it
 	}
 	alphabet := []string{"a", "Z", "0", " ", "-", ".", "=", "{", "|", "~", "é", "Acme ", "Corp"}
 	var b strings.Builder
@@ -46,13 +46,15 @@ func randomUSBBus(r *rand.Rand, b int) *usbTestDevice {
 	var grow func(parent *usbTestDevice, depth int)
 	grow = func(parent *usbTestDevice, depth int) {
 		ports := 1 + r.IntN(3)
-		lone := r.IntN(2) == 0 // one device on this hub: the case lshw names "usb"
+		lone := r.IntN(3) > 0 // one device on this hub: the case lshw names "usb"
 		for port := 1; port <= ports; port++ {
 			if lone && port > 1 || !lone && r.IntN(3) == 0 {
 				continue // empty port
 			}
+			// Most IDs are in the test's usb.ids.
+			ids := [][2]uint16{{0x1d6b, 0x0002}, {0x0781, 0x5567}, {0x0781, uint16(r.Uint32())}, {uint16(r.Uint32()), uint16(r.Uint32())}}[r.IntN(4)]
 			d := &usbTestDevice{bus: b, devnum: next, level: parent.level + 1, parentDevnum: parent.devnum, port: port,
-				vendor: uint16(r.Uint32()), product: uint16(r.Uint32()),
+				vendor: ids[0], product: ids[1],
 				manufacturer: randomUSBString(r), productName: randomUSBString(r)}
 			next++
 			if parent.level == 0 {
@@ -60,7 +62,9 @@ func randomUSBBus(r *rand.Rand, b int) *usbTestDevice {
 			} else {
 				d.name = fmt.Sprintf("%s.%d", parent.name, port)
 			}
-			classes := []uint8{0x00, 0x00, 0xff, 0x01, 0x02, 0x03, 0x06, 0x07, 0x08, 0x0a, 0x0b, 0x0e, 0xe0, 0xef}
+			// Generic classes (vendor-specific, imaging, CDC data, smart
+			// card, misc) weigh as much as the others together.
+			classes := []uint8{0x00, 0x00, 0xff, 0xff, 0x06, 0x0a, 0x0b, 0xef, 0xef, 0x01, 0x02, 0x03, 0x07, 0x08, 0x0e, 0xe0}
 			if depth < 2 && r.IntN(3) == 0 {
 				d.class, d.ifaces = 0x09, []uint8{0x09}
 			} else {
@@ -127,16 +131,23 @@ func (d *usbTestDevice) sysfs(files map[string]string) {
 // lshwUSBDevices runs lshw with debugfs's USB list replaced by text, in a
 // private mount namespace (nothing of it outlives the command), and
 // returns what IPA's get_usb_devices takes from its JSON.
-func lshwUSBDevices(t *testing.T, text string) []USBDevice {
+// A usb.ids file (ids) is put in /usr/local/share, on lshw's search path,
+// the same way.
+func lshwUSBDevices(t *testing.T, text, ids string) []USBDevice {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "devices")
+	dir := t.TempDir()
+	file, idsFile := filepath.Join(dir, "devices"), filepath.Join(dir, "usb.ids")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(idsFile, []byte(ids), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script := `mount -t tmpfs ironic-agent-test /sys/kernel/debug && mkdir /sys/kernel/debug/usb && cp "$1" /sys/kernel/debug/usb/devices && exec lshw -json -quiet`
-	out, err := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", file).Output()
+	script := `mount -t tmpfs ironic-agent-test /sys/kernel/debug && mkdir /sys/kernel/debug/usb && cp "$1" /sys/kernel/debug/usb/devices &&
+		mount -t tmpfs ironic-agent-test /usr/local/share && cp "$2" /usr/local/share/usb.ids && exec lshw -json -quiet`
+	out, err := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", file, idsFile).Output()
 	if err != nil {
 		t.Fatalf("lshw in a mount namespace: %v", err)
 	}
@@ -177,15 +188,18 @@ func TestUSBDevicesAgreeWithLshw(t *testing.T) {
 			t.Skipf("%s is not installed (Debian packages lshw, util-linux): no oracle for usb-devices", prog)
 		}
 	}
-	for _, ids := range []string{"/usr/share/hwdata/usb.ids", "/usr/share/misc/usb.ids", "/usr/share/usb.ids", "/usr/share/lshw/usb.ids"} {
-		if _, err := os.Stat(ids); err == nil {
-			t.Skipf("%s exists: lshw would name devices from it and the random trees have no copy", ids)
+	for _, p := range []string{"/usr/share/lshw-common/usb.ids", "/usr/share/lshw/usb.ids",
+		"/usr/share/usb.ids", "/etc/usb.ids", "/usr/share/hwdata/usb.ids", "/usr/share/misc/usb.ids"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists: lshw would merge it with the test's usb.ids, we read one file", p)
 		}
 	}
+	const ids = "# test ids\n1d6b  Linux Foundation\n\t0001  1.1 root hub\n\t0002  2.0 root hub\n" +
+		"0781  SanDisk Corp.\n\t5567  Cruzer Blade\nC 09  Hub\n\t00  Unused\n"
 	r := rand.New(rand.NewPCG(7, 2026))
 	start := time.Now()
 	found := 0
-	const runs = 10
+	const runs = 16
 	for run := range runs {
 		var text strings.Builder
 		files := map[string]string{}
@@ -196,7 +210,8 @@ func TestUSBDevicesAgreeWithLshw(t *testing.T) {
 				c.sysfs(files)
 			}
 		}
-		want := lshwUSBDevices(t, text.String())
+		files["usr/local/share/usb.ids"] = ids
+		want := lshwUSBDevices(t, text.String(), ids)
 		got, err := USBDevices(context.Background(), Options{Root: tree(t, files)})
 		if err != nil {
 			t.Fatal(err)
