@@ -16,7 +16,7 @@ import (
 // (an attribute printed empty becomes a list, a value with a blank line
 // ends the block) without a second description of them.
 
-// dmidecodeTypes are the structure types IPA's parser keeps.
+// dmidecodeKept reports whether IPA's parser keeps structures of type t.
 func dmidecodeKept(t uint8) bool { return t == 0 || t == 4 || t == 16 || t == 17 }
 
 // dmiWriter accumulates dmidecode's text output (dmioutput.c's pr_*).
