@@ -14,6 +14,7 @@ APT_PACKAGES=(
 	bzip2
 	cpio
 	curl
+	dmidecode
 	dnsmasq-base
 	dosfstools
 	e2fsprogs
@@ -28,6 +29,7 @@ APT_PACKAGES=(
 	ironic-conductor
 	ironic-inspector
 	lldpd
+	lshw
 	mount
 	mtools
 	ovmf

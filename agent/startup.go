@@ -130,6 +130,7 @@ func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 		URL:                a.cfg.InspectionCallbackURL,
 		HTTP:               a.http,
 		Collectors:         a.cfg.InspectionCollectors,
+		Benchmarks:         a.cfg.KernelParams["ipa-inspection-benchmarks"],
 		Inventory:          inv,
 		BootIF:             a.cfg.BootIF,
 		Root:               a.cfg.InventoryRoot,

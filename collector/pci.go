@@ -9,16 +9,18 @@ import (
 )
 
 // PCIDevice is one entry of the inspection data's "pci_devices" (IPA's
-// pci-devices collector; the keys and their order are IPA's). NUMANodeID
-// is the device's numa_node file as IPA master (9.8 and later) reports it:
-// the text, not a number ("-1" when the platform gives no node), null
-// without the file.
+// pci-devices collector; the keys and their order are IPA's).
 type PCIDevice struct {
-	VendorID   string  `json:"vendor_id"`
-	ProductID  string  `json:"product_id"`
-	Class      string  `json:"class"`
-	Revision   *string `json:"revision"`
-	Bus        string  `json:"bus"`
+	VendorID  string  `json:"vendor_id"`
+	ProductID string  `json:"product_id"`
+	Class     string  `json:"class"`
+	Revision  *string `json:"revision"`
+	Bus       string  `json:"bus"`
+	// NUMANodeID is the device's numa_node file as the kernel wrote it
+	// ("0", "1", or "-1" on a machine without NUMA), null when the file is
+	// missing or unreadable. IPA 9.8 (2023.2) added the key and always
+	// sends it; Ironic's pci-devices hook ignores it, so 2023.1 conductors
+	// are unaffected.
 	NUMANodeID *string `json:"numa_node_id"`
 }
 
@@ -61,6 +63,7 @@ func pciDevices(ctx context.Context, f rootFS) ([]PCIDevice, error) {
 		if r, err := hexID(f, path.Join(p, "revision")); err == nil {
 			dev.Revision = &r
 		}
+		// IPA keeps the text as it is (a string, not a number).
 		if n, err := f.ReadString(path.Join(p, "numa_node")); err == nil {
 			dev.NUMANodeID = &n
 		}
@@ -69,8 +72,8 @@ func pciDevices(ctx context.Context, f rootFS) ([]PCIDevice, error) {
 	return out, nil
 }
 
-// hexID reads a sysfs id file ("0x8086\n") and returns the part after the
-// 'x', as IPA does.
+// hexID reads a sysfs id file ("0x8086\n") and returns what IPA's
+// split('x')[1] does: the text between the first and any second 'x'.
 func hexID(f rootFS, rel string) (string, error) {
 	s, err := f.ReadString(rel)
 	if err != nil {
@@ -80,5 +83,6 @@ func hexID(f rootFS, rel string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s: %q is not 0x-prefixed", f.Path(rel), s)
 	}
+	after, _, _ = strings.Cut(after, "x")
 	return after, nil
 }

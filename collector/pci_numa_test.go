@@ -22,7 +22,7 @@ func inspectionTree(t *testing.T) string {
 		"sys/bus/pci/devices/0000:00:1f.0/numa_node":          "-1\n",
 		"sys/bus/pci/devices/0000:00:1f.0/vendor":             "0x8086\n",
 		"sys/bus/pci/devices/0000:00:1f.0/device":             "0x2918\n",
-		"sys/bus/pci/devices/0000:00:1f.0/class":              "0x060100\n",
+		"sys/bus/pci/devices/0000:00:1f.0/class":              "0x060100x7\n",
 		"sys/bus/pci/devices/0000:00:02.0/vendor":             "garbage\n",
 		"sys/bus/pci/devices/.gitkeep":                        "",
 		"sys/devices/system/node/node0/meminfo":               "Node 0 MemTotal:        8192 kB\nNode 0 MemFree: 1 kB\n",

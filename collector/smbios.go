@@ -131,6 +131,8 @@ func parseSMBIOSEntryPoint(b []byte) (smbiosEntryPoint, error) {
 // smbiosInfo is the decoded table.
 type smbiosInfo struct {
 	Structures []smbiosStructure
+	// EntryPoint is nil when the entry point is missing or garbled.
+	EntryPoint *smbiosEntryPoint
 }
 
 // first returns the first structure of type t.
@@ -160,18 +162,22 @@ func (c *collection) smbiosTable() (*smbiosInfo, error) {
 		c.smbiosErr = err
 		return nil, err
 	}
+	var entry *smbiosEntryPoint
 	if ep, err := c.fs.ReadFile(smbiosEntryPointPath); err == nil {
 		if e, err := parseSMBIOSEntryPoint(ep); err != nil {
 			c.warn("smbios", fmt.Errorf("%s: %w", c.fs.Path(smbiosEntryPointPath), err))
-		} else if e.TableLength > 0 && e.TableLength < len(table) {
-			table = table[:e.TableLength]
+		} else {
+			entry = &e
+			if e.TableLength > 0 && e.TableLength < len(table) {
+				table = table[:e.TableLength]
+			}
 		}
 	}
 	structs, err := parseSMBIOSTable(table)
 	if err != nil {
 		c.warn("smbios", fmt.Errorf("%s: %w (using the %d structures before it)", c.fs.Path(smbiosTablePath), err, len(structs)))
 	}
-	c.smbios = &smbiosInfo{Structures: structs}
+	c.smbios = &smbiosInfo{Structures: structs, EntryPoint: entry}
 	return c.smbios, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,14 +106,18 @@ func checkInspectedProperties(t *testing.T, props map[string]any, want fixtureFa
 }
 
 // TestDiscovery is scenario (d): an unknown machine's agent posts its
-// inspection data (collectors default, logs, lldp, numa-topology); ironic-inspector's enroll hook creates the node and its
-// port in Ironic, and the agent carries on with lookup.
+// inspection data (collectors default, logs, lldp, numa-topology,
+// dmi-decode, usb-devices, extra-hardware); ironic-inspector's enroll hook
+// creates the node and its port in Ironic, its extra_hardware hook (strict)
+// turns the extra-hardware list into "extra", and the agent carries on
+// with lookup.
 func TestDiscovery(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0d:00:01"
+	const collectors = "default,logs,lldp,numa-topology,dmi-decode,usb-devices,extra-hardware"
 	a := s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.InspectorURL + "/v1/continue",
-		Extra: []string{"--inspection-collectors", "default,logs,lldp,numa-topology", "--lldp-timeout", "2"}})
+		Extra: []string{"--inspection-collectors", collectors, "--lldp-timeout", "2"}})
 	port := s.waitPort(t, a, mac, 90*time.Second)
 	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), port.NodeUUID) })
 	st, err := s.inspector.WaitFinished(ctx, port.NodeUUID, 60*time.Second)
@@ -149,13 +154,26 @@ func TestDiscovery(t *testing.T) {
 	// would then fail the introspection); numa-topology adds nothing on a
 	// machine without NUMA nodes (the fixture has none), as in IPA; inspector
 	// moves "logs" out of the data into its ramdisk logs directory.
-	for _, k := range []string{"inventory", "root_disk", "configuration", "lldp_raw"} {
+	// extra_hardware replaces "data" with "extra".
+	for _, k := range []string{"inventory", "root_disk", "configuration", "lldp_raw", "dmi", "usb_devices", "extra"} {
 		if _, ok := data[k]; !ok {
-			t.Errorf("introspection data lacks %q (collectors default,logs,lldp,numa-topology); keys %v", k, keys(data))
+			t.Errorf("introspection data lacks %q (collectors %s); keys %v", k, collectors, keys(data))
 		}
 	}
-	if conf, _ := data["configuration"].(map[string]any); fmt.Sprint(conf["collectors"]) != "[default logs lldp numa-topology]" {
-		t.Errorf("configuration = %v, want the four collectors", conf)
+	if _, ok := data["data"]; ok {
+		t.Errorf("inspector's extra_hardware hook left \"data\": it did not recognise the list")
+	}
+	if conf, _ := data["configuration"].(map[string]any); fmt.Sprint(conf["collectors"]) != "["+strings.ReplaceAll(collectors, ",", " ")+"]" {
+		t.Errorf("configuration = %v, want the collectors %s", conf, collectors)
+	}
+	extra, _ := data["extra"].(map[string]any)
+	cpu, _ := extra["cpu"].(map[string]any)
+	logical, _ := cpu["logical"].(map[string]any)
+	if n, ok := logical["number"].(float64); !ok || n < 1 {
+		t.Errorf("extra.cpu.logical.number = %v (extra %v)", logical["number"], extra)
+	}
+	if dmi, _ := data["dmi"].(map[string]any); dmi["bios"] == nil || dmi["memory"] == nil {
+		t.Errorf("dmi = %v", data["dmi"])
 	}
 	ramdiskLogs, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "inspector_ramdisk_logs", "*"+port.NodeUUID+"*"))
 	if len(ramdiskLogs) == 0 {

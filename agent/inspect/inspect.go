@@ -47,6 +47,9 @@ type Options struct {
 	Managers []Manager
 	// Logs returns base64 of the log tarball (the "logs" collector).
 	Logs func(ctx context.Context) (string, error)
+	// Benchmarks is ipa-inspection-benchmarks, which asks IPA's
+	// extra-hardware collector to run hardware-detect's benchmarks.
+	Benchmarks string
 	// LLDPRaw returns {ifname: [[type, "hex"], ...]} for the "lldp"
 	// collector; nil means this build cannot capture LLDP.
 	LLDPRaw func(ctx context.Context) (map[string][]inventory.LLDPTLV, error)
@@ -59,69 +62,19 @@ type Options struct {
 
 // Collect runs the collectors and returns the inspection document. Collector
 // failures are accumulated into "error" (null when none), so the data that
-// could be gathered is still sent, as IPA does.
+// could be gathered is still sent, as IPA does. An unknown name fails alone
+// (IPA fails to load the whole set and sends nothing but the error).
 func Collect(ctx context.Context, o Options) map[string]any {
 	data := map[string]any{}
 	var failures []string
-	for _, c := range o.Collectors {
-		switch c {
-		case "default":
-			data["inventory"] = o.Inventory
-			disks := o.RootDiskCandidates
-			if disks == nil && o.Inventory != nil {
-				disks = o.Inventory.Disks
-			}
-			if d := RootDisk(disks); d != nil {
-				data["root_disk"] = d
-			}
-			if o.BootIF != "" {
-				data["boot_interface"] = o.BootIF
-			} else {
-				data["boot_interface"] = nil
-			}
-			data["configuration"] = map[string]any{"collectors": o.Collectors, "managers": o.managers()}
-		case "logs":
-			if o.Logs == nil {
-				failures = append(failures, "collector logs: no log source")
-				continue
-			}
-			logs, err := o.Logs(ctx)
-			if err != nil {
-				failures = append(failures, fmt.Sprintf("collector logs: %v", err))
-				continue
-			}
-			data["logs"] = logs
-		case "pci-devices":
-			devs, err := collector.PCIDevices(ctx, o.collectorOptions())
-			if err != nil {
-				failures = append(failures, fmt.Sprintf("Failed to get list of PCI devices: %v", err))
-				continue
-			}
-			data["pci_devices"] = devs
-		case "numa-topology":
-			topo, err := collector.ReadNUMATopology(ctx, o.collectorOptions())
-			if err != nil {
-				// IPA only warns: a machine without NUMA sysfs is no error.
-				o.log().Warn("Failed to get some NUMA information", "error", err)
-				continue
-			}
-			if topo != nil {
-				data["numa_topology"] = topo
-			}
-		case "lldp":
-			if o.LLDPRaw == nil {
-				failures = append(failures, "collector lldp: LLDP capture is not available in this build")
-				continue
-			}
-			raw, err := o.LLDPRaw(ctx)
-			if err != nil {
-				failures = append(failures, fmt.Sprintf("collector lldp: %v", err))
-				continue
-			}
-			data["lldp_raw"] = raw
-		default:
-			failures = append(failures, fmt.Sprintf("collector %s: not supported by this agent", c))
+	known := collectors()
+	for _, name := range o.Collectors {
+		run, ok := known[name]
+		if !ok {
+			failures = append(failures, fmt.Sprintf("collector %s: not supported by this agent", name))
+			continue
 		}
+		failures = append(failures, run(ctx, o, data)...)
 	}
 	if len(failures) > 0 {
 		data["error"] = "The following errors were encountered:\n* " + strings.Join(failures, "\n* ")

@@ -34,6 +34,7 @@ func sysfs(t *testing.T) string {
 	write(t, root, "sys/bus/pci/devices/0000:03:00.0/device", "0x1521\n")
 	write(t, root, "sys/bus/pci/devices/0000:03:00.0/class", "0x020000\n")
 	write(t, root, "sys/bus/pci/devices/0000:03:00.0/revision", "0x01\n")
+	write(t, root, "sys/bus/pci/devices/0000:03:00.0/numa_node", "1\n")
 	write(t, root, "sys/bus/pci/devices/0000:00:1f.0/vendor", "0x8086\n")
 	write(t, root, "sys/bus/pci/devices/0000:00:1f.0/device", "0x2918\n")
 	write(t, root, "sys/bus/pci/devices/0000:00:1f.0/class", "0x060100\n")
@@ -58,7 +59,7 @@ func inv() *inventory.Inventory {
 }
 
 func TestCollect(t *testing.T) {
-	o := Options{Collectors: []string{"default", "logs", "pci-devices", "numa-topology"}, Inventory: inv(), BootIF: "01-52-54-00-12-34-56",
+	o := Options{Collectors: []string{"default", "logs", "pci-devices", "numa-topology", "dmi-decode", "usb-devices"}, Inventory: inv(), BootIF: "01-52-54-00-12-34-56",
 		Root: sysfs(t), Managers: []Manager{{"generic_hardware_manager", "1.1"}},
 		Logs: func(context.Context) (string, error) { return "H4sI", nil }}
 	data := Collect(context.Background(), o)
@@ -66,8 +67,9 @@ func TestCollect(t *testing.T) {
 	for _, want := range []string{
 		`"error":null`, `"boot_interface":"01-52-54-00-12-34-56"`, `"logs":"H4sI"`,
 		`"root_disk":{"name":"/dev/sda"`,
-		`"configuration":{"collectors":["default","logs","pci-devices","numa-topology"],"managers":[{"name":"generic_hardware_manager","version":"1.1"}]}`,
-		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0","numa_node_id":null}`,
+		`"dmi":{"bios":{},"cpu":[],"memory":{"devices":[]}}`, `"usb_devices":[]`,
+		`"configuration":{"collectors":["default","logs","pci-devices","numa-topology","dmi-decode","usb-devices"],"managers":[{"name":"generic_hardware_manager","version":"1.1"}]}`,
+		`{"vendor_id":"8086","product_id":"1521","class":"020000","revision":"01","bus":"0000:03:00.0","numa_node_id":"1"}`,
 		`{"vendor_id":"8086","product_id":"2918","class":"060100","revision":null,"bus":"0000:00:1f.0","numa_node_id":null}`,
 		`"numa_topology":{"ram":[{"numa_node":0,"size_kb":8192}],"cpus":[{"cpu":0,"numa_node":0,"thread_siblings":[0,2]},{"cpu":1,"numa_node":0,"thread_siblings":[1]}],"nics":[{"name":"eth0","numa_node":0}]}`,
 	} {
@@ -79,10 +81,20 @@ func TestCollect(t *testing.T) {
 		t.Errorf("garbled PCI device not skipped")
 	}
 
-	o.Collectors = []string{"default", "extra-hardware", "lldp"}
+	// An unknown name fails alone: the others still report (IPA sends
+	// nothing but the error).
+	o.Collectors = []string{"default", "extra-hardware", "no-such-collector", "lldp"}
 	data = Collect(context.Background(), o)
-	if e, _ := data["error"].(string); e != "The following errors were encountered:\n* collector extra-hardware: not supported by this agent\n* collector lldp: LLDP capture is not available in this build" {
+	if e, _ := data["error"].(string); e != "The following errors were encountered:\n* collector no-such-collector: not supported by this agent\n* collector lldp: LLDP capture is not available in this build" {
 		t.Errorf("error %q", e)
+	}
+	if b, _ := json.Marshal(data["data"]); !strings.Contains(string(b), `["cpu","logical","number",0]`) {
+		t.Errorf("extra-hardware data %s", b)
+	}
+	o.Collectors, o.Benchmarks = []string{"extra-hardware"}, "cpu,mem"
+	data = Collect(context.Background(), o)
+	if e, _ := data["error"].(string); !strings.Contains(e, "* collector extra-hardware: benchmarks (ipa-inspection-benchmarks=cpu,mem) are not run by this agent") || data["data"] == nil {
+		t.Errorf("benchmarks: error %q", e)
 	}
 	o.Inventory.Disks = o.Inventory.Disks[2:]
 	if _, ok := Collect(context.Background(), o)["root_disk"]; ok {
@@ -143,5 +155,22 @@ func TestRunNodeNotFound(t *testing.T) {
 	uuid, err := Run(context.Background(), Options{URL: srv.URL, HTTP: srv.Client(), Collectors: []string{"default"}, Inventory: inv()})
 	if uuid != "" || err == nil || !strings.Contains(err.Error(), "HTTP 400: The following failures") || calls != 1 {
 		t.Errorf("%q %v after %d calls", uuid, err, calls)
+	}
+}
+
+// TestCollectDMIUnparsable: a table IPA's dmidecode parser rejects gives
+// IPA's "dmi": {} and a failure naming the collector, and the other
+// collectors still report.
+func TestCollectDMIUnparsable(t *testing.T) {
+	root := sysfs(t)
+	// A memory array structure too short to carry its device count.
+	write(t, root, "sys/firmware/dmi/tables/DMI", "\x10\x08\x00\x10\x03\x03\x06\x00\x00\x00\x7f\x04\xff\xfe\x00\x00")
+	data := Collect(context.Background(), Options{Collectors: []string{"dmi-decode", "pci-devices"}, Root: root})
+	b, _ := json.Marshal(data)
+	if !strings.Contains(string(b), `"dmi":{}`) || !strings.Contains(string(b), `"pci_devices":[`) {
+		t.Errorf("data %s", b)
+	}
+	if e, _ := data["error"].(string); !strings.Contains(e, "* collector dmi-decode failed: IPA's dmidecode parser fails on this table: a Physical Memory Array block has no 'Number Of Devices'") {
+		t.Errorf("error %q", e)
 	}
 }

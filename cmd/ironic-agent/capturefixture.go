@@ -35,8 +35,8 @@ func runCaptureFixture(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	dir := fs.Arg(0)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// Capture also runs the collector's pci_devices and numa_topology
-	// units, so an inspection replayed on the tree posts what this machine
+	// Capture also runs the collector's inspection units (PCI, NUMA, USB,
+	// extra hardware), so an inspection replayed on the tree posts what this machine
 	// would.
 	opts := collector.Options{Root: "/", Logger: logger}
 	var recorders []collector.FixtureRecorder
