@@ -28,6 +28,7 @@ APT_PACKAGES=(
 	ironic-conductor
 	ironic-inspector
 	lldpd
+	mdadm
 	mount
 	mtools
 	nvme-cli

@@ -43,6 +43,7 @@ func registry() []Program {
 		esp     = "partition images: the EFI system partition (UEFI boot)"
 		swap    = "partition images: the swap partition"
 		eph     = "partition images: the ephemeral partition (ephemeral_format)"
+		raid    = "software RAID: create_configuration, delete_configuration, apply_configuration and the start-up assembly of md arrays"
 		refuse  = "the step fails naming the program"
 		ataWith = "the step fails naming the program, rather than overwriting a disk ATA Security Erase would have erased"
 	)
@@ -57,6 +58,7 @@ func registry() []Program {
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.fat", Package: "dosfstools", Feature: eph + " (vfat)", Without: refuse, Check: []string{"--help"}},
 		{Name: "mkfs.msdos", Package: "dosfstools", Feature: eph + " (msdos)", Without: refuse, Check: []string{"--help"}},
+		{Name: "mdadm", Package: "mdadm", Feature: raid, Without: refuse + "; at start-up, arrays are not assembled (a warning)", Check: []string{"--version"}},
 	}
 }
 

@@ -32,7 +32,7 @@ func TestRegistryWellFormed(t *testing.T) {
 	if _, ok := Lookup("sh"); ok {
 		t.Error("sh is registered")
 	}
-	if got := Packages(); len(got) != 6 || got[0] != "hdparm" {
+	if got := Packages(); len(got) != 7 || got[0] != "hdparm" {
 		t.Errorf("Packages() = %q", got)
 	}
 }
