@@ -425,6 +425,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	a.assembleRAID(ctx)
 	if err := a.waitForRootDisk(ctx); err != nil {
 		return err
 	}

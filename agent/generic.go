@@ -72,10 +72,10 @@ func (g *GenericManager) cleanSteps() []genericStep {
 		{step: "erase_devices_metadata", iface: "deploy", priority: 99, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
 		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: true, run: g.eraseStep((*erase.Eraser).EraseDevicesExpress)},
 		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: true, run: g.erasePstore},
-		// Software RAID (mdadm) and burn-in (stress-ng, fio) are not
+		// Software RAID: agent/raid.go. Burn-in (stress-ng, fio) is not
 		// implemented by this agent.
-		{step: "delete_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
-		{step: "create_configuration", iface: "raid", priority: 0, abortable: true, run: nil},
+		{step: "delete_configuration", iface: "raid", priority: 0, abortable: true, run: g.raidDeleteStep},
+		{step: "create_configuration", iface: "raid", priority: 0, abortable: true, run: g.raidCreateStep},
 		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: true, run: nil},
 		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: true, run: nil},
 		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: true, run: nil},
@@ -87,7 +87,7 @@ func (g *GenericManager) cleanSteps() []genericStep {
 func (g *GenericManager) deploySteps() []genericStep {
 	return []genericStep{
 		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
-		{step: "apply_configuration", iface: "raid", priority: 0, run: nil, argsinfo: map[string]hwmgr.ArgInfo{
+		{step: "apply_configuration", iface: "raid", priority: 0, run: g.raidApplyStep, argsinfo: map[string]hwmgr.ArgInfo{
 			"raid_config":     {Description: "The RAID configuration to apply.", Required: true},
 			"delete_existing": {Description: "Setting this to 'True' indicates to delete existing RAID configuration prior to creating the new configuration. Default value is 'True'.", Required: false},
 		}},

@@ -1,0 +1,145 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
+	"github.com/ironic-go/ironic-agent/internal/pyconv"
+	"github.com/ironic-go/ironic-agent/ipaerror"
+)
+
+// The software RAID steps (raid interface): delete_configuration and
+// create_configuration (clean, and service in IPA's list), and
+// apply_configuration (deploy and service). Each binding decodes IPA's
+// arguments and calls deploy/raid over the disks the agent may touch.
+// The service-step table can list raidDeleteStep, raidCreateStep and
+// raidApplyStep as they are.
+
+// raidSystem is deploy/raid over this machine, confined as the agent is.
+func (g *GenericManager) raidSystem() (*raid.System, error) {
+	if g.agent != nil && !g.agent.liveMachine() {
+		return nil, ipaerror.Wrap("SoftwareRAIDError", 500, "Software RAID caused unknown error",
+			"the inventory is a fixture tree ("+g.agent.cfg.InventoryRoot+"), not this machine: no RAID is built on it", nil)
+	}
+	return &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(g.AllowedDevices), Log: g.Log}, nil
+}
+
+func (g *GenericManager) raidRequest(ctx context.Context, req hwmgr.Request) (raid.Request, error) {
+	disks, err := g.Disks(ctx)
+	if err != nil {
+		return raid.Request{}, err
+	}
+	return raid.Request{Node: req.Node, Disks: disks}, nil
+}
+
+// raidDeleteStep is delete_configuration; like IPA's, its result is null.
+func (g *GenericManager) raidDeleteStep(ctx context.Context, req hwmgr.Request) (any, error) {
+	s, err := g.raidSystem()
+	if err != nil {
+		return nil, err
+	}
+	r, err := g.raidRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	g.forgetImages()
+	_, err = s.Delete(ctx, r)
+	return nil, err
+}
+
+// raidCreateStep is create_configuration over the node's
+// target_raid_config: the configuration as given, {} when there is none
+// or none of it is software RAID.
+func (g *GenericManager) raidCreateStep(ctx context.Context, req hwmgr.Request) (any, error) {
+	s, err := g.raidSystem()
+	if err != nil {
+		return nil, err
+	}
+	r, err := g.raidRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	g.forgetImages()
+	created, err := s.CreateFromNode(ctx, r)
+	return createdResult(created), err
+}
+
+// raidApplyStep is apply_configuration: raid_config validated, the
+// existing arrays deleted unless delete_existing is false, then created.
+func (g *GenericManager) raidApplyStep(ctx context.Context, req hwmgr.Request) (any, error) {
+	raw, ok := req.Args["raid_config"]
+	if !ok {
+		return nil, ipaerror.InvalidCommandParams("apply_configuration needs raid_config")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, ipaerror.InvalidCommandParams("raid_config: %v", err)
+	}
+	cfg, err := raid.ParseConfig(v)
+	if err != nil {
+		return nil, err
+	}
+	deleteExisting := true
+	if raw, ok := req.Args["delete_existing"]; ok {
+		var d any
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, ipaerror.InvalidCommandParams("delete_existing: %v", err)
+		}
+		if d != nil {
+			if deleteExisting, err = pyconv.Bool(d); err != nil {
+				return nil, ipaerror.InvalidCommandParams("delete_existing: %v", err)
+			}
+		}
+	}
+	s, err := g.raidSystem()
+	if err != nil {
+		return nil, err
+	}
+	r, err := g.raidRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	nodeUUID, _ := req.Node["uuid"].(string)
+	if err := cfg.Validate(nodeUUID, raid.SkipVolumeNames(req.Node), len(r.Disks)); err != nil {
+		return nil, err
+	}
+	g.forgetImages()
+	if deleteExisting {
+		if _, err := s.Delete(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	created, err := s.Create(ctx, r, cfg)
+	return createdResult(created), err
+}
+
+func createdResult(c raid.Created) any {
+	if c.Config == nil {
+		return map[string]any{}
+	}
+	return c.Config
+}
+
+// forgetImages drops the record of the image last written: the disks no
+// longer hold it.
+func (g *GenericManager) forgetImages() {
+	if g.agent != nil {
+		g.agent.images.forget()
+	}
+}
+
+// assembleRAID is IPA's initialize: `mdadm --assemble --scan` before the
+// disks are listed, so arrays made earlier (by create_configuration or
+// an installed OS) appear in the inventory. Only on the live machine, for
+// an agent that is not confined to allowed devices and collects its own
+// disks (tests that inject them never touch the host's arrays).
+func (a *Agent) assembleRAID(ctx context.Context) {
+	if !a.liveMachine() || len(a.cfg.AllowedDevices) > 0 || a.opts.Inventory != nil || a.opts.Disks != nil {
+		return
+	}
+	s := &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(nil), Log: a.log}
+	s.Assemble(ctx)
+}
