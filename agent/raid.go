@@ -27,25 +27,29 @@ func (g *GenericManager) raidSystem() (*raid.System, error) {
 	return &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(g.AllowedDevices), Log: g.Log}, nil
 }
 
-func (g *GenericManager) raidRequest(ctx context.Context, req hwmgr.Request) (raid.Request, error) {
+// raidStart gives a RAID step its system and request (the disks it may
+// touch), and forgets the image last written: the disks will not hold it.
+func (g *GenericManager) raidStart(ctx context.Context, req hwmgr.Request) (*raid.System, raid.Request, error) {
+	s, err := g.raidSystem()
+	if err != nil {
+		return nil, raid.Request{}, err
+	}
 	disks, err := g.Disks(ctx)
 	if err != nil {
-		return raid.Request{}, err
+		return nil, raid.Request{}, err
 	}
-	return raid.Request{Node: req.Node, Disks: disks}, nil
+	if g.agent != nil {
+		g.agent.images.forget()
+	}
+	return s, raid.Request{Node: req.Node, Disks: disks}, nil
 }
 
 // raidDeleteStep is delete_configuration; like IPA's, its result is null.
 func (g *GenericManager) raidDeleteStep(ctx context.Context, req hwmgr.Request) (any, error) {
-	s, err := g.raidSystem()
+	s, r, err := g.raidStart(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	r, err := g.raidRequest(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	g.forgetImages()
 	_, err = s.Delete(ctx, r)
 	return nil, err
 }
@@ -54,15 +58,10 @@ func (g *GenericManager) raidDeleteStep(ctx context.Context, req hwmgr.Request) 
 // target_raid_config: the configuration as given, {} when there is none
 // or none of it is software RAID.
 func (g *GenericManager) raidCreateStep(ctx context.Context, req hwmgr.Request) (any, error) {
-	s, err := g.raidSystem()
+	s, r, err := g.raidStart(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	r, err := g.raidRequest(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	g.forgetImages()
 	created, err := s.CreateFromNode(ctx, r)
 	return createdResult(created), err
 }
@@ -94,11 +93,7 @@ func (g *GenericManager) raidApplyStep(ctx context.Context, req hwmgr.Request) (
 			}
 		}
 	}
-	s, err := g.raidSystem()
-	if err != nil {
-		return nil, err
-	}
-	r, err := g.raidRequest(ctx, req)
+	s, r, err := g.raidStart(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +101,6 @@ func (g *GenericManager) raidApplyStep(ctx context.Context, req hwmgr.Request) (
 	if err := cfg.Validate(nodeUUID, raid.SkipVolumeNames(req.Node), len(r.Disks)); err != nil {
 		return nil, err
 	}
-	g.forgetImages()
 	if deleteExisting {
 		if _, err := s.Delete(ctx, r); err != nil {
 			return nil, err
@@ -121,14 +115,6 @@ func createdResult(c raid.Created) any {
 		return map[string]any{}
 	}
 	return c.Config
-}
-
-// forgetImages drops the record of the image last written: the disks no
-// longer hold it.
-func (g *GenericManager) forgetImages() {
-	if g.agent != nil {
-		g.agent.images.forget()
-	}
 }
 
 // assembleRAID is IPA's initialize: `mdadm --assemble --scan` before the
