@@ -109,7 +109,7 @@ func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []i
 			return nil, err
 		}
 		opts.GuardSpecialFilesystems = !g.SkipSpecialFilesystemGuard
-		disks, err := g.Disks(ctx)
+		disks, err := g.eraseDisks(ctx, req.Node)
 		if err != nil {
 			return nil, err
 		}

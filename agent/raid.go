@@ -8,6 +8,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
+	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -128,4 +129,34 @@ func (a *Agent) assembleRAID(ctx context.Context) {
 	}
 	s := &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(nil), Log: a.log}
 	s.Assemble(ctx)
+}
+
+// withoutSkippedArrays drops the md arrays the node keeps by volume_name
+// (and, with includeWipe, their wiped neighbours) from disks, as IPA's
+// list_block_devices_check_skip_list; on a fixture tree there are no
+// arrays to ask about.
+func (g *GenericManager) withoutSkippedArrays(ctx context.Context, node map[string]any, disks []inventory.Disk, includeWipe bool) ([]inventory.Disk, error) {
+	if g.agent != nil && !g.agent.liveMachine() {
+		return disks, nil
+	}
+	s := &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(g.AllowedDevices), Log: g.Log}
+	return s.WithoutSkippedArrays(ctx, node, disks, includeWipe)
+}
+
+// eraseDisks are the disks the erase steps go over.
+func (g *GenericManager) eraseDisks(ctx context.Context, node map[string]any) ([]inventory.Disk, error) {
+	disks, err := g.Disks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.withoutSkippedArrays(ctx, node, disks, true)
+}
+
+// installDisks are the disks a deploy chooses its install disk from.
+func (a *Agent) installDisks(ctx context.Context) ([]inventory.Disk, error) {
+	disks, err := a.generic.Disks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return a.generic.withoutSkippedArrays(ctx, a.Node(), disks, false)
 }

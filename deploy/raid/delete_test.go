@@ -255,3 +255,32 @@ func FuzzParseDetailName(f *testing.F) {
 		}
 	})
 }
+
+// IPA's list_block_devices_check_skip_list with volume names: the kept
+// array is never offered to a deploy or an erase, its wiped neighbour
+// only to a deploy.
+func TestWithoutSkippedArrays(t *testing.T) {
+	m := twoArrays(t, "root", "data")
+	disks := append(append([]inventory.Disk{}, twoDisks...), disk("/dev/md0", 10), disk("/dev/md1", 80))
+	node := map[string]any{"properties": map[string]any{"skip_block_devices": []any{map[string]any{"volume_name": "data"}}}}
+	names := func(ds []inventory.Disk) string {
+		var s []string
+		for _, d := range ds {
+			s = append(s, d.Name)
+		}
+		return strings.Join(s, " ")
+	}
+	got, err := m.system().WithoutSkippedArrays(context.Background(), node, disks, false)
+	if err != nil || names(got) != "/dev/sda /dev/sdb /dev/md0" {
+		t.Errorf("deploy: %s, %v", names(got), err)
+	}
+	got, err = m.system().WithoutSkippedArrays(context.Background(), node, disks, true)
+	if err != nil || names(got) != "/dev/sda /dev/sdb" {
+		t.Errorf("erase: %s, %v", names(got), err)
+	}
+	m.calls = nil
+	got, _ = m.system().WithoutSkippedArrays(context.Background(), map[string]any{}, disks, true)
+	if len(got) != 4 || len(m.calls) != 0 {
+		t.Errorf("no skip list: %s, calls %q", names(got), m.calls)
+	}
+}

@@ -3,6 +3,8 @@ package raid
 import (
 	"context"
 	"slices"
+
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // What the delete step does with an existing array when the node skips
@@ -75,4 +77,37 @@ func (s *System) DecideSkips(ctx context.Context, arrays []string, skip []string
 		d.Actions[esp] = ActionKeep
 	}
 	return d
+}
+
+// WithoutSkippedArrays is the volume_name half of IPA's
+// list_block_devices_check_skip_list: the disks minus the md arrays the
+// node's skip_block_devices keeps by name and, with includeWipe (the
+// erase steps), minus those wiped beside them, so that no erase or
+// deploy touches an array it was told to keep. Without volume_name
+// entries nothing is asked of mdadm.
+func (s *System) WithoutSkippedArrays(ctx context.Context, node map[string]any, disks []inventory.Disk, includeWipe bool) ([]inventory.Disk, error) {
+	skip := SkipVolumeNames(node)
+	if len(skip) == 0 {
+		return disks, nil
+	}
+	arrays, err := s.Arrays()
+	if err != nil {
+		return nil, softwareRAIDError(err, "%v", err)
+	}
+	d := s.DecideSkips(ctx, arrays, skip)
+	var out []inventory.Disk
+	for _, disk := range disks {
+		switch d.Actions[disk.Name] {
+		case ActionKeep:
+			s.log().Info("not using an md array on the skip list", "device", disk.Name, "volume_name", d.VolumeNames[disk.Name])
+			continue
+		case ActionWipe:
+			if includeWipe {
+				s.log().Info("not erasing an md array that shares a holder with one on the skip list", "device", disk.Name, "because_of", d.Cause[disk.Name])
+				continue
+			}
+		}
+		out = append(out, disk)
+	}
+	return out, nil
 }
