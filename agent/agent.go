@@ -77,6 +77,10 @@ type Options struct {
 	// NTP measures the clock's offset from ntp_server; nil: the SNTP
 	// client on port 123. The clock itself is set through Machine.
 	NTP func(ctx context.Context, server string) (sntp.Sample, error)
+	// AssembleRAID assembles the machine's md arrays at start, as IPA's
+	// initialize (the agent of `ironic-agent run`; never in tests that
+	// run the agent on the host).
+	AssembleRAID bool
 }
 
 // Agent is one running agent.

@@ -120,11 +120,11 @@ func createdResult(c raid.Created) any {
 
 // assembleRAID is IPA's initialize: `mdadm --assemble --scan` before the
 // disks are listed, so arrays made earlier (by create_configuration or
-// an installed OS) appear in the inventory. Only on the live machine, for
-// an agent that is not confined to allowed devices and collects its own
-// disks (tests that inject them never touch the host's arrays).
+// an installed OS) appear in the inventory. Only when asked
+// (Options.AssembleRAID), on the live machine, for an agent that is not
+// confined to allowed devices.
 func (a *Agent) assembleRAID(ctx context.Context) {
-	if !a.liveMachine() || len(a.cfg.AllowedDevices) > 0 || a.opts.Inventory != nil || a.opts.Disks != nil {
+	if !a.opts.AssembleRAID || !a.liveMachine() || len(a.cfg.AllowedDevices) > 0 {
 		return
 	}
 	s := &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(nil), Log: a.log}

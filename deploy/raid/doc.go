@@ -21,6 +21,27 @@
 // partitions, holders) is read from sysfs below a root directory; mdadm is
 // asked only for what lives in the superblocks (the array name).
 //
+// Where this differs from IPA, on purpose:
+//
+//   - Each volume needs its level's minimum of holder disks (2; 3 for
+//     RAID-5, 4 for RAID-6): IPA checks only RAID-5 and RAID-6 against the
+//     count of all disks, and mdadm --force then builds a 1-disk "mirror".
+//   - Partition names follow the kernel's rule (a "p" after a name ending
+//     in a digit: nvme0n1p1, loop0p1), not IPA's "nvme" substring test;
+//     both agree for sd*, vd* and nvme*.
+//   - md numbers skip arrays that exist (kept by the skip list), where IPA
+//     would number from md0 and fail on the kept one.
+//   - A volume to create on a holder of an array that is kept is refused:
+//     IPA would write a fresh label over that holder and lose the array it
+//     was told to keep.
+//   - md arrays listed among the disks are never holders.
+//   - A confined agent (allowed devices) assembles nothing and does not see
+//     arrays with a member outside its allowed devices.
+//   - wipefs -af is the Go metadata wipe (blockdev.WipeMetadata), a
+//     superset; mdadm --examine is the Go probe for md superblocks of every
+//     version (blockdev.Probe); members come from sysfs (slaves/), not from
+//     scanning every device with mdadm --examine.
+//
 // Imports: deploy/blockdev, deploy/partition, inventory/hints and
 // ipaerror; never agent.
 package raid

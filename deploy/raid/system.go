@@ -306,5 +306,8 @@ func (s *System) Assemble(ctx context.Context) {
 			return
 		}
 		s.log().Info("no new RAID devices assembled", "detail", err)
+		return
 	}
+	arrays, _ := s.MDDevices()
+	s.log().Info("md arrays assembled", "arrays", arrays)
 }
