@@ -40,13 +40,14 @@ func TestCreateConfiguration(t *testing.T) {
 		want                    []string
 	}{
 		{"bios msdos", "bios", "", raid1Raid0, []inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdb", 100)}, []string{
-			"table /dev/sda msdos 1:1-10240 2:10240-102400",
-			"table /dev/sdb msdos 1:1-10240 2:10240-102400",
+			"table /dev/sda msdos 1:1-10240 2:10240-102399",
+			"table /dev/sdb msdos 1:1-10240 2:10240-102399",
 			"mdadm --create /dev/md0 --force --run --metadata=1 --level 1 --name md0 --raid-devices 2 /dev/sda1 /dev/sdb1",
 			"mdadm --create /dev/md1 --force --run --metadata=1 --level 0 --name md1 --raid-devices 2 /dev/sda2 /dev/sdb2",
 		}},
 		{"uefi", "uefi", "", raid1Raid0, []inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdb", 100)}, []string{
-			// GPT: MAX ends at the last whole MiB before the backup table.
+			// MAX ends at the last MiB boundary before the last usable sector
+			// (parted -a optimal of "-1"; checked in parted_loop_test.go).
 			"table /dev/sda gpt 1:551-10240 2:10240-102399",
 			"table /dev/sdb gpt 1:551-10240 2:10240-102399",
 			"mdadm --create /dev/md0 --force --run --metadata=1 --level 1 --name md0 --raid-devices 2 /dev/sda1 /dev/sdb1",
@@ -67,8 +68,8 @@ func TestCreateConfiguration(t *testing.T) {
 			}},
 		{"max first", "bios", "", `{"logical_disks":[{"size_gb":"MAX","raid_level":"1","controller":"software"},{"size_gb":"10","raid_level":"0","controller":"software"}]}`,
 			[]inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdb", 100)}, []string{
-				"table /dev/sda msdos 1:1-10240 2:10240-102400",
-				"table /dev/sdb msdos 1:1-10240 2:10240-102400",
+				"table /dev/sda msdos 1:1-10240 2:10240-102399",
+				"table /dev/sdb msdos 1:1-10240 2:10240-102399",
 				"mdadm --create /dev/md0 --force --run --metadata=1 --level 0 --name md0 --raid-devices 2 /dev/sda1 /dev/sdb1",
 				"mdadm --create /dev/md1 --force --run --metadata=1 --level 1 --name md1 --raid-devices 2 /dev/sda2 /dev/sdb2",
 			}},
@@ -80,16 +81,16 @@ func TestCreateConfiguration(t *testing.T) {
 		}},
 		{"raid 5 and names", "bios", "", `{"logical_disks":[{"size_gb":"10","raid_level":"1","controller":"software","volume_name":"root"},{"size_gb":"MAX","raid_level":"5","controller":"software","volume_name":"data"}]}`,
 			[]inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdb", 100), disk("/dev/sdc", 100)}, []string{
-				"table /dev/sda msdos 1:1-10240 2:10240-102400",
-				"table /dev/sdb msdos 1:1-10240 2:10240-102400",
-				"table /dev/sdc msdos 1:1-10240 2:10240-102400",
+				"table /dev/sda msdos 1:1-10240 2:10240-102399",
+				"table /dev/sdb msdos 1:1-10240 2:10240-102399",
+				"table /dev/sdc msdos 1:1-10240 2:10240-102399",
 				"mdadm --create /dev/md0 --force --run --metadata=1 --level 1 --name root --raid-devices 3 /dev/sda1 /dev/sdb1 /dev/sdc1",
 				"mdadm --create /dev/md1 --force --run --metadata=1 --level 5 --name data --raid-devices 3 /dev/sda2 /dev/sdb2 /dev/sdc2",
 			}},
 		{"1+0", "bios", "", `{"logical_disks":[{"size_gb":"10","raid_level":"1","controller":"software"},{"size_gb":"MAX","raid_level":"1+0","controller":"software"}]}`,
 			[]inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdb", 100)}, []string{
-				"table /dev/sda msdos 1:1-10240 2:10240-102400",
-				"table /dev/sdb msdos 1:1-10240 2:10240-102400",
+				"table /dev/sda msdos 1:1-10240 2:10240-102399",
+				"table /dev/sdb msdos 1:1-10240 2:10240-102399",
 				"mdadm --create /dev/md0 --force --run --metadata=1 --level 1 --name md0 --raid-devices 2 /dev/sda1 /dev/sdb1",
 				"mdadm --create /dev/md1 --force --run --metadata=1 --level 10 --name md1 --raid-devices 2 /dev/sda2 /dev/sdb2",
 			}},
@@ -97,8 +98,8 @@ func TestCreateConfiguration(t *testing.T) {
 		// four disks, in hint order.
 		{"hints", "bios", "", `{"logical_disks":[{"size_gb":"10","raid_level":"1","controller":"software","physical_disks":[{"size":">= 50"},{"size":">= 50"}]},{"size_gb":"MAX","raid_level":"0","controller":"software","physical_disks":[{"size":">= 50"},{"size":">= 50"}]}]}`,
 			[]inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdc", 20), disk("/dev/sdb", 100), disk("/dev/sdd", 20)}, []string{
-				"table /dev/sda msdos 1:1-10240 2:10240-102400",
-				"table /dev/sdb msdos 1:1-10240 2:10240-102400",
+				"table /dev/sda msdos 1:1-10240 2:10240-102399",
+				"table /dev/sdb msdos 1:1-10240 2:10240-102399",
 				"mdadm --create /dev/md0 --force --run --metadata=1 --level 1 --name md0 --raid-devices 2 /dev/sda1 /dev/sdb1",
 				"mdadm --create /dev/md1 --force --run --metadata=1 --level 0 --name md1 --raid-devices 2 /dev/sda2 /dev/sdb2",
 			}},
@@ -108,8 +109,8 @@ func TestCreateConfiguration(t *testing.T) {
 			[]inventory.Disk{disk("/dev/sda", 100), disk("/dev/sdb", 100), disk("/dev/sdc", 20), disk("/dev/sdd", 20)}, []string{
 				"table /dev/sda msdos 1:1-10240",
 				"table /dev/sdb msdos 1:1-10240",
-				"table /dev/sdc msdos 1:1-20480",
-				"table /dev/sdd msdos 1:1-20480",
+				"table /dev/sdc msdos 1:1-20479",
+				"table /dev/sdd msdos 1:1-20479",
 				"mdadm --create /dev/md0 --force --run --metadata=1 --level 1 --name md0 --raid-devices 2 /dev/sda1 /dev/sdb1",
 				"mdadm --create /dev/md1 --force --run --metadata=1 --level 0 --name md1 --raid-devices 2 /dev/sdc1 /dev/sdd1",
 			}},

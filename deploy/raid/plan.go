@@ -72,14 +72,21 @@ func raidStart(bootMode, label string) int64 {
 }
 
 // usableEnd is the end (exclusive, in bytes) parted's "-1" gives a
-// partition with -a optimal: the last usable sector (before the backup
-// GPT on gpt), rounded down to the 1 MiB alignment grain.
+// partition with -a optimal: the 1 MiB grain boundary at or before the
+// last usable sector (the disk's last, or the last before the backup GPT),
+// so that sector itself is never used even when the disk is a whole
+// number of MiB (checked against parted on loop devices).
 func usableEnd(h Holder, label string) int64 {
-	end := h.Size
+	s := int64(h.Sector)
+	last := h.Size/s - 1
 	if label == "gpt" {
-		end -= 33 * int64(h.Sector)
+		last -= 1 + (16384+s-1)/s // backup header and entries
 	}
-	return end / blockdev.MiB * blockdev.MiB
+	grain := blockdev.MiB / s
+	if grain < 1 {
+		grain = 1
+	}
+	return last / grain * grain * s
 }
 
 // HoldersFor is IPA's get_block_devices_for_raid: for each logical disk,
