@@ -113,7 +113,12 @@ func (s *System) Create(ctx context.Context, req Request, cfg Config) (Created, 
 	}
 	bootMode := partition.NodeBootMode(req.Node, s.ramdiskUEFI())
 	label := partition.NodeDiskLabel(req.Node, s.ramdiskUEFI())
-	plan, err := MakePlan(lds, disks, holders, bootMode, label, existing)
+	// New arrays take md numbers no array uses, the agent's or not.
+	taken, err := s.MDDevices()
+	if err != nil {
+		return Created{}, softwareRAIDError(err, "%v", err)
+	}
+	plan, err := MakePlan(lds, disks, holders, bootMode, label, taken)
 	if err != nil {
 		return Created{}, err
 	}

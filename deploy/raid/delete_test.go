@@ -284,3 +284,25 @@ func TestWithoutSkippedArrays(t *testing.T) {
 		t.Errorf("no skip list: %s, calls %q", names(got), m.calls)
 	}
 }
+
+// A confined agent's new arrays take numbers past the host's own, and an
+// md node without members (a stopped array lingering) is not an array to
+// delete.
+func TestArraysConfinedAndMemberless(t *testing.T) {
+	m := newFakeMachine(t, "sda", "sdb", "sdc", "sdd")
+	m.addArray("/dev/md0", "host", m.addPartition("sdc", 1), m.addPartition("sdd", 1))
+	m.addArray("/dev/md5", "gone")
+	s := m.system("/dev/sda", "/dev/sdb")
+	arrays, err := s.Arrays()
+	if err != nil || len(arrays) != 0 {
+		t.Errorf("Arrays() = %v, %v; want none (md0 is the host's, md5 has no members)", arrays, err)
+	}
+	node := bootNode("bios", "", `{"logical_disks":[{"size_gb":"MAX","raid_level":"1","controller":"software"}]}`)
+	got, err := s.CreateFromNode(context.Background(), Request{Node: node, Disks: twoDisks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.Plan.Volumes[0].Device; d != "/dev/md1" {
+		t.Errorf("new array %s, want /dev/md1 (md0 and md5 exist)", d)
+	}
+}

@@ -235,8 +235,9 @@ func (s *System) ours(md string) bool {
 	return true
 }
 
-// Arrays are the md arrays the steps may act on: MDDevices minus, for a
-// confined agent, those with a member outside the allowed devices.
+// Arrays are the md arrays the steps may act on: MDDevices with members,
+// minus, for a confined agent, those with a member outside the allowed
+// devices.
 func (s *System) Arrays() ([]string, error) {
 	all, err := s.MDDevices()
 	if err != nil {
@@ -244,6 +245,11 @@ func (s *System) Arrays() ([]string, error) {
 	}
 	var out []string
 	for _, md := range all {
+		if len(s.Components(md)) == 0 {
+			// A stopped array's node lingering without members: nothing
+			// to stop or zero, and gone by the next look.
+			continue
+		}
 		if s.ours(md) {
 			out = append(out, md)
 		} else {
