@@ -30,6 +30,7 @@ APT_PACKAGES=(
 	ironic-inspector
 	lldpd
 	lshw
+	mdadm
 	mount
 	mtools
 	ovmf

@@ -82,6 +82,10 @@ type Options struct {
 	// netlink, or none when the inventory is not this machine's (a fixture
 	// tree, or Inventory given).
 	LockdownNICs func(ctx context.Context) error
+	// AssembleRAID assembles the machine's md arrays at start, as IPA's
+	// initialize (the agent of `ironic-agent run`; never in tests that
+	// run the agent on the host).
+	AssembleRAID bool
 }
 
 // Agent is one running agent.
@@ -440,6 +444,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	a.assembleRAID(ctx)
 	if err := a.waitForRootDisk(ctx); err != nil {
 		return err
 	}

@@ -492,7 +492,7 @@ func (a *Agent) biosBootloaderInstallEnabled() bool {
 // installGrub runs _install_grub2 on the install disk (chosen as the image
 // writer chose it).
 func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootUUID, efiUUID, prepUUID, targetBootMode *string) error {
-	disks, err := a.Disks(ctx)
+	disks, err := a.installDisks(ctx)
 	if err != nil {
 		return err
 	}
@@ -534,7 +534,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 // uefiBootSetup picks the install disk as the image writer did and makes
 // its NVRAM entries.
 func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, error) {
-	disks, err := a.Disks(ctx)
+	disks, err := a.installDisks(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -108,8 +108,8 @@ func cleanUEFINVRAMArgsinfo() map[string]hwmgr.ArgInfo {
 
 // cleanSteps is IPA 13's generic clean step table (hardware.py
 // GenericHardwareManager.get_clean_steps): every entry abortable,
-// reboot_requested=false. Software RAID (mdadm) and burnin_gpu (gpu_burn,
-// a CUDA program) are not implemented by this agent.
+// reboot_requested=false. burnin_gpu (gpu_burn, a CUDA program) is not
+// implemented by this agent; software RAID is agent/raid.go.
 func (g *GenericManager) cleanSteps() []genericStep {
 	return []genericStep{
 		{step: "erase_devices", iface: "deploy", priority: 10, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevices)},
@@ -117,8 +117,8 @@ func (g *GenericManager) cleanSteps() []genericStep {
 		{step: "erase_devices_express", iface: "deploy", priority: 0, abortable: abortable(), run: g.eraseStep((*erase.Eraser).EraseDevicesExpress)},
 		{step: "erase_pstore", iface: "deploy", priority: 0, abortable: abortable(), run: g.erasePstore},
 		{step: "clean_uefi_nvram", iface: "deploy", priority: 0, abortable: abortable(), argsinfo: cleanUEFINVRAMArgsinfo(), run: g.cleanUEFINVRAMStep},
-		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
-		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
+		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: g.raidDeleteStep},
+		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: g.raidCreateStep},
 		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
 		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
 		{step: "burnin_disk", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninDiskStep},
@@ -133,7 +133,7 @@ func (g *GenericManager) cleanSteps() []genericStep {
 func (g *GenericManager) deploySteps() []genericStep {
 	return []genericStep{
 		{step: "erase_devices_metadata", iface: "deploy", priority: 0, run: g.eraseStep((*erase.Eraser).EraseDevicesMetadata)},
-		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: nil},
+		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: g.raidApplyStep},
 		{step: "clean_uefi_nvram", iface: "deploy", priority: 0, argsinfo: cleanUEFINVRAMArgsinfo(), run: g.cleanUEFINVRAMStep},
 		{step: "write_image", iface: "deploy", priority: 0, run: g.writeImageStep},
 		{step: "inject_files", iface: "deploy", priority: g.InjectFilesPriority, argsinfo: injectFilesArgsinfo(), run: g.injectFilesStep},
@@ -146,9 +146,9 @@ func (g *GenericManager) deploySteps() []genericStep {
 // runs on a provisioned machine whose disks hold the instance's data.
 func (g *GenericManager) serviceSteps() []genericStep {
 	return []genericStep{
-		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
-		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: nil},
-		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: nil},
+		{step: "delete_configuration", iface: "raid", priority: 0, abortable: abortable(), run: g.raidDeleteStep},
+		{step: "apply_configuration", iface: "raid", priority: 0, argsinfo: raidApplyArgsinfo(), run: g.raidApplyStep},
+		{step: "create_configuration", iface: "raid", priority: 0, abortable: abortable(), run: g.raidCreateStep},
 		{step: "burnin_cpu", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninCPUStep},
 		{step: "burnin_gpu", iface: "deploy", priority: 0, abortable: abortable(), run: nil},
 		{step: "burnin_memory", iface: "deploy", priority: 0, abortable: abortable(), run: g.burninMemoryStep},
@@ -169,7 +169,7 @@ func (g *GenericManager) eraseStep(step func(*erase.Eraser, context.Context, []i
 			return nil, err
 		}
 		opts.GuardSpecialFilesystems = !g.SkipSpecialFilesystemGuard
-		disks, err := g.Disks(ctx)
+		disks, err := g.eraseDisks(ctx, req.Node)
 		if err != nil {
 			return nil, err
 		}

@@ -16,10 +16,9 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/generic-steps.golden.json")
 
 // notImplemented are the steps of IPA 13's generic lists this agent does
-// not list (README: "Steps and IPA 13"): software RAID, GPU burn-in,
+// not list (README: "Steps and IPA 13"): GPU burn-in and
 // bootc.
-var notImplemented = []string{"apply_configuration", "create_configuration", "delete_configuration",
-	"burnin_gpu", "execute_bootc_install"}
+var notImplemented = []string{"burnin_gpu", "execute_bootc_install"}
 
 type stepLists struct {
 	Version map[string]string `json:"hardware_manager_version"`

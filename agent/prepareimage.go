@@ -46,7 +46,7 @@ func (a *Agent) bindPrepareImage(p command.Params) (command.Func, error) {
 
 func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configdrive string) (string, error) {
 	guard := blockdev.NewGuard(a.generic.AllowedDevices)
-	disks, err := a.generic.Disks(ctx)
+	disks, err := a.installDisks(ctx)
 	if err != nil {
 		return "", err
 	}

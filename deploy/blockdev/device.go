@@ -222,6 +222,7 @@ type blkpgIoctlArg struct {
 const (
 	ioctlBLKPG        = 0x1269
 	blkpgAddPartition = 1
+	blkpgDelPartition = 2
 )
 
 // EnsurePartition makes the kernel know partition pno of the disk open as
@@ -237,6 +238,20 @@ func EnsurePartition(f *os.File, sysDir string, partName string, pno int, start,
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafe.Pointer(&arg)))
 	if errno != 0 && errno != unix.EBUSY {
 		return fmt.Errorf("BLKPG add partition %d of %s: %w", pno, f.Name(), errno)
+	}
+	return nil
+}
+
+// RemovePartition makes the kernel forget partition pno of the disk open
+// as f (BLKPG), for a table rewritten while other partitions of the disk
+// stay in use, when a whole re-read is refused. A partition the kernel
+// does not know (ENXIO) is already gone.
+func RemovePartition(f *os.File, pno int) error {
+	p := blkpgPartition{pno: int32(pno)}
+	arg := blkpgIoctlArg{op: blkpgDelPartition, datalen: int32(unsafe.Sizeof(p)), data: uintptr(unsafe.Pointer(&p))}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafe.Pointer(&arg)))
+	if errno != 0 && errno != unix.ENXIO {
+		return fmt.Errorf("BLKPG delete partition %d of %s: %w", pno, f.Name(), errno)
 	}
 	return nil
 }

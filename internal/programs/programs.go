@@ -39,6 +39,7 @@ type Program struct {
 func registry() []Program {
 	const (
 		eph    = "partition images: the ephemeral partition (ephemeral_format)"
+		raid   = "software RAID: create_configuration, delete_configuration, apply_configuration and the start-up assembly of md arrays"
 		refuse = "the step fails naming the program"
 	)
 	return []Program{
@@ -46,6 +47,7 @@ func registry() []Program {
 		{Name: "mkfs.ext3", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.ext2", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
+		{Name: "mdadm", Package: "mdadm", Feature: raid, Without: refuse + "; at start-up, arrays are not assembled (a warning)", Check: []string{"--version"}},
 	}
 }
 

@@ -32,7 +32,7 @@ func TestRegistryWellFormed(t *testing.T) {
 	if _, ok := Lookup("sh"); ok {
 		t.Error("sh is registered")
 	}
-	if got := Packages(); len(got) != 2 || got[0] != "e2fsprogs" {
+	if got := Packages(); len(got) != 3 || got[0] != "e2fsprogs" {
 		t.Errorf("Packages() = %q", got)
 	}
 }

@@ -1,0 +1,312 @@
+package vm
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// raidToken is the pre-shared agent token of the standalone RAID VM.
+const raidToken = "raid0123456789abcdef0123456789abcdef"
+
+// raidConfig is a target_raid_config in Metal3's softwareRAIDVolumes
+// shape: a RAID-1 root on two named disks, a RAID-0 over all three.
+const raidConfig = `{"logical_disks": [
+	{"size_gb": 1, "raid_level": "1", "controller": "software", "volume_name": "root",
+	 "physical_disks": [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]},
+	{"size_gb": "MAX", "raid_level": "0", "controller": "software", "volume_name": "data"}]}`
+
+// agentCall runs one command on the VM's agent API and waits for it,
+// returning its command_result (an error for a failed command).
+func agentCall(ctx context.Context, base, name string, params any) (json.RawMessage, error) {
+	body, _ := json.Marshal(map[string]any{"name": name, "params": params})
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=true&agent_token="+raidToken, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Status string          `json:"command_status"`
+		Error  json.RawMessage `json:"command_error"`
+		Result json.RawMessage `json:"command_result"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(data, &r) != nil {
+		return nil, fmt.Errorf("%s: HTTP %d: %s", name, resp.StatusCode, data)
+	}
+	if r.Status != "SUCCEEDED" {
+		return nil, fmt.Errorf("%s: %s: %s", name, r.Status, r.Error)
+	}
+	return r.Result, nil
+}
+
+// cleanStep runs one clean step of the generic manager.
+func cleanStep(ctx context.Context, base, step string, node map[string]any) (json.RawMessage, error) {
+	iface := "raid"
+	if strings.HasPrefix(step, "erase_") {
+		iface = "deploy"
+	}
+	return agentCall(ctx, base, "clean.execute_clean_step", map[string]any{
+		"step": map[string]any{"step": step, "interface": iface, "priority": 0, "reboot_requested": false, "abortable": true},
+		"node": node, "ports": []any{}, "clean_version": nil})
+}
+
+// mdstat is /proc/mdstat of the guest, from log.collect_system_logs.
+func mdstat(ctx context.Context, base string) (string, error) {
+	res, err := agentCall(ctx, base, "log.collect_system_logs", map[string]any{})
+	if err != nil {
+		return "", err
+	}
+	var logs struct {
+		SystemLogs string `json:"system_logs"`
+	}
+	if err := json.Unmarshal(res, &logs); err != nil {
+		return "", err
+	}
+	gz, err := base64.StdEncoding.DecodeString(logs.SystemLogs)
+	if err != nil {
+		return "", err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return "", err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return "", fmt.Errorf("no mdstat in the system logs: %v", err)
+		}
+		if strings.HasSuffix(h.Name, "mdstat") {
+			b, err := io.ReadAll(tr)
+			return string(b), err
+		}
+	}
+}
+
+// inventoryDisks are the disk names and sizes get_hardware_info reports.
+func inventoryDisks(ctx context.Context, base string) (map[string]int64, error) {
+	res, err := agentCall(ctx, base, "poll.get_hardware_info", map[string]any{})
+	if err != nil {
+		return nil, err
+	}
+	var inv struct {
+		Disks []struct {
+			Name string `json:"name"`
+			Size int64  `json:"size"`
+		} `json:"disks"`
+	}
+	if err := json.Unmarshal(res, &inv); err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, d := range inv.Disks {
+		out[d.Name] = d.Size
+	}
+	return out, nil
+}
+
+// TestVMSoftwareRAID runs IPA's software RAID steps in the agent ramdisk
+// (SeaBIOS, three 4 GiB virtio disks, the agent standalone): boot 1
+// creates a RAID-1 on two disks and a RAID-0 on all three
+// (create_configuration), /proc/mdstat and the inventory show them, and
+// the agent powers off; boot 2 finds them assembled at start-up (as IPA's
+// initialize), then delete_configuration and erase_devices_metadata
+// leave none; on the host afterwards no disk file holds an md superblock
+// where the arrays had them, nor at any version's place at either end.
+func TestVMSoftwareRAID(t *testing.T) {
+	rd := ramdisk(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	port := agentPortBase + 5
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	mac := "52:54:00:6d:05:01"
+	m := vmtest.DefaultMachine("bios")
+	m.Name = "ironic-agent-raid"
+	m.MemoryMB = 768
+	m.Dir = vmDir(t)
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	m.Disks = []vmtest.Disk{
+		{ID: "vda", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDA"},
+		{ID: "vdb", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDB"},
+		{ID: "vdc", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDC"},
+	}
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: "user"}}
+	m.HostFwd = map[int]int{port: 9999}
+	m.Append = "ipa-standalone=1 ipa-agent-token=" + raidToken + " ironic_agent.dhcp=" + mac
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	node := map[string]any{"uuid": "4c616273-0000-4000-8000-0000000000aa",
+		"properties":         map[string]any{"capabilities": "boot_mode:bios"},
+		"target_raid_config": json.RawMessage(raidConfig)}
+
+	startAgent := func(what string) *vmtest.VM {
+		t.Helper()
+		start := time.Now()
+		vm := boot(t, ctx, m, vmtest.Options{})
+		if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t.Logf("%s: agent API up %.1fs after QEMU started", what, time.Since(start).Seconds())
+		return vm
+	}
+	powerOff := func(vm *vmtest.VM) {
+		t.Helper()
+		// The agent powers off without waiting for its reply to reach us:
+		// post and do not wait (wait=false), and take an error for an answer.
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=false&agent_token="+raidToken,
+			strings.NewReader(`{"name": "standby.power_off", "params": {}}`))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		if err := vm.Wait(ctx); err != nil {
+			t.Fatalf("the guest did not power off: %v", err)
+		}
+	}
+
+	// Boot 1: create.
+	vm := startAgent("boot 1")
+	step := time.Now()
+	res, err := cleanStep(ctx, base, "create_configuration", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("create_configuration: %.1fs", time.Since(step).Seconds())
+	var got struct {
+		Result map[string]any `json:"clean_result"`
+	}
+	if json.Unmarshal(res, &got) != nil || got.Result["logical_disks"] == nil {
+		t.Errorf("create_configuration returned %s, want the configuration as clean_result", res)
+	}
+	stat, err := mdstat(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("/proc/mdstat after create_configuration:\n%s", stat)
+	for _, want := range [][]string{{"md0 : active raid1 ", "vda1[", "vdb1["}, {"md1 : active raid0 ", "vda2[", "vdb2[", "vdc1["}} {
+		ok := false
+		for _, line := range strings.Split(stat, "\n") {
+			if strings.HasPrefix(line, want[0]) {
+				ok = true
+				for _, member := range want[1:] {
+					ok = ok && strings.Contains(line, member)
+				}
+			}
+		}
+		if !ok {
+			t.Errorf("mdstat has no line %q with members %q", want[0], want[1:])
+		}
+	}
+	disks, err := inventoryDisks(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// md0: partition 1 ends at 1 GiB, less the 1 MiB lead-in and md's
+	// 1.2 data offset; md1: vda2 and vdb2 (1 to 4 GiB) and vdc1 (1 MiB to
+	// 4 GiB) striped, RAID-0 using all of each.
+	if s := disks["/dev/md0"]; s < 1000<<20 || s > 1<<30 {
+		t.Errorf("inventory md0 size %d, want a little under 1 GiB (disks %v)", s, disks)
+	}
+	if s := disks["/dev/md1"]; s < 9<<30 || s > 10<<30 {
+		t.Errorf("inventory md1 size %d, want a little under 3 + 3 + 4 GiB (disks %v)", s, disks)
+	}
+	for _, d := range []string{"/dev/vda", "/dev/vdb", "/dev/vdc"} {
+		if _, ok := disks[d]; !ok {
+			t.Errorf("holder %s missing from the inventory (IPA lists md members): %v", d, disks)
+		}
+	}
+	powerOff(vm)
+	t.Logf("boot 1 ran %v", vm.Elapsed().Round(time.Second))
+
+	// Boot 2: assembled at start-up, then deleted and erased.
+	vm = startAgent("boot 2")
+	if l, ok := vm.Find(`msg="md arrays assembled"`); ok {
+		t.Logf("start-up: %s", l.Text)
+	} else {
+		t.Errorf("the agent did not assemble the arrays at start-up")
+	}
+	disks, err = inventoryDisks(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mds []string
+	for name := range disks {
+		if strings.HasPrefix(name, "/dev/md") {
+			mds = append(mds, name)
+		}
+	}
+	if len(mds) != 2 {
+		t.Errorf("after a reboot the agent assembled %v, want two arrays (disks %v)", mds, disks)
+	}
+	step = time.Now()
+	if _, err := cleanStep(ctx, base, "delete_configuration", node); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("delete_configuration: %.1fs", time.Since(step).Seconds())
+	step = time.Now()
+	if _, err := cleanStep(ctx, base, "erase_devices_metadata", node); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("erase_devices_metadata: %.1fs", time.Since(step).Seconds())
+	if stat, err = mdstat(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stat, " : active") || strings.Contains(stat, " : inactive") {
+		t.Errorf("arrays left after delete_configuration:\n%s", stat)
+	}
+	if disks, err = inventoryDisks(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	for name := range disks {
+		if strings.HasPrefix(name, "/dev/md") {
+			t.Errorf("%s still in the inventory", name)
+		}
+	}
+	powerOff(vm)
+	t.Logf("boot 2 ran %v", vm.Elapsed().Round(time.Second))
+
+	// On the host: no superblock where the arrays had theirs (1.2: 4 KiB
+	// into each member partition), none at any version's place on the
+	// disks, and mdadm agrees.
+	members := map[string][]int64{
+		"vda": {1 << 20, 1 << 30},
+		"vdb": {1 << 20, 1 << 30},
+		"vdc": {1 << 20},
+	}
+	magic := []byte{0xfc, 0x4e, 0x2b, 0xa9}
+	for id, starts := range members {
+		p := m.DiskPath(id)
+		for _, s := range starts {
+			if b := readAt(t, p, s+4096, 4); bytes.Equal(b, magic) {
+				t.Errorf("%s: md superblock left at %d", id, s+4096)
+			}
+		}
+		if sig, err := blockdev.Probe(p); err != nil || sig != "" {
+			t.Errorf("%s: signature %q left (%v)", id, sig, err)
+		}
+		if out, err := exec.CommandContext(ctx, "mdadm", "--examine", p).CombinedOutput(); err == nil {
+			t.Errorf("%s: mdadm --examine finds a superblock:\n%s", id, out)
+		}
+	}
+}
