@@ -355,9 +355,12 @@ func (n *network) setResolverLocked(s resolverSource) error {
 	if n.cfg.ResolvConf == "" {
 		return nil
 	}
-	if err := os.WriteFile(n.cfg.ResolvConf, []byte(resolvConf(n.resolvers)), 0o644); err != nil {
+	text := resolvConf(n.resolvers)
+	if err := os.WriteFile(n.cfg.ResolvConf, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", n.cfg.ResolvConf, err)
 	}
+	n.log.Info("resolv.conf written", "file", n.cfg.ResolvConf, "from", s.Key,
+		"content", strings.ReplaceAll(strings.TrimSpace(text[strings.IndexByte(text, '\n')+1:]), "\n", "; "))
 	return nil
 }
 
