@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
-// TestVMIPv6InspectClean is the IPv6-only provisioning network: Ironic and
+// TestVMIPv6InspectCleanDeploy is the IPv6-only provisioning network: Ironic and
 // ironic-inspector run inside a network namespace, listening on an IPv6
 // address of it only (fd00:7c::1), with dnsmasq sending router
 // advertisements (M flag) and serving stateful DHCPv6 there; the guest's
@@ -26,8 +27,10 @@ import (
 // the reserved DHCPv6 address) and then cleaned (lookup and heartbeats to
 // http://[fd00:7c::1]:6385, Ironic calling the agent back on
 // https://[fd00:7c::51]:9999 with the auto-TLS certificate whose IP SAN is
-// that address, erase_devices_metadata) until the node is available.
-func TestVMIPv6InspectClean(t *testing.T) {
+// that address, erase_devices_metadata) until the node is available, and
+// deployed (a raw image from http://[fd00:7c::1]:8080, written to the
+// disk; Ironic has the agent power the VM off).
+func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	rd := ramdisk(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: Ironic, ironic-inspector and dnsmasq in a network namespace")
@@ -173,4 +176,46 @@ func TestVMIPv6InspectClean(t *testing.T) {
 		t.Errorf("the start of the disk was not erased: cleaning did not run its steps through the agent")
 	}
 	t.Logf("Ironic called the agent back at %s", agentURL)
+
+	// Deploy: the image from an HTTP server on the namespace's IPv6
+	// address (Ironic checks the URL from there too), written to the disk.
+	img := mbrImage()
+	var l net.Listener
+	if err := inNS.Do(func() (err error) {
+		l, err = net.Listen("tcp6", "["+host+"]:8080")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	imgSrv := &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
+	})}
+	go func() { _ = imgSrv.Serve(l) }()
+	t.Cleanup(func() { _ = imgSrv.Close() })
+	// At the end of a BIOS deploy Ironic sets the boot device to disk,
+	// which the fake management interface refuses.
+	ops := append(imageInfo("http://["+host+"]:8080/image.raw", img),
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"})
+	if err := nodes.Update(ctx, ironic.Service, node.UUID, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	if _, err := ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deploy over IPv6: %.1fs to active", time.Since(start).Seconds())
+	// Ironic ends the deploy by asking the agent to power off.
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAt(t, disk, 0, len(img)); !bytes.Equal(got, img) {
+		t.Errorf("the disk does not hold the image")
+	}
 }
