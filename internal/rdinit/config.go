@@ -1,6 +1,7 @@
 // Package rdinit is PID 1 of the agent ramdisk: it mounts the kernel file
 // systems, loads the kernel modules listed in the initramfs, brings the NICs
-// up and configures them by DHCP, then starts and supervises the agent
+// up and configures them by DHCPv4 and by IPv6 router advertisements (SLAAC,
+// DHCPv6), then starts and supervises the agent
 // (`ironic-agent run`, or another subcommand named on the kernel command
 // line) and powers the machine off or restarts the agent when it exits.
 // It leaves the clock alone: the agent sets it from ipa-ntp-server before
