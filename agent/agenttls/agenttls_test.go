@@ -67,17 +67,7 @@ func TestSelfSignedServesToAVerifyingClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{s.Cert}}
-	srv.StartTLS()
-	defer srv.Close()
-	ca := filepath.Join(t.TempDir(), "agent.crt")
-	if err := os.WriteFile(ca, s.CertPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewHTTPClient(ClientOptions{CAFile: ca, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := serveWithCA(t, srv, s)
 	resp, err := c.Get(srv.URL)
 	if err != nil {
 		t.Fatalf("verifying with the certificate as CA: %v", err)
@@ -111,4 +101,55 @@ func TestClientOptionErrors(t *testing.T) {
 			t.Errorf("%+v accepted", o)
 		}
 	}
+}
+
+// An agent advertising an IPv6 address gets a certificate whose SAN is that
+// address (16 bytes), and a client verifying against it over IPv6 accepts it.
+func TestSelfSignedIPv6(t *testing.T) {
+	s, err := GenerateSelfSigned(net.ParseIP("::1"), "h", nil, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(s.CertPEM)
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.IPAddresses) != 1 || len(c.IPAddresses[0]) != net.IPv6len || !c.IPAddresses[0].Equal(net.IPv6loopback) {
+		t.Fatalf("SAN ips %v", c.IPAddresses)
+	}
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("SKIPPED: no IPv6 loopback here: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Listener.Close()
+	srv.Listener = l
+	cl := serveWithCA(t, srv, s)
+	if srv.URL != "https://"+l.Addr().String() || srv.URL[:9] != "https://[" {
+		t.Fatalf("server URL %s", srv.URL)
+	}
+	resp, err := cl.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("verifying %s with the certificate as CA: %v", srv.URL, err)
+	}
+	resp.Body.Close()
+}
+
+// serveWithCA starts srv with the certificate and returns a client that
+// verifies it with the certificate as its CA, as Ironic does.
+func serveWithCA(t *testing.T, srv *httptest.Server, s *SelfSigned) *http.Client {
+	t.Helper()
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{s.Cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "agent.crt")
+	if err := os.WriteFile(ca, s.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewHTTPClient(ClientOptions{CAFile: ca, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

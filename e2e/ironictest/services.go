@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,17 @@ type Config struct {
 	// process, so the API can be stopped while the conductor goes on.
 	Split       bool
 	JSONRPCPort int
+	// Netns, when set, runs the services inside that network namespace
+	// (a name under /run/netns, made by the test), listening on Host,
+	// and this process reaches them with Dial. Empty: the host's own
+	// namespace on 127.0.0.1.
+	Netns string
+	// Host is the address the services listen on and give each other
+	// (127.0.0.1); an IPv6 address is written bare ("fd00::1").
+	Host string
+	// Dial connects this process to a service (for the readiness probes
+	// and the clients of HTTPClient); nil dials from this namespace.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (c *Config) defaults() {
@@ -58,6 +70,9 @@ func (c *Config) defaults() {
 	}
 	if c.JSONRPCPort == 0 {
 		c.JSONRPCPort = 8089
+	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
 	}
 	if c.EraseDevicesMetadataPriority == nil {
 		p := 99
@@ -106,8 +121,8 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	}
 	s := &Services{
 		cfg:          cfg,
-		IronicURL:    fmt.Sprintf("http://127.0.0.1:%d", cfg.IronicPort),
-		InspectorURL: fmt.Sprintf("http://127.0.0.1:%d", cfg.InspectorPort),
+		IronicURL:    cfg.url(cfg.IronicPort),
+		InspectorURL: cfg.url(cfg.InspectorPort),
 	}
 	ports := []int{cfg.IronicPort}
 	if cfg.Split {
@@ -117,6 +132,9 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 		ports = append(ports, cfg.InspectorPort)
 	}
 	for _, p := range ports {
+		if cfg.Netns != "" {
+			break // the namespace is the test's own: its ports are free
+		}
 		if err := portFree(p); err != nil {
 			return nil, err
 		}
@@ -204,7 +222,7 @@ func (s *Services) StopAPI() error {
 }
 
 func (s *Services) startAPI(ctx context.Context, name string) error {
-	c, err := NewClient(s.IronicURL)
+	c, err := s.Client()
 	if err != nil {
 		return err
 	}
@@ -222,7 +240,7 @@ func (s *Services) ironicArgs(name string) []string {
 // StartInspector starts ironic-inspector and waits for its API.
 func (s *Services) StartInspector(ctx context.Context) error {
 	return s.startService(ctx, &s.inspector, &s.Timings.Inspector, s.InspectorURL, func(ctx context.Context) error {
-		return getOK(ctx, s.InspectorURL+"/")
+		return getOK(ctx, s.HTTPClient(5*time.Second), s.InspectorURL+"/")
 	}, "ironic-inspector", "--config-file", s.inspectorConf())
 }
 
@@ -238,6 +256,9 @@ func (s *Services) startService(ctx context.Context, slot **process, took *time.
 	if *slot != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("%s is already running", name)
+	}
+	if s.cfg.Netns != "" {
+		argv = append([]string{"ip", "netns", "exec", s.cfg.Netns}, argv...)
 	}
 	p, err := startProcess(name, filepath.Join(s.cfg.Dir, "log", name+".out"), argv...)
 	if err != nil {
@@ -269,6 +290,41 @@ func (s *Services) stopService(slot **process) error {
 		return nil
 	}
 	return p.stop()
+}
+
+// url is a service's base URL at Host.
+func (c Config) url(port int) string {
+	return "http://" + net.JoinHostPort(c.Host, strconv.Itoa(port))
+}
+
+// HTTPClient reaches the services from this process (through Config.Dial
+// when they run in a namespace).
+func (s *Services) HTTPClient(timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if s.cfg.Dial != nil {
+		c.Transport = &http.Transport{DialContext: s.cfg.Dial}
+	}
+	return c
+}
+
+// Client is an Ironic client for these services.
+func (s *Services) Client() (*Client, error) {
+	c, err := NewClient(s.IronicURL)
+	if err != nil {
+		return nil, err
+	}
+	c.Service.HTTPClient = *s.HTTPClient(30 * time.Second)
+	return c, nil
+}
+
+// InspectorClient is an ironic-inspector client for these services.
+func (s *Services) InspectorClient() (*InspectorClient, error) {
+	c, err := NewInspectorClient(s.InspectorURL)
+	if err != nil {
+		return nil, err
+	}
+	c.Service.HTTPClient = *s.HTTPClient(30 * time.Second)
+	return c, nil
 }
 
 // Close stops everything that runs.
@@ -360,12 +416,12 @@ func waitUntil(ctx context.Context, timeout time.Duration, p *process, ready fun
 	}
 }
 
-func getOK(ctx context.Context, url string) error {
+func getOK(ctx context.Context, c *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}

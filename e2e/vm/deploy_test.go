@@ -90,18 +90,10 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
 	}))
 	m.GuestFwd[guestHost+":80"] = imgAddr
-	sum := sha256.Sum256(img)
-	md := md5.Sum(img)
-	ops := nodes.UpdateOpts{
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: "http://" + imgAddr + "/image.raw"},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_checksum", Value: hex.EncodeToString(md[:])},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: hex.EncodeToString(sum[:])},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_disk_format", Value: "raw"},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/root_gb", Value: "0"},
+	ops := append(imageInfo("http://"+imgAddr+"/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
-	}
+	)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
@@ -154,19 +146,40 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	return m
 }
 
-// TestVMDeployBIOS is scenario (d) under SeaBIOS with an MBR image.
-func TestVMDeployBIOS(t *testing.T) {
+// imageInfo is the instance_info of a deploy of the raw whole-disk image
+// img from url.
+func imageInfo(url string, img []byte) nodes.UpdateOpts {
+	sum := sha256.Sum256(img)
+	md := md5.Sum(img)
+	return nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: url},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_checksum", Value: hex.EncodeToString(md[:])},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: hex.EncodeToString(sum[:])},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_disk_format", Value: "raw"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/root_gb", Value: "0"},
+	}
+}
+
+// mbrImage is a whole-disk image of random bytes behind an MBR with one
+// partition: prepare_image fails a disk without a partition table after
+// the write, as IPA's _validate_partitioning does.
+func mbrImage() []byte {
 	img := make([]byte, 3<<20+4096)
 	r := rand.NewChaCha8([32]byte{'v', 'm'})
 	_, _ = r.Read(img)
 	copy(img, "ironic-agent VM deploy test image")
-	// An MBR with one partition: prepare_image fails a disk without a
-	// partition table after the write, as IPA's _validate_partitioning does.
 	clear(img[440:512])
 	img[446+4] = 0x83
 	binary.LittleEndian.PutUint32(img[446+8:], 2048)
 	binary.LittleEndian.PutUint32(img[446+12:], 4096)
 	img[510], img[511] = 0x55, 0xaa
+	return img
+}
+
+// TestVMDeployBIOS is scenario (d) under SeaBIOS with an MBR image.
+func TestVMDeployBIOS(t *testing.T) {
+	img := mbrImage()
 	deployVM(t, deployCase{
 		firmware: "bios", macs: [2]string{"52:54:00:6d:03:01", "52:54:00:6d:03:02"}, port: agentPortBase + 2,
 		// boot_mode:bios as the VM boots: a whole-disk image then needs no

@@ -221,3 +221,29 @@ func FreeTCPPorts(t testing.TB, n int) int {
 	t.Fatalf("no %d consecutive free TCP ports on 127.0.0.1", n)
 	return 0
 }
+
+// StartDnsmasq runs Debian's dnsmasq as a DHCP server and router
+// advertiser only (no DNS) on iface in the named network namespace, with
+// its lease file, PID file and log in a directory of the test's, until the
+// test ends, and returns a reader of its log (shown when the test fails).
+func StartDnsmasq(t testing.TB, netns, iface string, args ...string) func() string {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "dnsmasq.log")
+	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	dns := exec.Command("ip", append([]string{"netns", "exec", netns, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+		"--port=0", "--bind-interfaces", "--interface=" + iface, "--except-interface=lo",
+		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
+		"--log-dhcp", "--log-facility=" + logPath}, args...)...)
+	if err := dns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dns.Process.Kill()
+		_ = dns.Wait()
+		if t.Failed() {
+			t.Logf("dnsmasq:\n%s", dlog())
+		}
+	})
+	return dlog
+}

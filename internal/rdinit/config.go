@@ -1,6 +1,7 @@
 // Package rdinit is PID 1 of the agent ramdisk: it mounts the kernel file
 // systems, loads the kernel modules listed in the initramfs, brings the NICs
-// up and configures them by DHCP, then starts and supervises the agent
+// up and configures them by DHCPv4 and by IPv6 router advertisements (SLAAC,
+// DHCPv6), then starts and supervises the agent
 // (`ironic-agent run`, or another subcommand named on the kernel command
 // line) and powers the machine off or restarts the agent when it exits.
 // It leaves the clock alone: the agent sets it from ipa-ntp-server before
@@ -31,6 +32,7 @@ const (
 	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated; "all" for every one
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
 	ParamModuleJobs   = "ironic_agent.module_jobs"  // modules loaded at once (default 1)
+	ParamIPv6         = "ironic_agent.ipv6"         // 0: no IPv6 (router advertisements, SLAAC, DHCPv6); default 1
 	defaultModuleJobs = 1
 	maxModuleJobs     = 64
 	defaultDHCPWait   = 60 * time.Second
@@ -93,6 +95,9 @@ type Config struct {
 	ModuleJobs  int
 	Debug       bool
 	BootIF      string // MAC from BOOTIF, "" if absent
+	// IPv6 configures the NICs from router advertisements too (SLAAC,
+	// DHCPv6) alongside DHCPv4.
+	IPv6 bool
 
 	// VLANs are ipa-enable-vlan-interfaces's good entries, VLANProblems
 	// its bad ones (logged; the others still apply). The entries that
@@ -110,12 +115,14 @@ type Config struct {
 	// empty path is never written.
 	ResolvConf   string // DNS servers and search domains from the first lease
 	HostnameFile string // host name from a lease (option 12)
+	IPv6Conf     string // /proc/sys/net/ipv6/conf: per-link accept_ra, autoconf, disable_ipv6
 }
 
 // The ramdisk's own files, written by ParseConfig's configuration.
 const (
 	DefaultResolvConf   = "/etc/resolv.conf"
 	DefaultHostnameFile = "/proc/sys/kernel/hostname"
+	DefaultIPv6Conf     = "/proc/sys/net/ipv6/conf"
 )
 
 func splitList(s string) []string {
@@ -132,7 +139,8 @@ func splitList(s string) []string {
 // the parameter, never a silent default.
 func ParseConfig(c Cmdline) (Config, error) {
 	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs,
-		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile, LLDPTimeout: defaultLLDPWait}
+		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile, LLDPTimeout: defaultLLDPWait,
+		IPv6: true, IPv6Conf: DefaultIPv6Conf}
 	// IPA's parameters first: they never stop the init (the agent reports
 	// its own parameters' bad values), so a bad one of ours below cannot
 	// hide them.
@@ -211,6 +219,15 @@ func ParseConfig(c Cmdline) (Config, error) {
 		cfg.ModuleJobs = n
 	}
 	cfg.Debug = c[ParamDebug] == "1"
+	if v, ok := c[ParamIPv6]; ok {
+		switch v {
+		case "0":
+			cfg.IPv6 = false
+		case "1", "":
+		default:
+			return cfg, fmt.Errorf("%s=%q: want 0 or 1", ParamIPv6, v)
+		}
+	}
 	if v, ok := c["BOOTIF"]; ok && v != "" {
 		// PXE passes "01-aa-bb-cc-dd-ee-ff" (ARP type 1 first); iPXE configs
 		// from Ironic pass a plain MAC.

@@ -34,6 +34,9 @@ type network struct {
 
 	mu        sync.Mutex
 	haveRoute bool
+	// resolvers are the DNS settings of every lease and RA so far, in
+	// the order resolv.conf lists them; the newest of a key replaces it.
+	resolvers []resolverSource
 }
 
 func newNetwork(log *slog.Logger, cfg Config, onPanic func(error)) *network {
@@ -63,6 +66,11 @@ func (n *network) up(ctx context.Context) error {
 	var nics []netlink.Link
 	for _, l := range links {
 		a := l.Attrs()
+		if n.cfg.IPv6 && n.isNIC(l) {
+			// Before the link is up: the kernel solicits routers and
+			// makes its SLAAC address as it comes up.
+			n.enableIPv6(a.Name)
+		}
 		if err := netlink.LinkSetUp(l); err != nil {
 			n.log.Warn("link up", "link", a.Name, "error", err)
 			continue
@@ -104,14 +112,28 @@ func (n *network) up(ctx context.Context) error {
 		case <-stop: // up has returned; the attempt goes on alone
 		}
 	}
+	// Each link gets a DHCPv4 attempt and, with IPv6 on, an attempt by
+	// router advertisements (SLAAC, DHCPv6): whichever configures an
+	// address first lets the agent start (dual stack: the other goes on).
+	perLink := 1
+	if n.cfg.IPv6 {
+		perLink = 2
+	}
 	attempt := func(l netlink.Link) {
 		go func() {
 			defer Recover(n.onPanic)
 			err := n.dhcp(ctx, l)
 			send(result{mac: l.Attrs().HardwareAddr.String(), err: err})
 		}()
+		if n.cfg.IPv6 {
+			go func() {
+				defer Recover(n.onPanic)
+				err := n.ipv6(ctx, l)
+				send(result{mac: l.Attrs().HardwareAddr.String(), err: err})
+			}()
+		}
 	}
-	pending := len(dhcpOn)
+	pending := len(dhcpOn) * perLink
 	for _, l := range dhcpOn {
 		attempt(l)
 	}
@@ -129,7 +151,7 @@ func (n *network) up(ctx context.Context) error {
 				send(result{learned: true, err: errors.New("no VLAN to run DHCP on from LLDP")})
 				return
 			}
-			send(result{learned: true, more: len(learned)})
+			send(result{learned: true, more: len(learned) * perLink})
 			for _, l := range learned {
 				attempt(l)
 			}
@@ -272,10 +294,8 @@ func (n *network) apply(l netlink.Link, ack *dhcpv4.DHCPv4) error {
 			return fmt.Errorf("default route via %s: %w", r[0], err)
 		}
 		n.haveRoute = true
-		if n.cfg.ResolvConf != "" {
-			if err := writeResolvConf(n.cfg.ResolvConf, ack); err != nil {
-				return err
-			}
+		if err := n.setResolverLocked(v4Resolver(ack)); err != nil {
+			return err
 		}
 	}
 	if h := ack.HostName(); h != "" && n.cfg.HostnameFile != "" {
@@ -295,21 +315,63 @@ func askFor() dhcpv4.Modifier {
 	return dhcpv4.WithRequestedOptions(dhcpv4.OptionHostName, dhcpv4.OptionDNSDomainSearchList)
 }
 
-func writeResolvConf(path string, ack *dhcpv4.DHCPv4) error {
-	var b strings.Builder
-	b.WriteString("# written by ironic-agent init from the DHCP lease\n")
-	if s := ack.DomainSearch(); s != nil && len(s.Labels) > 0 {
-		b.WriteString("search " + strings.Join(s.Labels, " ") + "\n")
+func v4Resolver(ack *dhcpv4.DHCPv4) resolverSource {
+	s := resolverSource{Key: "dhcp4"}
+	if d := ack.DomainSearch(); d != nil && len(d.Labels) > 0 {
+		s.Search = d.Labels
 	} else if d := ack.DomainName(); d != "" {
-		b.WriteString("search " + d + "\n")
+		s.Search = []string{d}
 	}
 	for _, ip := range ack.DNS() {
-		b.WriteString("nameserver " + ip.String() + "\n")
+		s.Servers = append(s.Servers, ip.String())
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	return s
+}
+
+// setResolver records one source's DNS settings and rewrites resolv.conf
+// with all of them; a failure is logged (the address stays configured).
+func (n *network) setResolver(s resolverSource) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.setResolverLocked(s); err != nil {
+		n.log.Warn("resolv.conf", "error", err)
 	}
+}
+
+func (n *network) setResolverLocked(s resolverSource) error {
+	i := slices.IndexFunc(n.resolvers, func(r resolverSource) bool { return r.Key == s.Key })
+	if i >= 0 {
+		if slices.Equal(n.resolvers[i].Servers, s.Servers) && slices.Equal(n.resolvers[i].Search, s.Search) {
+			return nil
+		}
+		n.resolvers[i] = s
+	} else {
+		n.resolvers = append(n.resolvers, s)
+	}
+	// DHCPv4 first, as before IPv6: then the other sources by arrival.
+	slices.SortStableFunc(n.resolvers, func(a, b resolverSource) int {
+		return boolCmp(b.Key == "dhcp4", a.Key == "dhcp4")
+	})
+	if n.cfg.ResolvConf == "" {
+		return nil
+	}
+	text := resolvConf(n.resolvers)
+	if err := os.WriteFile(n.cfg.ResolvConf, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", n.cfg.ResolvConf, err)
+	}
+	n.log.Info("resolv.conf written", "file", n.cfg.ResolvConf, "from", s.Key,
+		"content", strings.ReplaceAll(strings.TrimSpace(text[strings.IndexByte(text, '\n')+1:]), "\n", "; "))
 	return nil
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // carrierWait bounds the wait for a link's carrier: past it DHCP starts

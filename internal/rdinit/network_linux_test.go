@@ -149,29 +149,10 @@ func keepHostFiles(t *testing.T) {
 	}
 }
 
-// startDnsmasq runs Debian's dnsmasq as a DHCP server only (no DNS) on
-// iface in the named network namespace, with its lease file, PID file and log in the test's
-// directory, and returns a reader of its log (shown when the test fails).
+// startDnsmasq is netnstest.StartDnsmasq.
 func startDnsmasq(t *testing.T, netns, iface string, args ...string) func() string {
 	t.Helper()
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "dnsmasq.log")
-	dlog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	dns := exec.Command("ip", append([]string{"netns", "exec", netns, "dnsmasq", "--no-daemon", "--conf-file=/dev/null",
-		"--port=0", "--bind-interfaces", "--interface=" + iface, "--except-interface=lo",
-		"--dhcp-leasefile=" + filepath.Join(dir, "leases"), "--pid-file=" + filepath.Join(dir, "pid"),
-		"--log-dhcp", "--log-facility=" + logPath}, args...)...)
-	if err := dns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dns.Process.Kill()
-		_ = dns.Wait()
-		if t.Failed() {
-			t.Logf("dnsmasq:\n%s", dlog())
-		}
-	})
-	return dlog
+	return netnstest.StartDnsmasq(t, netns, iface, args...)
 }
 
 // serverAndClient makes two namespaces joined by a veth pair, named after

@@ -1,0 +1,221 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// TestVMIPv6InspectCleanDeploy is the IPv6-only provisioning network: Ironic and
+// ironic-inspector run inside a network namespace, listening on an IPv6
+// address of it only (fd00:7c::1), with dnsmasq sending router
+// advertisements (M flag) and serving stateful DHCPv6 there; the guest's
+// only NIC is a tap in that namespace, so everything between the agent and
+// Ironic goes over IPv6. An enrolled node is inspected (the agent posts to
+// http://[fd00:7c::1]:5050/v1/continue; the inventory's ipv6_address is
+// the reserved DHCPv6 address) and then cleaned (lookup and heartbeats to
+// http://[fd00:7c::1]:6385, Ironic calling the agent back on
+// https://[fd00:7c::51]:9999 with the auto-TLS certificate whose IP SAN is
+// that address, erase_devices_metadata) until the node is available, and
+// deployed (a raw image from http://[fd00:7c::1]:8080, written to the
+// disk; Ironic has the agent power the VM off).
+func TestVMIPv6InspectCleanDeploy(t *testing.T) {
+	rd := ramdisk(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: Ironic, ironic-inspector and dnsmasq in a network namespace")
+	}
+	netnstest.RequireRoot(t, "dnsmasq")
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const host, guest = "fd00:7c::1", "fd00:7c::51"
+	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
+	id := netnstest.ID(t)
+	ns, err := vmtest.NewNetns(ctx, "e6-"+id, "e6t"+id, "02:11:22:33:44:aa", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", host+"/64", "dev", ns.Tap, "nodad")
+	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--enable-ra", "--dhcp-range=fd00:7c::10,fd00:7c::20,64,10m",
+		"--dhcp-host=id:00:03:00:01:"+macs[0]+",["+guest+"]")
+
+	inNS := &netnstest.Netns{Name: ns.Name}
+	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		err = inNS.Do(func() error {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+	dir := filepath.Join(theSuite.dir, "services-ipv6")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, Netns: ns.Name, Host: host, Dial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close() })
+	t.Logf("Ironic and ironic-inspector up in the namespace at %s, %s in %v", svc.IronicURL, svc.InspectorURL, time.Since(t0).Round(time.Second))
+	mark := svc.Mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
+		}
+	})
+	ironic, err := svc.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspector, err := svc.InspectorClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	m := vmtest.DefaultMachine("bios")
+	m.Name = "ironic-agent-ipv6"
+	m.Dir = vmDir(t)
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	m.MemoryMB = 1024
+	// One disk: the agent waits for a root disk of 4 GiB (sparse).
+	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: "LAB-VBLK-0601"}}
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: macs[0], Backend: "fd"}}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	// Something for cleaning's metadata erase to remove.
+	disk := m.DiskPath("vblk")
+	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
+	base := "http://[" + host + "]"
+	common := " ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60"
+
+	node := enroll(t, ctx, &suite{ironic: ironic}, ironictest.NodeSpec{Name: "vm-ipv6", InspectInterface: "inspector",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+
+	// Inspection.
+	start := time.Now()
+	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + common
+	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	if _, err := ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inspection over IPv6: %.1fs from QEMU start (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	data, err := inspector.Data(ctx, node.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := data["inventory"].(map[string]any)
+	ifaces, _ := inv["interfaces"].([]any)
+	var v6 any = "no interface " + macs[0]
+	for _, i := range ifaces {
+		if im, _ := i.(map[string]any); im["mac_address"] == macs[0] {
+			v6 = im["ipv6_address"]
+		}
+	}
+	if v6 != guest {
+		t.Errorf("inventory ipv6_address %v, want %s", v6, guest)
+	}
+	vm.Kill()
+
+	// Cleaning: lookup, heartbeats, Ironic calling the agent back.
+	start = time.Now()
+	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.Append = "ipa-api-url=" + base + ":6385" + common
+	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	// Ironic keeps the callback URL of the heartbeats while cleaning and
+	// forgets it at the end.
+	agentURL := ""
+	if _, err := ironic.WaitFor(ctx, node.UUID, 5*time.Minute, "an agent_url", func(n *nodes.Node) bool {
+		agentURL, _ = n.DriverInternalInfo["agent_url"].(string)
+		return agentURL != "" || n.ProvisionState == "available"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if agentURL != "https://["+guest+"]:9999" {
+		t.Errorf("Ironic's agent_url %q, want https://[%s]:9999", agentURL, guest)
+	}
+	if _, err := ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	hb := "?"
+	if l, ok := vm.Find("heartbeat successful"); ok {
+		hb = l.At.Round(100 * time.Millisecond).String()
+	}
+	t.Logf("cleaning over IPv6: %.1fs to available; first heartbeat %s after QEMU start", time.Since(start).Seconds(), hb)
+	if l, ok := vm.Find(`msg="DHCPv6 lease"`); !ok || !strings.Contains(l.Text, "address="+guest) {
+		t.Errorf("no DHCPv6 lease for %s in the guest's log: %q", guest, l.Text)
+	}
+	vm.Kill()
+	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+		t.Errorf("the start of the disk was not erased: cleaning did not run its steps through the agent")
+	}
+	t.Logf("Ironic called the agent back at %s", agentURL)
+
+	// Deploy: the image from an HTTP server on the namespace's IPv6
+	// address (Ironic checks the URL from there too), written to the disk.
+	img := mbrImage()
+	var l net.Listener
+	if err := inNS.Do(func() (err error) {
+		l, err = net.Listen("tcp6", "["+host+"]:8080")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	imgSrv := &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
+	})}
+	go func() { _ = imgSrv.Serve(l) }()
+	t.Cleanup(func() { _ = imgSrv.Close() })
+	// At the end of a BIOS deploy Ironic sets the boot device to disk,
+	// which the fake management interface refuses.
+	ops := append(imageInfo("http://["+host+"]:8080/image.raw", img),
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"})
+	if err := nodes.Update(ctx, ironic.Service, node.UUID, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	if _, err := ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deploy over IPv6: %.1fs to active", time.Since(start).Seconds())
+	// Ironic ends the deploy by asking the agent to power off.
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAt(t, disk, 0, len(img)); !bytes.Equal(got, img) {
+		t.Errorf("the disk does not hold the image")
+	}
+}
