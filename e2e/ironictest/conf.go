@@ -50,14 +50,21 @@ func ironicConf(c Config) string {
 	w("state_path = %s", p("state"))
 	w("tempdir = %s", p("state", "tmp"))
 	w("graceful_shutdown_timeout = 5")
-	w("enabled_hardware_types = fake-hardware")
-	w("enabled_power_interfaces = fake")
+	// ipmi supports only the pxe and ipxe boot interfaces; with
+	// dhcp_provider none, pxe writes its files below tftp_root and nothing
+	// serves them (the VM is handed the kernel directly).
+	hw, power, mgmt, boot := "fake-hardware", "fake", "fake,noop", "fake"
+	if c.IPMI {
+		hw, power, mgmt, boot = hw+",ipmi", power+",ipmitool", mgmt+",ipmitool", boot+",pxe"
+	}
+	w("enabled_hardware_types = %s", hw)
+	w("enabled_power_interfaces = %s", power)
 	w("default_power_interface = fake")
-	w("enabled_management_interfaces = fake,noop")
+	w("enabled_management_interfaces = %s", mgmt)
 	w("default_management_interface = fake")
 	w("enabled_deploy_interfaces = direct,fake")
 	w("default_deploy_interface = direct")
-	w("enabled_boot_interfaces = fake")
+	w("enabled_boot_interfaces = %s", boot)
 	w("default_boot_interface = fake")
 	w("enabled_inspect_interfaces = no-inspect,fake,inspector")
 	w("default_inspect_interface = no-inspect")
@@ -132,6 +139,14 @@ func ironicConf(c Config) string {
 	w("[dhcp]")
 	w("dhcp_provider = none")
 	w("")
+	if c.IPMI {
+		// The BMC is a local ipmi_sim that answers at once: the default
+		// 5 s between two commands to it would outlast
+		// power_state_change_timeout.
+		w("[ipmi]")
+		w("min_command_interval = 1")
+		w("")
+	}
 	// Split mode: the API reaches the conductor at http://<host>:port.
 	w("[json_rpc]")
 	w("auth_strategy = noauth")

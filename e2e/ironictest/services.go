@@ -40,6 +40,10 @@ type Config struct {
 	// process, so the API can be stopped while the conductor goes on.
 	Split       bool
 	JSONRPCPort int
+	// IPMI also enables Ironic's ipmi hardware type (ipmitool power and
+	// management, pxe boot) for nodes behind a real IPMI LAN endpoint, such
+	// as vmtest's ipmi_sim.
+	IPMI bool
 }
 
 func (c *Config) defaults() {

@@ -1,0 +1,171 @@
+package vm
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// bmcAddress is the LAN address of TestVMIPMIBIOS's BMC: a loopback
+// address other than 127.0.0.1 (all of 127/8 reaches lo without set-up),
+// so an inventory that reported the host's own address would not pass.
+const bmcAddress = "127.95.40.1"
+
+// TestVMIPMIBIOS is the machine behind a BMC that Ironic drives: OpenIPMI's
+// ipmi_sim holds the VM's power and boot device, Ironic's ipmi hardware
+// type (ipmitool power and management, no fake interface, no vendor
+// work-around) powers it on, reads the power state, sets the boot device,
+// reboots it and powers it off; then an inspection, whose boot Ironic
+// starts over IPMI, runs the agent, which reads the same BMC over KCS: the
+// inventory's bmc_address and bmc_mac are the ipmi_address Ironic used and
+// the BMC's MAC. Under SeaBIOS; Ironic's PXE configuration is not served
+// yet, so a network boot hands QEMU the ramdisk's kernel directly.
+func TestVMIPMIBIOS(t *testing.T) {
+	rd := ramdisk(t)
+	for _, p := range []string{"ipmi_sim", "ipmitool"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian packages openipmi and ipmitool; in test.sh)", p)
+		}
+	}
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
+	agentPort := agentPortBase + 5
+	m := serviceMachine(t, rd, "bios", agentPort, macs)
+	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,
+		LANAddress: bmcAddress, LANPort: bmcLANPort, LANMAC: "02:00:00:95:40:01",
+		User: "ironic", Password: "ipmi-s3cret", VMPort: bmcVMPort}
+	testStart := time.Now()
+	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
+			if vm := bmc.VM(); vm != nil {
+				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 80))
+			}
+		}
+		bmc.Close()
+	})
+	// What Ironic's PXE configuration would give an inspection ramdisk.
+	bmc.SetKernelArgs(agentArgs(agentPort, true) + " ironic_agent.dhcp=" + macs[0])
+
+	driverInfo := map[string]any{
+		"ipmi_address":  bmcAddress,
+		"ipmi_port":     bmcLANPort,
+		"ipmi_username": m.BMC.User,
+		"ipmi_password": m.BMC.Password,
+		// ipmi_sim offers no SHA-256 cipher suite; ipmitool's default
+		// (17) would cost every command about 9 s of probing first.
+		"ipmi_cipher_suite": 3,
+		// The pxe boot interface (the only kind the ipmi hardware type
+		// takes, besides ipxe) wants the ramdisk it would serve.
+		"deploy_kernel":  "file://" + rd.KernelFor(m.Firmware),
+		"deploy_ramdisk": "file://" + rd.InitrdFor(m.Firmware),
+	}
+	// enroll's "manage" makes Ironic validate the credentials and read the
+	// power state over IPMI.
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-ipmi-bios", InspectInterface: "inspector", IPMI: driverInfo,
+		Properties: map[string]any{"capabilities": "boot_mode:bios", "vendor": nil}}, macs)
+	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.PowerState != "power off" {
+		t.Fatalf("power state after manage: %+v, %v; want power off", n, err)
+	}
+	waitPower := func(want string) {
+		t.Helper()
+		if _, err := s.ironic.WaitFor(ctx, node.UUID, time.Minute, "power_state "+want, func(n *nodes.Node) bool {
+			return n.PowerState == want && n.TargetPowerState == ""
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPower := func(target nodes.TargetPowerState, want string) {
+		t.Helper()
+		start := time.Now()
+		if err := nodes.ChangePowerState(ctx, s.ironic.Service, node.UUID, nodes.PowerStateOpts{Target: target}).ExtractErr(); err != nil {
+			t.Fatalf("power %s: %v", target, err)
+		}
+		waitPower(want)
+		t.Logf("Ironic: %s took %.1fs", target, time.Since(start).Seconds())
+	}
+
+	// The boot device Ironic sets is what the next power-on boots.
+	if err := nodes.SetBootDevice(ctx, s.ironic.Service, node.UUID, nodes.BootDeviceOpts{BootDevice: "disk", Persistent: true}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := bmc.BootDevice(); got != vmtest.BootDisk {
+		t.Errorf("BMC boot device after Ironic set disk: %q", got)
+	}
+	var bd nodes.BootDeviceOpts
+	if err := nodes.GetBootDevice(ctx, s.ironic.Service, node.UUID).ExtractInto(&bd); err != nil || bd.BootDevice != "disk" {
+		t.Errorf("Ironic's boot device: %+v, %v; want disk", bd, err)
+	}
+	setPower(nodes.PowerOn, "power on")
+	vm, err := bmc.WaitBoot(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(vm.Cmdline, "-kernel") {
+		t.Errorf("a disk boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+	}
+	setPower(nodes.Rebooting, "power on")
+	if _, err := bmc.WaitBoot(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	setPower(nodes.PowerOff, "power off")
+	if bmc.On() {
+		t.Error("Ironic reports power off, the BMC's machine runs")
+	}
+
+	// Inspection: Ironic sets the boot device to pxe and powers the
+	// machine on; ironic-inspector powers it off at the end.
+	start := time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
+		t.Fatal(err)
+	}
+	vm, err = bmc.WaitBoot(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bmc.BootDevice(); got != vmtest.BootPXE {
+		t.Errorf("BMC boot device for inspection: %q, want pxe", got)
+	}
+	if !slices.Contains(vm.Cmdline, "-kernel") {
+		t.Errorf("the network boot was not handed the ramdisk: %s", vmtest.ShellQuote(vm.Cmdline))
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inspection: %.1fs from Ironic's request (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	waitPower("power off")
+	offCtx, offCancel := context.WithTimeout(ctx, time.Minute)
+	defer offCancel()
+	if err := bmc.WaitOff(offCtx); err != nil {
+		t.Error(err)
+	}
+	inv := inspectedInventory(t, ctx, s, node.UUID)
+	checkInventory(t, inv, m)
+	stored, err := s.ironic.GetNode(ctx, node.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := stored.DriverInfo["ipmi_address"]
+	if got := inv["bmc_address"]; got != used {
+		t.Errorf("inventory bmc_address = %v, Ironic's ipmi_address = %v: want them equal", got, used)
+	}
+	if got := inv["bmc_mac"]; got != m.BMC.LANMAC {
+		t.Errorf("inventory bmc_mac = %v, want the BMC's %s", got, m.BMC.LANMAC)
+	}
+	t.Logf("bmc_address %v, bmc_mac %v, bmc_v6address %v; BMC events: %s; whole test %.1fs",
+		inv["bmc_address"], inv["bmc_mac"], inv["bmc_v6address"], strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
+}
