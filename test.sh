@@ -24,6 +24,7 @@ APT_PACKAGES=(
 	grub2-common
 	hdparm
 	iproute2
+	ipmitool
 	ironic-api
 	ironic-conductor
 	ironic-inspector
@@ -31,6 +32,7 @@ APT_PACKAGES=(
 	mount
 	mtools
 	nvme-cli
+	openipmi
 	ovmf
 	parted
 	python3-ironic

@@ -44,6 +44,12 @@ type Config struct {
 	// management, pxe boot) for nodes behind a real IPMI LAN endpoint, such
 	// as vmtest's ipmi_sim.
 	IPMI bool
+	// InspectorCallbackURL is ironic-inspector's address as the machines
+	// reach it, which Ironic writes into the ramdisk's parameters when it
+	// boots an inspection itself (a pxe boot interface); Ironic refuses a
+	// loopback one. Default http://127.0.0.1:InspectorPort, for tests
+	// where the inspector manages the boot.
+	InspectorCallbackURL string
 }
 
 func (c *Config) defaults() {

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -61,6 +62,16 @@ func TestVMIPMIBIOS(t *testing.T) {
 	// What Ironic's PXE configuration would give an inspection ramdisk.
 	bmc.SetKernelArgs(agentArgs(agentPort, true) + " ironic_agent.dhcp=" + macs[0])
 
+	images := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/deploy.kernel":
+			http.ServeFile(w, r, rd.KernelFor(m.Firmware))
+		case "/deploy.initramfs":
+			http.ServeFile(w, r, rd.InitrdFor(m.Firmware))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
 	driverInfo := map[string]any{
 		"ipmi_address":  bmcAddress,
 		"ipmi_port":     bmcLANPort,
@@ -70,9 +81,11 @@ func TestVMIPMIBIOS(t *testing.T) {
 		// (17) would cost every command about 9 s of probing first.
 		"ipmi_cipher_suite": 3,
 		// The pxe boot interface (the only kind the ipmi hardware type
-		// takes, besides ipxe) wants the ramdisk it would serve.
-		"deploy_kernel":  "file://" + rd.KernelFor(m.Firmware),
-		"deploy_ramdisk": "file://" + rd.InitrdFor(m.Firmware),
+		// takes, besides ipxe) fetches the ramdisk it would serve. Over
+		// HTTP: Ironic 21.4.4 takes file:// URLs only below a few fixed
+		// directories.
+		"deploy_kernel":  "http://" + images + "/deploy.kernel",
+		"deploy_ramdisk": "http://" + images + "/deploy.initramfs",
 	}
 	// enroll's "manage" makes Ironic validate the credentials and read the
 	// power state over IPMI.
@@ -133,9 +146,17 @@ func TestVMIPMIBIOS(t *testing.T) {
 	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
 	}
-	vm, err = bmc.WaitBoot(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
+	// Until the power-on, Ironic may fail the inspection instead.
+	for vm = nil; vm == nil; {
+		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+		vm, _ = bmc.WaitBoot(wctx, 2)
+		wcancel()
+		if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.ProvisionState == "inspect failed" {
+			t.Fatalf("no power-on for inspection: %v (%v)", err, n.LastError)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no power-on for inspection: %v; BMC events: %s", ctx.Err(), strings.Join(bmc.Events(), "; "))
+		}
 	}
 	if got := bmc.BootDevice(); got != vmtest.BootPXE {
 		t.Errorf("BMC boot device for inspection: %q, want pxe", got)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -146,7 +147,7 @@ func services(t *testing.T) *suite {
 		// power interface runs it when the conductor loads it.
 		_, noIPMItool := exec.LookPath("ipmitool")
 		s.services, s.svcErr = ironictest.Start(ctx, ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
-			IPMI: noIPMItool == nil})
+			IPMI: noIPMItool == nil, InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
 		if s.svcErr != nil {
 			return
 		}
