@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -27,7 +28,8 @@ const bmcAddress = "127.95.40.1"
 // reboots it and powers it off; then an inspection, whose boot Ironic
 // starts over IPMI, runs the agent, which reads the same BMC over KCS: the
 // inventory's bmc_address and bmc_mac are the ipmi_address Ironic used and
-// the BMC's MAC. Under SeaBIOS; Ironic's PXE configuration is not served
+// the BMC's MAC. Then automated cleaning, booted and powered off by Ironic
+// over IPMI as well. Under SeaBIOS; Ironic's PXE configuration is not served
 // yet, so a network boot hands QEMU the ramdisk's kernel directly.
 func TestVMIPMIBIOS(t *testing.T) {
 	rd := ramdisk(t)
@@ -187,6 +189,29 @@ func TestVMIPMIBIOS(t *testing.T) {
 	if got := inv["bmc_mac"]; got != m.BMC.LANMAC {
 		t.Errorf("inventory bmc_mac = %v, want the BMC's %s", got, m.BMC.LANMAC)
 	}
-	t.Logf("bmc_address %v, bmc_mac %v, bmc_v6address %v; BMC events: %s; whole test %.1fs",
-		inv["bmc_address"], inv["bmc_mac"], inv["bmc_v6address"], strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
+	t.Logf("bmc_address %v, bmc_mac %v, bmc_v6address %v", inv["bmc_address"], inv["bmc_mac"], inv["bmc_v6address"])
+
+	// Automated cleaning, booted by Ironic the same way; the agent looks
+	// the node up and heartbeats, and Ironic powers the machine off when
+	// the steps are done.
+	bmc.SetKernelArgs(agentArgs(agentPort, false) + " ironic_agent.dhcp=" + macs[0])
+	boots := bmc.Boots()
+	start = time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitPower("power off")
+	if bmc.Boots() != boots+1 || bmc.On() || bmc.BootDevice() != vmtest.BootPXE {
+		t.Errorf("cleaning: %d power-ons, machine on %v, boot device %q; want 1, false, pxe", bmc.Boots()-boots, bmc.On(), bmc.BootDevice())
+	}
+	vm = bmc.VM()
+	hb := "?"
+	if l, ok := vm.Find("heartbeat successful"); ok {
+		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
+	}
+	t.Logf("cleaning: %.1fs from Ironic's request to available and off (first heartbeat %s after QEMU started)", time.Since(start).Seconds(), hb)
+	t.Logf("BMC events: %s; whole test %.1fs", strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
 }
