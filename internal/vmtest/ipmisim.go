@@ -1,11 +1,11 @@
 package vmtest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -65,7 +65,8 @@ type IPMISim struct {
 
 // StartIPMISim starts ipmi_sim as the BMC of m (m.BMC.Kind BMCOpenIPMI),
 // powered off. Its configuration, state and log are in m.Dir/bmc; ctx
-// bounds the BMC and every VM it starts. Close stops both.
+// bounds the BMC and every VM it starts. Close stops both. The running
+// binary must call MaybeRelay first thing: it is the control program.
 func StartIPMISim(ctx context.Context, m Machine, opts Options) (*IPMISim, error) {
 	if m.BMC == nil || m.BMC.Kind != BMCOpenIPMI {
 		return nil, errors.New("vmtest: StartIPMISim needs Machine.BMC of kind " + BMCOpenIPMI)
@@ -170,9 +171,9 @@ func (s *IPMISim) waitLAN(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("ipmi_sim exited: %v", err)
 		default:
 		}
-		if _, err := c.Write(ping); err != nil && ctx.Err() != nil {
-			return err
-		}
+		// Until ipmi_sim has bound the port, the write may fail with the
+		// ICMP refusal of the previous ping; the next round retries.
+		_, _ = c.Write(ping)
 		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		if n, err := c.Read(buf); err == nil && n > 0 {
 			return nil
@@ -197,13 +198,14 @@ func (s *IPMISim) Close() {
 	}
 	if s.proc != nil {
 		_ = syscall.Kill(-s.proc.Process.Pid, syscall.SIGTERM)
+		var err error
 		select {
-		case err := <-s.procErr:
-			s.procErr <- err
+		case err = <-s.procErr:
 		case <-time.After(5 * time.Second):
 			_ = syscall.Kill(-s.proc.Process.Pid, syscall.SIGKILL)
-			s.procErr <- <-s.procErr
+			err = <-s.procErr
 		}
+		s.procErr <- err // for a second Close
 	}
 	_ = os.RemoveAll(filepath.Join(s.machine.Dir, "bmc", "state"))
 	_ = os.Remove(filepath.Join(s.machine.Dir, "bmc", "control.sock"))
@@ -215,13 +217,6 @@ func (s *IPMISim) SetKernelArgs(append string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appendArgs = append
-}
-
-// PowerOn powers the machine on as a power button would.
-func (s *IPMISim) PowerOn() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.powerOnLocked("test")
 }
 
 // On reports whether the machine is powered on.
@@ -252,8 +247,8 @@ func (s *IPMISim) Boots() int {
 	return s.boots
 }
 
-// Events lists what the BMC was asked to do, in order ("power on (lan)",
-// "boot disk", ...), for the test's log.
+// Events lists what happened to the machine, in order ("boot device
+// disk", "power on by IPMI (boot disk)", ...), for the test's log.
 func (s *IPMISim) Events() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -356,7 +351,7 @@ func (s *IPMISim) powerOnLocked(from string) error {
 	}
 	s.vm = vm
 	s.boots++
-	s.notifyLocked(fmt.Sprintf("power on from %s (boot %s)", from, s.boot))
+	s.notifyLocked(fmt.Sprintf("power on by %s (boot %s)", from, s.boot))
 	go func() {
 		<-vm.done
 		s.mu.Lock()
@@ -372,7 +367,7 @@ func (s *IPMISim) powerOffLocked(from string) {
 	if vm := s.vm; vm != nil && s.onLocked() {
 		s.killed = vm
 		vm.Kill()
-		s.notifyLocked("power off from " + from)
+		s.notifyLocked("power off by " + from)
 	}
 }
 
@@ -400,7 +395,7 @@ func (s *IPMISim) handle(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	var args []string
 	var reply controlReply
-	if err := json.NewDecoder(bufio.NewReader(&limitedConn{c, 64 << 10})).Decode(&args); err != nil {
+	if err := json.NewDecoder(io.LimitReader(c, 64<<10)).Decode(&args); err != nil {
 		reply.Err = "bad request: " + err.Error()
 	} else if req, err := parseControl(args); err != nil {
 		reply.Err = err.Error()
@@ -410,23 +405,6 @@ func (s *IPMISim) handle(c net.Conn) {
 		reply.Out = out
 	}
 	_ = json.NewEncoder(c).Encode(reply)
-}
-
-type limitedConn struct {
-	c    net.Conn
-	left int
-}
-
-func (l *limitedConn) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		return 0, errors.New("request too long")
-	}
-	if len(p) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.c.Read(p)
-	l.left -= n
-	return n, err
 }
 
 // do carries out one request and returns ipmi_sim's "name:value" lines.
@@ -461,22 +439,22 @@ func (s *IPMISim) do(req controlRequest) (string, error) {
 		switch kv[0] {
 		case "power":
 			if kv[1] == "1" {
-				if err := s.powerOnLocked("BMC"); err != nil {
+				if err := s.powerOnLocked("IPMI"); err != nil {
 					return "", err
 				}
 			} else {
-				s.powerOffLocked("BMC")
+				s.powerOffLocked("IPMI")
 			}
 		case "reset":
 			// A hard reset: the next boot reads the boot device again,
 			// which QEMU's own reset would not.
-			s.powerOffLocked("BMC reset")
-			if err := s.powerOnLocked("BMC reset"); err != nil {
+			s.powerOffLocked("IPMI reset")
+			if err := s.powerOnLocked("IPMI reset"); err != nil {
 				return "", err
 			}
 		case "shutdown":
 			// No ACPI button from here: a soft power-off is a hard one.
-			s.powerOffLocked("BMC soft shutdown")
+			s.powerOffLocked("IPMI soft shutdown")
 		case "boot":
 			s.boot = kv[1]
 			s.events = append(s.events, "boot device "+kv[1])
