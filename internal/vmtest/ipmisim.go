@@ -34,9 +34,9 @@ const (
 // IPMISim is OpenIPMI's ipmi_sim acting as a machine's BMC: a LAN channel
 // (RMCP and RMCP+) on the Machine's BMC address for Ironic's ipmitool, and
 // the KCS system interface inside the guest through QEMU's ipmi-bmc-extern.
-// The BMC holds the power: a power-on (over the LAN or PowerOn) starts
-// QEMU, a power-off kills it, a guest that powers off is off. Each power-on
-// boots what the BMC's boot device says.
+// The BMC holds the power: a power-on over IPMI starts QEMU, a power-off
+// kills it, a guest that powers off is off. Each power-on boots what the
+// BMC's boot device says.
 //
 // ipmi_sim only runs programs for chassis control (power, reset, boot
 // device) and for the LAN parameters it cannot know (address, MAC); both
@@ -125,7 +125,7 @@ func StartIPMISim(ctx context.Context, m Machine, opts Options) (*IPMISim, error
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The control program is this binary; built with -race, it would
 	// sleep 1 s at every exit, and ipmi_sim waits for it.
-	cmd.Env = append(os.Environ(), strings.TrimSpace("GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -383,8 +383,9 @@ func (s *IPMISim) serve() {
 	}
 }
 
-// controlReply is what the control program prints (Out, on stdout, for
-// ipmi_sim to parse) and whether it fails (Err, on stderr, exit status 1).
+// controlReply is what the control program prints for ipmi_sim to parse
+// (Out), or why it fails (Err: printed too, for ipmi_sim's log, with exit
+// status 1).
 type controlReply struct {
 	Out string `json:"out,omitempty"`
 	Err string `json:"err,omitempty"`
