@@ -16,11 +16,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
-// bmcAddress is the LAN address of TestVMIPMIBIOS's BMC: a loopback
-// address other than 127.0.0.1 (all of 127/8 reaches lo without set-up),
-// so an inventory that reported the host's own address would not pass.
-const bmcAddress = "127.95.40.1"
-
 // TestVMIPMIBIOS is the machine behind a BMC that Ironic drives: OpenIPMI's
 // ipmi_sim holds the VM's power and boot device, Ironic's ipmi hardware
 // type (ipmitool power and management, no fake interface, no vendor
@@ -31,7 +26,17 @@ const bmcAddress = "127.95.40.1"
 // the BMC's MAC. Then automated cleaning, booted and powered off by Ironic
 // over IPMI as well. Under SeaBIOS; Ironic's PXE configuration is not served
 // yet, so a network boot hands QEMU the ramdisk's kernel directly.
-func TestVMIPMIBIOS(t *testing.T) {
+func TestVMIPMIBIOS(t *testing.T) { ipmiLifecycle(t, "bios", 0) }
+
+// TestVMIPMIUEFI is TestVMIPMIBIOS under OVMF: Ironic sets the boot device
+// of a UEFI node with its raw Set System Boot Options (the EFI flag set).
+func TestVMIPMIUEFI(t *testing.T) { ipmiLifecycle(t, "uefi", 1) }
+
+// ipmiLifecycle runs the scenario for firmware fw; n tells the tests'
+// MACs, ports and BMC addresses apart. The BMC's LAN address is a loopback
+// address other than 127.0.0.1 (all of 127/8 reaches lo without set-up),
+// so an inventory that reported the host's own address would not pass.
+func ipmiLifecycle(t *testing.T, fw string, n int) {
 	rd := ramdisk(t)
 	for _, p := range []string{"ipmi_sim", "ipmitool"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -41,12 +46,13 @@ func TestVMIPMIBIOS(t *testing.T) {
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
-	agentPort := agentPortBase + 5
-	m := serviceMachine(t, rd, "bios", agentPort, macs)
+	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 5+n), fmt.Sprintf("52:54:00:6d:%02x:02", 5+n)}
+	agentPort := agentPortBase + 5 + n
+	m := serviceMachine(t, rd, fw, agentPort, macs)
+	bmcAddress := fmt.Sprintf("127.95.40.%d", 1+n)
 	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,
-		LANAddress: bmcAddress, LANPort: bmcLANPort, LANMAC: "02:00:00:95:40:01",
-		User: "ironic", Password: "ipmi-s3cret", VMPort: bmcVMPort}
+		LANAddress: bmcAddress, LANPort: bmcLANPort + 2*n, LANMAC: fmt.Sprintf("02:00:00:95:40:%02x", 1+n),
+		User: "ironic", Password: "ipmi-s3cret", VMPort: bmcVMPort + 2*n}
 	testStart := time.Now()
 	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
 	if err != nil {
@@ -76,7 +82,7 @@ func TestVMIPMIBIOS(t *testing.T) {
 	}))
 	driverInfo := map[string]any{
 		"ipmi_address":  bmcAddress,
-		"ipmi_port":     bmcLANPort,
+		"ipmi_port":     m.BMC.LANPort,
 		"ipmi_username": m.BMC.User,
 		"ipmi_password": m.BMC.Password,
 		// ipmi_sim offers no SHA-256 cipher suite; ipmitool's default
@@ -91,8 +97,8 @@ func TestVMIPMIBIOS(t *testing.T) {
 	}
 	// enroll's "manage" makes Ironic validate the credentials and read the
 	// power state over IPMI.
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-ipmi-bios", InspectInterface: "inspector", IPMI: driverInfo,
-		Properties: map[string]any{"capabilities": "boot_mode:bios", "vendor": nil}}, macs)
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-ipmi-" + fw, InspectInterface: "inspector", IPMI: driverInfo,
+		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, macs)
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.PowerState != "power off" {
 		t.Fatalf("power state after manage: %+v, %v; want power off", n, err)
 	}

@@ -29,8 +29,8 @@ const (
 	inspectorPort = 9511
 	agentPortBase = 9520 // hostfwd to the guest's agent API, one per VM
 	imagePort     = 9530
-	bmcLANPort    = 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS
-	bmcVMPort     = 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern
+	bmcLANPort    = 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS (+2: TestVMIPMIUEFI)
+	bmcVMPort     = 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
 )
 
 // suite holds what the tests share, made on first use: the ramdisk (every
