@@ -53,6 +53,16 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,
 		LANAddress: bmcAddress, LANPort: bmcLANPort + 2*n, LANMAC: fmt.Sprintf("02:00:00:95:40:%02x", 1+n),
 		User: "ironic", Password: "ipmi-s3cret", VMPort: bmcVMPort + 2*n}
+	// Under SeaBIOS a disk boot prints diskBootMarker: a boot sector on
+	// every disk (cleaning wipes them later). OVMF boots no MBR code.
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if fw == "bios" {
+		for _, d := range m.Disks {
+			writeAt(t, m.DiskPath(d.ID), 0, markerBootSector())
+		}
+	}
 	testStart := time.Now()
 	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
 	if err != nil {
@@ -139,6 +149,14 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	if slices.Contains(vm.Cmdline, "-kernel") {
 		t.Errorf("a disk boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
 	}
+	if fw == "bios" {
+		lctx, lcancel := context.WithTimeout(ctx, time.Minute)
+		_, err := vm.WaitFor(lctx, diskBootMarker)
+		lcancel()
+		if err != nil {
+			t.Errorf("boot device disk: %v", err)
+		}
+	}
 	setPower(nodes.Rebooting, "power on")
 	if _, err := bmc.WaitBoot(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -220,4 +238,29 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	t.Logf("cleaning: %.1fs from Ironic's request to available and off (first heartbeat %s after QEMU started)", time.Since(start).Seconds(), hb)
 	t.Logf("BMC events: %s; whole test %.1fs", strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
+}
+
+// diskBootMarker is what markerBootSector prints on the serial port.
+const diskBootMarker = "vmtest: booted from disk"
+
+// markerBootSector is an MBR boot sector whose code writes diskBootMarker
+// to COM1 and halts: proof that the firmware booted the disk.
+func markerBootSector() []byte {
+	code := []byte{
+		0xba, 0xf8, 0x03, // mov dx, 0x3f8 (COM1)
+		0xbe, 0x00, 0x00, // mov si, <message> (set below)
+		0xac,       // next: lodsb
+		0x84, 0xc0, // test al, al
+		0x74, 0x03, // jz end
+		0xee,       // out dx, al
+		0xeb, 0xf8, // jmp next
+		0xfa, 0xf4, // end: cli; hlt
+		0xeb, 0xfc, // jmp end
+	}
+	msg := 0x7c00 + len(code) // the BIOS loads the sector at 0000:7c00
+	code[4], code[5] = byte(msg), byte(msg>>8)
+	sector := make([]byte, 512)
+	copy(sector, append(code, diskBootMarker+"\r\n\x00"...))
+	sector[510], sector[511] = 0x55, 0xaa
+	return sector
 }
