@@ -25,6 +25,7 @@ APT_PACKAGES=(
 	grub-pc-bin
 	grub2-common
 	iproute2
+	ipmitool
 	ironic-api
 	ironic-conductor
 	ironic-inspector
@@ -33,6 +34,7 @@ APT_PACKAGES=(
 	mdadm
 	mount
 	mtools
+	openipmi
 	ovmf
 	parted
 	python3-ironic

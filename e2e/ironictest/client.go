@@ -89,6 +89,9 @@ type NodeSpec struct {
 	Properties map[string]any
 	// InstanceInfo is set on the node as given.
 	InstanceInfo map[string]any
+	// IPMI, when set, is the driver_info of an ipmi node (ipmitool power
+	// and management, pxe boot; Config.IPMI) instead of fake-hardware.
+	IPMI map[string]any
 }
 
 // createWithInstanceInfo is nodes.CreateOpts with instance_info, which
@@ -142,6 +145,10 @@ func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*nodes.Node, er
 		Properties:          props,
 		AutomatedClean:      spec.AutomatedClean,
 	}, instanceInfo: spec.InstanceInfo}
+	if spec.IPMI != nil {
+		opts.Driver, opts.DriverInfo = "ipmi", spec.IPMI
+		opts.BootInterface, opts.PowerInterface, opts.ManagementInterface = "pxe", "ipmitool", "ipmitool"
+	}
 	n, err := nodes.Create(ctx, c.Service, opts).Extract()
 	return n, explain(err)
 }

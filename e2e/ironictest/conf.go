@@ -23,6 +23,8 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //     as the API calls the conductor at http://<host>:<json_rpc port>.
 //   - fake-hardware with fake power/management/boot: no BMC, DHCP or TFTP.
 //     (manual-management cannot load: it supports only pxe/ipxe boot.)
+//     Config.IPMI adds the ipmi hardware type with ipmitool power and
+//     management and pxe boot, for nodes behind a simulated BMC.
 //   - deploy direct: the agent deploy interface; inspect inspector: Ironic
 //     drives ironic-inspector; raid agent: nodes accept RAID steps from the agent.
 //   - ramdisk_heartbeat_timeout short: the agent heartbeats every 0.3-0.6 of
@@ -50,15 +52,27 @@ func ironicConf(c Config) string {
 	w("state_path = %s", p("state"))
 	w("tempdir = %s", p("state", "tmp"))
 	w("graceful_shutdown_timeout = 5")
-	w("enabled_hardware_types = fake-hardware")
-	w("enabled_power_interfaces = fake")
-	w("default_power_interface = fake")
-	w("enabled_management_interfaces = fake,noop")
-	w("default_management_interface = fake")
+	// ipmi supports only the pxe and ipxe boot interfaces; with
+	// dhcp_provider none, pxe writes its files below tftp_root and nothing
+	// serves them (the VM is handed the kernel directly). A default
+	// interface must suit every enabled hardware type, so with ipmi each
+	// type takes the first of its own that is enabled (fake for
+	// fake-hardware, as before).
+	hw, power, mgmt, boot := "fake-hardware", "fake", "fake,noop", "fake"
+	defaultFake := w
+	if c.IPMI {
+		hw, power, mgmt, boot = hw+",ipmi", power+",ipmitool", mgmt+",ipmitool", boot+",pxe"
+		defaultFake = func(string, ...any) {}
+	}
+	w("enabled_hardware_types = %s", hw)
+	w("enabled_power_interfaces = %s", power)
+	defaultFake("default_power_interface = fake")
+	w("enabled_management_interfaces = %s", mgmt)
+	defaultFake("default_management_interface = fake")
 	w("enabled_deploy_interfaces = direct,fake")
 	w("default_deploy_interface = direct")
-	w("enabled_boot_interfaces = fake")
-	w("default_boot_interface = fake")
+	w("enabled_boot_interfaces = %s", boot)
+	defaultFake("default_boot_interface = fake")
 	w("enabled_inspect_interfaces = no-inspect,fake,inspector")
 	w("default_inspect_interface = no-inspect")
 	w("enabled_network_interfaces = noop")
@@ -134,6 +148,14 @@ func ironicConf(c Config) string {
 	w("[dhcp]")
 	w("dhcp_provider = none")
 	w("")
+	if c.IPMI {
+		// The BMC is a local ipmi_sim that answers at once: the default
+		// 5 s between two commands to it would outlast
+		// power_state_change_timeout.
+		w("[ipmi]")
+		w("min_command_interval = 1")
+		w("")
+	}
 	// Split mode: the API reaches the conductor at http://<host>:port.
 	w("[json_rpc]")
 	w("auth_strategy = noauth")
@@ -152,7 +174,11 @@ func ironicConf(c Config) string {
 	w("[inspector]")
 	w("auth_type = none")
 	w("endpoint_override = %s", c.url(c.InspectorPort))
-	w("callback_endpoint_override = %s", c.url(c.InspectorPort))
+	if c.InspectorCallbackURL != "" {
+		w("callback_endpoint_override = %s", c.InspectorCallbackURL)
+	} else {
+		w("callback_endpoint_override = %s", c.url(c.InspectorPort))
+	}
 	w("power_off = true")
 	w("require_managed_boot = false")
 	w("status_check_period = 2")

@@ -3,7 +3,8 @@
 //
 // Everything it starts listens on loopback only and uses Ironic's fake-hardware
 // driver, so Ironic never talks to a BMC, DHCP, TFTP, Keystone, Glance, Neutron
-// or RabbitMQ. The packaged services, /etc/ironic and /etc/ironic-inspector are
+// or RabbitMQ; with Config.IPMI, nodes of the ipmi hardware type talk IPMI to
+// the BMC their driver_info names (a test's ipmi_sim on a loopback address). The packaged services, /etc/ironic and /etc/ironic-inspector are
 // never used: configs, sqlite databases and logs live in a work directory the
 // caller owns.
 package ironictest

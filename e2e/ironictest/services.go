@@ -56,6 +56,16 @@ type Config struct {
 	// Dial connects this process to a service (for the readiness probes
 	// and the clients of HTTPClient); nil dials from this namespace.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// IPMI also enables Ironic's ipmi hardware type (ipmitool power and
+	// management, pxe boot) for nodes behind a real IPMI LAN endpoint, such
+	// as vmtest's ipmi_sim.
+	IPMI bool
+	// InspectorCallbackURL is ironic-inspector's address as the machines
+	// reach it, which Ironic writes into the ramdisk's parameters when it
+	// boots an inspection itself (a pxe boot interface); Ironic refuses a
+	// loopback one. Default http://127.0.0.1:InspectorPort, for tests
+	// where the inspector manages the boot.
+	InspectorCallbackURL string
 }
 
 func (c *Config) defaults() {

@@ -11,7 +11,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,8 @@ const (
 	inspectorPort = 9511
 	agentPortBase = 9520 // hostfwd to the guest's agent API, one per VM
 	imagePort     = 9530
+	bmcLANPort    = 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS (+2: TestVMIPMIUEFI)
+	bmcVMPort     = 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
 )
 
 // suite holds what the tests share, made on first use: the ramdisk (every
@@ -139,7 +143,11 @@ func services(t *testing.T) *suite {
 		if s.svcErr = os.MkdirAll(d, 0o755); s.svcErr != nil {
 			return
 		}
-		s.services, s.svcErr = ironictest.Start(ctx, ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort})
+		// The ipmi hardware type only where ipmitool is installed: its
+		// power interface runs it when the conductor loads it.
+		_, noIPMItool := exec.LookPath("ipmitool")
+		s.services, s.svcErr = ironictest.Start(ctx, ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
+			IPMI: noIPMItool == nil, InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
 		if s.svcErr != nil {
 			return
 		}

@@ -40,19 +40,38 @@ func boot(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Optio
 	t.Cleanup(func() {
 		vm.Kill()
 		if t.Failed() {
-			lines := vm.Lines()
-			if len(lines) > 120 {
-				lines = lines[len(lines)-120:]
-			}
-			var b strings.Builder
-			for _, l := range lines {
-				fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
-			}
 			t.Logf("serial console of %s (end; all of it in %s; QEMU command line in %s):\n%s",
-				m.Firmware, vm.LogPath, filepath.Join(m.Dir, "qemu.cmdline"), b.String())
+				m.Firmware, vm.LogPath, filepath.Join(m.Dir, "qemu.cmdline"), consoleTail(vm, 120))
 		}
 	})
 	return vm
+}
+
+// consoleTail is the last n lines of the VM's console, with their times.
+func consoleTail(vm *vmtest.VM, n int) string {
+	lines := vm.Lines()
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
+	}
+	return b.String()
+}
+
+// inspectedInventory is the inventory ironic-inspector stored for the node.
+func inspectedInventory(t *testing.T, ctx context.Context, s *suite, nodeUUID string) map[string]any {
+	t.Helper()
+	data, err := s.inspector.Data(ctx, nodeUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := data["inventory"].(map[string]any)
+	if inv == nil {
+		t.Fatalf("introspection data has no inventory: %v", keys(data))
+	}
+	return inv
 }
 
 // uptimeAt returns the guest uptime the init logged on the first console
@@ -387,15 +406,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("inspection: %.1fs from QEMU start (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
-	data, err := s.inspector.Data(ctx, node.UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, _ := data["inventory"].(map[string]any)
-	if inv == nil {
-		t.Fatalf("introspection data has no inventory: %v", keys(data))
-	}
-	checkInventory(t, inv, m)
+	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
 	// Inspector ends inspection by powering the node off; the fake power
 	// interface cannot, so the test does. Cleaning boots the ramdisk

@@ -81,13 +81,28 @@ type Machine struct {
 	BMC *BMC
 }
 
-// BMC is QEMU's ipmi-bmc-sim: it answers Get Device ID with this
-// manufacturer and product (QEMU 7.2 reports device ID 0x20 whatever it is
-// told) and refuses the commands it does not implement (Get Channel Info,
-// the LAN configuration) with completion code 0xc1.
+// BMC is the machine's IPMI BMC behind an ISA KCS interface. Kind ""
+// is QEMU's ipmi-bmc-sim: it answers Get Device ID with this manufacturer
+// and product (QEMU 7.2 reports device ID 0x20 whatever it is told) and
+// refuses the commands it does not implement (Get Channel Info, the LAN
+// configuration) with completion code 0xc1. Kind BMCOpenIPMI is OpenIPMI's
+// ipmi_sim, started by StartIPMISim, which holds the machine's power and
+// answers Ironic on its LAN channel.
 type BMC struct {
+	Kind      string
 	MfgID     uint32 // IANA enterprise number
 	ProductID uint16
+	// LANAddress and LANPort are the UDP address of the LAN channel, the
+	// address the BMC also reports as its own (LAN parameter 3); LANMAC is
+	// its MAC (parameter 5). BMCOpenIPMI only.
+	LANAddress string
+	LANPort    int
+	LANMAC     string
+	// User and Password are the administrator's (user 2).
+	User, Password string
+	// VMPort is the TCP port on 127.0.0.1 where ipmi_sim waits for QEMU's
+	// ipmi-bmc-extern.
+	VMPort int
 }
 
 // DefaultMachine is the machine of the fixtures and the end-to-end tests:
@@ -274,8 +289,18 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	if m.BMC != nil {
 		// ISA, not PCI: no slot is taken, so the by-path names and PCI
 		// addresses stay those of the machine without a BMC.
-		a = append(a, "-device", fmt.Sprintf("ipmi-bmc-sim,id=bmc0,mfg_id=%d,product_id=%d", m.BMC.MfgID, m.BMC.ProductID),
-			"-device", "isa-ipmi-kcs,bmc=bmc0")
+		switch m.BMC.Kind {
+		case "":
+			a = append(a, "-device", fmt.Sprintf("ipmi-bmc-sim,id=bmc0,mfg_id=%d,product_id=%d", m.BMC.MfgID, m.BMC.ProductID))
+		case BMCOpenIPMI:
+			// QEMU's VM protocol to ipmi_sim; reconnect: ipmi_sim may
+			// take the connection after QEMU has started.
+			a = append(a, "-chardev", fmt.Sprintf("socket,id=ipmi0,host=127.0.0.1,port=%d,reconnect=1", m.BMC.VMPort),
+				"-device", "ipmi-bmc-extern,id=bmc0,chardev=ipmi0")
+		default:
+			return nil, fmt.Errorf("vmtest: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
+		}
+		a = append(a, "-device", "isa-ipmi-kcs,bmc=bmc0")
 	}
 	if m.Firmware == "uefi" {
 		a = append(a,

@@ -25,9 +25,13 @@ func RelayCommand(target string) string {
 }
 
 // MaybeRelay turns the process into the relay when started by QEMU as
-// RelayCommand made it, and never returns then. Call it first thing in
+// RelayCommand made it, or into the BMC's control program when started by
+// ipmi_sim (see IPMISim), and never returns then. Call it first thing in
 // TestMain or main of every binary that starts VMs.
 func MaybeRelay() {
+	if len(os.Args) >= 3 && os.Args[1] == BMCControlArg {
+		os.Exit(bmcControl(os.Args[2], os.Args[3:]))
+	}
 	if len(os.Args) != 3 || os.Args[1] != RelayArg {
 		return
 	}

@@ -1,0 +1,43 @@
+package ironictest
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestIronicConfIPMI: Config.IPMI enables the ipmi hardware type and drops
+// the fake defaults, which Ironic refuses for a hardware type that does not
+// support them; without it the fake defaults stay.
+func TestIronicConfIPMI(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, InspectorCallbackURL: "http://10.0.2.100:9511"}
+	c.defaults()
+	conf := ironicConf(c)
+	for _, want := range []string{
+		"enabled_hardware_types = fake-hardware,ipmi\n",
+		"enabled_power_interfaces = fake,ipmitool\n",
+		"enabled_management_interfaces = fake,noop,ipmitool\n",
+		"enabled_boot_interfaces = fake,pxe\n",
+		"[ipmi]\nmin_command_interval = 1\n",
+		"callback_endpoint_override = http://10.0.2.100:9511\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with IPMI lacks %q:\n%s", want, conf)
+		}
+	}
+	for _, unwanted := range []string{"default_power_interface", "default_management_interface", "default_boot_interface"} {
+		if strings.Contains(conf, unwanted) {
+			t.Errorf("ironic.conf with IPMI sets %s", unwanted)
+		}
+	}
+	c.IPMI, c.InspectorCallbackURL = false, ""
+	conf = ironicConf(c)
+	for _, want := range []string{"default_power_interface = fake\n", "default_boot_interface = fake\n",
+		"callback_endpoint_override = http://127.0.0.1:5050\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf without IPMI lacks %q", want)
+		}
+	}
+	if strings.Contains(conf, "ipmi") {
+		t.Errorf("ironic.conf without IPMI mentions ipmi:\n%s", conf)
+	}
+}
