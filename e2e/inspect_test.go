@@ -109,6 +109,7 @@ func checkInspectedProperties(t *testing.T, props map[string]any, want fixtureFa
 // port in Ironic, and the agent carries on with lookup.
 func TestDiscovery(t *testing.T) {
 	s := need(t)
+	s.needInspector(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0d:00:01"
 	a := s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.InspectorURL + "/v1/continue",
@@ -185,6 +186,7 @@ func keys(m map[string]any) []string {
 // manageable with the inventory's properties.
 func TestInspectEnrolledNode(t *testing.T) {
 	s := need(t)
+	s.needInspector(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0e:00:01"
 	n := s.enroll(t, "e2e-inspect", mac, ironictest.NodeSpec{
@@ -217,6 +219,7 @@ func TestInspectEnrolledNode(t *testing.T) {
 // machine is discovered) once inspector is back.
 func TestInspectorDownAtStart(t *testing.T) {
 	s := need(t)
+	s.needInspector(t)
 	const mac = "52:54:e2:1b:00:01"
 	if err := s.services.StopInspector(); err != nil {
 		t.Fatal(err)

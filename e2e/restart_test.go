@@ -219,7 +219,7 @@ func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	split, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
+	split, err := ironictest.Start(ctx, s.config(ironictest.Config{Dir: dir, IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,16 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //   - [deploy] erase priorities: what automated cleaning runs; the default
 //     here keeps the full shred out of it.
 //   - graceful_shutdown_timeout: a stopped ironic must not linger 60 s.
-func ironicConf(c Config) string {
-	p, w, b := confWriter(c.Dir)
+//
+// Per series: 2023.1 turns [agent]require_tls off (it was off by default
+// then); newer series keep Ironic's default (on since Ironic 26), so the
+// agent must call back over auto-TLS. The agent inspect interface (built-in
+// inspection) exists from Ironic 22.1; the inspector one is gone in 33, and
+// with it the [inspector] client settings; 2026.1 instead enrolls unknown
+// machines itself ([auto_discovery]). dir is the work directory as the
+// services see it.
+func ironicConf(c Config, dir string) string {
+	p, w, b := confWriter(dir)
 	w("# Written by ironictest for an end-to-end test.")
 	w("[DEFAULT]")
 	w("debug = true")
@@ -59,7 +67,14 @@ func ironicConf(c Config) string {
 	w("default_deploy_interface = direct")
 	w("enabled_boot_interfaces = fake")
 	w("default_boot_interface = fake")
-	w("enabled_inspect_interfaces = no-inspect,fake,inspector")
+	inspect := "no-inspect,fake"
+	if c.Series.HasAgentInspection() {
+		inspect += ",agent"
+	}
+	if c.Series.HasInspector() {
+		inspect += ",inspector"
+	}
+	w("enabled_inspect_interfaces = %s", inspect)
 	w("default_inspect_interface = no-inspect")
 	w("enabled_network_interfaces = noop")
 	w("default_network_interface = noop")
@@ -106,7 +121,9 @@ func ironicConf(c Config) string {
 	w("deploy_logs_collect = on_failure")
 	w("deploy_logs_storage_backend = local")
 	w("deploy_logs_local_path = %s", p("state", "deploy_logs"))
-	w("require_tls = false")
+	if !c.Series.RequiresTLS() {
+		w("require_tls = false")
+	}
 	// Ironic stores each agent's auto-TLS certificate here; the default is
 	// below /var/lib/ironic.
 	w("certificates_path = %s", p("state", "certificates"))
@@ -148,13 +165,23 @@ func ironicConf(c Config) string {
 	w("send_power_notifications = false")
 	w("")
 	w("[inspector]")
-	w("auth_type = none")
-	w("endpoint_override = http://127.0.0.1:%d", c.InspectorPort)
-	w("callback_endpoint_override = http://127.0.0.1:%d", c.InspectorPort)
+	if c.Series.HasInspector() {
+		w("auth_type = none")
+		w("endpoint_override = http://127.0.0.1:%d", c.InspectorPort)
+		w("callback_endpoint_override = http://127.0.0.1:%d", c.InspectorPort)
+		w("status_check_period = 2")
+	}
 	w("power_off = true")
 	w("require_managed_boot = false")
-	w("status_check_period = 2")
 	w("")
+	if c.Series.HasAgentInspection() && !c.Series.HasInspector() {
+		// Unknown machines posting to /v1/continue_inspection are enrolled
+		// as fake-hardware, as ironic-inspector's enroll hook did.
+		w("[auto_discovery]")
+		w("enabled = true")
+		w("driver = fake-hardware")
+		w("")
+	}
 	w("[service_catalog]")
 	w("auth_type = none")
 	w("endpoint_override = http://127.0.0.1:%d", c.IronicPort)
@@ -166,8 +193,8 @@ func ironicConf(c Config) string {
 // RabbitMQ), data stored in the database so the data API answers, unknown
 // machines enrolled into Ironic as fake-hardware with a port per MAC, and
 // the LLDP hook on top of the defaults.
-func inspectorConf(c Config) string {
-	p, w, b := confWriter(c.Dir)
+func inspectorConf(c Config, dir string) string {
+	p, w, b := confWriter(dir)
 	w("# Written by ironictest for an end-to-end test.")
 	w("[DEFAULT]")
 	w("debug = true")

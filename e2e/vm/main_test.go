@@ -132,14 +132,19 @@ func services(t *testing.T) *suite {
 	s.svcOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		if _, s.svcErr = ironictest.EnsurePackages(ctx); s.svcErr != nil {
+		var series ironictest.Series
+		if series, s.svcErr = ironictest.SeriesFromEnv(); s.svcErr != nil {
+			return
+		}
+		var in *ironictest.Installed
+		if in, s.svcErr = ironictest.Install(ctx, series); s.svcErr != nil {
 			return
 		}
 		d := filepath.Join(s.dir, "services")
 		if s.svcErr = os.MkdirAll(d, 0o755); s.svcErr != nil {
 			return
 		}
-		s.services, s.svcErr = ironictest.Start(ctx, ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort})
+		s.services, s.svcErr = ironictest.Start(ctx, in.Config(ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort}))
 		if s.svcErr != nil {
 			return
 		}
