@@ -75,7 +75,13 @@ func ironicConf(c Config, dir string) string {
 		inspect += ",inspector"
 	}
 	w("enabled_inspect_interfaces = %s", inspect)
-	w("default_inspect_interface = no-inspect")
+	if c.Series.HasAgentInspection() {
+		// Nodes Ironic discovers by itself take the default; nodes the
+		// tests enroll name theirs.
+		w("default_inspect_interface = agent")
+	} else {
+		w("default_inspect_interface = no-inspect")
+	}
 	w("enabled_network_interfaces = noop")
 	w("default_network_interface = noop")
 	w("enabled_raid_interfaces = no-raid,agent,fake")
@@ -173,8 +179,17 @@ func ironicConf(c Config, dir string) string {
 	}
 	w("power_off = true")
 	w("require_managed_boot = false")
+	if c.Series.HasAgentInspection() {
+		// Built-in inspection: Ironic's default hooks plus the optional
+		// ones that read what the agent sends (LLDP, memory, CPUs, disks,
+		// PCI devices, boot mode), as Metal3 adds parse-lldp and
+		// local-link-connection; a port for every NIC, as with inspector.
+		w("hooks = $default_hooks,%s", strings.Join(c.Series.optionalHooks(), ","))
+		w("add_ports = all")
+		w("keep_ports = all")
+	}
 	w("")
-	if c.Series.HasAgentInspection() && !c.Series.HasInspector() {
+	if c.Series.HasAgentInspection() {
 		// Unknown machines posting to /v1/continue_inspection are enrolled
 		// as fake-hardware, as ironic-inspector's enroll hook did.
 		w("[auto_discovery]")

@@ -111,7 +111,7 @@ func TestIronicConfPerSeries(t *testing.T) {
 		has, not []string
 	}{
 		{"2023.1", old, []string{"require_tls = false", "enabled_inspect_interfaces = no-inspect,fake,inspector", "endpoint_override = http://127.0.0.1:5050"}, []string{"[auto_discovery]", "fake,agent"}},
-		{"2025.1", mid, []string{"enabled_inspect_interfaces = no-inspect,fake,agent,inspector", "endpoint_override = http://127.0.0.1:5050"}, []string{"require_tls", "[auto_discovery]"}},
+		{"2025.1", mid, []string{"enabled_inspect_interfaces = no-inspect,fake,agent,inspector", "endpoint_override = http://127.0.0.1:5050", "[auto_discovery]\nenabled = true"}, []string{"require_tls"}},
 		{"2026.1", cur, []string{"enabled_inspect_interfaces = no-inspect,fake,agent\n", "[auto_discovery]\nenabled = true"}, []string{"require_tls", "inspector\n", "5050"}},
 	} {
 		for _, h := range c.has {

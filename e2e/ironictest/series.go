@@ -106,6 +106,18 @@ func (s Series) Host() bool { return s.info().suite == "" }
 // String is the series name with the Ironic version, e.g. "2026.1 (Ironic 35.0)".
 func (s Series) String() string { return fmt.Sprintf("%s (Ironic %s)", string(s), s.info().ironic) }
 
+// optionalHooks are the inspection hooks the harness adds to Ironic's
+// defaults for built-in inspection: every one that reads agent data and
+// needs no site configuration (physical-network needs a mapping,
+// extra-hardware python-hardware's data). cpus is new in Ironic 35.
+func (s Series) optionalHooks() []string {
+	h := []string{"parse-lldp", "local-link-connection", "memory", "cpu-capabilities", "root-device", "raid-device", "pci-devices", "accelerators", "boot-mode"}
+	if s == Series2026_1 {
+		h = append(h, "cpus")
+	}
+	return h
+}
+
 // packages are the Debian packages the series runs.
 func (s Series) packages() []string {
 	p := []string{"ironic-api", "ironic-conductor", "python3-ironic"}
