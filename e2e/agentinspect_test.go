@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/inventory"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
@@ -108,16 +110,26 @@ func (s *suite) checkAgentInspection(t *testing.T, n *nodes.Node, mac string, di
 			t.Errorf("properties.cpus = %v, want %d (cpus hook)", props["cpus"], want.CPUs)
 		}
 	}
-	ps, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: n.UUID, Fields: []string{"address", "pxe_enabled", "local_link_connection"}})
+	ps, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: n.UUID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(ps, func(p ports.Port) bool { return p.Address == mac }) {
 		t.Errorf("node %s ports %+v: none with %s (ports hook)", n.UUID, ps, mac)
 	}
-	data, err := nodes.GetInventory(ctx, s.ironic.Service, n.UUID).Extract()
-	if err != nil {
-		t.Fatalf("GET /v1/nodes/%s/inventory: %v", n.UUID, err)
+	// A discovered node's properties are saved before its inventory record.
+	var data *nodes.InventoryData
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		data, err = nodes.GetInventory(ctx, s.ironic.Service, n.UUID).Extract()
+		if err == nil {
+			break
+		}
+		if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) || time.Now().After(deadline) {
+			t.Fatalf("GET /v1/nodes/%s/inventory: %v", n.UUID, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	if !slices.ContainsFunc(data.Inventory.Interfaces, func(i inventory.InterfaceType) bool { return i.MACAddress == mac }) {
 		t.Errorf("stored inventory interfaces %+v: none with %s", data.Inventory.Interfaces, mac)

@@ -126,3 +126,20 @@ func TestIronicConfPerSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestHostPath(t *testing.T) {
+	host := &Services{cfg: Config{Dir: "/tmp/w", Series: Series2023_1}}
+	chroot := &Services{cfg: Config{Dir: "/tmp/w", Series: Series2026_1, RootFS: "/cache/r"}}
+	for _, c := range []struct {
+		s        *Services
+		in, want string
+	}{
+		{host, "/tmp/w/state/certificates/x.crt", "/tmp/w/state/certificates/x.crt"},
+		{chroot, chrootInner + "/state/certificates/x.crt", "/tmp/w/state/certificates/x.crt"},
+		{chroot, "/var/lib/ironic/x", "/cache/r/var/lib/ironic/x"},
+	} {
+		if got := c.s.HostPath(c.in); got != c.want {
+			t.Errorf("HostPath(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -99,6 +99,10 @@ func (s Series) HasAgentInspection() bool { return s != Series2023_1 }
 // agent callback ([agent]require_tls, true since Ironic 26).
 func (s Series) RequiresTLS() bool { return s.info().requireTLS }
 
+// TokenOnGET says whether Ironic's conductor sends agent_token on its
+// GET /v1/commands polls (Ironic >= 29), which locks the agent's GETs in.
+func (s Series) TokenOnGET() bool { return s != Series2023_1 }
+
 // Host says whether the series is the host's own Debian packages rather than
 // a root filesystem.
 func (s Series) Host() bool { return s.info().suite == "" }

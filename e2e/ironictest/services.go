@@ -183,6 +183,19 @@ func (s *Services) procDir() string {
 	return chrootInner
 }
 
+// HostPath maps a path a service reported (driver_internal_info's
+// agent_verify_ca, say) to the host: the work directory as the services
+// see it is Config.Dir, anything else is inside the root filesystem.
+func (s *Services) HostPath(p string) string {
+	if s.cfg.Series.Host() {
+		return p
+	}
+	if rel, ok := strings.CutPrefix(p, chrootInner+"/"); ok {
+		return filepath.Join(s.cfg.Dir, rel)
+	}
+	return filepath.Join(s.cfg.RootFS, p)
+}
+
 // Series is the Ironic release that runs.
 func (s *Services) Series() Series { return s.cfg.Series }
 

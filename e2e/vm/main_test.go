@@ -42,7 +42,9 @@ type suite struct {
 	services  *ironictest.Services
 	ironic    *ironictest.Client
 	inspector *ironictest.InspectorClient
-	svcErr    error
+	// series is the Ironic release the services run ($IRONIC_SERIES).
+	series ironictest.Series
+	svcErr error
 }
 
 // theSuite is set by TestMain before any test runs and torn down after.
@@ -132,12 +134,11 @@ func services(t *testing.T) *suite {
 	s.svcOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		var series ironictest.Series
-		if series, s.svcErr = ironictest.SeriesFromEnv(); s.svcErr != nil {
+		if s.series, s.svcErr = ironictest.SeriesFromEnv(); s.svcErr != nil {
 			return
 		}
 		var in *ironictest.Installed
-		if in, s.svcErr = ironictest.Install(ctx, series); s.svcErr != nil {
+		if in, s.svcErr = ironictest.Install(ctx, s.series); s.svcErr != nil {
 			return
 		}
 		d := filepath.Join(s.dir, "services")
