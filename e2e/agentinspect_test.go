@@ -49,11 +49,10 @@ func TestAgentInspectEnrolledNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.IronicURL + "/v1/continue_inspection", Extra: agentInspectionCollectors})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout)
-	if err != nil {
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
 		t.Fatal(err)
 	}
-	s.checkAgentInspection(t, got, mac, false)
+	s.checkAgentInspection(t, n.UUID, mac)
 }
 
 // TestAgentDiscovery: an unknown machine's agent posts to
@@ -66,19 +65,10 @@ func TestAgentDiscovery(t *testing.T) {
 	a := s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.IronicURL + "/v1/continue_inspection", Extra: agentInspectionCollectors})
 	port := s.waitPort(t, a, mac, 90*time.Second)
 	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), port.NodeUUID) })
-	// The port comes with the hooks; the properties are saved with the
-	// node at the end of processing.
-	n, err := s.ironic.WaitFor(t.Context(), port.NodeUUID, 60*time.Second, "memory_mb set by inspection", func(n *nodes.Node) bool {
-		_, ok := propInt(n.Properties, "memory_mb")
-		return ok
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := s.checkAgentInspection(t, port.NodeUUID, mac)
 	if n.Driver != "fake-hardware" || n.ProvisionState != "enroll" {
 		t.Errorf("discovered node: driver %q, state %q; want fake-hardware in enroll", n.Driver, n.ProvisionState)
 	}
-	s.checkAgentInspection(t, n, mac, true)
 	if err := a.WaitLog(t.Context(), "lookup", 30*time.Second); err != nil {
 		t.Error(err)
 	}
@@ -88,13 +78,33 @@ func TestAgentDiscovery(t *testing.T) {
 }
 
 // checkAgentInspection checks what the hooks stored for the fixture
-// machine: properties (memory, architecture, root disk; cpus only where
+// machine and returns the node: properties (memory, architecture, root disk; cpus only where
 // Ironic has the cpus hook), a port per NIC, and the stored inventory and
 // plugin data.
-func (s *suite) checkAgentInspection(t *testing.T, n *nodes.Node, mac string, discovered bool) {
+func (s *suite) checkAgentInspection(t *testing.T, uuid, mac string) *nodes.Node {
 	t.Helper()
 	ctx := t.Context()
 	want := s.fixtureFacts(t)
+	// Ironic stores the inventory after every hook ran (and saved its
+	// part of the node); a discovered node gets there while the test
+	// already sees its port.
+	var data *nodes.InventoryData
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		data, err = nodes.GetInventory(ctx, s.ironic.Service, uuid).Extract()
+		if err == nil {
+			break
+		}
+		if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) || time.Now().After(deadline) {
+			t.Fatalf("GET /v1/nodes/%s/inventory: %v", uuid, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	n, err := s.ironic.GetNode(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	props := n.Properties
 	if got, ok := propInt(props, "memory_mb"); !ok || got != want.MemoryMB {
 		t.Errorf("properties.memory_mb = %v, want %d (memory hook)", props["memory_mb"], want.MemoryMB)
@@ -110,26 +120,12 @@ func (s *suite) checkAgentInspection(t *testing.T, n *nodes.Node, mac string, di
 			t.Errorf("properties.cpus = %v, want %d (cpus hook)", props["cpus"], want.CPUs)
 		}
 	}
-	ps, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: n.UUID})
+	ps, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: uuid})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(ps, func(p ports.Port) bool { return p.Address == mac }) {
 		t.Errorf("node %s ports %+v: none with %s (ports hook)", n.UUID, ps, mac)
-	}
-	// A discovered node's properties are saved before its inventory record.
-	var data *nodes.InventoryData
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var err error
-		data, err = nodes.GetInventory(ctx, s.ironic.Service, n.UUID).Extract()
-		if err == nil {
-			break
-		}
-		if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) || time.Now().After(deadline) {
-			t.Fatalf("GET /v1/nodes/%s/inventory: %v", n.UUID, err)
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 	if !slices.ContainsFunc(data.Inventory.Interfaces, func(i inventory.InterfaceType) bool { return i.MACAddress == mac }) {
 		t.Errorf("stored inventory interfaces %+v: none with %s", data.Inventory.Interfaces, mac)
@@ -154,10 +150,11 @@ func (s *suite) checkAgentInspection(t *testing.T, n *nodes.Node, mac string, di
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := raw["auto_discovered"] == true; got != discovered {
-		t.Errorf("plugin data auto_discovered = %v, want %v", raw["auto_discovered"], discovered)
-	}
 	if raw["error"] != nil {
 		t.Errorf("plugin data error = %v, want null", raw["error"])
 	}
+	if discovered := raw["auto_discovered"] == true; discovered != (n.ProvisionState == "enroll") {
+		t.Errorf("plugin data auto_discovered = %v for a node in %s", raw["auto_discovered"], n.ProvisionState)
+	}
+	return n
 }

@@ -263,7 +263,13 @@ if [ -n "$w" ]; then mount --bind "$w" "$r` + chrootInner + `"; fi
 exec chroot "$r" "$@"`
 	args := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", setup, "sh", root, work}, argv...)
 	cmd := exec.CommandContext(ctx, "unshare", args...)
+	// The host's environment (GOFLAGS, a PATH into /root/go) means nothing
+	// in the chroot; only test.sh's mark of the run's processes goes in,
+	// so its host guard still finds a service left running.
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "HOME=/root"}
+	if v, ok := os.LookupEnv("HOSTGUARD_RUN"); ok {
+		cmd.Env = append(cmd.Env, "HOSTGUARD_RUN="+v)
+	}
 	return cmd
 }
 
