@@ -106,8 +106,7 @@ func (o createWithInstanceInfo) ToNodeCreateMap() (map[string]any, error) {
 	return m, err
 }
 
-// CreateNode enrolls a fake-hardware node (see the has_dedicated_power_supply
-// comment for Ironic 35's PATCH bug). vendor "lenovo" matters: at the
+// CreateNode enrolls a fake-hardware node. vendor "lenovo" matters: at the
 // end of a UEFI deploy Debian's Ironic 21.4.4 skips set_boot_device(disk),
 // which the fake management interface would reject, only for that vendor.
 func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*nodes.Node, error) {
@@ -142,14 +141,6 @@ func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*nodes.Node, er
 		RAIDInterface:       "agent",
 		Properties:          props,
 		AutomatedClean:      spec.AutomatedClean,
-		// Ironic 35.0.1 makes every node it PATCHes its own parent
-		// (authorize_node_link_patch returns the node itself when the
-		// patch leaves parent_node alone), and then a power-off tries to
-		// power off that "child" under the lock it holds and fails the
-		// deploy (ChildNodeLocked). A node with its own power supply is
-		// left out of parent/child power handling, which is true of
-		// every node here; earlier Ironic ignores the key.
-		DriverInfo: map[string]any{"has_dedicated_power_supply": true},
 	}, instanceInfo: spec.InstanceInfo}
 	n, err := nodes.Create(ctx, c.Service, opts).Extract()
 	return n, explain(err)

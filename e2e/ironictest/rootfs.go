@@ -22,7 +22,7 @@ import (
 
 // rootfsFormat changes whenever the recipe below changes what a root
 // filesystem holds, so an older entry is never taken for a newer one.
-const rootfsFormat = "ironic-agent ironic rootfs 1"
+const rootfsFormat = "ironic-agent ironic rootfs 2"
 
 // rootfsMaxAge is how long an entry nobody used is kept (each is about
 // 400 MiB; a recipe change makes a new one).
@@ -104,6 +104,9 @@ func EnsureRootFS(ctx context.Context, series Series, cacheDir string) (*RootFS,
 	defer os.RemoveAll(tmp)
 	start := time.Now()
 	if err := buildRootFS(ctx, series, mirror, tmp); err != nil {
+		return nil, err
+	}
+	if err := fixParentNodePatch(ctx, tmp); err != nil {
 		return nil, err
 	}
 	versions, err := rootfsVersions(ctx, tmp, series.packages())
@@ -242,6 +245,48 @@ func buildRootFS(ctx context.Context, series Series, mirror, dir string) error {
 	install.Env = append(install.Env, "DEBIAN_FRONTEND=noninteractive")
 	if err := runLogged(install); err != nil {
 		return fmt.Errorf("ironictest: installing %s in the %s root filesystem: %w", strings.Join(series.packages(), " "), info.suite, err)
+	}
+	return nil
+}
+
+// parentNodeBug is the code of Debian's Ironic 29.0.5 and 35.0.1 that
+// makes every node a PATCH touches its own parent: authorize_node_link_patch
+// returns the node itself when the patch leaves parent_node alone, and the
+// caller stores that node's UUID as parent_node. The node then drops out
+// of every node listing that leaves children out, the conductor's periodic
+// tasks included (ironic-inspector's PATCH during processing leaves an
+// inspected node in "inspect wait" for good), and a power-off tries to
+// power off the node as its own child under the lock it holds and fails
+// (ChildNodeLocked).
+const parentNodeBug = `        if parent_node := api_utils.authorize_node_link_patch(
+                rpc_node, patch, 'parent_node'):
+`
+
+// parentNodeFix applies the link only when the patch names parent_node.
+const parentNodeFix = `        if api_utils.get_patch_values(patch, '/parent_node') and (
+                parent_node := api_utils.authorize_node_link_patch(
+                    rpc_node, patch, 'parent_node')):
+`
+
+// fixParentNodePatch fixes parentNodeBug in root's Ironic (the test bed
+// would otherwise test that bug, not the agent) and recompiles the module.
+// A series without the bug is left alone.
+func fixParentNodePatch(ctx context.Context, root string) error {
+	const rel = "usr/lib/python3/dist-packages/ironic/api/controllers/v1/node.py"
+	path := filepath.Join(root, rel)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("ironictest: rootfs: %w", err)
+	}
+	if !bytes.Contains(b, []byte(parentNodeBug)) {
+		return nil
+	}
+	fixed := bytes.Replace(b, []byte(parentNodeBug), []byte(parentNodeFix), 1)
+	if err := os.WriteFile(path, fixed, 0o644); err != nil {
+		return fmt.Errorf("ironictest: rootfs: %w", err)
+	}
+	if err := runLogged(chrootCommand(ctx, root, "", "python3", "-m", "py_compile", "/"+rel)); err != nil {
+		return fmt.Errorf("ironictest: recompiling the fixed %s: %w", rel, err)
 	}
 	return nil
 }

@@ -143,3 +143,26 @@ func TestHostPath(t *testing.T) {
 		}
 	}
 }
+
+func TestParentNodeFixKeepsThePython(t *testing.T) {
+	// The fix must replace the whole statement head and stay valid Python:
+	// same indentation for the if, a continuation for the walrus.
+	if !strings.HasPrefix(parentNodeFix, "        if ") || !strings.HasSuffix(parentNodeFix, "):\n") {
+		t.Errorf("fix %q does not keep the if statement's shape", parentNodeFix)
+	}
+	if !strings.Contains(parentNodeFix, "authorize_node_link_patch(") || !strings.Contains(parentNodeFix, "get_patch_values(patch, '/parent_node')") {
+		t.Errorf("fix %q lost the authorisation or the guard", parentNodeFix)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "usr/lib/python3/dist-packages/ironic/api/controllers/v1")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A series without the bug (21.4's code) is left alone, no chroot needed.
+	if err := os.WriteFile(filepath.Join(p, "node.py"), []byte("def patch():\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixParentNodePatch(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,11 +2,15 @@ package vm
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
 // agentInspection says inspection goes through Ironic's built-in agent
@@ -51,21 +55,37 @@ func (s *suite) inspectionData(t *testing.T, ctx context.Context, uuid string, t
 		}
 		return data
 	}
-	n, err := s.ironic.WaitFor(ctx, uuid, timeout, "inspection finished", func(n *nodes.Node) bool {
-		return n.InspectionFinishedAt != nil || n.LastError != ""
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n.LastError != "" {
-		t.Fatalf("inspection of %s failed: %s", uuid, n.LastError)
-	}
+	// Ironic stores the inventory once every hook ran; a discovered node
+	// stays in enroll with no inspection_finished_at, so the record is
+	// what says the inspection is over.
 	var stored struct {
 		Inventory  map[string]any `json:"inventory"`
 		PluginData map[string]any `json:"plugin_data"`
 	}
-	if err := nodes.GetInventory(ctx, s.ironic.Service, uuid).ExtractInto(&stored); err != nil {
-		t.Fatalf("GET /v1/nodes/%s/inventory: %v", uuid, err)
+	deadline := time.Now().Add(timeout)
+	for {
+		err := nodes.GetInventory(ctx, s.ironic.Service, uuid).ExtractInto(&stored)
+		if err == nil {
+			break
+		}
+		if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			t.Fatalf("GET /v1/nodes/%s/inventory: %v", uuid, err)
+		}
+		n, nerr := s.ironic.GetNode(ctx, uuid)
+		if nerr != nil {
+			t.Fatal(nerr)
+		}
+		if n.LastError != "" {
+			t.Fatalf("inspection of %s failed: %s", uuid, n.LastError)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no inventory stored for %s within %s: %s", uuid, timeout, ironictest.Describe(n))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
 	}
 	data := stored.PluginData
 	if data == nil {
