@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -76,7 +78,16 @@ func TestHarnessStandIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent.Listener = l
-	agent.Start()
+	// Ironic >= 26 refuses a plain-http callback ([agent]require_tls); the
+	// stand-in then serves httptest's certificate and hands it to Ironic
+	// as agent_verify_ca, as auto-TLS does.
+	verifyCA := ""
+	if s.series.RequiresTLS() {
+		agent.StartTLS()
+		verifyCA = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: agent.Certificate().Raw}))
+	} else {
+		agent.Start()
+	}
 	defer agent.Close()
 
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
@@ -96,7 +107,7 @@ func TestHarnessStandIn(t *testing.T) {
 	// the conductor on (get_clean_steps, then finishing cleaning).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		code, msg := standInHeartbeat(ctx, s.services.IronicURL, n.UUID, token, agent.URL)
+		code, msg := standInHeartbeat(ctx, s.services.IronicURL, n.UUID, token, agent.URL, verifyCA)
 		cur, err := s.ironic.GetNode(ctx, n.UUID)
 		if err != nil {
 			t.Fatal(err)
@@ -138,9 +149,13 @@ func standInLookup(ctx context.Context, ironicURL, mac string) (string, error) {
 	return out.Config.AgentToken, nil
 }
 
-func standInHeartbeat(ctx context.Context, ironicURL, uuid, token, callback string) (int, string) {
-	body := fmt.Sprintf(`{"callback_url": %q, "agent_token": %q, "agent_version": "9.4.1"}`, callback, token)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ironicURL+"/v1/heartbeat/"+uuid, strings.NewReader(body))
+func standInHeartbeat(ctx context.Context, ironicURL, uuid, token, callback, verifyCA string) (int, string) {
+	hb := map[string]string{"callback_url": callback, "agent_token": token, "agent_version": "9.4.1"}
+	if verifyCA != "" {
+		hb["agent_verify_ca"] = verifyCA
+	}
+	body, _ := json.Marshal(hb)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ironicURL+"/v1/heartbeat/"+uuid, bytes.NewReader(body))
 	req.Header.Set("X-OpenStack-Ironic-API-Version", "1.68")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

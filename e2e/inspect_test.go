@@ -113,6 +113,7 @@ func checkInspectedProperties(t *testing.T, props map[string]any, want fixtureFa
 // with lookup.
 func TestDiscovery(t *testing.T) {
 	s := need(t)
+	s.needInspector(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0d:00:01"
 	const collectors = "default,logs,lldp,numa-topology,dmi-decode,usb-devices,extra-hardware"
@@ -203,6 +204,7 @@ func keys(m map[string]any) []string {
 // manageable with the inventory's properties.
 func TestInspectEnrolledNode(t *testing.T) {
 	s := need(t)
+	s.needInspector(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0e:00:01"
 	n := s.enroll(t, "e2e-inspect", mac, ironictest.NodeSpec{
@@ -235,6 +237,7 @@ func TestInspectEnrolledNode(t *testing.T) {
 // machine is discovered) once inspector is back.
 func TestInspectorDownAtStart(t *testing.T) {
 	s := need(t)
+	s.needInspector(t)
 	const mac = "52:54:e2:1b:00:01"
 	if err := s.services.StopInspector(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
-// Package e2e runs the agent binary against Debian's real Ironic 21.4 and
-// ironic-inspector 11.1 on 127.0.0.1, with loop devices as the only disks
-// it may touch.
+// Package e2e runs the agent binary against Debian's real Ironic on
+// 127.0.0.1 (the series $IRONIC_SERIES picks: 2023.1, the host's Ironic 21.4
+// and ironic-inspector 11.1, by default; 2025.1 or 2026.1 from a cached
+// Debian root filesystem), with loop devices as the only disks it may touch.
 package e2e
 
 import (
@@ -32,7 +33,11 @@ type suite struct {
 	nextPort    int
 	// setupErr is why the suite could not be set up; tests fail with it.
 	setupErr error
-	// installTime is how long apt-get took (0: packages were present).
+	// series is the Ironic release under test, installed as installed.
+	series    ironictest.Series
+	installed *ironictest.Installed
+	// installTime is how long apt-get or the root filesystem's build took
+	// (0: packages were present, or the root filesystem was cached).
 	installTime time.Duration
 	buildTime   time.Duration
 }
@@ -68,8 +73,8 @@ func runMain(m *testing.M) int {
 	if s.services != nil {
 		defer s.services.Close()
 	}
-	fmt.Fprintf(os.Stderr, "e2e: work dir %s; apt install %s, agent build %s, dbsync %s, ironic start %s, inspector start %s\n",
-		dir, s.installTime.Round(time.Millisecond), s.buildTime.Round(time.Millisecond), timing(s, "dbsync"), timing(s, "ironic"), timing(s, "inspector"))
+	fmt.Fprintf(os.Stderr, "e2e: Ironic series %s; work dir %s; install %s, agent build %s, dbsync %s, ironic start %s, inspector start %s\n",
+		s.series, dir, s.installTime.Round(time.Millisecond), s.buildTime.Round(time.Millisecond), timing(s, "dbsync"), timing(s, "ironic"), timing(s, "inspector"))
 	if s.setupErr != nil {
 		fmt.Fprintf(os.Stderr, "e2e: set-up failed: %v\n", s.setupErr)
 	}
@@ -93,9 +98,13 @@ func timing(s *suite, what string) time.Duration {
 
 func (s *suite) setUp(ctx context.Context) error {
 	var err error
-	if s.installTime, err = ironictest.EnsurePackages(ctx); err != nil {
+	if s.series, err = ironictest.SeriesFromEnv(); err != nil {
 		return err
 	}
+	if s.installed, err = ironictest.Install(ctx, s.series); err != nil {
+		return err
+	}
+	s.installTime = s.installed.Took
 	if s.fixtureRoot, err = filepath.Abs("../fixtures/ci-firecracker/root"); err != nil {
 		return err
 	}
@@ -119,7 +128,7 @@ func (s *suite) setUp(ctx context.Context) error {
 	if err := os.MkdirAll(svcDir, 0o755); err != nil {
 		return err
 	}
-	s.services, err = ironictest.Start(ctx, ironictest.Config{Dir: svcDir})
+	s.services, err = ironictest.Start(ctx, s.config(ironictest.Config{Dir: svcDir}))
 	if err != nil {
 		return err
 	}
@@ -128,6 +137,18 @@ func (s *suite) setUp(ctx context.Context) error {
 	}
 	s.inspector, err = ironictest.NewInspectorClient(s.services.InspectorURL)
 	return err
+}
+
+// config fills in the series (and its root filesystem) of c.
+func (s *suite) config(c ironictest.Config) ironictest.Config { return s.installed.Config(c) }
+
+// needInspector ends a test that drives ironic-inspector when the series
+// has none (2026.1: retired upstream, Ironic inspects by itself).
+func (s *suite) needInspector(t *testing.T) {
+	t.Helper()
+	if !s.series.HasInspector() {
+		t.Skipf("SKIPPED: Ironic series %s has no ironic-inspector (retired upstream); built-in inspection is tested instead", s.series)
+	}
 }
 
 // need returns the suite or ends the test: skipped when not root (the only

@@ -219,7 +219,7 @@ func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	split, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
+	split, err := ironictest.Start(ctx, s.config(ironictest.Config{Dir: dir, IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func tailBytes(b []byte, n int) []byte {
 // agentClient returns an HTTP client that trusts the agent's self-signed
 // certificate as Ironic does (driver_internal_info.agent_verify_ca), or
 // plain HTTP when the agent advertised http.
-func agentClient(t *testing.T, n *nodes.Node) *http.Client {
+func (s *suite) agentClient(t *testing.T, n *nodes.Node) *http.Client {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second}
 	// Ironic keeps the path of the file it stored the certificate in.
@@ -286,7 +286,7 @@ func agentClient(t *testing.T, n *nodes.Node) *http.Client {
 	if path == "" {
 		return c
 	}
-	pem, err := os.ReadFile(path)
+	pem, err := os.ReadFile(s.services.HostPath(path))
 	if err != nil {
 		t.Fatalf("agent_verify_ca: %v", err)
 	}
@@ -300,14 +300,15 @@ func agentClient(t *testing.T, n *nodes.Node) *http.Client {
 
 // TestCommandsNeedToken is a fault: POSTs to the agent's command API
 // without the token, or with a wrong one, get 401 and change nothing;
-// GETs work without it (Ironic 21.4 polls that way); the cleaning in
+// GETs work without it while Ironic polls without it (21.4) and are
+// refused once Ironic has polled with it (>= 29); the cleaning in
 // progress still completes.
 func TestCommandsNeedToken(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:1c:00:01"
 	n, steps, started, _, marked := s.slowManualClean(t, "e2e-token", mac, 8*time.Second)
-	s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
+	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
 	waitFile(t, started, stepTimeout)
 	cur, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "agent_url recorded", func(n *nodes.Node) bool {
 		u, _ := n.DriverInternalInfo["agent_url"].(string)
@@ -317,7 +318,7 @@ func TestCommandsNeedToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	agentURL := cur.DriverInternalInfo["agent_url"].(string)
-	hc := agentClient(t, cur)
+	hc := s.agentClient(t, cur)
 	body := `{"name": "clean.execute_clean_step", "params": {"step": {"interface": "deploy", "step": "e2e_mark", "priority": 0}, "node": {}, "ports": []}}`
 	for _, q := range []string{"?wait=true", "?wait=true&agent_token=not-the-token-0123456789abcdefghijklmnop"} {
 		resp, err := hc.Post(agentURL+"/v1/commands/"+q, "application/json", strings.NewReader(body))
@@ -330,6 +331,37 @@ func TestCommandsNeedToken(t *testing.T) {
 			t.Errorf("POST /v1/commands/%s: HTTP %d %s, want 401", q, resp.StatusCode, b)
 		}
 	}
+	if s.series.TokenOnGET() {
+		// Ironic >= 29 polls with the token; from its first such GET
+		// (the agent logs it, token masked) a GET without one is refused,
+		// as in IPA 10.2.
+		if err := a.WaitLog(ctx, `query="agent_token=%2A%2A%2A"`, stepTimeout); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Get(agentURL + "/v1/commands/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET /v1/commands/ without token after Ironic polled with it: HTTP %d, want 401", resp.StatusCode)
+		}
+	} else {
+		s.checkTokenlessGET(t, hc, agentURL)
+	}
+	if exists(marked) {
+		t.Error("a refused POST ran a step")
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkTokenlessGET: Ironic 21.4 polls GET /v1/commands/ without the token,
+// so a GET without one lists the commands, and the refused POSTs added
+// none to Ironic's get_clean_steps and execute_clean_step.
+func (s *suite) checkTokenlessGET(t *testing.T, hc *http.Client, agentURL string) {
+	t.Helper()
 	resp, err := hc.Get(agentURL + "/v1/commands/")
 	if err != nil {
 		t.Fatal(err)
@@ -348,11 +380,5 @@ func TestCommandsNeedToken(t *testing.T) {
 	// refused POST must not have added anything.
 	if len(list.Commands) != 2 {
 		t.Errorf("commands after the refused POSTs = %+v, want Ironic's two", list.Commands)
-	}
-	if exists(marked) {
-		t.Error("a refused POST ran a step")
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -35,8 +35,16 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //   - [deploy] erase priorities: what automated cleaning runs; the default
 //     here keeps the full shred out of it.
 //   - graceful_shutdown_timeout: a stopped ironic must not linger 60 s.
-func ironicConf(c Config) string {
-	p, w, b := confWriter(c.Dir)
+//
+// Per series: 2023.1 turns [agent]require_tls off (it was off by default
+// then); newer series keep Ironic's default (on since Ironic 26), so the
+// agent must call back over auto-TLS. The agent inspect interface (built-in
+// inspection) exists from Ironic 22.1; the inspector one is gone in 33, and
+// with it the [inspector] client settings; 2026.1 instead enrolls unknown
+// machines itself ([auto_discovery]). dir is the work directory as the
+// services see it.
+func ironicConf(c Config, dir string) string {
+	p, w, b := confWriter(dir)
 	w("# Written by ironictest for an end-to-end test.")
 	w("[DEFAULT]")
 	w("debug = true")
@@ -73,8 +81,21 @@ func ironicConf(c Config) string {
 	w("default_deploy_interface = direct")
 	w("enabled_boot_interfaces = %s", boot)
 	defaultFake("default_boot_interface = fake")
-	w("enabled_inspect_interfaces = no-inspect,fake,inspector")
-	w("default_inspect_interface = no-inspect")
+	inspect := "no-inspect,fake"
+	if c.Series.HasAgentInspection() {
+		inspect += ",agent"
+	}
+	if c.Series.HasInspector() {
+		inspect += ",inspector"
+	}
+	w("enabled_inspect_interfaces = %s", inspect)
+	if c.Series.HasAgentInspection() {
+		// Nodes Ironic discovers by itself take the default; nodes the
+		// tests enroll name theirs.
+		w("default_inspect_interface = agent")
+	} else {
+		w("default_inspect_interface = no-inspect")
+	}
 	w("enabled_network_interfaces = noop")
 	w("default_network_interface = noop")
 	w("enabled_raid_interfaces = no-raid,agent,fake")
@@ -120,7 +141,9 @@ func ironicConf(c Config) string {
 	w("deploy_logs_collect = on_failure")
 	w("deploy_logs_storage_backend = local")
 	w("deploy_logs_local_path = %s", p("state", "deploy_logs"))
-	w("require_tls = false")
+	if !c.Series.RequiresTLS() {
+		w("require_tls = false")
+	}
 	// Ironic stores each agent's auto-TLS certificate here; the default is
 	// below /var/lib/ironic.
 	w("certificates_path = %s", p("state", "certificates"))
@@ -172,17 +195,36 @@ func ironicConf(c Config) string {
 	w("send_power_notifications = false")
 	w("")
 	w("[inspector]")
-	w("auth_type = none")
-	w("endpoint_override = %s", c.url(c.InspectorPort))
-	if c.InspectorCallbackURL != "" {
-		w("callback_endpoint_override = %s", c.InspectorCallbackURL)
-	} else {
-		w("callback_endpoint_override = %s", c.url(c.InspectorPort))
+	if c.Series.HasInspector() {
+		w("auth_type = none")
+		w("endpoint_override = %s", c.url(c.InspectorPort))
+		if c.InspectorCallbackURL != "" {
+			w("callback_endpoint_override = %s", c.InspectorCallbackURL)
+		} else {
+			w("callback_endpoint_override = %s", c.url(c.InspectorPort))
+		}
+		w("status_check_period = 2")
 	}
 	w("power_off = true")
 	w("require_managed_boot = false")
-	w("status_check_period = 2")
+	if c.Series.HasAgentInspection() {
+		// Built-in inspection: Ironic's default hooks plus the optional
+		// ones that read what the agent sends (LLDP, memory, CPUs, disks,
+		// PCI devices, boot mode), as Metal3 adds parse-lldp and
+		// local-link-connection; a port for every NIC, as with inspector.
+		w("hooks = $default_hooks,%s", strings.Join(c.Series.optionalHooks(), ","))
+		w("add_ports = all")
+		w("keep_ports = all")
+	}
 	w("")
+	if c.Series.HasAgentInspection() {
+		// Unknown machines posting to /v1/continue_inspection are enrolled
+		// as fake-hardware, as ironic-inspector's enroll hook did.
+		w("[auto_discovery]")
+		w("enabled = true")
+		w("driver = fake-hardware")
+		w("")
+	}
 	w("[service_catalog]")
 	w("auth_type = none")
 	w("endpoint_override = %s", c.url(c.IronicPort))
@@ -194,8 +236,8 @@ func ironicConf(c Config) string {
 // RabbitMQ), data stored in the database so the data API answers, unknown
 // machines enrolled into Ironic as fake-hardware with a port per MAC, and
 // the LLDP hook on top of the defaults.
-func inspectorConf(c Config) string {
-	p, w, b := confWriter(c.Dir)
+func inspectorConf(c Config, dir string) string {
+	p, w, b := confWriter(dir)
 	w("# Written by ironictest for an end-to-end test.")
 	w("[DEFAULT]")
 	w("debug = true")

@@ -21,15 +21,7 @@ import (
 
 // Packages returns the Debian packages the harness runs. test.sh installs
 // the same list in CI; EnsurePackages is the fallback for a developer machine.
-func Packages() []string {
-	return []string{
-		"ironic-api",
-		"ironic-conductor",
-		"ironic-inspector",
-		"python3-ironic",
-		"python3-ironic-inspector",
-	}
-}
+func Packages() []string { return Series2023_1.packages() }
 
 // debconfAnswers keep the maintainer scripts away from MySQL, RabbitMQ and
 // Keystone. They default to false already; preseeding makes that explicit.

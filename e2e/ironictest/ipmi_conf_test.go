@@ -11,7 +11,7 @@ import (
 func TestIronicConfIPMI(t *testing.T) {
 	c := Config{Dir: "/work/ironic", IPMI: true, InspectorCallbackURL: "http://10.0.2.100:9511"}
 	c.defaults()
-	conf := ironicConf(c)
+	conf := ironicConf(c, c.Dir)
 	for _, want := range []string{
 		"enabled_hardware_types = fake-hardware,ipmi\n",
 		"enabled_power_interfaces = fake,ipmitool\n",
@@ -30,7 +30,7 @@ func TestIronicConfIPMI(t *testing.T) {
 		}
 	}
 	c.IPMI, c.InspectorCallbackURL = false, ""
-	conf = ironicConf(c)
+	conf = ironicConf(c, c.Dir)
 	for _, want := range []string{"default_power_interface = fake\n", "default_boot_interface = fake\n",
 		"callback_endpoint_override = http://127.0.0.1:5050\n"} {
 		if !strings.Contains(conf, want) {

@@ -66,6 +66,11 @@ type Config struct {
 	// loopback one. Default http://127.0.0.1:InspectorPort, for tests
 	// where the inspector manages the boot.
 	InspectorCallbackURL string
+	// Series is the Ironic release to run (2023.1: the host's packages).
+	Series Series
+	// RootFS is the root filesystem (EnsureRootFS) a series other than
+	// 2023.1 runs from, chrooted in a private mount namespace.
+	RootFS string
 }
 
 func (c *Config) defaults() {
@@ -83,6 +88,12 @@ func (c *Config) defaults() {
 	}
 	if c.Host == "" {
 		c.Host = "127.0.0.1"
+	}
+	if c.Series == "" {
+		c.Series = Series2023_1
+	}
+	if !c.Series.HasInspector() {
+		c.NoInspector = true
 	}
 	if c.EraseDevicesMetadataPriority == nil {
 		p := 99
@@ -124,6 +135,12 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("ironictest: Config.Dir is required")
 	}
+	if _, err := ParseSeries(string(cfg.Series)); err != nil {
+		return nil, err
+	}
+	if !cfg.Series.Host() && cfg.RootFS == "" {
+		return nil, fmt.Errorf("ironictest: series %s runs from a root filesystem: set Config.RootFS (EnsureRootFS)", string(cfg.Series))
+	}
 	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "http/httpboot"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
 			return nil, err
@@ -149,11 +166,13 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(s.ironicConf(), []byte(ironicConf(cfg)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "etc", "ironic.conf"), []byte(ironicConf(cfg, s.procDir())), 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(s.inspectorConf(), []byte(inspectorConf(cfg)), 0o644); err != nil {
-		return nil, err
+	if !cfg.NoInspector {
+		if err := os.WriteFile(filepath.Join(cfg.Dir, "etc", "inspector.conf"), []byte(inspectorConf(cfg, s.procDir())), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	// The two services are independent and each spends seconds importing
 	// Python modules, so their databases and processes are made in parallel.
@@ -161,11 +180,11 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	var dbErrs [2]error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		dbErrs[0] = runLogged(exec.CommandContext(ctx, "ironic-dbsync", "--config-file", s.ironicConf(), "create_schema"))
+		dbErrs[0] = runLogged(s.command(ctx, "ironic-dbsync", "--config-file", s.ironicConf(), "create_schema"))
 	})
 	if !cfg.NoInspector {
 		wg.Go(func() {
-			dbErrs[1] = runLogged(exec.CommandContext(ctx, "ironic-inspector-dbsync", "--config-file", s.inspectorConf(), "upgrade"))
+			dbErrs[1] = runLogged(s.command(ctx, "ironic-inspector-dbsync", "--config-file", s.inspectorConf(), "upgrade"))
 		})
 	}
 	wg.Wait()
@@ -187,8 +206,56 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	return s, nil
 }
 
-func (s *Services) ironicConf() string    { return filepath.Join(s.cfg.Dir, "etc", "ironic.conf") }
-func (s *Services) inspectorConf() string { return filepath.Join(s.cfg.Dir, "etc", "inspector.conf") }
+// procDir is the work directory as the services see it: Config.Dir on the
+// host, chrootInner inside a root filesystem.
+func (s *Services) procDir() string {
+	if s.cfg.Series.Host() {
+		return s.cfg.Dir
+	}
+	return chrootInner
+}
+
+// HostPath maps a path a service reported (driver_internal_info's
+// agent_verify_ca, say) to the host: the work directory as the services
+// see it is Config.Dir, anything else is inside the root filesystem.
+func (s *Services) HostPath(p string) string {
+	if s.cfg.Series.Host() {
+		return p
+	}
+	if rel, ok := strings.CutPrefix(p, chrootInner+"/"); ok {
+		return filepath.Join(s.cfg.Dir, rel)
+	}
+	return filepath.Join(s.cfg.RootFS, p)
+}
+
+// Series is the Ironic release that runs.
+func (s *Services) Series() Series { return s.cfg.Series }
+
+func (s *Services) ironicConf() string    { return filepath.Join(s.procDir(), "etc", "ironic.conf") }
+func (s *Services) inspectorConf() string { return filepath.Join(s.procDir(), "etc", "inspector.conf") }
+
+// command runs a program of the series: on the host, or chrooted into its
+// root filesystem with the work directory bound in. ctx may be
+// context.Background() for a service that must outlive the call.
+func (s *Services) command(ctx context.Context, argv ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if s.cfg.Series.Host() {
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+	} else {
+		cmd = chrootCommand(ctx, s.cfg.RootFS, s.cfg.Dir, argv...)
+	}
+	if s.cfg.Netns != "" {
+		// Outermost, so a chroot's mount namespace and root are made
+		// inside the test's network namespace.
+		cmd.Args = append([]string{"ip", "netns", "exec", s.cfg.Netns}, cmd.Args...)
+		if p, err := exec.LookPath("ip"); err == nil {
+			cmd.Path = p
+		} else {
+			cmd.Err = err
+		}
+	}
+	return cmd
+}
 
 // LogFiles lists every log the services wrote, for attaching to a failed test.
 func (s *Services) LogFiles() []string {
@@ -244,7 +311,7 @@ func (s *Services) startAPI(ctx context.Context, name string) error {
 // ironicArgs is the command line of an Ironic program; each writes its own
 // log file.
 func (s *Services) ironicArgs(name string) []string {
-	return []string{name, "--config-file", s.ironicConf(), "--log-file", filepath.Join(s.cfg.Dir, "log", name+".log")}
+	return []string{name, "--config-file", s.ironicConf(), "--log-file", filepath.Join(s.procDir(), "log", name+".log")}
 }
 
 // StartInspector starts ironic-inspector and waits for its API.
@@ -267,10 +334,9 @@ func (s *Services) startService(ctx context.Context, slot **process, took *time.
 		s.mu.Unlock()
 		return fmt.Errorf("%s is already running", name)
 	}
-	if s.cfg.Netns != "" {
-		argv = append([]string{"ip", "netns", "exec", s.cfg.Netns}, argv...)
-	}
-	p, err := startProcess(name, filepath.Join(s.cfg.Dir, "log", name+".out"), argv...)
+	// Not CommandContext: the process must outlive the context of the
+	// call that started it; stop() ends it.
+	p, err := startProcess(name, filepath.Join(s.cfg.Dir, "log", name+".out"), s.command(context.Background(), argv...))
 	if err != nil {
 		s.mu.Unlock()
 		return err
@@ -352,15 +418,12 @@ type process struct {
 	err  error // set before done closes
 }
 
-func startProcess(name, logPath string, argv ...string) (*process, error) {
+func startProcess(name, logPath string, cmd *exec.Cmd) (*process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(f, "==== %s: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(argv, " "))
-	// Not CommandContext: the process must outlive the context of the call
-	// that started it; stop() ends it.
-	cmd := exec.Command(argv[0], argv[1:]...)
+	fmt.Fprintf(f, "==== %s: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(cmd.Args, " "))
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

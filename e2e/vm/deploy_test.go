@@ -59,7 +59,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 		c.adjust(&m)
 	}
 	// As Ironic boots a deploy ramdisk: no inspection callback.
-	m.Append = agentArgs(c.port, false) + " ironic_agent.dhcp=" + c.macs[0]
+	m.Append = agentArgs(c.port) + " ironic_agent.dhcp=" + c.macs[0]
 
 	// Available without cleaning: this test is about the deploy.
 	noClean := false

@@ -46,7 +46,9 @@ type suite struct {
 	services  *ironictest.Services
 	ironic    *ironictest.Client
 	inspector *ironictest.InspectorClient
-	svcErr    error
+	// series is the Ironic release the services run ($IRONIC_SERIES).
+	series ironictest.Series
+	svcErr error
 }
 
 // theSuite is set by TestMain before any test runs and torn down after.
@@ -136,18 +138,25 @@ func services(t *testing.T) *suite {
 	s.svcOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		if _, s.svcErr = ironictest.EnsurePackages(ctx); s.svcErr != nil {
+		if s.series, s.svcErr = ironictest.SeriesFromEnv(); s.svcErr != nil {
+			return
+		}
+		var in *ironictest.Installed
+		if in, s.svcErr = ironictest.Install(ctx, s.series); s.svcErr != nil {
 			return
 		}
 		d := filepath.Join(s.dir, "services")
 		if s.svcErr = os.MkdirAll(d, 0o755); s.svcErr != nil {
 			return
 		}
-		// The ipmi hardware type only where ipmitool is installed: its
-		// power interface runs it when the conductor loads it.
+		// The ipmi hardware type only with the host's Ironic (2023.1) and
+		// where ipmitool is installed: its power interface runs it when the
+		// conductor loads it, and the series' root filesystems lack it.
 		_, noIPMItool := exec.LookPath("ipmitool")
-		s.services, s.svcErr = ironictest.Start(ctx, ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
-			IPMI: noIPMItool == nil, InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
+		cfg := in.Config(ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
+			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
+		cfg.IPMI = noIPMItool == nil && cfg.Series.Host()
+		s.services, s.svcErr = ironictest.Start(ctx, cfg)
 		if s.svcErr != nil {
 			return
 		}

@@ -63,10 +63,7 @@ func consoleTail(vm *vmtest.VM, n int) string {
 // inspectedInventory is the inventory ironic-inspector stored for the node.
 func inspectedInventory(t *testing.T, ctx context.Context, s *suite, nodeUUID string) map[string]any {
 	t.Helper()
-	data, err := s.inspector.Data(ctx, nodeUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := s.inspectionData(t, ctx, nodeUUID, time.Minute)
 	inv, _ := data["inventory"].(map[string]any)
 	if inv == nil {
 		t.Fatalf("introspection data has no inventory: %v", keys(data))
@@ -184,10 +181,7 @@ func TestVMCaptureFixture(t *testing.T) {
 // and heartbeats. An inspection ramdisk that also looked the node up would be
 // handed an agent token that outlives it, and the cleaning ramdisk that
 // boots next would get only the masked token.
-func agentArgs(agentPort int, inspect bool) string {
-	if inspect {
-		return "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(inspectorPort) + "/v1/continue"
-	}
+func agentArgs(agentPort int) string {
 	return strings.Join([]string{
 		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
 		"ipa-advertise-host=127.0.0.1",
@@ -240,7 +234,7 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.NICs[1].Backend = "fd"
-	m.Append = agentArgs(agentPortBase, true) + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
+	m.Append = s.inspectionArgs() + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
 
 	start := time.Now()
 	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
@@ -263,18 +257,8 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), port.NodeUUID) })
 	enrolled := time.Since(start)
-	st, err := s.inspector.WaitFinished(ctx, port.NodeUUID, 2*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Error != "" {
-		t.Fatalf("introspection of %s finished with error %q", port.NodeUUID, st.Error)
-	}
+	data := s.inspectionData(t, ctx, port.NodeUUID, 2*time.Minute)
 	t.Logf("discovered after %.1fs (agent started at guest uptime %s)", enrolled.Seconds(), uptimeAt(vm, "agent started"))
-	data, err := s.inspector.Data(ctx, port.NodeUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if data["auto_discovered"] != true {
 		t.Errorf("auto_discovered = %v, want true", data["auto_discovered"])
 	}
@@ -292,6 +276,19 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	}
 	if len(nics) != 2 {
 		t.Errorf("discovered node has %d ports, want 2 (both NICs): %+v", len(nics), nics)
+	}
+	if s.agentInspection() {
+		// Ironic's local-link-connection hook, from the LLDP frames the
+		// agent sent: the switch lldpd plays.
+		for _, p := range nics {
+			if p.Address != macs[1] {
+				continue
+			}
+			llc := p.LocalLinkConnection
+			if llc["switch_info"] != "vm-switch-1" || llc["port_id"] != "Ethernet1/7" || llc["switch_id"] == nil {
+				t.Errorf("port %s local_link_connection = %v, want switch_info vm-switch-1, port_id Ethernet1/7 and a switch_id", p.Address, llc)
+			}
+		}
 	}
 }
 
@@ -374,7 +371,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	macs := [2]string{"52:54:00:6d:02:01", "52:54:00:6d:02:02"}
 	agentPort := agentPortBase + 1
 	m := serviceMachine(t, rd, "bios", agentPort, macs)
-	m.Append = agentArgs(agentPort, true) + " ironic_agent.dhcp=" + macs[0]
+	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +384,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		writeAt(t, p, 16<<20, pattern(4096, 0x5a))
 	}
 
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-bios", InspectInterface: "inspector",
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// (a) inspection.
@@ -421,7 +418,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	m.Append = agentArgs(agentPort, false) + " ironic_agent.dhcp=" + macs[0]
+	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
 	vm = boot(t, ctx, m, vmtest.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
 		t.Fatal(err)
