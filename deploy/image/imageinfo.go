@@ -82,7 +82,7 @@ func ParseImageInfo(m map[string]any, md5Enabled bool) (*ImageInfo, error) {
 		info.Checksum = s
 	}
 	algo, value := m["os_hash_algo"], m["os_hash_value"]
-	if truthy(algo) || truthy(value) {
+	if pyconv.Truthy(algo) || pyconv.Truthy(value) {
 		if s, ok := algo.(string); !ok || s == "" {
 			return nil, errInvalidParams("Image 'os_hash_algo' must be a non-empty string.")
 		}
@@ -129,25 +129,6 @@ func ParseImageInfo(m map[string]any, md5Enabled bool) (*ImageInfo, error) {
 	info.User = str(m["image_server_user"])
 	info.Password = str(m["image_server_password"])
 	return info, nil
-}
-
-// truthy mirrors Python truthiness for JSON values.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case bool:
-		return x
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
 }
 
 func str(v any) string {
