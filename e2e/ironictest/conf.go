@@ -77,7 +77,8 @@ func ironicConf(c Config, dir string) string {
 	defaultFake("default_power_interface = fake")
 	w("enabled_management_interfaces = %s", mgmt)
 	defaultFake("default_management_interface = fake")
-	w("enabled_deploy_interfaces = direct,fake")
+	// custom-agent: Metal3's deploy of in-band steps only (no image write).
+	w("enabled_deploy_interfaces = direct,fake,custom-agent")
 	w("default_deploy_interface = direct")
 	w("enabled_boot_interfaces = %s", boot)
 	defaultFake("default_boot_interface = fake")

@@ -1,0 +1,122 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// customStepManifest is the steps-directory manifest of the test's
+// install_coreos: a deploy step of priority 0, so it runs only when the
+// provision request asks for it, as Metal3's custom deploy does.
+const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "priority": 0,
+ "clean": false, "deploy": true, "timeout": 300,
+ "argsinfo": {"label": {"description": "written into the marker", "required": false}}}
+`
+
+// customStepRamdisk builds the agent ramdisk with ./e2e/vm/installstep
+// (static) and its manifest in the agent's default steps directory, the
+// way an operator adds a step to a ramdisk.
+func customStepRamdisk(t *testing.T, ctx context.Context) *vmtest.Ramdisk {
+	t.Helper()
+	root, err := vmtest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin, manifest := filepath.Join(dir, "install_coreos"), filepath.Join(dir, "install_coreos.json")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./e2e/vm/installstep")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the step: %v: %s", err, out)
+	}
+	if err := os.WriteFile(manifest, []byte(customStepManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rd, err := vmtest.BuildGuestRamdisk(ctx, "", map[string]string{
+		"etc/ironic-agent/steps.d/install_coreos":      bin,
+		"etc/ironic-agent/steps.d/install_coreos.json": manifest,
+	})
+	if err != nil {
+		t.Fatalf("build the ramdisk with the step: %v", err)
+	}
+	t.Logf("ramdisk with the step built in %s: %s", time.Since(start).Round(time.Millisecond), sizes(rd))
+	return rd
+}
+
+// TestVMCustomDeployStep is Metal3's custom deploy: the node's deploy
+// interface is custom-agent (no image, no write_image), the provision
+// request names the ramdisk's executable deploy step install_coreos with
+// an argument, the agent runs it from its steps directory and the node
+// goes active; the host finds the step's marker, naming the node and the
+// argument, at the start of the disk the root-device hint names and on no
+// other disk.
+func TestVMCustomDeployStep(t *testing.T) {
+	needQEMU(t)
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	rd := customStepRamdisk(t, ctx)
+	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
+	port := agentPortBase + 12
+	m := serviceMachine(t, rd, "bios", port, macs)
+	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
+
+	noClean := false
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/deploy_interface", Value: "custom-agent"},
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
+	}).Err; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	const label = "metal3-custom-deploy"
+	start := time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
+		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
+			Args: map[string]any{"label": label}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	vm := boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("custom deploy: %.1fs to active (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Appendf(nil, "ironic-agent custom deploy step: node %s label %s\n", node.UUID, label)
+	for _, d := range m.Disks {
+		got := readAt(t, m.DiskPath(d.ID), 0, len(want))
+		switch on := bytes.Equal(got, want); {
+		case d.Serial == deployTarget && !on:
+			t.Errorf("%s (%s), the root device, starts with %q, not the step's marker %q", d.ID, d.Serial, got, want)
+		case d.Serial != deployTarget && on:
+			t.Errorf("the step's marker also went to %s (%s)", d.ID, d.Serial)
+		}
+	}
+}
