@@ -20,7 +20,8 @@ import (
 //     heartbeats and a manual clean step all go over https;
 //   - insecure: through ipa-insecure=1 on the kernel command line, no CA;
 //   - wrong-ca: a CA that did not sign Ironic's certificate fails lookup,
-//     and the agent exits with the URL and the certificate problem.
+//     and the agent exits naming the URL, the certificate problem and the
+//     CA file it verified against.
 //
 // Ironic's calls to the agent stay as the series has them (plain http on
 // 2023.1, auto-TLS where Ironic requires it). One Ironic serves the three
@@ -72,7 +73,7 @@ func TestIronicTLS(t *testing.T) {
 			t.Fatal("the agent exited 0 after a failed lookup")
 		}
 		log := a.Log()
-		for _, want := range []string{svc.IronicURL + "/", "certificate signed by unknown authority"} {
+		for _, want := range []string{svc.IronicURL + "/", "certificate signed by unknown authority", "verified against the CA file " + other.CA} {
 			if !strings.Contains(log, want) {
 				t.Errorf("agent log lacks %q", want)
 			}
