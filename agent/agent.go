@@ -213,6 +213,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 			return nil, err
 		}
 		a.ironic.RequestID = cfg.GlobalRequestID
+		a.ironic.TrustedCAs = trustedCAs(cfg)
 		a.ironic.Log = a.log
 	} else {
 		a.tokens.AllowTokenless(true)
@@ -237,6 +238,15 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 func (a *Agent) TLSClientOptions(timeout time.Duration) agenttls.ClientOptions {
 	return agenttls.ClientOptions{Insecure: a.cfg.Insecure, CAFile: a.cfg.CAFile, CertFile: a.cfg.CertFile, KeyFile: a.cfg.KeyFile,
 		Policy: a.TLSPolicy(), Timeout: timeout}
+}
+
+// trustedCAs says what the agent verifies Ironic's certificate against,
+// for the error when that fails.
+func trustedCAs(cfg *config.Config) string {
+	if cfg.CAFile != "" {
+		return "the CA file " + cfg.CAFile + " ([DEFAULT]cafile)"
+	}
+	return "the system's CA certificates (name Ironic's CA with [DEFAULT]cafile, or set ipa-insecure=1)"
 }
 
 // TLSPolicy is the TLS version and cipher policy in force: the

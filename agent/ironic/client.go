@@ -6,12 +6,14 @@ package ironic
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +74,10 @@ type Client struct {
 	// RequestID is sent as X-OpenStack-Request-ID when set.
 	RequestID string
 	Log       *slog.Logger
+	// TrustedCAs names what HTTP verifies Ironic's certificate against
+	// ("the CA file /etc/ca.pem"); a certificate error says it, since
+	// the wrong CA file is the usual cause. Empty: not said.
+	TrustedCAs string
 
 	mu       sync.Mutex
 	urls     []string
@@ -180,7 +186,7 @@ func (c *Client) do(ctx context.Context, method, path string, version *Version, 
 		}
 		resp, err := c.HTTP.Do(req)
 		if err != nil {
-			lastErr = fmt.Errorf("%s %s: %w", method, u, err)
+			lastErr = fmt.Errorf("%s %s: %w", method, u, c.transportError(err))
 			if ctx.Err() != nil {
 				return 0, nil, u, lastErr
 			}
@@ -200,6 +206,21 @@ func (c *Client) do(ctx context.Context, method, path string, version *Version, 
 		return resp.StatusCode, data, u, nil
 	}
 	return 0, nil, "", lastErr
+}
+
+// transportError drops the method and URL that a *url.Error repeats (the
+// caller names them) and, when Ironic's certificate did not verify, adds
+// what it was verified against.
+func (c *Client) transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var cv *tls.CertificateVerificationError
+	if c.TrustedCAs != "" && errors.As(err, &cv) {
+		return fmt.Errorf("%w (Ironic's certificate was verified against %s)", err, c.TrustedCAs)
+	}
+	return err
 }
 
 func without(list []string, s string) []string {

@@ -2,8 +2,12 @@ package ironic
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -250,5 +254,45 @@ func TestMultipleURLs(t *testing.T) {
 	}
 	if c.urls[0] != srv.URL {
 		t.Errorf("the answering URL was not moved to the front: %v", c.urls)
+	}
+}
+
+// TestCertificateErrorText: when Ironic's certificate does not verify, the
+// lookup error names the URL once, the certificate problem and what the
+// certificate was verified against.
+func TestCertificateErrorText(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	// The server's side of the refused handshake is expected.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	// A client that trusts none of the server's issuers, as with a wrong
+	// cafile.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: x509.NewCertPool()}}}
+	c, err := NewClient([]string{srv.URL}, hc, "1.82")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TrustedCAs = "the CA file /etc/ironic-python-agent/wrong.pem"
+	_, err = c.Lookup(context.Background(), []string{"52:54:00:12:34:56"}, "")
+	if err == nil {
+		t.Fatal("lookup against an untrusted certificate succeeded")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"GET " + srv.URL + "/v1/lookup?addresses=52%3A54%3A00%3A12%3A34%3A56: ",
+		"x509: certificate signed by unknown authority",
+		"verified against the CA file /etc/ironic-python-agent/wrong.pem",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if n := strings.Count(msg, srv.URL); n != 1 {
+		t.Errorf("error %q names the URL %d times, want once", msg, n)
+	}
+	var cv *tls.CertificateVerificationError
+	if !errors.As(err, &cv) {
+		t.Errorf("error %q does not wrap the certificate error", msg)
 	}
 }

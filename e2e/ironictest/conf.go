@@ -117,7 +117,22 @@ func ironicConf(c Config, dir string) string {
 	w("api_workers = 1")
 	w("ramdisk_heartbeat_timeout = %d", int(c.HeartbeatTimeout.Seconds()))
 	w("restrict_lookup = true")
+	if c.TLS {
+		// Read by the API of every series: oslo.service's wsgi server
+		// (21.4, 29.0) through the [ssl] group, and cheroot (35.0)
+		// through [api]cert_file/key_file, falling back to [ssl]; an
+		// option a series does not know is ignored.
+		w("enable_ssl_api = true")
+		w("cert_file = %s", p("etc", "tls", tlsCert))
+		w("key_file = %s", p("etc", "tls", tlsKey))
+	}
 	w("")
+	if c.TLS {
+		w("[ssl]")
+		w("cert_file = %s", p("etc", "tls", tlsCert))
+		w("key_file = %s", p("etc", "tls", tlsKey))
+		w("")
+	}
 	w("[conductor]")
 	w("automated_clean = true")
 	w("clean_callback_timeout = 600")
@@ -126,7 +141,7 @@ func ironicConf(c Config, dir string) string {
 	w("check_provision_state_interval = 10")
 	w("sync_power_state_interval = 60")
 	w("heartbeat_interval = 5")
-	w("api_url = %s", c.url(c.IronicPort))
+	w("api_url = %s", c.ironicURL())
 	w("power_state_change_timeout = 5")
 	w("node_locked_retry_attempts = 5")
 	w("node_locked_retry_interval = 1")
@@ -228,7 +243,10 @@ func ironicConf(c Config, dir string) string {
 	}
 	w("[service_catalog]")
 	w("auth_type = none")
-	w("endpoint_override = %s", c.url(c.IronicPort))
+	w("endpoint_override = %s", c.ironicURL())
+	if c.TLS {
+		w("cafile = %s", p("etc", "tls", tlsCA))
+	}
 	return b.String()
 }
 
@@ -259,7 +277,10 @@ func inspectorConf(c Config, dir string) string {
 	w("")
 	w("[ironic]")
 	w("auth_type = none")
-	w("endpoint_override = %s", c.url(c.IronicPort))
+	w("endpoint_override = %s", c.ironicURL())
+	if c.TLS {
+		w("cafile = %s", p("etc", "tls", tlsCA))
+	}
 	w("")
 	w("[processing]")
 	w("store_data = database")

@@ -2,6 +2,8 @@ package ironictest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -71,6 +73,12 @@ type Config struct {
 	// RootFS is the root filesystem (EnsureRootFS) a series other than
 	// 2023.1 runs from, chrooted in a private mount namespace.
 	RootFS string
+	// TLS serves Ironic's API over HTTPS ([api]enable_ssl_api) with a
+	// CA made for this run and a certificate for Host, written to
+	// Dir/etc/tls (Services.TLS names them); the clients of Client and
+	// HTTPClient trust that CA. ironic-inspector stays on http and trusts
+	// the CA toward Ironic. Off: plain http, as before.
+	TLS bool
 }
 
 func (c *Config) defaults() {
@@ -120,6 +128,11 @@ type Services struct {
 	IronicURL    string
 	InspectorURL string
 	Timings      Timings
+	// TLS are the CA and Ironic's certificate and key on the host when
+	// Config.TLS is set; empty otherwise.
+	TLS TLSFiles
+	// caPool holds TLS.CA for this process's clients; nil without TLS.
+	caPool *x509.CertPool
 
 	mu sync.Mutex
 	// ironic is the single process, or the API of a split Ironic.
@@ -148,8 +161,21 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	}
 	s := &Services{
 		cfg:          cfg,
-		IronicURL:    cfg.url(cfg.IronicPort),
+		IronicURL:    cfg.ironicURL(),
 		InspectorURL: cfg.url(cfg.InspectorPort),
+	}
+	if cfg.TLS {
+		dir := filepath.Join(cfg.Dir, "etc", "tls")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var err error
+		if s.TLS, err = WriteTLS(dir, cfg.Host); err != nil {
+			return nil, err
+		}
+		if s.caPool, err = certPool(s.TLS.CA); err != nil {
+			return nil, err
+		}
 	}
 	ports := []int{cfg.IronicPort}
 	if cfg.Split {
@@ -373,12 +399,24 @@ func (c Config) url(port int) string {
 	return "http://" + net.JoinHostPort(c.Host, strconv.Itoa(port))
 }
 
+// ironicURL is Ironic's base URL: https with Config.TLS.
+func (c Config) ironicURL() string {
+	if c.TLS {
+		return "https://" + net.JoinHostPort(c.Host, strconv.Itoa(c.IronicPort))
+	}
+	return c.url(c.IronicPort)
+}
+
 // HTTPClient reaches the services from this process (through Config.Dial
-// when they run in a namespace).
+// when they run in a namespace, trusting Services.TLS.CA with Config.TLS).
 func (s *Services) HTTPClient(timeout time.Duration) *http.Client {
 	c := &http.Client{Timeout: timeout}
-	if s.cfg.Dial != nil {
-		c.Transport = &http.Transport{DialContext: s.cfg.Dial}
+	if s.cfg.Dial != nil || s.caPool != nil {
+		t := &http.Transport{DialContext: s.cfg.Dial}
+		if s.caPool != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: s.caPool}
+		}
+		c.Transport = t
 	}
 	return c
 }
