@@ -71,6 +71,10 @@ type Config struct {
 	// RootFS is the root filesystem (EnsureRootFS) a series other than
 	// 2023.1 runs from, chrooted in a private mount namespace.
 	RootFS string
+	// FastTrack sets [deploy]fast_track (Metal3's default): one agent boot
+	// serves inspection, cleaning and deploy; ironic-inspector then leaves
+	// the node powered on after introspection. Default off.
+	FastTrack bool
 }
 
 func (c *Config) defaults() {
