@@ -215,24 +215,7 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
-	dir := filepath.Join(t.TempDir(), "split")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	split, err := ironictest.Start(ctx, s.config(ironictest.Config{Dir: dir, IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, f := range split.LogFiles() {
-				if b, err := os.ReadFile(f); err == nil {
-					t.Logf("----- %s (last 16 KiB) -----\n%s", filepath.Base(f), tailBytes(b, 16<<10))
-				}
-			}
-		}
-		_ = split.Close()
-	})
+	split := s.startOwnIronic(t, "split", ironictest.Config{IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
 	c, err := ironictest.NewClient(split.IronicURL)
 	if err != nil {
