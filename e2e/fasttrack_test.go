@@ -101,10 +101,15 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 	}
 	step(nodes.TargetInspect, "inspect wait", "manageable")
 	// The hint names the loop device only now: the inspected inventory
-	// (the fixture machine's disks) does not hold it.
-	if _, err := nodes.Update(ctx, l.ironic.Service, n.UUID, nodes.UpdateOpts{nodes.UpdateOperation{
-		Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": dev},
-	}}).Extract(); err != nil {
+	// (the fixture machine's disks) does not hold it. The boot-mode hook
+	// (2025.1 on) stored the fixture's BIOS boot mode; UEFI again, with
+	// vendor lenovo, keeps Ironic from setting the disk boot device at the
+	// end of the deploy, which fake management refuses (see CreateNode).
+	if _, err := nodes.Update(ctx, l.ironic.Service, n.UUID, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": dev}},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/capabilities", Value: "boot_mode:uefi"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/vendor", Value: "lenovo"},
+	}).Extract(); err != nil {
 		t.Fatal(err)
 	}
 	step(nodes.TargetProvide, "clean wait", "available")
