@@ -38,6 +38,10 @@ type lifecycle struct {
 	fast   bool
 	phases []string
 	agents []*agentProc
+	// tokenKept and urlKept: Ironic still held a token, and this agent
+	// URL, once cleaning had ended.
+	tokenKept bool
+	urlKept   string
 }
 
 // run takes a node from enrolment to active and returns the total time.
@@ -113,6 +117,15 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 		t.Fatal(err)
 	}
 	step(nodes.TargetProvide, "clean wait", "available")
+	// Ironic wipes the token and agent URL after cleaning only when the
+	// node cannot fast-track (wipe_cleaning_internal_info); the API shows
+	// a stored token masked.
+	got, err := l.ironic.GetNode(ctx, n.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, l.tokenKept = got.DriverInternalInfo["agent_secret_token"]
+	l.urlKept, _ = got.DriverInternalInfo["agent_url"].(string)
 	step(nodes.TargetActive, "wait call-back", "active")
 	assertDiskHolds(t, dev, imagePath)
 	return time.Since(start)
@@ -203,7 +216,14 @@ func TestFastTrack(t *testing.T) {
 		}
 	}
 
+	// http or https, as the series' require_tls has it.
+	if want := fmt.Sprintf("://127.0.0.1:%d", a.port); !fast.tokenKept || !strings.HasSuffix(fast.urlKept, want) {
+		t.Errorf("after fast-track cleaning Ironic holds token %v, agent_url %q; want the token and the agent's URL (...%s) kept", fast.tokenKept, fast.urlKept, want)
+	}
 	slowTime := slow.run(t, "e2e-no-fast-track", "52:54:e2:f7:00:02", imageURL, raw)
+	if slow.tokenKept || slow.urlKept != "" {
+		t.Errorf("after cleaning without fast track Ironic holds token %v, agent_url %q; want both wiped", slow.tokenKept, slow.urlKept)
+	}
 	if len(slow.agents) != 3 {
 		t.Errorf("without fast track %d agents ran, want 3 (one per operation)", len(slow.agents))
 	}
