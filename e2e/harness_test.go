@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +168,30 @@ func standInHeartbeat(ctx context.Context, ironicURL, uuid, token, callback, ver
 	var b strings.Builder
 	_, _ = io.Copy(&b, resp.Body)
 	return resp.StatusCode, b.String()
+}
+
+// startOwnIronic starts an Ironic of the test's own (cfg on the suite's
+// series, in a temp dir named name) beside the suite's, shows its logs if
+// the test fails and stops it when the test ends.
+func (s *suite) startOwnIronic(t *testing.T, name string, cfg ironictest.Config) *ironictest.Services {
+	t.Helper()
+	cfg.Dir = filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := ironictest.Start(t.Context(), s.config(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, f := range svc.LogFiles() {
+				if b, err := os.ReadFile(f); err == nil {
+					t.Logf("----- %s (last 16 KiB) -----\n%s", filepath.Base(f), tailBytes(b, 16<<10))
+				}
+			}
+		}
+		_ = svc.Close()
+	})
+	return svc
 }

@@ -215,7 +215,7 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
-	split := s.startOwnIronic(t, ironictest.Config{IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
+	split := s.startOwnIronic(t, "split", ironictest.Config{IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
 	c, err := ironictest.NewClient(split.IronicURL)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // cases: starting one costs seconds.
 func TestIronicTLS(t *testing.T) {
 	s := need(t)
-	svc := s.startOwnIronic(t, ironictest.Config{IronicPort: 9296, NoInspector: true, TLS: true})
+	svc := s.startOwnIronic(t, "ironic-tls", ironictest.Config{IronicPort: 9296, NoInspector: true, TLS: true})
 	if !strings.HasPrefix(svc.IronicURL, "https://") {
 		t.Fatalf("Ironic's URL is %s, want https", svc.IronicURL)
 	}
@@ -123,30 +123,4 @@ func cleanOverTLS(t *testing.T, s *suite, c *ironictest.Client, ironicURL, mac s
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the clean step did not run: %v", err)
 	}
-}
-
-// startOwnIronic starts an Ironic of the test's own (cfg, in the suite's
-// series, in a directory of the test) and stops it when the test ends; a
-// failed test gets the tails of its logs.
-func (s *suite) startOwnIronic(t *testing.T, cfg ironictest.Config) *ironictest.Services {
-	t.Helper()
-	cfg.Dir = filepath.Join(t.TempDir(), "ironic")
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := ironictest.Start(t.Context(), s.config(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, f := range svc.LogFiles() {
-				if b, err := os.ReadFile(f); err == nil {
-					t.Logf("----- %s (last 16 KiB) -----\n%s", filepath.Base(f), tailBytes(b, 16<<10))
-				}
-			}
-		}
-		_ = svc.Close()
-	})
-	return svc
 }

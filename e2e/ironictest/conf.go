@@ -35,6 +35,8 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //   - [deploy] erase priorities: what automated cleaning runs; the default
 //     here keeps the full shred out of it.
 //   - graceful_shutdown_timeout: a stopped ironic must not linger 60 s.
+//   - [deploy] fast_track: off unless Config.FastTrack; on, Ironic reuses a
+//     heartbeating agent instead of rebooting the node for each operation.
 //
 // Per series: 2023.1 turns [agent]require_tls off (it was off by default
 // then); newer series keep Ironic's default (on since Ironic 26), so the
@@ -167,7 +169,7 @@ func ironicConf(c Config, dir string) string {
 	w("[deploy]")
 	w("http_url = http://127.0.0.1:8088/httpboot")
 	w("http_root = %s", p("http", "httpboot"))
-	w("fast_track = false")
+	w("fast_track = %t", c.FastTrack)
 	if !c.DefaultErasePriorities {
 		w("erase_devices_priority = %d", c.EraseDevicesPriority)
 		w("erase_devices_metadata_priority = %d", *c.EraseDevicesMetadataPriority)
@@ -289,7 +291,10 @@ func inspectorConf(c Config, dir string) string {
 	w("keep_ports = all")
 	w("ramdisk_logs_dir = %s", p("state", "inspector_ramdisk_logs"))
 	w("always_store_ramdisk_logs = true")
-	w("power_off = true")
+	// A power-off after introspection makes Ironic wipe the agent's token
+	// and URL (a new boot would follow), so with fast track inspector
+	// leaves the node on, as Metal3 configures it.
+	w("power_off = %t", !c.FastTrack)
 	w("processing_hooks = $default_processing_hooks,lldp_basic,extra_hardware")
 	w("")
 	w("[extra_hardware]")

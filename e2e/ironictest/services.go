@@ -79,6 +79,10 @@ type Config struct {
 	// HTTPClient trust that CA. ironic-inspector stays on http and trusts
 	// the CA toward Ironic. Off: plain http, as before.
 	TLS bool
+	// FastTrack sets [deploy]fast_track (Metal3's default): one agent boot
+	// serves inspection, cleaning and deploy; ironic-inspector then leaves
+	// the node powered on after introspection. Default off.
+	FastTrack bool
 }
 
 func (c *Config) defaults() {
