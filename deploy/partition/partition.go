@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 
-	diskfs "github.com/diskfs/go-diskfs"
 	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
@@ -228,14 +227,11 @@ func writePartitionTable(ctx context.Context, g *blockdev.Guard, dev, label stri
 	if err := checkFits(dev, label, parts, size, sector); err != nil {
 		return err
 	}
-	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
+	d, err := openForPartitioning(dev, size, sector)
 	if err != nil {
-		return fmt.Errorf("open %s for partitioning: %w", dev, err)
+		return err
 	}
 	defer d.Close()
-	// go-diskfs takes a block device's size from stat, which is 0.
-	d.Size = size
-	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
 	s := int64(sector)
 	var table partition.Table
 	switch label {
@@ -273,14 +269,7 @@ func writePartitionTable(ctx context.Context, g *blockdev.Guard, dev, label stri
 	}
 	// Written without go-diskfs' re-read: the kernel learns the partitions
 	// below (re-read, then BLKPG where it has no parser for the label).
-	w, err := d.Backend.Writable()
-	if err != nil {
-		return fmt.Errorf("open %s for writing: %w", dev, err)
-	}
-	if err := table.Write(w, size); err != nil {
-		return fmt.Errorf("write %s partition table of %s: %w", table.Type(), dev, err)
-	}
-	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	f, err := writeTable(d, table, dev, size)
 	if err != nil {
 		return err
 	}

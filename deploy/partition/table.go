@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	diskfs "github.com/diskfs/go-diskfs"
+	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
@@ -43,13 +45,11 @@ func DeletePartitions(ctx context.Context, g *blockdev.Guard, dev string, number
 	}
 	size, sector := bd.Size, bd.SectorSize
 	bd.Close()
-	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
+	d, err := openForPartitioning(dev, size, sector)
 	if err != nil {
-		return fmt.Errorf("open %s for partitioning: %w", dev, err)
+		return err
 	}
 	defer d.Close()
-	d.Size = size
-	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
 	table, err := d.GetPartitionTable()
 	if err != nil {
 		return fmt.Errorf("read the partition table of %s: %w", dev, err)
@@ -66,14 +66,7 @@ func DeletePartitions(ctx context.Context, g *blockdev.Guard, dev string, number
 	default:
 		return fmt.Errorf("%s: unsupported partition table type %s", dev, table.Type())
 	}
-	w, err := d.Backend.Writable()
-	if err != nil {
-		return fmt.Errorf("open %s for writing: %w", dev, err)
-	}
-	if err := table.Write(w, size); err != nil {
-		return fmt.Errorf("write %s partition table of %s: %w", table.Type(), dev, err)
-	}
-	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	f, err := writeTable(d, table, dev, size)
 	if err != nil {
 		return err
 	}
@@ -95,3 +88,34 @@ func DeletePartitions(ctx context.Context, g *blockdev.Guard, dev string, number
 // WaitForDevice waits up to 15 s for a partition's device node after its
 // table was re-read (devtmpfs creates it soon after, not at once).
 func WaitForDevice(ctx context.Context, path string) error { return waitForDevice(ctx, path) }
+
+// openForPartitioning opens dev in go-diskfs with its real size and
+// sector size (go-diskfs takes a block device's size from stat, which is
+// 0, and assumes 512-byte sectors).
+func openForPartitioning(dev string, size int64, sector int) (*disk.Disk, error) {
+	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
+	if err != nil {
+		return nil, fmt.Errorf("open %s for partitioning: %w", dev, err)
+	}
+	d.Size = size
+	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
+	return d, nil
+}
+
+// writeTable writes table through d without go-diskfs' own re-read and
+// returns dev opened read-write, for the caller's finishing writes, sync
+// and re-read (or BLKPG).
+func writeTable(d *disk.Disk, table partition.Table, dev string, size int64) (*os.File, error) {
+	w, err := d.Backend.Writable()
+	if err != nil {
+		return nil, fmt.Errorf("open %s for writing: %w", dev, err)
+	}
+	if err := table.Write(w, size); err != nil {
+		return nil, fmt.Errorf("write %s partition table of %s: %w", table.Type(), dev, err)
+	}
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dev, err)
+	}
+	return f, nil
+}
