@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
 
 // Config says where and how the services run. Zero values take the
@@ -137,6 +139,8 @@ type Services struct {
 	TLS TLSFiles
 	// caPool holds TLS.CA for this process's clients; nil without TLS.
 	caPool *x509.CertPool
+	// portLocks release the host-wide locks on the ports, held until Close.
+	portLocks []func()
 
 	mu sync.Mutex
 	// ironic is the single process, or the API of a split Ironic.
@@ -148,6 +152,22 @@ type Services struct {
 // Start writes the configs, creates the databases, starts the services and
 // waits until their APIs answer. On error everything started is stopped.
 func Start(ctx context.Context, cfg Config) (*Services, error) {
+	if cfg.Netns == "" {
+		// On the host's loopback several test processes (go test runs
+		// packages in parallel) each start their own Ironic: fixed ports
+		// would clash, so unset ones are picked free. A namespace is the
+		// test's own, so there the well-known ports stay.
+		for _, p := range []*int{&cfg.IronicPort, &cfg.InspectorPort, &cfg.JSONRPCPort} {
+			if *p != 0 {
+				continue
+			}
+			free, err := freePort(cfg.Host)
+			if err != nil {
+				return nil, err
+			}
+			*p = free
+		}
+	}
 	cfg.defaults()
 	if cfg.Dir == "" {
 		return nil, errors.New("ironictest: Config.Dir is required")
@@ -188,14 +208,29 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	if !cfg.NoInspector {
 		ports = append(ports, cfg.InspectorPort)
 	}
-	for _, p := range ports {
-		if cfg.Netns != "" {
-			break // the namespace is the test's own: its ports are free
-		}
-		if err := portFree(p); err != nil {
-			return nil, err
+	if cfg.Netns == "" { // a namespace is the test's own: its ports are free
+		for _, p := range ports {
+			// A test that asked for a fixed port waits for another process
+			// of this suite holding it (e.g. a second checkout's e2e/vm)
+			// instead of failing on it.
+			unlock, err := ramdisk.LockFile(ctx, filepath.Join(os.TempDir(), fmt.Sprintf("ironic-agent-ironictest-port-%d.lock", p)))
+			if err != nil {
+				s.releasePorts()
+				return nil, err
+			}
+			s.portLocks = append(s.portLocks, unlock)
+			if err := portFree(p); err != nil {
+				s.releasePorts()
+				return nil, err
+			}
 		}
 	}
+	started := false
+	defer func() {
+		if !started {
+			s.releasePorts()
+		}
+	}()
 	if err := os.WriteFile(filepath.Join(cfg.Dir, "etc", "ironic.conf"), []byte(ironicConf(cfg, s.procDir())), 0o644); err != nil {
 		return nil, err
 	}
@@ -233,6 +268,7 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 		s.Close()
 		return nil, err
 	}
+	started = true
 	return s, nil
 }
 
@@ -447,7 +483,16 @@ func (s *Services) InspectorClient() (*InspectorClient, error) {
 
 // Close stops everything that runs.
 func (s *Services) Close() error {
-	return errors.Join(s.StopInspector(), s.StopIronic())
+	err := errors.Join(s.StopInspector(), s.StopIronic())
+	s.releasePorts()
+	return err
+}
+
+func (s *Services) releasePorts() {
+	for _, unlock := range s.portLocks {
+		unlock()
+	}
+	s.portLocks = nil
 }
 
 // process is one service started in its own session, so that stopping it
@@ -545,6 +590,20 @@ func getOK(ctx context.Context, c *http.Client, url string) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// freePort returns a TCP port nothing listens on at host (default
+// 127.0.0.1) now.
+func freePort(host string) (int, error) {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("ironictest: no free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func portFree(port int) error {
