@@ -14,14 +14,6 @@ import (
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
-// Ports of the fast-track Ironic and its ironic-inspector, next to the
-// split Ironic of TestIronicAPIDownDuringCleaning (9291/9292).
-const (
-	fastTrackIronicPort    = 9293
-	fastTrackInspectorPort = 9294
-	fastTrackJSONRPCPort   = 9295
-)
-
 // lifecycle is one node's way through inspection, cleaning and deploy on
 // one Ironic, and what each phase took.
 type lifecycle struct {
@@ -146,8 +138,7 @@ func TestFastTrack(t *testing.T) {
 	t.Cleanup(srv.Close)
 	imageURL := srv.URL + "/" + filepath.Base(raw)
 
-	ft := s.startOwnIronic(t, "fast-track", ironictest.Config{FastTrack: true,
-		IronicPort: fastTrackIronicPort, InspectorPort: fastTrackInspectorPort, JSONRPCPort: fastTrackJSONRPCPort})
+	ft := s.startOwnIronic(t, "fast-track", ironictest.Config{FastTrack: true})
 	c, err := ironictest.NewClient(ft.IronicURL)
 	if err != nil {
 		t.Fatal(err)

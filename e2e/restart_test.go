@@ -209,13 +209,13 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 
 // TestIronicAPIDownDuringCleaning is the fault with only Ironic's API
 // stopped: a split Ironic of its own (ironic-api and ironic-conductor over
-// JSON-RPC, ports 9291/9292) whose API is stopped for 60 s while the agent
+// JSON-RPC, on free ports) whose API is stopped for 60 s while the agent
 // runs a clean step; the conductor keeps running, the agent's heartbeats
 // fail and it keeps trying; once the API is back cleaning completes.
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
-	split := s.startOwnIronic(t, "split", ironictest.Config{IronicPort: 9291, Split: true, JSONRPCPort: 9292, NoInspector: true})
+	split := s.startOwnIronic(t, "split", ironictest.Config{Split: true, NoInspector: true})
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
 	c, err := ironictest.NewClient(split.IronicURL)
 	if err != nil {

@@ -12,9 +12,8 @@ import (
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 )
 
-// TestIronicTLS runs an Ironic of its own (port 9296, next to the
-// fast-track Ironic's 9293-9295) serving its API over
-// HTTPS with a CA made for the test, and shows how the agent trusts it:
+// TestIronicTLS runs an Ironic of its own (on free ports) serving its API
+// over HTTPS with a CA made for the test, and shows how the agent trusts it:
 //   - cafile: through [DEFAULT]cafile in a conf file of a config directory,
 //     as Metal3's ramdisk drops one in /etc/ironic-python-agent.d/; lookup,
 //     heartbeats and a manual clean step all go over https;
@@ -28,7 +27,7 @@ import (
 // cases: starting one costs seconds.
 func TestIronicTLS(t *testing.T) {
 	s := need(t)
-	svc := s.startOwnIronic(t, "ironic-tls", ironictest.Config{IronicPort: 9296, NoInspector: true, TLS: true})
+	svc := s.startOwnIronic(t, "ironic-tls", ironictest.Config{NoInspector: true, TLS: true})
 	if !strings.HasPrefix(svc.IronicURL, "https://") {
 		t.Fatalf("Ironic's URL is %s, want https", svc.IronicURL)
 	}

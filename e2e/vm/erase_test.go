@@ -17,8 +17,8 @@ import (
 )
 
 // Ports of TestVMEraseDevicesDefaults' own Ironic (the vm range).
-const (
-	eraseIronicPort = 9512
+var (
+	eraseIronicPort = portOffset() + 9512
 	eraseAgentPort  = agentPortBase + 4
 )
 

@@ -23,15 +23,25 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
-// Ports of this package (the vm range of the team's allocation).
-const (
-	ironicPort    = 9510
-	inspectorPort = 9511
-	agentPortBase = 9520 // hostfwd to the guest's agent API, one per VM
-	imagePort     = 9530
-	bmcLANPort    = 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS (+2: TestVMIPMIUEFI)
-	bmcVMPort     = 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
+// Ports of this package (the vm range of the team's allocation), moved by
+// $E2E_PORT_OFFSET so that two checkouts can run this package at once.
+var (
+	ironicPort    = portOffset() + 9510
+	inspectorPort = portOffset() + 9511
+	agentPortBase = portOffset() + 9520 // hostfwd to the guest's agent API, one per VM
+	imagePort     = portOffset() + 9530
+	bmcLANPort    = portOffset() + 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS (+2: TestVMIPMIUEFI)
+	bmcVMPort     = portOffset() + 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
 )
+
+// portOffset is $E2E_PORT_OFFSET, 0 when unset or not a number below 50000.
+func portOffset() int {
+	n, err := strconv.Atoi(os.Getenv("E2E_PORT_OFFSET"))
+	if err != nil || n < 0 || n >= 50000 {
+		return 0
+	}
+	return n
+}
 
 // suite holds what the tests share, made on first use: the ramdisk (every
 // test) and the services (root-only tests).
