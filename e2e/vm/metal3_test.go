@@ -59,7 +59,8 @@ const (
 //     is already down" and sends nothing, whatever the ramdisk; the test
 //     does not count on that lockdown.
 //
-// 103 s with -race at load 12 (inspection 30 s, deploy 30 s, service 35 s).
+// 98-103 s with -race at load 10-12 (inspection 30-31 s, deploy 24-30 s,
+// service 35-40 s).
 func TestVMMetal3Lifecycle(t *testing.T) {
 	rd := ramdisk(t)
 	s := services(t)
