@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +39,8 @@ const (
 )
 
 // TestVMMetal3Lifecycle takes one VM through what Metal3's
-// baremetal-operator asks of Ironic 2026.1, one ramdisk boot per
-// operation (no fast track), under SeaBIOS:
+// baremetal-operator asks of Ironic 2026.1 (and 2025.1), one ramdisk boot
+// per operation (no fast track), under SeaBIOS:
 //
 //  1. inspection with Ironic's agent inspect interface and LLDP from an
 //     lldpd neighbour; what Ironic stored (GET /v1/nodes/{node}/inventory)
@@ -53,19 +54,21 @@ const (
 //  3. servicing the active node (the service verb) with two in-band
 //     service steps, burnin_cpu and inject_files; the node returns to
 //     active and the injected file is on the image's FAT partition.
-//     Ironic 35.0.1 means to lock the agent down at the end of servicing
-//     too (tear_down_service with disable_power_off), but it wipes the
-//     node's agent_url first (_tear_down_node_service), so it logs "Agent
-//     is already down" and sends nothing, whatever the ramdisk; the test
-//     does not count on that lockdown.
+//     Ironic 35.0.1 (29.0.5, upstream master) means to lock the agent
+//     down at the end of servicing too (tear_down_service with
+//     disable_power_off), but it wipes the node's agent_url first
+//     (_tear_down_node_service), so it logs "Agent is already down" and
+//     sends nothing, whatever the ramdisk; the test does not count on
+//     that lockdown. On 2025.1 (Ironic 29.0) the test stops before
+//     servicing: that Ironic refuses lookups in "service wait".
 //
 // 98-103 s with -race at load 10-12 (inspection 30-31 s, deploy 24-30 s,
-// service 35-40 s).
+// service 35-40 s) on 2026.1; 94 s on 2025.1.
 func TestVMMetal3Lifecycle(t *testing.T) {
 	rd := ramdisk(t)
 	s := services(t)
-	if s.series != ironictest.Series2026_1 {
-		t.Skipf("SKIPPED: needs IRONIC_SERIES=2026.1 (disable_power_off is API 1.95, Ironic 2025.2+); the series is %s", s.series)
+	if !s.series.HasAgentInspection() {
+		t.Skipf("SKIPPED: needs IRONIC_SERIES=2025.1 or 2026.1 (built-in inspection; disable_power_off is API 1.95); the series is %s", s.series)
 	}
 	for _, p := range []string{"xorriso", "mtype"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -97,7 +100,9 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	// which Ironic turns into pxe_enabled and Metal3 into the NIC's PXE.
 	bootif := "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-")
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-metal3", InspectInterface: s.inspectInterface(), AutomatedClean: &noClean,
+	// Ironic's own inspection, as Metal3 runs it, also where the series
+	// still has ironic-inspector (2025.1).
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// 1. Inspection.
@@ -108,7 +113,8 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	m.Append = s.inspectionArgs() + " ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
+	m.Append = "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort) + "/v1/continue_inspection" +
+		" ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
 	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
@@ -192,6 +198,14 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	checkConfigDrive(t, disk, cd)
 
 	// 3. Service steps on the active node.
+	if s.series == ironictest.Series2025_1 {
+		// Ironic 29.0 refuses a ramdisk's lookup in "service wait"
+		// (LOOKUP_ALLOWED_STATES lacks it; upstream commit a23b7eeef
+		// added it for 2025.2), so no agent, IPA's included, can serve
+		// in-band service steps without fast track.
+		t.Logf("whole test: %.1fs; servicing not tried: Ironic 29.0 refuses lookups in service wait", time.Since(begin).Seconds())
+		return
+	}
 	start = time.Now()
 	content := "written by inject_files in servicing, node " + node.UUID + "\n"
 	steps := []nodes.ServiceStep{
