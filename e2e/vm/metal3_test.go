@@ -63,7 +63,7 @@ const (
 //     servicing: that Ironic refuses lookups in "service wait".
 //
 // 98-103 s with -race at load 10-12 (inspection 30-31 s, deploy 24-30 s,
-// service 35-40 s) on 2026.1; 94 s on 2025.1.
+// service 35-40 s) on 2026.1, 185 s at load 16-18; 94 s on 2025.1.
 func TestVMMetal3Lifecycle(t *testing.T) {
 	rd := ramdisk(t)
 	s := services(t)
