@@ -1,4 +1,4 @@
-package dmtest
+package devmapper
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type Control struct {
 func Open() (*Control, error) {
 	f, err := os.OpenFile(ControlPath, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("dmtest: opening %s: %w", ControlPath, err)
+		return nil, fmt.Errorf("devmapper: opening %s: %w", ControlPath, err)
 	}
 	c := &Control{f: f}
 	if _, err := c.Version(); err != nil {
@@ -42,7 +42,7 @@ func (c *Control) Close() error { return c.f.Close() }
 func (c *Control) ioctl(nr uint32, b []byte, what string) error {
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, c.f.Fd(), uintptr(ioctlNumber(nr)), uintptr(unsafe.Pointer(&b[0])))
 	if e != 0 {
-		return fmt.Errorf("dmtest: %s: %w", what, e)
+		return fmt.Errorf("devmapper: %s: %w", what, e)
 	}
 	return nil
 }
@@ -67,10 +67,10 @@ type Device struct {
 	c    *Control
 }
 
-// Create makes the device name with table live (create, load, resume)
-// and waits for its /dev/dm-N node.
-func (c *Control) Create(ctx context.Context, name string, table []Target) (*Device, error) {
-	b, err := header(name, 0, ioctlSize)
+// Create makes the device name (with uuid, which may be empty) with table
+// live (create, load, resume) and waits for its /dev/dm-N node.
+func (c *Control) Create(ctx context.Context, name, uuid string, table []Target) (*Device, error) {
+	b, err := createHeader(name, uuid)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (c *Control) Create(ctx context.Context, name string, table []Target) (*Dev
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.Join(fmt.Errorf("dmtest: waiting for %s: %w", d.Path, ctx.Err()), d.Remove(context.Background()))
+			return nil, errors.Join(fmt.Errorf("devmapper: waiting for %s: %w", d.Path, ctx.Err()), d.Remove(context.Background()))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
