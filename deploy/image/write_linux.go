@@ -61,6 +61,14 @@ func openDevice(path string) (*deviceFile, error) {
 		return nil, fmt.Errorf("%s is neither a block device nor a regular file", path)
 	}
 	fd, err := unix.Open(path, flags|unix.O_DIRECT, 0)
+	if errors.Is(err, unix.EBUSY) && d.block && blockdev.IsMultipathMap(path) {
+		// A multipath map held by its partition maps: the whole map is
+		// rewritten, so they go (unless one is in use).
+		if derr := blockdev.DropPartitionMaps(context.Background(), path); derr != nil {
+			return nil, fmt.Errorf("opening %s: %w", path, derr)
+		}
+		fd, err = unix.Open(path, flags|unix.O_DIRECT, 0)
+	}
 	if err == nil {
 		d.direct = true
 	} else if errors.Is(err, unix.EINVAL) {
@@ -171,6 +179,12 @@ func (d *deviceFile) Finish(ctx context.Context) (string, error) {
 	}
 	if sys, err := blockdev.SysBlockDir("/", d.path); err == nil && blockdev.IsPartition(blockdev.ResolveLink(sys)) {
 		// A partition image's root partition: partitions hold no table.
+		return "", nil
+	}
+	if blockdev.IsMultipathMap(d.path) {
+		// The kernel does not partition a map, and its partition maps
+		// cannot be made while this exclusive open holds it: the next
+		// partition-table user (the config drive) makes them.
 		return "", nil
 	}
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, d.f.Fd(), unix.BLKRRPART, 0); e != 0 {

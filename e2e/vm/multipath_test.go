@@ -3,6 +3,7 @@ package vm
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,7 +35,9 @@ const (
 //     no path;
 //   - a deploy whose root-device hints name the LUN's wwn and serial
 //     chooses the map and writes the image to it, and the host reads the
-//     image back from the one file behind both paths.
+//     image back from the one file behind both paths; the config drive
+//     goes into a partition the agent adds to the map's table and writes
+//     through its partition map (kpartx's <map>-part2).
 func TestVMMultipath(t *testing.T) {
 	rd := ramdisk(t)
 	s := services(t)
@@ -118,7 +121,7 @@ func TestVMMultipath(t *testing.T) {
 		t.Error("the end of the LUN was not erased")
 	}
 
-	// Deploy, the LUN named by wwn and serial.
+	// Deploy, the LUN named by wwn and serial, with a config drive.
 	img := mbrImage()
 	imgAddr := serveImage(t, img)
 	m.GuestFwd[guestHost+":80"] = imgAddr
@@ -130,7 +133,10 @@ func TestVMMultipath(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+	// A config drive, as Metal3 always sends one: Ironic builds the ISO,
+	// the agent adds a partition for it on the map.
+	cd := nodes.ConfigDrive{MetaData: map[string]any{"uuid": node.UUID, "hostname": "vm-multipath"}}
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
@@ -151,16 +157,21 @@ func TestVMMultipath(t *testing.T) {
 			}
 		}
 	}
-	if got := readAt(t, lun, 0, len(img)); !bytes.Equal(got, img) {
-		n := 0
-		for n < len(img) && got[n] == img[n] {
-			n++
+	// The image, but for the MBR entry the config drive partition took.
+	got := readAt(t, lun, 0, len(img))
+	for _, r := range [][2]int{{0, 462}, {478, len(img)}} {
+		if a, b := got[r[0]:r[1]], img[r[0]:r[1]]; !bytes.Equal(a, b) {
+			n := 0
+			for n < len(a) && a[n] == b[n] {
+				n++
+			}
+			t.Errorf("the LUN's file does not hold the image: first difference at byte %d", r[0]+n)
 		}
-		t.Errorf("the LUN's file does not hold the image: first difference at byte %d", n)
 	}
 	if b := readAt(t, m.DiskPath("vblk"), int64(len(img)-1<<20), 4096); bytes.Equal(b, img[len(img)-1<<20:len(img)-1<<20+4096]) {
 		t.Error("the image also went to the virtio disk")
 	}
+	checkConfigDrivePartition(t, lun)
 	t.Logf("multipath through Ironic: inspection %.1fs, cleaning %.1fs, deploy %.1fs; %.1fs in all",
 		inspectTime.Seconds(), cleanTime.Seconds(), deployTime.Seconds(), time.Since(began).Seconds())
 }
@@ -195,4 +206,24 @@ func checkMultipathInventory(t *testing.T, inv map[string]any) string {
 		}
 	}
 	return mp["name"].(string)
+}
+
+// checkConfigDrivePartition finds, in the disk file's MBR, the config
+// drive partition the agent added after the image's partition 1, and the
+// ISO9660 volume labelled config-2 in it.
+func checkConfigDrivePartition(t *testing.T, disk string) {
+	t.Helper()
+	mbr := readAt(t, disk, 0, 512)
+	e := mbr[446+16 : 446+32]
+	start := int64(binary.LittleEndian.Uint32(e[8:12]))
+	if e[4] == 0 || start == 0 {
+		t.Errorf("no second partition in the MBR of %s: % x", disk, e)
+		return
+	}
+	// The primary volume descriptor: sector 16 of 2 KiB, "\x01CD001",
+	// the volume identifier at byte 40.
+	pvd := readAt(t, disk, start*512+16*2048, 2048)
+	if string(pvd[1:6]) != "CD001" || strings.TrimRight(string(pvd[40:72]), " ") != "config-2" {
+		t.Errorf("partition 2 of %s (sector %d) holds no ISO9660 volume config-2: % x", disk, start, pvd[:48])
+	}
 }

@@ -2,7 +2,8 @@
 // through the DM ioctls on /dev/mapper/control (DM_DEV_CREATE,
 // DM_TABLE_LOAD, DM_DEV_SUSPEND, DM_DEV_REMOVE), so neither dmsetup nor
 // libdevmapper is needed in the ramdisk. The devices appear as /dev/dm-N
-// through devtmpfs (no udev, no /dev/mapper/NAME links). The agent makes
+// through devtmpfs; with no udev, Create links /dev/mapper/NAME to that
+// node itself, as libdevmapper does when udev is not running. The agent makes
 // its multipath maps with it (deploy/multipath); the failing-disk test
 // bed (internal/dmtest) its error, flakey and delay disks.
 package devmapper

@@ -6,14 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// ControlPath is the device-mapper control node.
-const ControlPath = "/dev/mapper/control"
+// ControlPath is the device-mapper control node; MapperDir holds it and
+// the /dev/mapper/NAME links Create makes.
+const (
+	ControlPath = "/dev/mapper/control"
+	MapperDir   = "/dev/mapper"
+)
+
+func isSymlink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}
 
 // Control is an open /dev/mapper/control.
 type Control struct {
@@ -68,7 +78,8 @@ type Device struct {
 }
 
 // Create makes the device name (with uuid, which may be empty) with table
-// live (create, load, resume) and waits for its /dev/dm-N node.
+// live (create, load, resume), waits for its /dev/dm-N node and links
+// /dev/mapper/NAME to it.
 func (c *Control) Create(ctx context.Context, name, uuid string, table []Target) (*Device, error) {
 	b, err := createHeader(name, uuid)
 	if err != nil {
@@ -84,6 +95,14 @@ func (c *Control) Create(ctx context.Context, name, uuid string, table []Target)
 	}
 	for {
 		if _, err := os.Stat(d.Path); err == nil {
+			// As libdevmapper does where no udev makes the names: the
+			// kpartx-style partition paths of a multipath map are found
+			// by name.
+			link := filepath.Join(MapperDir, name)
+			_ = os.Remove(link)
+			if err := os.Symlink("../"+filepath.Base(d.Path), link); err != nil {
+				return nil, errors.Join(fmt.Errorf("devmapper: %w", err), d.Remove(context.Background()))
+			}
 			return d, nil
 		}
 		select {
@@ -136,13 +155,23 @@ func (d *Device) Resume() error {
 
 // Remove removes the device, retrying while something still holds it
 // open (EBUSY) until ctx ends.
-func (d *Device) Remove(ctx context.Context) error {
+func (d *Device) Remove(ctx context.Context) error { return d.c.Remove(ctx, d.Name) }
+
+// Remove removes the device name and its /dev/mapper link, retrying
+// while something still holds it open (EBUSY) until ctx ends.
+func (c *Control) Remove(ctx context.Context, name string) error {
 	for {
-		b, err := header(d.Name, 0, ioctlSize)
+		b, err := header(name, 0, ioctlSize)
 		if err != nil {
 			return err
 		}
-		err = d.c.ioctl(cmdDevRemove, b, "DM_DEV_REMOVE "+d.Name)
+		err = c.ioctl(cmdDevRemove, b, "DM_DEV_REMOVE "+name)
+		if err == nil {
+			if link := filepath.Join(MapperDir, name); isSymlink(link) {
+				_ = os.Remove(link)
+			}
+			return nil
+		}
 		if !errors.Is(err, unix.EBUSY) {
 			return err
 		}
