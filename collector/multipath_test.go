@@ -4,6 +4,8 @@ import (
 	"context"
 	"reflect"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
 // The server tree's SCSI disks as multipath candidates, by both routes:
@@ -63,5 +65,39 @@ func TestMultipathPathsUnheld(t *testing.T) {
 	}
 	if _, err := MultipathPaths(context.Background(), Options{Root: t.TempDir()}); err != nil {
 		t.Errorf("an empty root: %v", err)
+	}
+}
+
+// Root-device hints with the LUN's wwn or serial (the values IPA reports
+// for the map) choose the map: its paths are not in the inventory to be
+// chosen, and the path's own serial (page 0x80) names nothing.
+func TestHintsChooseTheMap(t *testing.T) {
+	disks, err := Disks(context.Background(), Options{Root: fixtureRoot("server")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		hint map[string]any
+		want string
+	}{
+		{map[string]any{"wwn": "0x600a0b800012345600000000abcde000"}, "/dev/dm-0"},
+		{map[string]any{"serial": "3600a0b800012345600000000abcde000"}, "/dev/dm-0"},
+		{map[string]any{"wwn": "0x600a0b800012345600000000abcde000", "serial": "3600a0b800012345600000000abcde000"}, "/dev/dm-0"},
+		{map[string]any{"serial": "SV12345678"}, ""},
+	} {
+		h, err := hints.ParseRootDeviceHints(c.hint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := hints.ChooseRootDisk(hints.Disks(disks), h)
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%v chose %s, want no disk", c.hint, got.Name)
+			}
+			continue
+		}
+		if err != nil || got.Name != c.want {
+			t.Errorf("%v chose %q (%v), want %s", c.hint, got.Name, err, c.want)
+		}
 	}
 }

@@ -182,13 +182,31 @@ func (d *deviceFile) Finish(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if blockdev.IsMultipathMap(d.path) {
-		// The kernel does not partition a map, and its partition maps
-		// cannot be made while this exclusive open holds it: the next
-		// partition-table user (the config drive) makes them.
-		return "", nil
+		return d.multipathPartitions(ctx)
 	}
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, d.f.Fd(), unix.BLKRRPART, 0); e != 0 {
 		return fmt.Sprintf("re-reading the partition table of %s (BLKRRPART) failed: %v", d.path, e), nil
+	}
+	return "", nil
+}
+
+// multipathPartitions makes the image's partitions appear on a multipath
+// map, which the kernel does not partition: kpartx's partition maps. A
+// map claims the device it maps exclusively, which this writer's O_EXCL
+// open would refuse, so the writer closes the device first.
+func (d *deviceFile) multipathPartitions(ctx context.Context) (string, error) {
+	err := d.Close()
+	d.f, d.tail = nil, nil
+	if err != nil {
+		return "", fmt.Errorf("close %s: %w", d.path, err)
+	}
+	f, err := os.Open(d.path)
+	if err != nil {
+		return fmt.Sprintf("making the partition maps of %s failed: %v", d.path, err), nil
+	}
+	defer f.Close()
+	if err := blockdev.RereadPartitions(ctx, f); err != nil {
+		return fmt.Sprintf("making the partition maps of %s failed: %v", d.path, err), nil
 	}
 	return "", nil
 }
@@ -198,5 +216,8 @@ func (d *deviceFile) Close() error {
 	if d.tail != nil {
 		err = d.tail.Close()
 	}
-	return errors.Join(err, d.f.Close())
+	if d.f != nil {
+		err = errors.Join(err, d.f.Close())
+	}
+	return err
 }

@@ -156,6 +156,9 @@ func TestVMMultipath(t *testing.T) {
 				t.Errorf("the image went to %s, want the map %s: %s", dev, mapName, l.Text)
 			}
 		}
+		if strings.Contains(l.Text, "partition maps of") {
+			t.Errorf("the map's partitions: %s", l.Text)
+		}
 	}
 	// The image, but for the MBR entry the config drive partition took.
 	got := readAt(t, lun, 0, len(img))
