@@ -86,6 +86,9 @@ type Options struct {
 	// initialize (the agent of `ironic-agent run`; never in tests that
 	// run the agent on the host).
 	AssembleRAID bool
+	// EnableMultipath makes multipath maps of the disks reached over
+	// several SCSI paths, as IPA's initialize (same rule as AssembleRAID).
+	EnableMultipath bool
 }
 
 // Agent is one running agent.
@@ -125,6 +128,8 @@ type Agent struct {
 	// injectedInventory: Options.Inventory was given, so the inventory may
 	// not describe this machine (see defaultLockdownNICs).
 	injectedInventory bool
+	// multipathMu serialises enableMultipath.
+	multipathMu sync.Mutex
 }
 
 // New builds an agent. It loads the hardware managers; nothing is sent
@@ -325,6 +330,7 @@ func (a *Agent) Inventory(ctx context.Context) (*inventory.Inventory, error) {
 }
 
 func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, error) {
+	a.enableMultipath(ctx)
 	inv, err := a.opts.Inventory(ctx)
 	if err != nil {
 		return nil, err
@@ -343,6 +349,7 @@ func (a *Agent) Disks(ctx context.Context) ([]inventory.Disk, error) {
 	}
 	// Listed afresh each time, as IPA lists block devices for every erase:
 	// disks can appear after start-up (RAID volumes, slow controllers).
+	a.enableMultipath(ctx)
 	return a.opts.Disks(ctx)
 }
 
@@ -455,6 +462,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.assembleRAID(ctx)
+	a.enableMultipath(ctx)
 	if err := a.waitForRootDisk(ctx); err != nil {
 		return err
 	}

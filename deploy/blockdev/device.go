@@ -32,6 +32,15 @@ func Open(g *Guard, path string) (*Device, error) {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|unix.O_DIRECT|unix.O_EXCL, 0)
+	if errors.Is(err, unix.EBUSY) && IsMultipathMap(path) {
+		// Its partition maps hold a multipath map; the whole map is being
+		// rewritten, so they go (RereadPartitions makes them again), unless
+		// one is in use.
+		if derr := DropPartitionMaps(context.Background(), path); derr != nil {
+			return nil, fmt.Errorf("open %s: %w", path, derr)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|unix.O_DIRECT|unix.O_EXCL, 0)
+	}
 	if err != nil {
 		// O_EXCL on a block device fails with EBUSY when the kernel holds
 		// it (mounted, a partition mounted, md/dm member): one more guard.
@@ -97,12 +106,21 @@ func IoctlRange(f *os.File, req uint, off, length uint64) error {
 // RereadPartitions asks the kernel to re-read the partition table. EBUSY
 // (a partition still open) is retried briefly; EINVAL means the device
 // does not carry partitions (a loop device without partscan, a
-// partition), which is not an error.
+// partition), which is not an error, except on a multipath map, whose
+// partition maps are made again from its table instead (kpartx's work).
 func RereadPartitions(ctx context.Context, f *os.File) error {
 	var err error
 	for i := 0; i < 10; i++ {
 		_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), uintptr(unix.BLKRRPART), 0)
-		if errno == 0 || errno == unix.EINVAL {
+		if errno == unix.EINVAL {
+			if sys, err := SysBlockDir("/", f.Name()); err == nil {
+				if name, uuid, ok := multipathMap(sys); ok {
+					return syncPartitionMaps(ctx, f.Name(), sys, name, uuid)
+				}
+			}
+			return nil
+		}
+		if errno == 0 {
 			return nil
 		}
 		err = errno
@@ -230,6 +248,9 @@ const (
 // parser for the table type, or a re-read refused because a partition is
 // in use). start and length are in bytes.
 func EnsurePartition(f *os.File, sysDir string, partName string, pno int, start, length int64) error {
+	if name, uuid, ok := multipathMap(sysDir); ok {
+		return ensurePartitionMap(sysDir, name, uuid, pno, start, length)
+	}
 	if _, err := os.Stat(filepath.Join(sysDir, partName)); err == nil {
 		return nil
 	}
@@ -247,6 +268,11 @@ func EnsurePartition(f *os.File, sysDir string, partName string, pno int, start,
 // stay in use, when a whole re-read is refused. A partition the kernel
 // does not know (ENXIO) is already gone.
 func RemovePartition(f *os.File, pno int) error {
+	if sys, err := SysBlockDir("/", f.Name()); err == nil {
+		if name, uuid, ok := multipathMap(sys); ok {
+			return removePartitionMap(sys, name, uuid, pno)
+		}
+	}
 	p := blkpgPartition{pno: int32(pno)}
 	arg := blkpgIoctlArg{op: blkpgDelPartition, datalen: int32(unsafe.Sizeof(p)), data: uintptr(unsafe.Pointer(&p))}
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafe.Pointer(&arg)))

@@ -61,6 +61,14 @@ func openDevice(path string) (*deviceFile, error) {
 		return nil, fmt.Errorf("%s is neither a block device nor a regular file", path)
 	}
 	fd, err := unix.Open(path, flags|unix.O_DIRECT, 0)
+	if errors.Is(err, unix.EBUSY) && d.block && blockdev.IsMultipathMap(path) {
+		// A multipath map held by its partition maps: the whole map is
+		// rewritten, so they go (unless one is in use).
+		if derr := blockdev.DropPartitionMaps(context.Background(), path); derr != nil {
+			return nil, fmt.Errorf("opening %s: %w", path, derr)
+		}
+		fd, err = unix.Open(path, flags|unix.O_DIRECT, 0)
+	}
 	if err == nil {
 		d.direct = true
 	} else if errors.Is(err, unix.EINVAL) {
@@ -173,8 +181,32 @@ func (d *deviceFile) Finish(ctx context.Context) (string, error) {
 		// A partition image's root partition: partitions hold no table.
 		return "", nil
 	}
+	if blockdev.IsMultipathMap(d.path) {
+		return d.multipathPartitions(ctx)
+	}
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, d.f.Fd(), unix.BLKRRPART, 0); e != 0 {
 		return fmt.Sprintf("re-reading the partition table of %s (BLKRRPART) failed: %v", d.path, e), nil
+	}
+	return "", nil
+}
+
+// multipathPartitions makes the image's partitions appear on a multipath
+// map, which the kernel does not partition: kpartx's partition maps. A
+// map claims the device it maps exclusively, which this writer's O_EXCL
+// open would refuse, so the writer closes the device first.
+func (d *deviceFile) multipathPartitions(ctx context.Context) (string, error) {
+	err := d.Close()
+	d.f, d.tail = nil, nil
+	if err != nil {
+		return "", fmt.Errorf("close %s: %w", d.path, err)
+	}
+	f, err := os.Open(d.path)
+	if err != nil {
+		return fmt.Sprintf("making the partition maps of %s failed: %v", d.path, err), nil
+	}
+	defer f.Close()
+	if err := blockdev.RereadPartitions(ctx, f); err != nil {
+		return fmt.Sprintf("making the partition maps of %s failed: %v", d.path, err), nil
 	}
 	return "", nil
 }
@@ -184,5 +216,8 @@ func (d *deviceFile) Close() error {
 	if d.tail != nil {
 		err = d.tail.Close()
 	}
-	return errors.Join(err, d.f.Close())
+	if d.f != nil {
+		err = errors.Join(err, d.f.Close())
+	}
+	return err
 }

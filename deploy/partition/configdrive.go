@@ -184,7 +184,7 @@ func WriteConfigDrive(ctx context.Context, g *blockdev.Guard, dev string, iso []
 	}
 	res := ConfigDriveResult{Number: existing, Reused: existing > 0}
 	if existing == 0 {
-		if res.Number, err = createConfigDrivePartition(dev, size, sector); err != nil {
+		if res.Number, err = createConfigDrivePartition(ctx, dev, size, sector); err != nil {
 			return ConfigDriveResult{}, err
 		}
 	}
@@ -280,7 +280,7 @@ func findConfigDrivePartition(dev string, sector int) (int, error) {
 
 // createConfigDrivePartition adds the partition with go-diskfs and makes
 // the kernel see it; it returns the partition number.
-func createConfigDrivePartition(dev string, size int64, sector int) (int, error) {
+func createConfigDrivePartition(ctx context.Context, dev string, size int64, sector int) (int, error) {
 	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
 	if err != nil {
 		return 0, fmt.Errorf("open %s for partitioning: %w", dev, err)
@@ -304,6 +304,20 @@ func createConfigDrivePartition(dev string, size int64, sector int) (int, error)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", dev, err)
+	}
+	if blockdev.IsMultipathMap(dev) {
+		// go-diskfs' re-read (BLKRRPART, then BLKPG) fails on a map, which
+		// the kernel does not partition: its partition maps are made
+		// instead.
+		f, err := writeTable(d, table, dev, size)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil {
+			return 0, fmt.Errorf("sync %s: %w", dev, err)
+		}
+		return number, blockdev.RereadPartitions(ctx, f)
 	}
 	if err := d.Partition(table); err != nil {
 		// Includes go-diskfs' ErrReReadDeferred: the table is on disk but

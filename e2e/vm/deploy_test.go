@@ -82,13 +82,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	// (driver_info image_http_proxy): Ironic checks the URL on 127.0.0.1
 	// itself, and the guest reaches it through the proxy's guestfwd.
 	img := c.image
-	imgAddr := serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/image.raw" {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
-	}))
+	imgAddr := serveImage(t, img)
 	m.GuestFwd[guestHost+":80"] = imgAddr
 	ops := append(imageInfo("http://"+imgAddr+"/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
@@ -144,6 +138,18 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 		}
 	}
 	return m
+}
+
+// serveImage serves img as /image.raw on imagePort until the test ends
+// and returns the server's address.
+func serveImage(t *testing.T, img []byte) string {
+	return serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/image.raw" {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
+	}))
 }
 
 // imageInfo is the instance_info of a deploy of the raw whole-disk image

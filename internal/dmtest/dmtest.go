@@ -1,132 +1,31 @@
 // Package dmtest makes device-mapper devices for tests that need a disk
 // which fails: an error target over a sector range, a disk whose table is
-// swapped to error while I/O runs, a dm-flakey or dm-delay disk. It speaks
-// the DM ioctls on /dev/mapper/control itself (DM_DEV_CREATE,
-// DM_TABLE_LOAD, DM_DEV_SUSPEND, DM_DEV_REMOVE), so no dmsetup is needed
-// in the ramdisk. The devices appear as /dev/dm-N through devtmpfs (no
-// udev, no /dev/mapper/NAME links). Test beds only: nothing but tests
+// swapped to error while I/O runs, a dm-flakey or dm-delay disk, and loop
+// devices with partitions over them. The devices themselves are made by
+// internal/devmapper (the DM ioctls, no dmsetup in the ramdisk); this
+// package adds the failing targets. Test beds only: nothing but tests
 // imports it.
 package dmtest
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/devmapper"
 )
-
-// The DM ioctl interface of <linux/dm-ioctl.h>: version 4 of the
-// protocol, struct dm_ioctl of 312 bytes, struct dm_target_spec of 40.
-const (
-	ioctlSize      = 312
-	targetSpecSize = 40
-	nameLen        = 128
-	typeNameLen    = 16
-
-	cmdVersion   = 0
-	cmdDevCreate = 3
-	cmdDevRemove = 4
-	cmdSuspend   = 6
-	cmdTableLoad = 9
-
-	// flagSuspend asks DM_DEV_SUSPEND to suspend; without it the call
-	// resumes, making a loaded (inactive) table the live one.
-	flagSuspend = 1 << 1
-	// flagNoFlush suspends without waiting for queued I/O to be flushed
-	// (the "vanishes" case: I/O in flight meets the new table).
-	flagNoFlush = 1 << 11
-)
-
-// ioctlNumber is _IOWR(0xfd, nr, struct dm_ioctl).
-func ioctlNumber(nr uint32) uint32 {
-	return 3<<30 | ioctlSize<<16 | 0xfd<<8 | nr
-}
-
-// Target is one line of a table, in 512-byte sectors, as dmsetup takes it:
-// "START LENGTH TYPE PARAMS".
-type Target struct {
-	Start, Length uint64
-	Type          string // error, linear, flakey, delay, zero
-	Params        string
-}
-
-func (t Target) String() string {
-	return fmt.Sprintf("%d %d %s %s", t.Start, t.Length, t.Type, t.Params)
-}
-
-// Linear maps length sectors at start onto dev from sector offset.
-func Linear(start, length uint64, dev string, offset uint64) Target {
-	return Target{Start: start, Length: length, Type: "linear", Params: fmt.Sprintf("%s %d", dev, offset)}
-}
 
 // Error fails every I/O to length sectors at start with EIO.
-func Error(start, length uint64) Target {
-	return Target{Start: start, Length: length, Type: "error"}
+func Error(start, length uint64) devmapper.Target {
+	return devmapper.Target{Start: start, Length: length, Type: "error"}
 }
 
 // Delay maps onto dev from sector offset, delaying every read and write
 // by ms milliseconds (dm-delay).
-func Delay(start, length uint64, dev string, offset uint64, ms int) Target {
-	return Target{Start: start, Length: length, Type: "delay", Params: fmt.Sprintf("%s %d %d", dev, offset, ms)}
+func Delay(start, length uint64, dev string, offset uint64, ms int) devmapper.Target {
+	return devmapper.Target{Start: start, Length: length, Type: "delay", Params: fmt.Sprintf("%s %d %d", dev, offset, ms)}
 }
 
 // Flakey maps onto dev from sector offset, working for up seconds and
 // then failing every I/O for down seconds, over and over (dm-flakey).
-func Flakey(start, length uint64, dev string, offset uint64, up, down int) Target {
-	return Target{Start: start, Length: length, Type: "flakey", Params: fmt.Sprintf("%s %d %d %d", dev, offset, up, down)}
-}
-
-// header builds a struct dm_ioctl for the device name with flags and
-// room for size bytes in all (header and data).
-func header(name string, flags uint32, size int) ([]byte, error) {
-	if len(name) >= nameLen || strings.ContainsRune(name, 0) {
-		return nil, fmt.Errorf("dmtest: device name %q: want fewer than %d bytes and no NUL", name, nameLen)
-	}
-	b := make([]byte, size)
-	le := binary.LittleEndian
-	le.PutUint32(b[0:], 4) // version 4.0.0: the kernel checks the major
-	le.PutUint32(b[12:], uint32(size))
-	le.PutUint32(b[16:], ioctlSize) // data_start
-	le.PutUint32(b[28:], flags)
-	copy(b[48:48+nameLen], name)
-	return b, nil
-}
-
-// tableLoad builds DM_TABLE_LOAD's buffer: the header, then each target
-// spec followed by its NUL-terminated parameters, padded to 8 bytes ("next"
-// is the offset of the following spec from this one's start).
-func tableLoad(name string, table []Target) ([]byte, error) {
-	if len(table) == 0 {
-		return nil, errors.New("dmtest: empty table")
-	}
-	var data bytes.Buffer
-	for _, t := range table {
-		if t.Type == "" || len(t.Type) >= typeNameLen {
-			return nil, fmt.Errorf("dmtest: target type %q", t.Type)
-		}
-		spec := make([]byte, targetSpecSize)
-		binary.LittleEndian.PutUint64(spec[0:], t.Start)
-		binary.LittleEndian.PutUint64(spec[8:], t.Length)
-		copy(spec[24:], t.Type)
-		params := append([]byte(t.Params), 0)
-		for (targetSpecSize+len(params))%8 != 0 {
-			params = append(params, 0)
-		}
-		binary.LittleEndian.PutUint32(spec[20:], uint32(targetSpecSize+len(params)))
-		data.Write(spec)
-		data.Write(params)
-	}
-	b, err := header(name, 0, ioctlSize+data.Len())
-	if err != nil {
-		return nil, err
-	}
-	binary.LittleEndian.PutUint32(b[20:], uint32(len(table))) // target_count
-	copy(b[ioctlSize:], data.Bytes())
-	return b, nil
-}
-
-// decodeDev turns the kernel's huge_encode_dev value into major, minor.
-func decodeDev(dev uint64) (major, minor uint32) {
-	return uint32((dev & 0xfff00) >> 8), uint32((dev & 0xff) | ((dev >> 12) & 0xfff00))
+func Flakey(start, length uint64, dev string, offset uint64, up, down int) devmapper.Target {
+	return devmapper.Target{Start: start, Length: length, Type: "flakey", Params: fmt.Sprintf("%s %d %d %d", dev, offset, up, down)}
 }

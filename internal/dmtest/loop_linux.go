@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Loop is a loop device over a block device (a dm device of this
-// package): device-mapper disks have no partitions of their own, so
+// Loop is a loop device over a block device (a device-mapper disk
+// made with this package): such disks have no partitions of their own, so
 // partitioning and config-drive work runs on a loop device with partition
 // scanning over one. Direct I/O makes the loop pass each write straight to
 // the dm device, so its errors come back on that write, as a disk's do,

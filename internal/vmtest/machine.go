@@ -33,6 +33,11 @@ type Disk struct {
 	AHCIPort int
 	// RotationRate: 1 = SSD, >1 = spinning (scsi-hd, ide-hd).
 	RotationRate int
+	// Paths > 1 presents a scsi-hd through that many SCSI devices (targets
+	// SCSITarget, SCSITarget+1, ...), all on the one image with the same
+	// serial and WWN, as a LUN reached over several paths: shared write
+	// access and no image locking, so QEMU opens the file once per path.
+	Paths int
 }
 
 // NIC is one network card. Backend "user" is slirp (restrict=on, with the
@@ -236,9 +241,19 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 				scsiBus = "scsi0"
 				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+next())
 			}
-			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
-				"scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=d-%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d",
-				d.SCSITarget, d.SCSILun, d.ID, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate))
+			dev := func(target int, drive string) string {
+				return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d",
+					target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate)
+			}
+			if d.Paths <= 1 {
+				a = append(a, "-drive", drive, "-device", dev(d.SCSITarget, "d-"+d.ID))
+				break
+			}
+			for i := range d.Paths {
+				id := fmt.Sprintf("d-%s-%d", d.ID, i)
+				a = append(a, "-drive", fmt.Sprintf("file=%s,if=none,id=%s,format=raw,cache=unsafe,file.locking=off", qemuEscape(m.DiskPath(d.ID)), id),
+					"-device", dev(d.SCSITarget+i, id)+",share-rw=on")
+			}
 		case "nvme":
 			a = append(a, "-drive", drive,
 				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s", d.ID, next(), qemuEscape(d.Serial)),

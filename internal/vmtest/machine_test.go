@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,36 @@ func TestExtractTarGz(t *testing.T) {
 		if err := ExtractTarGz(bytes.NewReader(bad), t.TempDir()); err == nil {
 			t.Errorf("accepted a bad archive")
 		}
+	}
+}
+
+// A scsi-hd with two paths: one image, two drives without locking, two
+// SCSI devices at consecutive targets with the same serial and WWN and
+// shared write access.
+func TestArgsMultipath(t *testing.T) {
+	m := DefaultMachine("bios")
+	m.Dir = "/work/vm"
+	m.NICs = nil
+	m.Disks = []Disk{{ID: "lun", Kind: "scsi-hd", SizeMB: 64, Serial: "LAB-MP-0001", WWN: "0x5000c500a1b2c3e5",
+		Vendor: "LABVEND", Model: "LAB-MPATH", SCSITarget: 1, Paths: 2, RotationRate: 1}}
+	a, err := m.Args(RelayCommand, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := strings.Join(a, " ")
+	for i, target := range []string{"1", "2"} {
+		id := "d-lun-" + strconv.Itoa(i)
+		for _, want := range []string{
+			"-drive file=/work/vm/lun.img,if=none,id=" + id + ",format=raw,cache=unsafe,file.locking=off",
+			"-device scsi-hd,bus=scsi0.0,channel=0,scsi-id=" + target + ",lun=0,drive=" + id +
+				",serial=LAB-MP-0001,wwn=0x5000c500a1b2c3e5,vendor=LABVEND,product=LAB-MPATH,rotation_rate=1,share-rw=on",
+		} {
+			if !strings.Contains(cl, want) {
+				t.Errorf("command line lacks %q:\n%s", want, cl)
+			}
+		}
+	}
+	if strings.Count(cl, "lun.img") != 2 {
+		t.Errorf("the image is not opened exactly twice:\n%s", cl)
 	}
 }

@@ -1,7 +1,7 @@
 // Command faildiskguest is the /init of the ramdisk TestFailingDisks
 // boots: the agent ramdisk's init as PID 1, which runs "faildiskguest
 // check". That builds a device-mapper disk over the VM's virtio disk
-// (internal/dmtest), a loop device with partitions over it, and runs the
+// (internal/devmapper, internal/dmtest), a loop device with partitions over it, and runs the
 // agent in this process, confined to the loop device, against a fake
 // Ironic API here (lookup, heartbeats). Each scenario swaps the dm table
 // (an error range, the whole disk turned to error while a write runs, a
@@ -32,6 +32,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/internal/devmapper"
 	"github.com/ironic-go/ironic-agent/internal/dmtest"
 	"github.com/ironic-go/ironic-agent/internal/rdinit"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -172,7 +173,7 @@ func serve(h http.Handler) (string, error) {
 
 // bed is what the scenarios share.
 type bed struct {
-	dm      *dmtest.Device
+	dm      *devmapper.Device
 	loop    string
 	agent   string // the agent's API URL
 	ironic  *fakeIronic
@@ -183,13 +184,13 @@ type bed struct {
 }
 
 func run(ctx context.Context) error {
-	ctl, err := dmtest.Open()
+	ctl, err := devmapper.Open()
 	if err != nil {
 		return err
 	}
 	v, _ := ctl.Version()
 	fmt.Println("faildisk: device-mapper", v)
-	dm, err := ctl.Create(ctx, "faildisk", linear())
+	dm, err := ctl.Create(ctx, "faildisk", "", linear())
 	if err != nil {
 		return err
 	}
@@ -258,31 +259,33 @@ func (noMachine) StepClock(time.Duration) error  { return nil }
 func (noMachine) WriteRTC(context.Context) error { return nil }
 
 // Tables over the base disk, in sectors.
-func linear() []dmtest.Target { return []dmtest.Target{dmtest.Linear(0, diskSectors, baseDisk, 0)} }
+func linear() []devmapper.Target {
+	return []devmapper.Target{devmapper.Linear(0, diskSectors, baseDisk, 0)}
+}
 
 // errorRange is the disk with n failing sectors from sector at.
-func errorRange(at, n uint64) []dmtest.Target {
-	var t []dmtest.Target
+func errorRange(at, n uint64) []devmapper.Target {
+	var t []devmapper.Target
 	if at > 0 {
-		t = append(t, dmtest.Linear(0, at, baseDisk, 0))
+		t = append(t, devmapper.Linear(0, at, baseDisk, 0))
 	}
 	t = append(t, dmtest.Error(at, n))
 	if end := at + n; end < diskSectors {
-		t = append(t, dmtest.Linear(end, diskSectors-end, baseDisk, end))
+		t = append(t, devmapper.Linear(end, diskSectors-end, baseDisk, end))
 	}
 	return t
 }
 
-func allError() []dmtest.Target { return []dmtest.Target{dmtest.Error(0, diskSectors)} }
+func allError() []devmapper.Target { return []devmapper.Target{dmtest.Error(0, diskSectors)} }
 
-func delayed(ms int) []dmtest.Target {
-	return []dmtest.Target{dmtest.Delay(0, diskSectors, baseDisk, 0, ms)}
+func delayed(ms int) []devmapper.Target {
+	return []devmapper.Target{dmtest.Delay(0, diskSectors, baseDisk, 0, ms)}
 }
 
 // scenario is one command against a disk table.
 type scenario struct {
 	name  string
-	table []dmtest.Target
+	table []devmapper.Target
 	// during runs while the command runs (the disk vanishing).
 	during  func(ctx context.Context, b *bed) error
 	command string
@@ -700,7 +703,7 @@ func scenarios(b *bed) []scenario {
 		// dm-flakey: the disk answers for a second after the table is
 		// loaded, then fails every I/O for a minute (a disk dropping off
 		// its bus); wherever the step is by then, it fails saying where.
-		{name: "erase_devices_flakey_disk", table: []dmtest.Target{dmtest.Flakey(0, diskSectors, baseDisk, 0, 1, 60)}, command: clean,
+		{name: "erase_devices_flakey_disk", table: []devmapper.Target{dmtest.Flakey(0, diskSectors, baseDisk, 0, 1, 60)}, command: clean,
 			params: b.cleanStep("erase_devices", map[string]any{"agent_erase_devices_iterations": 2, "agent_erase_devices_zeroize": true}),
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
 		{name: "erase_devices_express_error_at_end", table: errorRange(diskSectors-8, 8), command: clean,
@@ -708,8 +711,8 @@ func scenarios(b *bed) []scenario {
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
 		{name: "erase_devices_slow_disk", command: clean, timeout: 5 * time.Minute,
 			// The first 16 MiB answer each I/O after 1.5 s: about 30 s.
-			table: []dmtest.Target{dmtest.Delay(0, 16<<20/512, baseDisk, 0, 1500),
-				dmtest.Linear(16<<20/512, diskSectors-16<<20/512, baseDisk, 16<<20/512)},
+			table: []devmapper.Target{dmtest.Delay(0, 16<<20/512, baseDisk, 0, 1500),
+				devmapper.Linear(16<<20/512, diskSectors-16<<20/512, baseDisk, 16<<20/512)},
 			params: b.cleanStep("erase_devices", eraseOpts),
 			want:   "SUCCEEDED", wantLog: []string{`msg="erase progress"`}},
 		{name: "erase_devices_stuck_disk", table: linear(), command: clean, during: stallOnWrite(25 * time.Second),

@@ -1,4 +1,4 @@
-package dmtest
+package devmapper
 
 import (
 	"context"
@@ -6,14 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// ControlPath is the device-mapper control node.
-const ControlPath = "/dev/mapper/control"
+// ControlPath is the device-mapper control node; MapperDir holds it and
+// the /dev/mapper/NAME links Create makes.
+const (
+	ControlPath = "/dev/mapper/control"
+	MapperDir   = "/dev/mapper"
+)
+
+func isSymlink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}
 
 // Control is an open /dev/mapper/control.
 type Control struct {
@@ -26,7 +36,7 @@ type Control struct {
 func Open() (*Control, error) {
 	f, err := os.OpenFile(ControlPath, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("dmtest: opening %s: %w", ControlPath, err)
+		return nil, fmt.Errorf("devmapper: opening %s: %w", ControlPath, err)
 	}
 	c := &Control{f: f}
 	if _, err := c.Version(); err != nil {
@@ -42,7 +52,7 @@ func (c *Control) Close() error { return c.f.Close() }
 func (c *Control) ioctl(nr uint32, b []byte, what string) error {
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, c.f.Fd(), uintptr(ioctlNumber(nr)), uintptr(unsafe.Pointer(&b[0])))
 	if e != 0 {
-		return fmt.Errorf("dmtest: %s: %w", what, e)
+		return fmt.Errorf("devmapper: %s: %w", what, e)
 	}
 	return nil
 }
@@ -67,10 +77,11 @@ type Device struct {
 	c    *Control
 }
 
-// Create makes the device name with table live (create, load, resume)
-// and waits for its /dev/dm-N node.
-func (c *Control) Create(ctx context.Context, name string, table []Target) (*Device, error) {
-	b, err := header(name, 0, ioctlSize)
+// Create makes the device name (with uuid, which may be empty) with table
+// live (create, load, resume), waits for its /dev/dm-N node and links
+// /dev/mapper/NAME to it.
+func (c *Control) Create(ctx context.Context, name, uuid string, table []Target) (*Device, error) {
+	b, err := createHeader(name, uuid)
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +95,19 @@ func (c *Control) Create(ctx context.Context, name string, table []Target) (*Dev
 	}
 	for {
 		if _, err := os.Stat(d.Path); err == nil {
+			// As libdevmapper does where no udev makes the names: the
+			// kpartx-style partition paths of a multipath map are found
+			// by name.
+			link := filepath.Join(MapperDir, name)
+			_ = os.Remove(link)
+			if err := os.Symlink("../"+filepath.Base(d.Path), link); err != nil {
+				return nil, errors.Join(fmt.Errorf("devmapper: %w", err), d.Remove(context.Background()))
+			}
 			return d, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.Join(fmt.Errorf("dmtest: waiting for %s: %w", d.Path, ctx.Err()), d.Remove(context.Background()))
+			return nil, errors.Join(fmt.Errorf("devmapper: waiting for %s: %w", d.Path, ctx.Err()), d.Remove(context.Background()))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -136,13 +155,23 @@ func (d *Device) Resume() error {
 
 // Remove removes the device, retrying while something still holds it
 // open (EBUSY) until ctx ends.
-func (d *Device) Remove(ctx context.Context) error {
+func (d *Device) Remove(ctx context.Context) error { return d.c.Remove(ctx, d.Name) }
+
+// Remove removes the device name and its /dev/mapper link, retrying
+// while something still holds it open (EBUSY) until ctx ends.
+func (c *Control) Remove(ctx context.Context, name string) error {
 	for {
-		b, err := header(d.Name, 0, ioctlSize)
+		b, err := header(name, 0, ioctlSize)
 		if err != nil {
 			return err
 		}
-		err = d.c.ioctl(cmdDevRemove, b, "DM_DEV_REMOVE "+d.Name)
+		err = c.ioctl(cmdDevRemove, b, "DM_DEV_REMOVE "+name)
+		if err == nil {
+			if link := filepath.Join(MapperDir, name); isSymlink(link) {
+				_ = os.Remove(link)
+			}
+			return nil
+		}
 		if !errors.Is(err, unix.EBUSY) {
 			return err
 		}

@@ -1,0 +1,31 @@
+package multipath
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/internal/devmapper"
+)
+
+// Enable makes the multipath maps of the machine below root ("/" on the
+// machine itself) that do not exist yet: IPA's _enable_multipath. It
+// opens /dev/mapper/control only when there is a map to make, so a
+// machine without multipath does not need device-mapper. It returns the
+// device nodes made.
+func Enable(ctx context.Context, root string, log *slog.Logger) ([]string, error) {
+	paths, err := collector.MultipathPaths(ctx, collector.Options{Root: root, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if maps, skipped := Plan(paths); len(maps) == 0 && len(skipped) == 0 {
+		return nil, nil
+	}
+	ctl, err := devmapper.Open()
+	if err != nil {
+		return nil, fmt.Errorf("multipath: paths to one LUN found, but device-mapper cannot be used: %w", err)
+	}
+	defer ctl.Close()
+	return Assemble(ctx, ctl, paths, log), nil
+}

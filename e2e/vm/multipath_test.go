@@ -1,0 +1,232 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// The LUN of TestVMMultipath: one image behind two SCSI paths.
+const (
+	mpathSerial = "LAB-MPATH-0001"
+	mpathWWN    = "0x5000c500aa55aa01"
+	// mpathWWID is what scsi_id (udev's ID_SERIAL) makes of that WWN: the
+	// map's name, the serial IPA reports for it (DM_SERIAL).
+	mpathWWID = "35000c500aa55aa01"
+)
+
+// TestVMMultipath is issue 15's multipath scenario through Ironic under
+// SeaBIOS: a VM whose 5 GiB LUN is reached over two virtio-scsi paths (one
+// image, two scsi-hd devices with the same serial and WWN) beside a
+// virtio disk. The agent makes the multipath map at start, as IPA does
+// with multipathd; then
+//   - inspection reports the LUN once, as a device-mapper disk with IPA's
+//     serial and wwn for a map, and neither path;
+//   - automated cleaning (erase_devices_metadata) erases the map once and
+//     no path;
+//   - a deploy whose root-device hints name the LUN's wwn and serial
+//     chooses the map and writes the image to it, and the host reads the
+//     image back from the one file behind both paths; the config drive
+//     goes into a partition the agent adds to the map's table and writes
+//     through its partition map (kpartx's <map>-part2).
+func TestVMMultipath(t *testing.T) {
+	rd := ramdisk(t)
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	began := time.Now()
+	macs := [2]string{"52:54:00:6d:0f:01", "52:54:00:6d:0f:02"}
+	port := agentPortBase + 16
+	m := serviceMachine(t, rd, "bios", port, macs)
+	m.Name = "ironic-agent-multipath"
+	m.MemoryMB = 768
+	m.Disks = []vmtest.Disk{
+		{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
+		{ID: "lun", Kind: "scsi-hd", SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
+			Vendor: "LABVEND", Model: "LAB-MPATH-LUN", SCSITarget: 0, Paths: 2, RotationRate: 1},
+	}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	lun := m.DiskPath("lun")
+	// Metadata for cleaning to remove at both ends of the LUN.
+	writeAt(t, lun, 0, pattern(64<<10, 0xa5))
+	writeAt(t, lun, -(64 << 10), pattern(64<<10, 0xa5))
+
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
+	}).Err; err != nil {
+		t.Fatal(err)
+	}
+
+	// Inspection.
+	start := time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
+	vm := boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	inspectTime := time.Since(start)
+	mapName := checkMultipathInventory(t, inspectedInventory(t, ctx, s, node.UUID))
+	if l, ok := vm.Find(`msg="multipath map made"`); !ok || logField(l.Text, "paths") != "sda,sdb" || logField(l.Text, "wwid") != mpathWWID {
+		t.Errorf("the agent did not log the map over sda and sdb (found %v): %q", ok, l.Text)
+	}
+	vm.Kill()
+
+	// Automated cleaning: erase_devices_metadata, on the map only.
+	start = time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
+	vm = boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cleanTime := time.Since(start)
+	erased := map[string]int{}
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="device erase finished"`) {
+			erased[logField(l.Text, "device")]++
+		}
+	}
+	if erased[mapName] != 1 || erased["/dev/vda"] != 1 || len(erased) != 2 {
+		t.Errorf("cleaning erased %v, want %s and /dev/vda once each and no path of the map", erased, mapName)
+	}
+	vm.Kill()
+	if b := readAt(t, lun, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+		t.Error("the start of the LUN was not erased")
+	}
+	if b := readAt(t, lun, -(64 << 10), 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+		t.Error("the end of the LUN was not erased")
+	}
+
+	// Deploy, the LUN named by wwn and serial, with a config drive.
+	img := mbrImage()
+	imgAddr := serveImage(t, img)
+	m.GuestFwd[guestHost+":80"] = imgAddr
+	ops := append(imageInfo("http://"+imgAddr+"/image.raw", img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"wwn": mpathWWN, "serial": mpathWWID}},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
+	)
+	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	// A config drive, as Metal3 always sends one: Ironic builds the ISO,
+	// the agent adds a partition for it on the map.
+	cd := nodes.ConfigDrive{MetaData: map[string]any{"uuid": node.UUID, "hostname": "vm-multipath"}}
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	vm = boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	deployTime := time.Since(start)
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="writing image"`) {
+			if dev := logField(l.Text, "device"); dev != mapName {
+				t.Errorf("the image went to %s, want the map %s: %s", dev, mapName, l.Text)
+			}
+		}
+		if strings.Contains(l.Text, "partition maps of") {
+			t.Errorf("the map's partitions: %s", l.Text)
+		}
+	}
+	// The image, but for the MBR entry the config drive partition took.
+	got := readAt(t, lun, 0, len(img))
+	for _, r := range [][2]int{{0, 462}, {478, len(img)}} {
+		if a, b := got[r[0]:r[1]], img[r[0]:r[1]]; !bytes.Equal(a, b) {
+			n := 0
+			for n < len(a) && a[n] == b[n] {
+				n++
+			}
+			t.Errorf("the LUN's file does not hold the image: first difference at byte %d", r[0]+n)
+		}
+	}
+	if b := readAt(t, m.DiskPath("vblk"), int64(len(img)-1<<20), 4096); bytes.Equal(b, img[len(img)-1<<20:len(img)-1<<20+4096]) {
+		t.Error("the image also went to the virtio disk")
+	}
+	checkConfigDrivePartition(t, lun)
+	t.Logf("multipath through Ironic: inspection %.1fs, cleaning %.1fs, deploy %.1fs; %.1fs in all",
+		inspectTime.Seconds(), cleanTime.Seconds(), deployTime.Seconds(), time.Since(began).Seconds())
+}
+
+// checkMultipathInventory checks the inspected disks: the virtio disk and
+// one device-mapper disk for the LUN, with IPA's values for a multipath
+// map (serial DM_SERIAL, the WWID; wwn DM_WWN; no vendor, hctl or
+// by-path), and no path of it. It returns the map's name (/dev/dm-N).
+func checkMultipathInventory(t *testing.T, inv map[string]any) string {
+	t.Helper()
+	disks, _ := inv["disks"].([]any)
+	var names []string
+	var mp map[string]any
+	for _, d := range disks {
+		dm, _ := d.(map[string]any)
+		name, _ := dm["name"].(string)
+		names = append(names, fmt.Sprintf("%s (serial %v, wwn %v)", name, dm["serial"], dm["wwn"]))
+		if strings.HasPrefix(name, "/dev/sd") {
+			t.Errorf("a path of the LUN is in the inventory: %v", dm)
+		}
+		if strings.HasPrefix(name, "/dev/dm-") {
+			mp = dm
+		}
+	}
+	if len(disks) != 2 || mp == nil {
+		t.Fatalf("inventory disks %v, want /dev/vda and one /dev/dm-N", names)
+	}
+	want := map[string]any{"serial": mpathWWID, "wwn": mpathWWN, "size": float64(5 << 30), "vendor": nil, "hctl": nil, "by_path": nil}
+	for k, v := range want {
+		if fmt.Sprint(mp[k]) != fmt.Sprint(v) {
+			t.Errorf("the map's %s = %v, want %v", k, mp[k], v)
+		}
+	}
+	return mp["name"].(string)
+}
+
+// checkConfigDrivePartition finds, in the disk file's MBR, the config
+// drive partition the agent added after the image's partition 1, and the
+// ISO9660 volume labelled config-2 in it.
+func checkConfigDrivePartition(t *testing.T, disk string) {
+	t.Helper()
+	mbr := readAt(t, disk, 0, 512)
+	e := mbr[446+16 : 446+32]
+	start := int64(binary.LittleEndian.Uint32(e[8:12]))
+	if e[4] == 0 || start == 0 {
+		t.Errorf("no second partition in the MBR of %s: % x", disk, e)
+		return
+	}
+	// The primary volume descriptor: sector 16 of 2 KiB, "\x01CD001",
+	// the volume identifier at byte 40.
+	pvd := readAt(t, disk, start*512+16*2048, 2048)
+	if string(pvd[1:6]) != "CD001" || strings.TrimRight(string(pvd[40:72]), " ") != "config-2" {
+		t.Errorf("partition 2 of %s (sector %d) holds no ISO9660 volume config-2: % x", disk, start, pvd[:48])
+	}
+}
