@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/ironic-go/ironic-agent/collector"
+
 	"github.com/ironic-go/ironic-agent/deploy/multipath"
 )
 
@@ -19,7 +21,11 @@ func (a *Agent) enableMultipath(ctx context.Context) {
 	// Two listings at once must not both make the same map.
 	a.multipathMu.Lock()
 	defer a.multipathMu.Unlock()
-	if _, err := multipath.Enable(ctx, "/", a.log); err != nil {
+	paths, err := collector.MultipathPaths(ctx, collector.Options{Root: "/", Logger: a.log})
+	if err == nil {
+		_, err = multipath.Enable(ctx, paths, a.log)
+	}
+	if err != nil {
 		a.log.Warn("multipath not enabled; disks reached over several paths are listed once per path", "error", err)
 	}
 }

@@ -3,22 +3,9 @@ package collector
 import (
 	"context"
 	"strings"
-)
 
-// MultipathPath is a SCSI disk that multipath-tools would take as a path
-// of a multipath map: what assembling the maps needs to know of it.
-type MultipathPath struct {
-	Name         string // kernel name, "sda"
-	Major, Minor uint64
-	Sectors      int64 // size in 512-byte sectors
-	// WWID is the LUN's identifier as multipath-tools reads it: udev's
-	// ID_SERIAL (its uid_attribute for SCSI), scsi_id's output, such as
-	// "35000c500a1b2c3d4" for an NAA designator.
-	WWID string
-	// Held: something already holds the disk (a multipath map, an md
-	// array, LVM); a new map cannot claim it.
-	Held bool
-}
+	"github.com/ironic-go/ironic-agent/inventory"
+)
 
 // MultipathPaths lists the whole SCSI disks ("sd*") below the root that
 // multipath-tools' default configuration would consider: not empty, not
@@ -26,7 +13,7 @@ type MultipathPath struct {
 // ID_WWN or SCSI_IDENT_* property, so a disk without a real identifier
 // never joins a map. Values come from udev's records when there are
 // some, else from sysfs as udev would compute them (see Disks).
-func MultipathPaths(ctx context.Context, opts Options) ([]MultipathPath, error) {
+func MultipathPaths(ctx context.Context, opts Options) ([]inventory.MultipathPath, error) {
 	c := newDiskCollector(opts)
 	var devs []*blockDev
 	for _, name := range c.r.entries("sys/block") {
@@ -43,13 +30,13 @@ func MultipathPaths(ctx context.Context, opts Options) ([]MultipathPath, error) 
 		devs = append(devs, d)
 	}
 	sortByDevno(devs)
-	var out []MultipathPath
+	var out []inventory.MultipathPath
 	for _, d := range devs {
 		props := c.props(d)
 		if props["ID_SERIAL"] == "" || !hasIdentifier(props) {
 			continue
 		}
-		out = append(out, MultipathPath{
+		out = append(out, inventory.MultipathPath{
 			Name: d.name, Major: d.major, Minor: d.minor, Sectors: d.size / 512,
 			WWID: props["ID_SERIAL"], Held: len(c.r.entries(d.base+"/holders")) > 0,
 		})

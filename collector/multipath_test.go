@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
 
@@ -13,7 +14,7 @@ import (
 // SAS disks are held by md0, and the USB stick (no ID_WWN, no
 // SCSI_IDENT_*) and the CD-ROM are no candidates.
 func TestMultipathPathsServer(t *testing.T) {
-	want := []MultipathPath{
+	want := []inventory.MultipathPath{
 		{Name: "sda", Major: 8, Minor: 0, Sectors: 1200 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcdef01", Held: true},
 		{Name: "sdb", Major: 8, Minor: 16, Sectors: 1200 * 1000 * mib / 512, WWID: "35000c50012345703", Held: true},
 		{Name: "sdc", Major: 8, Minor: 32, Sectors: 500 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcde000", Held: true},
@@ -56,7 +57,7 @@ func TestMultipathPathsUnheld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []MultipathPath{
+	want := []inventory.MultipathPath{
 		{Name: "sda", Major: 8, Minor: 0, Sectors: 64 * mib / 512, WWID: "35000c500a1b2c3d4"},
 		{Name: "sdb", Major: 8, Minor: 16, Sectors: 64 * mib / 512, WWID: "35000c500a1b2c3d4"},
 	}

@@ -154,3 +154,20 @@ func (inv *Inventory) MACs() []string {
 	}
 	return out
 }
+
+// MultipathPath is a SCSI disk that multipath-tools would take as a path
+// of a multipath map: what assembling the maps needs to know of it. It is
+// not part of IPA's inventory JSON: collector reads it and deploy/multipath
+// makes the maps from it.
+type MultipathPath struct {
+	Name         string // kernel name, "sda"
+	Major, Minor uint64
+	Sectors      int64 // size in 512-byte sectors
+	// WWID is the LUN's identifier as multipath-tools reads it: udev's
+	// ID_SERIAL (its uid_attribute for SCSI), scsi_id's output, such as
+	// "35000c500a1b2c3d4" for an NAA designator.
+	WWID string
+	// Held: something already holds the disk (a multipath map, an md
+	// array, LVM); a new map cannot claim it.
+	Held bool
+}

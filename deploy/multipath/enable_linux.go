@@ -5,20 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
-// Enable makes the multipath maps of the machine below root ("/" on the
-// machine itself) that do not exist yet: IPA's _enable_multipath. It
-// opens /dev/mapper/control only when there is a map to make, so a
-// machine without multipath does not need device-mapper. It returns the
-// device nodes made.
-func Enable(ctx context.Context, root string, log *slog.Logger) ([]string, error) {
-	paths, err := collector.MultipathPaths(ctx, collector.Options{Root: root, Logger: log})
-	if err != nil {
-		return nil, err
-	}
+// Enable makes the multipath maps of paths (collector.MultipathPaths of
+// the machine) that do not exist yet: IPA's _enable_multipath. It opens
+// /dev/mapper/control only when there is a map to make, so a machine
+// without multipath does not need device-mapper. It returns the device
+// nodes made.
+func Enable(ctx context.Context, paths []inventory.MultipathPath, log *slog.Logger) ([]string, error) {
 	if maps, skipped := Plan(paths); len(maps) == 0 && len(skipped) == 0 {
 		return nil, nil
 	}

@@ -20,9 +20,9 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // Map is a multipath map to make.
@@ -30,7 +30,7 @@ type Map struct {
 	Name    string // the WWID (user_friendly_names no)
 	UUID    string // "mpath-<WWID>"
 	Sectors int64
-	Paths   []collector.MultipathPath
+	Paths   []inventory.MultipathPath
 }
 
 // The DM limits of a name (127 bytes) and a UUID (128).
@@ -43,9 +43,9 @@ const maxName, maxUUID = 127, 128
 // agent lists disks). A group with some paths held (md or LVM use one, or
 // a path came after its map was made) or paths of different sizes gets
 // none either, and skipped says why.
-func Plan(paths []collector.MultipathPath) (maps []Map, skipped []string) {
+func Plan(paths []inventory.MultipathPath) (maps []Map, skipped []string) {
 	var order []string
-	groups := map[string][]collector.MultipathPath{}
+	groups := map[string][]inventory.MultipathPath{}
 	for _, p := range paths {
 		if p.WWID == "" {
 			continue
@@ -74,7 +74,7 @@ func Plan(paths []collector.MultipathPath) (maps []Map, skipped []string) {
 }
 
 // refuse says why the paths g to wwid cannot become a map, "" if they can.
-func refuse(wwid string, g []collector.MultipathPath) string {
+func refuse(wwid string, g []inventory.MultipathPath) string {
 	for _, p := range g {
 		if p.Held {
 			return p.Name + " is held already (by a map made before the other paths came, md or LVM)"
@@ -92,7 +92,7 @@ func refuse(wwid string, g []collector.MultipathPath) string {
 	return ""
 }
 
-func allHeld(g []collector.MultipathPath) bool {
+func allHeld(g []inventory.MultipathPath) bool {
 	for _, p := range g {
 		if !p.Held {
 			return false
@@ -101,7 +101,7 @@ func allHeld(g []collector.MultipathPath) bool {
 	return true
 }
 
-func pathNames(g []collector.MultipathPath) string {
+func pathNames(g []inventory.MultipathPath) string {
 	names := make([]string, len(g))
 	for i, p := range g {
 		names[i] = p.Name
@@ -131,7 +131,7 @@ type Mapper interface {
 // Assemble makes the maps Plan finds among paths and returns the device
 // nodes made (/dev/dm-N). A map that cannot be made is logged and left
 // out: its paths stay plain disks, as with IPA when multipath fails.
-func Assemble(ctx context.Context, dm Mapper, paths []collector.MultipathPath, log *slog.Logger) []string {
+func Assemble(ctx context.Context, dm Mapper, paths []inventory.MultipathPath, log *slog.Logger) []string {
 	log = logging.OrDiscard(log)
 	maps, skipped := Plan(paths)
 	for _, s := range skipped {

@@ -8,36 +8,36 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 const lun = "35000c500a1b2c3d4"
 
-func path(name string, minor uint64, wwid string) collector.MultipathPath {
-	return collector.MultipathPath{Name: name, Major: 8, Minor: minor, Sectors: 131072, WWID: wwid}
+func path(name string, minor uint64, wwid string) inventory.MultipathPath {
+	return inventory.MultipathPath{Name: name, Major: 8, Minor: minor, Sectors: 131072, WWID: wwid}
 }
 
 func TestPlan(t *testing.T) {
-	held := func(p collector.MultipathPath) collector.MultipathPath { p.Held = true; return p }
-	sized := func(p collector.MultipathPath, n int64) collector.MultipathPath { p.Sectors = n; return p }
+	held := func(p inventory.MultipathPath) inventory.MultipathPath { p.Held = true; return p }
+	sized := func(p inventory.MultipathPath, n int64) inventory.MultipathPath { p.Sectors = n; return p }
 	for _, c := range []struct {
 		name    string
-		paths   []collector.MultipathPath
+		paths   []inventory.MultipathPath
 		maps    []string // name: paths
 		skipped []string // substrings, one per skipped LUN
 	}{
-		{"two paths to one LUN", []collector.MultipathPath{path("sda", 0, lun), path("sdb", 16, lun)}, []string{lun + ": sda,sdb"}, nil},
-		{"one path: no map (find_multipaths yes)", []collector.MultipathPath{path("sda", 0, lun), path("sdb", 16, "35000c500a1b2c3d5")}, nil, nil},
-		{"four paths, two LUNs, interleaved", []collector.MultipathPath{path("sda", 0, lun), path("sdb", 16, "3600a0b8"), path("sdc", 32, lun), path("sdd", 48, "3600a0b8")},
+		{"two paths to one LUN", []inventory.MultipathPath{path("sda", 0, lun), path("sdb", 16, lun)}, []string{lun + ": sda,sdb"}, nil},
+		{"one path: no map (find_multipaths yes)", []inventory.MultipathPath{path("sda", 0, lun), path("sdb", 16, "35000c500a1b2c3d5")}, nil, nil},
+		{"four paths, two LUNs, interleaved", []inventory.MultipathPath{path("sda", 0, lun), path("sdb", 16, "3600a0b8"), path("sdc", 32, lun), path("sdd", 48, "3600a0b8")},
 			[]string{lun + ": sda,sdc", "3600a0b8: sdb,sdd"}, nil},
-		{"its map exists: nothing to do, nothing said", []collector.MultipathPath{held(path("sda", 0, lun)), held(path("sdb", 16, lun))}, nil, nil},
-		{"a path came late", []collector.MultipathPath{held(path("sda", 0, lun)), held(path("sdb", 16, lun)), path("sdc", 32, lun)}, nil, []string{"sda is held already"}},
-		{"sizes differ", []collector.MultipathPath{path("sda", 0, lun), sized(path("sdb", 16, lun), 8)}, nil, []string{"path sizes differ"}},
-		{"empty", []collector.MultipathPath{sized(path("sda", 0, lun), 0), sized(path("sdb", 16, lun), 0)}, nil, []string{"empty"}},
-		{"no WWID", []collector.MultipathPath{path("sda", 0, ""), path("sdb", 16, "")}, nil, nil},
-		{"a WWID no DM name can hold", []collector.MultipathPath{path("sda", 0, strings.Repeat("3", 128)), path("sdb", 16, strings.Repeat("3", 128))}, nil, []string{"cannot name"}},
-		{"a slash in the WWID", []collector.MultipathPath{path("sda", 0, "3a/b"), path("sdb", 16, "3a/b")}, nil, []string{"cannot name"}},
+		{"its map exists: nothing to do, nothing said", []inventory.MultipathPath{held(path("sda", 0, lun)), held(path("sdb", 16, lun))}, nil, nil},
+		{"a path came late", []inventory.MultipathPath{held(path("sda", 0, lun)), held(path("sdb", 16, lun)), path("sdc", 32, lun)}, nil, []string{"sda is held already"}},
+		{"sizes differ", []inventory.MultipathPath{path("sda", 0, lun), sized(path("sdb", 16, lun), 8)}, nil, []string{"path sizes differ"}},
+		{"empty", []inventory.MultipathPath{sized(path("sda", 0, lun), 0), sized(path("sdb", 16, lun), 0)}, nil, []string{"empty"}},
+		{"no WWID", []inventory.MultipathPath{path("sda", 0, ""), path("sdb", 16, "")}, nil, nil},
+		{"a WWID no DM name can hold", []inventory.MultipathPath{path("sda", 0, strings.Repeat("3", 128)), path("sdb", 16, strings.Repeat("3", 128))}, nil, []string{"cannot name"}},
+		{"a slash in the WWID", []inventory.MultipathPath{path("sda", 0, "3a/b"), path("sdb", 16, "3a/b")}, nil, []string{"cannot name"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			maps, skipped := Plan(c.paths)
@@ -66,7 +66,7 @@ func TestPlan(t *testing.T) {
 // The table is the one `multipath -ll` loads for two paths with
 // multipath-tools' defaults (dmsetup table shows it so).
 func TestTable(t *testing.T) {
-	m := Map{Name: lun, UUID: "mpath-" + lun, Sectors: 131072, Paths: []collector.MultipathPath{path("sda", 0, lun), path("sdb", 16, lun)}}
+	m := Map{Name: lun, UUID: "mpath-" + lun, Sectors: 131072, Paths: []inventory.MultipathPath{path("sda", 0, lun), path("sdb", 16, lun)}}
 	got := m.Table()
 	if len(got) != 1 {
 		t.Fatalf("%d targets", len(got))
@@ -93,7 +93,7 @@ func (f *fakeMapper) Create(_ context.Context, name, uuid string, table []devmap
 // still made.
 func TestAssemble(t *testing.T) {
 	f := &fakeMapper{fail: "3bad"}
-	paths := []collector.MultipathPath{path("sda", 0, "3bad"), path("sdb", 16, lun), path("sdc", 32, "3bad"), path("sdd", 48, lun)}
+	paths := []inventory.MultipathPath{path("sda", 0, "3bad"), path("sdb", 16, lun), path("sdc", 32, "3bad"), path("sdd", 48, lun)}
 	got := Assemble(context.Background(), f, paths, nil)
 	if !reflect.DeepEqual(got, []string{"/dev/dm-0"}) {
 		t.Errorf("made %q", got)
