@@ -19,6 +19,9 @@ import (
 func consoleLogins(ctx context.Context, cfg Config, dev string) {
 	log := cfg.Log.With("console", dev)
 	host, _ := os.Hostname()
+	if host == "" || host == "(none)" {
+		host = "localhost" // a ramdisk DHCP gave no name
+	}
 	for ctx.Err() == nil {
 		err := consoleLogin(ctx, cfg, dev, host)
 		if err != nil && ctx.Err() == nil {
