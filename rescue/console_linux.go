@@ -87,8 +87,8 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: start the shell: %w", dev, err)
 	}
-	err = cmd.Wait()
-	cfg.Log.Info("rescue: console shell ended", "console", dev, "status", exitStatus(cmd, err))
+	_ = cmd.Wait() // the status is in cmd.ProcessState
+	cfg.Log.Info("rescue: console shell ended", "console", dev, "status", exitStatus(cmd))
 	return nil
 }
 

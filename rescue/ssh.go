@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -110,7 +111,7 @@ func (s *sshServer) handleConn(ctx context.Context, c net.Conn) {
 type session struct {
 	cfg  Config
 	ch   ssh.Channel
-	log  interface{ Info(string, ...any) }
+	log  *slog.Logger
 	term string
 	win  winsize
 	pty  *os.File // the master, after pty-req
@@ -281,16 +282,16 @@ func (s *session) start(argv []string) error {
 		if s.pty == nil {
 			<-outDone
 		}
-		err := cmd.Wait()
+		_ = cmd.Wait() // the status is in cmd.ProcessState
 		if s.pty != nil {
 			// A background job may keep the terminal open: give the
-			// output a moment, then end the session as sshd would not.
+			// output a moment, then end the session (sshd would wait on).
 			select {
 			case <-outDone:
 			case <-time.After(2 * time.Second):
 			}
 		}
-		_, _ = s.ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{exitStatus(cmd, err)}))
+		_, _ = s.ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{exitStatus(cmd)}))
 		_ = s.ch.CloseWrite()
 	}()
 	return nil
@@ -298,7 +299,7 @@ func (s *session) start(argv []string) error {
 
 // exitStatus is the shell's exit status, 128+N for a signal N, as a shell
 // reports it.
-func exitStatus(cmd *exec.Cmd, err error) uint32 {
+func exitStatus(cmd *exec.Cmd) uint32 {
 	if cmd.ProcessState == nil {
 		return 255
 	}
@@ -308,6 +309,5 @@ func exitStatus(cmd *exec.Cmd, err error) uint32 {
 	if code := cmd.ProcessState.ExitCode(); code >= 0 {
 		return uint32(code)
 	}
-	_ = err
 	return 255
 }
