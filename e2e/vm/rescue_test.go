@@ -21,15 +21,11 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
-// The rescue test's ports (beside the block in main_test.go, moved by the
-// same $E2E_PORT_OFFSET): the hostfwd to the guest's SSH server and agent
-// API, and its BMC's LAN channel and QEMU end.
-var (
-	rescueSSHPort    = portOffset() + 9550
-	rescueAgentPort  = portOffset() + 9551
-	rescueBMCLANPort = portOffset() + 9552
-	rescueBMCVMPort  = portOffset() + 9553
-)
+// rescuePorts is the first of the rescue tests' ports (beside the block
+// in main_test.go, moved by the same $E2E_PORT_OFFSET), four per test
+// (BIOS 9550-9553, UEFI 9554-9557): the hostfwd to the guest's SSH server
+// and agent API, and its BMC's LAN channel and QEMU end.
+var rescuePorts = portOffset() + 9550
 
 // rescuePassword has a blank and a shell character, which neither Ironic's
 // hash nor the logins may mangle.
@@ -46,7 +42,16 @@ const rescuePassword = "S3cret rescue$pw"
 // the serial console's login works (and refuses a wrong password); then
 // `unrescue` brings the node back to active and the machine boots its
 // disk again.
-func TestVMRescue(t *testing.T) {
+func TestVMRescue(t *testing.T) { rescueLifecycle(t, "bios", 0) }
+
+// TestVMRescueUEFI is TestVMRescue under OVMF: the image is
+// TestVMDeployUEFI's, whose GRUB, started from the boot entry the agent
+// wrote, prints uefiLoaderSays and powers off.
+func TestVMRescueUEFI(t *testing.T) { rescueLifecycle(t, "uefi", 1) }
+
+// rescueLifecycle runs the scenario for firmware fw; n tells the tests'
+// MACs, ports and BMC addresses apart.
+func rescueLifecycle(t *testing.T, fw string, n int) {
 	rd := ramdisk(t)
 	for _, p := range []string{"ipmi_sim", "ipmitool", "ssh"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -60,19 +65,27 @@ func TestVMRescue(t *testing.T) {
 	testStart := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:0a:01", "52:54:00:6d:0a:02"}
-	m := serviceMachine(t, rd, "bios", rescueAgentPort, macs)
-	m.HostFwd[rescueSSHPort] = 22
+	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 0x0a+n), fmt.Sprintf("52:54:00:6d:%02x:02", 0x0a+n)}
+	sshPort, agentPort := rescuePorts+4*n, rescuePorts+4*n+1
+	m := serviceMachine(t, rd, fw, agentPort, macs)
+	m.HostFwd[sshPort] = 22
 	// One disk, the deploy target: SeaBIOS boots the first disk it finds,
-	// which must be the one the image went to.
+	// which must be the one the image went to. OVMF sees a virtio-scsi
+	// disk at target 0, LUN 0 only (see TestVMDeployUEFI).
 	m.Disks = slices.DeleteFunc(m.Disks, func(d vmtest.Disk) bool { return d.Serial != deployTarget })
+	m.Disks[0].SCSITarget, m.Disks[0].SCSILun = 0, 0
 	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,
-		LANAddress: "127.95.40.10", LANPort: rescueBMCLANPort, LANMAC: "02:00:00:95:40:10",
-		User: "ironic", Password: "ipmi-s3cret", VMPort: rescueBMCVMPort}
+		LANAddress: fmt.Sprintf("127.95.40.%d", 10+n), LANPort: rescuePorts + 4*n + 2, LANMAC: fmt.Sprintf("02:00:00:95:40:%02x", 0x10+n),
+		User: "ironic", Password: "ipmi-s3cret", VMPort: rescuePorts + 4*n + 3}
 
-	// The image: an MBR disk whose boot code prints diskBootMarker.
-	img := mbrImage()
+	// The image: under SeaBIOS an MBR disk whose boot code prints
+	// diskBootMarker, under OVMF a GPT disk whose EFI loader prints
+	// uefiLoaderSays.
+	img, marker := mbrImage(), diskBootMarker
 	copy(img[:440], markerBootSector()[:440])
+	if fw == "uefi" {
+		img, marker = uefiImage(t), uefiLoaderSays
+	}
 	files := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/deploy.kernel":
@@ -99,7 +112,7 @@ func TestVMRescue(t *testing.T) {
 		}
 		bmc.Close()
 	})
-	bmc.SetKernelArgs(agentArgs(rescueAgentPort) + " ironic_agent.dhcp=" + macs[0])
+	bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
 	kernel, initramfs := "http://"+files+"/deploy.kernel", "http://"+files+"/deploy.initramfs"
 	driverInfo := map[string]any{
 		"ipmi_address": m.BMC.LANAddress, "ipmi_port": m.BMC.LANPort,
@@ -110,8 +123,8 @@ func TestVMRescue(t *testing.T) {
 		"rescue_kernel": kernel, "rescue_ramdisk": initramfs,
 	}
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-rescue", IPMI: driverInfo, AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:bios", "vendor": nil}}, macs)
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-rescue-" + fw, IPMI: driverInfo, AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, macs)
 	ops := append(imageInfo("http://"+files+"/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/rescue_interface", Value: "agent"},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
@@ -135,7 +148,7 @@ func TestVMRescue(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 8*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	diskBoot(t, ctx, bmc, "after the deploy")
+	diskBoot(t, ctx, bmc, 0, marker, "after the deploy")
 	t.Logf("deploy: %.1fs to active and the disk booted", time.Since(step).Seconds())
 
 	// Rescue.
@@ -160,15 +173,15 @@ func TestVMRescue(t *testing.T) {
 	t.Logf("rescue: %.1fs from Ironic's request to the rescue state and the SSH server listening", time.Since(step).Seconds())
 
 	step = time.Now()
-	out, err := rescueSSH(t, ctx, rescuePassword, nil, "echo rescued as $USER on $(cat /proc/sys/kernel/hostname); ls /dev/ipmi0; exit 3")
+	out, err := rescueSSH(t, ctx, sshPort, rescuePassword, nil, "echo rescued as $USER on $(cat /proc/sys/kernel/hostname); ls /dev/ipmi0; exit 3")
 	if code := exitCode(err); code != 3 || !strings.Contains(out, "rescued as rescue on") || !strings.Contains(out, "/dev/ipmi0") {
 		t.Errorf("ssh exec: exit status %d (%v), output:\n%s", code, err, out)
 	}
-	out, err = rescueSSH(t, ctx, rescuePassword, []string{"-tt"}, "tty")
+	out, err = rescueSSH(t, ctx, sshPort, rescuePassword, []string{"-tt"}, "tty")
 	if exitCode(err) != 0 || !strings.Contains(out, "/dev/pts/") {
 		t.Errorf("ssh with a terminal: %v, output:\n%s", err, out)
 	}
-	out, err = rescueSSH(t, ctx, "not the password", nil, "echo in")
+	out, err = rescueSSH(t, ctx, sshPort, "not the password", nil, "echo in")
 	if err == nil || strings.Contains(out, "in\n") || !strings.Contains(out, "Permission denied") {
 		t.Errorf("ssh with a wrong password: %v, output:\n%s", err, out)
 	}
@@ -187,32 +200,36 @@ func TestVMRescue(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 4*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	diskBoot(t, ctx, bmc, "after unrescue")
+	diskBoot(t, ctx, bmc, boots+1, marker, "after unrescue")
 	t.Logf("unrescue: %.1fs to active and the disk booted; whole test %.1fs; BMC events: %s",
 		time.Since(step).Seconds(), time.Since(testStart).Seconds(), strings.Join(bmc.Events(), "; "))
 }
 
-// diskBoot waits for the machine the BMC runs to be a disk boot that
-// printed diskBootMarker.
-func diskBoot(t *testing.T, ctx context.Context, bmc *vmtest.IPMISim, when string) {
+// diskBoot waits for a power-on after the first `after` ones that boots
+// the disk and prints marker (OVMF's loader then powers the machine off,
+// so the VM may have exited already).
+func diskBoot(t *testing.T, ctx context.Context, bmc *vmtest.IPMISim, after int, marker, when string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for bmc.BootDevice() != vmtest.BootDisk || bmc.VM() == nil || !bmc.On() {
+	for {
+		if vm := bmc.VM(); bmc.Boots() > after && vm != nil && !slices.Contains(vm.Cmdline, "-kernel") {
+			if _, err := vm.WaitFor(ctx, marker); err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			return
+		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: no disk boot (BMC boot device %q, on %v)", when, bmc.BootDevice(), bmc.On())
+			t.Fatalf("%s: no disk boot after power-on %d (BMC boot device %q, %d power-ons)", when, after, bmc.BootDevice(), bmc.Boots())
 		case <-time.After(500 * time.Millisecond):
 		}
-	}
-	if _, err := bmc.VM().WaitFor(ctx, diskBootMarker); err != nil {
-		t.Fatalf("%s: %v", when, err)
 	}
 }
 
 // rescueSSH runs command as rescue through the SSH hostfwd with Debian's
 // ssh, the password given through SSH_ASKPASS, and returns its output.
-func rescueSSH(t *testing.T, ctx context.Context, password string, args []string, command string) (string, error) {
+func rescueSSH(t *testing.T, ctx context.Context, port int, password string, args []string, command string) (string, error) {
 	t.Helper()
 	askpass := filepath.Join(t.TempDir(), "askpass")
 	script := "#!/bin/sh\nprintf '%s\\n' '" + strings.ReplaceAll(password, "'", `'\''`) + "'\n"
@@ -221,7 +238,7 @@ func rescueSSH(t *testing.T, ctx context.Context, password string, args []string
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	all := append([]string{"-F", "/dev/null", "-p", strconv.Itoa(rescueSSHPort),
+	all := append([]string{"-F", "/dev/null", "-p", strconv.Itoa(port),
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
 		"-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=1", "-o", "ConnectTimeout=60"}, args...)
 	all = append(all, "rescue@127.0.0.1", command)
