@@ -58,10 +58,11 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 	if user == "" {
 		return nil
 	}
-	fmt.Fprint(f, "Password: ")
+	// Echo off before the prompt: what is typed after it is never shown.
 	if err := setEcho(f, false); err != nil {
 		return fmt.Errorf("%s: terminal settings: %w", dev, err)
 	}
+	fmt.Fprint(f, "Password: ")
 	pw, err := r.ReadString('\n')
 	_ = setEcho(f, true)
 	fmt.Fprint(f, "\r\n")

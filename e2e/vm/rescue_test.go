@@ -273,14 +273,24 @@ func consoleLogin(t *testing.T, ctx context.Context, vm *vmtest.VM, password, wa
 	if err := vm.Type("\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitAfter(ctx, vm, seen, "log in as rescue with the rescue password"); err != nil {
+	banner, err := waitLine(ctx, vm, seen, "the login banner", func(l string) bool {
+		return strings.Contains(l, "log in as rescue with the rescue password")
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := vm.Type("rescue\n"); err != nil {
 		t.Fatal(err)
 	}
-	// Let the login turn the echo off before the password comes.
-	time.Sleep(3 * time.Second)
+	// The terminal echoes the user name as it arrives, before the login
+	// reads it; then let the login turn the echo off before the password
+	// comes.
+	if _, err := waitLine(ctx, vm, banner+1, "the user name's echo", func(l string) bool {
+		return strings.HasSuffix(strings.TrimSpace(l), "rescue")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
 	if err := vm.Type(password + "\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -313,16 +323,23 @@ func consoleLogin(t *testing.T, ctx context.Context, vm *vmtest.VM, password, wa
 // waitAfter waits for a console line holding s among the lines after the
 // first n.
 func waitAfter(ctx context.Context, vm *vmtest.VM, n int, s string) error {
+	_, err := waitLine(ctx, vm, n, s, func(l string) bool { return strings.Contains(l, s) })
+	return err
+}
+
+// waitLine waits for a console line after the first n that match accepts
+// and returns its index; what names it in an error.
+func waitLine(ctx context.Context, vm *vmtest.VM, n int, what string, match func(string) bool) (int, error) {
 	for {
 		lines := vm.Lines()
-		for _, l := range lines[min(n, len(lines)):] {
-			if strings.Contains(l.Text, s) {
-				return nil
+		for i := min(n, len(lines)); i < len(lines); i++ {
+			if match(lines[i].Text) {
+				return i, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no %q on the console after line %d: %w", s, n, ctx.Err())
+			return 0, fmt.Errorf("no %q on the console after line %d: %w", what, n, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
