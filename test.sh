@@ -41,6 +41,8 @@ APT_PACKAGES=(
 	mount
 	mtools
 	openipmi
+	openssh-client
+	openssl
 	ovmf
 	parted
 	python3-ironic

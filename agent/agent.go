@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/collector"
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/internal/shacrypt"
 	"github.com/ironic-go/ironic-agent/internal/sntp"
 	"github.com/ironic-go/ironic-agent/internal/version"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -68,6 +68,10 @@ type Options struct {
 	// ShutdownDelay is how long power_off and run_image wait before acting,
 	// so their HTTP reply reaches Ironic (1 s).
 	ShutdownDelay time.Duration
+	// Rescue serves the rescuer's logins once finalize_rescue stopped the
+	// API (and after a restart on a rescued machine), until ctx ends; nil:
+	// the agent only stays alive.
+	Rescue func(ctx context.Context, password *shacrypt.Hash) error
 	// StateRoot prefixes the paths the agent itself writes or checks
 	// (/etc/.rescued, the rescue password); "" means "/".
 	StateRoot string
@@ -444,6 +448,13 @@ func (a *Agent) StopServing() {
 
 // Run starts the agent and serves until ctx ends or a command stops it.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.rescued() {
+		// A restart after finalize_rescue: IPA looks the node up again
+		// (which Ironic refuses in the rescue state) and then idles; the
+		// rescuer's logins are all that is left to serve.
+		a.log.Warn("this machine was rescued (/etc/.rescued exists): not serving the API")
+		return a.serveRescue(ctx)
+	}
 	// First, as in IPA: lookup, the TLS certificate and downloads need
 	// the right time; started_at is then read from the clock as set.
 	if err := a.syncClockAtStart(ctx); err != nil {
@@ -499,12 +510,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.processLookup(res)
 		a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
 		apiVersion = a.ironic.APIVersion(ctx)
-	}
-
-	if _, err := os.Stat(filepath.Join(a.opts.StateRoot, "etc/.rescued")); err == nil {
-		a.log.Warn("this machine was rescued (/etc/.rescued exists): not serving the API")
-		<-ctx.Done()
-		return nil
 	}
 
 	tlsCfg, err := a.setupTLS(ctx, apiVersion)
@@ -579,6 +584,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if runErr == nil && a.isLockedDown() {
 		a.lockdownSystem(ctx)
+	}
+	if runErr == nil && ctx.Err() == nil && a.rescued() {
+		return a.serveRescue(ctx)
 	}
 	return runErr
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/agent/command"
@@ -369,42 +367,6 @@ func (a *Agent) bindStartFlow(p command.Params) (command.Func, error) {
 				}
 			}
 		}
-		return nil, nil
-	}, nil
-}
-
-// bindFinalizeRescue is rescue.finalize_rescue: store the (already hashed)
-// rescue password for the ramdisk's rescue tooling, mark the machine
-// rescued, stop serving.
-func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
-	var args struct {
-		Password *string `json:"rescue_password"`
-		Hashed   bool    `json:"hashed"`
-	}
-	if err := p.Decode(&args); err != nil {
-		return nil, err
-	}
-	if args.Password == nil {
-		return nil, ipaerror.InvalidCommandParams("missing parameter rescue_password")
-	}
-	if !args.Hashed {
-		// Hashing a plaintext password needs crypt(3) SHA-512, which the
-		// standard library lacks; Ironic sends hashed passwords unless
-		// [conductor]require_rescue_password_hashed is false.
-		return nil, ipaerror.InvalidCommandParams("a plaintext rescue_password is not supported: send it hashed (hashed=true)")
-	}
-	return func(context.Context) (any, error) {
-		dir := filepath.Join(a.opts.StateRoot, "etc/ipa-rescue-config")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("finalize_rescue: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "ipa-rescue-password"), []byte(*args.Password), 0o600); err != nil {
-			return nil, fmt.Errorf("finalize_rescue: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(a.opts.StateRoot, "etc/.rescued"), nil, 0o644); err != nil {
-			return nil, fmt.Errorf("finalize_rescue: %w", err)
-		}
-		go a.StopServing()
 		return nil, nil
 	}, nil
 }

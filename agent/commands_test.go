@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/shacrypt"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -198,28 +199,78 @@ func TestFlowNestedInvisible(t *testing.T) {
 	}
 }
 
+// TestFinalizeRescue: Ironic's hashed password ($5$ by default, $6$) is
+// stored as sent, a plaintext one (Ironic's fallback) hashed with
+// SHA-256 as IPA does, anything that is not SHA-crypt refused; then the
+// agent stops serving and hands the hash to Options.Rescue, at once and
+// again after a restart of the agent.
 func TestFinalizeRescue(t *testing.T) {
-	root := t.TempDir()
-	ra := standalone(t, Options{StateRoot: root}, nil)
-	if code, _ := call(t, ra, "rescue.finalize_rescue", map[string]any{"rescue_password": "plain"}); code != 400 {
-		t.Errorf("plaintext password accepted: %d", code)
-	}
-	_, r := call(t, ra, "rescue.finalize_rescue", map[string]any{"rescue_password": "$6$salt$hash", "hashed": true})
-	if r["command_status"] != "SUCCEEDED" {
-		t.Fatalf("%v", r)
-	}
-	pw, _ := os.ReadFile(filepath.Join(root, "etc/ipa-rescue-config/ipa-rescue-password"))
-	if string(pw) != "$6$salt$hash" {
-		t.Errorf("password file %q", pw)
-	}
-	if _, err := os.Stat(filepath.Join(root, "etc/.rescued")); err != nil {
-		t.Errorf("no /etc/.rescued: %v", err)
-	}
-	select {
-	case <-ra.done:
-		ra.done <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Errorf("agent still serving after finalize_rescue")
+	const sha512 = "$6$abcdefgh$ltjgWl6579NluT/Vi1nwEvcil.G5Nbc4NiXZaNGStk8PSwGfQv72N2CKPPrVACtLtip/cZ/1GM/O6IND4WQhG."
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		code   int
+		// check is the password the stored hash must verify ("" for none).
+		check string
+	}{
+		{"sha512", map[string]any{"rescue_password": sha512, "hashed": true}, 200, "secret"},
+		{"sha256", map[string]any{"rescue_password": "$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM.", "hashed": true}, 200, "secret"},
+		{"plaintext", map[string]any{"rescue_password": "plain pw"}, 200, "plain pw"},
+		{"not-sha-crypt", map[string]any{"rescue_password": "$6$salt$hash", "hashed": true}, 400, ""},
+		{"yescrypt", map[string]any{"rescue_password": "$y$j9T$abc$def", "hashed": true}, 400, ""},
+		{"missing", map[string]any{"hashed": true}, 400, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			got := make(chan *shacrypt.Hash, 2)
+			rescue := func(_ context.Context, h *shacrypt.Hash) error { got <- h; return nil }
+			ra := standalone(t, Options{StateRoot: root, Rescue: rescue}, nil)
+			code, r := call(t, ra, "rescue.finalize_rescue", tc.params)
+			if code != tc.code {
+				t.Fatalf("HTTP %d, want %d: %v", code, tc.code, r)
+			}
+			if tc.code != 200 {
+				if _, err := os.Stat(filepath.Join(root, "etc/.rescued")); err == nil {
+					t.Error("refused, but /etc/.rescued exists")
+				}
+				return
+			}
+			if r["command_status"] != "SUCCEEDED" {
+				t.Fatalf("%v", r)
+			}
+			pw, _ := os.ReadFile(filepath.Join(root, "etc/ipa-rescue-config/ipa-rescue-password"))
+			h, err := shacrypt.Parse(string(pw))
+			if err != nil || !h.Verify([]byte(tc.check)) {
+				t.Errorf("password file %q (%v) does not verify %q", pw, err, tc.check)
+			}
+			if tc.name == "plaintext" && h.Algorithm != shacrypt.SHA256 {
+				t.Errorf("a plaintext password hashed with %v, IPA's is SHA-256", h.Algorithm)
+			}
+			if _, err := os.Stat(filepath.Join(root, "etc/.rescued")); err != nil {
+				t.Errorf("no /etc/.rescued: %v", err)
+			}
+			select {
+			case err := <-ra.done:
+				ra.done <- err // for the cleanup
+			case <-time.After(10 * time.Second):
+				t.Fatal("agent still serving after finalize_rescue")
+			}
+			if h := <-got; h.String() != string(pw) {
+				t.Errorf("Options.Rescue got %q, the file holds %q", h, pw)
+			}
+			// A restarted agent goes straight to the rescue logins.
+			a, err := New(t.Context(), Options{Config: ra.agent.cfg, StateRoot: root, Rescue: rescue, Inventory: testInventory,
+				Machine: &fakeMachine{}, Ready: func(string) { t.Error("a rescued agent served its API") }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Run(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if h := <-got; h.String() != string(pw) {
+				t.Errorf("after a restart, Options.Rescue got %q", h)
+			}
+		})
 	}
 }
 

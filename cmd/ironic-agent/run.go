@@ -64,7 +64,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Log: log, LogRing: ring, AssembleRAID: true, EnableMultipath: true})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Log: log, LogRing: ring, AssembleRAID: true, EnableMultipath: true,
+		Rescue: rescueServer(log, cfg.StateDir)})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func TestRegistryWellFormed(t *testing.T) {
 	if _, ok := Lookup("sh"); ok {
 		t.Error("sh is registered")
 	}
-	if got := Packages(); len(got) != 3 || got[0] != "e2fsprogs" {
+	if got := Packages(); len(got) != 4 || got[0] != "e2fsprogs" || got[3] != "busybox-static" {
 		t.Errorf("Packages() = %q", got)
 	}
 }

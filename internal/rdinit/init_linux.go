@@ -134,6 +134,10 @@ func mountAll() []error {
 	for _, d := range []string{"/dev/pts", "/run/ironic-agent", "/var/lib"} {
 		_ = os.MkdirAll(d, 0o755)
 	}
+	// devpts: the terminals of the rescue user's SSH sessions.
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0620,ptmxmode=0666"); err != nil && !errors.Is(err, unix.EBUSY) {
+		errs = append(errs, fmt.Errorf("devpts: %w", err))
+	}
 	_ = os.Symlink("/proc/self/fd", "/dev/fd")
 	_ = os.Symlink("/proc/mounts", "/etc/mtab")
 	return errs

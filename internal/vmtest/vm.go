@@ -25,6 +25,10 @@ type VM struct {
 	done    chan struct{}
 	err     error
 
+	// stdin is QEMU's standard input, the serial port's receive side,
+	// with Options.ConsoleInput.
+	stdin io.WriteCloser
+
 	mu      sync.Mutex
 	lines   []Line
 	waiters []*waiter
@@ -51,6 +55,8 @@ type Options struct {
 	Tap *os.File
 	// Echo receives the serial console as it comes (e.g. t.Log lines).
 	Echo func(Line)
+	// ConsoleInput lets VM.Type write to the serial console.
+	ConsoleInput bool
 }
 
 // Start boots m. The serial console goes to m.Dir/serial.log, each line
@@ -108,6 +114,12 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.Stdin = nil
+	if opts.ConsoleInput {
+		if vm.stdin, err = cmd.StdinPipe(); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("vmtest: %w", err)
+		}
+	}
 	vm.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -212,6 +224,19 @@ func (vm *VM) WaitFor(ctx context.Context, s string) (Line, error) {
 	case <-ctx.Done():
 		return Line{}, fmt.Errorf("vmtest: waiting for %q on the console: %w (serial console in %s)", s, ctx.Err(), vm.LogPath)
 	}
+}
+
+// Type sends text to the serial console, as typed on its terminal (a
+// newline is the Enter key); the machine must have been started with
+// Options.ConsoleInput.
+func (vm *VM) Type(text string) error {
+	if vm.stdin == nil {
+		return errors.New("vmtest: Type: the VM was started without Options.ConsoleInput")
+	}
+	if _, err := io.WriteString(vm.stdin, strings.ReplaceAll(text, "\n", "\r")); err != nil {
+		return fmt.Errorf("vmtest: serial console input: %w", err)
+	}
+	return nil
 }
 
 // Wait waits for QEMU to exit (the guest powered off).
