@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,10 @@ type GrubRequest struct {
 	PRePUUID       string // the PReP partition's (ppc64 BIOS), ""
 	TargetBootMode string
 	CPUArch        string
+	// Holders, when Disk is a software RAID device, are its holder disks:
+	// BIOS GRUB goes on each of them (the firmware boots a disk, not the
+	// array), and an existing boot loader is no reason to skip.
+	Holders []string
 	// RamdiskBIOS is set when the ramdisk itself booted in BIOS mode:
 	// only then is an existing MBR boot loader looked for (IPA's
 	// _is_bootloader_loaded).
@@ -97,14 +102,15 @@ func DeviceNotFound(err error) error {
 	return ipaerror.Wrap("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error(), err)
 }
 
-// Install is _install_grub2 for a plain disk (software RAID is not
-// supported by this agent).
+// Install is _install_grub2: on the install disk, or, for a software RAID
+// install device, on each of its holder disks (the caller has given GPT
+// holders their BIOS boot partitions).
 func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 	root, err := blockdev.FindPartitionByUUID(r.Disk, r.RootUUID)
 	if err != nil {
 		return DeviceNotFound(err)
 	}
-	if r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
+	if len(r.Holders) == 0 && r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
 		gi.Log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
 		return nil
 	}
@@ -217,9 +223,15 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 		if biosTarget != "" {
 			args = append(args, "--target="+biosTarget)
 		}
-		gi.Log.Info("installing GRUB2", "device", grubDisk)
-		if _, err := ch.run(ctx, nil, bin+"-install", append(args, grubDisk)...); err != nil {
-			return GrubError(r.Disk, err)
+		disks := []string{grubDisk}
+		if len(r.Holders) > 0 {
+			disks = r.Holders
+		}
+		for _, d := range disks {
+			gi.Log.Info("installing GRUB2", "device", d)
+			if _, err := ch.run(ctx, nil, bin+"-install", append(slices.Clone(args), d)...); err != nil {
+				return GrubError(r.Disk, err)
+			}
 		}
 	}
 	if err := configureGrub(ctx, ch, bin); err != nil {
