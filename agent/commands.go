@@ -512,7 +512,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return *p
 	}
-	var holders []string
+	var holders, mdUUIDs []string
 	if raid.IsMDDevice(dev.Name) {
 		// IPA's prepare_boot_partitions_for_softraid for BIOS: GRUB's
 		// core image needs a BIOS boot partition on each GPT holder.
@@ -527,6 +527,9 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 			if err := sys.AddBIOSBootPartitions(ctx, holders); err != nil {
 				return err
 			}
+		}
+		if mdUUIDs, err = sys.ArrayUUIDs(ctx); err != nil {
+			return err
 		}
 	}
 	gi := bootloader.NewGrub(a.log)
@@ -543,7 +546,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		return a.manageUEFI(ctx, dev.Name, efi)
 	}
 	return gi.Install(ctx, bootloader.GrubRequest{
-		Disk: dev.Name, Holders: holders, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
+		Disk: dev.Name, Holders: holders, MDUUIDs: mdUUIDs, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
 		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
 	})
 }

@@ -229,3 +229,31 @@ func (s *System) sectorSize(dev string) int {
 	}
 	return int(v)
 }
+
+// ArrayUUIDs are the UUIDs of the md arrays whose superblocks mdadm finds
+// (`mdadm --examine --scan`, IPA's md_get_raid_devices), in its order.
+func (s *System) ArrayUUIDs(ctx context.Context) ([]string, error) {
+	out, err := s.mdadm(ctx, "--examine", "--scan")
+	if err != nil {
+		return nil, softwareRAIDError(err, "listing the md arrays: %v", err)
+	}
+	return ParseExamineScan(out), nil
+}
+
+// ParseExamineScan reads the UUID= of each "ARRAY <device> key=value..."
+// line of `mdadm --examine --scan`.
+func ParseExamineScan(out []byte) []string {
+	var uuids []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "ARRAY" {
+			continue
+		}
+		for _, kv := range f[2:] {
+			if u, ok := strings.CutPrefix(kv, "UUID="); ok && u != "" {
+				uuids = append(uuids, u)
+			}
+		}
+	}
+	return uuids
+}

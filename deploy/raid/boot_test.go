@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
@@ -142,6 +143,28 @@ func FuzzReadFATIdentity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if id, ok := ReadFATIdentity(b); ok && len(id.Label) > 11 {
 			t.Errorf("label %q longer than 11 bytes", id.Label)
+		}
+	})
+}
+
+func TestParseExamineScan(t *testing.T) {
+	out := "ARRAY /dev/md/root  metadata=1.2 UUID=3aaa0122:29827cfa:5331ad66:ca767371 name=host:root\n" +
+		"ARRAY /dev/md/esp  metadata=1.0 UUID=1b0a1e4c:0e3d9a2f:8b1c2d3e:4f5a6b7c name=host:esp\n" +
+		"mdadm: some warning\n"
+	want := []string{"3aaa0122:29827cfa:5331ad66:ca767371", "1b0a1e4c:0e3d9a2f:8b1c2d3e:4f5a6b7c"}
+	if got := ParseExamineScan([]byte(out)); !slices.Equal(got, want) {
+		t.Errorf("ParseExamineScan = %q, want %q", got, want)
+	}
+}
+
+func FuzzParseExamineScan(f *testing.F) {
+	f.Add("ARRAY /dev/md/root metadata=1.2 UUID=3aaa0122:29827cfa:5331ad66:ca767371 name=host:root\n")
+	f.Add("ARRAY\nARRAY x UUID=\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, u := range ParseExamineScan([]byte(s)) {
+			if u == "" || strings.ContainsAny(u, " \n\t") {
+				t.Errorf("uuid %q", u)
+			}
 		}
 	})
 }
