@@ -366,6 +366,10 @@ func grubDiskImage(t *testing.T, ctx context.Context) ([]byte, string) {
 			t.Fatal(err)
 		}
 	}
+	// mdadm, as a real image deployed onto RAID has it: grub-install
+	// names an md array to GRUB by the UUID `mdadm --detail --export`
+	// gives, and without it finds no disk for /boot.
+	copyProgram(t, ctx, tree, "mdadm")
 	const fsSize = 96 << 20
 	fsPath := filepath.Join(dir, "root.ext4")
 	if err := grubimage.Ext4(ctx, tree, fsPath, fsSize); err != nil {
@@ -409,5 +413,43 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	}
 	for _, ids := range [][]string{{"vda", "vdb"}, {"vda"}, {"vdb"}} {
 		bootDisks(t, ctx, m, ids, biosRAIDSays)
+	}
+}
+
+// copyProgram copies a host program and the shared libraries ldd lists
+// into the image tree, at the same paths.
+func copyProgram(t *testing.T, ctx context.Context, tree, name string) {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("SKIPPED: needs %s (in test.sh)", name)
+	}
+	files := []string{p}
+	out, err := exec.CommandContext(ctx, "ldd", p).Output()
+	if err != nil {
+		t.Fatalf("ldd %s: %v", p, err)
+	}
+	for _, w := range strings.Fields(string(out)) {
+		if strings.HasPrefix(w, "/") {
+			files = append(files, w)
+		}
+	}
+	for _, f := range files {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Debian's merged /usr: the tree's /lib and /sbin link into /usr.
+		dst := filepath.Join(tree, "usr", strings.TrimPrefix(strings.TrimPrefix(f, "/usr"), "/"))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
