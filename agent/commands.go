@@ -10,9 +10,9 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
-	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/bootloader"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -459,7 +459,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		return err
 	}
 	guard := blockdev.NewGuard(a.cfg.AllowedDevices)
-	dev, err := deploy.InstallDevice(guard, disks, a.Node())
+	dev, err := a.installDevice(guard, disks)
 	if err != nil {
 		return bootloader.DeviceNotFound(err)
 	}
@@ -473,6 +473,26 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 			return ""
 		}
 		return *p
+	}
+	var holders, mdUUIDs []string
+	if raid.IsMDDevice(dev.Name) {
+		// IPA's prepare_boot_partitions_for_softraid for BIOS: GRUB's
+		// core image needs a BIOS boot partition on each GPT holder.
+		sys, err := a.generic.raidSystem()
+		if err != nil {
+			return err
+		}
+		if holders = sys.HolderDisks(dev.Name); len(holders) == 0 {
+			return bootloader.DeviceNotFound(fmt.Errorf("software RAID device %s: no holder disks found", dev.Name))
+		}
+		if str(efiUUID) == "" {
+			if err := sys.AddBIOSBootPartitions(ctx, holders); err != nil {
+				return err
+			}
+		}
+		if mdUUIDs, err = sys.ArrayUUIDs(ctx); err != nil {
+			return err
+		}
 	}
 	gi := bootloader.NewGrub(a.log)
 	efi := str(efiUUID)
@@ -488,7 +508,7 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		return a.manageUEFI(ctx, dev.Name, efi)
 	}
 	return gi.Install(ctx, bootloader.GrubRequest{
-		Disk: dev.Name, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
+		Disk: dev.Name, Holders: holders, MDUUIDs: mdUUIDs, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
 		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
 	})
 }
@@ -500,7 +520,7 @@ func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	dev, err := deploy.InstallDevice(blockdev.NewGuard(a.cfg.AllowedDevices), disks, a.Node())
+	dev, err := a.installDevice(blockdev.NewGuard(a.cfg.AllowedDevices), disks)
 	if err != nil {
 		return false, bootloader.DeviceNotFound(err)
 	}

@@ -5,13 +5,22 @@ import (
 	"os"
 
 	"github.com/ironic-go/ironic-agent/deploy/bootloader"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 )
 
 // manageUEFI makes the NVRAM boot entries for the image on dev in the
-// agent's efivarfs (bootloader.ManageUEFI).
+// agent's efivarfs (bootloader.ManageUEFI); on an md array, after moving
+// its ESP to a mirror on the holder disks.
 func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) (bool, error) {
-	return bootloader.ManageUEFI(ctx, a.log, a.efivars(), dev, efiPartUUID)
+	var sys *raid.System
+	if raid.IsMDDevice(dev) {
+		var err error
+		if sys, err = a.generic.raidSystem(); err != nil {
+			return false, err
+		}
+	}
+	return bootloader.ManageUEFI(ctx, a.log, a.efivars(), dev, efiPartUUID, sys)
 }
 
 // efivars is where the agent reads and writes UEFI variables.

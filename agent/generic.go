@@ -60,6 +60,8 @@ type GenericManager struct {
 	// networkBurnin, when its Port is set, replaces burnin_network's
 	// port 9000 on every address and 30 s reader retry (tests).
 	networkBurnin burnin.NetworkOptions
+	// raidRoots are the arrays created with is_root_volume (raid.go).
+	raidRoots raidRootVolumes
 }
 
 // logger is Log, or a discarding logger when none is set (unit tests of

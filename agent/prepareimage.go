@@ -9,7 +9,6 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/command"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
-	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/image"
 	"github.com/ironic-go/ironic-agent/ipaerror"
@@ -50,7 +49,7 @@ func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configd
 	if err != nil {
 		return "", err
 	}
-	disk, err := deploy.InstallDevice(guard, disks, a.Node())
+	disk, err := a.installDevice(guard, disks)
 	if err != nil {
 		return "", ipaerror.DeploymentError(err.Error())
 	}

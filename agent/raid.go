@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/deploy"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
@@ -64,6 +67,7 @@ func (g *GenericManager) raidCreateStep(ctx context.Context, req hwmgr.Request) 
 		return nil, err
 	}
 	created, err := s.CreateFromNode(ctx, r)
+	g.rememberRootVolumes(created)
 	return createdResult(created), err
 }
 
@@ -108,6 +112,7 @@ func (g *GenericManager) raidApplyStep(ctx context.Context, req hwmgr.Request) (
 		}
 	}
 	created, err := s.Create(ctx, r, cfg)
+	g.rememberRootVolumes(created)
 	return createdResult(created), err
 }
 
@@ -159,4 +164,76 @@ func (a *Agent) installDisks(ctx context.Context) ([]inventory.Disk, error) {
 		return nil, err
 	}
 	return a.generic.withoutSkippedArrays(ctx, a.Node(), disks, false)
+}
+
+// raidRootVolumes is IPA's _raid_root_device_mapping: the is_root_volume
+// of each array create_configuration or apply_configuration made, in the
+// order made. Like IPA's, it lives in memory only: an agent started again
+// (a deploy after cleaning without fast-track) has none, and the install
+// disk then comes from root-device hints or the smallest disk, which is
+// the RAID-1 root in the usual layout.
+type raidRootVolumes struct {
+	mu      sync.Mutex
+	volumes []raidRootVolume
+}
+
+type raidRootVolume struct {
+	device string
+	isRoot bool
+	// holders and components are excluded with a volume marked false.
+	holders, components []string
+}
+
+// rememberRootVolumes records the arrays that said is_root_volume.
+func (g *GenericManager) rememberRootVolumes(c raid.Created) {
+	var vs []raidRootVolume
+	for _, v := range c.Plan.Volumes {
+		if root, ok := c.RootVolumes[v.Device]; ok {
+			vs = append(vs, raidRootVolume{device: v.Device, isRoot: root, holders: v.Holders, components: v.Components})
+		}
+	}
+	g.raidRoots.mu.Lock()
+	defer g.raidRoots.mu.Unlock()
+	g.raidRoots.volumes = append(g.raidRoots.volumes, vs...)
+}
+
+// raidRootDevice is the RAID half of IPA's get_os_install_device: the
+// first array created with is_root_volume true is the install device
+// (root-device hints notwithstanding); arrays created with it false are
+// dropped from disks before that, with their holder disks and member
+// partitions, so they are never chosen.
+func (g *GenericManager) raidRootDevice(disks []inventory.Disk) (root string, rest []inventory.Disk) {
+	g.raidRoots.mu.Lock()
+	defer g.raidRoots.mu.Unlock()
+	rest = disks
+	for _, v := range g.raidRoots.volumes {
+		if v.isRoot {
+			return v.device, rest
+		}
+		g.logger().Debug("excluding a RAID volume and its holder disks from the possible root devices", "device", v.device, "holders", v.holders, "partitions", v.components)
+		rest = slices.DeleteFunc(slices.Clone(rest), func(d inventory.Disk) bool {
+			return d.Name == v.device || slices.Contains(v.holders, d.Name) || slices.Contains(v.components, d.Name)
+		})
+	}
+	return "", rest
+}
+
+// installDevice is get_os_install_device over disks (installDisks): the
+// disk a deploy writes, reads the image's boot loader from and writes the
+// config drive to.
+func (a *Agent) installDevice(guard *blockdev.Guard, disks []inventory.Disk) (inventory.Disk, error) {
+	root, rest := a.generic.raidRootDevice(disks)
+	if root == "" {
+		return deploy.InstallDevice(guard, rest, a.Node())
+	}
+	if h, err := deploy.RootDeviceHintsOf(a.Node()); err == nil && !h.IsEmpty() {
+		a.log.Warn("both root device hints and a root volume from the target RAID configuration are defined; the RAID root volume is used", "hints", h.String(), "device", root)
+	}
+	a.log.Debug("using the root volume from the target RAID configuration", "device", root)
+	for _, d := range disks {
+		if d.Name == root {
+			return d, nil
+		}
+	}
+	return inventory.Disk{Name: root}, nil
 }

@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf16"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -189,8 +191,12 @@ func firmwareCannotSee(dev string) string {
 // ManageUEFI is IPA's efi_utils.manage_uefi: it sets up NVRAM boot entries
 // in store for the boot loaders on dev's ESP (efiPartUUID, or found by
 // type). It returns false (and no error) when the ESP holds no boot loader,
-// so the caller goes on as IPA does.
-func ManageUEFI(ctx context.Context, log *slog.Logger, store efivar.Store, dev string, efiPartUUID string) (bool, error) {
+// so the caller goes on as IPA does. When dev is an md array (software
+// RAID, sys its system) the ESP the image carries inside the array is
+// moved to a mirror of ESPs on its holder disks, which the firmware can
+// read (relocateESP), and each holder's ESP gets its own entries, the
+// labels suffixed "(RAID, part<n>)".
+func ManageUEFI(ctx context.Context, log *slog.Logger, store efivar.Store, dev string, efiPartUUID string, sys *raid.System) (bool, error) {
 	esp, err := findESP(dev, efiPartUUID)
 	if err != nil {
 		return false, DeviceNotFound(err)
@@ -235,6 +241,34 @@ func ManageUEFI(ctx context.Context, log *slog.Logger, store efivar.Store, dev s
 	}
 	mounted = false
 	syscall.Sync()
+	if !raid.IsMDDevice(dev) || sys == nil {
+		return writeEntries(ctx, log, store, dev, esp, entries)
+	}
+	holders, err := relocateESP(ctx, log, sys, dev, esp.path)
+	if err != nil {
+		return false, err
+	}
+	written := false
+	for i, h := range holders {
+		es := slices.Clone(entries)
+		for j := range es {
+			// Unique labels per holder, as IPA's, so that one holder's
+			// entry does not replace another's.
+			es[j].label = fmt.Sprintf("%s (RAID, part%d)", es[j].label, i)
+		}
+		ok, err := writeEntries(ctx, log, store, h.disk, h.esp, es)
+		if err != nil {
+			return false, err
+		}
+		written = written || ok
+	}
+	return written, nil
+}
+
+// writeEntries registers entries for the loaders on esp, the ESP of the
+// disk dev, unless the firmware could never boot dev; it reports whether
+// it wrote them.
+func writeEntries(ctx context.Context, log *slog.Logger, store efivar.Store, dev string, esp *espPartition, entries []efiEntry) (bool, error) {
 	for _, e := range entries {
 		log.Info("adding UEFI boot entry", "device", dev, "partition", esp.number, "loader", e.loader, "label", e.label)
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +40,14 @@ type GrubRequest struct {
 	PRePUUID       string // the PReP partition's (ppc64 BIOS), ""
 	TargetBootMode string
 	CPUArch        string
+	// Holders, when Disk is a software RAID device, are its holder disks:
+	// BIOS GRUB goes on each of them (the firmware boots a disk, not the
+	// array), and an existing boot loader is no reason to skip.
+	Holders []string
+	// MDUUIDs are the UUIDs of the md arrays (mdadm --examine --scan),
+	// given when Disk is one: an image with dracut gets rd.md.uuid=
+	// for each on its kernel command line.
+	MDUUIDs []string
 	// RamdiskBIOS is set when the ramdisk itself booted in BIOS mode:
 	// only then is an existing MBR boot loader looked for (IPA's
 	// _is_bootloader_loaded).
@@ -97,14 +107,15 @@ func DeviceNotFound(err error) error {
 	return ipaerror.Wrap("DeviceNotFound", 404, "Error finding the disk or partition device to deploy the image onto", err.Error(), err)
 }
 
-// Install is _install_grub2 for a plain disk (software RAID is not
-// supported by this agent).
+// Install is _install_grub2: on the install disk, or, for a software RAID
+// install device, on each of its holder disks (the caller has given GPT
+// holders their BIOS boot partitions).
 func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 	root, err := blockdev.FindPartitionByUUID(r.Disk, r.RootUUID)
 	if err != nil {
 		return DeviceNotFound(err)
 	}
-	if r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
+	if len(r.Holders) == 0 && r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
 		gi.Log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
 		return nil
 	}
@@ -217,12 +228,18 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 		if biosTarget != "" {
 			args = append(args, "--target="+biosTarget)
 		}
-		gi.Log.Info("installing GRUB2", "device", grubDisk)
-		if _, err := ch.run(ctx, nil, bin+"-install", append(args, grubDisk)...); err != nil {
-			return GrubError(r.Disk, err)
+		disks := []string{grubDisk}
+		if len(r.Holders) > 0 {
+			disks = r.Holders
+		}
+		for _, d := range disks {
+			gi.Log.Info("installing GRUB2", "device", d)
+			if _, err := ch.run(ctx, nil, bin+"-install", append(slices.Clone(args), d)...); err != nil {
+				return GrubError(r.Disk, err)
+			}
 		}
 	}
-	if err := configureGrub(ctx, ch, bin); err != nil {
+	if err := configureGrub(ctx, ch, bin, r.MDUUIDs); err != nil {
 		return GrubError(r.Disk, err)
 	}
 	if esp != "" {
@@ -236,7 +253,16 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 
 // configureGrub writes grub.cfg with the image's own scripts (IPA's
 // _configure_grub).
-func configureGrub(ctx context.Context, ch *chroot, bin string) error {
+func configureGrub(ctx context.Context, ch *chroot, bin string, mdUUIDs []string) error {
+	if len(mdUUIDs) > 0 {
+		if _, err := ch.lookPath("dracut"); err == nil {
+			// IPA's _configure_grub: a dracut initramfs assembles only
+			// the arrays the kernel command line names.
+			if err := addMDUUIDs(filepath.Join(ch.dir, "etc/default/grub"), mdUUIDs); err != nil {
+				return err
+			}
+		}
+	}
 	env := []string{"GRUB_DISABLE_OS_PROBER=true", "GRUB_SAVEDEFAULT=true", "LC_ALL=C", "LANG=C"}
 	_, err := ch.run(ctx, env, bin+"-mkconfig", "-o", "/boot/"+bin+"/grub.cfg")
 	return err
@@ -256,7 +282,7 @@ func (gi *Grub) tryPreserveEFIAssets(ctx context.Context, ch *chroot, m *mountSt
 		return false, nil
 	}
 	if _, err := ch.lookPath(bin + "-install"); err == nil {
-		if err := configureGrub(ctx, ch, bin); err != nil {
+		if err := configureGrub(ctx, ch, bin, r.MDUUIDs); err != nil {
 			return false, err
 		}
 	}
@@ -568,4 +594,26 @@ func appendESPToFstab(root, efiUUID, esp string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// grubCmdline is the GRUB_CMDLINE_LINUX line of /etc/default/grub.
+var grubCmdline = regexp.MustCompile(`GRUB_CMDLINE_LINUX="(.*)"`)
+
+// addMDUUIDs appends rd.md.uuid=<uuid> for each array to
+// GRUB_CMDLINE_LINUX in the image's /etc/default/grub, as IPA's re.sub
+// does (a file without the line is left as it is).
+func addMDUUIDs(path string, uuids []string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("adding rd.md.uuid to %s: %w", path, err)
+	}
+	var add []string
+	for _, u := range uuids {
+		add = append(add, "rd.md.uuid="+u)
+	}
+	out := grubCmdline.ReplaceAllFunc(b, func(m []byte) []byte {
+		sub := grubCmdline.FindSubmatch(m)
+		return []byte(`GRUB_CMDLINE_LINUX="` + string(sub[1]) + " " + strings.Join(add, " ") + `"`)
+	})
+	return os.WriteFile(path, out, 0o644)
 }

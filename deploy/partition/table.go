@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"golang.org/x/sys/unix"
 )
 
 // WritePartitionTable writes a fresh label ("gpt" or "msdos") holding
@@ -118,4 +120,103 @@ func writeTable(d *disk.Disk, table partition.Table, dev string, size int64) (*o
 		return nil, fmt.Errorf("open %s: %w", dev, err)
 	}
 	return f, nil
+}
+
+// AddPartition adds one partition of size bytes to the GPT of dev, in the
+// first gap of the table where it fits starting on a 1 MiB boundary,
+// numbered with the lowest free number and named name, and makes the
+// kernel know it (a re-read, or BLKPG when other partitions of the disk
+// are in use, as an md member is). Its type comes from p's flags and
+// FSType as WritePartitionTable gives it (boot: an EFI system partition,
+// bios_grub: a BIOS boot partition). It returns the new partition's
+// number. It is sgdisk -n 0:<first free>:+<size> -t -c, which software
+// RAID's boot partitions are made with.
+func AddPartition(ctx context.Context, g *blockdev.Guard, dev string, size int64, p PlannedPartition, name string) (int, error) {
+	if err := g.Check(dev); err != nil {
+		return 0, err
+	}
+	// Not blockdev.Open: its O_EXCL is refused while a partition of the
+	// disk is an md member, which is when boot partitions are added.
+	diskSize, sector, err := geometry(dev)
+	if err != nil {
+		return 0, err
+	}
+	d, err := openForPartitioning(dev, diskSize, sector)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	table, err := d.GetPartitionTable()
+	if err != nil {
+		return 0, fmt.Errorf("read the partition table of %s: %w", dev, err)
+	}
+	t, ok := table.(*gpt.Table)
+	if !ok {
+		return 0, fmt.Errorf("%s: a %s partition table; only GPT gets partitions added", dev, table.Type())
+	}
+	s := int64(sector)
+	start, err := firstGap(t.Partitions, size, s, diskSize)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", dev, err)
+	}
+	n := 1
+	for slices.ContainsFunc(t.Partitions, func(q *gpt.Partition) bool { return q.Index == n }) {
+		n++
+	}
+	p.Number, p.Start, p.Size = n, start, size
+	t.Partitions = append(t.Partitions, &gpt.Partition{Index: n, Start: uint64(start / s), End: uint64((start+size)/s - 1),
+		Size: uint64(size), Type: gptType(p), Name: name})
+	f, err := writeTable(d, t, dev, diskSize)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("sync %s: %w", dev, err)
+	}
+	if blockdev.RereadPartitions(ctx, f) != nil {
+		if err := kernelKnowsPartition(dev, n, sector); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// firstGap is where a partition of size bytes starts in the first gap of
+// parts it fits in, on a 1 MiB boundary, before the backup GPT (33
+// sectors at the end of a disk of diskSize bytes).
+func firstGap(parts []*gpt.Partition, size, sector, diskSize int64) (int64, error) {
+	sorted := slices.Clone(parts)
+	slices.SortFunc(sorted, func(a, b *gpt.Partition) int { return cmp.Compare(a.Start, b.Start) })
+	align := func(b int64) int64 { return (b + blockdev.MiB - 1) / blockdev.MiB * blockdev.MiB }
+	start := int64(blockdev.MiB)
+	for _, q := range sorted {
+		if start+size <= int64(q.Start)*sector {
+			return start, nil
+		}
+		start = max(start, align((int64(q.End)+1)*sector))
+	}
+	if end := diskSize - 33*sector; start+size <= end {
+		return start, nil
+	}
+	return 0, fmt.Errorf("no free space of %d MiB on a 1 MiB boundary", size/blockdev.MiB)
+}
+
+// geometry is a block device's size and logical sector size, read
+// through a shared, read-only open.
+func geometry(dev string) (int64, int, error) {
+	f, err := os.Open(dev)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	size, err := blockdev.IoctlGetUint64(f, unix.BLKGETSIZE64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("BLKGETSIZE64 %s: %w", dev, err)
+	}
+	ss, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
+	if err != nil {
+		return 0, 0, fmt.Errorf("BLKSSZGET %s: %w", dev, err)
+	}
+	return int64(size), ss, nil
 }

@@ -37,6 +37,13 @@
 //   - md arrays listed among the disks are never holders.
 //   - A confined agent (allowed devices) assembles nothing and does not see
 //     arrays with a member outside its allowed devices.
+//   - The boot partitions of a holder (boot.go) go in the first free
+//     space on a 1 MiB boundary, the room MakePlan kept before the RAID
+//     partitions. IPA asks sgdisk -F, the first sector of the largest
+//     free block, which is the disk's tail whenever the volumes leave
+//     more than 551 MiB unused there.
+//   - GRUB on the holders is installed without IPA's md_restart (mdadm
+//     --stop then --assemble of the install array before grub-install).
 //   - wipefs -af is the Go metadata wipe (blockdev.WipeMetadata), a
 //     superset; mdadm --examine is the Go probe for md superblocks of every
 //     version (blockdev.Probe); members come from sysfs (slaves/), not from

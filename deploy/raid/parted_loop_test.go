@@ -74,3 +74,47 @@ func TestHolderTableMatchesParted(t *testing.T) {
 		})
 	}
 }
+
+// TestBootPartitionMatchesSgdisk adds the boot partition of a holder
+// (IPA's prepare_boot_partitions_for_softraid) with partition.AddPartition
+// on one loop device and with IPA's sgdisk -F then sgdisk -n/-t/-c on
+// another, both holding the same RAID partitions, and compares the tables.
+func TestBootPartitionMatchesSgdisk(t *testing.T) {
+	looptest.RequireRoot(t, "sgdisk")
+	const size = 3 << 30
+	for _, mode := range []string{"uefi", "bios"} {
+		t.Run(mode, func(t *testing.T) {
+			ours, theirs := looptest.Attach(t, size, "--partscan"), looptest.Attach(t, size, "--partscan")
+			c := mustConfig(t, `{"logical_disks":[{"size_gb":1,"raid_level":"1","controller":"software"},{"size_gb":"MAX","raid_level":"0","controller":"software"}]}`)
+			var p Plan
+			for _, dev := range []string{ours, theirs} {
+				disks := []inventory.Disk{{Name: dev, Size: size}, {Name: "/dev/other", Size: size}}
+				holders := map[string]Holder{dev: {dev, size, 512}, "/dev/other": {"/dev/other", size, 512}}
+				var err error
+				if p, err = MakePlan(c.LogicalDisks, disks, holders, mode, "gpt", nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := partition.WritePartitionTable(context.Background(), blockdev.NewGuard([]string{dev}), dev, "gpt", p.Disks[0].Partitions); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bp, name, _ := BootPartition(mode, "gpt", 0, 0)
+			n, err := partition.AddPartition(context.Background(), blockdev.NewGuard([]string{ours}), ours, bp.Size, bp, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 3 {
+				t.Errorf("boot partition number %d, want 3", n)
+			}
+			first := strings.Fields(looptest.Run(t, "sgdisk", "-F", theirs))
+			typ := "ef00"
+			if mode == "bios" {
+				typ = "ef02"
+			}
+			looptest.Run(t, "sgdisk", "-n", fmt.Sprintf("0:%ss:+%dMiB", first[len(first)-1], bp.Size/blockdev.MiB), "-t", "0:"+typ, "-c", "0:"+name, theirs)
+			if a, b := tableSummary(t, ours), tableSummary(t, theirs); a != b {
+				t.Errorf("AddPartition:\n%s\nsgdisk:\n%s", a, b)
+			}
+		})
+	}
+}

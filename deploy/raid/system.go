@@ -51,6 +51,12 @@ type System struct {
 	// WaitDevice waits for a device node to appear after a table is
 	// written (nil: partition.WaitForDevice).
 	WaitDevice func(ctx context.Context, path string) error
+	// AddPartition adds a partition to a holder's GPT in its first free
+	// space, returning its number (nil: partition.AddPartition).
+	AddPartition func(ctx context.Context, g *blockdev.Guard, dev string, size int64, p partition.PlannedPartition, name string) (int, error)
+	// FSType names the filesystem on a device, "vfat" for FAT (nil:
+	// blockdev.FSType).
+	FSType func(dev string) (string, error)
 	// RetryDelay is the pause between mdadm --add attempts (0: 1 s).
 	RetryDelay time.Duration
 }

@@ -78,15 +78,9 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 		t.Fatal(err)
 	}
 
-	// The image server doubles as the HTTP proxy the agent is told to use
-	// (driver_info image_http_proxy): Ironic checks the URL on 127.0.0.1
-	// itself, and the guest reaches it through the proxy's guestfwd.
 	img := c.image
-	imgAddr := serveImage(t, img)
-	m.GuestFwd[guestHost+":80"] = imgAddr
-	ops := append(imageInfo("http://"+imgAddr+"/image.raw", img),
+	ops := append(serveImage(t, &m, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
 	)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
@@ -140,16 +134,22 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	return m
 }
 
-// serveImage serves img as /image.raw on imagePort until the test ends
-// and returns the server's address.
-func serveImage(t *testing.T, img []byte) string {
-	return serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// serveImage serves img for the guest of m and returns the node updates
+// that deploy it. The image server doubles as the HTTP proxy the agent is
+// told to use (driver_info image_http_proxy): Ironic checks the URL on
+// 127.0.0.1 itself, and the guest reaches it through the proxy's
+// guestfwd.
+func serveImage(t *testing.T, m *vmtest.Machine, img []byte) nodes.UpdateOpts {
+	imgAddr := serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/image.raw" {
 			http.NotFound(w, r)
 			return
 		}
 		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
 	}))
+	m.GuestFwd[guestHost+":80"] = imgAddr
+	return append(imageInfo("http://"+imgAddr+"/image.raw", img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"})
 }
 
 // imageInfo is the instance_info of a deploy of the raw whole-disk image

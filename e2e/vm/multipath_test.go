@@ -123,11 +123,8 @@ func TestVMMultipath(t *testing.T) {
 
 	// Deploy, the LUN named by wwn and serial, with a config drive.
 	img := mbrImage()
-	imgAddr := serveImage(t, img)
-	m.GuestFwd[guestHost+":80"] = imgAddr
-	ops := append(imageInfo("http://"+imgAddr+"/image.raw", img),
+	ops := append(serveImage(t, &m, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"wwn": mpathWWN, "serial": mpathWWID}},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
 	)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)

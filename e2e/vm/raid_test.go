@@ -239,26 +239,54 @@ func TestVMSoftwareRAID(t *testing.T) {
 	powerOff(vm)
 	t.Logf("boot 1 ran %v", vm.Elapsed().Round(time.Second))
 
-	// Boot 2: assembled at start-up, then deleted and erased.
-	vm = startAgent("boot 2")
-	if l, ok := vm.Find(`msg="md arrays assembled"`); ok {
-		t.Logf("start-up: %s", l.Text)
-	} else {
-		t.Errorf("the agent did not assemble the arrays at start-up")
-	}
-	disks, err = inventoryDisks(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mds []string
-	for name := range disks {
-		if strings.HasPrefix(name, "/dev/md") {
-			mds = append(mds, name)
+	// assembled checks that the agent assembled both arrays at start-up.
+	assembled := func(vm *vmtest.VM, what string) {
+		t.Helper()
+		if l, ok := vm.Find(`msg="md arrays assembled"`); ok {
+			t.Logf("%s: %s", what, l.Text)
+		} else {
+			t.Errorf("%s: the agent did not assemble the arrays at start-up", what)
+		}
+		disks, err := inventoryDisks(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mds []string
+		for name := range disks {
+			if strings.HasPrefix(name, "/dev/md") {
+				mds = append(mds, name)
+			}
+		}
+		if len(mds) != 2 {
+			t.Errorf("%s: the agent assembled %v, want two arrays (disks %v)", what, mds, disks)
 		}
 	}
-	if len(mds) != 2 {
-		t.Errorf("after a reboot the agent assembled %v, want two arrays (disks %v)", mds, disks)
+
+	// Boot 2: assembled at start-up; erase_devices_metadata for a node
+	// that keeps "root" by volume_name (skip_block_devices) erases
+	// neither it nor "data", which shares its holders, nor the holder
+	// disks (their partitions are members).
+	vm = startAgent("boot 2")
+	assembled(vm, "boot 2")
+	keepRoot := map[string]any{"uuid": node["uuid"], "properties": map[string]any{"capabilities": "boot_mode:bios",
+		"skip_block_devices": []any{map[string]any{"volume_name": "root"}}}}
+	step = time.Now()
+	if _, err := cleanStep(ctx, base, "erase_devices_metadata", keepRoot); err != nil {
+		t.Fatal(err)
 	}
+	t.Logf("erase_devices_metadata keeping root: %.1fs", time.Since(step).Seconds())
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="device erase finished"`) && !strings.Contains(l.Text, "skipped") {
+			t.Errorf("erase_devices_metadata keeping root erased a device: %s", l.Text)
+		}
+	}
+	powerOff(vm)
+	t.Logf("boot 2 ran %v", vm.Elapsed().Round(time.Second))
+
+	// Boot 3: both arrays are still there to assemble; then deleted and
+	// erased.
+	vm = startAgent("boot 3")
+	assembled(vm, "boot 3")
 	step = time.Now()
 	if _, err := cleanStep(ctx, base, "delete_configuration", node); err != nil {
 		t.Fatal(err)
@@ -284,7 +312,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 		}
 	}
 	powerOff(vm)
-	t.Logf("boot 2 ran %v", vm.Elapsed().Round(time.Second))
+	t.Logf("boot 3 ran %v", vm.Elapsed().Round(time.Second))
 
 	// On the host: no superblock where the arrays had theirs (1.2: 4 KiB
 	// into each member partition), none at any version's place on the
