@@ -1,7 +1,10 @@
 package rdinit
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -194,5 +197,142 @@ func TestApplyNetworkDataInNetns(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Errorf("the peer cannot reach the static address: %v", err)
+	}
+}
+
+// TestNetworkDataHelper is the client side of TestNetworkDataDHCPLate, run
+// by it in the client's network namespace: the init's network step with
+// the given network_data.json (veths taken as NICs), then, after a hold,
+// the link's IPv4 addresses.
+func TestNetworkDataHelper(t *testing.T) {
+	spec := os.Getenv("RDINIT_NETDATA_HELPER")
+	if spec == "" {
+		t.Skip("helper process of TestNetworkDataDHCPLate")
+	}
+	doc, rest, _ := strings.Cut(spec, ",")
+	hold, dir, _ := strings.Cut(rest, ",")
+	if !filepath.IsAbs(dir) {
+		t.Fatalf("RDINIT_NETDATA_HELPER %q: no absolute directory for resolv.conf and the host name", spec)
+	}
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := networkdata.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, err := time.ParseDuration(hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The files the init writes go to the test's directory: this process
+	// runs in a network namespace, which does not isolate files.
+	n := newNetwork(slog.New(slog.NewTextHandler(os.Stdout, nil)), Config{DHCPTimeout: 30 * time.Second,
+		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")}, nil)
+	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
+	n.data = d
+	t0 := time.Now()
+	if err := n.up(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
+	time.Sleep(wait)
+	nic, err := netlink.LinkByName(os.Getenv("RDINIT_NETDATA_LINK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := netlink.AddrList(nic, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		fmt.Printf("ADDRESS %s\n", a.IPNet)
+	}
+}
+
+// TestNetworkDataDHCPLate: network data asking for DHCPv4 on a NIC (found
+// by MAC) whose DHCP server, dnsmasq in another namespace, starts 4 s
+// after the init: the init waits for it and takes the lease; then, 2 s
+// later, the server's end of the link goes down for 3 s (the client sees
+// its carrier drop, as with a cable pulled) over the first renewal (T1 =
+// 4 s), and renewals go on after it with the address kept. resolv.conf has the
+// document's DNS server and the lease's.
+func TestNetworkDataDHCPLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: holds a lease through a link flap (about 20 s)")
+	}
+	netnstest.RequireRoot(t, "dnsmasq")
+	keepHostFiles(t)
+	srv, cli, srvIf, cliIf := serverAndClient(t, "rnl")
+	srv.IP("addr", "add", "10.79.0.1/24", "dev", srvIf)
+	cli.IP("link", "set", cliIf, "address", "52:54:00:79:00:02")
+	files := t.TempDir()
+	doc := filepath.Join(files, "network_data.json")
+	if err := os.WriteFile(doc, []byte(`{"links": [{"id": "prov", "type": "phy", "ethernet_mac_address": "52:54:00:79:00:02"}],
+	  "networks": [{"id": "dhcp", "type": "ipv4_dhcp", "link": "prov"}], "services": [{"type": "dns", "address": "10.79.0.53"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestNetworkDataHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_NETDATA_HELPER="+doc+",16s,"+files, "RDINIT_NETDATA_LINK="+cliIf)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	leased := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), `msg="DHCP lease"`) {
+				close(leased)
+			}
+		}
+	}()
+	time.Sleep(4 * time.Second)
+	dlog := startDnsmasq(t, srv.Name, srvIf, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--dhcp-option=option:T1,4",
+		"--dhcp-option=option:T2,7", "--dhcp-option=option:router,10.79.0.1", "--dhcp-option=option:dns-server,10.79.0.1", "--no-ping")
+	select {
+	case <-leased:
+	case <-time.After(40 * time.Second):
+	}
+	// The flap spans the first renewal (T1 = 4 s after the lease).
+	time.Sleep(2 * time.Second)
+	srv.IP("link", "set", srvIf, "down")
+	time.Sleep(3 * time.Second)
+	srv.IP("link", "set", srvIf, "up")
+	err := cmd.Wait()
+	pw.Close()
+	<-copied
+	o := out.String()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, o)
+	}
+	var up float64
+	if i := strings.Index(o, "UP "); i >= 0 {
+		fmt.Sscanf(o[i:], "UP %f", &up)
+	}
+	renewed := strings.Count(o, `msg="DHCP renewed"`)
+	var lines []string
+	for l := range strings.Lines(o) {
+		if strings.Contains(l, "DHCP") || strings.Contains(l, "network data") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	t.Logf("first lease after %.1f s (server started at 4 s); %d renewals\n%s\ndnsmasq:\n%s", up, renewed, strings.Join(lines, "\n"), dlog())
+	if up < 4 || up > 20 {
+		t.Errorf("up returned after %.1f s, want after the late server's lease:\n%s", up, o)
+	}
+	if renewed < 2 || !strings.Contains(o, "ADDRESS 10.79.0.") {
+		t.Errorf("want renewals through the flap and the address kept:\n%s\ndnsmasq:\n%s", o, dlog())
+	}
+	if b, err := os.ReadFile(filepath.Join(files, "resolv.conf")); err != nil || !strings.Contains(string(b), "nameserver 10.79.0.53") || !strings.Contains(string(b), "nameserver 10.79.0.1") {
+		t.Errorf("resolv.conf %q, %v: want the document's server and the lease's", b, err)
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +31,7 @@ const (
 // VM NIC, form one link aggregation whose LACP partner it plays (each
 // LACPDU from the VM is answered at once with this switch in sync,
 // collecting and distributing, and a short timeout so the VM sends one a
-// second), and it forwards frames between the aggregation and one tap,
+// second; and one a second of its own), and it forwards frames between the aggregation and one tap,
 // adding and removing 802.1Q tag vid (0: untagged). Frames to the VM go
 // out of the port the VM last sent a frame from, as a switch learns one
 // host's MAC; a port cut with SetPort carries nothing, as a cable pulled
@@ -42,6 +44,7 @@ type BondSwitch struct {
 	lacp  bool
 	last  atomic.Int32
 	wg    sync.WaitGroup
+	done  chan struct{}
 
 	// Counts, for a test's log.
 	LACPIn, LACPOut, FramesIn, FramesOut, Dropped atomic.Int64
@@ -51,6 +54,9 @@ type bondPort struct {
 	conn  net.Conn
 	up    atomic.Bool
 	state atomic.Int32 // the VM's actor state from its last LACPDU; -1 before one
+	pdu   atomic.Pointer[[]byte]
+	mu    sync.Mutex
+	seen  []byte // the VM's actor states, each once, in order
 	wmu   sync.Mutex
 	mac   net.HardwareAddr
 }
@@ -64,7 +70,7 @@ func StartBondSwitch(n int, tap *os.File, vid uint16, lacp bool) (*BondSwitch, [
 	if vid > 4094 {
 		return nil, nil, fmt.Errorf("vmtest: bond switch VLAN %d is not from 0 to 4094", vid)
 	}
-	s := &BondSwitch{vid: vid, lacp: lacp}
+	s := &BondSwitch{vid: vid, lacp: lacp, done: make(chan struct{})}
 	var qemuEnds []*os.File
 	fail := func(err error) (*BondSwitch, []*os.File, error) {
 		s.Close()
@@ -93,6 +99,9 @@ func StartBondSwitch(n int, tap *os.File, vid uint16, lacp bool) (*BondSwitch, [
 		s.wg.Go(func() { _ = s.fromVM(i) })
 	}
 	s.wg.Go(func() { _ = s.toVM() })
+	if lacp {
+		s.wg.Go(s.periodic)
+	}
 	return s, qemuEnds, nil
 }
 
@@ -148,11 +157,34 @@ func (s *BondSwitch) ActorState(i int) (byte, bool) {
 	return byte(st), st >= 0
 }
 
+// ActorStates are the LACP actor states the VM has sent on port i, each
+// once, in the order they came.
+func (s *BondSwitch) ActorStates(i int) []byte {
+	p := s.ports[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.seen)
+}
+
+// LastLACPDU is the VM's last LACPDU on port i (from the subtype on), nil
+// before one.
+func (s *BondSwitch) LastLACPDU(i int) []byte {
+	if b := s.ports[i].pdu.Load(); b != nil {
+		return *b
+	}
+	return nil
+}
+
 // LastPort is the port the VM last sent a data frame from.
 func (s *BondSwitch) LastPort() int { return int(s.last.Load()) }
 
 // Close stops the switch and waits for it; the tap stays open.
 func (s *BondSwitch) Close() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
 	for _, p := range s.ports {
 		p.conn.Close()
 	}
@@ -188,6 +220,13 @@ func (s *BondSwitch) fromVM(i int) error {
 			if len(f) >= 14+lacpduLen && f[14] == 1 {
 				s.LACPIn.Add(1)
 				p.state.Store(int32(f[14+18]))
+				p.mu.Lock()
+				if !slices.Contains(p.seen, f[14+18]) {
+					p.seen = append(p.seen, f[14+18])
+				}
+				p.mu.Unlock()
+				last := append([]byte(nil), f[14:14+lacpduLen]...)
+				p.pdu.Store(&last)
 				if s.lacp {
 					s.send(p, lacpReply(f[14:], p.mac, uint16(i+1)))
 					s.LACPOut.Add(1)
@@ -239,6 +278,35 @@ func (s *BondSwitch) toVM() error {
 			return err
 		}
 		s.FramesOut.Add(1)
+	}
+}
+
+// periodic sends an LACPDU on every live port each second, as a partner
+// with a short timeout must: a reply the VM missed (its first LACPDU goes
+// out as the port joins the bond) would otherwise wait for the VM's next
+// one, 30 s later at its slow rate. Before the VM has spoken on a port,
+// the partner fields are empty.
+func (s *BondSwitch) periodic() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+		for i, p := range s.ports {
+			if !p.up.Load() {
+				continue
+			}
+			pdu := make([]byte, lacpduLen)
+			if last := p.pdu.Load(); last != nil {
+				pdu = *last
+			}
+			if s.send(p, lacpReply(pdu, p.mac, uint16(i+1))) == nil {
+				s.LACPOut.Add(1)
+			}
+		}
 	}
 }
 

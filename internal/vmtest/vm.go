@@ -286,6 +286,12 @@ func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", vm.Machine.Monitor)
+	// QEMU listens again only once it has closed the previous client, so
+	// a refusal right after one is retried for a few seconds.
+	for try := 0; err != nil && errors.Is(err, syscall.ECONNREFUSED) && try < 50; try++ {
+		time.Sleep(100 * time.Millisecond)
+		c, err = d.DialContext(ctx, "unix", vm.Machine.Monitor)
+	}
 	if err != nil {
 		return "", fmt.Errorf("vmtest: monitor: %w", err)
 	}
