@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -109,10 +110,7 @@ func readNetworkData(dev, fstype, dir string) ([]byte, error) {
 // loadNetworkData finds the config drive and parses its network data; nil
 // with no error when there is no config drive or it has no network data
 // (then the init does DHCP as without one).
-func loadNetworkData(log interface {
-	Info(string, ...any)
-	Warn(string, ...any)
-}, mountDir string) (*networkdata.Data, error) {
+func loadNetworkData(log *slog.Logger, mountDir string) (*networkdata.Data, error) {
 	t := time.Now()
 	dev, fstype := findConfigDrive("/sys/class/block", "/dev")
 	if dev == "" {
@@ -223,19 +221,25 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 				continue
 			}
 			static++
-		case networkdata.IPv4DHCP:
+		case networkdata.IPv4DHCP, networkdata.IPv6DHCP, networkdata.IPv6SLAAC:
 			dynamic++
 			go func() {
 				defer Recover(n.onPanic)
-				done <- result{n.dhcp(ctx, link)}
-			}()
-		case networkdata.IPv6DHCP, networkdata.IPv6SLAAC:
-			// The RA's flags say SLAAC or DHCPv6, as without network
-			// data: the type names what the operator expects.
-			dynamic++
-			go func() {
-				defer Recover(n.onPanic)
-				done <- result{n.ipv6(ctx, link)}
+				var err error
+				if nw.Kind == networkdata.IPv4DHCP {
+					err = n.dhcp(ctx, link)
+				} else {
+					// The RA's flags say SLAAC or DHCPv6, as without
+					// network data: the type names what the operator
+					// expects.
+					err = n.ipv6(ctx, link)
+				}
+				if err == nil {
+					if err = n.networkRoutes(link, nw); err != nil {
+						n.log.Error("network data: routes not added", "network", nw.ID, "link", name, "error", err)
+					}
+				}
+				done <- result{err}
 			}()
 		}
 	}
@@ -397,6 +401,15 @@ func (n *network) staticNetwork(link netlink.Link, nw networkdata.Network) error
 	if err := netlink.AddrReplace(link, addr); err != nil {
 		return fmt.Errorf("add address %s: %w", nw.Address, err)
 	}
+	n.log.Info("static address", "network", nw.ID, "link", name, "address", nw.Address.String())
+	return n.networkRoutes(link, nw)
+}
+
+// networkRoutes adds a network's gateway (as the default route) and
+// routes on link: a static network's at once, a dynamic one's once it has
+// its address (the kernel refuses a gateway it cannot reach yet).
+func (n *network) networkRoutes(link netlink.Link, nw networkdata.Network) error {
+	name := link.Attrs().Name
 	routes := nw.Routes
 	if nw.Gateway.IsValid() {
 		def := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
@@ -417,9 +430,10 @@ func (n *network) staticNetwork(link netlink.Link, nw networkdata.Network) error
 			return fmt.Errorf("route to %s via %s: %w", r.Destination, r.Gateway, err)
 		}
 	}
-	n.log.Info("static address", "network", nw.ID, "link", name, "address", nw.Address.String(),
-		"gateway", gatewayString(nw.Gateway), "routes", len(routes))
-	if nw.Kind == networkdata.IPv4Static && nw.Gateway.IsValid() || slices.ContainsFunc(nw.Routes, func(r networkdata.Route) bool {
+	if len(routes) > 0 {
+		n.log.Info("routes", "network", nw.ID, "link", name, "gateway", gatewayString(nw.Gateway), "routes", len(routes))
+	}
+	if !nw.Kind.IPv6() && nw.Gateway.IsValid() || slices.ContainsFunc(nw.Routes, func(r networkdata.Route) bool {
 		return r.Destination.Bits() == 0 && r.Destination.Addr().Is4()
 	}) {
 		// A later DHCPv4 lease adds no second default route.

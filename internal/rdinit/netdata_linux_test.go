@@ -249,6 +249,15 @@ func TestNetworkDataHelper(t *testing.T) {
 	for _, a := range addrs {
 		fmt.Printf("ADDRESS %s\n", a.IPNet)
 	}
+	routes, err := netlink.RouteList(nic, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		if r.Gw != nil && r.Dst != nil {
+			fmt.Printf("ROUTE %s via %s\n", r.Dst, r.Gw)
+		}
+	}
 }
 
 // TestNetworkDataDHCPLate: network data asking for DHCPv4 on a NIC (found
@@ -256,7 +265,8 @@ func TestNetworkDataHelper(t *testing.T) {
 // after the init: the init waits for it and takes the lease; then, 2 s
 // later, the server's end of the link goes down for 3 s (the client sees
 // its carrier drop, as with a cable pulled) over the first renewal (T1 =
-// 4 s), and renewals go on after it with the address kept. resolv.conf has the
+// 4 s), and renewals go on after it with the address kept. The
+// network's route is added once the lease is there. resolv.conf has the
 // document's DNS server and the lease's.
 func TestNetworkDataDHCPLate(t *testing.T) {
 	if testing.Short() {
@@ -270,7 +280,8 @@ func TestNetworkDataDHCPLate(t *testing.T) {
 	files := t.TempDir()
 	doc := filepath.Join(files, "network_data.json")
 	if err := os.WriteFile(doc, []byte(`{"links": [{"id": "prov", "type": "phy", "ethernet_mac_address": "52:54:00:79:00:02"}],
-	  "networks": [{"id": "dhcp", "type": "ipv4_dhcp", "link": "prov"}], "services": [{"type": "dns", "address": "10.79.0.53"}]}`), 0o644); err != nil {
+	  "networks": [{"id": "dhcp", "type": "ipv4_dhcp", "link": "prov",
+	    "routes": [{"network": "10.80.0.0", "netmask": "255.255.0.0", "gateway": "10.79.0.254"}]}], "services": [{"type": "dns", "address": "10.79.0.53"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -329,7 +340,7 @@ func TestNetworkDataDHCPLate(t *testing.T) {
 	if up < 4 || up > 20 {
 		t.Errorf("up returned after %.1f s, want after the late server's lease:\n%s", up, o)
 	}
-	if renewed < 2 || !strings.Contains(o, "ADDRESS 10.79.0.") {
+	if renewed < 2 || !strings.Contains(o, "ADDRESS 10.79.0.") || !strings.Contains(o, "ROUTE 10.80.0.0/16 via 10.79.0.254") {
 		t.Errorf("want renewals through the flap and the address kept:\n%s\ndnsmasq:\n%s", o, dlog())
 	}
 	if b, err := os.ReadFile(filepath.Join(files, "resolv.conf")); err != nil || !strings.Contains(string(b), "nameserver 10.79.0.53") || !strings.Contains(string(b), "nameserver 10.79.0.1") {

@@ -35,7 +35,8 @@ import (
 // one it has), inspection reports the link, the static IPv6 address
 // answers from the namespace, and when the port the bond uses is cut
 // (the cable pulled: QEMU's set_link, and the switch's port) and later
-// restored, heartbeats go on over the other NIC.
+// restored, heartbeats go on over the other NIC; when the namespace's tap
+// goes down for 5 s and up, they come back.
 func TestNetworkDataInVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots virtual machines")
@@ -264,6 +265,16 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+	}
+	// Then the namespace's own tap goes down for 5 s (Ironic's side of
+	// the network gone, both NICs' carrier up): heartbeats fail, and
+	// come back once it is up.
+	down := time.Now()
+	netnstest.Run(t, "ip", "-n", ns.Name, "link", "set", ns.Tap, "down")
+	time.Sleep(5 * time.Second)
+	netnstest.Run(t, "ip", "-n", ns.Name, "link", "set", ns.Tap, "up")
+	if err := waitHeartbeats(ctx, standIn, down.Add(5*time.Second), 2, 90*time.Second); err != nil {
+		fail("after the namespace's tap came back: %v", err)
 	}
 	beats := standIn.calls("heartbeat")
 	var gap time.Duration
