@@ -22,14 +22,14 @@ import (
 )
 
 // TestFindConfigDrive gives findConfigDrive a block-device directory with
-// images made by Debian's mkfs.vfat and genisoimage (as Ironic and Metal3
+// images made by Debian's mkfs.vfat and xorriso's mkisofs (as Ironic and Metal3
 // make config drives) standing in for the devices: the config-2 ones are
 // found with their mount type, whatever the label's case; other labels,
 // unreadable devices and loop devices are passed over.
 func TestFindConfigDrive(t *testing.T) {
-	for _, p := range []string{"mkfs.vfat", "genisoimage"} {
+	for _, p := range []string{"mkfs.vfat", "xorriso"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("SKIPPED: %s is not installed (dosfstools, genisoimage)", p)
+			t.Skipf("SKIPPED: %s is not installed (dosfstools, xorriso)", p)
 		}
 	}
 	dir := t.TempDir()
@@ -47,7 +47,7 @@ func TestFindConfigDrive(t *testing.T) {
 		src := filepath.Join(dir, "src-"+name, "openstack", "latest")
 		os.MkdirAll(src, 0o755)
 		os.WriteFile(filepath.Join(src, "network_data.json"), []byte("{}"), 0o644)
-		netnstest.Run(t, "genisoimage", "-quiet", "-r", "-J", "-V", label, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))
+		netnstest.Run(t, "xorriso", "-as", "mkisofs", "-quiet", "-r", "-J", "-V", label, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))
 	}
 	os.MkdirAll(filepath.Join(dir, "dev"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)

@@ -41,7 +41,7 @@ func TestNetworkDataInVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots virtual machines")
 	}
-	netnstest.RequireRoot(t, "qemu-system-x86_64", "genisoimage", "mkfs.vfat", "mcopy")
+	netnstest.RequireRoot(t, "qemu-system-x86_64", "xorriso", "mkfs.vfat", "mcopy")
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	rd, err := vmtest.BuildRamdisk(ctx)
@@ -337,8 +337,9 @@ func waitHeartbeats(ctx context.Context, s *ironicStandIn, since time.Time, n in
 
 // writeConfigDrive writes a config drive holding doc as
 // openstack/latest/network_data.json to path: ISO 9660 with Rock Ridge and
-// Joliet names as genisoimage makes Ironic's, or a 4 MiB vfat made by
-// mkfs.vfat and filled by mcopy, both labelled config-2.
+// Joliet names as Ironic's mkisofs makes them (xorriso's, in test.sh's
+// packages), or a 4 MiB vfat made by mkfs.vfat and filled by mcopy, both
+// labelled config-2.
 func writeConfigDrive(t *testing.T, path, doc string, iso bool) {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "drive")
@@ -350,7 +351,7 @@ func writeConfigDrive(t *testing.T, path, doc string, iso bool) {
 		t.Fatal(err)
 	}
 	if iso {
-		netnstest.Run(t, "genisoimage", "-quiet", "-r", "-J", "-V", "config-2", "-o", path, src)
+		netnstest.Run(t, "xorriso", "-as", "mkisofs", "-quiet", "-r", "-J", "-V", "config-2", "-o", path, src)
 		return
 	}
 	f, err := os.Create(path)
