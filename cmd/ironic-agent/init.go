@@ -33,6 +33,8 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			"  "+rdinit.ParamModules+"=NAME[,NAME]|all   load more of the initramfs's modules (all: every\n"+
 			"      one, not only those the machine's devices call for)\n"+
 			"  "+rdinit.ParamModuleJobs+"=N   modules loaded at once (default 1)\n"+
+			"  "+rdinit.ParamNetworkData+"=0   do not configure the network from a config drive (label config-2)'s\n"+
+			"      openstack/latest/network_data.json (static addresses, bonds, VLANs) instead of DHCP\n"+
 			"IPA's parameters the init acts on (the agent reads them too):\n"+
 			"  "+rdinit.ParamVLANs+"=IFACE.VLAN|MAC.VLAN|IFACE|all[,...]   create VLAN links (loading 8021q)\n"+
 			"      and run DHCP on them; IFACE and all: the VLANs the NIC's LLDP neighbour announces, only with\n"+

@@ -31,29 +31,91 @@ import (
 // deployed (a raw image from http://[fd00:7c::1]:8080, written to the
 // disk; Ironic has the agent power the VM off).
 func TestVMIPv6InspectCleanDeploy(t *testing.T) {
+	rd, ctx, ns := lifecycleNetns(t, "e6")
+	const host, guest = "fd00:7c::1", "fd00:7c::51"
+	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
+	netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", host+"/64", "dev", ns.Tap, "nodad")
+	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--enable-ra", "--dhcp-range=fd00:7c::10,fd00:7c::20,64,10m",
+		"--dhcp-host=id:00:03:00:01:"+macs[0]+",["+guest+"]")
+
+	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
+		name: "ipv6", ns: ns, host: host, urlHost: "[" + host + "]", macs: macs,
+		nic:      vmtest.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: "fd"},
+		agentURL: "https://[" + guest + "]:9999", common: " ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60",
+		boot: func(*vmtest.Machine) (vmtest.Options, func()) { return vmtest.Options{Tap: ns.File}, func() {} },
+		inspected: func(t *testing.T, ifaces []map[string]any) {
+			var v6 any = "no interface " + macs[0]
+			for _, i := range ifaces {
+				if i["mac_address"] == macs[0] {
+					v6 = i["ipv6_address"]
+				}
+			}
+			if v6 != guest {
+				t.Errorf("inventory ipv6_address %v, want %s", v6, guest)
+			}
+		},
+		cleaned: func(t *testing.T, vm *vmtest.VM) {
+			if l, ok := vm.Find(`msg="DHCPv6 lease"`); !ok || !strings.Contains(l.Text, "address="+guest) {
+				t.Errorf("no DHCPv6 lease for %s in the guest's log: %q", guest, l.Text)
+			}
+		},
+	})
+}
+
+// lifecycleNetns is the start of a runNetnsLifecycle test: the ramdisk, a
+// context of 15 minutes, Ironic's packages, and a namespace (named after
+// prefix) with a tap for the VM.
+func lifecycleNetns(t *testing.T, prefix string) (*vmtest.Ramdisk, context.Context, *vmtest.Netns) {
+	t.Helper()
 	rd := ramdisk(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: Ironic, ironic-inspector and dnsmasq in a network namespace")
 	}
 	netnstest.RequireRoot(t, "dnsmasq")
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	if _, err := ironictest.EnsurePackages(ctx); err != nil {
 		t.Fatal(err)
 	}
-	const host, guest = "fd00:7c::1", "fd00:7c::51"
-	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
 	id := netnstest.ID(t)
-	ns, err := vmtest.NewNetns(ctx, "e6-"+id, "e6t"+id, "02:11:22:33:44:aa", t.TempDir())
+	ns, err := vmtest.NewNetns(ctx, prefix+"-"+id, prefix+"t"+id, "02:11:22:33:44:aa", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Close)
-	netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", host+"/64", "dev", ns.Tap, "nodad")
-	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--enable-ra", "--dhcp-range=fd00:7c::10,fd00:7c::20,64,10m",
-		"--dhcp-host=id:00:03:00:01:"+macs[0]+",["+guest+"]")
+	return rd, ctx, ns
+}
 
-	inNS := &netnstest.Netns{Name: ns.Name}
+// netnsLifecycle is one run of runNetnsLifecycle: a provisioning network
+// in a namespace the test made, reached by the guest through boot's
+// options.
+type netnsLifecycle struct {
+	name string // of the node and the machine
+	ns   *vmtest.Netns
+	// host is the namespace's address Ironic, inspector and the image
+	// server listen on; urlHost is host as a URL has it.
+	host, urlHost string
+	macs          [2]string // the node's ports; macs[0] is the guest's NIC
+	nic           vmtest.NIC
+	agentURL      string // Ironic's agent_url while cleaning
+	common        string // kernel parameters of every boot
+	// boot gives the options of one boot (the tap, or a switch's end in
+	// nic.File) and what to do once the VM is gone.
+	boot func(m *vmtest.Machine) (vmtest.Options, func())
+	// inspected checks the inventory's interfaces; cleaned the cleaning
+	// boot's console.
+	inspected func(t *testing.T, ifaces []map[string]any)
+	cleaned   func(t *testing.T, vm *vmtest.VM)
+}
+
+// runNetnsLifecycle runs Ironic and ironic-inspector in lc.ns, listening
+// on lc.host only, enrolls a node, and takes it through inspection,
+// cleaning (lookup, heartbeats, Ironic calling the agent back,
+// erase_devices_metadata) and a deploy of a raw image served from the
+// namespace, one VM boot each, checking what went over the network.
+func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc netnsLifecycle) {
+	t.Helper()
+	inNS := &netnstest.Netns{Name: lc.ns.Name}
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		err = inNS.Do(func() error {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -61,12 +123,12 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 		})
 		return c, err
 	}
-	dir := filepath.Join(theSuite.dir, "services-ipv6")
+	dir := filepath.Join(theSuite.dir, "services-"+lc.name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, Netns: ns.Name, Host: host, Dial: dial})
+	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, Netns: lc.ns.Name, Host: lc.host, Dial: dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,24 +150,33 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	}
 
 	m := vmtest.DefaultMachine("bios")
-	m.Name = "ironic-agent-ipv6"
+	m.Name = "ironic-agent-" + lc.name
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.MemoryMB = 1024
 	// One disk: the agent waits for a root disk of 4 GiB (sparse).
 	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: "LAB-VBLK-0601"}}
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: macs[0], Backend: "fd"}}
+	m.NICs = []vmtest.NIC{lc.nic}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
+	}
+	// One boot at a time: what the last one left (a switch reading the
+	// namespace's tap) goes before the next starts.
+	prev := func() {}
+	t.Cleanup(func() { prev() })
+	start1 := func(m vmtest.Machine) *vmtest.VM {
+		prev()
+		opts, done := lc.boot(&m)
+		prev = done
+		return boot(t, ctx, m, opts)
 	}
 	// Something for cleaning's metadata erase to remove.
 	disk := m.DiskPath("vblk")
 	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
-	base := "http://[" + host + "]"
-	common := " ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60"
+	base := "http://" + lc.urlHost
 
-	node := enroll(t, ctx, &suite{ironic: ironic}, ironictest.NodeSpec{Name: "vm-ipv6", InspectInterface: "inspector",
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := enroll(t, ctx, &suite{ironic: ironic}, ironictest.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs)
 
 	// Inspection.
 	start := time.Now()
@@ -115,27 +186,25 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	if _, err := ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + common
-	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common
+	vm := start1(m)
 	if _, err := ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("inspection over IPv6: %.1fs from QEMU start (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	t.Logf("inspection over %s: %.1fs from QEMU start (agent started at guest uptime %s)", lc.name, time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
 	data, err := inspector.Data(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	inv, _ := data["inventory"].(map[string]any)
-	ifaces, _ := inv["interfaces"].([]any)
-	var v6 any = "no interface " + macs[0]
-	for _, i := range ifaces {
-		if im, _ := i.(map[string]any); im["mac_address"] == macs[0] {
-			v6 = im["ipv6_address"]
+	list, _ := inv["interfaces"].([]any)
+	var ifaces []map[string]any
+	for _, i := range list {
+		if im, ok := i.(map[string]any); ok {
+			ifaces = append(ifaces, im)
 		}
 	}
-	if v6 != guest {
-		t.Errorf("inventory ipv6_address %v, want %s", v6, guest)
-	}
+	lc.inspected(t, ifaces)
 	vm.Kill()
 
 	// Cleaning: lookup, heartbeats, Ironic calling the agent back.
@@ -146,8 +215,8 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	if _, err := ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	m.Append = "ipa-api-url=" + base + ":6385" + common
-	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	m.Append = "ipa-api-url=" + base + ":6385" + lc.common
+	vm = start1(m)
 	// Ironic keeps the callback URL of the heartbeats while cleaning and
 	// forgets it at the end.
 	agentURL := ""
@@ -157,8 +226,8 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if agentURL != "https://["+guest+"]:9999" {
-		t.Errorf("Ironic's agent_url %q, want https://[%s]:9999", agentURL, guest)
+	if agentURL != lc.agentURL {
+		t.Errorf("Ironic's agent_url %q, want %s", agentURL, lc.agentURL)
 	}
 	if _, err := ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
 		t.Fatal(err)
@@ -167,22 +236,20 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = l.At.Round(100 * time.Millisecond).String()
 	}
-	t.Logf("cleaning over IPv6: %.1fs to available; first heartbeat %s after QEMU start", time.Since(start).Seconds(), hb)
-	if l, ok := vm.Find(`msg="DHCPv6 lease"`); !ok || !strings.Contains(l.Text, "address="+guest) {
-		t.Errorf("no DHCPv6 lease for %s in the guest's log: %q", guest, l.Text)
-	}
+	t.Logf("cleaning over %s: %.1fs to available; first heartbeat %s after QEMU start", lc.name, time.Since(start).Seconds(), hb)
+	lc.cleaned(t, vm)
 	vm.Kill()
 	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
 		t.Errorf("the start of the disk was not erased: cleaning did not run its steps through the agent")
 	}
 	t.Logf("Ironic called the agent back at %s", agentURL)
 
-	// Deploy: the image from an HTTP server on the namespace's IPv6
-	// address (Ironic checks the URL from there too), written to the disk.
+	// Deploy: the image from an HTTP server on the namespace's address
+	// (Ironic checks the URL from there too), written to the disk.
 	img := mbrImage()
 	var l net.Listener
 	if err := inNS.Do(func() (err error) {
-		l, err = net.Listen("tcp6", "["+host+"]:8080")
+		l, err = net.Listen("tcp", net.JoinHostPort(lc.host, "8080"))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -194,7 +261,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	t.Cleanup(func() { _ = imgSrv.Close() })
 	// At the end of a BIOS deploy Ironic sets the boot device to disk,
 	// which the fake management interface refuses.
-	ops := append(imageInfo("http://["+host+"]:8080/image.raw", img),
+	ops := append(imageInfo(base+":8080/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"})
 	if err := nodes.Update(ctx, ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
@@ -206,11 +273,11 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	if _, err := ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	vm = start1(m)
 	if _, err := ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("deploy over IPv6: %.1fs to active", time.Since(start).Seconds())
+	t.Logf("deploy over %s: %.1fs to active", lc.name, time.Since(start).Seconds())
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package rdinit is PID 1 of the agent ramdisk: it mounts the kernel file
 // systems, loads the kernel modules listed in the initramfs, brings the NICs
 // up and configures them by DHCPv4 and by IPv6 router advertisements (SLAAC,
-// DHCPv6), then starts and supervises the agent
+// DHCPv6), or as a config drive's network_data.json says (static
+// addresses, bonds, VLANs), then starts and supervises the agent
 // (`ironic-agent run`, or another subcommand named on the kernel command
 // line) and powers the machine off or restarts the agent when it exits.
 // It leaves the clock alone: the agent sets it from ipa-ntp-server before
@@ -33,6 +34,7 @@ const (
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
 	ParamModuleJobs   = "ironic_agent.module_jobs"  // modules loaded at once (default 1)
 	ParamIPv6         = "ironic_agent.ipv6"         // 0: no IPv6 (router advertisements, SLAAC, DHCPv6); default 1
+	ParamNetworkData  = "ironic_agent.network_data" // 0: do not look for a config drive's network_data.json; default 1
 	defaultModuleJobs = 1
 	maxModuleJobs     = 64
 	defaultDHCPWait   = 60 * time.Second
@@ -98,6 +100,10 @@ type Config struct {
 	// IPv6 configures the NICs from router advertisements too (SLAAC,
 	// DHCPv6) alongside DHCPv4.
 	IPv6 bool
+	// NetworkData looks for a config drive (label config-2) with
+	// openstack/latest/network_data.json and, when there is one,
+	// configures the network from it instead of DHCP on every NIC.
+	NetworkData bool
 
 	// VLANs are ipa-enable-vlan-interfaces's good entries, VLANProblems
 	// its bad ones (logged; the others still apply). The entries that
@@ -123,6 +129,9 @@ const (
 	DefaultResolvConf   = "/etc/resolv.conf"
 	DefaultHostnameFile = "/proc/sys/kernel/hostname"
 	DefaultIPv6Conf     = "/proc/sys/net/ipv6/conf"
+	// ConfigDriveMount is where the config drive is mounted, read-only,
+	// while its network data is read.
+	ConfigDriveMount = "/run/ironic-agent/config-2"
 )
 
 func splitList(s string) []string {
@@ -140,7 +149,7 @@ func splitList(s string) []string {
 func ParseConfig(c Cmdline) (Config, error) {
 	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs,
 		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile, LLDPTimeout: defaultLLDPWait,
-		IPv6: true, IPv6Conf: DefaultIPv6Conf}
+		IPv6: true, IPv6Conf: DefaultIPv6Conf, NetworkData: true}
 	// IPA's parameters first: they never stop the init (the agent reports
 	// its own parameters' bad values), so a bad one of ours below cannot
 	// hide them.
@@ -219,13 +228,18 @@ func ParseConfig(c Cmdline) (Config, error) {
 		cfg.ModuleJobs = n
 	}
 	cfg.Debug = c[ParamDebug] == "1"
-	if v, ok := c[ParamIPv6]; ok {
-		switch v {
-		case "0":
-			cfg.IPv6 = false
-		case "1", "":
-		default:
-			return cfg, fmt.Errorf("%s=%q: want 0 or 1", ParamIPv6, v)
+	for _, sw := range []struct {
+		param string
+		on    *bool
+	}{{ParamIPv6, &cfg.IPv6}, {ParamNetworkData, &cfg.NetworkData}} {
+		if v, ok := c[sw.param]; ok {
+			switch v {
+			case "0":
+				*sw.on = false
+			case "1", "":
+			default:
+				return cfg, fmt.Errorf("%s=%q: want 0 or 1", sw.param, v)
+			}
 		}
 	}
 	if v, ok := c["BOOTIF"]; ok && v != "" {

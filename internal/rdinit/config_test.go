@@ -30,8 +30,11 @@ func TestParseConfig(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Command, []string{"run"}) || cfg.Exit != "restart" || cfg.DHCP != nil ||
 		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" || cfg.ModuleJobs != 1 ||
 		cfg.ResolvConf != "/etc/resolv.conf" || cfg.HostnameFile != "/proc/sys/kernel/hostname" ||
-		!cfg.IPv6 || cfg.IPv6Conf != "/proc/sys/net/ipv6/conf" {
+		!cfg.IPv6 || cfg.IPv6Conf != "/proc/sys/net/ipv6/conf" || !cfg.NetworkData {
 		t.Errorf("defaults: %+v", cfg)
+	}
+	if cfg, err := ParseConfig(ParseCmdline("ironic_agent.network_data=0")); err != nil || cfg.NetworkData {
+		t.Errorf("network_data=0: %v %v", cfg.NetworkData, err)
 	}
 	if cfg, err := ParseConfig(ParseCmdline("ironic_agent.ipv6=0")); err != nil || cfg.IPv6 {
 		t.Errorf("ipv6=0: %v %v", cfg.IPv6, err)
@@ -68,6 +71,7 @@ func TestParseConfigErrors(t *testing.T) {
 		"ironic_agent.module_jobs=0":                              "ironic_agent.module_jobs",
 		"ironic_agent.module_jobs=many":                           "ironic_agent.module_jobs",
 		"ironic_agent.ipv6=no":                                    "ironic_agent.ipv6",
+		"ironic_agent.network_data=off":                           "ironic_agent.network_data",
 	} {
 		_, err := ParseConfig(ParseCmdline(line))
 		if err == nil || !strings.Contains(err.Error(), want) {

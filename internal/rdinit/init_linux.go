@@ -79,6 +79,19 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}()
 	t = time.Now()
 	net := newNetwork(log, cfg, onPanic)
+	blockCount := -1
+	if cfg.NetworkData {
+		// The config drive is a block device: wait for them, then look
+		// for it before any NIC is configured.
+		blockCount = <-settled
+		d, err := loadNetworkData(log, ConfigDriveMount)
+		if err != nil {
+			// Bad network data must not leave the machine silent: say
+			// why on the console and fall back to DHCP on every NIC.
+			log.Error("network data not applied: DHCP on every NIC instead", "error", err)
+		}
+		net.data = d
+	}
 	// 802.1Q for ipa-enable-vlan-interfaces: the coldplug above loads
 	// drivers for devices, and a VLAN is no device until it is made.
 	net.loadModule = func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) }
@@ -86,7 +99,10 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		log.Warn("network", "error", err)
 	}
 	log.Info("network ready", "seconds", secs(time.Since(t)), "uptime", uptime())
-	log.Info("block devices settled", "count", <-settled, "uptime", uptime())
+	if blockCount < 0 {
+		blockCount = <-settled
+	}
+	log.Info("block devices settled", "count", blockCount, "uptime", uptime())
 	log.Info("starting agent", "init_seconds", secs(time.Since(start)), "uptime", uptime())
 	return supervise(ctx, log, cfg, console, onPanic)
 }

@@ -26,11 +26,17 @@ import (
 // cfg.IPv6Conf only, which is the ramdisk's /proc/sys/net/ipv6/conf and
 // empty in tests: a network namespace does not isolate /proc/sys for a
 // process that entered it by setns, so a test must never write there.
-func (n *network) enableIPv6(name string) {
+// With ra false (a link whose IPv6 is static only), the link takes no
+// router advertisements and makes no SLAAC address.
+func (n *network) enableIPv6(name string, ra bool) {
 	if n.cfg.IPv6Conf == "" {
 		return
 	}
-	for _, s := range []struct{ key, val string }{{"disable_ipv6", "0"}, {"accept_ra", "1"}, {"autoconf", "1"}} {
+	on := "0"
+	if ra {
+		on = "1"
+	}
+	for _, s := range []struct{ key, val string }{{"disable_ipv6", "0"}, {"accept_ra", on}, {"autoconf", on}} {
 		p := filepath.Join(n.cfg.IPv6Conf, name, s.key)
 		if err := os.WriteFile(p, []byte(s.val), 0o644); err != nil {
 			n.log.Warn("IPv6 sysctl", "link", name, "file", p, "error", err)

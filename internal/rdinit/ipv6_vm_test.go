@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -210,6 +212,10 @@ type ironicStandIn struct {
 	bodies map[string][]byte // "heartbeat", "continue", "lookup"
 	seen   []string
 	got    chan string
+	// when holds the time of every call of a kind, from holds the
+	// clients' addresses.
+	when map[string][]time.Time
+	from map[string]bool
 }
 
 func startIronicStandIn(t *testing.T, ns, addr string) *ironicStandIn {
@@ -223,11 +229,15 @@ func startIronicStandIn(t *testing.T, ns, addr string) *ironicStandIn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &ironicStandIn{bodies: map[string][]byte{}, got: make(chan string, 16)}
+	s := &ironicStandIn{bodies: map[string][]byte{}, got: make(chan string, 16), when: map[string][]time.Time{}, from: map[string]bool{}}
 	record := func(kind string, r *http.Request) {
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 		s.mu.Lock()
 		s.seen = append(s.seen, r.Method+" "+r.URL.Path)
+		s.when[kind] = append(s.when[kind], time.Now())
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			s.from[host] = true
+		}
 		if kind != "" {
 			if _, ok := s.bodies[kind]; !ok {
 				s.bodies[kind] = b
@@ -263,7 +273,7 @@ func startIronicStandIn(t *testing.T, ns, addr string) *ironicStandIn {
 	for _, port := range []string{"6385", "5050"} {
 		var l net.Listener
 		err := (&netnstest.Netns{Name: ns}).Do(func() (err error) {
-			l, err = net.Listen("tcp6", net.JoinHostPort(addr, port))
+			l, err = net.Listen("tcp", net.JoinHostPort(addr, port))
 			return err
 		})
 		if err != nil {
@@ -294,6 +304,20 @@ func (s *ironicStandIn) wait(ctx context.Context, kind string, max time.Duration
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// calls returns the times of every call of the kind so far.
+func (s *ironicStandIn) calls(kind string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.when[kind]...)
+}
+
+// clients returns the addresses the calls came from.
+func (s *ironicStandIn) clients() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.from))
 }
 
 func (s *ironicStandIn) paths() []string {

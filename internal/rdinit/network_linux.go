@@ -16,6 +16,8 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
+
+	"github.com/ironic-go/ironic-agent/internal/networkdata"
 )
 
 type network struct {
@@ -31,6 +33,12 @@ type network struct {
 	// the kernel has what it needs).
 	loadModule     func(name string) error
 	vlanModuleOnce sync.Once
+	bondModuleOnce sync.Once
+
+	// data is the config drive's network_data.json: with it, the
+	// network is what it says (see applyNetworkData), not DHCP on
+	// every NIC.
+	data *networkdata.Data
 
 	mu        sync.Mutex
 	haveRoute bool
@@ -58,6 +66,13 @@ func physicalNIC(l netlink.Link) bool {
 // ipa-lldp-timeout) while DHCP runs on the plain NICs, and are made
 // when it comes, before or after up returns.
 func (n *network) up(ctx context.Context) error {
+	if n.data != nil {
+		if len(n.cfg.VLANs) > 0 || n.cfg.DHCP != nil {
+			n.log.Error("network data from the config drive: "+ParamVLANs+" and "+ParamDHCP+" are not applied, the document says which links to make",
+				ParamVLANs, len(n.cfg.VLANs), ParamDHCP, strings.Join(n.cfg.DHCP, ","))
+		}
+		return n.applyNetworkData(ctx, n.data)
+	}
 	links, err := netlink.LinkList()
 	if err != nil {
 		return fmt.Errorf("list links: %w", err)
@@ -69,7 +84,7 @@ func (n *network) up(ctx context.Context) error {
 		if n.cfg.IPv6 && n.isNIC(l) {
 			// Before the link is up: the kernel solicits routers and
 			// makes its SLAAC address as it comes up.
-			n.enableIPv6(a.Name)
+			n.enableIPv6(a.Name, true)
 		}
 		if err := netlink.LinkSetUp(l); err != nil {
 			n.log.Warn("link up", "link", a.Name, "error", err)

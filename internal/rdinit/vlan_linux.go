@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -33,7 +35,7 @@ func (n *network) explicitVLANs(reqs []VLANRequest, nics []netlink.Link) []netli
 			n.log.Error("VLAN interface not created: no such NIC", "entry", r.Entry, "param", ParamVLANs)
 			continue
 		}
-		if l, err := n.addVLAN(parent, r.ID); err != nil {
+		if l, err := n.addVLAN(parent, r.ID, nil); err != nil {
 			n.log.Error("VLAN interface not created", "entry", r.Entry, "param", ParamVLANs, "error", err)
 		} else if l != nil {
 			out = append(out, l)
@@ -100,7 +102,7 @@ func (n *network) learnedVLANs(ctx context.Context, parents []netlink.Link) []ne
 	for _, parent := range parents {
 		name := parent.Attrs().Name
 		for _, id := range learned[name] {
-			if l, err := n.addVLAN(parent, id); err != nil {
+			if l, err := n.addVLAN(parent, id, nil); err != nil {
 				n.log.Error("VLAN interface not created", "link", name, "vlan", id, "from", "LLDP", "error", err)
 			} else if l != nil {
 				out = append(out, l)
@@ -161,11 +163,12 @@ func announcedVLANs(tlvs []inventory.LLDPTLV) (ids, bad []int) {
 	return ids, bad
 }
 
-// addVLAN creates VLAN id on parent, named as IPA names it, and sets it
-// up. A link of that name that exists already is left alone and not
-// returned (IPA: "has already been added"), so it gets no second DHCP
-// client. The 802.1Q module is loaded first, once.
-func (n *network) addVLAN(parent netlink.Link, id int) (netlink.Link, error) {
+// addVLAN creates VLAN id on parent, named as IPA names it, with MAC mac
+// (nil: the parent's), and sets it up. A link of that name that exists
+// already is left alone and not returned (IPA: "has already been added"),
+// so it gets no second DHCP client. The 802.1Q module is loaded first,
+// once.
+func (n *network) addVLAN(parent netlink.Link, id int, mac net.HardwareAddr) (netlink.Link, error) {
 	name, err := vlanLinkName(parent.Attrs().Name, id)
 	if err != nil {
 		return nil, err
@@ -174,18 +177,8 @@ func (n *network) addVLAN(parent netlink.Link, id int) (netlink.Link, error) {
 		n.log.Info("VLAN interface exists already", "link", name)
 		return nil, nil
 	}
-	n.vlanModuleOnce.Do(func() {
-		if n.loadModule == nil {
-			return
-		}
-		t := time.Now()
-		if err := n.loadModule(vlanModule); err != nil {
-			n.log.Warn("802.1Q module", "error", err)
-		} else {
-			n.log.Info("802.1Q module ready", "module", vlanModule, "seconds", secs(time.Since(t)))
-		}
-	})
-	v := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: parent.Attrs().Index}, VlanId: id}
+	n.ensureModule(&n.vlanModuleOnce, vlanModule, "802.1Q module")
+	v := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: parent.Attrs().Index, HardwareAddr: mac}, VlanId: id}
 	if err := netlink.LinkAdd(v); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {
 			return nil, fmt.Errorf("create %s on %s: the kernel has no 802.1Q VLAN support (module %s): %w", name, parent.Attrs().Name, vlanModule, err)
@@ -201,4 +194,21 @@ func (n *network) addVLAN(parent netlink.Link, id int) (netlink.Link, error) {
 	}
 	n.log.Info("VLAN interface created", "link", name, "parent", parent.Attrs().Name, "vlan", id)
 	return l, nil
+}
+
+// ensureModule loads a module the kernel may lack (8021q, bonding) before
+// its first use, once; a failure is logged, and the netlink call that
+// follows says what the kernel could not do.
+func (n *network) ensureModule(once *sync.Once, name, what string) {
+	once.Do(func() {
+		if n.loadModule == nil {
+			return
+		}
+		t := time.Now()
+		if err := n.loadModule(name); err != nil {
+			n.log.Warn(what, "error", err)
+		} else {
+			n.log.Info(what+" ready", "module", name, "seconds", secs(time.Since(t)))
+		}
+	})
 }

@@ -48,6 +48,9 @@ type NIC struct {
 	Model   string // virtio-net-pci, e1000
 	MAC     string
 	Backend string
+	// File is this NIC's own tap ("fd") or stream socket ("stream"),
+	// for a machine with more than one such NIC; nil: Options.Tap.
+	File *os.File
 }
 
 // SMBIOS holds the identities QEMU puts into the firmware tables.
@@ -73,6 +76,9 @@ type Machine struct {
 	Initrd   string
 	ISO      string // boot this CD image instead of Kernel/Initrd
 	Append   string // kernel command line (after the console settings)
+	// Monitor is the path of a Unix socket for QEMU's human monitor
+	// (VM.Monitor: set_link to pull a NIC's cable); "" for none.
+	Monitor string
 	// GuestFwd maps a guest address (10.0.2.100:80) to a host TCP address
 	// (127.0.0.1:8080), reached through RelayCommand.
 	GuestFwd map[string]string
@@ -203,7 +209,7 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-		"-serial", "stdio", "-monitor", "none",
+		"-serial", "stdio", "-monitor", monitor(m.Monitor),
 		"-smbios", fmt.Sprintf("type=0,vendor=%s,version=%s,date=%s,release=%s,uefi=%s",
 			qemuEscape(s.BIOSVendor), qemuEscape(s.BIOSVersion), qemuEscape(s.BIOSDate), s.BIOSRelease, onOff(m.Firmware == "uefi")),
 		"-smbios", fmt.Sprintf("type=1,manufacturer=%s,product=%s,version=%s,serial=%s,uuid=%s,sku=%s,family=%s",
@@ -269,8 +275,18 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	// An entropy source: qemu64 has no RDRAND, and without one the guest's
 	// crypto/rand (DHCP transaction IDs, TLS keys) blocks for minutes.
 	a = append(a, "-device", "virtio-rng-pci,addr="+next())
+	// NICs with their own file get the descriptors after Options.Tap's,
+	// in order (VM.Start passes them so).
+	ownFD := 3
+	if tapFD >= 0 {
+		ownFD = tapFD + 1
+	}
 	for i, n := range m.NICs {
 		var nd string
+		tapFD := tapFD
+		if n.File != nil {
+			tapFD, ownFD = ownFD, ownFD+1
+		}
 		switch n.Backend {
 		case "user":
 			nd = fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.2.0/24", i)
@@ -325,4 +341,11 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		return nil, fmt.Errorf("vmtest: firmware %q: want bios or uefi", m.Firmware)
 	}
 	return a, nil
+}
+
+func monitor(path string) string {
+	if path == "" {
+		return "none"
+	}
+	return "unix:" + qemuEscape(path) + ",server=on,wait=off"
 }

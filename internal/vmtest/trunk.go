@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -38,17 +37,9 @@ func StartTrunk(native, tagged *os.File, vid uint16) (*Trunk, *os.File, error) {
 	if vid < 1 || vid > 4094 {
 		return nil, nil, fmt.Errorf("vmtest: trunk VLAN %d is not from 1 to 4094", vid)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	qemuEnd, conn, err := streamPair("trunk")
 	if err != nil {
-		return nil, nil, fmt.Errorf("vmtest: trunk socket pair: %w", err)
-	}
-	qemuEnd := os.NewFile(uintptr(fds[0]), "trunk-qemu")
-	ours := os.NewFile(uintptr(fds[1]), "trunk")
-	conn, err := net.FileConn(ours)
-	ours.Close()
-	if err != nil {
-		qemuEnd.Close()
-		return nil, nil, fmt.Errorf("vmtest: trunk socket: %w", err)
+		return nil, nil, err
 	}
 	tr := &Trunk{vm: conn, vid: vid}
 	for _, p := range []struct {
@@ -99,18 +90,10 @@ func pollable(f *os.File) (*os.File, error) {
 }
 
 func (tr *Trunk) fromVM() error {
-	var hdr [4]byte
 	buf := make([]byte, 65536)
 	for {
-		if _, err := io.ReadFull(tr.vm, hdr[:]); err != nil {
-			return err
-		}
-		n := int(binary.BigEndian.Uint32(hdr[:]))
-		if n > len(buf) {
-			return fmt.Errorf("vmtest: trunk: a %d-byte frame from the VM", n)
-		}
-		f := buf[:n]
-		if _, err := io.ReadFull(tr.vm, f); err != nil {
+		f, err := readStreamFrame(tr.vm, buf)
+		if err != nil {
 			return err
 		}
 		if len(f) < 14 {
@@ -142,10 +125,8 @@ func (tr *Trunk) toVM(from *os.File, tag bool) error {
 			f = append(append(append([]byte{}, f[:12]...), 0x81, 0x00, byte(tr.vid>>8), byte(tr.vid)), f[12:]...)
 			tr.TaggedOut.Add(1)
 		}
-		var hdr [4]byte
-		binary.BigEndian.PutUint32(hdr[:], uint32(len(f)))
 		tr.mu.Lock()
-		_, err = tr.vm.Write(append(hdr[:], f...))
+		_, err = tr.vm.Write(streamFrame(f))
 		tr.mu.Unlock()
 		if err != nil {
 			return err

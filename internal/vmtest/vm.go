@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +108,11 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	cmd := exec.Command(vm.Cmdline[0], args...)
 	if opts.Tap != nil {
 		cmd.ExtraFiles = []*os.File{opts.Tap}
+	}
+	for _, n := range m.NICs {
+		if n.File != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, n.File)
+		}
 	}
 	// Its own process group, so stopping it never signals the test.
 	// Pdeathsig: no QEMU outlives a test binary that dies or is killed.
@@ -294,4 +300,52 @@ func ShellQuote(args []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// Monitor runs one command of QEMU's human monitor (Machine.Monitor must
+// be set) and returns its output: "set_link n1 off" pulls the second NIC's
+// cable, which the guest sees as a carrier loss.
+func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
+	if vm.Machine.Monitor == "" {
+		return "", errors.New("vmtest: the machine has no monitor socket (Machine.Monitor)")
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", vm.Machine.Monitor)
+	// QEMU listens again only once it has closed the previous client, so
+	// a refusal right after one is retried for a few seconds.
+	for try := 0; err != nil && errors.Is(err, syscall.ECONNREFUSED) && try < 50; try++ {
+		time.Sleep(100 * time.Millisecond)
+		c, err = d.DialContext(ctx, "unix", vm.Machine.Monitor)
+	}
+	if err != nil {
+		return "", fmt.Errorf("vmtest: monitor: %w", err)
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	} else {
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	// The monitor greets with its banner and a "(qemu) " prompt, and
+	// prompts again when the command is done.
+	r := bufio.NewReader(c)
+	readPrompt := func() (string, error) {
+		var b strings.Builder
+		for !strings.HasSuffix(b.String(), "(qemu) ") {
+			ch, err := r.ReadByte()
+			if err != nil {
+				return b.String(), fmt.Errorf("vmtest: monitor: %w", err)
+			}
+			b.WriteByte(ch)
+		}
+		return b.String(), nil
+	}
+	if _, err := readPrompt(); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(c, command+"\n"); err != nil {
+		return "", fmt.Errorf("vmtest: monitor %q: %w", command, err)
+	}
+	out, err := readPrompt()
+	return strings.TrimSuffix(out, "(qemu) "), err
 }

@@ -1,0 +1,349 @@
+package rdinit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/networkdata"
+)
+
+// TestFindConfigDrive gives findConfigDrive a block-device directory with
+// images made by Debian's mkfs.vfat and xorriso's mkisofs (as Ironic and Metal3
+// make config drives) standing in for the devices: the config-2 ones are
+// found with their mount type, whatever the label's case; other labels,
+// unreadable devices and loop devices are passed over.
+func TestFindConfigDrive(t *testing.T) {
+	for _, p := range []string{"mkfs.vfat", "xorriso"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: %s is not installed (dosfstools, xorriso)", p)
+		}
+	}
+	dir := t.TempDir()
+	vfat := func(name, label string) {
+		p := filepath.Join(dir, "dev", name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Truncate(2 << 20)
+		f.Close()
+		netnstest.Run(t, "mkfs.vfat", "-n", label, p)
+	}
+	iso := func(name, label string) {
+		src := filepath.Join(dir, "src-"+name, "openstack", "latest")
+		os.MkdirAll(src, 0o755)
+		os.WriteFile(filepath.Join(src, "network_data.json"), []byte("{}"), 0o644)
+		netnstest.Run(t, "xorriso", "-as", "mkisofs", "-quiet", "-r", "-J", "-V", label, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))
+	}
+	os.MkdirAll(filepath.Join(dir, "dev"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
+	for _, tc := range []struct {
+		name     string
+		devs     map[string]func(string)
+		wantDev  string
+		wantType string
+	}{
+		{"vfat upper case", map[string]func(string){"vda": func(n string) { vfat(n, "ESP") }, "vdb": func(n string) { vfat(n, "CONFIG-2") }}, "vdb", "vfat"},
+		{"iso", map[string]func(string){"sda": func(n string) { vfat(n, "data") }, "sr0": func(n string) { iso(n, "config-2") }}, "sr0", "iso9660"},
+		{"none", map[string]func(string){"sr1": func(n string) { iso(n, "VMEDIA_BOOT_ISO") }, "sr2": nil, "loop0": func(n string) { iso(n, "config-2") }}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys, dev := filepath.Join(dir, "sys", tc.name), filepath.Join(dir, "dev")
+			os.MkdirAll(sys, 0o755)
+			for name, mk := range tc.devs {
+				os.MkdirAll(filepath.Join(sys, name), 0o755)
+				if mk != nil {
+					mk(name)
+				}
+			}
+			gotDev, gotType := findConfigDrive(sys, dev)
+			want := ""
+			if tc.wantDev != "" {
+				want = filepath.Join(dev, tc.wantDev)
+			}
+			if gotDev != want || gotType != tc.wantType {
+				t.Errorf("found %q (%q), want %q (%q)", gotDev, gotType, want, tc.wantType)
+			}
+		})
+	}
+}
+
+// TestApplyNetworkDataInNetns applies a document to veths in a network
+// namespace with the init's own code: the NIC found by its MAC gets its
+// static IPv4 and IPv6 addresses, the gateways' default routes and the
+// extra route, resolv.conf (in the test's directory) the DNS servers of
+// the document and of the network; a bond (this host's kernel has no
+// bonding: the error must say so, naming the link) and a NIC that is not
+// there fail alone, and the error names each.
+func TestApplyNetworkDataInNetns(t *testing.T) {
+	netnstest.RequireRoot(t)
+	id := netnstest.ID(t)
+	host := netnstest.NewNetns(t, "rdndh-"+id)
+	peer := netnstest.NewNetns(t, "rdndp-"+id)
+	nic, other := "rnd"+id, "rne"+id
+	host.Veth(nic, peer, "rnp"+id)
+	host.Veth(other, peer, "rnq"+id)
+	host.IP("link", "set", nic, "address", "02:00:00:91:00:02")
+	host.IP("link", "set", other, "address", "02:00:00:91:00:03")
+	peer.IP("addr", "add", "10.91.0.1/24", "dev", "rnp"+id)
+
+	doc := `{"links": [
+	  {"id": "prov", "type": "phy", "ethernet_mac_address": "02:00:00:91:00:02", "mtu": 1400},
+	  {"id": "gone", "type": "phy", "ethernet_mac_address": "02:00:00:91:00:99"},
+	  {"id": "spare", "type": "phy", "ethernet_mac_address": "02:00:00:91:00:03"},
+	  {"id": "b", "type": "bond", "bond_links": ["spare"], "bond_mode": "active-backup"}],
+	 "networks": [
+	  {"id": "v4", "type": "ipv4", "link": "prov", "ip_address": "10.91.0.2", "netmask": "255.255.255.0", "gateway": "10.91.0.1",
+	   "routes": [{"network": "10.92.0.0", "netmask": "16", "gateway": "10.91.0.254"}]},
+	  {"id": "v6", "type": "ipv6", "link": "prov", "ip_address": "fd00:91::2/64",
+	   "routes": [{"network": "::", "netmask": "::", "gateway": "fd00:91::1"}], "services": [{"type": "dns", "address": "fd00:91::53"}]},
+	  {"id": "lost", "type": "ipv4", "link": "gone", "ip_address": "10.93.0.2/24"}],
+	 "services": [{"type": "dns", "address": "10.91.0.53"}]}`
+	d, err := networkdata.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var buf strings.Builder
+	n := newNetwork(slog.New(slog.NewTextHandler(&buf, nil)), Config{ResolvConf: filepath.Join(dir, "resolv.conf")}, nil)
+	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
+	var applyErr error
+	var addrs []string
+	var routes []string
+	var mtu int
+	if err := host.Do(func() error {
+		applyErr = n.applyNetworkData(t.Context(), d)
+		l, err := netlink.LinkByName(nic)
+		if err != nil {
+			return err
+		}
+		mtu = l.Attrs().MTU
+		as, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			if !a.IP.IsLinkLocalUnicast() {
+				addrs = append(addrs, a.IPNet.String())
+			}
+		}
+		rs, err := netlink.RouteList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Gw != nil {
+				dst := "default"
+				if r.Dst != nil && !r.Dst.IP.IsUnspecified() {
+					dst = r.Dst.String()
+				}
+				routes = append(routes, dst+" via "+r.Gw.String())
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", buf.String())
+	slices.Sort(addrs)
+	slices.Sort(routes)
+	if want := []string{"10.91.0.2/24", "fd00:91::2/64"}; !slices.Equal(addrs, want) {
+		t.Errorf("addresses %v, want %v", addrs, want)
+	}
+	if want := []string{"10.92.0.0/16 via 10.91.0.254", "default via 10.91.0.1", "default via fd00:91::1"}; !slices.Equal(routes, want) {
+		t.Errorf("routes %v, want %v", routes, want)
+	}
+	if mtu != 1400 {
+		t.Errorf("MTU %d, want 1400", mtu)
+	}
+	rc, _ := os.ReadFile(filepath.Join(dir, "resolv.conf"))
+	if !strings.Contains(string(rc), "nameserver 10.91.0.53\nnameserver fd00:91::53\n") {
+		t.Errorf("resolv.conf:\n%s", rc)
+	}
+	for _, want := range []string{`link "gone": no NIC has MAC 02:00:00:91:00:99`, `network "lost": its link "gone" was not made`, `link "b": `} {
+		if applyErr == nil || !strings.Contains(applyErr.Error(), want) {
+			t.Errorf("error %v, want it to say %q", applyErr, want)
+		}
+	}
+	if _, err := os.Stat("/sys/module/bonding"); err != nil && !strings.Contains(fmt.Sprint(applyErr), "the kernel has no bonding") {
+		t.Errorf("error %v: want it to say the kernel has no bonding", applyErr)
+	}
+	// The peer reaches the static address: a listener there, in the
+	// host namespace, takes a connection from the peer's.
+	var ln net.Listener
+	if err := host.Do(func() (err error) { ln, err = net.Listen("tcp", "10.91.0.2:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := peer.Do(func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}); err != nil {
+		t.Errorf("the peer cannot reach the static address: %v", err)
+	}
+}
+
+// TestNetworkDataHelper is the client side of TestNetworkDataDHCPLate, run
+// by it in the client's network namespace: the init's network step with
+// the given network_data.json (veths taken as NICs), then, after a hold,
+// the link's IPv4 addresses.
+func TestNetworkDataHelper(t *testing.T) {
+	spec := os.Getenv("RDINIT_NETDATA_HELPER")
+	if spec == "" {
+		t.Skip("helper process of TestNetworkDataDHCPLate")
+	}
+	doc, rest, _ := strings.Cut(spec, ",")
+	hold, dir, _ := strings.Cut(rest, ",")
+	if !filepath.IsAbs(dir) {
+		t.Fatalf("RDINIT_NETDATA_HELPER %q: no absolute directory for resolv.conf and the host name", spec)
+	}
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := networkdata.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, err := time.ParseDuration(hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The files the init writes go to the test's directory: this process
+	// runs in a network namespace, which does not isolate files.
+	n := newNetwork(slog.New(slog.NewTextHandler(os.Stdout, nil)), Config{DHCPTimeout: 30 * time.Second,
+		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")}, nil)
+	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
+	n.data = d
+	t0 := time.Now()
+	if err := n.up(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
+	time.Sleep(wait)
+	nic, err := netlink.LinkByName(os.Getenv("RDINIT_NETDATA_LINK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := netlink.AddrList(nic, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		fmt.Printf("ADDRESS %s\n", a.IPNet)
+	}
+	routes, err := netlink.RouteList(nic, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		if r.Gw != nil && r.Dst != nil {
+			fmt.Printf("ROUTE %s via %s\n", r.Dst, r.Gw)
+		}
+	}
+}
+
+// TestNetworkDataDHCPLate: network data asking for DHCPv4 on a NIC (found
+// by MAC) whose DHCP server, dnsmasq in another namespace, starts 4 s
+// after the init: the init waits for it and takes the lease; then, 2 s
+// later, the server's end of the link goes down for 3 s (the client sees
+// its carrier drop, as with a cable pulled) over the first renewal (T1 =
+// 4 s), and renewals go on after it with the address kept. The
+// network's route is added once the lease is there. resolv.conf has the
+// document's DNS server and the lease's.
+func TestNetworkDataDHCPLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: holds a lease through a link flap (about 20 s)")
+	}
+	netnstest.RequireRoot(t, "dnsmasq")
+	keepHostFiles(t)
+	srv, cli, srvIf, cliIf := serverAndClient(t, "rnl")
+	srv.IP("addr", "add", "10.79.0.1/24", "dev", srvIf)
+	cli.IP("link", "set", cliIf, "address", "52:54:00:79:00:02")
+	files := t.TempDir()
+	doc := filepath.Join(files, "network_data.json")
+	if err := os.WriteFile(doc, []byte(`{"links": [{"id": "prov", "type": "phy", "ethernet_mac_address": "52:54:00:79:00:02"}],
+	  "networks": [{"id": "dhcp", "type": "ipv4_dhcp", "link": "prov",
+	    "routes": [{"network": "10.80.0.0", "netmask": "255.255.0.0", "gateway": "10.79.0.254"}]}], "services": [{"type": "dns", "address": "10.79.0.53"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestNetworkDataHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_NETDATA_HELPER="+doc+",16s,"+files, "RDINIT_NETDATA_LINK="+cliIf)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	leased := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), `msg="DHCP lease"`) {
+				close(leased)
+			}
+		}
+	}()
+	time.Sleep(4 * time.Second)
+	dlog := startDnsmasq(t, srv.Name, srvIf, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--dhcp-option=option:T1,4",
+		"--dhcp-option=option:T2,7", "--dhcp-option=option:router,10.79.0.1", "--dhcp-option=option:dns-server,10.79.0.1", "--no-ping")
+	select {
+	case <-leased:
+	case <-time.After(40 * time.Second):
+	}
+	// The flap spans the first renewal (T1 = 4 s after the lease).
+	time.Sleep(2 * time.Second)
+	srv.IP("link", "set", srvIf, "down")
+	time.Sleep(3 * time.Second)
+	srv.IP("link", "set", srvIf, "up")
+	err := cmd.Wait()
+	pw.Close()
+	<-copied
+	o := out.String()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, o)
+	}
+	var up float64
+	if i := strings.Index(o, "UP "); i >= 0 {
+		fmt.Sscanf(o[i:], "UP %f", &up)
+	}
+	renewed := strings.Count(o, `msg="DHCP renewed"`)
+	var lines []string
+	for l := range strings.Lines(o) {
+		if strings.Contains(l, "DHCP") || strings.Contains(l, "network data") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	t.Logf("first lease after %.1f s (server started at 4 s); %d renewals\n%s\ndnsmasq:\n%s", up, renewed, strings.Join(lines, "\n"), dlog())
+	if up < 4 || up > 20 {
+		t.Errorf("up returned after %.1f s, want after the late server's lease:\n%s", up, o)
+	}
+	if renewed < 2 || !strings.Contains(o, "ADDRESS 10.79.0.") || !strings.Contains(o, "ROUTE 10.80.0.0/16 via 10.79.0.254") {
+		t.Errorf("want renewals through the flap and the address kept:\n%s\ndnsmasq:\n%s", o, dlog())
+	}
+	if b, err := os.ReadFile(filepath.Join(files, "resolv.conf")); err != nil || !strings.Contains(string(b), "nameserver 10.79.0.53") || !strings.Contains(string(b), "nameserver 10.79.0.1") {
+		t.Errorf("resolv.conf %q, %v: want the document's server and the lease's", b, err)
+	}
+}
