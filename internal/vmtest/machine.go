@@ -43,6 +43,10 @@ type NIC struct {
 	Model   string // virtio-net-pci, e1000
 	MAC     string
 	Backend string
+	// PXE keeps QEMU's iPXE option ROM on the card (Debian's ipxe-qemu:
+	// a BIOS and a UEFI driver), so the firmware can boot from it; see
+	// Machine.NetBoot.
+	PXE bool
 }
 
 // SMBIOS holds the identities QEMU puts into the firmware tables.
@@ -68,6 +72,9 @@ type Machine struct {
 	Initrd   string
 	ISO      string // boot this CD image instead of Kernel/Initrd
 	Append   string // kernel command line (after the console settings)
+	// NetBoot puts the NICs with PXE first in the firmware's boot order
+	// (with no Kernel and no ISO): the machine boots from the network.
+	NetBoot bool
 	// GuestFwd maps a guest address (10.0.2.100:80) to a host TCP address
 	// (127.0.0.1:8080), reached through RelayCommand.
 	GuestFwd map[string]string
@@ -283,8 +290,16 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			return nil, fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
 		}
 		// romfile= (none): no iPXE option ROM, so the firmware does not try
-		// to network-boot and prints less.
-		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s,romfile=", n.Model, next(), i, n.MAC))
+		// to network-boot and prints less. A PXE card keeps QEMU's default
+		// ROM; bootindex puts it before the disks, for SeaBIOS and OVMF.
+		rom := ",romfile="
+		if n.PXE {
+			rom = ""
+			if m.NetBoot {
+				rom = fmt.Sprintf(",bootindex=%d", i)
+			}
+		}
+		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, next(), i, n.MAC, rom))
 	}
 	if m.BMC != nil {
 		// ISA, not PCI: no slot is taken, so the by-path names and PCI
