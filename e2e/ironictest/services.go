@@ -200,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	if !cfg.Series.Host() && cfg.RootFS == "" {
 		return nil, fmt.Errorf("ironictest: series %s runs from a root filesystem: set Config.RootFS (EnsureRootFS)", string(cfg.Series))
 	}
-	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "http/httpboot"} {
+	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "state/tftpboot", "http/httpboot"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
 			return nil, err
 		}
@@ -322,6 +322,10 @@ func (s *Services) Series() Series { return s.cfg.Series }
 // HTTPRoot is [deploy]http_root on the host: the files Ironic serves to
 // network-booting machines (Config.NetBoot's HTTPURL).
 func (s *Services) HTTPRoot() string { return filepath.Join(s.cfg.Dir, "http", "httpboot") }
+
+// TFTPRoot is [pxe]tftp_root on the host, where the pxe boot interface
+// puts Config.NetBoot's loaders.
+func (s *Services) TFTPRoot() string { return filepath.Join(s.cfg.Dir, "state", "tftpboot") }
 
 func (s *Services) ironicConf() string    { return filepath.Join(s.procDir(), "etc", "ironic.conf") }
 func (s *Services) inspectorConf() string { return filepath.Join(s.procDir(), "etc", "inspector.conf") }

@@ -69,19 +69,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		}
 	}
 	testStart := time.Now()
-	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
-			if vm := bmc.VM(); vm != nil {
-				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 80))
-			}
-		}
-		bmc.Close()
-	})
+	bmc := startBMC(t, ctx, m, vmtest.Options{})
 	// What Ironic's PXE configuration would give an inspection ramdisk.
 	bmc.SetKernelArgs(s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0])
 

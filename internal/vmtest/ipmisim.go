@@ -58,7 +58,8 @@ type IPMISim struct {
 	appendArgs string
 	boot       string
 	vm         *VM
-	killed     *VM // the VM the BMC powered off, whose exit is no guest power-off
+	vms        []*VM // of every power-on, in order
+	killed     *VM   // the VM the BMC powered off, whose exit is no guest power-off
 	boots      int
 	events     []string
 	changed    chan struct{} // closed and replaced on every power change
@@ -247,6 +248,17 @@ func (s *IPMISim) VM() *VM {
 	return s.vm
 }
 
+// VMOfBoot is the QEMU of power-on number n (from 1), nil if there was
+// none.
+func (s *IPMISim) VMOfBoot(n int) *VM {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 1 || n > len(s.vms) {
+		return nil
+	}
+	return s.vms[n-1]
+}
+
 // Boots is how many times the machine was powered on.
 func (s *IPMISim) Boots() int {
 	s.mu.Lock()
@@ -361,6 +373,7 @@ func (s *IPMISim) powerOnLocked(from string) error {
 		return err
 	}
 	s.vm = vm
+	s.vms = append(s.vms, vm)
 	s.boots++
 	s.notifyLocked(fmt.Sprintf("power on by %s (boot %s)", from, s.boot))
 	go func() {

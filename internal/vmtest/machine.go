@@ -43,9 +43,9 @@ type NIC struct {
 	Model   string // virtio-net-pci, e1000
 	MAC     string
 	Backend string
-	// PXE keeps QEMU's iPXE option ROM on the card (Debian's ipxe-qemu:
-	// a BIOS and a UEFI driver), so the firmware can boot from it; see
-	// Machine.NetBoot.
+	// PXE makes the card one the firmware can boot from (SeaBIOS:
+	// through QEMU's iPXE option ROM, Debian's ipxe-qemu; OVMF: through
+	// its own driver and PXE client); see Machine.NetBoot.
 	PXE bool
 }
 
@@ -290,13 +290,18 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			return nil, fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
 		}
 		// romfile= (none): no iPXE option ROM, so the firmware does not try
-		// to network-boot and prints less. A PXE card keeps QEMU's default
-		// ROM; bootindex puts it before the disks, for SeaBIOS and OVMF.
+		// to network-boot and prints less. A PXE card under SeaBIOS, which
+		// has no network stack, keeps QEMU's default ROM (iPXE); OVMF has
+		// its own virtio-net driver and PXE client, which fetch the boot
+		// loader DHCP names over TFTP as a server's NIC firmware would.
+		// bootindex puts the card before the disks.
 		rom := ",romfile="
 		if n.PXE {
-			rom = ""
+			if m.Firmware == "bios" {
+				rom = ""
+			}
 			if m.NetBoot {
-				rom = fmt.Sprintf(",bootindex=%d", i)
+				rom += fmt.Sprintf(",bootindex=%d", i)
 			}
 		}
 		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, next(), i, n.MAC, rom))
