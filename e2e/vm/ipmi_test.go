@@ -24,8 +24,9 @@ import (
 // starts over IPMI, runs the agent, which reads the same BMC over KCS: the
 // inventory's bmc_address and bmc_mac are the ipmi_address Ironic used and
 // the BMC's MAC. Then automated cleaning, booted and powered off by Ironic
-// over IPMI as well. Under SeaBIOS; Ironic's PXE configuration is not served
-// yet, so a network boot hands QEMU the ramdisk's kernel directly.
+// over IPMI as well. Under SeaBIOS; the machine has no provisioning
+// network, so a network boot hands QEMU the ramdisk's kernel directly
+// (TestVMPXEBIOS boots it through Ironic's iPXE configuration).
 func TestVMIPMIBIOS(t *testing.T) { ipmiLifecycle(t, "bios", 0) }
 
 // TestVMIPMIUEFI is TestVMIPMIBIOS under OVMF: Ironic sets the boot device

@@ -117,7 +117,11 @@ func provisioningNetwork(t *testing.T) *pxeBed {
 	s.pxeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
+		start := time.Now()
 		s.pxe, s.pxeErr = startPXEBed(ctx, filepath.Join(s.dir, "provisioning"))
+		if s.pxeErr == nil {
+			t.Logf("provisioning network, dnsmasq, Ironic and ironic-inspector up in %.1fs", time.Since(start).Seconds())
+		}
 	})
 	if s.pxeErr != nil {
 		t.Fatalf("provisioning network: %v", s.pxeErr)
@@ -158,7 +162,8 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 			// The chainloaders dnsmasq hands to firmware that is not
 			// iPXE yet: Ironic copies them into its TFTP root (and its
 			// HTTP root), dnsmasq serves the TFTP root.
-			Loaders:          map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "snponly.efi": "/usr/lib/ipxe/snponly.efi"},
+			Loaders: map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "snponly.efi": "/usr/lib/ipxe/snponly.efi",
+				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32"},
 			InspectionParams: pxeInspectionParams,
 		}})
 	if err != nil {
@@ -174,7 +179,8 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	}
 	if err == nil {
 		err = pn.StartDHCP(vmtest.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
-			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe"})
+			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
+			PXELinux: []string{pxeMAC(pxeLinuxNode, 0)}})
 	}
 	if err != nil {
 		b.Close()
@@ -225,7 +231,57 @@ func TestVMPXEBIOS(t *testing.T) { pxeLifecycle(t, "bios", 0) }
 // boot.ipxe.
 func TestVMPXEUEFI(t *testing.T) { pxeLifecycle(t, "uefi", 1) }
 
-func pxeLifecycle(t *testing.T, fw string, n int) {
+// TestVMPXELinuxBIOS is an inspection booted by Ironic's pxe boot
+// interface under SeaBIOS: dnsmasq hands this machine pxelinux.0 (Debian's
+// pxelinux; ldlinux.c32 from syslinux-common, both copied into tftp_root by
+// Ironic), which reads the node's pxelinux.cfg/01-MAC that Ironic wrote and
+// loads the ramdisk from tftp_root, all over TFTP; "ipappend 2" gives
+// BOOTIF in PXELINUX's 01-aa-bb-cc-dd-ee-ff form.
+func TestVMPXELinuxBIOS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	p := newPXENode(t, ctx, "bios", pxeLinuxNode, "pxe")
+	vm := p.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
+	p.waitOff("inspection")
+	data := p.s.inspectionData(t, ctx, p.node.UUID, time.Minute)
+	hyp := "01-" + strings.ReplaceAll(p.macs[0], ":", "-")
+	if got := data["boot_interface"]; got != hyp {
+		t.Errorf("inspection boot_interface = %v, want PXELINUX's BOOTIF %s", got, hyp)
+	}
+	if slices.Contains(vm.Cmdline, "-kernel") {
+		t.Errorf("a network boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+	}
+	log := p.bed.net.DHCPLog()
+	for _, f := range []string{"pxelinux.0", "ldlinux.c32", "pxelinux.cfg/" + hyp, p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"} {
+		if !strings.Contains(log, "/tftpboot/"+f+" to ") {
+			t.Errorf("dnsmasq did not send %s over TFTP", f)
+		}
+	}
+	inv, _ := data["inventory"].(map[string]any)
+	checkInventory(t, inv, p.m)
+	checkBootIF(t, vm)
+	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors")
+}
+
+// pxeNode is one machine on the provisioning network behind its BMC,
+// enrolled in the bed's Ironic as an ipmi node and manageable.
+type pxeNode struct {
+	t    *testing.T
+	ctx  context.Context
+	bed  *pxeBed
+	s    *suite
+	m    vmtest.Machine
+	bmc  *vmtest.IPMISim
+	node *nodes.Node
+	macs [2]string
+	disk string // the host file of the machine's only disk
+}
+
+// newPXENode skips unless the network-boot tests can run, and makes
+// machine n (its MACs, BMC address and tap) under firmware fw, enrolled
+// with bootInterface (ipxe or pxe).
+func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterface string) *pxeNode {
+	t.Helper()
 	rd := ramdisk(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: a provisioning network in a namespace, Ironic, dnsmasq and ipmi_sim in it")
@@ -235,33 +291,27 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 			t.Skipf("SKIPPED: needs %s (Debian packages openipmi, ipmitool, dnsmasq-base; in test.sh)", p)
 		}
 	}
-	for _, f := range []string{"/usr/lib/ipxe/undionly.kpxe", "/usr/lib/ipxe/snponly.efi", "/usr/lib/ipxe/qemu/efi-virtio.rom"} {
+	for f, pkg := range pxeLoaders {
 		if _, err := os.Stat(f); err != nil {
-			t.Skipf("SKIPPED: needs %s (Debian packages ipxe and ipxe-qemu; in test.sh)", f)
+			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
 		}
 	}
 	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
 		t.Skipf("SKIPPED: the ipmi hardware type runs with the host's Ironic (2023.1) only, not %s (%v): the series' root filesystems carry no ipmitool", series, err)
 	}
-	testStart := time.Now()
 	bed := provisioningNetwork(t)
-	s := bed.s
-	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
-	defer cancel()
-
-	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 0x20+n), fmt.Sprintf("52:54:00:6d:%02x:02", 0x20+n)}
+	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}
 	m := vmtest.DefaultMachine(fw)
 	m.Name = "ironic-agent-pxe-" + fw
 	m.Dir = vmDir(t)
 	// The first NIC is on the provisioning network and boots; the second
 	// is an isolated slirp NIC whose DHCP answers too: BOOTIF must pick
 	// the first.
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: macs[0], Backend: "fd", PXE: true},
-		{Model: "e1000", MAC: macs[1], Backend: "isolated"}}
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: p.macs[0], Backend: "fd", PXE: true},
+		{Model: "e1000", MAC: p.macs[1], Backend: "isolated"}}
 	// One disk: SeaBIOS boots only the first hard disk it finds, whose
 	// order is not the PCI slots'. 5 GiB (sparse): a root disk the agent
 	// accepts.
-	const pxeTarget = "LAB-VBLK-0001"
 	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
 	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(11 + n)})
 	// LAN port 623, the VM port: the namespace's, not the host's.
@@ -271,9 +321,7 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
-	// Something for cleaning's metadata erase to remove.
-	disk := m.DiskPath("vblk")
-	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
+	p.m, p.disk = m, m.DiskPath("vblk")
 	if err := bed.net.AddAddress(ctx, bmcAddr); err != nil {
 		t.Fatal(err)
 	}
@@ -282,10 +330,10 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tap.Close() })
-	bmc := startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name})
+	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name})
 
-	// The deploy ramdisk Ironic stages into its HTTP root: the bzImage
-	// and the compressed initramfs (iPXE boots no PVH vmlinux).
+	// The deploy ramdisk Ironic stages for the firmware: the bzImage and
+	// the compressed initramfs.
 	driverInfo := map[string]any{
 		"ipmi_address":      bmcAddr.String(),
 		"ipmi_port":         m.BMC.LANPort,
@@ -295,43 +343,75 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
 		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
 	}
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-pxe-" + fw, InspectInterface: "inspector", IPMI: driverInfo, BootInterface: "ipxe",
-		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, macs)
-	waitOff := func(what string) {
-		t.Helper()
-		if _, err := s.ironic.WaitFor(ctx, node.UUID, 2*time.Minute, "power off after "+what, func(n *nodes.Node) bool {
-			return n.PowerState == "power off" && n.TargetPowerState == ""
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if bmc.On() {
-			t.Errorf("%s: Ironic reports power off, the machine runs", what)
-		}
+	p.node = enroll(t, ctx, p.s, ironictest.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: "inspector",
+		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs)
+	return p
+}
+
+// pxeMAC is the MAC of NIC i of pxeNode n.
+func pxeMAC(n, i int) string { return fmt.Sprintf("52:54:00:6d:%02x:%02x", 0x20+n, 1+i) }
+
+// pxeLinuxNode is the pxeNode that Ironic's pxe boot interface boots:
+// dnsmasq hands it PXELINUX.
+const pxeLinuxNode = 2
+
+// pxeTarget is the serial of a pxeNode's disk.
+const pxeTarget = "LAB-VBLK-0001"
+
+// pxeLoaders are the boot loaders the bed hands out (file: package).
+var pxeLoaders = map[string]string{"/usr/lib/ipxe/undionly.kpxe": "ipxe", "/usr/lib/ipxe/snponly.efi": "ipxe",
+	"/usr/lib/ipxe/qemu/efi-virtio.rom": "ipxe-qemu", "/usr/lib/PXELINUX/pxelinux.0": "pxelinux",
+	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common"}
+
+// waitOff waits until Ironic reports the node off after what, and checks
+// the machine is.
+func (p *pxeNode) waitOff(what string) {
+	p.t.Helper()
+	if _, err := p.s.ironic.WaitFor(p.ctx, p.node.UUID, 2*time.Minute, "power off after "+what, func(n *nodes.Node) bool {
+		return n.PowerState == "power off" && n.TargetPowerState == ""
+	}); err != nil {
+		p.t.Fatal(err)
 	}
-	// phase has Ironic take the node to target and waits for state want;
-	// it returns the VM of the first power-on on the way.
-	phase := func(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
-		t.Helper()
-		boots := bmc.Boots()
-		start := time.Now()
-		if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.ironic.WaitState(ctx, node.UUID, want, timeout); err != nil {
-			t.Fatal(err)
-		}
-		vm := bmc.VMOfBoot(boots + 1)
-		if vm == nil {
-			t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(bmc.Events(), "; "))
-		}
-		hb := "?"
-		if l, ok := vm.Find("heartbeat successful"); ok {
-			hb = fmt.Sprintf("%.1fs", l.At.Seconds())
-		}
-		t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
-			what, time.Since(start).Seconds(), want, bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
-		return vm
+	if p.bmc.On() {
+		p.t.Errorf("%s: Ironic reports power off, the machine runs", what)
 	}
+}
+
+// phase has Ironic take the node to target and waits for state want; it
+// returns the VM of the first power-on on the way.
+func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+	t := p.t
+	t.Helper()
+	boots := p.bmc.Boots()
+	start := time.Now()
+	if err := p.s.ironic.Provision(p.ctx, p.node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.ironic.WaitState(p.ctx, p.node.UUID, want, timeout); err != nil {
+		t.Fatal(err)
+	}
+	vm := p.bmc.VMOfBoot(boots + 1)
+	if vm == nil {
+		t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(p.bmc.Events(), "; "))
+	}
+	hb := "?"
+	if l, ok := vm.Find("heartbeat successful"); ok {
+		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
+	}
+	t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
+		what, time.Since(start).Seconds(), want, p.bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
+	return vm
+}
+
+func pxeLifecycle(t *testing.T, fw string, n int) {
+	testStart := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	p := newPXENode(t, ctx, fw, n, "ipxe")
+	bed, s, m, bmc, node, macs, disk := p.bed, p.s, p.m, p.bmc, p.node, p.macs, p.disk
+	// Something for cleaning's metadata erase to remove.
+	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
+	waitOff, phase := p.waitOff, p.phase
 
 	// Inspection: Ironic prepares the ipxe boot with the inspection
 	// callback and powers the machine on.
@@ -340,8 +420,8 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
 	inv, _ := data["inventory"].(map[string]any)
 	checkInventory(t, inv, m)
-	if got := inv["bmc_address"]; got != bmcAddr.String() {
-		t.Errorf("inventory bmc_address = %v, want Ironic's ipmi_address %s", got, bmcAddr)
+	if got := inv["bmc_address"]; got != m.BMC.LANAddress {
+		t.Errorf("inventory bmc_address = %v, want Ironic's ipmi_address %s", got, m.BMC.LANAddress)
 	}
 	// iPXE's ${mac}: the MAC as it is, which IPA keeps raw.
 	if got := data["boot_interface"]; got != macs[0] {
@@ -365,6 +445,7 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 		t.Error("cleaning did not erase the start of the vblk disk")
 	}
 	checkRequestID(t, bed, cmdline)
+	checkBootIF(t, vm)
 	checkAgentAddress(t, vm)
 
 	// Deploy: an image from the provisioning network's HTTP server onto
@@ -531,6 +612,25 @@ func checkRequestID(t *testing.T, bed *pxeBed, cmdline string) {
 	}
 	if !found {
 		t.Errorf("Ironic logged no heartbeat with the global request id %s", id)
+	}
+}
+
+// checkBootIF checks that the init went on with the BOOTIF NIC's lease:
+// the lease logged last before "network ready" is the provisioning
+// network's, whichever NIC answered first.
+func checkBootIF(t *testing.T, vm *vmtest.VM) {
+	t.Helper()
+	lease := ""
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="DHCP lease"`) {
+			lease = l.Text
+		}
+		if strings.Contains(l.Text, `msg="network ready"`) {
+			break
+		}
+	}
+	if !strings.Contains(lease, "address=10.99.0.") {
+		t.Errorf("the init went on without the BOOTIF NIC's lease; last lease before network ready: %q", lease)
 	}
 }
 

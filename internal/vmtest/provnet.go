@@ -107,13 +107,16 @@ type DHCP struct {
 	// IPXEScript is the URL iPXE clients (user class "iPXE", or option
 	// 175) get: Ironic's boot.ipxe.
 	IPXEScript string
+	// PXELinux are the MACs of machines booted by Ironic's pxe boot
+	// interface: whatever they run, they get pxelinux.0 (from TFTPRoot).
+	PXELinux []string
 }
 
 // dnsmasqArgs is dnsmasq's command line for d on the bridge: the iPXE
 // chainloading of Ironic's install guide ("PXE setup", iPXE with
 // dnsmasq), no DNS.
 func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
-	return []string{"--no-daemon", "--conf-file=/dev/null", "--port=0",
+	a := []string{"--no-daemon", "--conf-file=/dev/null", "--port=0",
 		"--bind-interfaces", "--interface=" + p.Bridge, "--except-interface=lo",
 		// Root keeps reading TFTPRoot, which lies below a test's 0700
 		// temporary directory; the namespace is the test's own.
@@ -129,7 +132,7 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 		"--dhcp-userclass=set:ipxe,iPXE",
 		"--dhcp-match=set:efi,option:client-arch,7",
 		"--dhcp-match=set:efi,option:client-arch,9",
-		"--dhcp-boot=tag:ipxe," + d.IPXEScript,
+		"--dhcp-boot=tag:ipxe,tag:!pxelinux," + d.IPXEScript,
 		// iPXE's no-pxedhcp (175.176): no wait for ProxyDHCP offers
 		// there is no server for.
 		"--dhcp-option=tag:ipxe,encap:175,176,1",
@@ -137,9 +140,14 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 		// IPv6 beside DHCPv4 and, with no router to answer, waits 16 s
 		// for one on every boot.
 		"--enable-ra", "--dhcp-range=::,constructor:" + p.Bridge + ",ra-only",
-		"--dhcp-boot=tag:efi,tag:!ipxe," + d.UEFILoader,
-		"--dhcp-boot=tag:!efi,tag:!ipxe," + d.BIOSLoader,
+		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxelinux," + d.UEFILoader,
+		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxelinux," + d.BIOSLoader,
+		"--dhcp-boot=tag:pxelinux,pxelinux.0",
 	}
+	for _, mac := range d.PXELinux {
+		a = append(a, "--dhcp-host="+mac+",set:pxelinux")
+	}
+	return a
 }
 
 // StartDHCP runs dnsmasq on the bridge with d until Close.
