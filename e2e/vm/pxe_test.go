@@ -297,7 +297,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		}
 	}
 	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
-		t.Skipf("SKIPPED: the ipmi hardware type runs with the host's Ironic (2023.1) only, not %s (%v): the series' root filesystems carry no ipmitool", series, err)
+		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v); see the README for what the other series need", series, err)
 	}
 	bed := provisioningNetwork(t)
 	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}

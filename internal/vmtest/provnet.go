@@ -2,7 +2,6 @@ package vmtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -230,7 +228,9 @@ func (p *ProvNet) Close() {
 		f.Close()
 	}
 	p.taps = nil
-	if err := ip(context.Background(), "netns", "del", p.Name); err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "No such file") {
-		fmt.Fprintf(os.Stderr, "vmtest: %v\n", err)
+	if err := ip(context.Background(), "netns", "del", p.Name); err != nil {
+		// Close has no caller to tell; a namespace left behind must
+		// not go unnoticed.
+		fmt.Fprintf(os.Stderr, "vmtest: provisioning network: %v\n", err)
 	}
 }
