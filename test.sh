@@ -49,6 +49,7 @@ APT_PACKAGES=(
 	python3-ironic-inspector
 	qemu-system-x86
 	qemu-utils
+	syslinux-common
 	time
 	udev
 	util-linux

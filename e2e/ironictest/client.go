@@ -92,6 +92,8 @@ type NodeSpec struct {
 	// IPMI, when set, is the driver_info of an ipmi node (ipmitool power
 	// and management, pxe boot; Config.IPMI) instead of fake-hardware.
 	IPMI map[string]any
+	// BootInterface replaces an ipmi node's pxe (ipxe: Config.NetBoot).
+	BootInterface string
 }
 
 // createWithInstanceInfo is nodes.CreateOpts with instance_info, which
@@ -148,6 +150,9 @@ func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*nodes.Node, er
 	if spec.IPMI != nil {
 		opts.Driver, opts.DriverInfo = "ipmi", spec.IPMI
 		opts.BootInterface, opts.PowerInterface, opts.ManagementInterface = "pxe", "ipmitool", "ipmitool"
+		if spec.BootInterface != "" {
+			opts.BootInterface = spec.BootInterface
+		}
 	}
 	n, err := nodes.Create(ctx, c.Service, opts).Extract()
 	return n, explain(err)

@@ -2,7 +2,9 @@ package ironictest
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -24,7 +26,10 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //   - fake-hardware with fake power/management/boot: no BMC, DHCP or TFTP.
 //     (manual-management cannot load: it supports only pxe/ipxe boot.)
 //     Config.IPMI adds the ipmi hardware type with ipmitool power and
-//     management and pxe boot, for nodes behind a simulated BMC.
+//     management and pxe boot, for nodes behind a simulated BMC;
+//     Config.NetBoot adds ipxe and the settings a provisioning network
+//     needs (http_url, kernel parameters, boot loaders, inspection's
+//     kernel parameters).
 //   - deploy direct: the agent deploy interface; inspect inspector: Ironic
 //     drives ironic-inspector; raid agent: nodes accept RAID steps from the agent.
 //   - ramdisk_heartbeat_timeout short: the agent heartbeats every 0.3-0.6 of
@@ -73,6 +78,9 @@ func ironicConf(c Config, dir string) string {
 	if c.IPMI {
 		hw, power, mgmt, boot = hw+",ipmi", power+",ipmitool", mgmt+",ipmitool", boot+",pxe"
 		defaultFake = func(string, ...any) {}
+		if c.NetBoot != nil {
+			boot += ",ipxe"
+		}
 	}
 	w("enabled_hardware_types = %s", hw)
 	w("enabled_power_interfaces = %s", power)
@@ -167,7 +175,11 @@ func ironicConf(c Config, dir string) string {
 	w("certificates_path = %s", p("state", "certificates"))
 	w("")
 	w("[deploy]")
-	w("http_url = http://127.0.0.1:8088/httpboot")
+	if c.NetBoot != nil {
+		w("http_url = %s", c.NetBoot.HTTPURL)
+	} else {
+		w("http_url = http://127.0.0.1:8088/httpboot")
+	}
 	w("http_root = %s", p("http", "httpboot"))
 	w("fast_track = %t", c.FastTrack)
 	if !c.DefaultErasePriorities {
@@ -185,6 +197,16 @@ func ironicConf(c Config, dir string) string {
 	w("instance_master_path = %s", p("state", "master_images"))
 	w("tftp_root = %s", p("state", "tftpboot"))
 	w("tftp_master_path = %s", p("state", "tftpboot", "master_images"))
+	if nb := c.NetBoot; nb != nil {
+		w("kernel_append_params = %s", nb.KernelParams)
+		if len(nb.Loaders) > 0 {
+			var l []string
+			for _, name := range slices.Sorted(maps.Keys(nb.Loaders)) {
+				l = append(l, name+":"+nb.Loaders[name])
+			}
+			w("loader_file_paths = %s", strings.Join(l, ","))
+		}
+	}
 	w("")
 	w("[dhcp]")
 	w("dhcp_provider = none")
@@ -225,6 +247,9 @@ func ironicConf(c Config, dir string) string {
 	}
 	w("power_off = true")
 	w("require_managed_boot = false")
+	if c.NetBoot != nil && c.NetBoot.InspectionParams != "" {
+		w("extra_kernel_params = %s", c.NetBoot.InspectionParams)
+	}
 	if c.Series.HasAgentInspection() {
 		// Built-in inspection: Ironic's default hooks plus the optional
 		// ones that read what the agent sends (LLDP, memory, CPUs, disks,

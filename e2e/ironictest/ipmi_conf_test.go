@@ -41,3 +41,24 @@ func TestIronicConfIPMI(t *testing.T) {
 		t.Errorf("ironic.conf without IPMI mentions ipmi:\n%s", conf)
 	}
 }
+
+// TestIronicConfNetBoot: Config.NetBoot enables ipxe beside pxe and writes
+// the provisioning network's settings.
+func TestIronicConfNetBoot(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, NetBoot: &NetBoot{HTTPURL: "http://10.99.0.1:8088",
+		KernelParams: "nofb console=ttyS0,115200", InspectionParams: "ipa-collect-lldp=1",
+		Loaders: map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "ipxe.efi": "/usr/lib/ipxe/ipxe.efi"}}}
+	c.defaults()
+	conf := ironicConf(c, c.Dir)
+	for _, want := range []string{
+		"enabled_boot_interfaces = fake,pxe,ipxe\n",
+		"http_url = http://10.99.0.1:8088\n",
+		"kernel_append_params = nofb console=ttyS0,115200\n",
+		"loader_file_paths = ipxe.efi:/usr/lib/ipxe/ipxe.efi,undionly.kpxe:/usr/lib/ipxe/undionly.kpxe\n",
+		"extra_kernel_params = ipa-collect-lldp=1\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with NetBoot lacks %q:\n%s", want, conf)
+		}
+	}
+}

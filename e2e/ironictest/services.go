@@ -64,6 +64,10 @@ type Config struct {
 	// management, pxe boot) for nodes behind a real IPMI LAN endpoint, such
 	// as vmtest's ipmi_sim.
 	IPMI bool
+	// NetBoot, with IPMI, also enables the ipxe boot interface and
+	// configures what Ironic writes for network boots on a provisioning
+	// network the test serves (DHCP, TFTP and HTTP are the test's).
+	NetBoot *NetBoot
 	// InspectorCallbackURL is ironic-inspector's address as the machines
 	// reach it, which Ironic writes into the ramdisk's parameters when it
 	// boots an inspection itself (a pxe boot interface); Ironic refuses a
@@ -85,6 +89,24 @@ type Config struct {
 	// serves inspection, cleaning and deploy; ironic-inspector then leaves
 	// the node powered on after introspection. Default off.
 	FastTrack bool
+}
+
+// NetBoot is what Ironic's pxe and ipxe boot interfaces are told about the
+// provisioning network.
+type NetBoot struct {
+	// HTTPURL is [deploy]http_url: Config.Dir/http/httpboot (HTTPRoot) as
+	// the machines reach it; Ironic's iPXE scripts and the ramdisks it
+	// stages are fetched from there.
+	HTTPURL string
+	// KernelParams is [pxe]kernel_append_params, the operator's part of
+	// the ramdisk's command line (Ironic adds ipa-api-url and the rest).
+	KernelParams string
+	// Loaders is [pxe]loader_file_paths: boot loaders Ironic copies from
+	// the host into its HTTP root (name -> host file).
+	Loaders map[string]string
+	// InspectionParams is [inspector]extra_kernel_params, added to the
+	// command line of an inspection Ironic boots.
+	InspectionParams string
 }
 
 func (c *Config) defaults() {
@@ -178,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	if !cfg.Series.Host() && cfg.RootFS == "" {
 		return nil, fmt.Errorf("ironictest: series %s runs from a root filesystem: set Config.RootFS (EnsureRootFS)", string(cfg.Series))
 	}
-	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "http/httpboot"} {
+	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "state/tftpboot", "http/httpboot"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
 			return nil, err
 		}
@@ -296,6 +318,14 @@ func (s *Services) HostPath(p string) string {
 
 // Series is the Ironic release that runs.
 func (s *Services) Series() Series { return s.cfg.Series }
+
+// HTTPRoot is [deploy]http_root on the host: the files Ironic serves to
+// network-booting machines (Config.NetBoot's HTTPURL).
+func (s *Services) HTTPRoot() string { return filepath.Join(s.cfg.Dir, "http", "httpboot") }
+
+// TFTPRoot is [pxe]tftp_root on the host, where the pxe boot interface
+// puts Config.NetBoot's loaders.
+func (s *Services) TFTPRoot() string { return filepath.Join(s.cfg.Dir, "state", "tftpboot") }
 
 func (s *Services) ironicConf() string    { return filepath.Join(s.procDir(), "etc", "ironic.conf") }
 func (s *Services) inspectorConf() string { return filepath.Join(s.procDir(), "etc", "inspector.conf") }

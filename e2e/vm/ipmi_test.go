@@ -24,8 +24,9 @@ import (
 // starts over IPMI, runs the agent, which reads the same BMC over KCS: the
 // inventory's bmc_address and bmc_mac are the ipmi_address Ironic used and
 // the BMC's MAC. Then automated cleaning, booted and powered off by Ironic
-// over IPMI as well. Under SeaBIOS; Ironic's PXE configuration is not served
-// yet, so a network boot hands QEMU the ramdisk's kernel directly.
+// over IPMI as well. Under SeaBIOS; the machine has no provisioning
+// network, so a network boot hands QEMU the ramdisk's kernel directly
+// (TestVMPXEBIOS boots it through Ironic's iPXE configuration).
 func TestVMIPMIBIOS(t *testing.T) { ipmiLifecycle(t, "bios", 0) }
 
 // TestVMIPMIUEFI is TestVMIPMIBIOS under OVMF: Ironic sets the boot device
@@ -69,19 +70,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		}
 	}
 	testStart := time.Now()
-	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
-			if vm := bmc.VM(); vm != nil {
-				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 80))
-			}
-		}
-		bmc.Close()
-	})
+	bmc := startBMC(t, ctx, m, vmtest.Options{})
 	// What Ironic's PXE configuration would give an inspection ramdisk.
 	bmc.SetKernelArgs(s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0])
 

@@ -59,6 +59,12 @@ type suite struct {
 	// series is the Ironic release the services run ($IRONIC_SERIES).
 	series ironictest.Series
 	svcErr error
+
+	// pxe is the provisioning network of the network-boot tests, with
+	// its own Ironic (provisioningNetwork).
+	pxeOnce sync.Once
+	pxe     *pxeBed
+	pxeErr  error
 }
 
 // theSuite is set by TestMain before any test runs and torn down after.
@@ -80,6 +86,9 @@ func runMain(m *testing.M) int {
 	code := m.Run()
 	if theSuite.services != nil {
 		theSuite.services.Close()
+	}
+	if theSuite.pxe != nil {
+		theSuite.pxe.Close()
 	}
 	if os.Getenv("E2E_KEEP") == "" {
 		os.RemoveAll(dir)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ const BMCOpenIPMI = "openipmi"
 // (ipmi_sim's own names are in parseControl).
 const (
 	BootNone  = "none"  // no override: the machine as configured
-	BootPXE   = "pxe"   // the network: Machine.Kernel and Initrd (PXE itself is not simulated yet)
+	BootPXE   = "pxe"   // the network: the NICs with PXE (Machine.NetBoot), else Machine.Kernel and Initrd as a stand-in
 	BootDisk  = "disk"  // the disks: no kernel, no CD, the firmware's own order
 	BootCDROM = "cdrom" // Machine.ISO
 )
@@ -57,7 +58,8 @@ type IPMISim struct {
 	appendArgs string
 	boot       string
 	vm         *VM
-	killed     *VM // the VM the BMC powered off, whose exit is no guest power-off
+	vms        []*VM // of every power-on, in order
+	killed     *VM   // the VM the BMC powered off, whose exit is no guest power-off
 	boots      int
 	events     []string
 	changed    chan struct{} // closed and replaced on every power change
@@ -121,7 +123,7 @@ func StartIPMISim(ctx context.Context, m Machine, opts Options) (*IPMISim, error
 	}
 	// -n: no command console on stdin; -s: persistent state (users, LAN
 	// parameters, SEL) here, not below /var.
-	cmd := exec.Command("ipmi_sim", "-n", "-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "sim.emu"), "-s", state)
+	cmd := inNetns(opts.Netns, "ipmi_sim", "-n", "-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "sim.emu"), "-s", state)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The control program is this binary; built with -race, it would
 	// sleep 1 s at every exit, and ipmi_sim waits for it.
@@ -155,7 +157,13 @@ func (b *BMC) LANAddr() string {
 func (s *IPMISim) waitLAN(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := net.Dial("udp", s.machine.BMC.LANAddr())
+	var c net.Conn
+	var err error
+	if ns := s.opts.Netns; ns != "" {
+		err = doInNetns(ns, func() (err error) { c, err = net.Dial("udp", s.machine.BMC.LANAddr()); return err })
+	} else {
+		c, err = net.Dial("udp", s.machine.BMC.LANAddr())
+	}
 	if err != nil {
 		return err
 	}
@@ -240,6 +248,17 @@ func (s *IPMISim) VM() *VM {
 	return s.vm
 }
 
+// VMOfBoot is the QEMU of power-on number n (from 1), nil if there was
+// none.
+func (s *IPMISim) VMOfBoot(n int) *VM {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 1 || n > len(s.vms) {
+		return nil
+	}
+	return s.vms[n-1]
+}
+
 // Boots is how many times the machine was powered on.
 func (s *IPMISim) Boots() int {
 	s.mu.Lock()
@@ -313,6 +332,10 @@ func (s *IPMISim) bootMachine(dev string) (Machine, error) {
 	switch dev {
 	case BootNone:
 	case BootPXE:
+		if slices.ContainsFunc(m.NICs, func(n NIC) bool { return n.PXE }) {
+			m.Kernel, m.Initrd, m.ISO, m.NetBoot = "", "", "", true
+			break
+		}
 		if m.Kernel == "" {
 			return m, errors.New("network boot: the machine has no kernel to stand in for PXE")
 		}
@@ -350,6 +373,7 @@ func (s *IPMISim) powerOnLocked(from string) error {
 		return err
 	}
 	s.vm = vm
+	s.vms = append(s.vms, vm)
 	s.boots++
 	s.notifyLocked(fmt.Sprintf("power on by %s (boot %s)", from, s.boot))
 	go func() {

@@ -51,6 +51,10 @@ type NIC struct {
 	// File is this NIC's own tap ("fd") or stream socket ("stream"),
 	// for a machine with more than one such NIC; nil: Options.Tap.
 	File *os.File
+	// PXE makes the card one the firmware can boot from (SeaBIOS:
+	// through QEMU's iPXE option ROM, Debian's ipxe-qemu; OVMF: through
+	// its own driver and PXE client); see Machine.NetBoot.
+	PXE bool
 }
 
 // SMBIOS holds the identities QEMU puts into the firmware tables.
@@ -79,6 +83,9 @@ type Machine struct {
 	// Monitor is the path of a Unix socket for QEMU's human monitor
 	// (VM.Monitor: set_link to pull a NIC's cable); "" for none.
 	Monitor string
+	// NetBoot puts the NICs with PXE first in the firmware's boot order
+	// (with no Kernel and no ISO): the machine boots from the network.
+	NetBoot bool
 	// GuestFwd maps a guest address (10.0.2.100:80) to a host TCP address
 	// (127.0.0.1:8080), reached through RelayCommand.
 	GuestFwd map[string]string
@@ -314,8 +321,21 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			return nil, fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
 		}
 		// romfile= (none): no iPXE option ROM, so the firmware does not try
-		// to network-boot and prints less.
-		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s,romfile=", n.Model, next(), i, n.MAC))
+		// to network-boot and prints less. A PXE card under SeaBIOS, which
+		// has no network stack, keeps QEMU's default ROM (iPXE); OVMF has
+		// its own virtio-net driver and PXE client, which fetch the boot
+		// loader DHCP names over TFTP as a server's NIC firmware would.
+		// bootindex puts the card before the disks.
+		rom := ",romfile="
+		if n.PXE {
+			if m.Firmware == "bios" {
+				rom = ""
+			}
+			if m.NetBoot {
+				rom += fmt.Sprintf(",bootindex=%d", i)
+			}
+		}
+		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, next(), i, n.MAC, rom))
 	}
 	if m.BMC != nil {
 		// ISA, not PCI: no slot is taken, so the by-path names and PCI

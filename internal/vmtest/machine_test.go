@@ -57,6 +57,31 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestArgsNetBoot: a PXE NIC keeps QEMU's iPXE ROM and, on a network
+// boot, comes first in the boot order; the machine gets no kernel.
+func TestArgsNetBoot(t *testing.T) {
+	m := DefaultMachine("bios")
+	m.Dir = "/work/vm"
+	m.NICs[0].Backend, m.NICs[0].PXE = "fd", true
+	for _, tc := range []struct {
+		netBoot bool
+		want    string
+	}{
+		{false, "virtio-net-pci,addr=0x07,netdev=n0,mac=52:54:00:12:34:01 "},
+		{true, "virtio-net-pci,addr=0x07,netdev=n0,mac=52:54:00:12:34:01,bootindex=0 "},
+	} {
+		m.NetBoot = tc.netBoot
+		a, err := m.Args(RelayCommand, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := strings.Join(a, " ") + " "
+		if !strings.Contains(cl, tc.want) || !strings.Contains(cl, "e1000,addr=0x08,netdev=n1,mac=52:54:00:12:34:02,romfile=") || strings.Contains(cl, "-kernel") {
+			t.Errorf("NetBoot %v: want %q, the other NIC without a ROM and no kernel:\n%s", tc.netBoot, tc.want, cl)
+		}
+	}
+}
+
 func TestCreateDisks(t *testing.T) {
 	m := DefaultMachine("bios")
 	m.Dir = t.TempDir()

@@ -68,40 +68,46 @@ func NewNetns(ctx context.Context, name, tap, mac, dir string) (*Netns, error) {
 // openTap creates a tap device inside namespace ns and returns its file.
 // The device lives as long as the file is open (it is not persistent).
 func openTap(ns, name string) (*os.File, error) {
-	type result struct {
-		f   *os.File
-		err error
-	}
-	ch := make(chan result, 1)
+	var f *os.File
+	err := doInNetns(ns, func() (err error) {
+		f, err = tunOpen(name)
+		return err
+	})
+	return f, err
+}
+
+// doInNetns runs fn on an OS thread inside namespace ns and waits for it.
+// Sockets and devices fn opens stay in that namespace. setns changes the
+// calling thread only: the thread is thrown away afterwards if it cannot
+// be switched back.
+func doInNetns(ns string, fn func() error) error {
+	ch := make(chan error, 1)
 	go func() {
-		// setns changes the calling thread only: do it on a locked thread
-		// that is thrown away afterwards if it cannot be switched back.
 		runtime.LockOSThread()
 		orig, err := netns.Get()
 		if err != nil {
-			ch <- result{nil, err}
+			ch <- err
 			return
 		}
 		defer orig.Close()
 		target, err := netns.GetFromName(ns)
 		if err != nil {
-			ch <- result{nil, fmt.Errorf("netns %s: %w", ns, err)}
+			ch <- fmt.Errorf("netns %s: %w", ns, err)
 			runtime.UnlockOSThread()
 			return
 		}
 		defer target.Close()
 		if err := netns.Set(target); err != nil {
-			ch <- result{nil, fmt.Errorf("setns %s: %w", ns, err)}
+			ch <- fmt.Errorf("setns %s: %w", ns, err)
 			return
 		}
-		f, err := tunOpen(name)
+		err = fn()
 		if netns.Set(orig) == nil {
 			runtime.UnlockOSThread()
 		}
-		ch <- result{f, err}
+		ch <- err
 	}()
-	r := <-ch
-	return r.f, r.err
+	return <-ch
 }
 
 func tunOpen(name string) (*os.File, error) {

@@ -58,6 +58,11 @@ type Options struct {
 	Echo func(Line)
 	// ConsoleInput lets VM.Type write to the serial console.
 	ConsoleInput bool
+	// Netns runs QEMU (and StartIPMISim's ipmi_sim) inside that network
+	// namespace (a name under /run/netns): its slirp NICs, chardev
+	// sockets and the BMC's LAN channel are the namespace's. Empty: this
+	// process's namespace.
+	Netns string
 }
 
 // Start boots m. The serial console goes to m.Dir/serial.log, each line
@@ -105,7 +110,7 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vmtest: %w", err)
 	}
-	cmd := exec.Command(vm.Cmdline[0], args...)
+	cmd := inNetns(opts.Netns, vm.Cmdline[0], args...)
 	if opts.Tap != nil {
 		cmd.ExtraFiles = []*os.File{opts.Tap}
 	}
@@ -277,6 +282,16 @@ func (vm *VM) Kill() {
 		_ = syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGKILL)
 		<-vm.done
 	}
+}
+
+// inNetns is the command name args, run inside network namespace ns by
+// ip-netns-exec(8) (which execs it: the PID is the program's) when ns is
+// set.
+func inNetns(ns, name string, args ...string) *exec.Cmd {
+	if ns == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
 }
 
 func copyFile(src, dst string) error {

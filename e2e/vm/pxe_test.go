@@ -1,0 +1,646 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// The provisioning network of the network-boot tests: everything lives in
+// a network namespace of its own, so its ports are not the host's.
+var (
+	pxeNet       = netip.MustParsePrefix("10.99.0.1/24")
+	pxeHTTP      = "10.99.0.1:8088" // Ironic's HTTP root and the test's images
+	pxeDHCPFirst = netip.MustParseAddr("10.99.0.100")
+	pxeDHCPLast  = netip.MustParseAddr("10.99.0.199")
+)
+
+// pxeKernelParams is [pxe]kernel_append_params: Ironic's default (nofb
+// nomodeset vga=normal) plus what an operator adds for a serial console;
+// panic=-1 makes a guest panic a power-off the BMC sees, and
+// cryptomgr.notests saves the kernel's crypto self-tests under TCG (as the
+// harness's own kernel boots do).
+const pxeKernelParams = "nofb nomodeset vga=normal console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests"
+
+// pxeInspectionParams is [inspector]extra_kernel_params: one more
+// collector, so the test sees the parameter reach the agent.
+const pxeInspectionParams = "ipa-inspection-collectors=default,logs,pci-devices"
+
+// pxeBed is the provisioning network with Ironic and ironic-inspector
+// inside it, shared by the network-boot tests of the package.
+type pxeBed struct {
+	net      *vmtest.ProvNet
+	svc      *ironictest.Services
+	s        *suite // the clients, in the shape the helpers take
+	mu       sync.Mutex
+	images   map[string]string // /images/NAME -> host file
+	requests []string          // "GET /path" served, in order
+	configs  []string          // the iPXE configs served (pxelinux.cfg/MAC), in order
+}
+
+func (b *pxeBed) Close() {
+	if b.svc != nil {
+		_ = b.svc.Close()
+	}
+	b.net.Close()
+}
+
+// serveImage makes the host file path available at
+// http://pxeHTTP/images/name.
+func (b *pxeBed) serveImage(name, path string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.images[name] = path
+	return "http://" + pxeHTTP + "/images/" + name
+}
+
+// served lists the requests whose path starts with prefix.
+func (b *pxeBed) served(prefix string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, r := range b.requests {
+		if _, p, _ := strings.Cut(r, " "); strings.HasPrefix(p, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (b *pxeBed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	b.requests = append(b.requests, r.Method+" "+r.URL.Path)
+	img, isImage := strings.CutPrefix(r.URL.Path, "/images/")
+	file := b.images[img]
+	b.mu.Unlock()
+	if strings.HasPrefix(r.URL.Path, "/pxelinux.cfg/") {
+		// What Ironic's template wrote, as iPXE got it.
+		if c, err := os.ReadFile(filepath.Join(b.svc.HTTPRoot(), filepath.FromSlash(path.Clean(r.URL.Path)))); err == nil {
+			b.mu.Lock()
+			b.configs = append(b.configs, string(c))
+			b.mu.Unlock()
+		}
+	}
+	if isImage {
+		if file == "" {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeFile(w, r, file)
+		return
+	}
+	http.FileServer(http.Dir(b.svc.HTTPRoot())).ServeHTTP(w, r)
+}
+
+// provisioningNetwork makes the bed once per test binary: the namespace
+// and bridge, dnsmasq, the HTTP server, Ironic (ipmi + ipxe) and
+// ironic-inspector listening on the bridge's address.
+func provisioningNetwork(t *testing.T) *pxeBed {
+	t.Helper()
+	s := theSuite
+	s.pxeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		start := time.Now()
+		s.pxe, s.pxeErr = startPXEBed(ctx, filepath.Join(s.dir, "provisioning"))
+		if s.pxeErr == nil {
+			t.Logf("provisioning network, dnsmasq, Ironic and ironic-inspector up in %.1fs", time.Since(start).Seconds())
+		}
+	})
+	if s.pxeErr != nil {
+		t.Fatalf("provisioning network: %v", s.pxeErr)
+	}
+	mark := s.pxe.svc.Mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
+			t.Logf("dnsmasq log (end):\n%s", tail(s.pxe.net.DHCPLog(), 40))
+			t.Logf("HTTP requests: %s", strings.Join(s.pxe.served("/"), ", "))
+		}
+	})
+	return s.pxe
+}
+
+func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+		return nil, err
+	}
+	pn, err := vmtest.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
+	if err != nil {
+		return nil, err
+	}
+	b := &pxeBed{net: pn, images: map[string]string{}}
+	svcDir := filepath.Join(dir, "services")
+	if err := os.MkdirAll(svcDir, 0o755); err != nil {
+		b.Close()
+		return nil, err
+	}
+	host := pxeNet.Addr().String()
+	b.svc, err = ironictest.Start(ctx, ironictest.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true,
+		NetBoot: &ironictest.NetBoot{
+			HTTPURL:      "http://" + pxeHTTP,
+			KernelParams: pxeKernelParams,
+			// The chainloaders dnsmasq hands to firmware that is not
+			// iPXE yet: Ironic copies them into its TFTP root (and its
+			// HTTP root), dnsmasq serves the TFTP root.
+			Loaders: map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "snponly.efi": "/usr/lib/ipxe/snponly.efi",
+				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32"},
+			InspectionParams: pxeInspectionParams,
+		}})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.s = &suite{series: ironictest.Series2023_1}
+	if b.s.ironic, err = b.svc.Client(); err == nil {
+		b.s.inspector, err = b.svc.InspectorClient()
+	}
+	if err == nil {
+		err = pn.Serve(pxeHTTP, b)
+	}
+	if err == nil {
+		err = pn.StartDHCP(vmtest.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
+			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
+			PXELinux: []string{pxeMAC(pxeLinuxNode, 0)}})
+	}
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// lastKernelLine is the parameters of the deploy ramdisk's kernel line in
+// the last iPXE config served (":deploy", "kernel URL PARAMS... || goto
+// retry"), "" if none.
+func (b *pxeBed) lastKernelLine() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.configs) == 0 {
+		return ""
+	}
+	_, deploy, _ := strings.Cut(b.configs[len(b.configs)-1], "\n:deploy\n")
+	for l := range strings.Lines(deploy) {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "kernel" {
+			line, _, _ := strings.Cut(strings.Join(f[2:], " "), " || ")
+			return line
+		}
+	}
+	return ""
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestVMPXEBIOS is the lifecycle Ironic drives over the network under
+// SeaBIOS: a node of the ipmi hardware type with the ipxe boot interface
+// behind ipmi_sim, on a provisioning network (bridge, dnsmasq, Ironic's
+// HTTP root) in a namespace. Ironic powers the machine on with boot device
+// pxe; the NIC's iPXE ROM asks dnsmasq, gets Ironic's boot.ipxe, which
+// chains to the node's config and loads the ramdisk with the kernel
+// parameters Ironic wrote. Inspection, cleaning and a deploy run that way,
+// no test code starting QEMU: every boot is a power-on through the BMC.
+func TestVMPXEBIOS(t *testing.T) { pxeLifecycle(t, "bios", 0) }
+
+// TestVMPXEUEFI is TestVMPXEBIOS under OVMF: the firmware's own PXE gets
+// snponly.efi over TFTP from dnsmasq, which as iPXE comes back for
+// boot.ipxe.
+func TestVMPXEUEFI(t *testing.T) { pxeLifecycle(t, "uefi", 1) }
+
+// TestVMPXELinuxBIOS is an inspection booted by Ironic's pxe boot
+// interface under SeaBIOS: dnsmasq hands this machine pxelinux.0 (Debian's
+// pxelinux; ldlinux.c32 from syslinux-common, both copied into tftp_root by
+// Ironic), which reads the node's pxelinux.cfg/01-MAC that Ironic wrote and
+// loads the ramdisk from tftp_root, all over TFTP; "ipappend 2" gives
+// BOOTIF in PXELINUX's 01-aa-bb-cc-dd-ee-ff form.
+func TestVMPXELinuxBIOS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	p := newPXENode(t, ctx, "bios", pxeLinuxNode, "pxe")
+	vm := p.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
+	p.waitOff("inspection")
+	data := p.s.inspectionData(t, ctx, p.node.UUID, time.Minute)
+	hyp := "01-" + strings.ReplaceAll(p.macs[0], ":", "-")
+	if got := data["boot_interface"]; got != hyp {
+		t.Errorf("inspection boot_interface = %v, want PXELINUX's BOOTIF %s", got, hyp)
+	}
+	if slices.Contains(vm.Cmdline, "-kernel") {
+		t.Errorf("a network boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+	}
+	log := p.bed.net.DHCPLog()
+	for _, f := range []string{"pxelinux.0", "ldlinux.c32", "pxelinux.cfg/" + hyp, p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"} {
+		if !strings.Contains(log, "/tftpboot/"+f+" to ") {
+			t.Errorf("dnsmasq did not send %s over TFTP", f)
+		}
+	}
+	inv, _ := data["inventory"].(map[string]any)
+	checkInventory(t, inv, p.m)
+	checkBootIF(t, vm)
+	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors")
+}
+
+// pxeNode is one machine on the provisioning network behind its BMC,
+// enrolled in the bed's Ironic as an ipmi node and manageable.
+type pxeNode struct {
+	t    *testing.T
+	ctx  context.Context
+	bed  *pxeBed
+	s    *suite
+	m    vmtest.Machine
+	bmc  *vmtest.IPMISim
+	node *nodes.Node
+	macs [2]string
+	disk string // the host file of the machine's only disk
+}
+
+// newPXENode skips unless the network-boot tests can run, and makes
+// machine n (its MACs, BMC address and tap) under firmware fw, enrolled
+// with bootInterface (ipxe or pxe).
+func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterface string) *pxeNode {
+	t.Helper()
+	rd := ramdisk(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: a provisioning network in a namespace, Ironic, dnsmasq and ipmi_sim in it")
+	}
+	for _, p := range []string{"ipmi_sim", "ipmitool", "dnsmasq"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian packages openipmi, ipmitool, dnsmasq-base; in test.sh)", p)
+		}
+	}
+	for f, pkg := range pxeLoaders {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
+		}
+	}
+	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
+		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v); see the README for what the other series need", series, err)
+	}
+	bed := provisioningNetwork(t)
+	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}
+	m := vmtest.DefaultMachine(fw)
+	m.Name = "ironic-agent-pxe-" + fw
+	m.Dir = vmDir(t)
+	// The first NIC is on the provisioning network and boots; the second
+	// is an isolated slirp NIC whose DHCP answers too: BOOTIF must pick
+	// the first.
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: p.macs[0], Backend: "fd", PXE: true},
+		{Model: "e1000", MAC: p.macs[1], Backend: "isolated"}}
+	// One disk: SeaBIOS boots only the first hard disk it finds, whose
+	// order is not the PCI slots'. 5 GiB (sparse): a root disk the agent
+	// accepts.
+	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
+	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(11 + n)})
+	// LAN port 623, the VM port: the namespace's, not the host's.
+	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
+		LANAddress: bmcAddr.String(), LANPort: 623, LANMAC: fmt.Sprintf("02:00:00:99:00:%02x", 11+n),
+		User: "ironic", Password: "ipmi-s3cret", VMPort: 9002 + n}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	p.m, p.disk = m, m.DiskPath("vblk")
+	if err := bed.net.AddAddress(ctx, bmcAddr); err != nil {
+		t.Fatal(err)
+	}
+	tap, err := bed.net.AddTap(ctx, fmt.Sprintf("pxetap%d", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tap.Close() })
+	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name})
+
+	// The deploy ramdisk Ironic stages for the firmware: the bzImage and
+	// the compressed initramfs.
+	driverInfo := map[string]any{
+		"ipmi_address":      bmcAddr.String(),
+		"ipmi_port":         m.BMC.LANPort,
+		"ipmi_username":     m.BMC.User,
+		"ipmi_password":     m.BMC.Password,
+		"ipmi_cipher_suite": 3, // ipmi_sim has no SHA-256 suite (see TestVMIPMIBIOS)
+		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
+		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
+	}
+	p.node = enroll(t, ctx, p.s, ironictest.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: "inspector",
+		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs)
+	return p
+}
+
+// pxeMAC is the MAC of NIC i of pxeNode n.
+func pxeMAC(n, i int) string { return fmt.Sprintf("52:54:00:6d:%02x:%02x", 0x20+n, 1+i) }
+
+// pxeLinuxNode is the pxeNode that Ironic's pxe boot interface boots:
+// dnsmasq hands it PXELINUX.
+const pxeLinuxNode = 2
+
+// pxeTarget is the serial of a pxeNode's disk.
+const pxeTarget = "LAB-VBLK-0001"
+
+// pxeLoaders are the boot loaders the bed hands out (file: package).
+var pxeLoaders = map[string]string{"/usr/lib/ipxe/undionly.kpxe": "ipxe", "/usr/lib/ipxe/snponly.efi": "ipxe",
+	"/usr/lib/ipxe/qemu/efi-virtio.rom": "ipxe-qemu", "/usr/lib/PXELINUX/pxelinux.0": "pxelinux",
+	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common"}
+
+// waitOff waits until Ironic reports the node off after what, and checks
+// the machine is.
+func (p *pxeNode) waitOff(what string) {
+	p.t.Helper()
+	if _, err := p.s.ironic.WaitFor(p.ctx, p.node.UUID, 2*time.Minute, "power off after "+what, func(n *nodes.Node) bool {
+		return n.PowerState == "power off" && n.TargetPowerState == ""
+	}); err != nil {
+		p.t.Fatal(err)
+	}
+	if p.bmc.On() {
+		p.t.Errorf("%s: Ironic reports power off, the machine runs", what)
+	}
+}
+
+// phase has Ironic take the node to target and waits for state want; it
+// returns the VM of the first power-on on the way.
+func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+	t := p.t
+	t.Helper()
+	boots := p.bmc.Boots()
+	start := time.Now()
+	if err := p.s.ironic.Provision(p.ctx, p.node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.ironic.WaitState(p.ctx, p.node.UUID, want, timeout); err != nil {
+		t.Fatal(err)
+	}
+	vm := p.bmc.VMOfBoot(boots + 1)
+	if vm == nil {
+		t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(p.bmc.Events(), "; "))
+	}
+	hb := "?"
+	if l, ok := vm.Find("heartbeat successful"); ok {
+		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
+	}
+	t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
+		what, time.Since(start).Seconds(), want, p.bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
+	return vm
+}
+
+func pxeLifecycle(t *testing.T, fw string, n int) {
+	testStart := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	p := newPXENode(t, ctx, fw, n, "ipxe")
+	bed, s, m, bmc, node, macs, disk := p.bed, p.s, p.m, p.bmc, p.node, p.macs, p.disk
+	// Something for cleaning's metadata erase to remove.
+	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
+	waitOff, phase := p.waitOff, p.phase
+
+	// Inspection: Ironic prepares the ipxe boot with the inspection
+	// callback and powers the machine on.
+	vm := phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
+	waitOff("inspection")
+	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
+	inv, _ := data["inventory"].(map[string]any)
+	checkInventory(t, inv, m)
+	if got := inv["bmc_address"]; got != m.BMC.LANAddress {
+		t.Errorf("inventory bmc_address = %v, want Ironic's ipmi_address %s", got, m.BMC.LANAddress)
+	}
+	// iPXE's ${mac}: the MAC as it is, which IPA keeps raw.
+	if got := data["boot_interface"]; got != macs[0] {
+		t.Errorf("inspection boot_interface = %v, want BOOTIF %s", got, macs[0])
+	}
+	if got := data["pci_devices"]; got == nil {
+		t.Errorf("no pci_devices in the inspection data: [inspector]extra_kernel_params' collectors did not reach the agent (keys %v)", keys(data))
+	}
+	cmdline := checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
+	checkParam(t, cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
+	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
+
+	// Cleaning: the ramdisk looks the node up at ipa-api-url, heartbeats
+	// with the global request id, and runs erase_devices_metadata.
+	vm = phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
+	waitOff("cleaning")
+	cmdline = checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
+	checkParam(t, cmdline, "ipa-api-url", "http://"+pxeNet.Addr().String()+":6385")
+	checkParsed(t, vm, "api_url", "global_request_id")
+	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+		t.Error("cleaning did not erase the start of the vblk disk")
+	}
+	checkRequestID(t, bed, cmdline)
+	checkBootIF(t, vm)
+	checkAgentAddress(t, vm)
+
+	// Deploy: an image from the provisioning network's HTTP server onto
+	// the hinted disk; Ironic then sets the boot device to disk and power
+	// cycles the machine. Under SeaBIOS the image's boot sector prints
+	// diskBootMarker; under OVMF its ESP's GRUB prints uefiLoaderSays.
+	var img []byte
+	if fw == "bios" {
+		img = mbrImage()
+		copy(img[:440], markerBootSector()[:440])
+	} else {
+		img = uefiImage(t)
+	}
+	imgPath := filepath.Join(m.Dir, "image.raw")
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ops := append(imageInfo(bed.serveImage("image-"+fw+".raw", imgPath), img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": pxeTarget}})
+	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	bootsBefore := bmc.Boots()
+	vm = phase("deploy", nodes.TargetActive, "active", 10*time.Minute)
+	checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
+	vm = bmc.VM()
+	if got := bmc.BootDevice(); got != vmtest.BootDisk {
+		t.Errorf("BMC boot device after the deploy: %q, want disk", got)
+	}
+	if !bmc.On() || bmc.Boots() != bootsBefore+2 {
+		t.Errorf("deploy: %d power-ons, machine on %v; want 2 (ramdisk, then the disk), on", bmc.Boots()-bootsBefore, bmc.On())
+	}
+	// Under UEFI the agent moves the GPT backup header to the end of the
+	// disk, rewriting the protective MBR entry and the primary header (see
+	// TestVMDeployUEFI): compare from LBA 2.
+	from := 0
+	if fw == "uefi" {
+		from = 1024
+	}
+	if got := readAt(t, disk, int64(from), len(img)-from); !bytes.Equal(got, img[from:]) {
+		t.Errorf("the disk %s does not hold the image", pxeTarget)
+	}
+	marker := diskBootMarker
+	if fw == "uefi" {
+		marker = uefiLoaderSays
+	}
+	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer lcancel()
+	if l, err := vm.WaitFor(lctx, marker); err != nil {
+		t.Errorf("the boot after the deploy: %v", err)
+	} else {
+		t.Logf("the disk booted after the deploy: %q at %.1fs", l.Text, l.At.Seconds())
+	}
+	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
+	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), bmc.Boots())
+}
+
+// startBMC starts m's ipmi_sim, stopped when the test ends; a failed test
+// shows the BMC's events and the end of the last boot's console.
+func startBMC(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Options) *vmtest.IPMISim {
+	t.Helper()
+	bmc, err := vmtest.StartIPMISim(ctx, m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
+			if vm := bmc.VM(); vm != nil {
+				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 100))
+			}
+		}
+		bmc.Close()
+	})
+	return bmc
+}
+
+// checkNetBoot checks that vm booted from the network through Ironic's
+// files: boot.ipxe and the node's iPXE config fetched over HTTP (UEFI:
+// snponly.efi over TFTP first), no kernel handed to QEMU, and the
+// ramdisk's kernel line is what Ironic's template writes. It returns that
+// line's parameters.
+func checkNetBoot(t *testing.T, vm *vmtest.VM, bed *pxeBed, nodeUUID, mac, fw string) string {
+	t.Helper()
+	if vm == nil {
+		t.Fatal("no VM for a network boot")
+	}
+	if slices.Contains(vm.Cmdline, "-kernel") {
+		t.Errorf("a network boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+	}
+	hyp := strings.ReplaceAll(mac, ":", "-")
+	for _, p := range []string{"/boot.ipxe", "/pxelinux.cfg/" + hyp, "/" + nodeUUID + "/deploy_kernel", "/" + nodeUUID + "/deploy_ramdisk"} {
+		if len(bed.served(p)) == 0 {
+			t.Errorf("the network boot did not fetch http://%s%s", pxeHTTP, p)
+		}
+	}
+	if fw == "uefi" && !strings.Contains(bed.net.DHCPLog(), "snponly.efi to ") {
+		t.Errorf("dnsmasq did not send snponly.efi over TFTP")
+	}
+	cmdline := bed.lastKernelLine()
+	// Ironic's ipxe_config.template: its fixed words, the operator's
+	// kernel_append_params, ipa-debug (debug is on), BOOTIF from iPXE's
+	// ${mac}, the initrd's name.
+	for _, w := range append(strings.Fields(pxeKernelParams), "selinux=0", "troubleshoot=0", "text", "ipa-debug=1", "BOOTIF=${mac}", "initrd=deploy_ramdisk") {
+		if !slices.Contains(strings.Fields(cmdline), w) {
+			t.Errorf("kernel line of Ironic's iPXE config lacks %q: %s", w, cmdline)
+		}
+	}
+	return cmdline
+}
+
+// checkParam checks the value of kernel parameter name on cmdline.
+func checkParam(t *testing.T, cmdline, name, want string) {
+	t.Helper()
+	for f := range strings.FieldsSeq(cmdline) {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			if v != want {
+				t.Errorf("%s=%s, want %s", name, v, want)
+			}
+			return
+		}
+	}
+	t.Errorf("kernel command line has no %s: %s", name, cmdline)
+}
+
+// checkParsed checks that the agent took each named option from the
+// kernel command line (its debug log names where each value came from).
+func checkParsed(t *testing.T, vm *vmtest.VM, options ...string) {
+	t.Helper()
+	for _, o := range options {
+		l, ok := vm.Find("option=" + o + " ")
+		if !ok || !strings.Contains(l.Text, "kernel command line") {
+			t.Errorf("the agent did not take %s from the kernel command line: %q", o, l.Text)
+		}
+	}
+}
+
+// checkRequestID checks that the agent sent Ironic's global request id
+// (ipa-global-request-id) with its calls: Ironic logs it with them.
+func checkRequestID(t *testing.T, bed *pxeBed, cmdline string) {
+	t.Helper()
+	var id string
+	for f := range strings.FieldsSeq(cmdline) {
+		if v, ok := strings.CutPrefix(f, "ipa-global-request-id="); ok {
+			id = v
+		}
+	}
+	if id == "" {
+		t.Errorf("Ironic passed no ipa-global-request-id: %s", cmdline)
+		return
+	}
+	found := false
+	for _, f := range bed.svc.LogFiles() {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for l := range strings.Lines(string(b)) {
+			if strings.Contains(l, id) && strings.Contains(strings.ToLower(l), "heartbeat") {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		t.Errorf("Ironic logged no heartbeat with the global request id %s", id)
+	}
+}
+
+// checkBootIF checks that the init went on with the BOOTIF NIC's lease:
+// the lease logged last before "network ready" is the provisioning
+// network's, whichever NIC answered first.
+func checkBootIF(t *testing.T, vm *vmtest.VM) {
+	t.Helper()
+	lease := ""
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="DHCP lease"`) {
+			lease = l.Text
+		}
+		if strings.Contains(l.Text, `msg="network ready"`) {
+			break
+		}
+	}
+	if !strings.Contains(lease, "address=10.99.0.") {
+		t.Errorf("the init went on without the BOOTIF NIC's lease; last lease before network ready: %q", lease)
+	}
+}
+
+// checkAgentAddress checks that the agent calls back (over auto-TLS) on
+// the address of the BOOTIF NIC (the provisioning network's), not the
+// other NIC's.
+func checkAgentAddress(t *testing.T, vm *vmtest.VM) {
+	t.Helper()
+	l, ok := vm.Find("agent API listening")
+	if !ok || !strings.Contains(l.Text, "callback_url=https://10.99.0.") {
+		t.Errorf("the agent's callback URL is not on the provisioning network: %q", l.Text)
+	}
+}
