@@ -32,7 +32,7 @@ const (
 const (
 	sector   = 512
 	firstLBA = 2048           // the first partition, 1 MiB in
-	espSize  = 8 << 20        // FAT16 (mkfs.fat's choice), two GRUB images
+	espSize  = 8 << 20        // FAT12 (mkfs.fat's choice), two GRUB images
 	rootSize = 32 << 20       // ext4: kernel, initramfs, grub.cfg
 	gptSpare = int64(1 << 20) // room for the backup GPT at the end of the disk
 )
