@@ -8,11 +8,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,7 +19,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/osimage"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
@@ -199,88 +196,6 @@ func TestVMDeployBIOS(t *testing.T) {
 		management: "noop",
 		image:      img, same: [][2]int{{0, len(img)}},
 	})
-}
-
-// runner returns a function that runs a host tool and fails the test with
-// its output.
-func runner(t *testing.T) func(name string, args ...string) {
-	return func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.CommandContext(t.Context(), name, args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-		}
-	}
-}
-
-// uefiLoaderSays is what uefiLoader's GRUB prints.
-const uefiLoaderSays = "ironic-agent VM test: the deployed boot loader ran"
-
-// uefiLoader builds in dir a GRUB EFI binary that prints uefiLoaderSays
-// and powers off, with prefix its configuration directory.
-func uefiLoader(t *testing.T, dir, prefix string) string {
-	t.Helper()
-	cfg := filepath.Join(dir, "embed.cfg")
-	if err := os.WriteFile(cfg, []byte("echo \""+uefiLoaderSays+"\"\nhalt\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loader := filepath.Join(dir, "loader.efi")
-	runner(t)("grub-mkimage", "-O", "x86_64-efi", "-p", prefix, "-c", cfg, "-o", loader, "echo", "halt")
-	return loader
-}
-
-// TestVMBootFAT32ESP boots OVMF from an EFI system partition of the size a
-// partition image gets (550 MiB, so FAT32 with 4 KiB clusters) formatted
-// by deploy/mkfs as WorkOnDisk formats it: with no boot entry, OVMF finds
-// the removable-media loader \EFI\BOOT\BOOTX64.EFI on it and runs it.
-// (TestVMDeployUEFI's ESP is a small one, FAT12.)
-func TestVMBootFAT32ESP(t *testing.T) {
-	needQEMU(t)
-	for _, p := range []string{"grub-mkimage", "mcopy", "mmd", "sgdisk"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, mtools, gdisk; in test.sh)", p)
-		}
-	}
-	dir := t.TempDir()
-	run := runner(t)
-	loader := uefiLoader(t, dir, "/EFI/BOOT")
-	m := vmtest.DefaultMachine("uefi")
-	m.Name = "ironic-agent-esp"
-	m.Dir = vmDir(t)
-	m.MemoryMB = 512
-	m.NICs = nil
-	m.Disks = []vmtest.Disk{{ID: "esp", Kind: "virtio-blk", SizeMB: 600, Serial: "LAB-ESP-0001"}}
-	if err := m.CreateDisks(); err != nil {
-		t.Fatal(err)
-	}
-	disk := m.DiskPath("esp")
-	const espStart, espSize = 2048 * 512, 550 << 20
-	run("sgdisk", "-n", "1:2048:+550M", "-t", "1:ef00", disk)
-	f, err := os.OpenFile(disk, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := mkfs.WriteFAT(io.NewOffsetWriter(f, espStart), espSize, mkfs.FATOptions{Label: "efi-part", VolumeID: 0x4553_5032, HiddenSectors: 2048})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || l.Bits != 32 {
-		t.Fatalf("FAT%d: %v", l.Bits, err)
-	}
-	img := fmt.Sprintf("%s@@%d", disk, espStart)
-	run("mmd", "-i", img, "::/EFI", "::/EFI/BOOT")
-	run("mcopy", "-i", img, loader, "::/EFI/BOOT/BOOTX64.EFI")
-
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := vm.WaitFor(ctx, uefiLoaderSays); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("OVMF ran the loader from the FAT32 ESP: %.1fs to its power-off", time.Since(start).Seconds())
 }
 
 // TestVMDeployUEFI is scenario (d) under OVMF with internal/osimage's GPT
