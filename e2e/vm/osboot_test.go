@@ -41,7 +41,6 @@ type osBootBed struct {
 	os     *osimage.OS
 	dir    string // the images, served at images
 	images string
-	target vmtest.Disk // the disk the root-device hint names
 }
 
 // newOSBootBed builds the OS, starts the BMC and enrolls the node (n tells
@@ -85,11 +84,10 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 			m.Disks[i].BootFirst = true
 		} else {
 			// OVMF sees a virtio-scsi disk only at target 0, LUN 0 (see
-			// TestVMDeployUEFI). No boot order from QEMU: the agent's
-			// NVRAM entry must be what OVMF boots.
+			// TestVMDeployUEFI). No boot order from QEMU, which OVMF
+			// would put before the entries in its NVRAM.
 			m.Disks[i].SCSITarget, m.Disks[i].SCSILun = 0, 0
 		}
-		b.target = m.Disks[i]
 	}
 	// The agent fetches the images through the image server as its HTTP
 	// proxy (driver_info image_http_proxy), as in deployVM.

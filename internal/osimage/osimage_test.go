@@ -2,6 +2,7 @@ package osimage
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,5 +195,27 @@ func TestGuestPrintsTheMarkers(t *testing.T) {
 		if !strings.Contains(string(src), strconv.Quote(m)) {
 			t.Errorf("guest/main.go does not print %q", m)
 		}
+	}
+}
+
+// TestMBRSector: GRUB's boot code, then one active Linux partition at 1 MiB
+// and the boot signature; the bytes GRUB's boot.img keeps for the BIOS
+// parameter block and its own core image address stay as boot.img has
+// them.
+func TestMBRSector(t *testing.T) {
+	boot := make([]byte, sector)
+	for i := range boot {
+		boot[i] = byte(i)
+	}
+	b := mbrSector(boot, 65536)
+	if len(b) != sector || string(b[:440]) != string(boot[:440]) {
+		t.Fatal("boot code not copied")
+	}
+	e := b[446:462]
+	if e[0] != 0x80 || e[4] != 0x83 || binary.LittleEndian.Uint32(e[8:]) != firstLBA || binary.LittleEndian.Uint32(e[12:]) != 65536 {
+		t.Errorf("partition entry % x", e)
+	}
+	if string(b[462:510]) != string(make([]byte, 48)) || b[510] != 0x55 || b[511] != 0xaa {
+		t.Errorf("other entries or signature: % x", b[462:])
 	}
 }
