@@ -35,8 +35,10 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //   - ramdisk_heartbeat_timeout short: the agent heartbeats every 0.3-0.6 of
 //     it, and each heartbeat is what moves the conductor on.
 //   - [agent] short waits: Ironic polls install_bootloader every
-//     command_wait_interval, and after standby.power_off waits for fake power
-//     (which never reports off) only 2 x 1 s before forcing it.
+//     command_wait_interval (for up to 5 min: a partition image's own
+//     grub-install and grub-mkconfig take minutes in a VM under TCG), and
+//     after standby.power_off waits for fake power (which never reports
+//     off) only 2 x 1 s before forcing it.
 //   - [deploy] erase priorities: what automated cleaning runs; the default
 //     here keeps the full shred out of it.
 //   - graceful_shutdown_timeout: a stopped ironic must not linger 60 s.
@@ -160,7 +162,7 @@ func ironicConf(c Config, dir string) string {
 	w("image_download_source = http")
 	w("command_timeout = 30")
 	w("max_command_attempts = 3")
-	w("command_wait_attempts = 20")
+	w("command_wait_attempts = 150")
 	w("command_wait_interval = 2")
 	w("post_deploy_get_power_state_retries = 2")
 	w("post_deploy_get_power_state_retry_interval = 1")

@@ -8,11 +8,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,8 +19,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/osimage"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
@@ -42,6 +40,11 @@ type deployCase struct {
 	adjust func(*vmtest.Machine)
 	// same are the byte ranges of the image the disk must hold unchanged.
 	same [][2]int
+	// unique is the offset of 4 KiB of the image no zeroed disk holds
+	// (0: 1 MiB before its end).
+	unique int
+	// configDrive goes with the deploy request when set.
+	configDrive any
 }
 
 // deployVM is scenario (d): a direct deploy of an available node whose
@@ -86,7 +89,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive}); err != nil {
 		t.Fatal(err)
 	}
 	// Power on once Ironic has "rebooted" the node into the ramdisk.
@@ -123,9 +126,12 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 			t.Errorf("%s does not hold the image: first difference at byte %d", disk, r[0]+n)
 		}
 	}
-	// Both images hold random bytes 1 MiB before their end, which a disk
-	// the image did not go to (zeros) cannot.
-	off := len(img) - 1<<20
+	// The bytes at unique, which a disk the image did not go to (zeros)
+	// cannot hold.
+	off := c.unique
+	if off == 0 {
+		off = len(img) - 1<<20 // mbrImage's random bytes
+	}
 	for _, d := range m.Disks {
 		if d.Serial != deployTarget && bytes.Equal(readAt(t, m.DiskPath(d.ID), int64(off), 4096), img[off:off+4096]) {
 			t.Errorf("the image also went to %s (%s)", d.ID, d.Serial)
@@ -198,159 +204,40 @@ func TestVMDeployBIOS(t *testing.T) {
 	})
 }
 
-// The UEFI deploy image: a GPT whose EFI system partition (fixed unique
-// GUID) holds a GRUB image at a path no firmware boots by itself, so only
-// the NVRAM entry the agent writes can start it; GRUB prints uefiLoaderSays
-// and powers the VM off.
-const (
-	uefiESPGUID    = "6D5F1C2A-7E3B-4C8D-9A01-0F1E2D3C4B5A"
-	uefiLoaderDir  = "ironic-vm-test"
-	uefiLoaderSays = "ironic-agent VM test: the deployed boot loader ran"
-)
-
-// uefiImage builds that image (8 MiB: ESP of 4 MiB at LBA 2048, then a
-// partition of random bytes) with grub-mkimage, the agent's own FAT writer
-// (deploy/mkfs, which makes partition images' ESPs, so OVMF and the
-// ramdisk's vfat driver read its FAT here), mtools and sgdisk, none of
-// which needs root.
-func uefiImage(t *testing.T) []byte {
-	t.Helper()
-	for _, p := range []string{"grub-mkimage", "mcopy", "mmd", "sgdisk"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, mtools, gdisk; in test.sh)", p)
-		}
-	}
-	dir := t.TempDir()
-	run := runner(t)
-	loader := uefiLoader(t, dir, "/EFI/"+uefiLoaderDir)
-	esp := filepath.Join(dir, "esp.img")
-	ef, err := os.Create(esp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ef.Truncate(4 << 20); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mkfs.WriteFAT(ef, 4<<20, mkfs.FATOptions{Label: "ESP", VolumeID: 0x4553_5031, HiddenSectors: 2048}); err != nil {
-		t.Fatal(err)
-	}
-	if err := ef.Close(); err != nil {
-		t.Fatal(err)
-	}
-	run("mmd", "-i", esp, "::/EFI", "::/EFI/"+uefiLoaderDir)
-	run("mcopy", "-i", esp, loader, "::/EFI/"+uefiLoaderDir+"/BOOTX64.EFI")
-
-	const size = 8 << 20
-	img := make([]byte, size)
-	r := rand.NewChaCha8([32]byte{'u', 'e', 'f', 'i'})
-	_, _ = r.Read(img)
-	p := filepath.Join(dir, "disk.img")
-	if err := os.WriteFile(p, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("sgdisk", "-Z", p)
-	run("sgdisk", "-n", "1:2048:+4M", "-t", "1:ef00", "-u", "1:"+uefiESPGUID, "-n", "2:0:0", "-t", "2:8300", p)
-	espBytes, err := os.ReadFile(esp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeAt(t, p, 2048*512, espBytes)
-	img, err = os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
-// runner returns a function that runs a host tool and fails the test with
-// its output.
-func runner(t *testing.T) func(name string, args ...string) {
-	return func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.CommandContext(t.Context(), name, args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-		}
-	}
-}
-
-// uefiLoader builds in dir a GRUB EFI binary that prints uefiLoaderSays
-// and powers off, with prefix its configuration directory.
-func uefiLoader(t *testing.T, dir, prefix string) string {
-	t.Helper()
-	cfg := filepath.Join(dir, "embed.cfg")
-	if err := os.WriteFile(cfg, []byte("echo \""+uefiLoaderSays+"\"\nhalt\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loader := filepath.Join(dir, "loader.efi")
-	runner(t)("grub-mkimage", "-O", "x86_64-efi", "-p", prefix, "-c", cfg, "-o", loader, "echo", "halt")
-	return loader
-}
-
-// TestVMBootFAT32ESP boots OVMF from an EFI system partition of the size a
-// partition image gets (550 MiB, so FAT32 with 4 KiB clusters) formatted
-// by deploy/mkfs as WorkOnDisk formats it: with no boot entry, OVMF finds
-// the removable-media loader \EFI\BOOT\BOOTX64.EFI on it and runs it.
-// (TestVMDeployUEFI's ESP is a small one, FAT12.)
-func TestVMBootFAT32ESP(t *testing.T) {
-	needQEMU(t)
-	for _, p := range []string{"grub-mkimage", "mcopy", "mmd", "sgdisk"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, mtools, gdisk; in test.sh)", p)
-		}
-	}
-	dir := t.TempDir()
-	run := runner(t)
-	loader := uefiLoader(t, dir, "/EFI/BOOT")
-	m := vmtest.DefaultMachine("uefi")
-	m.Name = "ironic-agent-esp"
-	m.Dir = vmDir(t)
-	m.MemoryMB = 512
-	m.NICs = nil
-	m.Disks = []vmtest.Disk{{ID: "esp", Kind: "virtio-blk", SizeMB: 600, Serial: "LAB-ESP-0001"}}
-	if err := m.CreateDisks(); err != nil {
-		t.Fatal(err)
-	}
-	disk := m.DiskPath("esp")
-	const espStart, espSize = 2048 * 512, 550 << 20
-	run("sgdisk", "-n", "1:2048:+550M", "-t", "1:ef00", disk)
-	f, err := os.OpenFile(disk, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := mkfs.WriteFAT(io.NewOffsetWriter(f, espStart), espSize, mkfs.FATOptions{Label: "efi-part", VolumeID: 0x4553_5032, HiddenSectors: 2048})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || l.Bits != 32 {
-		t.Fatalf("FAT%d: %v", l.Bits, err)
-	}
-	img := fmt.Sprintf("%s@@%d", disk, espStart)
-	run("mmd", "-i", img, "::/EFI", "::/EFI/BOOT")
-	run("mcopy", "-i", img, loader, "::/EFI/BOOT/BOOTX64.EFI")
-
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := vm.WaitFor(ctx, uefiLoaderSays); err != nil {
-		t.Fatal(err)
-	}
-	if err := vm.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("OVMF ran the loader from the FAT32 ESP: %.1fs to its power-off", time.Since(start).Seconds())
-}
-
-// TestVMDeployUEFI is scenario (d) under OVMF with a GPT image whose ESP
-// holds a boot loader. Ironic 21.4 calls install_bootloader for a UEFI
-// whole-disk deploy, and the agent writes a Boot#### entry for the loader
+// TestVMDeployUEFI is scenario (d) under OVMF with internal/osimage's GPT
+// whole-disk image (GRUB in an EFI system partition at a distribution
+// path named by a BOOTX64.CSV, and at the removable-media path) and a
+// config drive as Metal3 and Nova send it (meta_data and user_data;
+// Ironic builds the ISO). Ironic 21.4 calls install_bootloader for a UEFI
+// whole-disk deploy, and the agent writes a Boot#### entry from the CSV
 // through efivarfs, first in BootOrder. With vendor lenovo (ironictest's
 // default) Ironic then skips set_boot_device, which the fake management
-// interface would refuse. The proof of the entry: the same VM, with the
-// same OVMF variable store, boots from its disks, and OVMF says it loads
-// the entry "ironic1" from the ESP the image carries, whose loader runs.
+// interface would refuse. Then the same VM, with the same OVMF variable
+// store, boots from its disks (fake power: the test powers it on, where
+// TestVMOSBootUEFI has Ironic do it over IPMI): OVMF loads the agent's
+// entry "osimage", GRUB boots the OS, and the OS prints the config
+// drive's hostname and user-data. Unlike TestVMOSBootUEFI this runs with
+// every Ironic series.
 func TestVMDeployUEFI(t *testing.T) {
-	img := uefiImage(t)
+	needQEMU(t)
+	if m := osimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
+	}
+	dir := t.TempDir()
+	o, err := osimage.Build(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(dir, "uefi.raw")
+	if err := o.UEFIDisk(t.Context(), dir, raw); err != nil {
+		t.Fatal(err)
+	}
+	img, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hostname, userData = "vm-deploy-uefi.example.org", "#cloud-config\nhostname: vm-deploy-uefi\n"
+	const esp = 2048 * 512
 	m := deployVM(t, deployCase{
 		firmware: "uefi", macs: [2]string{"52:54:00:6d:04:01", "52:54:00:6d:04:02"}, port: agentPortBase + 3,
 		image: img,
@@ -365,9 +252,13 @@ func TestVMDeployUEFI(t *testing.T) {
 			}
 		},
 		// The agent moves the GPT backup header to the end of the disk
-		// (IPA's fix_gpt_partition), which rewrites the protective MBR
-		// entry (bytes 446-461) and the primary GPT header (LBA 1).
-		same: [][2]int{{0, 446}, {462, 512}, {1024, len(img)}},
+		// (IPA's fix_gpt_partition) and adds the config drive's partition,
+		// which rewrites the protective MBR entry (bytes 446-461), the
+		// primary GPT header and its partition entries (LBA 1-33); the
+		// image's own backup GPT (its last 33 sectors) is no longer one.
+		same:        [][2]int{{0, 446}, {462, 512}, {34 * 512, len(img) - 33*512}},
+		unique:      esp, // the ESP's boot sector
+		configDrive: nodes.ConfigDrive{MetaData: map[string]any{"uuid": "vm-deploy-uefi", "hostname": hostname}, UserData: userData},
 	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -376,21 +267,26 @@ func TestVMDeployUEFI(t *testing.T) {
 	start := time.Now()
 	vm := boot(t, ctx, m, vmtest.Options{})
 	// OVMF says which boot option it tries first ("loading" or "failed to
-	// load"); it must be the agent's entry, and its loader must run.
+	// load"); it must be the agent's entry, and the OS must boot from it.
 	first, err := vm.WaitFor(ctx, "BdsDxe: ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "ironic1" from HD\(1,GPT,` + uefiESPGUID +
-		`,0x800,0x2000\)/\\EFI\\` + uefiLoaderDir + `\\BOOTX64\.EFI$`)
+	want := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "` + osimage.EFILabel + `" from HD\(1,GPT,[0-9A-F-]{36},0x800,0x4000\)/\\EFI\\osimage\\grubx64\.efi$`)
 	if !want.MatchString(first.Text) {
 		t.Fatalf("OVMF's first boot option is not the agent's entry: %q, want a line matching %s", first.Text, want)
 	}
-	if _, err := vm.WaitFor(ctx, uefiLoaderSays); err != nil {
+	r, err := osimage.WaitReport(ctx, vm)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if r.Hostname != hostname || r.UserData != userData {
+		t.Errorf("the deployed OS read hostname %q and user-data %q from the config drive; want %q and %q", r.Hostname, r.UserData, hostname, userData)
 	}
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("boot from the deployed disk: %.1fs to the loader's power-off (%s)", time.Since(start).Seconds(), first.Text[strings.Index(first.Text, "BdsDxe"):])
+	booted, _ := vm.Find(osimage.Booted)
+	t.Logf("boot from the deployed disk: the OS's /init at %.1fs, %.1fs to its power-off (%s; config drive %s)",
+		booted.At.Seconds(), time.Since(start).Seconds(), first.Text[strings.Index(first.Text, "BdsDxe"):], r.Drive)
 }

@@ -38,6 +38,11 @@ type Disk struct {
 	// serial and WWN, as a LUN reached over several paths: shared write
 	// access and no image locking, so QEMU opens the file once per path.
 	Paths int
+	// BootFirst puts the disk first in the firmware's boot order, as a
+	// server's BIOS setup names its boot disk: SeaBIOS tries only the
+	// first hard disk. (QEMU's -kernel still boots before it. OVMF would
+	// also put it before the boot entries in its NVRAM.)
+	BootFirst bool
 }
 
 // NIC is one network card. Backend "user" is slirp (restrict=on, with the
@@ -246,17 +251,26 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	scsiBus := ""
 	for _, d := range m.Disks {
 		drive := fmt.Sprintf("file=%s,if=none,id=d-%s,format=raw,cache=unsafe", qemuEscape(m.DiskPath(d.ID)), d.ID)
+		boot := ""
+		if d.BootFirst {
+			boot = ",bootindex=1"
+		}
 		switch d.Kind {
 		case "virtio-blk":
-			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s", next(), d.ID, qemuEscape(d.Serial)))
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s%s", next(), d.ID, qemuEscape(d.Serial), boot))
 		case "scsi-hd":
 			if scsiBus == "" {
 				scsiBus = "scsi0"
 				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+next())
 			}
 			dev := func(target int, drive string) string {
-				return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d",
-					target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate)
+				// Only the first path is the boot disk.
+				first := boot
+				if target != d.SCSITarget {
+					first = ""
+				}
+				return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d%s",
+					target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate, first)
 			}
 			if d.Paths <= 1 {
 				a = append(a, "-drive", drive, "-device", dev(d.SCSITarget, "d-"+d.ID))
@@ -269,12 +283,12 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			}
 		case "nvme":
 			a = append(a, "-drive", drive,
-				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s", d.ID, next(), qemuEscape(d.Serial)),
+				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, next(), qemuEscape(d.Serial), boot),
 				"-device", fmt.Sprintf("nvme-ns,bus=nvme-%s,drive=d-%s,nsid=1", d.ID, d.ID))
 		case "ide-hd":
 			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
-				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d",
-				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate))
+				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
+				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
 		default:
 			return nil, fmt.Errorf("vmtest: disk %s: unknown kind %q", d.ID, d.Kind)
 		}

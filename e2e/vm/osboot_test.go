@@ -1,0 +1,315 @@
+package vm
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/osimage"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// Ports of the deployed-OS tests, n = 0 (BIOS) or 1 (UEFI): the agent's
+// API hostfwd, and the BMC's LAN (UDP) and VM (TCP) ports.
+var (
+	osBootAgentPort = portOffset() + 9570
+	osBootLANPort   = portOffset() + 9572
+	osBootVMPort    = portOffset() + 9573
+)
+
+// osBootBed is one machine behind an ipmi_sim BMC, enrolled in Ironic with
+// the ipmi hardware type, available, and the server of its images.
+type osBootBed struct {
+	s      *suite
+	m      vmtest.Machine
+	bmc    *vmtest.IPMISim
+	node   string
+	os     *osimage.OS
+	dir    string // the images, served at images
+	images string
+}
+
+// newOSBootBed builds the OS, starts the BMC and enrolls the node (n tells
+// the two firmwares' MACs, ports and BMC addresses apart).
+func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBed {
+	rd := ramdisk(t)
+	for _, p := range []string{"ipmi_sim", "ipmitool"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian packages openipmi and ipmitool; in test.sh)", p)
+		}
+	}
+	if m := osimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
+	}
+	s := services(t)
+	if !s.series.Host() {
+		t.Skipf("SKIPPED: the ipmi hardware type runs with the host's Ironic (2023.1) only, not %s", s.series)
+	}
+	b := &osBootBed{s: s, dir: t.TempDir()}
+	start := time.Now()
+	var err error
+	if b.os, err = osimage.Build(ctx, b.dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deployed OS built in %.1fs", time.Since(start).Seconds())
+
+	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 0x20+n), fmt.Sprintf("52:54:00:6d:%02x:02", 0x20+n)}
+	agentPort := osBootAgentPort + n
+	m := serviceMachine(t, rd, fw, agentPort, macs)
+	bmcAddress := fmt.Sprintf("127.95.41.%d", 1+n)
+	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
+		LANAddress: bmcAddress, LANPort: osBootLANPort + 2*n, LANMAC: fmt.Sprintf("02:00:00:95:41:%02x", 1+n),
+		User: "ironic", Password: "ipmi-s3cret", VMPort: osBootVMPort + 2*n}
+	for i := range m.Disks {
+		if m.Disks[i].Serial != deployTarget {
+			continue
+		}
+		if fw == "bios" {
+			// A server's BIOS setup names its boot disk; SeaBIOS tries
+			// only the first hard disk.
+			m.Disks[i].BootFirst = true
+		} else {
+			// OVMF sees a virtio-scsi disk only at target 0, LUN 0 (see
+			// TestVMDeployUEFI). No boot order from QEMU, which OVMF
+			// would put before the entries in its NVRAM.
+			m.Disks[i].SCSITarget, m.Disks[i].SCSILun = 0, 0
+		}
+	}
+	// The agent fetches the images through the image server as its HTTP
+	// proxy (driver_info image_http_proxy), as in deployVM.
+	b.images = serve(t, 0, http.FileServer(http.Dir(b.dir)))
+	m.GuestFwd[guestHost+":80"] = b.images
+	for name, src := range map[string]string{"deploy.kernel": rd.KernelFor(fw), "deploy.initramfs": rd.InitrdFor(fw)} {
+		if err := os.Symlink(src, filepath.Join(b.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.bmc, err = vmtest.StartIPMISim(ctx, m, vmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("BMC events: %s", strings.Join(b.bmc.Events(), "; "))
+			if vm := b.bmc.VM(); vm != nil {
+				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 100))
+			}
+		}
+		b.bmc.Close()
+	})
+	b.bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
+	b.m = m
+
+	noClean := false
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-osboot-" + fw, AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil},
+		IPMI: map[string]any{
+			"ipmi_address": bmcAddress, "ipmi_port": m.BMC.LANPort,
+			"ipmi_username": m.BMC.User, "ipmi_password": m.BMC.Password,
+			"ipmi_cipher_suite": 3, // see ipmiLifecycle
+			"deploy_kernel":     "http://" + b.images + "/deploy.kernel",
+			"deploy_ramdisk":    "http://" + b.images + "/deploy.initramfs",
+			"image_http_proxy":  "http://" + guestHost + ":80",
+		}}, macs)
+	b.node = node.UUID
+	if err := s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, b.node, "available", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// osBootImage is one image to deploy.
+type osBootImage struct {
+	file      string // in the bed's directory
+	format    string // raw or qcow2
+	partition bool   // a partition image (root_gb 1)
+	hostname  string // the config drive's
+	userData  string
+}
+
+// deploy deploys img with a config drive as Metal3 and Nova send it
+// (meta_data and user_data; Ironic builds the ISO), checks that Ironic
+// rebooted the machine from its disk into the deployed OS and that the OS
+// read that config drive, and returns the VM of that boot.
+func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *vmtest.VM {
+	t.Helper()
+	f, err := os.Open(filepath.Join(b.dir, img.file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, sha := md5.New(), sha256.New()
+	size, err := io.Copy(io.MultiWriter(md, sha), f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := map[string]any{
+		"image_source":        "http://" + b.images + "/" + img.file,
+		"image_checksum":      hex.EncodeToString(md.Sum(nil)),
+		"image_os_hash_algo":  "sha256",
+		"image_os_hash_value": hex.EncodeToString(sha.Sum(nil)),
+		"image_disk_format":   img.format,
+		"root_gb":             "0",
+	}
+	if img.partition {
+		info["image_type"], info["root_gb"] = "partition", "1"
+	}
+	ops := nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info", Value: info},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
+	}
+	if err := nodes.Update(ctx, b.s.ironic.Service, b.node, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	boots := b.bmc.Boots()
+	start := time.Now()
+	cd := nodes.ConfigDrive{
+		MetaData: map[string]any{"uuid": b.node, "hostname": img.hostname, "name": img.hostname},
+		UserData: img.userData,
+	}
+	if err := b.s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
+		t.Fatal(err)
+	}
+	ramdiskVM, err := b.bmc.WaitBoot(ctx, boots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.ironic.WaitState(ctx, b.node, "active", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	deployed := time.Since(start)
+	// Ironic powers the machine on into the deployed OS before it calls
+	// the node active: the second power-on of the deploy.
+	if b.bmc.Boots() != boots+2 {
+		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", b.bmc.Boots()-boots, strings.Join(b.bmc.Events(), "; "))
+	}
+	vm := b.bmc.VM()
+	if b.bmc.BootDevice() != vmtest.BootDisk || vm.Machine.Kernel != "" {
+		t.Fatalf("after the deploy the BMC's boot device is %q and QEMU got kernel %q; want disk and none (events: %s)",
+			b.bmc.BootDevice(), vm.Machine.Kernel, strings.Join(b.bmc.Events(), "; "))
+	}
+	hb := "?"
+	if l, ok := ramdiskVM.Find("heartbeat successful"); ok {
+		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
+	}
+	octx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	r, err := osimage.WaitReport(octx, vm)
+	if err != nil {
+		t.Fatalf("%v\nBMC events: %s", err, strings.Join(b.bmc.Events(), "; "))
+	}
+	if r.Hostname != img.hostname || r.UserData != img.userData || !r.HasUserData {
+		t.Errorf("the deployed OS read hostname %q and user-data %q from the config drive; want %q and %q", r.Hostname, r.UserData, img.hostname, img.userData)
+	}
+	booted, _ := vm.Find(osimage.Booted)
+	t.Logf("%s %s deploy of %s (%d MiB): %.1fs from the request to active (first heartbeat %s after the ramdisk's power-on); the OS's /init at %.1fs after its power-on, config drive %s",
+		b.m.Firmware, img.format, img.file, size>>20, deployed.Seconds(), hb, booted.At.Seconds(), r.Drive)
+	if err := b.bmc.WaitOff(octx); err != nil {
+		t.Error(err)
+	}
+	return vm
+}
+
+// undeploy returns the node to available (no cleaning) with its machine
+// off.
+func (b *osBootBed) undeploy(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := b.s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.ironic.WaitState(ctx, b.node, "available", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVMOSBootBIOS deploys, under SeaBIOS with Ironic's ipmi hardware
+// type driving power and boot device, the OS of internal/osimage twice:
+// a qcow2 whole-disk image (GRUB in the MBR) and then a partition image
+// whose GRUB the agent installs. Each time Ironic sets the boot device to
+// disk and powers the machine on, the firmware boots the disk the
+// root-device hint named, and the OS prints the hostname and user-data of
+// the config drive Ironic built from the request's meta_data and
+// user_data.
+func TestVMOSBootBIOS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	b := newOSBootBed(t, ctx, "bios", 0)
+	raw := filepath.Join(b.dir, "bios.raw")
+	if err := b.os.BIOSDisk(ctx, b.dir, raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := osimage.QCOW2(ctx, raw, filepath.Join(b.dir, "bios.qcow2")); err != nil {
+		t.Fatal(err)
+	}
+	b.deploy(t, ctx, osBootImage{file: "bios.qcow2", format: "qcow2", hostname: "osboot-bios-whole",
+		userData: "#cloud-config\nhostname: osboot-bios-whole\n"})
+	// The whole-disk image's bytes went to the hinted disk only.
+	want := readAt(t, raw, 0, 440)
+	for _, d := range b.m.Disks {
+		got := readAt(t, b.m.DiskPath(d.ID), 0, 440)
+		if same := string(got) == string(want); same != (d.Serial == deployTarget) {
+			t.Errorf("disk %s (%s): holds the image's boot code: %v", d.ID, d.Serial, same)
+		}
+	}
+	b.undeploy(t, ctx)
+
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: the partition image needs %s (test.sh APT_PACKAGES)", m)
+	}
+	if err := b.os.PartitionImage(ctx, b.dir, filepath.Join(b.dir, "root.img"), 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	vm := b.deploy(t, ctx, osBootImage{file: "root.img", format: "raw", partition: true, hostname: "osboot-bios-partition",
+		userData: "#!/bin/sh\necho partition image\n"})
+	// The menu grub-mkconfig wrote in the image's root file system.
+	if _, ok := vm.Find("vmlinuz-" + grubimage.KernelVersion); !ok {
+		t.Errorf("the OS did not boot through the grub.cfg the agent's grub-mkconfig wrote")
+	}
+}
+
+// TestVMOSBootUEFI deploys, under OVMF with Ironic's ipmi hardware type,
+// the partition image of internal/osimage. The agent makes the EFI system
+// partition (550 MiB, FAT32, its own FAT writer), mounts the image's root
+// and runs its grub-install for x86_64-efi: the image has no efibootmgr,
+// so the NVRAM entry fails, as IPA lets it, and GRUB lands at the
+// removable-media path. Ironic sets the boot device to disk (with the EFI
+// flag) and powers on; OVMF finds that loader, GRUB's menu from the
+// image's grub-mkconfig boots the OS, and the OS prints the config drive's
+// hostname and user-data. (TestVMDeployUEFI covers the whole-disk image
+// and the agent's NVRAM entry.)
+func TestVMOSBootUEFI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	b := newOSBootBed(t, ctx, "uefi", 1)
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: the partition image needs %s (test.sh APT_PACKAGES)", m)
+	}
+	if err := b.os.PartitionImage(ctx, b.dir, filepath.Join(b.dir, "root.img"), 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	vm := b.deploy(t, ctx, osBootImage{file: "root.img", format: "raw", partition: true, hostname: "osboot-uefi-partition",
+		userData: "#cloud-config\nhostname: osboot-uefi-partition\n"})
+	if _, ok := vm.Find("vmlinuz-" + grubimage.KernelVersion); !ok {
+		t.Errorf("the OS did not boot through the grub.cfg the agent's grub-mkconfig wrote")
+	}
+	if l, ok := vm.Find("BdsDxe: loading"); ok {
+		t.Logf("OVMF: %s", l.Text[strings.Index(l.Text, "BdsDxe"):])
+	}
+}
