@@ -147,8 +147,8 @@ func ironicConf(c Config, dir string) string {
 	}
 	w("[conductor]")
 	w("automated_clean = true")
-	w("clean_callback_timeout = 600")
-	w("deploy_callback_timeout = 600")
+	w("clean_callback_timeout = %d", int(c.CallbackTimeout.Seconds()))
+	w("deploy_callback_timeout = %d", int(c.CallbackTimeout.Seconds()))
 	w("inspect_wait_timeout = 600")
 	w("check_provision_state_interval = 10")
 	w("sync_power_state_interval = 60")

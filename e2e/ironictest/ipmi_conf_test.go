@@ -3,6 +3,7 @@ package ironictest
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestIronicConfIPMI: Config.IPMI enables the ipmi hardware type and drops
@@ -59,6 +60,24 @@ func TestIronicConfNetBoot(t *testing.T) {
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("ironic.conf with NetBoot lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+// TestIronicConfCallbackTimeout: Config.CallbackTimeout sets both callback
+// timeouts; unset, they stay at 600 s.
+func TestIronicConfCallbackTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		set  time.Duration
+		want string
+	}{{0, "600"}, {75 * time.Second, "75"}} {
+		c := Config{Dir: "/work/ironic", CallbackTimeout: tc.set}
+		c.defaults()
+		conf := ironicConf(c, c.Dir)
+		for _, key := range []string{"clean_callback_timeout", "deploy_callback_timeout"} {
+			if want := key + " = " + tc.want + "\n"; !strings.Contains(conf, want) {
+				t.Errorf("CallbackTimeout %s: ironic.conf lacks %q", tc.set, want)
+			}
 		}
 	}
 }

@@ -33,6 +33,11 @@ type Config struct {
 	// HeartbeatTimeout is [api] ramdisk_heartbeat_timeout, handed to the agent
 	// at lookup; the agent heartbeats every 0.3-0.6 of it (10 s).
 	HeartbeatTimeout time.Duration
+	// CallbackTimeout is [conductor] clean_callback_timeout and
+	// deploy_callback_timeout: how long Ironic waits in clean wait or
+	// deploy wait for the next heartbeat before it fails the operation
+	// (a node whose power was cut stops heartbeating). Default 600 s.
+	CallbackTimeout time.Duration
 	// EraseDevicesPriority and EraseDevicesMetadataPriority are the
 	// priorities of the agent's erase steps in automated cleaning; 0 disables
 	// a step. Defaults: 0 (no full shred in automated cleaning) and 99.
@@ -118,6 +123,9 @@ func (c *Config) defaults() {
 	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = 10 * time.Second
+	}
+	if c.CallbackTimeout == 0 {
+		c.CallbackTimeout = 600 * time.Second
 	}
 	if c.JSONRPCPort == 0 {
 		c.JSONRPCPort = 8089

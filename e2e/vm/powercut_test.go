@@ -1,0 +1,534 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// Ports of TestVMPowerCut (the vm range, moved by $E2E_PORT_OFFSET).
+var (
+	powerCutIronicPort = portOffset() + 9580
+	powerCutAgentPort  = portOffset() + 9581
+	powerCutBMCLANPort = portOffset() + 9582 // UDP, ipmi_sim's LAN channel
+	powerCutBMCVMPort  = portOffset() + 9583 // TCP on 127.0.0.1, ipmi_sim's end of ipmi-bmc-extern
+)
+
+const (
+	// powerCutDisk is the serial of the machine's only disk: cleaning
+	// shreds it, the root-device hint deploys onto it.
+	powerCutDisk = "LAB-PCUT-0001"
+	// powerCutDiskMB makes the shred (one random pass, one zero pass)
+	// last well past the agent's first erase progress line (10 s).
+	powerCutDiskMB = 1024
+	// powerCutCallbackTimeout is Ironic's clean and deploy callback
+	// timeout: how long after the last heartbeat of a cut machine Ironic
+	// gives up. Long enough for a boot to its first heartbeat at load.
+	powerCutCallbackTimeout = 75 * time.Second
+	// powerCutImageRate is the image server's rate (bytes/s) for the
+	// deploy whose power is cut: a 16 MiB image then takes 32 s, so the
+	// cut after the first progress line (10 s) lands mid-write.
+	powerCutImageRate = 512 << 10
+)
+
+// TestVMPowerCut is issue 13 §5: with Ironic holding the power through
+// its ipmi hardware type (ipmitool against OpenIPMI's ipmi_sim), the BMC
+// is told over its LAN channel to cut the power, as an operator or a PDU
+// would, in the middle of a step; Ironic's own recovery then succeeds on
+// the next boot, and nothing of the cut boot is seen by the next one.
+//
+//  1. Automated cleaning with erase_devices: the cut lands after the
+//     agent's first erase progress line. Power sync skips nodes in clean
+//     wait, so Ironic notices only when the heartbeats have been missing
+//     for its callback timeout: clean failed, and Ironic 21.4 also sets
+//     maintenance. Maintenance off, manage, provide: a fresh boot cleans
+//     the whole disk and the node is available.
+//  2. A deploy whose image is served slowly: the cut lands after the
+//     agent's first "writing image" progress line; Ironic fails the
+//     deploy the same way. Deploying again writes the whole image (no
+//     "already written"), and Ironic boots the node from its disk, whose
+//     boot sector prints its marker.
+//
+// After each cut the disk file shows a half-done step: the erase reached
+// 16 MiB and had not zeroed the disk; the bytes the agent reported
+// written are on the disk and the image's last MiB is not. Each retry boot
+// reports no step of the cut boot as interrupted, takes a token from its
+// own lookup, and none of its commands fails; the disk is all zeros after
+// cleaning and holds the image after the deploy.
+func TestVMPowerCut(t *testing.T) {
+	rd := ramdisk(t)
+	for _, p := range []string{"ipmi_sim", "ipmitool"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian packages openipmi and ipmitool; in test.sh)", p)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: installs and runs Debian's Ironic")
+	}
+	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
+		t.Skipf("SKIPPED: the ipmi hardware type runs with the host's Ironic (2023.1) only, not %s (%v)", series, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	testStart := time.Now()
+
+	dir := filepath.Join(theSuite.dir, "powercut-services")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, IronicPort: powerCutIronicPort, NoInspector: true,
+		IPMI: true, EraseDevicesPriority: 10, CallbackTimeout: powerCutCallbackTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	mark := svc.Mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
+		}
+	})
+	client, err := ironictest.NewClient(svc.IronicURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Ironic started in %s", time.Since(testStart).Round(time.Second))
+
+	img := powerCutImage()
+	var rate atomic.Int64
+	images := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/deploy.kernel":
+			http.ServeFile(w, r, rd.KernelFor("bios"))
+		case "/deploy.initramfs":
+			http.ServeFile(w, r, rd.InitrdFor("bios"))
+		case "/image.raw":
+			http.ServeContent(w, r, "image.raw", time.Time{}, &throttledReader{r: bytes.NewReader(img), rate: &rate})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+
+	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
+	m := vmtest.DefaultMachine("bios")
+	m.Name = "ironic-agent-powercut"
+	m.Dir = vmDir(t)
+	m.MemoryMB = 768
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
+	m.Disks = []vmtest.Disk{{ID: "disk", Kind: "virtio-blk", SizeMB: powerCutDiskMB, Serial: powerCutDisk}}
+	m.GuestFwd = map[string]string{
+		guestHost + ":" + strconv.Itoa(powerCutIronicPort): "127.0.0.1:" + strconv.Itoa(powerCutIronicPort),
+		// The image server doubles as the agent's HTTP proxy (see deployVM).
+		guestHost + ":80": images,
+	}
+	m.HostFwd = map[int]int{powerCutAgentPort: 9999}
+	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
+		LANAddress: "127.95.41.1", LANPort: powerCutBMCLANPort, LANMAC: "02:00:00:95:41:01",
+		User: "ironic", Password: "ipmi-s3cret", VMPort: powerCutBMCVMPort}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	diskPath := m.DiskPath("disk")
+	// Data for the erase to destroy, at the start and near the end (the
+	// metadata erase alone clears the last 64 KiB, not this).
+	writeAt(t, diskPath, 16<<20, pattern(1<<20, 0xa5))
+	writeAt(t, diskPath, -(8 << 20), pattern(1<<20, 0xa5))
+
+	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
+			if vm := bmc.VM(); vm != nil {
+				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 80))
+			}
+		}
+		bmc.Close()
+	})
+	// What Ironic's PXE configuration would give the ramdisk. No disk here
+	// is the 4 GiB a root disk needs without hints: one look, not ten.
+	bmc.SetKernelArgs(strings.Join([]string{
+		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(powerCutIronicPort),
+		"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(powerCutAgentPort),
+		"ipa-lookup-timeout=900", "ipa-disk-wait-attempts=1", "ironic_agent.dhcp=" + macs[0],
+	}, " "))
+
+	node, err := client.CreateNode(ctx, ironictest.NodeSpec{Name: "vm-powercut",
+		Properties: map[string]any{"capabilities": "boot_mode:bios", "vendor": nil},
+		IPMI: map[string]any{
+			"ipmi_address": m.BMC.LANAddress, "ipmi_port": m.BMC.LANPort,
+			"ipmi_username": m.BMC.User, "ipmi_password": m.BMC.Password,
+			// ipmi_sim has no SHA-256 suite (see TestVMIPMIBIOS).
+			"ipmi_cipher_suite": 3,
+			"deploy_kernel":     "http://" + images + "/deploy.kernel",
+			"deploy_ramdisk":    "http://" + images + "/deploy.initramfs",
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.DeleteNode(context.Background(), node.UUID) })
+	for i, mac := range macs {
+		if _, err := client.CreatePort(ctx, node.UUID, mac, i == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	provision := func(target nodes.TargetProvisionState, want string, timeout time.Duration) *nodes.Node {
+		t.Helper()
+		if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := client.WaitState(ctx, node.UUID, want, timeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	provision(nodes.TargetManage, "manageable", time.Minute)
+	pc := powerCut{t: t, ctx: ctx, client: client, node: node.UUID, bmc: bmc, m: m}
+
+	// 1. Cleaning, cut mid-erase.
+	start := time.Now()
+	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	vm := pc.bootOf(0)
+	progress := pc.waitLine(vm, 5*time.Minute, func(l string) bool { return strings.Contains(l, `msg="erase progress" device=`) },
+		"clean", "erase_devices")
+	t.Logf("cleaning boot: first erase progress %.1fs after QEMU started: %s", progress.At.Seconds(), logFields(progress.Text))
+	cut := pc.cut()
+	failed := pc.waitFailed("clean failed")
+	t.Logf("cleaning cut at %.1fs from provide; Ironic: clean failed %.1fs after the cut (%s)",
+		cut.Sub(start).Seconds(), time.Since(cut).Seconds(), failed.LastError)
+	// The erase had started (the pattern near the start is gone) and had
+	// not finished (the disk is not all zeros).
+	if bytes.Equal(readAt(t, diskPath, 16<<20, 1<<20), pattern(1<<20, 0xa5)) {
+		t.Error("after the cut: the erase progress line was printed, yet the data at 16 MiB is intact")
+	}
+	if allZero(t, diskPath) {
+		t.Error("after the cut the disk is all zeros: the erase finished before the power went, the cut was not mid-step")
+	}
+	start = time.Now()
+	// Ironic 21.4 puts a node whose cleaning timed out into maintenance
+	// (fault "clean failure"); the operator takes it out before manage.
+	if failed.Maintenance {
+		if err := nodes.UnsetMaintenance(ctx, client.Service, node.UUID).ExtractErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	provision(nodes.TargetManage, "manageable", time.Minute)
+	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	vm = pc.bootOf(1)
+	if _, err := client.WaitState(ctx, node.UUID, "available", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pc.waitOff()
+	pc.freshBoot(vm)
+	if _, ok := stepCompleted(vm, "clean", "erase_devices"); !ok {
+		t.Error("the retried cleaning reached available without the agent completing erase_devices")
+	}
+	if !allZero(t, diskPath) {
+		t.Error("after the retried cleaning the disk is not all zeros")
+	}
+	t.Logf("cleaning retry: manage -> provide -> available in %.1fs", time.Since(start).Seconds())
+
+	// 2. A deploy, cut mid-write_image.
+	ops := append(imageInfo("http://"+images+"/image.raw", img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": powerCutDisk}},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
+	)
+	if err := nodes.Update(ctx, client.Service, node.UUID, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	rate.Store(powerCutImageRate)
+	boots := bmc.Boots()
+	start = time.Now()
+	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+		t.Fatal(err)
+	}
+	vm = pc.bootOf(boots)
+	progress = pc.waitLine(vm, 5*time.Minute, func(l string) bool {
+		return strings.Contains(l, `msg="writing image"`) && logInt(l, "written") > 0
+	}, "deploy", "write_image")
+	written := logInt(progress.Text, "written")
+	t.Logf("deploy boot: first write progress %.1fs after QEMU started: %s", progress.At.Seconds(), logFields(progress.Text))
+	cut = pc.cut()
+	rate.Store(0)
+	failed = pc.waitFailed("deploy failed")
+	t.Logf("deploy cut at %.1fs from the deploy request; Ironic: deploy failed %.1fs after the cut (%s)",
+		cut.Sub(start).Seconds(), time.Since(cut).Seconds(), failed.LastError)
+	// The write had started (what the agent reported written is on the
+	// disk) and had not finished (the image's last MiB is not).
+	if n := min(int(written), len(img)); !bytes.Equal(readAt(t, diskPath, 512, n-512), img[512:n]) {
+		t.Errorf("after the cut: the agent reported %d bytes written, the disk does not hold them", written)
+	}
+	if tail := readAt(t, diskPath, int64(len(img)-1<<20), 1<<20); !bytes.Equal(tail, make([]byte, 1<<20)) {
+		t.Error("after the cut the image's last MiB is on the disk: the write finished before the power went")
+	}
+	start = time.Now()
+	if failed.Maintenance {
+		if err := nodes.UnsetMaintenance(ctx, client.Service, node.UUID).ExtractErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+		t.Fatal(err)
+	}
+	vm = pc.bootOf(boots + 1)
+	if _, err := client.WaitState(ctx, node.UUID, "active", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	deployed := time.Since(start)
+	pc.freshBoot(vm)
+	if _, ok := vm.Find(`msg="image written"`); !ok {
+		t.Error("the deploy retry reached active without the agent writing the image")
+	}
+	if l, ok := vm.Find("image already written"); ok {
+		t.Errorf("the deploy retry took the cut boot's image as written: %s", l.Text)
+	}
+	// Ironic ends the deploy by booting the node from its disk.
+	disk := pc.bootOf(boots + 2)
+	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
+	_, err = disk.WaitFor(lctx, diskBootMarker)
+	lcancel()
+	if err != nil {
+		t.Errorf("the deployed disk did not boot: %v", err)
+	}
+	if err := nodes.ChangePowerState(ctx, client.Service, node.UUID, nodes.PowerStateOpts{Target: nodes.PowerOff}).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	pc.waitOff()
+	if got := readAt(t, diskPath, 0, len(img)); !bytes.Equal(got, img) {
+		n := 0
+		for n < len(got) && got[n] == img[n] {
+			n++
+		}
+		t.Errorf("after the retried deploy the disk does not hold the image: first difference at byte %d", n)
+	}
+	t.Logf("deploy retry: active in %.1fs, deployed disk booted; BMC events: %s; whole test %.1fs",
+		deployed.Seconds(), strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
+}
+
+// powerCut is what the steps of TestVMPowerCut share.
+type powerCut struct {
+	t      *testing.T
+	ctx    context.Context
+	client *ironictest.Client
+	node   string
+	bmc    *vmtest.IPMISim
+	m      vmtest.Machine
+}
+
+// bootOf waits for the machine's power-on after n earlier ones.
+func (pc powerCut) bootOf(n int) *vmtest.VM {
+	pc.t.Helper()
+	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Minute)
+	defer cancel()
+	vm, err := pc.bmc.WaitBoot(ctx, n)
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	return vm
+}
+
+// waitLine waits for the first console line of vm that match accepts and
+// fails if kind's step completes first or the machine goes off.
+func (pc powerCut) waitLine(vm *vmtest.VM, timeout time.Duration, match func(string) bool, kind, step string) vmtest.Line {
+	pc.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, l := range vm.Lines() {
+			if match(l.Text) {
+				return l
+			}
+		}
+		if l, ok := stepCompleted(vm, kind, step); ok {
+			pc.t.Fatalf("the step ended before its first progress line, too fast to cut mid-step: %s", l.Text)
+		}
+		if !pc.bmc.On() || time.Now().After(deadline) || pc.ctx.Err() != nil {
+			pc.t.Fatalf("no progress line of %s step %s within %s (machine on: %v)", kind, step, timeout, pc.bmc.On())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// cut has the BMC power the machine off as an operator would, with
+// ipmitool over the LAN channel (the address Ironic uses), and returns
+// when it is off.
+func (pc powerCut) cut() time.Time {
+	pc.t.Helper()
+	b := pc.m.BMC
+	at := time.Now()
+	ctx, cancel := context.WithTimeout(pc.ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ipmitool", "-I", "lanplus", "-C", "3", "-H", b.LANAddress, "-p", strconv.Itoa(b.LANPort),
+		"-U", b.User, "-P", b.Password, "chassis", "power", "off").CombinedOutput()
+	if err != nil {
+		pc.t.Fatalf("ipmitool chassis power off: %v: %s", err, out)
+	}
+	pc.waitOff()
+	pc.t.Logf("power cut by ipmitool in %.1fs: %s", time.Since(at).Seconds(), strings.TrimSpace(string(out)))
+	return at
+}
+
+func (pc powerCut) waitOff() {
+	pc.t.Helper()
+	ctx, cancel := context.WithTimeout(pc.ctx, 2*time.Minute)
+	defer cancel()
+	if err := pc.bmc.WaitOff(ctx); err != nil {
+		pc.t.Fatal(err)
+	}
+}
+
+// waitFailed waits for Ironic to give up on the cut node (its callback
+// timeout, checked every 10 s) and checks why it did.
+func (pc powerCut) waitFailed(state string) *nodes.Node {
+	pc.t.Helper()
+	n, err := pc.client.WaitFor(pc.ctx, pc.node, powerCutCallbackTimeout+3*time.Minute, state+" with a last_error", func(n *nodes.Node) bool {
+		return n.ProvisionState == state && n.LastError != ""
+	})
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	if !strings.Contains(n.LastError, "Timeout reached") {
+		pc.t.Errorf("%s: last_error %q, want Ironic's timeout", state, n.LastError)
+	}
+	if pc.bmc.On() {
+		pc.t.Errorf("%s: the machine is on again", state)
+	}
+	pc.t.Logf("%s: Ironic's power state %q, maintenance %v (fault %q)", state, n.PowerState, n.Maintenance, n.Fault)
+	return n
+}
+
+// freshBoot checks that the boot after a cut started clean: it reported
+// no step of an earlier process as interrupted, its lookup brought a token
+// of its own (Ironic accepts heartbeats only with it), and none of its
+// commands failed.
+func (pc powerCut) freshBoot(vm *vmtest.VM) {
+	pc.t.Helper()
+	if l, ok := vm.Find("earlier agent process did not finish"); ok {
+		pc.t.Errorf("the boot after the cut reports a step of the cut boot: %s", l.Text)
+	}
+	if _, ok := vm.Find(`msg="agent token received"`); !ok {
+		pc.t.Error("the boot after the cut got no agent token from its lookup")
+	}
+	var commands []string
+	for _, l := range vm.Lines() {
+		if !strings.Contains(l.Text, `msg="async command finished"`) {
+			continue
+		}
+		commands = append(commands, logField(l.Text, "command")+" "+logField(l.Text, "status"))
+		if logField(l.Text, "status") != "SUCCEEDED" {
+			pc.t.Errorf("the boot after the cut has a command that did not succeed: %s", l.Text)
+		}
+	}
+	pc.t.Logf("boot after the cut: %d asynchronous commands [%s]", len(commands), strings.Join(commands, ", "))
+}
+
+// throttledReader serves its bytes at rate bytes per second (0: at once).
+type throttledReader struct {
+	r    *bytes.Reader
+	rate *atomic.Int64
+}
+
+func (t *throttledReader) Read(p []byte) (int, error) {
+	if bps := t.rate.Load(); bps > 0 {
+		p = p[:min(len(p), 64<<10)]
+		time.Sleep(time.Duration(len(p)) * time.Second / time.Duration(bps))
+	}
+	return t.r.Read(p)
+}
+
+func (t *throttledReader) Seek(off int64, whence int) (int64, error) { return t.r.Seek(off, whence) }
+
+// powerCutImage is a 16 MiB whole-disk image: the boot sector of
+// markerBootSector (so the deployed disk proves it booted), one Linux
+// partition (prepare_image wants a partition table), random bytes.
+func powerCutImage() []byte {
+	const size = 16 << 20
+	img := make([]byte, size)
+	r := rand.NewChaCha8([32]byte{'p', 'c', 'u', 't'})
+	_, _ = r.Read(img)
+	copy(img, markerBootSector())
+	img[446+4] = 0x83
+	binary.LittleEndian.PutUint32(img[446+8:], 2048)
+	binary.LittleEndian.PutUint32(img[446+12:], size/512-2048)
+	return img
+}
+
+// allZero reports whether the file at path holds only zero bytes.
+func allZero(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4<<20)
+	zero := make([]byte, len(buf))
+	for {
+		n, err := f.Read(buf)
+		if !bytes.Equal(buf[:n], zero[:n]) {
+			return false
+		}
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// stepCompleted finds the agent's line saying kind's step completed
+// (the step by its whole name: erase_devices is not
+// erase_devices_metadata).
+func stepCompleted(vm *vmtest.VM, kind, step string) (vmtest.Line, bool) {
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, `msg="step completed"`) && logField(l.Text, "kind") == kind && logField(l.Text, "step") == step {
+			return l, true
+		}
+	}
+	return vmtest.Line{}, false
+}
+
+// logInt is the integer value of key=N in an agent log line, -1 without.
+func logInt(line, key string) int64 {
+	n, err := strconv.ParseInt(logField(line, key), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// logFields is an agent log line from its message on.
+func logFields(line string) string {
+	if i := strings.Index(line, "msg="); i >= 0 {
+		return line[i:]
+	}
+	return line
+}
