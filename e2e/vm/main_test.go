@@ -34,6 +34,18 @@ var (
 	bmcVMPort     = portOffset() + 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
 )
 
+// slowScenario skips t unless $E2E_VM_SLOW is 1. It marks the second
+// firmware of a scenario whose first one runs by default (PXE, the deployed
+// OS, rescue, RAID deploy) and the power cuts, whose Ironic timeouts alone
+// take minutes: together they would push ./test.sh past its 45 minutes
+// (README: Slow VM scenarios).
+func slowScenario(t *testing.T) {
+	t.Helper()
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (README: Slow VM scenarios)")
+	}
+}
+
 // portOffset is $E2E_PORT_OFFSET, 0 when unset or not a number below 50000.
 func portOffset() int {
 	n, err := strconv.Atoi(os.Getenv("E2E_PORT_OFFSET"))

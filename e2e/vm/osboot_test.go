@@ -295,6 +295,7 @@ func TestVMOSBootBIOS(t *testing.T) {
 // hostname and user-data. (TestVMDeployUEFI covers the whole-disk image
 // and the agent's NVRAM entry.)
 func TestVMOSBootUEFI(t *testing.T) {
+	slowScenario(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	b := newOSBootBed(t, ctx, "uefi", 1)

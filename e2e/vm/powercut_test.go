@@ -73,6 +73,7 @@ const (
 // own lookup, and none of its commands fails; the disk is all zeros after
 // cleaning and holds the image after the deploy.
 func TestVMPowerCut(t *testing.T) {
+	slowScenario(t)
 	rd := ramdisk(t)
 	for _, p := range []string{"ipmi_sim", "ipmitool"} {
 		if _, err := exec.LookPath(p); err != nil {

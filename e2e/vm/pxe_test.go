@@ -229,7 +229,10 @@ func TestVMPXEBIOS(t *testing.T) { pxeLifecycle(t, "bios", 0) }
 // TestVMPXEUEFI is TestVMPXEBIOS under OVMF: the firmware's own PXE gets
 // snponly.efi over TFTP from dnsmasq, which as iPXE comes back for
 // boot.ipxe.
-func TestVMPXEUEFI(t *testing.T) { pxeLifecycle(t, "uefi", 1) }
+func TestVMPXEUEFI(t *testing.T) {
+	slowScenario(t)
+	pxeLifecycle(t, "uefi", 1)
+}
 
 // TestVMPXELinuxBIOS is an inspection booted by Ironic's pxe boot
 // interface under SeaBIOS: dnsmasq hands this machine pxelinux.0 (Debian's
@@ -238,6 +241,7 @@ func TestVMPXEUEFI(t *testing.T) { pxeLifecycle(t, "uefi", 1) }
 // loads the ramdisk from tftp_root, all over TFTP; "ipappend 2" gives
 // BOOTIF in PXELINUX's 01-aa-bb-cc-dd-ee-ff form.
 func TestVMPXELinuxBIOS(t *testing.T) {
+	slowScenario(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	p := newPXENode(t, ctx, "bios", pxeLinuxNode, "pxe")

@@ -401,6 +401,7 @@ func grubDiskImage(t *testing.T, ctx context.Context) ([]byte, string) {
 // _install_grub2 does. The VM then boots GRUB from both disks, from the
 // first alone and from the second alone.
 func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
+	slowScenario(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	img, rootUUID := grubDiskImage(t, ctx)

@@ -47,7 +47,10 @@ func TestVMRescue(t *testing.T) { rescueLifecycle(t, "bios", 0) }
 // TestVMRescueUEFI is TestVMRescue under OVMF: the image is
 // TestVMDeployUEFI's, whose GRUB, started from the boot entry the agent
 // wrote, prints uefiLoaderSays and powers off.
-func TestVMRescueUEFI(t *testing.T) { rescueLifecycle(t, "uefi", 1) }
+func TestVMRescueUEFI(t *testing.T) {
+	slowScenario(t)
+	rescueLifecycle(t, "uefi", 1)
+}
 
 // rescueLifecycle runs the scenario for firmware fw; n tells the tests'
 // MACs, ports and BMC addresses apart.
