@@ -92,19 +92,15 @@ func (g *Guard) Check(dev string) error {
 	}
 	explicit := false
 	if len(g.allowed) > 0 {
-		for _, a := range g.allowed {
-			ra, err := filepath.EvalSymlinks(a)
-			if err != nil {
-				continue // an allowed name that does not exist matches nothing
+		explicit = g.listed(resolved)
+		if !explicit {
+			if ok, why := g.covered(resolved, 0); !ok {
+				if why != "" {
+					why = ": " + why
+				}
+				return fmt.Errorf("%w: device %s is not in the allowed devices [%s]%s",
+					ErrRefused, what, strings.Join(g.allowed, ", "), why)
 			}
-			if ra, err = filepath.Abs(ra); err == nil && ra == resolved {
-				explicit = true
-				break
-			}
-		}
-		if !explicit && !g.partitionOfAllowed(resolved) {
-			return fmt.Errorf("%w: device %s is not in the allowed devices [%s]",
-				ErrRefused, what, strings.Join(g.allowed, ", "))
 		}
 	}
 	info, err := g.stat(resolved)
@@ -123,25 +119,63 @@ func (g *Guard) Check(dev string) error {
 	return g.checkInUse(what, info.rdev)
 }
 
-// partitionOfAllowed reports whether dev is a partition whose disk is in
-// the allow list: allowing a disk allows its partitions (the metadata wipe
-// clears partitions before their disk).
-func (g *Guard) partitionOfAllowed(dev string) bool {
-	sys := filepath.Join(g.root, "sys/class/block", filepath.Base(dev))
-	if _, err := os.Stat(filepath.Join(sys, "partition")); err != nil {
-		return false
-	}
-	real, err := filepath.EvalSymlinks(sys)
-	if err != nil {
-		return false
-	}
-	parent := "/dev/" + filepath.Base(filepath.Dir(real))
+// listed reports whether dev (a resolved path) is named by an entry of
+// the allow list.
+func (g *Guard) listed(dev string) bool {
 	for _, a := range g.allowed {
-		if ra, err := filepath.EvalSymlinks(a); err == nil && ra == parent {
+		ra, err := filepath.EvalSymlinks(a)
+		if err != nil {
+			continue // an allowed name that does not exist matches nothing
+		}
+		if ra, err = filepath.Abs(ra); err == nil && ra == dev {
 			return true
 		}
 	}
 	return false
+}
+
+// covered reports whether dev (a resolved path) is allowed through what
+// it is built on: a partition whose disk is allowed (the metadata wipe
+// clears partitions before their disk), or an md array every member of
+// which is allowed (a RAID root is written through /dev/mdN, never through
+// the disks the operator listed). When an md array is what stops it, why
+// says which member.
+func (g *Guard) covered(dev string, depth int) (ok bool, why string) {
+	if g.listed(dev) {
+		return true, ""
+	}
+	// md arrays of partitions of md arrays are legal; a loop in a corrupt
+	// or fake tree must still end.
+	if depth > 8 {
+		return false, ""
+	}
+	name := filepath.Base(dev)
+	sys := filepath.Join(g.root, "sys/class/block", name)
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
+		real, err := filepath.EvalSymlinks(sys)
+		if err != nil {
+			return false, ""
+		}
+		return g.covered(filepath.Join(g.root, "dev", filepath.Base(filepath.Dir(real))), depth+1)
+	}
+	if _, err := os.Stat(filepath.Join(sys, "md")); err != nil {
+		return false, ""
+	}
+	members, err := os.ReadDir(filepath.Join(sys, "slaves"))
+	if err != nil || len(members) == 0 {
+		// An inactive array has no members to vouch for it.
+		return false, fmt.Sprintf("md device %s has no member devices", name)
+	}
+	for _, m := range members {
+		member := filepath.Join(g.root, "dev", m.Name())
+		if ok, why := g.covered(member, depth+1); !ok {
+			if why == "" {
+				why = fmt.Sprintf("md device %s is built on %s, which is not allowed", name, member)
+			}
+			return false, why
+		}
+	}
+	return true, ""
 }
 
 // checkInUse refuses a device when it, one of its partitions, or a device

@@ -37,15 +37,29 @@ func metal3SoftwareRAID() nodes.RAIDConfigOpts {
 	}}
 }
 
-// raidMachine is a VM of the RAID deploy tests: two 2 GiB virtio disks,
-// the holders of the arrays.
-func raidMachine(t *testing.T, fw string, port int, macs [2]string) vmtest.Machine {
+// raidLayout is what the RAID deploy tests vary: the holder disks (virtio
+// vda, vdb, ...) and the target_raid_config built on them.
+type raidLayout struct {
+	disks  int
+	sizeMB int
+	config nodes.RAIDConfigOpts
+}
+
+// twoDiskRAID is metal3SoftwareRAID on two 2 GiB disks.
+func twoDiskRAID() raidLayout {
+	return raidLayout{disks: 2, sizeMB: 2 << 10, config: metal3SoftwareRAID()}
+}
+
+// raidMachine is a VM of the RAID deploy tests: the layout's virtio
+// disks, the holders of the arrays.
+func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout) vmtest.Machine {
 	m := serviceMachine(t, ramdisk(t), fw, port, macs)
 	m.Name = "ironic-agent-raid-" + fw
 	m.MemoryMB = 768
-	m.Disks = []vmtest.Disk{
-		{ID: "vda", Kind: "virtio-blk", SizeMB: 2 << 10, Serial: "RAID-HOLDER-A"},
-		{ID: "vdb", Kind: "virtio-blk", SizeMB: 2 << 10, Serial: "RAID-HOLDER-B"},
+	m.Disks = nil
+	for i := range l.disks {
+		m.Disks = append(m.Disks, vmtest.Disk{ID: "vd" + string(rune('a'+i)), Kind: "virtio-blk", SizeMB: l.sizeMB,
+			Serial: "RAID-HOLDER-" + string(rune('A'+i))})
 	}
 	// No disk is the 4 GiB a root disk without hints needs: one look.
 	// no_timer_check: under TCG on a loaded host the kernel's check of
@@ -64,9 +78,9 @@ func raidMachine(t *testing.T, fw string, port int, macs [2]string) vmtest.Machi
 // create_configuration), provide, and a deploy of img with root-device
 // hints naming the RAID-1 (/dev/md0). It returns the machine, powered
 // off by the agent at the end of the deploy, and the deploy's VM.
-func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, img []byte, extra nodes.UpdateOpts) (vmtest.Machine, *vmtest.VM, string) {
+func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, l raidLayout, img []byte, extra nodes.UpdateOpts) (vmtest.Machine, *vmtest.VM, string) {
 	s := services(t)
-	m := raidMachine(t, fw, port, macs)
+	m := raidMachine(t, fw, port, macs, l)
 	noClean := false
 	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-raid-" + fw, AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw}}, macs)
@@ -79,7 +93,7 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ifaces).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := nodes.SetRAIDConfig(ctx, s.ironic.Service, node.UUID, metal3SoftwareRAID()).ExtractErr(); err != nil {
+	if err := nodes.SetRAIDConfig(ctx, s.ironic.Service, node.UUID, l.config).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -100,10 +114,11 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 		t.Fatal(err)
 	}
 	t.Logf("%s: manual cleaning (delete_configuration, erase_devices_metadata, create_configuration): %.1fs", fw, time.Since(start).Seconds())
-	if lds, _ := n.RAIDConfig["logical_disks"].([]any); len(lds) != 2 {
-		t.Errorf("node raid_config after cleaning = %v, want the two logical disks", n.RAIDConfig)
+	if lds, _ := n.RAIDConfig["logical_disks"].([]any); len(lds) != len(l.config.LogicalDisks) {
+		t.Errorf("node raid_config after cleaning = %v, want the %d logical disks", n.RAIDConfig, len(l.config.LogicalDisks))
 	}
-	for _, want := range []string{`msg="creating md device" device=/dev/md0`, `msg="creating md device" device=/dev/md1`} {
+	for i := range l.config.LogicalDisks {
+		want := fmt.Sprintf(`msg="creating md device" device=/dev/md%d`, i)
 		if _, ok := vm.Find(want); !ok {
 			t.Errorf("the agent's log has no %q", want)
 		}
@@ -192,7 +207,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 	img := uefiImage(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", agentPortBase+8, [2]string{"52:54:00:6d:08:01", "52:54:00:6d:08:02"}, img, nil)
+	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", agentPortBase+8, [2]string{"52:54:00:6d:08:01", "52:54:00:6d:08:02"}, twoDiskRAID(), img, nil)
 	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
@@ -405,7 +420,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	img, rootUUID := grubDiskImage(t, ctx)
-	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+9, [2]string{"52:54:00:6d:09:01", "52:54:00:6d:09:02"}, img,
+	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+9, [2]string{"52:54:00:6d:09:01", "52:54:00:6d:09:02"}, twoDiskRAID(), img,
 		nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_rootfs_uuid", Value: rootUUID}})
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
 		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
