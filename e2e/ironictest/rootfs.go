@@ -28,8 +28,8 @@ const rootfsFormat = "ironic-agent ironic rootfs 2"
 // 400 MiB; a recipe change makes a new one).
 const rootfsMaxAge = 7 * 24 * time.Hour
 
-// RootFS is a Debian root filesystem with a newer Ironic installed, made
-// with debootstrap and kept in the cache.
+// RootFS is a Debian root filesystem (a newer Ironic, or what another
+// Recipe installs), made with debootstrap and kept in the cache.
 type RootFS struct {
 	Series Series
 	// Dir is the root filesystem. Tests never write into it: the services
@@ -55,30 +55,72 @@ type rootfsMeta struct {
 	SizeBytes int64
 }
 
+// Recipe is a Debian root filesystem: debootstrap's minbase of Suite, then
+// Packages installed with apt (no recommends, daemons not started, the host's
+// debconf answers), then Finish. The Ironic series are recipes; so is the
+// IPA ramdisk of internal/vmtest/iparamdisk.
+type Recipe struct {
+	// Name starts the cache entry's name (Name-key) and is hashed into the key.
+	Name string
+	// Suite is the Debian release, Script debootstrap's script for it.
+	Suite, Script string
+	// NoValidUntil: the suite's Release file is past its Valid-Until date.
+	NoValidUntil bool
+	Packages     []string
+	// Finish, when set, runs on the installed tree before it is stored.
+	// KeyExtra must change whenever what Finish does changes.
+	Finish   func(ctx context.Context, dir string) error
+	KeyExtra string
+	// keyName, when set, is hashed instead of Name: the series always
+	// hashed their String(), and their entries stay valid.
+	keyName string
+}
+
+// recipe is series' root filesystem.
+func (s Series) recipe() Recipe {
+	info := s.info()
+	return Recipe{Name: string(s), Suite: info.suite, Script: info.script, NoValidUntil: info.noValidUntil,
+		Packages: s.packages(), Finish: fixParentNodePatch, keyName: s.String()}
+}
+
 // EnsureRootFS returns the root filesystem of series from the cache in
-// cacheDir/ironic-rootfs, building it first if needed. The key hashes the
-// recipe: series, Debian suite and script, mirror, packages, debconf
-// answers. As with the ramdisk cache, parallel callers (go test runs e2e and
-// e2e/vm at once) build it once: the first takes an flock on the key, builds
-// into a temporary directory and renames it into place.
+// cacheDir/ironic-rootfs, building it first if needed (EnsureDebianRoot).
 func EnsureRootFS(ctx context.Context, series Series, cacheDir string) (*RootFS, error) {
-	info := series.info()
-	if info.suite == "" {
+	if series.info().suite == "" {
 		return nil, fmt.Errorf("ironictest: series %s runs the host's packages, not a root filesystem", string(series))
 	}
+	r, err := EnsureDebianRoot(ctx, series.recipe(), cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	r.Series = series
+	return r, nil
+}
+
+// EnsureDebianRoot returns the root filesystem of rc from the cache in
+// cacheDir/ironic-rootfs, building it first if needed. The key hashes the
+// recipe: name, Debian suite and script, mirror, packages, debconf
+// answers, apt options, KeyExtra. As with the ramdisk cache, parallel
+// callers (go test runs e2e and e2e/vm at once) build it once: the first
+// takes an flock on the key, builds into a temporary directory and renames
+// it into place.
+func EnsureDebianRoot(ctx context.Context, rc Recipe, cacheDir string) (*RootFS, error) {
+	if rc.Name == "" || rc.Suite == "" || rc.Script == "" {
+		return nil, fmt.Errorf("ironictest: root filesystem recipe %q needs a name, a suite and a debootstrap script", rc.Name)
+	}
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("ironictest: building the %s root filesystem needs root (debootstrap, chroot)", string(series))
+		return nil, fmt.Errorf("ironictest: building the %s root filesystem needs root (debootstrap, chroot)", rc.Name)
 	}
 	mirror, err := HostMirror("/etc/apt")
 	if err != nil {
 		return nil, err
 	}
-	key := rootfsKey(series, mirror)
+	key := rc.key(mirror)
 	root := filepath.Join(cacheDir, "ironic-rootfs")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("ironictest: rootfs cache: %w", err)
 	}
-	entry := filepath.Join(root, string(series)+"-"+key)
+	entry := filepath.Join(root, rc.Name+"-"+key)
 	if r, err := loadRootFS(entry, key); err == nil {
 		return r, nil
 	}
@@ -103,13 +145,15 @@ func EnsureRootFS(ctx context.Context, series Series, cacheDir string) (*RootFS,
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	if err := buildRootFS(ctx, series, mirror, tmp); err != nil {
+	if err := buildRootFS(ctx, rc, mirror, tmp); err != nil {
 		return nil, err
 	}
-	if err := fixParentNodePatch(ctx, tmp); err != nil {
-		return nil, err
+	if rc.Finish != nil {
+		if err := rc.Finish(ctx, tmp); err != nil {
+			return nil, err
+		}
 	}
-	versions, err := rootfsVersions(ctx, tmp, series.packages())
+	versions, err := rootfsVersions(ctx, tmp, rc.Packages)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +161,7 @@ func EnsureRootFS(ctx context.Context, series Series, cacheDir string) (*RootFS,
 	if err != nil {
 		return nil, err
 	}
-	meta := rootfsMeta{Key: key, Series: series, Versions: versions, BuildTime: time.Since(start), SizeBytes: size}
+	meta := rootfsMeta{Key: key, Series: Series(rc.Name), Versions: versions, BuildTime: time.Since(start), SizeBytes: size}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
@@ -137,13 +181,21 @@ func EnsureRootFS(ctx context.Context, series Series, cacheDir string) (*RootFS,
 	return r, nil
 }
 
-// rootfsKey hashes everything the root filesystem depends on.
-func rootfsKey(series Series, mirror string) string {
-	info := series.info()
+// key hashes everything the root filesystem depends on. A recipe without
+// KeyExtra hashes what the series' keys always did, so their cached
+// entries stay valid.
+func (rc Recipe) key(mirror string) string {
+	name := rc.Name
+	if rc.keyName != "" {
+		name = rc.keyName
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%v\n%s\n", rootfsFormat, series, info.suite, info.script, mirror,
-		series.packages(), debconfAnswers)
-	fmt.Fprintf(h, "%s\n", strings.Join(aptOptions(series), " "))
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%v\n%s\n", rootfsFormat, name, rc.Suite, rc.Script, mirror,
+		rc.Packages, debconfAnswers)
+	fmt.Fprintf(h, "%s\n", strings.Join(rc.aptOptions(), " "))
+	if rc.KeyExtra != "" {
+		fmt.Fprintf(h, "%s\n", rc.KeyExtra)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -186,29 +238,28 @@ func pruneRootFS(root, keep string) {
 
 // aptOptions are the options of every apt-get call inside the root
 // filesystem.
-func aptOptions(series Series) []string {
+func (rc Recipe) aptOptions() []string {
 	opts := []string{"-o", "Dpkg::Use-Pty=0", "-o", "APT::Install-Recommends=false"}
-	if series.info().noValidUntil {
+	if rc.NoValidUntil {
 		opts = append(opts, "-o", "Acquire::Check-Valid-Until=false")
 	}
 	return opts
 }
 
-// buildRootFS runs debootstrap into dir, then installs the series' packages
+// buildRootFS runs debootstrap into dir, then installs the recipe's packages
 // inside with the same debconf answers as on the host. Everything runs in a
 // private mount namespace (unshare), so the /proc, /sys and /dev mounts
 // debootstrap and apt need vanish with it, on every exit path, even when
 // the test is killed.
-func buildRootFS(ctx context.Context, series Series, mirror, dir string) error {
-	info := series.info()
-	script := filepath.Join("/usr/share/debootstrap/scripts", info.script)
+func buildRootFS(ctx context.Context, rc Recipe, mirror, dir string) error {
+	script := filepath.Join("/usr/share/debootstrap/scripts", rc.Script)
 	if _, err := exec.LookPath("debootstrap"); err != nil {
-		return fmt.Errorf("ironictest: the %s root filesystem needs debootstrap (apt-get install debootstrap): %w", string(series), err)
+		return fmt.Errorf("ironictest: the %s root filesystem needs debootstrap (apt-get install debootstrap): %w", rc.Name, err)
 	}
 	boot := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--",
-		"debootstrap", "--variant=minbase", info.suite, dir, mirror, script)
+		"debootstrap", "--variant=minbase", rc.Suite, dir, mirror, script)
 	if err := runLogged(boot); err != nil {
-		return fmt.Errorf("ironictest: debootstrap %s: %w", info.suite, err)
+		return fmt.Errorf("ironictest: debootstrap %s: %w", rc.Suite, err)
 	}
 	// Maintainer scripts must not start daemons (tftpd-hpa, xinetd, the
 	// packaged ironic services): policy-rc.d inside the root filesystem.
@@ -232,19 +283,19 @@ func buildRootFS(ctx context.Context, series Series, mirror, dir string) error {
 			return fmt.Errorf("ironictest: rootfs: %w", err)
 		}
 	}
-	apt := "apt-get " + strings.Join(aptOptions(series), " ")
+	apt := "apt-get " + strings.Join(rc.aptOptions(), " ")
 	script2 := strings.Join([]string{
 		"set -e",
 		"debconf-set-selections /root/debconf-answers.txt",
 		apt + " update -qq",
-		apt + " install -y -qq " + strings.Join(series.packages(), " "),
+		apt + " install -y -qq " + strings.Join(rc.Packages, " "),
 		"apt-get clean",
 		"rm -rf /var/lib/apt/lists/*",
 	}, "\n")
 	install := chrootCommand(ctx, dir, "", "sh", "-c", script2)
 	install.Env = append(install.Env, "DEBIAN_FRONTEND=noninteractive")
 	if err := runLogged(install); err != nil {
-		return fmt.Errorf("ironictest: installing %s in the %s root filesystem: %w", strings.Join(series.packages(), " "), info.suite, err)
+		return fmt.Errorf("ironictest: installing %s in the %s root filesystem: %w", strings.Join(rc.Packages, " "), rc.Suite, err)
 	}
 	return nil
 }
@@ -316,6 +367,16 @@ exec chroot "$r" "$@"`
 		cmd.Env = append(cmd.Env, "HOSTGUARD_RUN="+v)
 	}
 	return cmd
+}
+
+// RunInRoot runs argv chrooted into the root filesystem root (as
+// chrootCommand, without a work directory), for a Recipe's Finish; the
+// error carries the command's output.
+func RunInRoot(ctx context.Context, root string, argv ...string) error {
+	if err := runLogged(chrootCommand(ctx, root, "", argv...)); err != nil {
+		return fmt.Errorf("ironictest: in %s: %w", root, err)
+	}
+	return nil
 }
 
 // rootfsVersions asks dpkg inside root for the installed versions of pkgs.

@@ -1,0 +1,246 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest/iparamdisk"
+)
+
+// ipaOnce builds IPA 13's ramdisk once per test binary.
+var ipaOnce = sync.OnceValues(func() (*iparamdisk.Ramdisk, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	return iparamdisk.Ensure(ctx)
+})
+
+// ipaRamdisk is IPA 13's ramdisk (internal/vmtest/iparamdisk), or a skip
+// unless IPA_SIDE_BY_SIDE=1: the first build takes minutes.
+func ipaRamdisk(t *testing.T) *iparamdisk.Ramdisk {
+	t.Helper()
+	needQEMU(t)
+	if !iparamdisk.Enabled() {
+		t.Skipf("SKIPPED: boots IPA 13's ramdisk beside ours (minutes to build once); set %s=1", iparamdisk.EnableEnv)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: building IPA's ramdisk needs root (debootstrap, chroot)")
+	}
+	rd, err := ipaOnce()
+	if err != nil {
+		t.Fatalf("build IPA's ramdisk: %v", err)
+	}
+	return rd
+}
+
+// sideBySideMemoryMB is the memory of both machines: IPA's ramdisk, a whole
+// Debian root filesystem unpacked into RAM, needs far more than ours, and
+// the inventories are compared, so both get the same.
+const sideBySideMemoryMB = 2048
+
+// sideAgent is one of the two ramdisks on the same machine.
+type sideAgent struct {
+	name           string // "ipa" or "ours"
+	kernel, initrd string
+	// kernelSize and initrdSize are the sizes a server downloads: the
+	// bzImage and the compressed initramfs.
+	kernelSize, initrdSize int64
+	// heartbeatLine is what the agent logs once its first heartbeat is
+	// done: ours "heartbeat successful"; IPA logs nothing on success and
+	// "sleeping before next heartbeat" right after each one.
+	heartbeatLine string
+	// extra are the agent's own kernel parameters (ours: DHCP on the
+	// first NIC only; IPA's image asks DHCP on every NIC itself).
+	extra string
+}
+
+func sideAgents(t *testing.T, fw string, macs [2]string) []sideAgent {
+	ipa := ipaRamdisk(t)
+	ours := ramdisk(t)
+	ipaInitrd := ipa.Initrd
+	if fw == "bios" {
+		ipaInitrd = ipa.InitrdRaw
+	}
+	return []sideAgent{
+		// net.ifnames=0: the kernel's NIC names, as in our ramdisk (which has
+		// no udev to rename them), so what is keyed by name (lldp_raw,
+		// numa_topology's nics, inspector's interfaces) compares.
+		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), extra: "net.ifnames=0",
+			heartbeatLine: "sleeping before next heartbeat"},
+		{name: "ours", kernel: ours.KernelFor(fw), initrd: ours.InitrdFor(fw), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd),
+			extra: "ironic_agent.dhcp=" + macs[0], heartbeatLine: "heartbeat successful"},
+	}
+}
+
+// sideRun is what one agent did on the machine.
+type sideRun struct {
+	data map[string]any
+	// inspect is inspect -> manageable, QEMU started once Ironic waited.
+	inspect time.Duration
+	// heartbeat is QEMU start -> the agent's first heartbeat in the
+	// cleaning boot (its console line), clean provide -> available
+	// (metadata erase).
+	heartbeat, clean time.Duration
+}
+
+// sideCollectors are the collectors both agents run: every one the
+// comparison covers that IPA 13's image can run.
+const sideCollectors = "default,logs,lldp,pci-devices,numa-topology,dmi-decode"
+
+// inspectWith enrolls a node for m, inspects it with agent a, and returns
+// the stored data. The LLDP neighbour is the lldpd in ns on the second NIC.
+//
+// With clean, the node is then cleaned (provide, metadata erase) in a
+// second boot of the agent, for the numbers.
+func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m vmtest.Machine, ns *vmtest.Netns, macs [2]string, agentPort int, clean bool) sideRun {
+	t.Helper()
+	m.Kernel, m.Initrd = a.kernel, a.initrd
+	m.Dir = filepath.Join(vmDir(t), a.name)
+	m.Append = strings.Join([]string{s.inspectionArgs(), "ipa-collect-lldp=1", "ipa-lldp-timeout=10",
+		"ipa-inspection-collectors=" + sideCollectors, "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-"), a.extra}, " ")
+	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "side-" + a.name + "-" + m.Firmware, InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:" + m.Firmware}}, macs)
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	defer vm.Kill()
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 12*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := sideRun{inspect: time.Since(start)}
+	r.data = s.inspectionData(t, ctx, node.UUID, time.Minute)
+	vm.Kill()
+	// The other agent's node takes the same MACs.
+	defer func() {
+		if err := s.ironic.DeleteNode(ctx, node.UUID); err != nil {
+			t.Errorf("delete node %s: %v", node.UUID, err)
+		}
+	}()
+	if !clean {
+		return r
+	}
+	if !s.series.TokenOnGET() {
+		// IPA 13 requires the agent token on GET /v1/commands (IPA 12's
+		// rule); Ironic 2023.1 polls without it, gets 401 and fails the
+		// cleaning ("Node failed to check cleaning progress: 'commands'").
+		t.Logf("%s: no cleaning against %s: IPA 13 needs an Ironic that sends the token on its GETs (2025.1 and later)", a.name, s.series)
+		return r
+	}
+	// Automated cleaning (erase_devices_metadata, as TestVMInspectCleanBIOS)
+	// in a fresh boot, as Ironic's PXE boot would.
+	start = time.Now()
+	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m.Append = agentArgs(agentPort) + " " + a.extra
+	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	defer vm.Kill()
+	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r.clean = time.Since(start)
+	if l, ok := vm.Find(a.heartbeatLine); ok {
+		r.heartbeat = l.At
+	}
+	return r
+}
+
+// TestVMIPASideBySide boots IPA 13's ramdisk and ours on the same machine
+// (every disk kind, two NICs, the second facing an lldpd, QEMU's SMBIOS
+// values) under SeaBIOS and OVMF, inspects each through the same Ironic
+// ($IRONIC_SERIES: ironic-inspector for 2023.1, Ironic's own inspection
+// for 2026.1), and compares the stored data field by field. Every
+// difference must be listed, with its reason, in
+// testdata/ipa13-differences.json. IPA_SIDE_BY_SIDE=1 only.
+func TestVMIPASideBySide(t *testing.T) {
+	ipaRamdisk(t)
+	s := services(t)
+	allow, err := loadAllowList("testdata/ipa13-differences.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, fw := range []string{"bios", "uefi"} {
+		t.Run(fw, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+			defer cancel()
+			macs := [2]string{fmt.Sprintf("52:54:00:1b:%02x:01", i), fmt.Sprintf("52:54:00:1b:%02x:02", i)}
+			agentPort := agentPortBase + 9
+			m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)
+			m.MemoryMB = sideBySideMemoryMB
+			ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(ns.Close)
+			if err := ns.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "side-switch", Description: "lldpd for the side-by-side test",
+				PortID: "Ethernet1/9", PortDescr: "side switch port 9"}); err != nil {
+				t.Fatal(err)
+			}
+			m.NICs[1].Backend = "fd"
+			runs := map[string]sideRun{}
+			for _, a := range sideAgents(t, fw, macs) {
+				r := inspectWith(t, ctx, s, a, m, ns, macs, agentPort, fw == "bios")
+				runs[a.name] = r
+				line := fmt.Sprintf("numbers: %s %s: ramdisk %.1f MiB (kernel %.1f + initrd %.1f), inspection %.1fs (QEMU start to manageable)",
+					fw, a.name, mib(a.kernelSize+a.initrdSize), mib(a.kernelSize), mib(a.initrdSize), r.inspect.Seconds())
+				if r.clean != 0 {
+					line += fmt.Sprintf(", first heartbeat %.1fs after QEMU start, cleaning %.1fs (provide to available)", r.heartbeat.Seconds(), r.clean.Seconds())
+				}
+				t.Log(line)
+			}
+			var diffs []difference
+			diffJSON("", runs["ipa"].data, runs["ours"].data, &diffs)
+			allowed, unexplained := sortDifferences(diffs, allow)
+			for _, a := range allow {
+				for _, d := range allowed[a.Path] {
+					t.Logf("allowed (%s): %s", a.Path, d)
+				}
+			}
+			for _, d := range unexplained {
+				t.Errorf("unexplained difference: %s", d)
+			}
+			dumpSide(t, runs)
+		})
+	}
+}
+
+// dumpSide writes both documents (less the logs tarball) next to the VM
+// logs, for a look and for testdata/ipa13-side-by-side.
+func dumpSide(t *testing.T, runs map[string]sideRun) {
+	for name, r := range runs {
+		if _, ok := r.data["logs"]; ok {
+			r.data["logs"] = "<removed>"
+		}
+		p := filepath.Join(vmDir(t), name+"-inspection.json")
+		if err := os.WriteFile(p, []byte(shortJSONIndent(r.data)), 0o644); err == nil {
+			t.Logf("%s's stored data: %s", name, p)
+		}
+	}
+}
+
+func size(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
