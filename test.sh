@@ -50,6 +50,7 @@ APT_PACKAGES=(
 	qemu-system-x86
 	qemu-utils
 	syslinux-common
+	tcpdump
 	time
 	udev
 	util-linux

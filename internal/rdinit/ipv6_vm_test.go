@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,7 +116,8 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	t.Cleanup(vm.Kill)
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("%s\n%s\ndnsmasq:\n%s", fmt.Sprintf(format, args...), consoleTail(vm), dlog())
+		t.Fatalf("%s\n%s\nthe namespace's side of the link:\n%s\ndnsmasq:\n%s",
+			fmt.Sprintf(format, args...), consoleTail(vm), netnsIPv6State(ctx, ns.Name), dlog())
 	}
 	hb, err := standIn.wait(ctx, "heartbeat", 5*time.Minute)
 	if err != nil {
@@ -134,7 +136,11 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	}
 	// The agent's API answers at that URL, over IPv6, from the namespace,
 	// with the certificate it sent verified against the address.
-	if status, body := getTLSInNetns(t, ns.Name, "["+tc.wantAddr+"]:9999", "/v1/commands/", hbBody.VerifyCA); status != http.StatusOK {
+	status, body, err := getTLSInNetns(ns.Name, "["+tc.wantAddr+"]:9999", "/v1/commands/", hbBody.VerifyCA)
+	if err != nil {
+		fail("%v (%v after QEMU start)", err, vm.Elapsed().Round(time.Second))
+	}
+	if status != http.StatusOK {
 		t.Errorf("GET %s/v1/commands/ from the namespace: %d %s", hbBody.CallbackURL, status, body)
 	}
 	inv, err := standIn.wait(ctx, "continue", time.Minute)
@@ -329,15 +335,14 @@ func (s *ironicStandIn) paths() []string {
 // getTLSInNetns GETs https://addr/path from inside namespace ns, trusting
 // only caPEM and checking the certificate against addr's IP, as Ironic
 // does with the agent's auto-TLS certificate.
-func getTLSInNetns(t *testing.T, ns, addr, path, caPEM string) (int, string) {
-	t.Helper()
+func getTLSInNetns(ns, addr, path, caPEM string) (int, string, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM([]byte(caPEM)) {
-		t.Fatalf("agent_verify_ca is no PEM certificate: %q", caPEM)
+		return 0, "", fmt.Errorf("agent_verify_ca is no PEM certificate: %q", caPEM)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	var raw net.Conn
 	err = (&netnstest.Netns{Name: ns}).Do(func() (err error) {
@@ -345,20 +350,42 @@ func getTLSInNetns(t *testing.T, ns, addr, path, caPEM string) (int, string) {
 		return err
 	})
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	conn := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: host})
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	if err := conn.Handshake(); err != nil {
-		t.Fatalf("TLS to %s verifying the agent's certificate: %v", addr, err)
+		return 0, "", fmt.Errorf("TLS to %s verifying the agent's certificate: %w", addr, err)
 	}
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		t.Fatalf("GET %s%s: %v", addr, path, err)
+		return 0, "", fmt.Errorf("GET %s%s: %w", addr, path, err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), nil
+}
+
+// netnsIPv6State is what the namespace's kernel knows of the link when a
+// check fails: its IPv6 addresses (a tentative or failed one), neighbours
+// (the guest's address FAILED or INCOMPLETE when the guest stopped
+// answering neighbour solicitations), routes and TCP sockets with their
+// retransmissions, each command's error in place of its output.
+func netnsIPv6State(ctx context.Context, ns string) string {
+	var b strings.Builder
+	for _, args := range [][]string{
+		{"ip", "-n", ns, "-6", "addr"},
+		{"ip", "-n", ns, "-6", "neigh"},
+		{"ip", "-n", ns, "-6", "route"},
+		{"ip", "netns", "exec", ns, "ss", "-tin"},
+	} {
+		out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+		fmt.Fprintf(&b, "$ %s\n%s", strings.Join(args, " "), out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+	}
+	return b.String()
 }
