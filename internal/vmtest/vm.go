@@ -120,7 +120,8 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		}
 	}
 	// Its own process group, so stopping it never signals the test.
-	// Pdeathsig: no QEMU outlives a test binary that dies or is killed.
+	// Pdeathsig: no QEMU outlives a test binary that dies or is killed
+	// (started by startLocked, or a test's ended thread would kill it).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -132,7 +133,8 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		}
 	}
 	vm.start = time.Now()
-	if err := cmd.Start(); err != nil {
+	waited, err := startLocked(cmd)
+	if err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("vmtest: start %s: %w", vm.Cmdline[0], err)
 	}
@@ -154,7 +156,7 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		_, _ = io.Copy(io.Discard, pr)
 	}()
 	go func() {
-		err := cmd.Wait()
+		err := <-waited
 		pw.Close()
 		<-readDone
 		if err != nil {
