@@ -129,14 +129,15 @@ func StartIPMISim(ctx context.Context, m Machine, opts Options) (*IPMISim, error
 	// sleep 1 s at every exit, and ipmi_sim waits for it.
 	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	waited, err := startLocked(cmd)
+	if err != nil {
 		logf.Close()
 		s.Close()
 		return nil, fmt.Errorf("vmtest: start ipmi_sim (Debian package openipmi): %w", err)
 	}
 	s.proc = cmd
 	go func() {
-		err := cmd.Wait()
+		err := <-waited
 		logf.Close()
 		s.procErr <- err
 	}()

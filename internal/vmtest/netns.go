@@ -27,6 +27,8 @@ type Netns struct {
 	dir   string
 	state string // lldpd's socket and configuration
 	peer  *exec.Cmd
+	// peerDone has lldpd's exit (startLocked).
+	peerDone <-chan error
 }
 
 func ip(ctx context.Context, args ...string) error {
@@ -183,10 +185,11 @@ configure ports %s lldp portidsubtype local %s description %q
 		"-u", filepath.Join(st, "lldpd.socket"), "-O", conf)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true, Pdeathsig: unix.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	waited, err := startLocked(cmd)
+	if err != nil {
 		return fmt.Errorf("start lldpd: %w", err)
 	}
-	n.peer = cmd
+	n.peer, n.peerDone = cmd, waited
 	return nil
 }
 
@@ -195,14 +198,14 @@ func (n *Netns) Close() {
 	if n.peer != nil && n.peer.Process != nil {
 		_ = unix.Kill(-n.peer.Process.Pid, unix.SIGTERM)
 		done := make(chan struct{})
-		go func() { _ = n.peer.Wait(); close(done) }()
+		go func() { <-n.peerDone; close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			_ = unix.Kill(-n.peer.Process.Pid, unix.SIGKILL)
 			<-done
 		}
-		n.peer = nil
+		n.peer, n.peerDone = nil, nil
 	}
 	if n.File != nil {
 		n.File.Close()

@@ -160,12 +160,13 @@ func (p *ProvNet) StartDHCP(d DHCP) error {
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	waited, err := startLocked(cmd)
+	if err != nil {
 		out.Close()
 		return fmt.Errorf("vmtest: start dnsmasq (Debian package dnsmasq-base): %w", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); out.Close() }()
+	go func() { done <- <-waited; out.Close() }()
 	p.mu.Lock()
 	p.dnsmasq, p.dnsDone = cmd, done
 	p.mu.Unlock()
