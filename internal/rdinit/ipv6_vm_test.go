@@ -116,8 +116,12 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	t.Cleanup(vm.Kill)
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("%s\n%s\nthe namespace's side of the link:\n%s\ndnsmasq:\n%s",
-			fmt.Sprintf(format, args...), consoleTail(vm), netnsIPv6State(ctx, ns.Name), dlog())
+		qemu := "QEMU running"
+		if gone, err := vm.Exited(); gone {
+			qemu = fmt.Sprintf("QEMU exited: %v", err)
+		}
+		t.Fatalf("%s\n%s\n%s\nthe namespace's side of the link:\n%s\ndnsmasq:\n%s",
+			fmt.Sprintf(format, args...), consoleTail(vm), qemu, netnsIPv6State(ctx, ns.Name), dlog())
 	}
 	hb, err := standIn.wait(ctx, "heartbeat", 5*time.Minute)
 	if err != nil {

@@ -264,6 +264,18 @@ func (vm *VM) Wait(ctx context.Context) error {
 	}
 }
 
+// Exited says, without waiting, whether QEMU has exited and with what
+// error (nil: the guest powered off): a guest that stops answering may
+// be gone.
+func (vm *VM) Exited() (bool, error) {
+	select {
+	case <-vm.done:
+		return true, vm.err
+	default:
+		return false, nil
+	}
+}
+
 // Elapsed is the time since QEMU started.
 func (vm *VM) Elapsed() time.Duration { return time.Since(vm.start) }
 
