@@ -99,7 +99,9 @@ func (n *Netns) Veth(name string, other *Netns, peer string) {
 // Do runs fn on a goroutine whose OS thread has entered the namespace, and
 // waits for it. The thread is never returned to the scheduler: when the
 // goroutine exits still locked, the Go runtime ends the thread, so no other
-// goroutine ever runs in the namespace by accident.
+// goroutine ever runs in the namespace by accident. Ending the thread
+// fires the Pdeathsig of any child that thread once forked: start such
+// children with vmtest's startLocked pattern, never from a pooled thread.
 func (n *Netns) Do(fn func() error) error {
 	f, err := os.Open(filepath.Join("/run/netns", n.Name))
 	if err != nil {
