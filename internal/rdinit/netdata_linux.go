@@ -37,9 +37,13 @@ const networkDataPath = "openstack/latest/network_data.json"
 const configDriveHead = 16*2048 + 2048
 
 // findConfigDrive returns the block device (/dev/NAME) whose filesystem is
-// labelled config-2, and its type for mount (iso9660 or vfat): disks and
-// partitions, CD-ROMs (virtual media) included, in name order, the first
-// one winning. "" when there is none.
+// labelled config-2, and its type for mount (iso9660 or vfat): whole
+// devices, CD-ROMs (virtual media) included, in name order, the first one
+// winning. "" when there is none. Partitions are passed over: a config
+// drive in a partition is the one Ironic wrote for the deployed instance
+// (its network is the tenant's, not the provisioning network), which a
+// ramdisk booted for cleaning or servicing of that node would otherwise
+// take; the ramdisk's own comes as a whole device (virtual media).
 func findConfigDrive(sysBlock, devDir string) (dev, fstype string) {
 	ents, err := os.ReadDir(sysBlock)
 	if err != nil {
@@ -48,6 +52,9 @@ func findConfigDrive(sysBlock, devDir string) (dev, fstype string) {
 	for _, e := range ents {
 		name := e.Name()
 		if strings.HasPrefix(name, "loop") || strings.HasPrefix(name, "ram") || strings.HasPrefix(name, "zram") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(sysBlock, name, "partition")); err == nil {
 			continue
 		}
 		p := filepath.Join(devDir, name)

@@ -60,6 +60,9 @@ func TestFindConfigDrive(t *testing.T) {
 		{"vfat upper case", map[string]func(string){"vda": func(n string) { vfat(n, "ESP") }, "vdb": func(n string) { vfat(n, "CONFIG-2") }}, "vdb", "vfat"},
 		{"iso", map[string]func(string){"sda": func(n string) { vfat(n, "data") }, "sr0": func(n string) { iso(n, "config-2") }}, "sr0", "iso9660"},
 		{"none", map[string]func(string){"sr1": func(n string) { iso(n, "VMEDIA_BOOT_ISO") }, "sr2": nil, "loop0": func(n string) { iso(n, "config-2") }}, "", ""},
+		// The deployed instance's config drive, in a partition of the
+		// install disk, is not the ramdisk's (a service or cleaning boot).
+		{"instance partition", map[string]func(string){"sdd2": func(n string) { iso(n, "config-2") }}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys, dev := filepath.Join(dir, "sys", tc.name), filepath.Join(dir, "dev")
@@ -68,6 +71,9 @@ func TestFindConfigDrive(t *testing.T) {
 				os.MkdirAll(filepath.Join(sys, name), 0o755)
 				if mk != nil {
 					mk(name)
+				}
+				if strings.HasPrefix(tc.name, "instance") {
+					os.WriteFile(filepath.Join(sys, name, "partition"), []byte("2\n"), 0o644)
 				}
 			}
 			gotDev, gotType := findConfigDrive(sys, dev)
