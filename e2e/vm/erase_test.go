@@ -42,29 +42,7 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
-	dir := filepath.Join(theSuite.dir, "erase-services")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
-	mark := svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	client, err := ironictest.NewClient(svc.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Ironic started in %s", time.Since(start).Round(time.Second))
+	_, client := ownIronic(t, ctx, "erase-services", ironictest.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
 
 	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
 	m := vmtest.DefaultMachine("bios")
@@ -194,4 +172,37 @@ func logField(line, key string) string {
 	}
 	v, _, _ := strings.Cut(rest, " ")
 	return v
+}
+
+// ownIronic starts an Ironic of the test's own from cfg (Dir is set to
+// name below the suite's directory), installing Debian's packages when
+// missing; it stops with the test, and on failure its logs of the test go
+// to the test's log.
+func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironictest.Config) (*ironictest.Services, *ironictest.Client) {
+	t.Helper()
+	start := time.Now()
+	cfg.Dir = filepath.Join(theSuite.dir, name)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := ironictest.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	mark := svc.Mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
+		}
+	})
+	client, err := ironictest.NewClient(svc.IronicURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Ironic started in %s", time.Since(start).Round(time.Second))
+	return svc, client
 }

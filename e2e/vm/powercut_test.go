@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -90,30 +89,8 @@ func TestVMPowerCut(t *testing.T) {
 	defer cancel()
 	testStart := time.Now()
 
-	dir := filepath.Join(theSuite.dir, "powercut-services")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, IronicPort: powerCutIronicPort, NoInspector: true,
+	_, client := ownIronic(t, ctx, "powercut-services", ironictest.Config{IronicPort: powerCutIronicPort, NoInspector: true,
 		IPMI: true, EraseDevicesPriority: 10, CallbackTimeout: powerCutCallbackTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
-	mark := svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	client, err := ironictest.NewClient(svc.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Ironic started in %s", time.Since(testStart).Round(time.Second))
 
 	img := powerCutImage()
 	var rate atomic.Int64
