@@ -41,7 +41,6 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	start := time.Now()
 	_, client := ownIronic(t, ctx, "erase-services", ironictest.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
 
 	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
@@ -95,7 +94,7 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	if _, err := client.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
