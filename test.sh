@@ -8,6 +8,16 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# sudo's secure_path drops /usr/local/go/bin, where Go's own archive installs
+# go, so `sudo ./test.sh` would not find the Go the user has.
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+	PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null; then
+	printf '== go not found on PATH nor in /usr/local/go/bin: install Go 1.26 first\n' >&2
+	exit 1
+fi
+
 STATICCHECK_VERSION=v0.8.2
 # Ironic series the end-to-end packages (e2e, e2e/vm) run against again after
 # the main run, each from its cached Debian root filesystem (README
