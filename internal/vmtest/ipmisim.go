@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -54,15 +53,10 @@ type IPMISim struct {
 	ln      net.Listener
 	served  chan struct{}
 
-	mu         sync.Mutex
+	// machinePower's mu also guards appendArgs and boot.
+	machinePower
 	appendArgs string
 	boot       string
-	vm         *VM
-	vms        []*VM // of every power-on, in order
-	killed     *VM   // the VM the BMC powered off, whose exit is no guest power-off
-	boots      int
-	events     []string
-	changed    chan struct{} // closed and replaced on every power change
 }
 
 // StartIPMISim starts ipmi_sim as the BMC of m (m.BMC.Kind BMCOpenIPMI),
@@ -113,7 +107,7 @@ func StartIPMISim(ctx context.Context, m Machine, opts Options) (*IPMISim, error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &IPMISim{machine: m, opts: opts, ctx: ctx, cancel: cancel, ln: ln, served: make(chan struct{}),
-		appendArgs: m.Append, boot: BootNone, changed: make(chan struct{}), procErr: make(chan error, 1)}
+		appendArgs: m.Append, boot: BootNone, procErr: make(chan error, 1)}
 	go s.serve()
 
 	logf, err := os.Create(filepath.Join(dir, "ipmi_sim.log"))
@@ -228,102 +222,11 @@ func (s *IPMISim) SetKernelArgs(append string) {
 	s.appendArgs = append
 }
 
-// On reports whether the machine is powered on.
-func (s *IPMISim) On() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.onLocked()
-}
-
 // BootDevice is the boot device the next power-on uses.
 func (s *IPMISim) BootDevice() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.boot
-}
-
-// VM is the QEMU of the last power-on (nil before the first).
-func (s *IPMISim) VM() *VM {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.vm
-}
-
-// VMOfBoot is the QEMU of power-on number n (from 1), nil if there was
-// none.
-func (s *IPMISim) VMOfBoot(n int) *VM {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n < 1 || n > len(s.vms) {
-		return nil
-	}
-	return s.vms[n-1]
-}
-
-// Boots is how many times the machine was powered on.
-func (s *IPMISim) Boots() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.boots
-}
-
-// Events lists what happened to the machine, in order ("boot device
-// disk", "power on by IPMI (boot disk)", ...), for the test's log.
-func (s *IPMISim) Events() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.events...)
-}
-
-// WaitBoot waits until the machine has been powered on more than after
-// times and returns the VM of that power-on.
-func (s *IPMISim) WaitBoot(ctx context.Context, after int) (*VM, error) {
-	return s.wait(ctx, fmt.Sprintf("power-on number %d", after+1), func() bool { return s.boots > after && s.onLocked() })
-}
-
-// WaitOff waits until the machine is powered off.
-func (s *IPMISim) WaitOff(ctx context.Context) error {
-	_, err := s.wait(ctx, "power-off", func() bool { return !s.onLocked() })
-	return err
-}
-
-func (s *IPMISim) wait(ctx context.Context, what string, done func() bool) (*VM, error) {
-	for {
-		s.mu.Lock()
-		ok, vm, ch := done(), s.vm, s.changed
-		s.mu.Unlock()
-		if ok {
-			return vm, nil
-		}
-		var exited <-chan struct{}
-		if vm != nil {
-			exited = vm.done
-		}
-		select {
-		case <-ch:
-		case <-exited:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("vmtest: waiting for the BMC's %s: %w (events: %s)", what, ctx.Err(), strings.Join(s.Events(), ", "))
-		}
-	}
-}
-
-func (s *IPMISim) onLocked() bool {
-	if s.vm == nil {
-		return false
-	}
-	select {
-	case <-s.vm.done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (s *IPMISim) notifyLocked(event string) {
-	s.events = append(s.events, event)
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 // bootMachine is the machine a power-on with boot device dev starts.
@@ -364,36 +267,7 @@ func (s *IPMISim) powerOnLocked(from string) error {
 	if err != nil {
 		return err
 	}
-	// Each power-on gets a fresh console log; the earlier ones are kept.
-	if s.boots > 0 {
-		log := filepath.Join(m.Dir, "serial.log")
-		_ = os.Rename(log, filepath.Join(m.Dir, fmt.Sprintf("serial-%d.log", s.boots)))
-	}
-	vm, err := Start(s.ctx, m, s.opts)
-	if err != nil {
-		return err
-	}
-	s.vm = vm
-	s.vms = append(s.vms, vm)
-	s.boots++
-	s.notifyLocked(fmt.Sprintf("power on by %s (boot %s)", from, s.boot))
-	go func() {
-		<-vm.done
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.vm == vm && s.killed != vm {
-			s.notifyLocked("powered off by the guest (QEMU exited)")
-		}
-	}()
-	return nil
-}
-
-func (s *IPMISim) powerOffLocked(from string) {
-	if vm := s.vm; vm != nil && s.onLocked() {
-		s.killed = vm
-		vm.Kill()
-		s.notifyLocked("power off by " + from)
-	}
+	return s.startLocked(s.ctx, m, s.opts, Start, fmt.Sprintf("power on by %s (boot %s)", from, s.boot))
 }
 
 // serve answers the control program, one request per connection.
