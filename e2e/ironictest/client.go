@@ -94,6 +94,9 @@ type NodeSpec struct {
 	IPMI map[string]any
 	// BootInterface replaces an ipmi node's pxe (ipxe: Config.NetBoot).
 	BootInterface string
+	// Redfish, when set, is the driver_info of a redfish node (redfish
+	// power and management, redfish-virtual-media boot; Config.Redfish).
+	Redfish map[string]any
 }
 
 // createWithInstanceInfo is nodes.CreateOpts with instance_info, which
@@ -153,6 +156,10 @@ func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*nodes.Node, er
 		if spec.BootInterface != "" {
 			opts.BootInterface = spec.BootInterface
 		}
+	}
+	if spec.Redfish != nil {
+		opts.Driver, opts.DriverInfo = "redfish", spec.Redfish
+		opts.BootInterface, opts.PowerInterface, opts.ManagementInterface = "redfish-virtual-media", "redfish", "redfish"
 	}
 	n, err := nodes.Create(ctx, c.Service, opts).Extract()
 	return n, explain(err)

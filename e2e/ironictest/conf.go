@@ -29,7 +29,10 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //     management and pxe boot, for nodes behind a simulated BMC;
 //     Config.NetBoot adds ipxe and the settings a provisioning network
 //     needs (http_url, kernel parameters, boot loaders, inspection's
-//     kernel parameters).
+//     kernel parameters). Config.Redfish adds the redfish hardware type
+//     with redfish power and management and the redfish-virtual-media
+//     boot interface, which builds an ISO of the deploy kernel and
+//     ramdisk and has the BMC insert it.
 //   - deploy direct: the agent deploy interface; inspect inspector: Ironic
 //     drives ironic-inspector; raid agent: nodes accept RAID steps from the agent.
 //   - ramdisk_heartbeat_timeout short: the agent heartbeats every 0.3-0.6 of
@@ -83,6 +86,13 @@ func ironicConf(c Config, dir string) string {
 		if c.NetBoot != nil {
 			boot += ",ipxe"
 		}
+	}
+	if c.Redfish {
+		hw, power, mgmt, boot = hw+",redfish", power+",redfish", mgmt+",redfish", boot+",redfish-virtual-media"
+		defaultFake = func(string, ...any) {}
+		// The BIOS ISOs Ironic builds boot through ISOLINUX (Debian's
+		// isolinux; ldlinux.c32 it finds in syslinux-common's directory).
+		w("isolinux_bin = /usr/lib/ISOLINUX/isolinux.bin")
 	}
 	w("enabled_hardware_types = %s", hw)
 	w("enabled_power_interfaces = %s", power)
@@ -213,6 +223,13 @@ func ironicConf(c Config, dir string) string {
 	w("[dhcp]")
 	w("dhcp_provider = none")
 	w("")
+	if c.Redfish && c.NetBoot != nil {
+		// The kernel line of the ISOs redfish-virtual-media builds: the
+		// operator's part, as [pxe]'s for network boots.
+		w("[redfish]")
+		w("kernel_append_params = %s", c.NetBoot.KernelParams)
+		w("")
+	}
 	if c.IPMI {
 		// The BMC is a local ipmi_sim that answers at once: the default
 		// 5 s between two commands to it would outlast

@@ -81,3 +81,28 @@ func TestIronicConfCallbackTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestIronicConfRedfish: Config.Redfish enables the redfish hardware type
+// beside ipmi, the ISOLINUX Ironic builds BIOS ISOs with, and the ISOs'
+// kernel line.
+func TestIronicConfRedfish(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, Redfish: true, NetBoot: &NetBoot{HTTPURL: "http://10.99.0.1:8088", KernelParams: "nofb console=ttyS0,115200"}}
+	c.defaults()
+	conf := ironicConf(c, c.Dir)
+	for _, want := range []string{
+		"enabled_hardware_types = fake-hardware,ipmi,redfish\n",
+		"enabled_power_interfaces = fake,ipmitool,redfish\n",
+		"enabled_management_interfaces = fake,noop,ipmitool,redfish\n",
+		"enabled_boot_interfaces = fake,pxe,ipxe,redfish-virtual-media\n",
+		"isolinux_bin = /usr/lib/ISOLINUX/isolinux.bin\n",
+		"[redfish]\nkernel_append_params = nofb console=ttyS0,115200\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with Redfish lacks %q:\n%s", want, conf)
+		}
+	}
+	c.IPMI, c.NetBoot = false, nil
+	if conf := ironicConf(c, c.Dir); strings.Contains(conf, "default_power_interface") || strings.Contains(conf, "[redfish]") {
+		t.Errorf("ironic.conf with Redfish alone keeps the fake defaults or writes [redfish] without NetBoot:\n%s", conf)
+	}
+}

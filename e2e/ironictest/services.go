@@ -73,6 +73,12 @@ type Config struct {
 	// configures what Ironic writes for network boots on a provisioning
 	// network the test serves (DHCP, TFTP and HTTP are the test's).
 	NetBoot *NetBoot
+	// Redfish also enables Ironic's redfish hardware type (redfish power
+	// and management, the redfish-virtual-media boot interface) for nodes
+	// behind a Redfish BMC such as vmtest's RedfishBMC; with NetBoot, the
+	// ISOs' kernel line takes NetBoot.KernelParams and they are published
+	// below NetBoot.HTTPURL.
+	Redfish bool
 	// InspectorCallbackURL is ironic-inspector's address as the machines
 	// reach it, which Ironic writes into the ramdisk's parameters when it
 	// boots an inspection itself (a pxe boot interface); Ironic refuses a
