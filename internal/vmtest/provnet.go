@@ -108,6 +108,9 @@ type DHCP struct {
 	// PXELinux are the MACs of machines booted by Ironic's pxe boot
 	// interface: whatever they run, they get pxelinux.0 (from TFTPRoot).
 	PXELinux []string
+	// Ignore are the MACs of machines dnsmasq does not answer: for them
+	// the network has no DHCP server.
+	Ignore []string
 }
 
 // dnsmasqArgs is dnsmasq's command line for d on the bridge: the iPXE
@@ -144,6 +147,9 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 	}
 	for _, mac := range d.PXELinux {
 		a = append(a, "--dhcp-host="+mac+",set:pxelinux")
+	}
+	for _, mac := range d.Ignore {
+		a = append(a, "--dhcp-host="+mac+",ignore")
 	}
 	return a
 }
