@@ -36,6 +36,7 @@ APT_PACKAGES=(
 	e2fsprogs
 	fio
 	gdisk
+	genisoimage
 	grub-common
 	grub-efi-amd64-bin
 	grub-pc-bin
@@ -45,6 +46,7 @@ APT_PACKAGES=(
 	ironic-api
 	ironic-conductor
 	ironic-inspector
+	isolinux
 	lldpd
 	lshw
 	mdadm
@@ -57,6 +59,7 @@ APT_PACKAGES=(
 	parted
 	python3-ironic
 	python3-ironic-inspector
+	python3-sushy
 	qemu-system-x86
 	qemu-utils
 	syslinux-common
