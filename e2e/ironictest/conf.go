@@ -223,11 +223,16 @@ func ironicConf(c Config, dir string) string {
 	w("[dhcp]")
 	w("dhcp_provider = none")
 	w("")
-	if c.Redfish && c.NetBoot != nil {
-		// The kernel line of the ISOs redfish-virtual-media builds: the
-		// operator's part, as [pxe]'s for network boots.
+	if c.Redfish {
 		w("[redfish]")
-		w("kernel_append_params = %s", c.NetBoot.KernelParams)
+		// The ISOs redfish-virtual-media builds go to [deploy]http_root,
+		// not to Swift (the default, which needs Keystone).
+		w("use_swift = false")
+		if c.NetBoot != nil {
+			// Their kernel line: the operator's part, as [pxe]'s for
+			// network boots.
+			w("kernel_append_params = %s", c.NetBoot.KernelParams)
+		}
 		w("")
 	}
 	if c.IPMI {

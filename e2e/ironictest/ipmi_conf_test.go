@@ -95,14 +95,14 @@ func TestIronicConfRedfish(t *testing.T) {
 		"enabled_management_interfaces = fake,noop,ipmitool,redfish\n",
 		"enabled_boot_interfaces = fake,pxe,ipxe,redfish-virtual-media\n",
 		"isolinux_bin = /usr/lib/ISOLINUX/isolinux.bin\n",
-		"[redfish]\nkernel_append_params = nofb console=ttyS0,115200\n",
+		"[redfish]\nuse_swift = false\nkernel_append_params = nofb console=ttyS0,115200\n",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("ironic.conf with Redfish lacks %q:\n%s", want, conf)
 		}
 	}
 	c.IPMI, c.NetBoot = false, nil
-	if conf := ironicConf(c, c.Dir); strings.Contains(conf, "default_power_interface") || strings.Contains(conf, "[redfish]") {
-		t.Errorf("ironic.conf with Redfish alone keeps the fake defaults or writes [redfish] without NetBoot:\n%s", conf)
+	if conf := ironicConf(c, c.Dir); strings.Contains(conf, "default_power_interface") || !strings.Contains(conf, "[redfish]\nuse_swift = false\n\n") {
+		t.Errorf("ironic.conf with Redfish alone keeps the fake defaults or lacks use_swift = false alone in [redfish]:\n%s", conf)
 	}
 }

@@ -155,7 +155,7 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 		return nil, err
 	}
 	host := pxeNet.Addr().String()
-	b.svc, err = ironictest.Start(ctx, ironictest.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true,
+	b.svc, err = ironictest.Start(ctx, ironictest.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
 		NetBoot: &ironictest.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,
@@ -180,7 +180,7 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err == nil {
 		err = pn.StartDHCP(vmtest.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
-			PXELinux: []string{pxeMAC(pxeLinuxNode, 0)}})
+			PXELinux: []string{pxeMAC(pxeLinuxNode, 0)}, Ignore: []string{redfishMAC(redfishDHCPLess)}})
 	}
 	if err != nil {
 		b.Close()
@@ -369,41 +369,61 @@ var pxeLoaders = map[string]string{"/usr/lib/ipxe/undionly.kpxe": "ipxe", "/usr/
 
 // waitOff waits until Ironic reports the node off after what, and checks
 // the machine is.
-func (p *pxeNode) waitOff(what string) {
-	p.t.Helper()
-	if _, err := p.s.ironic.WaitFor(p.ctx, p.node.UUID, 2*time.Minute, "power off after "+what, func(n *nodes.Node) bool {
-		return n.PowerState == "power off" && n.TargetPowerState == ""
-	}); err != nil {
-		p.t.Fatal(err)
-	}
-	if p.bmc.On() {
-		p.t.Errorf("%s: Ironic reports power off, the machine runs", what)
-	}
-}
+func (p *pxeNode) waitOff(what string) { waitNodeOff(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what) }
 
 // phase has Ironic take the node to target and waits for state want; it
 // returns the VM of the first power-on on the way.
 func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
-	t := p.t
+	p.t.Helper()
+	return bmcPhase(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what, target, want, timeout)
+}
+
+// bmcPower is what the tests read of a simulated BMC's power (IPMISim,
+// RedfishBMC).
+type bmcPower interface {
+	On() bool
+	Boots() int
+	VMOfBoot(n int) *vmtest.VM
+	Events() []string
+}
+
+// waitNodeOff waits until Ironic reports node off after what, and checks
+// the machine behind bmc is.
+func waitNodeOff(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string) {
 	t.Helper()
-	boots := p.bmc.Boots()
+	if _, err := s.ironic.WaitFor(ctx, node, 2*time.Minute, "power off after "+what, func(n *nodes.Node) bool {
+		return n.PowerState == "power off" && n.TargetPowerState == ""
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if bmc.On() {
+		t.Errorf("%s: Ironic reports power off, the machine runs", what)
+	}
+}
+
+// bmcPhase has Ironic take node to target and waits for state want; it
+// returns the VM of the first power-on on the way, which the BMC started
+// for Ironic.
+func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+	t.Helper()
+	boots := bmc.Boots()
 	start := time.Now()
-	if err := p.s.ironic.Provision(p.ctx, p.node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
+	if err := s.ironic.Provision(ctx, node, nodes.ProvisionStateOpts{Target: target}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.s.ironic.WaitState(p.ctx, p.node.UUID, want, timeout); err != nil {
+	if _, err := s.ironic.WaitState(ctx, node, want, timeout); err != nil {
 		t.Fatal(err)
 	}
-	vm := p.bmc.VMOfBoot(boots + 1)
+	vm := bmc.VMOfBoot(boots + 1)
 	if vm == nil {
-		t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(p.bmc.Events(), "; "))
+		t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(bmc.Events(), "; "))
 	}
 	hb := "?"
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
-		what, time.Since(start).Seconds(), want, p.bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
+		what, time.Since(start).Seconds(), want, bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
 	return vm
 }
 
@@ -456,22 +476,7 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 	// the hinted disk; Ironic then sets the boot device to disk and power
 	// cycles the machine. Under SeaBIOS the image's boot sector prints
 	// diskBootMarker; under OVMF its ESP's GRUB prints uefiLoaderSays.
-	var img []byte
-	if fw == "bios" {
-		img = mbrImage()
-		copy(img[:440], markerBootSector()[:440])
-	} else {
-		img = uefiImage(t)
-	}
-	imgPath := filepath.Join(m.Dir, "image.raw")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ops := append(imageInfo(bed.serveImage("image-"+fw+".raw", imgPath), img),
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": pxeTarget}})
-	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
-		t.Fatal(err)
-	}
+	img := setDeployImage(t, ctx, s, bed, node.UUID, fw, m.Dir, "image-"+fw+".raw")
 	bootsBefore := bmc.Boots()
 	vm = phase("deploy", nodes.TargetActive, "active", 10*time.Minute)
 	checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
@@ -482,6 +487,41 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 	if !bmc.On() || bmc.Boots() != bootsBefore+2 {
 		t.Errorf("deploy: %d power-ons, machine on %v; want 2 (ramdisk, then the disk), on", bmc.Boots()-bootsBefore, bmc.On())
 	}
+	checkDeployedDisk(t, ctx, vm, disk, img, fw)
+	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
+	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), bmc.Boots())
+}
+
+// setDeployImage makes the whole-disk image whose boot prints a marker
+// (SeaBIOS: an MBR image's boot sector prints diskBootMarker; OVMF: its
+// ESP's GRUB prints uefiLoaderSays), serves it from the provisioning
+// network as name and sets it, with the root-device hint on the machine's
+// disk, as node's image. It returns the image.
+func setDeployImage(t *testing.T, ctx context.Context, s *suite, bed *pxeBed, node, fw, dir, name string) []byte {
+	t.Helper()
+	var img []byte
+	if fw == "bios" {
+		img = mbrImage()
+		copy(img[:440], markerBootSector()[:440])
+	} else {
+		img = uefiImage(t)
+	}
+	imgPath := filepath.Join(dir, name)
+	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ops := append(imageInfo(bed.serveImage(name, imgPath), img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": pxeTarget}})
+	if err := nodes.Update(ctx, s.ironic.Service, node, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// checkDeployedDisk checks that disk holds img and that vm, the boot after
+// the deploy, booted it (its marker on the console).
+func checkDeployedDisk(t *testing.T, ctx context.Context, vm *vmtest.VM, disk string, img []byte, fw string) {
+	t.Helper()
 	// Under UEFI the agent moves the GPT backup header to the end of the
 	// disk, rewriting the protective MBR entry and the primary header (see
 	// TestVMDeployUEFI): compare from LBA 2.
@@ -503,8 +543,6 @@ func pxeLifecycle(t *testing.T, fw string, n int) {
 	} else {
 		t.Logf("the disk booted after the deploy: %q at %.1fs", l.Text, l.At.Seconds())
 	}
-	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
-	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), bmc.Boots())
 }
 
 // startBMC starts m's ipmi_sim, stopped when the test ends; a failed test

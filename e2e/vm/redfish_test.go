@@ -1,0 +1,414 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// The provisioning network's Redfish BMCs listen on an address of the
+// namespace each (10.99.0.21 + n), on this port: no host port is taken.
+const redfishPort = 8000
+
+// redfishNode is one machine on the provisioning network behind a
+// vmtest.RedfishBMC, enrolled in the bed's Ironic as a redfish node with
+// the redfish-virtual-media boot interface, manageable.
+type redfishNode struct {
+	t    *testing.T
+	ctx  context.Context
+	bed  *pxeBed
+	s    *suite
+	m    vmtest.Machine
+	bmc  *vmtest.RedfishBMC
+	node *nodes.Node
+	mac  string
+	disk string
+}
+
+// redfishMAC is the MAC of redfishNode n's NIC.
+func redfishMAC(n int) string { return fmt.Sprintf("52:54:00:6d:%02x:01", 0x30+n) }
+
+// redfishDHCPLess is the redfishNode that boots with no DHCP server for
+// it: dnsmasq ignores its MAC (vmtest.DHCP.Ignore).
+const redfishDHCPLess = 2
+
+// newRedfishNode skips unless the virtual-media tests can run, and makes
+// machine n under firmware fw behind its Redfish BMC, enrolled with
+// networkData (nil: none) as the node's network_data.
+func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, networkData map[string]any) *redfishNode {
+	t.Helper()
+	rd := ramdisk(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: a provisioning network in a namespace, Ironic, dnsmasq and the BMC in it")
+	}
+	need := map[string]string{"dnsmasq": "dnsmasq-base", "mkisofs": "genisoimage", "isoinfo": "genisoimage"}
+	if fw == "uefi" {
+		need["grub-mkimage"], need["mkfs.fat"], need["mcopy"] = "grub-common", "dosfstools", "mtools"
+	}
+	for p, pkg := range need {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", p, pkg)
+		}
+	}
+	files := map[string]string{"/usr/lib/ISOLINUX/isolinux.bin": "isolinux", "/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common",
+		"/usr/lib/python3/dist-packages/sushy/__init__.py": "python3-sushy"}
+	if fw == "uefi" {
+		files["/usr/lib/grub/x86_64-efi/linuxefi.mod"] = "grub-efi-amd64-bin"
+	}
+	for f, pkg := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
+		}
+	}
+	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
+		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v)", series, err)
+	}
+	bed := provisioningNetwork(t)
+	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n)}
+	m := vmtest.DefaultMachine(fw)
+	m.Name = "ironic-agent-redfish-" + fw
+	m.Dir = vmDir(t)
+	// One NIC, on the provisioning network: Ironic's noop network gives
+	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
+	// leases, and a second one answering DHCP could be that NIC.
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: "fd"}}
+	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	r.m, r.disk = m, m.DiskPath("vblk")
+	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(21 + n)})
+	if err := bed.net.AddAddress(ctx, bmcAddr); err != nil {
+		t.Fatal(err)
+	}
+	tap, err := bed.net.AddTap(ctx, fmt.Sprintf("rftap%d", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tap.Close() })
+	const user, password = "ironic", "redfish-s3cret"
+	r.bmc, err = vmtest.StartRedfishBMC(ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name},
+		vmtest.RedfishConfig{Addr: fmt.Sprintf("%s:%d", bmcAddr, redfishPort), User: user, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("BMC events: %s", strings.Join(r.bmc.Events(), "; "))
+			if vm := r.bmc.VM(); vm != nil {
+				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 100))
+			}
+		}
+		r.bmc.Close()
+	})
+	driverInfo := map[string]any{
+		"redfish_address":   r.bmc.URL(),
+		"redfish_system_id": "/redfish/v1/Systems/system",
+		"redfish_username":  user,
+		"redfish_password":  password,
+		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
+		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
+	}
+	if fw == "uefi" {
+		// The ESP Ironic 21.4 puts into a UEFI ISO as its El Torito image.
+		driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx))
+	}
+	spec := ironictest.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
+		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
+	r.node = enroll(t, ctx, r.s, spec, [2]string{r.mac, ""})
+	if networkData != nil {
+		// network_data is API 1.66.
+		svc := *r.s.ironic.Service
+		svc.Microversion = "1.66"
+		if err := nodes.Update(ctx, &svc, r.node.UUID, nodes.UpdateOpts{
+			nodes.UpdateOperation{Op: nodes.AddOp, Path: "/network_data", Value: networkData}}).Err; err != nil {
+			t.Fatalf("set the node's network_data: %v", err)
+		}
+	}
+	return r
+}
+
+// redfishESP is an EFI system partition image with GRUB at the removable
+// path, whose embedded configuration finds Ironic's grub.cfg on the ISO
+// (EFI/BOOT/grub.cfg, [DEFAULT]grub_config_path) and reads it.
+func redfishESP(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "embed.cfg")
+	if err := os.WriteFile(cfg, []byte("search --no-floppy --file --set=root /EFI/BOOT/grub.cfg\nset prefix=($root)/EFI/BOOT\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	efi := filepath.Join(dir, "BOOTX64.EFI")
+	esp := filepath.Join(dir, "esp.img")
+	for _, c := range [][]string{
+		// linuxefi and initrdefi: the commands of Ironic's grub template.
+		{"grub-mkimage", "-O", "x86_64-efi", "-p", "/EFI/BOOT", "-c", cfg, "-o", efi,
+			"normal", "configfile", "search", "search_fs_file", "iso9660", "fat", "part_msdos", "part_gpt", "linux", "linuxefi", "echo", "test"},
+		{"mkfs.fat", "-C", esp, "8192"},
+		{"mmd", "-i", esp, "::/EFI", "::/EFI/BOOT"},
+		{"mcopy", "-i", esp, efi, "::/EFI/BOOT/BOOTX64.EFI"},
+	} {
+		if out, err := exec.CommandContext(ctx, c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("ESP image: %s: %v: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	return esp
+}
+
+// phase has Ironic take the node to target and waits for state want; it
+// returns the VM of the first power-on on the way.
+func (r *redfishNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+	r.t.Helper()
+	return bmcPhase(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what, target, want, timeout)
+}
+
+// waitOff waits until Ironic reports the node off after what, and checks
+// the machine is.
+func (r *redfishNode) waitOff(what string) { waitNodeOff(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what) }
+
+// isoBoot is what Ironic put into the ISO vm booted from.
+type isoBoot struct {
+	label   string // the volume ID
+	cmdline string // the ramdisk's kernel parameters in the boot loader's configuration
+	files   string // the ISO's file list
+	iso     string
+}
+
+// checkISOBoot checks that vm booted the ISO Ironic built and the BMC
+// downloaded from Ironic's HTTP root (no kernel handed to QEMU), and
+// returns what is in it.
+func (r *redfishNode) checkISOBoot(vm *vmtest.VM) isoBoot {
+	t := r.t
+	t.Helper()
+	ib := isoBoot{iso: vm.Machine.ISO}
+	if ib.iso == "" || slices.Contains(vm.Cmdline, "-kernel") {
+		t.Fatalf("the ramdisk boot was not from the virtual CD: %s", vmtest.ShellQuote(vm.Cmdline))
+	}
+	if got := r.bed.served("/redfish/boot-" + r.node.UUID); len(got) == 0 {
+		t.Errorf("the BMC did not fetch the ISO from Ironic's HTTP root (requests: %s)", strings.Join(r.bed.served("/redfish"), ", "))
+	}
+	isoinfo := func(args ...string) string {
+		out, err := exec.CommandContext(r.ctx, "isoinfo", append([]string{"-i", ib.iso}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("isoinfo %s on %s: %v", strings.Join(args, " "), ib.iso, err)
+		}
+		return string(out)
+	}
+	for l := range strings.Lines(isoinfo("-d")) {
+		if v, ok := strings.CutPrefix(l, "Volume id: "); ok {
+			ib.label = strings.TrimSpace(v)
+		}
+	}
+	ib.files = isoinfo("-R", "-f")
+	cfg, keyword := "/isolinux/isolinux.cfg", "append"
+	if r.m.Firmware == "uefi" {
+		cfg, keyword = "/EFI/BOOT/grub.cfg", "linuxefi"
+	}
+	for l := range strings.Lines(isoinfo("-R", "-x", cfg)) {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == keyword {
+			ib.cmdline = strings.Join(f[1:], " ")
+		}
+	}
+	if ib.cmdline == "" {
+		t.Fatalf("no %s line in the ISO's %s", keyword, cfg)
+	}
+	// Ironic's isolinux/grub template, its kernel_append_params
+	// ([redfish]) and what virtual media always adds.
+	for _, w := range append(strings.Fields(pxeKernelParams), "boot_method=vmedia", "ipa-debug=1") {
+		if !slices.Contains(strings.Fields(ib.cmdline), w) {
+			t.Errorf("the ISO's kernel line lacks %q: %s", w, ib.cmdline)
+		}
+	}
+	return ib
+}
+
+// kernelParam is the value of name on cmdline, "" if absent.
+func kernelParam(cmdline, name string) string {
+	for f := range strings.FieldsSeq(cmdline) {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestVMRedfishVirtualMediaBIOS is the lifecycle Ironic drives through a
+// Redfish BMC under SeaBIOS: a node of the redfish hardware type with the
+// redfish-virtual-media boot interface. For each operation Ironic builds
+// an ISO of the deploy kernel and ramdisk with its kernel parameters
+// (ISOLINUX), publishes it in its HTTP root, has the BMC insert it
+// (InsertMedia: the BMC downloads it), sets the boot override to Cd once
+// and powers the machine on: inspection, cleaning and a deploy, after
+// which it ejects the CD, sets the override to Hdd for good and powers the
+// deployed disk on. No test code starts QEMU.
+// TestVMRedfishDHCPLessBIOS, which runs by default, goes the same way; this
+// one adds only the DHCP that every other VM test has.
+func TestVMRedfishVirtualMediaBIOS(t *testing.T) {
+	slowScenario(t)
+	redfishLifecycle(t, "bios", 0, false)
+}
+
+// TestVMRedfishVirtualMediaUEFI is the same under OVMF: Ironic's UEFI ISO
+// boots GRUB from the ESP the node's driver_info names (redfishESP),
+// which reads the grub.cfg Ironic wrote.
+func TestVMRedfishVirtualMediaUEFI(t *testing.T) {
+	slowScenario(t)
+	redfishLifecycle(t, "uefi", 1, false)
+}
+
+// TestVMRedfishDHCPLessBIOS is the DHCP-less boot through Ironic: the
+// node has network_data (a static address on its NIC), Ironic writes it
+// into the ISO as openstack/latest/network_data.json and labels the ISO
+// config-2 (Ironic 21.4 makes the virtual-media ISO the config drive), and
+// dnsmasq ignores the machine. The init finds the label on the CD, sets
+// the static address, and inspection, cleaning and the deploy run over it.
+func TestVMRedfishDHCPLessBIOS(t *testing.T) { redfishLifecycle(t, "bios", redfishDHCPLess, true) }
+
+// redfishStaticAddress is the DHCP-less machine's address.
+const redfishStaticAddress = "10.99.0.62"
+
+func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
+	testStart := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	var networkData map[string]any
+	if dhcpLess {
+		networkData = map[string]any{
+			"links": []any{map[string]any{"id": "prov0", "type": "phy", "ethernet_mac_address": redfishMAC(n), "mtu": 1500}},
+			"networks": []any{map[string]any{"id": "prov-ipv4", "network_id": "provisioning", "type": "ipv4", "link": "prov0",
+				"ip_address": redfishStaticAddress, "netmask": "255.255.255.0", "routes": []any{}}},
+			"services": []any{},
+		}
+	}
+	r := newRedfishNode(t, ctx, fw, n, networkData)
+	s, m, disk := r.s, r.m, r.disk
+	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
+	ironicURL := "http://" + pxeNet.Addr().String() + ":6385"
+
+	// checkNetwork checks how the boot got its address; lookup: the agent
+	// knew Ironic's URL, so its callback URL is the address's.
+	checkNetwork := func(what string, vm *vmtest.VM, ib isoBoot, lookup bool) {
+		t.Helper()
+		if !dhcpLess {
+			if ib.label != "VMEDIA_BOOT_ISO" {
+				t.Errorf("%s: ISO volume id %q, want Ironic's VMEDIA_BOOT_ISO", what, ib.label)
+			}
+			if lookup {
+				checkAgentAddress(t, vm)
+			}
+			return
+		}
+		if ib.label != "config-2" || !strings.Contains(ib.files, "/openstack/latest/network_data.json") {
+			t.Errorf("%s: ISO volume id %q, files %q; want config-2 with openstack/latest/network_data.json", what, ib.label, ib.files)
+		}
+		out, err := exec.CommandContext(ctx, "isoinfo", "-i", ib.iso, "-R", "-x", "/openstack/latest/network_data.json").Output()
+		var got map[string]any
+		if err != nil || json.Unmarshal(out, &got) != nil {
+			t.Errorf("%s: network_data.json in the ISO: %v: %q", what, err, out)
+		} else if a, _ := json.Marshal(got); !bytes.Contains(a, []byte(redfishStaticAddress)) {
+			t.Errorf("%s: the ISO's network_data.json is not the node's: %s", what, a)
+		}
+		if l, ok := vm.Find(`msg="network data" `); !ok || !strings.Contains(l.Text, "device=/dev/sr0 type=iso9660") {
+			t.Errorf("%s: the init did not read network data from the virtual CD: %q", what, l.Text)
+		} else {
+			t.Logf("%s: %.1fs %s", what, l.At.Seconds(), l.Text)
+		}
+		if l, ok := vm.Find(`msg="static address" `); !ok || !strings.Contains(l.Text, "link=eth0 address="+redfishStaticAddress+"/24") {
+			t.Errorf("%s: the init did not set the static address: %q", what, l.Text)
+		}
+		if l, ok := vm.Find("agent API listening"); lookup && (!ok || !strings.Contains(l.Text, "://"+redfishStaticAddress+":")) {
+			t.Errorf("%s: the agent does not call back on the static address: %q", what, l.Text)
+		}
+		for _, l := range vm.Lines() {
+			if strings.Contains(l.Text, `msg="DHCP lease"`) {
+				t.Errorf("%s: the init ran DHCP on a DHCP-less boot: %s", what, l.Text)
+			}
+		}
+		if strings.Contains(strings.ToLower(r.bed.net.DHCPLog()), strings.ToLower(r.mac)+" ignored") {
+			t.Errorf("%s: the machine asked dnsmasq for a lease", what)
+		}
+	}
+
+	// Inspection: Ironic's inspector interface has the boot interface
+	// build the ISO with the inspection callback and powers on.
+	vm := r.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
+	r.waitOff("inspection")
+	ib := r.checkISOBoot(vm)
+	checkParam(t, ib.cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
+	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
+	checkNetwork("inspection", vm, ib, false)
+	data := s.inspectionData(t, ctx, r.node.UUID, time.Minute)
+	inv, _ := data["inventory"].(map[string]any)
+	checkInventory(t, inv, m)
+	ifaces, _ := inv["interfaces"].([]any)
+	for _, i := range ifaces {
+		if i, _ := i.(map[string]any); i["mac_address"] == r.mac {
+			if a, _ := i["ipv4_address"].(string); (dhcpLess && a != redfishStaticAddress) || !strings.HasPrefix(a, "10.99.0.") {
+				t.Errorf("inventory: %s has IPv4 address %q, want one on the provisioning network (DHCP-less: %s)", r.mac, a, redfishStaticAddress)
+			}
+		}
+	}
+	// No BMC inside this machine (no KCS): what the agent reports.
+	t.Logf("inventory bmc_address %v, bmc_v6address %v (the machine has no in-band BMC interface)", inv["bmc_address"], inv["bmc_v6address"])
+
+	// Cleaning: a new ISO with the API URL and the token Ironic made
+	// before the boot (virtual media's pregenerated token).
+	vm = r.phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
+	r.waitOff("cleaning")
+	ib = r.checkISOBoot(vm)
+	checkParam(t, ib.cmdline, "ipa-api-url", ironicURL)
+	if tok := kernelParam(ib.cmdline, "ipa-agent-token"); len(tok) < 32 {
+		t.Errorf("cleaning ISO: ipa-agent-token %q, want Ironic's pregenerated token", tok)
+	}
+	// Ironic 21.4 writes ipa-global-request-id into PXE configurations
+	// only (pxe_utils), not into the ISOs.
+	checkParsed(t, vm, "api_url", "agent_token")
+	if _, ok := vm.Find("lookup returned the masked token; keeping the one held"); !ok {
+		t.Error("the agent did not keep the token from the ISO at lookup")
+	}
+	checkNetwork("cleaning", vm, ib, true)
+	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
+		t.Error("cleaning did not erase the start of the disk")
+	}
+
+	// Deploy: the image onto the disk, then Ironic ejects the CD, sets the
+	// override to Hdd (Continuous) and powers the disk on.
+	img := setDeployImage(t, ctx, s, r.bed, r.node.UUID, fw, m.Dir, fmt.Sprintf("redfish-image-%s-%d.raw", fw, n))
+	bootsBefore := r.bmc.Boots()
+	vm = r.phase("deploy", nodes.TargetActive, "active", 10*time.Minute)
+	ib = r.checkISOBoot(vm)
+	checkNetwork("deploy", vm, ib, true)
+	if !r.bmc.On() || r.bmc.Boots() != bootsBefore+2 {
+		t.Errorf("deploy: %d power-ons, machine on %v; want 2 (the ISO, then the disk), on", r.bmc.Boots()-bootsBefore, r.bmc.On())
+	}
+	if target, enabled, _ := r.bmc.BootOverride(); target != vmtest.RedfishBootHdd || enabled != "Continuous" {
+		t.Errorf("boot override after the deploy: %s %s, want Hdd Continuous", target, enabled)
+	}
+	if image, _ := r.bmc.Media(vmtest.RedfishMediaCd); image != "" {
+		t.Errorf("the virtual CD still holds %s after the deploy", image)
+	}
+	diskVM := r.bmc.VM()
+	if diskVM.Machine.ISO != "" || slices.Contains(diskVM.Cmdline, "-kernel") {
+		t.Errorf("the boot after the deploy was not from the disk: %s", vmtest.ShellQuote(diskVM.Cmdline))
+	}
+	checkDeployedDisk(t, ctx, diskVM, disk, img, fw)
+	if st, err := os.Stat(ib.iso); err == nil {
+		t.Logf("ISO Ironic built: %.1f MiB, volume id %s; kernel line: %s", float64(st.Size())/(1<<20), ib.label, ib.cmdline)
+	}
+	t.Logf("BMC events: %s", strings.Join(r.bmc.Events(), "; "))
+	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), r.bmc.Boots())
+}
