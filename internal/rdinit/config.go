@@ -28,7 +28,7 @@ const (
 	ParamExit         = "ironic_agent.exit"         // after the command exits: restart|poweroff|reboot|hold
 	ParamUpload       = "ironic_agent.upload"       // URL: POST a tar.gz of ironic_agent.upload_dir there after the command
 	ParamUploadDir    = "ironic_agent.upload_dir"   // directory to upload
-	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]
+	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]; with network data: the NICs it does not name (default none)
 	ParamDHCPTimeout  = "ironic_agent.dhcp_timeout" // seconds to wait for the first lease (default 60)
 	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated; "all" for every one
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
@@ -87,11 +87,15 @@ func ParseCmdline(s string) Cmdline {
 
 // Config is what the init does, from the kernel command line.
 type Config struct {
-	Command     []string
-	Exit        string
-	UploadURL   string
-	UploadDir   string
-	DHCP        []string // nil: all NICs; empty non-nil: none; else MACs
+	Command   []string
+	Exit      string
+	UploadURL string
+	UploadDir string
+	DHCP      []string // nil: all NICs; empty non-nil: none; else MACs
+	// DHCPGiven is set when ironic_agent.dhcp is on the command line:
+	// with network data, only then do the NICs the document does not
+	// name get DHCP (glean's fallback, see applyNetworkData).
+	DHCPGiven   bool
 	DHCPTimeout time.Duration
 	Modules     []string
 	ModuleJobs  int
@@ -196,6 +200,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 		return cfg, fmt.Errorf("%s=%q: want an http(s) URL", ParamUpload, cfg.UploadURL)
 	}
 	if v, ok := c[ParamDHCP]; ok {
+		cfg.DHCPGiven = true
 		switch v {
 		case "all", "":
 		case "none":

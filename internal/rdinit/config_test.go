@@ -30,7 +30,7 @@ func TestParseConfig(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Command, []string{"run"}) || cfg.Exit != "restart" || cfg.DHCP != nil ||
 		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" || cfg.ModuleJobs != 1 ||
 		cfg.ResolvConf != "/etc/resolv.conf" || cfg.HostnameFile != "/proc/sys/kernel/hostname" ||
-		!cfg.IPv6 || cfg.IPv6Conf != "/proc/sys/net/ipv6/conf" || !cfg.NetworkData {
+		!cfg.IPv6 || cfg.IPv6Conf != "/proc/sys/net/ipv6/conf" || !cfg.NetworkData || cfg.DHCPGiven {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if cfg, err := ParseConfig(ParseCmdline("ironic_agent.network_data=0")); err != nil || cfg.NetworkData {
@@ -53,8 +53,13 @@ func TestParseConfig(t *testing.T) {
 		!reflect.DeepEqual(cfg.Modules, []string{"loop", "vfat"}) || cfg.BootIF != "52:54:00:12:34:01" {
 		t.Errorf("parsed: %+v", cfg)
 	}
-	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=none")); cfg.DHCP == nil || len(cfg.DHCP) != 0 {
+	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=none")); cfg.DHCP == nil || len(cfg.DHCP) != 0 || !cfg.DHCPGiven {
 		t.Errorf("dhcp=none: %#v", cfg.DHCP)
+	}
+	// "all" is the default's selection, but given: with network data it
+	// turns glean's DHCP fallback on.
+	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=all")); cfg.DHCP != nil || !cfg.DHCPGiven {
+		t.Errorf("dhcp=all: %#v given %v", cfg.DHCP, cfg.DHCPGiven)
 	}
 }
 

@@ -148,27 +148,37 @@ func loadNetworkData(log *slog.Logger, mountDir string) (*networkdata.Data, erro
 // glean does for IPA's images: physical links found by MAC, bonds and
 // VLANs made, static addresses and routes set, DHCPv4 and router
 // advertisements (SLAAC, DHCPv6) run on the networks that ask for them,
-// DNS servers in resolv.conf. NICs d does not name are left up without
-// DHCP. It returns once every static network is configured and, when
-// there is no static network, once the first dynamic one has an address;
-// a link or network that cannot be made is logged and the rest still
-// applied, and the error lists them all.
+// DNS servers in resolv.conf. Then, as an IPA image does after glean, the
+// links beside the document (see besideDocument): the VLANs of
+// ipa-enable-vlan-interfaces it did not make, with DHCP, and DHCP on the
+// NICs it does not name only when ironic_agent.dhcp selects them; the
+// other unnamed NICs are up without an address (no SLAAC either). It
+// returns once every static network is configured and, when there is no
+// static network, once the first dynamic one (the document's or one
+// beside it) has an address; a link or network that cannot be made is
+// logged and the rest still applied, and the error lists them all.
 func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) error {
 	t := time.Now()
 	all, err := netlink.LinkList()
 	if err != nil {
 		return fmt.Errorf("list links: %w", err)
 	}
-	var nics []netlink.Link
+	var nics, unnamed []netlink.Link
 	for _, l := range all {
+		if n.isNIC(l) {
+			nics = append(nics, l)
+			if !namedNIC(d, l) {
+				unnamed = append(unnamed, l)
+				// Before the link is up: the kernel would make a
+				// SLAAC address on it as it comes up.
+				n.enableIPv6(l.Attrs().Name, n.cfg.IPv6 && n.fallbackDHCP(l))
+			}
+		}
 		// Every link up, as without network data: a NIC the document
 		// does not name stays up without an address (LLDP, the
 		// inventory's carrier).
 		if err := netlink.LinkSetUp(l); err != nil {
 			n.log.Warn("link up", "link", l.Attrs().Name, "error", err)
-		}
-		if n.isNIC(l) {
-			nics = append(nics, l)
 		}
 	}
 	var errs []error
@@ -208,7 +218,7 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 		dns = append(dns, a.String())
 	}
 	type result struct{ err error }
-	done := make(chan result, 2*len(d.Networks))
+	done := make(chan result, len(d.Networks)+1)
 	dynamic, static := 0, 0
 	for _, nw := range d.Networks {
 		for _, a := range nw.DNS {
@@ -253,6 +263,14 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 	if len(dns) > 0 {
 		n.setResolver(resolverSource{Key: "network_data", Servers: dns})
 	}
+	if links, parents := n.besideDocument(nics, unnamed); len(links)+len(parents) > 0 {
+		// One more dynamic network: the first address of any of them.
+		dynamic++
+		go func() {
+			defer Recover(n.onPanic)
+			done <- result{n.runDHCP(ctx, links, parents, "")}
+		}()
+	}
 	n.log.Info("network data applied", "links", len(made), "static", static, "dynamic", dynamic,
 		"errors", len(errs), "seconds", secs(time.Since(t)))
 	if static > 0 || dynamic == 0 {
@@ -267,6 +285,60 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 		errs = append(errs, r.err)
 	}
 	return errors.Join(errs...)
+}
+
+// namedNIC reports whether one of d's physical links is the NIC l (by its
+// current or permanent MAC, as makeLink finds it).
+func namedNIC(d *networkdata.Data, l netlink.Link) bool {
+	a := l.Attrs()
+	return slices.ContainsFunc(d.Links, func(dl networkdata.Link) bool {
+		return dl.Kind == networkdata.Physical && (slices.Equal(a.HardwareAddr, dl.MAC) || slices.Equal(a.PermHWAddr, dl.MAC))
+	})
+}
+
+// fallbackDHCP reports whether a NIC the document does not name gets
+// DHCP: only when ironic_agent.dhcp is given and selects it. glean, in
+// IPA's images, falls back to DHCPv4 on every such NIC unless built with
+// --no-dhcp-fallback; the init leaves them alone by default, as a
+// DHCP-less site asks (a DHCP server on another network would hand the
+// machine addresses and a default route the operator did not plan), and
+// ironic_agent.dhcp=all is glean's fallback.
+func (n *network) fallbackDHCP(l netlink.Link) bool {
+	return n.cfg.DHCPGiven && n.selected(l.Attrs().HardwareAddr.String())
+}
+
+// besideDocument makes what an IPA image adds to glean's network: the
+// VLANs of ipa-enable-vlan-interfaces (IPA creates them whatever glean
+// made, on the NIC named or with that MAC, or from LLDP, and leaves a
+// link of the same name alone, here one the document made; in images with
+// DIB's dhcp-all-interfaces each new VLAN gets DHCP), and the NICs of
+// unnamed that fallbackDHCP selects. It returns the links to run DHCP on
+// and the NICs whose LLDP neighbours name more VLANs (runDHCP's
+// arguments); ironic_agent.dhcp selects among the VLANs by their
+// parent's MAC as without network data.
+func (n *network) besideDocument(nics, unnamed []netlink.Link) (links, parents []netlink.Link) {
+	for _, err := range n.cfg.VLANProblems {
+		n.log.Error("VLAN parameter: entry skipped", "error", err)
+	}
+	for _, l := range n.explicitVLANs(n.cfg.VLANs, nics) {
+		if n.selected(l.Attrs().HardwareAddr.String()) {
+			links = append(links, l)
+		}
+	}
+	for _, l := range unnamed {
+		if n.fallbackDHCP(l) {
+			links = append(links, l)
+		}
+	}
+	if len(links) > 0 {
+		var names []string
+		for _, l := range links {
+			names = append(names, l.Attrs().Name)
+		}
+		n.log.Info("network data: DHCP beside the document", "links", strings.Join(names, ","),
+			ParamVLANs, len(n.cfg.VLANs), ParamDHCP, n.cfg.DHCPGiven)
+	}
+	return links, n.lldpParents(n.cfg.VLANs, nics)
 }
 
 // makeLink finds or creates one link of the document and sets it up.
