@@ -48,6 +48,10 @@ const (
 	restartBackoffMax = 60 * time.Second
 )
 
+// ParamPublisherID is Ironic's: the publisher ID of the virtual-media ISO
+// it built, whose config drive is the only one to take.
+const ParamPublisherID = "ir_pub_id"
+
 // Cmdline is the parsed kernel command line: key -> value, the last
 // occurrence winning. Bare words map to "".
 type Cmdline map[string]string
@@ -108,6 +112,12 @@ type Config struct {
 	// openstack/latest/network_data.json and, when there is one,
 	// configures the network from it instead of DHCP on every NIC.
 	NetworkData bool
+	// PublisherID is ir_pub_id: when set, only a config drive whose ISO
+	// 9660 publisher ID is this (without case) is taken; when not, only
+	// one without a publisher ID, and none at all with BOOTIF (a network
+	// boot), as IPA's images decide (ironic-python-agent-builder's
+	// ironic-python-agent-resolve-configdrive.sh).
+	PublisherID string
 
 	// VLANs are ipa-enable-vlan-interfaces's good entries, VLANProblems
 	// its bad ones (logged; the others still apply). The entries that
@@ -247,6 +257,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 			}
 		}
 	}
+	cfg.PublisherID = c[ParamPublisherID]
 	if v, ok := c["BOOTIF"]; ok && v != "" {
 		// PXE passes "01-aa-bb-cc-dd-ee-ff" (ARP type 1 first); iPXE configs
 		// from Ironic pass a plain MAC.
@@ -261,6 +272,14 @@ func ParseConfig(c Cmdline) (Config, error) {
 		cfg.BootIF = mac
 	}
 	return cfg, nil
+}
+
+// lookForConfigDrive reports whether the init looks for a config drive's
+// network data: not with ironic_agent.network_data=0, nor on a network
+// boot, which iPXE's and PXE's BOOTIF without Ironic's virtual-media
+// ir_pub_id shows (IPA's images take no config drive then).
+func (c Config) lookForConfigDrive() bool {
+	return c.NetworkData && (c.BootIF == "" || c.PublisherID != "")
 }
 
 func normalizeMAC(s string) (string, error) {

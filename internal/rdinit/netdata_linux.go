@@ -37,14 +37,18 @@ const networkDataPath = "openstack/latest/network_data.json"
 const configDriveHead = 16*2048 + 2048
 
 // findConfigDrive returns the block device (/dev/NAME) whose filesystem is
-// labelled config-2, and its type for mount (iso9660 or vfat): whole
-// devices, CD-ROMs (virtual media) included, in name order, the first one
-// winning. "" when there is none. Partitions are passed over: a config
-// drive in a partition is the one Ironic wrote for the deployed instance
-// (its network is the tenant's, not the provisioning network), which a
-// ramdisk booted for cleaning or servicing of that node would otherwise
-// take; the ramdisk's own comes as a whole device (virtual media).
-func findConfigDrive(sysBlock, devDir string) (dev, fstype string) {
+// labelled config-2 and whose ISO 9660 publisher ID is publisher (without
+// case; a vfat drive has none, ""), and its type for mount (iso9660 or
+// vfat): whole devices, CD-ROMs (virtual media) included, in name order,
+// the first one winning. "" when there is none. Partitions are passed
+// over: a config drive in a partition is the one Ironic wrote for the
+// deployed instance (its network is the tenant's, not the provisioning
+// network), which a ramdisk booted for cleaning or servicing of that node
+// would otherwise take; the ramdisk's own comes as a whole device (virtual
+// media). The publisher is the ir_pub_id Ironic put on the command line of
+// the ISO it built: a drive of another (a virtual medium left from an
+// earlier boot) is passed over too, as IPA's images do.
+func findConfigDrive(sysBlock, devDir, publisher string) (dev, fstype string) {
 	ents, err := os.ReadDir(sysBlock)
 	if err != nil {
 		return "", ""
@@ -62,7 +66,7 @@ func findConfigDrive(sysBlock, devDir string) (dev, fstype string) {
 		if err != nil {
 			continue // an empty CD-ROM drive, a device gone
 		}
-		if fs := configDriveType(head); fs != "" {
+		if fs := configDriveType(head); fs != "" && strings.EqualFold(blockdev.ISOPublisherID(head), publisher) {
 			return p, fs
 		}
 	}
@@ -114,14 +118,15 @@ func readNetworkData(dev, fstype, dir string) ([]byte, error) {
 	return b, nil
 }
 
-// loadNetworkData finds the config drive and parses its network data; nil
-// with no error when there is no config drive or it has no network data
-// (then the init does DHCP as without one).
-func loadNetworkData(log *slog.Logger, mountDir string) (*networkdata.Data, error) {
+// loadNetworkData finds the config drive of publisher ID publisher and
+// parses its network data; nil with no error when there is no such config
+// drive or it has no network data (then the init does DHCP as without
+// one).
+func loadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata.Data, error) {
 	t := time.Now()
-	dev, fstype := findConfigDrive("/sys/class/block", "/dev")
+	dev, fstype := findConfigDrive("/sys/class/block", "/dev", publisher)
 	if dev == "" {
-		log.Info("no config drive", "label", configDriveLabel, "seconds", secs(time.Since(t)))
+		log.Info("no config drive", "label", configDriveLabel, ParamPublisherID, publisher, "seconds", secs(time.Since(t)))
 		return nil, nil
 	}
 	b, err := readNetworkData(dev, fstype, mountDir)

@@ -43,26 +43,42 @@ func TestFindConfigDrive(t *testing.T) {
 		f.Close()
 		netnstest.Run(t, "mkfs.vfat", "-n", label, p)
 	}
-	iso := func(name, label string) {
+	// iso makes a config drive as Ironic's mkisofs call does, with a
+	// publisher ID when given.
+	iso := func(name, label string, publisher ...string) {
 		src := filepath.Join(dir, "src-"+name, "openstack", "latest")
 		os.MkdirAll(src, 0o755)
 		os.WriteFile(filepath.Join(src, "network_data.json"), []byte("{}"), 0o644)
-		netnstest.Run(t, "xorriso", "-as", "mkisofs", "-quiet", "-r", "-J", "-V", label, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))
+		args := []string{"-as", "mkisofs", "-quiet", "-r", "-V", label, "-J", "-l"}
+		if len(publisher) > 0 {
+			args = append(args, "-publisher", publisher[0])
+		}
+		netnstest.Run(t, "xorriso", append(args, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))...)
 	}
+	const pub = "6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44"
 	os.MkdirAll(filepath.Join(dir, "dev"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
 	for _, tc := range []struct {
-		name     string
-		devs     map[string]func(string)
-		wantDev  string
-		wantType string
+		name      string
+		devs      map[string]func(string)
+		wantDev   string
+		wantType  string
+		publisher string // ir_pub_id
 	}{
-		{"vfat upper case", map[string]func(string){"vda": func(n string) { vfat(n, "ESP") }, "vdb": func(n string) { vfat(n, "CONFIG-2") }}, "vdb", "vfat"},
-		{"iso", map[string]func(string){"sda": func(n string) { vfat(n, "data") }, "sr0": func(n string) { iso(n, "config-2") }}, "sr0", "iso9660"},
-		{"none", map[string]func(string){"sr1": func(n string) { iso(n, "VMEDIA_BOOT_ISO") }, "sr2": nil, "loop0": func(n string) { iso(n, "config-2") }}, "", ""},
+		{"vfat upper case", map[string]func(string){"vda": func(n string) { vfat(n, "ESP") }, "vdb": func(n string) { vfat(n, "CONFIG-2") }}, "vdb", "vfat", ""},
+		{"iso", map[string]func(string){"sda": func(n string) { vfat(n, "data") }, "sr0": func(n string) { iso(n, "config-2") }}, "sr0", "iso9660", ""},
+		{"none", map[string]func(string){"sr1": func(n string) { iso(n, "VMEDIA_BOOT_ISO") }, "sr2": nil, "loop0": func(n string) { iso(n, "config-2") }}, "", "", ""},
 		// The deployed instance's config drive, in a partition of the
 		// install disk, is not the ramdisk's (a service or cleaning boot).
-		{"instance partition", map[string]func(string){"sdd2": func(n string) { iso(n, "config-2") }}, "", ""},
+		{"instance partition", map[string]func(string){"sdd2": func(n string) { iso(n, "config-2") }}, "", "", ""},
+		// Ironic's ISO: its publisher ID is ir_pub_id's (mkisofs writes
+		// it upper case in the primary descriptor); one of another
+		// publisher, or with none when ir_pub_id is given, is a
+		// virtual medium of another boot.
+		{"publisher", map[string]func(string){"sr0": func(n string) { iso(n, "config-2", "0000-old") }, "sr1": func(n string) { iso(n, "config-2", pub) }},
+			"sr1", "iso9660", pub},
+		{"no publisher wanted", map[string]func(string){"sr0": func(n string) { iso(n, "config-2", pub) }}, "", "", ""},
+		{"publisher wanted", map[string]func(string){"sda": func(n string) { vfat(n, "CONFIG-2") }, "sr0": func(n string) { iso(n, "config-2") }}, "", "", pub},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys, dev := filepath.Join(dir, "sys", tc.name), filepath.Join(dir, "dev")
@@ -76,7 +92,7 @@ func TestFindConfigDrive(t *testing.T) {
 					os.WriteFile(filepath.Join(sys, name, "partition"), []byte("2\n"), 0o644)
 				}
 			}
-			gotDev, gotType := findConfigDrive(sys, dev)
+			gotDev, gotType := findConfigDrive(sys, dev, tc.publisher)
 			want := ""
 			if tc.wantDev != "" {
 				want = filepath.Join(dev, tc.wantDev)
