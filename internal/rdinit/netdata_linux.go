@@ -260,6 +260,10 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 					if err = n.networkRoutes(link, nw); err != nil {
 						n.log.Error("network data: routes not added", "network", nw.ID, "link", name, "error", err)
 					}
+				} else {
+					// Said here: once the first network is up,
+					// nobody reads the others' results.
+					n.log.Error("network data: network not configured", "network", nw.ID, "type", nw.Type, "link", name, "error", err)
 				}
 				done <- result{err}
 			}()

@@ -95,6 +95,10 @@ func TestNetworkDataInVM(t *testing.T) {
 // posts its inspection over the DHCPv4 address and looks up and
 // heartbeats over the SLAAC address, which needs both routes, added once
 // the addresses are there; the third NIC gets no DHCP and no address.
+// Beside the document, ipa-enable-vlan-interfaces names VLAN 100 on the
+// DHCPv4 NIC, whose port is a trunk (vmtest.Trunk) with a third dnsmasq
+// on VLAN 100: the init makes eth0.100 and takes a lease on it, as an IPA
+// image with DIB's dhcp-all-interfaces does.
 func TestNetworkDataDynamicInVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
@@ -126,6 +130,19 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	dlog4 := startDnsmasq(t, v4.Name, v4.Tap, "--dhcp-range=10.85.0.50,10.85.0.60,2m", "--no-ping", "--dhcp-option=option:router")
 	dlog6 := startDnsmasq(t, v6.Name, v6.Tap, "--enable-ra", "--dhcp-range=fd00:7c::,ra-stateless,64,2m",
 		"--ra-param="+v6.Tap+",10,0", "--dhcp-option=option6:dns-server,[fd00:7c::53]")
+	vlan, err := vmtest.NewNetns(ctx, "rdnv-"+id, "vmnv"+id, "02:11:22:33:44:b3", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vlan.Close)
+	netnstest.Run(t, "ip", "-n", vlan.Name, "addr", "add", "10.84.0.1/24", "dev", vlan.Tap)
+	dlogVLAN := startDnsmasq(t, vlan.Name, vlan.Tap, "--dhcp-range=10.84.0.50,10.84.0.60,2m", "--no-ping", "--dhcp-option=option:router")
+	tr, trunk, err := vmtest.StartTrunk(v4.File, vlan.File, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trunk.Close()
+	t.Cleanup(tr.Close)
 	inspector := startIronicStandIn(t, v4.Name, "10.86.0.1")
 	ironic := startIronicStandIn(t, v6.Name, "fd00:7d::1")
 
@@ -139,9 +156,10 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	  {"id": "slaac6", "type": "ipv6_slaac", "link": "nic6",
 	   "routes": [{"network": "fd00:7d::", "netmask": "64", "gateway": "fd00:7c::1"}]}],
 	 "services": [{"type": "dns", "address": "10.85.0.53"}]}`
-	m := netdataMachine(t, rd, doc, true, "ipa-api-url=http://[fd00:7d::1]:6385 ipa-inspection-callback-url=http://10.86.0.1:5050/v1/continue")
+	m := netdataMachine(t, rd, doc, true, "ipa-api-url=http://[fd00:7d::1]:6385 ipa-inspection-callback-url=http://10.86.0.1:5050/v1/continue"+
+		" ipa-enable-vlan-interfaces=52:54:00:12:34:71.100")
 	m.NICs = []vmtest.NIC{
-		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:71", Backend: "fd", File: v4.File},
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:71", Backend: "stream", File: trunk},
 		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:72", Backend: "fd", File: v6.File},
 		{Model: "virtio-net-pci", MAC: unnamed, Backend: "isolated"},
 	}
@@ -150,17 +168,29 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Kill)
+	trunk.Close() // QEMU has its copy
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("%s\n%s\nthe IPv6 namespace:\n%s\ndnsmasq (v4):\n%s\ndnsmasq (v6):\n%s", fmt.Sprintf(format, args...), consoleTail(vm),
-			netnsIPv6State(ctx, v6.Name), dlog4(), dlog6())
+		// The guest's addresses, as its inventory reported them.
+		var inv []string
+		if body, err := inspector.wait(ctx, "continue", 0); err == nil {
+			nics, _ := inventoryNICs(body)
+			for _, i := range nics {
+				inv = append(inv, i.Name+"="+deref(i.IPv4Address)+" "+deref(i.IPv6Address))
+			}
+		}
+		t.Fatalf("%s\n%s\nthe IPv6 namespace:\n%s\ndnsmasq (v4):\n%s\ndnsmasq (v6):\n%s\ndnsmasq (VLAN 100):\n%s\ninspection data:\n%s", fmt.Sprintf(format, args...), consoleTail(vm),
+			netnsIPv6State(ctx, v6.Name), dlog4(), dlog6(), dlogVLAN(), strings.Join(inv, "\n"))
 	}
 	first, nics := heartbeatAndInventory(ctx, vm, ironic, inspector, fail)
 	got := map[string]string{}
 	var names []string
 	for _, i := range nics {
-		got[i.MAC] = deref(i.IPv4Address) + " " + deref(i.IPv6Address)
-		names = append(names, i.Name+"="+got[i.MAC])
+		// By MAC for the physical NICs: eth0.100 has eth0's.
+		if !strings.Contains(i.Name, ".") {
+			got[i.MAC] = deref(i.IPv4Address) + " " + deref(i.IPv6Address)
+		}
+		names = append(names, i.Name+"="+deref(i.IPv4Address)+" "+deref(i.IPv6Address))
 	}
 	t.Logf("inventory: %v", names)
 	const slaac = "fd00:7c::5054:ff:fe12:3472"
@@ -176,13 +206,20 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	if a := got[unnamed]; !strings.HasPrefix(a, "null ") {
 		t.Errorf("inventory: the NIC the document does not name has %q, want no IPv4 address", a)
 	}
+	// The VLAN's lease may come after the inspection: the first address
+	// let the agent start.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if _, err := vm.WaitFor(wctx, `msg="DHCP lease" component=init component=network link=eth0.100 address=10.84.0.`); err != nil {
+		fail("no lease on eth0.100: %v", err)
+	}
 	var starts, routes []string
 	var resolv, lease, ra string
 	for _, l := range vm.Lines() {
 		switch {
 		case strings.Contains(l.Text, `msg="DHCP start"`):
 			starts = append(starts, l.Text)
-		case strings.Contains(l.Text, `msg="DHCP lease"`):
+		case strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0 "):
 			lease = l.Text
 		case strings.Contains(l.Text, `msg="IPv6 router advertisement"`):
 			ra = l.Text
@@ -192,8 +229,8 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 			resolv = l.Text
 		}
 	}
-	if len(starts) != 1 {
-		t.Errorf("DHCP ran %d times, want once (the ipv4_dhcp NIC): %q", len(starts), starts)
+	if len(starts) != 2 || !strings.Contains(starts[0]+starts[1], "link=eth0 ") || !strings.Contains(starts[0]+starts[1], "link=eth0.100 ") {
+		t.Errorf("DHCP started %q, want it on the ipv4_dhcp NIC (eth0) and its VLAN eth0.100 only", starts)
 	}
 	if len(routes) != 2 {
 		t.Errorf("routes logged %q, want the two networks'", routes)
@@ -208,7 +245,8 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	for _, l := range append(starts, append(routes, lease, ra)...) {
 		t.Logf("%s", strings.TrimSpace(l))
 	}
-	t.Logf("VM: first heartbeat %v after QEMU start, VM ran %v", first.Round(time.Second), vm.Elapsed().Round(time.Second))
+	t.Logf("VM: first heartbeat %v after QEMU start, VM ran %v; trunk: %d tagged frames in, %d out", first.Round(time.Second), vm.Elapsed().Round(time.Second),
+		tr.TaggedIn.Load(), tr.TaggedOut.Load())
 	vm.Kill()
 }
 
