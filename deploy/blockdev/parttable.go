@@ -273,6 +273,18 @@ func ISOVolumeID(b []byte) string {
 	return strings.TrimRight(string(b[pvd+40:pvd+72]), " \x00")
 }
 
+// ISOPublisherID returns the ISO9660 publisher identifier (trimmed) from
+// the primary volume descriptor at 32 KiB, or "": what mkisofs -publisher
+// wrote, which Ironic sets to the ir_pub_id of the ISO's kernel command
+// line (udev's ID_FS_PUBLISHER_ID).
+func ISOPublisherID(b []byte) string {
+	const pvd = 16 * 2048
+	if len(b) < pvd+446 || b[pvd] != 1 || !bytes.Equal(b[pvd+1:pvd+6], []byte("CD001")) {
+		return ""
+	}
+	return strings.TrimRight(string(b[pvd+318:pvd+446]), " \x00")
+}
+
 // FATLabel returns the FAT volume label of a boot sector, or "".
 func FATLabel(b []byte) string {
 	switch {

@@ -78,6 +78,10 @@ func TestSignatures(t *testing.T) {
 	if got := ISOVolumeID(iso); got != "config-2" {
 		t.Errorf("iso label %q", got)
 	}
+	copy(iso[32768+318:], "6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44")
+	if got := ISOPublisherID(iso); got != "6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44" {
+		t.Errorf("iso publisher %q", got)
+	}
 	if got := fsSignature(iso); got != "iso9660" {
 		t.Errorf("iso signature %q", got)
 	}
@@ -103,6 +107,7 @@ func FuzzParsePartTable(f *testing.F) {
 		_, _ = ParsePartTable(bytes.NewReader(b), b, sector)
 		_ = fsSignature(b)
 		_ = ISOVolumeID(b)
+		_ = ISOPublisherID(b)
 		_ = FATLabel(b)
 		_ = mdSuperblockAtEnd(bytes.NewReader(b), int64(len(b)))
 	})

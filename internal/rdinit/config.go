@@ -28,7 +28,7 @@ const (
 	ParamExit         = "ironic_agent.exit"         // after the command exits: restart|poweroff|reboot|hold
 	ParamUpload       = "ironic_agent.upload"       // URL: POST a tar.gz of ironic_agent.upload_dir there after the command
 	ParamUploadDir    = "ironic_agent.upload_dir"   // directory to upload
-	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]
+	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]; with network data: the NICs it does not name (default none)
 	ParamDHCPTimeout  = "ironic_agent.dhcp_timeout" // seconds to wait for the first lease (default 60)
 	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated; "all" for every one
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
@@ -47,6 +47,10 @@ const (
 	restartBackoffMin = 2 * time.Second
 	restartBackoffMax = 60 * time.Second
 )
+
+// ParamPublisherID is Ironic's: the publisher ID of the virtual-media ISO
+// it built, whose config drive is the only one to take.
+const ParamPublisherID = "ir_pub_id"
 
 // Cmdline is the parsed kernel command line: key -> value, the last
 // occurrence winning. Bare words map to "".
@@ -87,11 +91,15 @@ func ParseCmdline(s string) Cmdline {
 
 // Config is what the init does, from the kernel command line.
 type Config struct {
-	Command     []string
-	Exit        string
-	UploadURL   string
-	UploadDir   string
-	DHCP        []string // nil: all NICs; empty non-nil: none; else MACs
+	Command   []string
+	Exit      string
+	UploadURL string
+	UploadDir string
+	DHCP      []string // nil: all NICs; empty non-nil: none; else MACs
+	// DHCPGiven is set when ironic_agent.dhcp is on the command line:
+	// with network data, only then do the NICs the document does not
+	// name get DHCP (glean's fallback, see applyNetworkData).
+	DHCPGiven   bool
 	DHCPTimeout time.Duration
 	Modules     []string
 	ModuleJobs  int
@@ -104,6 +112,12 @@ type Config struct {
 	// openstack/latest/network_data.json and, when there is one,
 	// configures the network from it instead of DHCP on every NIC.
 	NetworkData bool
+	// PublisherID is ir_pub_id: when set, only a config drive whose ISO
+	// 9660 publisher ID is this (without case) is taken; when not, only
+	// one without a publisher ID, and none at all with BOOTIF (a network
+	// boot), as IPA's images decide (ironic-python-agent-builder's
+	// ironic-python-agent-resolve-configdrive.sh).
+	PublisherID string
 
 	// VLANs are ipa-enable-vlan-interfaces's good entries, VLANProblems
 	// its bad ones (logged; the others still apply). The entries that
@@ -196,6 +210,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 		return cfg, fmt.Errorf("%s=%q: want an http(s) URL", ParamUpload, cfg.UploadURL)
 	}
 	if v, ok := c[ParamDHCP]; ok {
+		cfg.DHCPGiven = true
 		switch v {
 		case "all", "":
 		case "none":
@@ -242,6 +257,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 			}
 		}
 	}
+	cfg.PublisherID = c[ParamPublisherID]
 	if v, ok := c["BOOTIF"]; ok && v != "" {
 		// PXE passes "01-aa-bb-cc-dd-ee-ff" (ARP type 1 first); iPXE configs
 		// from Ironic pass a plain MAC.
@@ -256,6 +272,14 @@ func ParseConfig(c Cmdline) (Config, error) {
 		cfg.BootIF = mac
 	}
 	return cfg, nil
+}
+
+// lookForConfigDrive reports whether the init looks for a config drive's
+// network data: not with ironic_agent.network_data=0, nor on a network
+// boot, which iPXE's and PXE's BOOTIF without Ironic's virtual-media
+// ir_pub_id shows (IPA's images take no config drive then).
+func (c Config) lookForConfigDrive() bool {
+	return c.NetworkData && (c.BootIF == "" || c.PublisherID != "")
 }
 
 func normalizeMAC(s string) (string, error) {

@@ -30,7 +30,7 @@ func TestParseConfig(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Command, []string{"run"}) || cfg.Exit != "restart" || cfg.DHCP != nil ||
 		cfg.DHCPTimeout != 60*time.Second || cfg.BootIF != "52:54:00:12:34:01" || cfg.ModuleJobs != 1 ||
 		cfg.ResolvConf != "/etc/resolv.conf" || cfg.HostnameFile != "/proc/sys/kernel/hostname" ||
-		!cfg.IPv6 || cfg.IPv6Conf != "/proc/sys/net/ipv6/conf" || !cfg.NetworkData {
+		!cfg.IPv6 || cfg.IPv6Conf != "/proc/sys/net/ipv6/conf" || !cfg.NetworkData || cfg.DHCPGiven {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if cfg, err := ParseConfig(ParseCmdline("ironic_agent.network_data=0")); err != nil || cfg.NetworkData {
@@ -53,8 +53,13 @@ func TestParseConfig(t *testing.T) {
 		!reflect.DeepEqual(cfg.Modules, []string{"loop", "vfat"}) || cfg.BootIF != "52:54:00:12:34:01" {
 		t.Errorf("parsed: %+v", cfg)
 	}
-	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=none")); cfg.DHCP == nil || len(cfg.DHCP) != 0 {
+	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=none")); cfg.DHCP == nil || len(cfg.DHCP) != 0 || !cfg.DHCPGiven {
 		t.Errorf("dhcp=none: %#v", cfg.DHCP)
+	}
+	// "all" is the default's selection, but given: with network data it
+	// turns glean's DHCP fallback on.
+	if cfg, _ := ParseConfig(ParseCmdline("ironic_agent.dhcp=all")); cfg.DHCP != nil || !cfg.DHCPGiven {
+		t.Errorf("dhcp=all: %#v given %v", cfg.DHCP, cfg.DHCPGiven)
 	}
 }
 
@@ -92,4 +97,42 @@ func FuzzParseCmdline(f *testing.F) {
 		}
 		_, _ = ParseConfig(c) // must not panic
 	})
+}
+
+// TestBootParameters parses the kernel command lines Ironic and Metal3
+// write for the agent ramdisk, and checks the NIC BOOTIF picks and whether
+// the init looks for a config drive: iPXE's boot.ipxe (BOOTIF=${mac}, a
+// plain MAC), PXELINUX's (the ARP type first), Ironic 2026.1's virtual
+// media ISO (image_utils.prepare_iso_image: [redfish]kernel_append_params,
+// ir_pub_id, the agent's parameters, BOOTIF only for a node with a single
+// port bound to a VIF, boot_method=vmedia), Metal3's (no VIFs, so no
+// BOOTIF), and 2025.1's ISO (no ir_pub_id). None of them writes ip=: the
+// kernel's and dracut's parameter, which neither IPA's images (no dracut
+// network) nor the init read.
+func TestBootParameters(t *testing.T) {
+	const token = "ipa-agent-token=tok ipa-api-url=http://192.0.2.1:6385 ipa-inspection-callback-url=http://192.0.2.1:6385/v1/continue_inspection"
+	for _, tc := range []struct {
+		name, cmdline, bootIF string
+		configDrive           bool
+	}{
+		{"ipxe", "selinux=0 troubleshoot=0 text nofb nomodeset vga=normal ipa-insecure=1 BOOTIF=52:54:00:12:34:56 initrd=deploy_ramdisk", "52:54:00:12:34:56", false},
+		{"pxelinux", "nofb vga=normal ipa-debug=1 BOOTIF=01-52-54-00-12-34-56", "52:54:00:12:34:56", false},
+		{"vmedia", "nofb vga=normal ir_pub_id=6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44 " + token + " BOOTIF=52:54:00:12:34:56 ipa-debug=1 boot_method=vmedia",
+			"52:54:00:12:34:56", true},
+		{"vmedia-metal3", "nofb vga=normal ir_pub_id=6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44 " + token + " boot_method=vmedia", "", true},
+		{"vmedia-2025.1", "nofb vga=normal " + token + " boot_method=vmedia", "", true},
+		{"off", "ironic_agent.network_data=0 boot_method=vmedia", "", false},
+	} {
+		cfg, err := ParseConfig(ParseCmdline(tc.cmdline))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if cfg.BootIF != tc.bootIF || cfg.lookForConfigDrive() != tc.configDrive {
+			t.Errorf("%s: BOOTIF %q, config drive %v; want %q, %v", tc.name, cfg.BootIF, cfg.lookForConfigDrive(), tc.bootIF, tc.configDrive)
+		}
+		if strings.Contains(tc.name, "vmedia") && strings.Contains(tc.cmdline, "ir_pub_id") && cfg.PublisherID != "6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44" {
+			t.Errorf("%s: publisher ID %q", tc.name, cfg.PublisherID)
+		}
+	}
 }

@@ -45,11 +45,18 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	if err != nil {
 		log.Error("read kernel command line", "error", err)
 	}
-	cfg, err := ParseConfig(ParseCmdline(string(raw)))
+	cmdline := ParseCmdline(string(raw))
+	cfg, err := ParseConfig(cmdline)
 	if err != nil {
 		// A bad parameter of ours must not keep the agent from starting:
 		// say so and go on with what parsed.
 		log.Error("kernel command line", "error", err)
+	}
+	if v, ok := cmdline["ip"]; ok {
+		// The kernel's (IP_PNP, not in Debian's) and dracut's parameter:
+		// IPA's images read it no more than this init does, and an
+		// operator who set it should see that nothing took it.
+		log.Warn("kernel parameter ip= not applied: the network comes from DHCP, router advertisements or a config drive's network data", "ip", v)
 	}
 	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
 
@@ -80,11 +87,18 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	t = time.Now()
 	net := newNetwork(log, cfg, onPanic)
 	blockCount := -1
-	if cfg.NetworkData {
+	switch {
+	case cfg.NetworkData && !cfg.lookForConfigDrive():
+		// A network boot (iPXE and PXE give BOOTIF; Ironic's virtual
+		// media gives ir_pub_id beside it): a config drive there is a
+		// virtual medium left from an earlier boot, as IPA's images
+		// judge.
+		log.Info("network boot (BOOTIF without "+ParamPublisherID+"): no config drive taken", "BOOTIF", cfg.BootIF)
+	case cfg.lookForConfigDrive():
 		// The config drive is a block device: wait for them, then look
 		// for it before any NIC is configured.
 		blockCount = <-settled
-		d, err := loadNetworkData(log, ConfigDriveMount)
+		d, err := loadNetworkData(log, ConfigDriveMount, cfg.PublisherID)
 		if err != nil {
 			// Bad network data must not leave the machine silent: say
 			// why on the console and fall back to DHCP on every NIC.

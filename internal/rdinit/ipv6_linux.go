@@ -419,6 +419,12 @@ const (
 func waitAddr(ctx context.Context, l netlink.Link, kind int) (netlink.Addr, error) {
 	for {
 		addrs, err := netlink.AddrList(l, netlink.FAMILY_V6)
+		if errors.Is(err, netlink.ErrDumpInterrupted) {
+			// The kernel changed the addresses during the dump, which
+			// is what this waits for (a SLAAC address added while the
+			// link-local one is looked for): look again.
+			addrs, err = nil, nil
+		}
 		if err != nil {
 			return netlink.Addr{}, fmt.Errorf("list addresses: %w", err)
 		}

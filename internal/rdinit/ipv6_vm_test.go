@@ -151,21 +151,12 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	if err != nil {
 		fail("no inspection data: %v; the stand-in saw %v", err, standIn.paths())
 	}
-	var data struct {
-		Inventory struct {
-			Interfaces []struct {
-				Name        string  `json:"name"`
-				MAC         string  `json:"mac_address"`
-				IPv4Address *string `json:"ipv4_address"`
-				IPv6Address *string `json:"ipv6_address"`
-			} `json:"interfaces"`
-		} `json:"inventory"`
-	}
-	if err := json.Unmarshal(inv, &data); err != nil {
-		fail("inspection data: %v", err)
+	nics, err := inventoryNICs(inv)
+	if err != nil {
+		fail("%v", err)
 	}
 	found := false
-	for _, i := range data.Inventory.Interfaces {
+	for _, i := range nics {
 		if i.MAC != tc.mac {
 			continue
 		}
@@ -204,6 +195,28 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	}
 	t.Logf("VM: heartbeat %v after QEMU start; stand-in saw %v", took.Round(time.Second), standIn.paths())
 	vm.Kill()
+}
+
+// inspectedNIC is an interface of the inventory the agent posted for
+// inspection.
+type inspectedNIC struct {
+	Name        string  `json:"name"`
+	MAC         string  `json:"mac_address"`
+	IPv4Address *string `json:"ipv4_address"`
+	IPv6Address *string `json:"ipv6_address"`
+}
+
+// inventoryNICs decodes the interfaces of inspection data.
+func inventoryNICs(body []byte) ([]inspectedNIC, error) {
+	var data struct {
+		Inventory struct {
+			Interfaces []inspectedNIC `json:"interfaces"`
+		} `json:"inventory"`
+	}
+	if err := json.Unmarshal(body, &data); err != nil {
+		return nil, fmt.Errorf("inspection data: %w", err)
+	}
+	return data.Inventory.Interfaces, nil
 }
 
 func deref(s *string) string {

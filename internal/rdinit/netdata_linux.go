@@ -37,14 +37,18 @@ const networkDataPath = "openstack/latest/network_data.json"
 const configDriveHead = 16*2048 + 2048
 
 // findConfigDrive returns the block device (/dev/NAME) whose filesystem is
-// labelled config-2, and its type for mount (iso9660 or vfat): whole
-// devices, CD-ROMs (virtual media) included, in name order, the first one
-// winning. "" when there is none. Partitions are passed over: a config
-// drive in a partition is the one Ironic wrote for the deployed instance
-// (its network is the tenant's, not the provisioning network), which a
-// ramdisk booted for cleaning or servicing of that node would otherwise
-// take; the ramdisk's own comes as a whole device (virtual media).
-func findConfigDrive(sysBlock, devDir string) (dev, fstype string) {
+// labelled config-2 and whose ISO 9660 publisher ID is publisher (without
+// case; a vfat drive has none, ""), and its type for mount (iso9660 or
+// vfat): whole devices, CD-ROMs (virtual media) included, in name order,
+// the first one winning. "" when there is none. Partitions are passed
+// over: a config drive in a partition is the one Ironic wrote for the
+// deployed instance (its network is the tenant's, not the provisioning
+// network), which a ramdisk booted for cleaning or servicing of that node
+// would otherwise take; the ramdisk's own comes as a whole device (virtual
+// media). The publisher is the ir_pub_id Ironic put on the command line of
+// the ISO it built: a drive of another (a virtual medium left from an
+// earlier boot) is passed over too, as IPA's images do.
+func findConfigDrive(sysBlock, devDir, publisher string) (dev, fstype string) {
 	ents, err := os.ReadDir(sysBlock)
 	if err != nil {
 		return "", ""
@@ -62,7 +66,7 @@ func findConfigDrive(sysBlock, devDir string) (dev, fstype string) {
 		if err != nil {
 			continue // an empty CD-ROM drive, a device gone
 		}
-		if fs := configDriveType(head); fs != "" {
+		if fs := configDriveType(head); fs != "" && strings.EqualFold(blockdev.ISOPublisherID(head), publisher) {
 			return p, fs
 		}
 	}
@@ -114,14 +118,15 @@ func readNetworkData(dev, fstype, dir string) ([]byte, error) {
 	return b, nil
 }
 
-// loadNetworkData finds the config drive and parses its network data; nil
-// with no error when there is no config drive or it has no network data
-// (then the init does DHCP as without one).
-func loadNetworkData(log *slog.Logger, mountDir string) (*networkdata.Data, error) {
+// loadNetworkData finds the config drive of publisher ID publisher and
+// parses its network data; nil with no error when there is no such config
+// drive or it has no network data (then the init does DHCP as without
+// one).
+func loadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata.Data, error) {
 	t := time.Now()
-	dev, fstype := findConfigDrive("/sys/class/block", "/dev")
+	dev, fstype := findConfigDrive("/sys/class/block", "/dev", publisher)
 	if dev == "" {
-		log.Info("no config drive", "label", configDriveLabel, "seconds", secs(time.Since(t)))
+		log.Info("no config drive", "label", configDriveLabel, ParamPublisherID, publisher, "seconds", secs(time.Since(t)))
 		return nil, nil
 	}
 	b, err := readNetworkData(dev, fstype, mountDir)
@@ -148,27 +153,37 @@ func loadNetworkData(log *slog.Logger, mountDir string) (*networkdata.Data, erro
 // glean does for IPA's images: physical links found by MAC, bonds and
 // VLANs made, static addresses and routes set, DHCPv4 and router
 // advertisements (SLAAC, DHCPv6) run on the networks that ask for them,
-// DNS servers in resolv.conf. NICs d does not name are left up without
-// DHCP. It returns once every static network is configured and, when
-// there is no static network, once the first dynamic one has an address;
-// a link or network that cannot be made is logged and the rest still
-// applied, and the error lists them all.
+// DNS servers in resolv.conf. Then, as an IPA image does after glean, the
+// links beside the document (see besideDocument): the VLANs of
+// ipa-enable-vlan-interfaces it did not make, with DHCP, and DHCP on the
+// NICs it does not name only when ironic_agent.dhcp selects them; the
+// other unnamed NICs are up without an address (no SLAAC either). It
+// returns once every static network is configured and, when there is no
+// static network, once the first dynamic one (the document's or one
+// beside it) has an address; a link or network that cannot be made is
+// logged and the rest still applied, and the error lists them all.
 func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) error {
 	t := time.Now()
 	all, err := netlink.LinkList()
 	if err != nil {
 		return fmt.Errorf("list links: %w", err)
 	}
-	var nics []netlink.Link
+	var nics, unnamed []netlink.Link
 	for _, l := range all {
+		if n.isNIC(l) {
+			nics = append(nics, l)
+			if !namedNIC(d, l) {
+				unnamed = append(unnamed, l)
+				// Before the link is up: the kernel would make a
+				// SLAAC address on it as it comes up.
+				n.enableIPv6(l.Attrs().Name, n.cfg.IPv6 && n.fallbackDHCP(l))
+			}
+		}
 		// Every link up, as without network data: a NIC the document
 		// does not name stays up without an address (LLDP, the
 		// inventory's carrier).
 		if err := netlink.LinkSetUp(l); err != nil {
 			n.log.Warn("link up", "link", l.Attrs().Name, "error", err)
-		}
-		if n.isNIC(l) {
-			nics = append(nics, l)
 		}
 	}
 	var errs []error
@@ -208,7 +223,7 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 		dns = append(dns, a.String())
 	}
 	type result struct{ err error }
-	done := make(chan result, 2*len(d.Networks))
+	done := make(chan result, len(d.Networks)+1)
 	dynamic, static := 0, 0
 	for _, nw := range d.Networks {
 		for _, a := range nw.DNS {
@@ -245,6 +260,10 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 					if err = n.networkRoutes(link, nw); err != nil {
 						n.log.Error("network data: routes not added", "network", nw.ID, "link", name, "error", err)
 					}
+				} else {
+					// Said here: once the first network is up,
+					// nobody reads the others' results.
+					n.log.Error("network data: network not configured", "network", nw.ID, "type", nw.Type, "link", name, "error", err)
 				}
 				done <- result{err}
 			}()
@@ -252,6 +271,14 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 	}
 	if len(dns) > 0 {
 		n.setResolver(resolverSource{Key: "network_data", Servers: dns})
+	}
+	if links, parents := n.besideDocument(nics, unnamed); len(links)+len(parents) > 0 {
+		// One more dynamic network: the first address of any of them.
+		dynamic++
+		go func() {
+			defer Recover(n.onPanic)
+			done <- result{n.runDHCP(ctx, links, parents, "")}
+		}()
 	}
 	n.log.Info("network data applied", "links", len(made), "static", static, "dynamic", dynamic,
 		"errors", len(errs), "seconds", secs(time.Since(t)))
@@ -267,6 +294,60 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 		errs = append(errs, r.err)
 	}
 	return errors.Join(errs...)
+}
+
+// namedNIC reports whether one of d's physical links is the NIC l (by its
+// current or permanent MAC, as makeLink finds it).
+func namedNIC(d *networkdata.Data, l netlink.Link) bool {
+	a := l.Attrs()
+	return slices.ContainsFunc(d.Links, func(dl networkdata.Link) bool {
+		return dl.Kind == networkdata.Physical && (slices.Equal(a.HardwareAddr, dl.MAC) || slices.Equal(a.PermHWAddr, dl.MAC))
+	})
+}
+
+// fallbackDHCP reports whether a NIC the document does not name gets
+// DHCP: only when ironic_agent.dhcp is given and selects it. glean, in
+// IPA's images, falls back to DHCPv4 on every such NIC unless built with
+// --no-dhcp-fallback; the init leaves them alone by default, as a
+// DHCP-less site asks (a DHCP server on another network would hand the
+// machine addresses and a default route the operator did not plan), and
+// ironic_agent.dhcp=all is glean's fallback.
+func (n *network) fallbackDHCP(l netlink.Link) bool {
+	return n.cfg.DHCPGiven && n.selected(l.Attrs().HardwareAddr.String())
+}
+
+// besideDocument makes what an IPA image adds to glean's network: the
+// VLANs of ipa-enable-vlan-interfaces (IPA creates them whatever glean
+// made, on the NIC named or with that MAC, or from LLDP, and leaves a
+// link of the same name alone, here one the document made; in images with
+// DIB's dhcp-all-interfaces each new VLAN gets DHCP), and the NICs of
+// unnamed that fallbackDHCP selects. It returns the links to run DHCP on
+// and the NICs whose LLDP neighbours name more VLANs (runDHCP's
+// arguments); ironic_agent.dhcp selects among the VLANs by their
+// parent's MAC as without network data.
+func (n *network) besideDocument(nics, unnamed []netlink.Link) (links, parents []netlink.Link) {
+	for _, err := range n.cfg.VLANProblems {
+		n.log.Error("VLAN parameter: entry skipped", "error", err)
+	}
+	for _, l := range n.explicitVLANs(n.cfg.VLANs, nics) {
+		if n.selected(l.Attrs().HardwareAddr.String()) {
+			links = append(links, l)
+		}
+	}
+	for _, l := range unnamed {
+		if n.fallbackDHCP(l) {
+			links = append(links, l)
+		}
+	}
+	if len(links) > 0 {
+		var names []string
+		for _, l := range links {
+			names = append(names, l.Attrs().Name)
+		}
+		n.log.Info("network data: DHCP beside the document", "links", strings.Join(names, ","),
+			ParamVLANs, len(n.cfg.VLANs), ParamDHCP, n.cfg.DHCPGiven)
+	}
+	return links, n.lldpParents(n.cfg.VLANs, nics)
 }
 
 // makeLink finds or creates one link of the document and sets it up.

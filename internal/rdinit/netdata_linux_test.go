@@ -43,26 +43,42 @@ func TestFindConfigDrive(t *testing.T) {
 		f.Close()
 		netnstest.Run(t, "mkfs.vfat", "-n", label, p)
 	}
-	iso := func(name, label string) {
+	// iso makes a config drive as Ironic's mkisofs call does, with a
+	// publisher ID when given.
+	iso := func(name, label string, publisher ...string) {
 		src := filepath.Join(dir, "src-"+name, "openstack", "latest")
 		os.MkdirAll(src, 0o755)
 		os.WriteFile(filepath.Join(src, "network_data.json"), []byte("{}"), 0o644)
-		netnstest.Run(t, "xorriso", "-as", "mkisofs", "-quiet", "-r", "-J", "-V", label, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))
+		args := []string{"-as", "mkisofs", "-quiet", "-r", "-V", label, "-J", "-l"}
+		if len(publisher) > 0 {
+			args = append(args, "-publisher", publisher[0])
+		}
+		netnstest.Run(t, "xorriso", append(args, "-o", filepath.Join(dir, "dev", name), filepath.Dir(filepath.Dir(src)))...)
 	}
+	const pub = "6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44"
 	os.MkdirAll(filepath.Join(dir, "dev"), 0o755)
 	os.MkdirAll(filepath.Join(dir, "sys"), 0o755)
 	for _, tc := range []struct {
-		name     string
-		devs     map[string]func(string)
-		wantDev  string
-		wantType string
+		name      string
+		devs      map[string]func(string)
+		wantDev   string
+		wantType  string
+		publisher string // ir_pub_id
 	}{
-		{"vfat upper case", map[string]func(string){"vda": func(n string) { vfat(n, "ESP") }, "vdb": func(n string) { vfat(n, "CONFIG-2") }}, "vdb", "vfat"},
-		{"iso", map[string]func(string){"sda": func(n string) { vfat(n, "data") }, "sr0": func(n string) { iso(n, "config-2") }}, "sr0", "iso9660"},
-		{"none", map[string]func(string){"sr1": func(n string) { iso(n, "VMEDIA_BOOT_ISO") }, "sr2": nil, "loop0": func(n string) { iso(n, "config-2") }}, "", ""},
+		{"vfat upper case", map[string]func(string){"vda": func(n string) { vfat(n, "ESP") }, "vdb": func(n string) { vfat(n, "CONFIG-2") }}, "vdb", "vfat", ""},
+		{"iso", map[string]func(string){"sda": func(n string) { vfat(n, "data") }, "sr0": func(n string) { iso(n, "config-2") }}, "sr0", "iso9660", ""},
+		{"none", map[string]func(string){"sr1": func(n string) { iso(n, "VMEDIA_BOOT_ISO") }, "sr2": nil, "loop0": func(n string) { iso(n, "config-2") }}, "", "", ""},
 		// The deployed instance's config drive, in a partition of the
 		// install disk, is not the ramdisk's (a service or cleaning boot).
-		{"instance partition", map[string]func(string){"sdd2": func(n string) { iso(n, "config-2") }}, "", ""},
+		{"instance partition", map[string]func(string){"sdd2": func(n string) { iso(n, "config-2") }}, "", "", ""},
+		// Ironic's ISO: its publisher ID is ir_pub_id's (mkisofs writes
+		// it upper case in the primary descriptor); one of another
+		// publisher, or with none when ir_pub_id is given, is a
+		// virtual medium of another boot.
+		{"publisher", map[string]func(string){"sr0": func(n string) { iso(n, "config-2", "0000-old") }, "sr1": func(n string) { iso(n, "config-2", pub) }},
+			"sr1", "iso9660", pub},
+		{"no publisher wanted", map[string]func(string){"sr0": func(n string) { iso(n, "config-2", pub) }}, "", "", ""},
+		{"publisher wanted", map[string]func(string){"sda": func(n string) { vfat(n, "CONFIG-2") }, "sr0": func(n string) { iso(n, "config-2") }}, "", "", pub},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys, dev := filepath.Join(dir, "sys", tc.name), filepath.Join(dir, "dev")
@@ -76,7 +92,7 @@ func TestFindConfigDrive(t *testing.T) {
 					os.WriteFile(filepath.Join(sys, name, "partition"), []byte("2\n"), 0o644)
 				}
 			}
-			gotDev, gotType := findConfigDrive(sys, dev)
+			gotDev, gotType := findConfigDrive(sys, dev, tc.publisher)
 			want := ""
 			if tc.wantDev != "" {
 				want = filepath.Join(dev, tc.wantDev)
@@ -206,10 +222,13 @@ func TestApplyNetworkDataInNetns(t *testing.T) {
 	}
 }
 
-// TestNetworkDataHelper is the client side of TestNetworkDataDHCPLate, run
-// by it in the client's network namespace: the init's network step with
-// the given network_data.json (veths taken as NICs), then, after a hold,
-// the link's IPv4 addresses.
+// TestNetworkDataHelper is the client side of TestNetworkDataDHCPLate and
+// TestNetworkDataBesideDocument, run by them in the client's network
+// namespace: the init's network step with the given network_data.json
+// and kernel command line (RDINIT_NETDATA_CMDLINE; veths taken as NICs),
+// then, after a hold and once each link of RDINIT_NETDATA_WAIT has an
+// IPv4 address (30 s at most), each link of RDINIT_NETDATA_LINK with its
+// IPv4 addresses and routes.
 func TestNetworkDataHelper(t *testing.T) {
 	spec := os.Getenv("RDINIT_NETDATA_HELPER")
 	if spec == "" {
@@ -232,38 +251,62 @@ func TestNetworkDataHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := ParseConfig(ParseCmdline(os.Getenv("RDINIT_NETDATA_CMDLINE")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The files the init writes go to the test's directory: this process
-	// runs in a network namespace, which does not isolate files.
-	n := newNetwork(slog.New(slog.NewTextHandler(os.Stdout, nil)), Config{DHCPTimeout: 30 * time.Second,
-		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")}, nil)
+	// runs in a network namespace, which does not isolate files (nor
+	// /proc/sys: no IPv6 sysctls).
+	cfg.DHCPTimeout = 30 * time.Second
+	cfg.ResolvConf, cfg.HostnameFile, cfg.IPv6Conf = filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "hostname"), ""
+	n := newNetwork(slog.New(slog.NewTextHandler(os.Stdout, nil)), cfg, nil)
 	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
 	n.data = d
 	t0 := time.Now()
 	if err := n.up(t.Context()); err != nil {
-		t.Fatal(err)
+		// Printed, not fatal: a link this kernel cannot make (802.1Q)
+		// fails alone, and the caller judges the rest.
+		fmt.Printf("UPERROR %v\n", err)
 	}
 	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
 	time.Sleep(wait)
-	nic, err := netlink.LinkByName(os.Getenv("RDINIT_NETDATA_LINK"))
-	if err != nil {
-		t.Fatal(err)
+	v4 := func(name string) []netlink.Addr {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return nil
+		}
+		addrs, _ := netlink.AddrList(l, netlink.FAMILY_V4)
+		return addrs
 	}
-	addrs, err := netlink.AddrList(nic, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		fmt.Printf("ADDRESS %s\n", a.IPNet)
-	}
-	routes, err := netlink.RouteList(nic, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range routes {
-		if r.Gw != nil && r.Dst != nil {
-			fmt.Printf("ROUTE %s via %s\n", r.Dst, r.Gw)
+	for name := range strings.SplitSeq(os.Getenv("RDINIT_NETDATA_WAIT"), ",") {
+		for deadline := time.Now().Add(30 * time.Second); name != "" && len(v4(name)) == 0 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	printLinks(t, os.Getenv("RDINIT_NETDATA_LINK"))
+}
+
+// runNetworkDataHelper runs TestNetworkDataHelper in namespace cli with the
+// document, kernel command line, links to wait for and to report, and
+// returns its output.
+func runNetworkDataHelper(t *testing.T, cli *netnstest.Netns, doc, cmdline, wait, links string) string {
+	t.Helper()
+	files := t.TempDir()
+	path := filepath.Join(files, "network_data.json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestNetworkDataHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_NETDATA_HELPER="+path+",0s,"+files, "RDINIT_NETDATA_CMDLINE="+cmdline,
+		"RDINIT_NETDATA_WAIT="+wait, "RDINIT_NETDATA_LINK="+links)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	return string(out)
 }
 
 // TestNetworkDataDHCPLate: network data asking for DHCPv4 on a NIC (found
@@ -346,10 +389,106 @@ func TestNetworkDataDHCPLate(t *testing.T) {
 	if up < 4 || up > 20 {
 		t.Errorf("up returned after %.1f s, want after the late server's lease:\n%s", up, o)
 	}
-	if renewed < 2 || !strings.Contains(o, "ADDRESS 10.79.0.") || !strings.Contains(o, "ROUTE 10.80.0.0/16 via 10.79.0.254") {
+	if renewed < 2 || !strings.Contains(o, "ADDRESS "+cliIf+" 10.79.0.") || !strings.Contains(o, "ROUTE 10.80.0.0/16 via 10.79.0.254") {
 		t.Errorf("want renewals through the flap and the address kept:\n%s\ndnsmasq:\n%s", o, dlog())
 	}
 	if b, err := os.ReadFile(filepath.Join(files, "resolv.conf")); err != nil || !strings.Contains(string(b), "nameserver 10.79.0.53") || !strings.Contains(string(b), "nameserver 10.79.0.1") {
 		t.Errorf("resolv.conf %q, %v: want the document's server and the lease's", b, err)
+	}
+}
+
+// TestNetworkDataBesideDocument runs the init's network step with a
+// document that names one NIC (static IPv4, and VLAN 200 on it with a
+// static address) on a client namespace with two more NICs, each facing
+// dnsmasq in the server namespace, with the kernel parameters an IPA
+// image combines with network data:
+//
+//   - none: the unnamed NICs stay without an address and no DHCP runs;
+//   - ironic_agent.dhcp=MAC: DHCP on that unnamed NIC only (glean's
+//     fallback, narrowed), none on the named one;
+//   - ironic_agent.dhcp=all with ipa-enable-vlan-interfaces=NIC.100,NIC.200:
+//     DHCP on both unnamed NICs; VLAN 100 made beside the document (on
+//     this kernel without 802.1Q, tried and reported, as IPA does), VLAN
+//     200 the document's, left alone.
+//
+// In each the static network is there when up returns, without waiting
+// for any lease.
+func TestNetworkDataBesideDocument(t *testing.T) {
+	netnstest.RequireRoot(t, "dnsmasq")
+	keepHostFiles(t)
+	id := netnstest.ID(t)
+	srv := netnstest.NewNetns(t, "rdnbs-"+id)
+	cli := netnstest.NewNetns(t, "rdnbc-"+id)
+	named, dhcpA, dhcpB := "rbn"+id, "rba"+id, "rbb"+id
+	srv.Veth("rsn"+id, cli, named)
+	srv.Veth("rsa"+id, cli, dhcpA)
+	srv.Veth("rsb"+id, cli, dhcpB)
+	for i, l := range []string{named, dhcpA, dhcpB} {
+		cli.IP("link", "set", l, "address", fmt.Sprintf("52:54:00:88:00:0%d", i+1))
+	}
+	srv.IP("addr", "add", "10.88.0.1/24", "dev", "rsn"+id)
+	srv.IP("addr", "add", "10.89.0.1/24", "dev", "rsa"+id)
+	srv.IP("addr", "add", "10.90.0.1/24", "dev", "rsb"+id)
+	dlog := startDnsmasq(t, srv.Name, "rsa"+id, "--interface=rsb"+id, "--no-ping",
+		"--dhcp-range=10.89.0.50,10.89.0.60,2m", "--dhcp-range=10.90.0.50,10.90.0.60,2m")
+	doc := `{"links": [{"id": "prov", "type": "phy", "ethernet_mac_address": "52:54:00:88:00:01"},
+	    {"id": "v200", "type": "vlan", "vlan_link": "prov", "vlan_id": 200}],
+	  "networks": [{"id": "s", "type": "ipv4", "link": "prov", "ip_address": "10.88.0.2/24"},
+	    {"id": "s200", "type": "ipv4", "link": "v200", "ip_address": "10.88.200.2/24"}]}`
+	links := strings.Join([]string{named, dhcpA, dhcpB, named + ".100", named + ".200"}, ",")
+	for _, tc := range []struct {
+		name, cmdline, wait string
+		leased              []string
+	}{
+		{"none", "ironic_agent.ipv6=0", "", nil},
+		{"mac", "ironic_agent.ipv6=0 ironic_agent.dhcp=52:54:00:88:00:03", dhcpB, []string{dhcpB}},
+		{"all-vlans", "ironic_agent.ipv6=0 ironic_agent.dhcp=all ipa-enable-vlan-interfaces=" + named + ".100," + named + ".200",
+			dhcpA + "," + dhcpB, []string{dhcpA, dhcpB}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := runNetworkDataHelper(t, cli, doc, tc.cmdline, tc.wait, links)
+			t.Logf("%s", out)
+			if !strings.Contains(out, "ADDRESS "+named+" 10.88.0.2/24") {
+				t.Errorf("no static address on %s", named)
+			}
+			var up float64
+			if i := strings.Index(out, "\nUP "); i >= 0 {
+				fmt.Sscanf(out[i+1:], "UP %f", &up)
+			}
+			if up > 5 {
+				t.Errorf("up returned after %.1f s: it waited for DHCP beside a static network", up)
+			}
+			logged := func(msg, link string) bool {
+				for l := range strings.Lines(out) {
+					if strings.Contains(l, `msg="`+msg+`"`) && strings.Contains(l, " link="+link+" ") {
+						return true
+					}
+				}
+				return false
+			}
+			for _, l := range []string{named, dhcpA, dhcpB} {
+				started, leased, want := logged("DHCP start", l), strings.Contains(out, "ADDRESS "+l+" 10."), slices.Contains(tc.leased, l)
+				if l == named {
+					leased = false // its static address is checked above
+				}
+				if started != want || leased != want {
+					t.Errorf("%s: DHCP started %v, leased %v; want %v", l, started, leased, want)
+				}
+			}
+			if tc.name == "none" && strings.Contains(dlog(), "DHCPDISCOVER") {
+				t.Errorf("dnsmasq heard a DHCPDISCOVER with no NIC selected:\n%s", dlog())
+			}
+			if tc.name != "all-vlans" {
+				return
+			}
+			// VLAN 100 is made beside the document, or the kernel's lack
+			// of 802.1Q is reported naming it; 200 is the document's.
+			if !strings.Contains(out, "LINK "+named+".100 VLAN 100") && !strings.Contains(out, "no 802.1Q VLAN support") {
+				t.Errorf("%s.100 neither made nor reported impossible", named)
+			}
+			if strings.Contains(out, "LINK "+named+".200 VLAN 200") && !logged("VLAN interface exists already", named+".200") {
+				t.Errorf("%s.200, the document's VLAN, was not left alone", named)
+			}
+		})
 	}
 }

@@ -83,6 +83,173 @@ func TestNetworkDataInVM(t *testing.T) {
 	}
 }
 
+// TestNetworkDataDynamicInVM boots the agent ramdisk with network data
+// that asks for addresses from servers: ipv4_dhcp on one NIC and
+// ipv6_slaac on another, each NIC's tap in a network namespace of its own
+// with dnsmasq (DHCPv4 without a router option; router advertisements
+// with a router lifetime of 0, so no default route either), and a third
+// NIC the document does not name on a slirp network whose DHCP server
+// would answer. Each network's route in the document is the only way to
+// the service behind it: the inspector callback at 10.86.0.1 through
+// 10.85.0.1, Ironic's API at [fd00:7d::1] through fd00:7c::1. The agent
+// posts its inspection over the DHCPv4 address and looks up and
+// heartbeats over the SLAAC address, which needs both routes, added once
+// the addresses are there; the third NIC gets no DHCP and no address.
+// Beside the document, ipa-enable-vlan-interfaces names VLAN 100 on the
+// DHCPv4 NIC, whose port is a trunk (vmtest.Trunk) with a third dnsmasq
+// on VLAN 100: the init makes eth0.100 and takes a lease on it, as an IPA
+// image with DIB's dhcp-all-interfaces does.
+func TestNetworkDataDynamicInVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	netnstest.RequireRoot(t, "dnsmasq", "qemu-system-x86_64", "xorriso")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	rd, err := vmtest.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := netnstest.ID(t)
+	v4, err := vmtest.NewNetns(ctx, "rdn4-"+id, "vmn4"+id, "02:11:22:33:44:b1", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v4.Close)
+	v6, err := vmtest.NewNetns(ctx, "rdn6-"+id, "vmn6"+id, "02:11:22:33:44:b2", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v6.Close)
+	// The services sit on each namespace's loopback, a network away
+	// from the guest's.
+	netnstest.Run(t, "ip", "-n", v4.Name, "addr", "add", "10.85.0.1/24", "dev", v4.Tap)
+	netnstest.Run(t, "ip", "-n", v4.Name, "addr", "add", "10.86.0.1/32", "dev", "lo")
+	netnstest.Run(t, "ip", "-n", v6.Name, "-6", "addr", "add", "fd00:7c::1/64", "dev", v6.Tap, "nodad")
+	netnstest.Run(t, "ip", "-n", v6.Name, "-6", "addr", "add", "fd00:7d::1/128", "dev", "lo", "nodad")
+	dlog4 := startDnsmasq(t, v4.Name, v4.Tap, "--dhcp-range=10.85.0.50,10.85.0.60,2m", "--no-ping", "--dhcp-option=option:router")
+	dlog6 := startDnsmasq(t, v6.Name, v6.Tap, "--enable-ra", "--dhcp-range=fd00:7c::,ra-stateless,64,2m",
+		"--ra-param="+v6.Tap+",10,0", "--dhcp-option=option6:dns-server,[fd00:7c::53]")
+	vlan, err := vmtest.NewNetns(ctx, "rdnv-"+id, "vmnv"+id, "02:11:22:33:44:b3", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vlan.Close)
+	netnstest.Run(t, "ip", "-n", vlan.Name, "addr", "add", "10.84.0.1/24", "dev", vlan.Tap)
+	dlogVLAN := startDnsmasq(t, vlan.Name, vlan.Tap, "--dhcp-range=10.84.0.50,10.84.0.60,2m", "--no-ping", "--dhcp-option=option:router")
+	tr, trunk, err := vmtest.StartTrunk(v4.File, vlan.File, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trunk.Close()
+	t.Cleanup(tr.Close)
+	inspector := startIronicStandIn(t, v4.Name, "10.86.0.1")
+	ironic := startIronicStandIn(t, v6.Name, "fd00:7d::1")
+
+	const unnamed = "52:54:00:12:34:73"
+	doc := `{"links": [
+	  {"id": "nic4", "type": "phy", "ethernet_mac_address": "52:54:00:12:34:71"},
+	  {"id": "nic6", "type": "phy", "ethernet_mac_address": "52:54:00:12:34:72"}],
+	 "networks": [
+	  {"id": "dhcp4", "type": "ipv4_dhcp", "link": "nic4",
+	   "routes": [{"network": "10.86.0.0", "netmask": "255.255.255.0", "gateway": "10.85.0.1"}]},
+	  {"id": "slaac6", "type": "ipv6_slaac", "link": "nic6",
+	   "routes": [{"network": "fd00:7d::", "netmask": "64", "gateway": "fd00:7c::1"}]}],
+	 "services": [{"type": "dns", "address": "10.85.0.53"}]}`
+	m := netdataMachine(t, rd, doc, true, "ipa-api-url=http://[fd00:7d::1]:6385 ipa-inspection-callback-url=http://10.86.0.1:5050/v1/continue"+
+		" ipa-enable-vlan-interfaces=52:54:00:12:34:71.100")
+	m.NICs = []vmtest.NIC{
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:71", Backend: "stream", File: trunk},
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:72", Backend: "fd", File: v6.File},
+		{Model: "virtio-net-pci", MAC: unnamed, Backend: "isolated"},
+	}
+	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	trunk.Close() // QEMU has its copy
+	fail := func(format string, args ...any) {
+		t.Helper()
+		// The guest's addresses, as its inventory reported them.
+		var inv []string
+		if body, err := inspector.wait(ctx, "continue", 0); err == nil {
+			nics, _ := inventoryNICs(body)
+			for _, i := range nics {
+				inv = append(inv, i.Name+"="+deref(i.IPv4Address)+" "+deref(i.IPv6Address))
+			}
+		}
+		t.Fatalf("%s\n%s\nthe IPv6 namespace:\n%s\ndnsmasq (v4):\n%s\ndnsmasq (v6):\n%s\ndnsmasq (VLAN 100):\n%s\ninspection data:\n%s", fmt.Sprintf(format, args...), consoleTail(vm),
+			netnsIPv6State(ctx, v6.Name), dlog4(), dlog6(), dlogVLAN(), strings.Join(inv, "\n"))
+	}
+	first, nics := heartbeatAndInventory(ctx, vm, ironic, inspector, fail)
+	got := map[string]string{}
+	var names []string
+	for _, i := range nics {
+		// By MAC for the physical NICs: eth0.100 has eth0's.
+		if !strings.Contains(i.Name, ".") {
+			got[i.MAC] = deref(i.IPv4Address) + " " + deref(i.IPv6Address)
+		}
+		names = append(names, i.Name+"="+deref(i.IPv4Address)+" "+deref(i.IPv6Address))
+	}
+	t.Logf("inventory: %v", names)
+	const slaac = "fd00:7c::5054:ff:fe12:3472"
+	if c := inspector.clients(); len(c) != 1 || !strings.HasPrefix(c[0], "10.85.0.") {
+		t.Errorf("the inspector was called from %v, want the DHCPv4 address only", c)
+	}
+	if c := ironic.clients(); !slices.Equal(c, []string{slaac}) {
+		t.Errorf("Ironic was called from %v, want the SLAAC address %s only", c, slaac)
+	}
+	if v4, _, _ := strings.Cut(got["52:54:00:12:34:71"], " "); !strings.HasPrefix(v4, "10.85.0.") {
+		t.Errorf("inventory: the ipv4_dhcp NIC has %q", got["52:54:00:12:34:71"])
+	}
+	if a := got[unnamed]; !strings.HasPrefix(a, "null ") {
+		t.Errorf("inventory: the NIC the document does not name has %q, want no IPv4 address", a)
+	}
+	// The VLAN's lease may come after the inspection: the first address
+	// let the agent start.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if _, err := vm.WaitFor(wctx, `msg="DHCP lease" component=init component=network link=eth0.100 address=10.84.0.`); err != nil {
+		fail("no lease on eth0.100: %v", err)
+	}
+	var starts, routes []string
+	var resolv, lease, ra string
+	for _, l := range vm.Lines() {
+		switch {
+		case strings.Contains(l.Text, `msg="DHCP start"`):
+			starts = append(starts, l.Text)
+		case strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0 "):
+			lease = l.Text
+		case strings.Contains(l.Text, `msg="IPv6 router advertisement"`):
+			ra = l.Text
+		case strings.Contains(l.Text, `msg=routes`):
+			routes = append(routes, l.Text)
+		case strings.Contains(l.Text, `msg="resolv.conf written"`):
+			resolv = l.Text
+		}
+	}
+	if len(starts) != 2 || !strings.Contains(starts[0]+starts[1], "link=eth0 ") || !strings.Contains(starts[0]+starts[1], "link=eth0.100 ") {
+		t.Errorf("DHCP started %q, want it on the ipv4_dhcp NIC (eth0) and its VLAN eth0.100 only", starts)
+	}
+	if len(routes) != 2 {
+		t.Errorf("routes logged %q, want the two networks'", routes)
+	}
+	// Only the document's routes lead to the services.
+	if !strings.Contains(lease, "router=[]") || !strings.Contains(ra, "router_lifetime=0") {
+		t.Errorf("want a lease without a router and an RA without a default router:\n%s\n%s", lease, ra)
+	}
+	if !strings.Contains(resolv, "nameserver 10.85.0.53") {
+		t.Errorf("resolv.conf: %q, want the document's server", resolv)
+	}
+	for _, l := range append(starts, append(routes, lease, ra)...) {
+		t.Logf("%s", strings.TrimSpace(l))
+	}
+	t.Logf("VM: first heartbeat %v after QEMU start, VM ran %v; trunk: %d tagged frames in, %d out", first.Round(time.Second), vm.Elapsed().Round(time.Second),
+		tr.TaggedIn.Load(), tr.TaggedOut.Load())
+	vm.Kill()
+}
+
 type netdataCase struct {
 	name string
 	iso  bool // the config drive is ISO 9660 (else vfat)
@@ -113,16 +280,9 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 	}
 	t.Cleanup(sw.Close)
 
-	m := vmtest.DefaultMachine("bios")
-	m.Name = "ironic-agent-netdata"
-	m.Dir = filepath.Join(t.TempDir(), "vm")
-	m.MemoryMB = 768
+	base := "http://" + tc.server
+	m := netdataMachine(t, rd, tc.doc, tc.iso, "ipa-api-url="+base+":6385 ipa-inspection-callback-url="+base+":5050/v1/continue")
 	m.Monitor = filepath.Join(m.Dir, "monitor.sock")
-	m.Disks = []vmtest.Disk{{ID: "config", Kind: "virtio-blk", SizeMB: 4, Serial: "CONFIG-DRIVE"}}
-	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeConfigDrive(t, m.DiskPath("config"), tc.doc, tc.iso)
 	var macs []string
 	var doc struct {
 		Links []struct {
@@ -138,17 +298,12 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 			macs = append(macs, l.MAC)
 		}
 	}
-	m.NICs = nil
 	for i, f := range ends {
 		// A speed and full duplex: Linux's 802.3ad bond runs LACP only
 		// on full-duplex ports, and virtio-net reports neither unless
 		// QEMU is told.
 		m.NICs = append(m.NICs, vmtest.NIC{Model: "virtio-net-pci,speed=10000,duplex=full", MAC: macs[i], Backend: "stream", File: f})
 	}
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	base := "http://" + tc.server
-	m.Append = "ipa-api-url=" + base + ":6385 ipa-inspection-callback-url=" + base + ":5050/v1/continue" +
-		" ipa-disk-wait-attempts=0 ironic_agent.exit=poweroff"
 	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -162,28 +317,10 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 		t.Fatalf("%s\n%s\nswitch: LACP in %d out %d, frames in %d out %d, dropped %d", fmt.Sprintf(format, args...), consoleTail(vm),
 			sw.LACPIn.Load(), sw.LACPOut.Load(), sw.FramesIn.Load(), sw.FramesOut.Load(), sw.Dropped.Load())
 	}
-	if _, err := standIn.wait(ctx, "heartbeat", 5*time.Minute); err != nil {
-		fail("no heartbeat: %v; the stand-in saw %v", err, standIn.paths())
-	}
-	first := vm.Elapsed()
-	inv, err := standIn.wait(ctx, "continue", time.Minute)
-	if err != nil {
-		fail("no inspection data: %v", err)
-	}
-	var data struct {
-		Inventory struct {
-			Interfaces []struct {
-				Name        string  `json:"name"`
-				IPv4Address *string `json:"ipv4_address"`
-			} `json:"interfaces"`
-		} `json:"inventory"`
-	}
-	if err := json.Unmarshal(inv, &data); err != nil {
-		fail("inspection data: %v", err)
-	}
+	first, nics := heartbeatAndInventory(ctx, vm, standIn, standIn, fail)
 	var names []string
 	found := false
-	for _, i := range data.Inventory.Interfaces {
+	for _, i := range nics {
 		names = append(names, i.Name+"="+deref(i.IPv4Address))
 		found = found || i.Name == tc.link && deref(i.IPv4Address) == tc.addr
 	}
@@ -309,6 +446,48 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 		first.Round(time.Second), len(beats), gap.Round(100*time.Millisecond), port, after,
 		sw.LACPIn.Load(), sw.LACPOut.Load(), sw.FramesIn.Load(), sw.FramesOut.Load(), sw.Dropped.Load(), vm.Elapsed().Round(time.Second))
 	vm.Kill()
+}
+
+// netdataMachine is the VM of the network-data tests: the agent ramdisk
+// (BIOS, 768 MiB) with a config drive holding doc as its only disk
+// (ISO 9660 or vfat, see writeConfigDrive), and the agent's parameters
+// (the Ironic and inspector URLs in params) on its command line; no NICs
+// yet.
+func netdataMachine(t *testing.T, rd *vmtest.Ramdisk, doc string, iso bool, params string) vmtest.Machine {
+	t.Helper()
+	m := vmtest.DefaultMachine("bios")
+	m.Name = "ironic-agent-netdata"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.MemoryMB = 768
+	m.Disks = []vmtest.Disk{{ID: "config", Kind: "virtio-blk", SizeMB: 4, Serial: "CONFIG-DRIVE"}}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeConfigDrive(t, m.DiskPath("config"), doc, iso)
+	m.NICs = nil
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	m.Append = params + " ipa-disk-wait-attempts=0 ironic_agent.exit=poweroff"
+	return m
+}
+
+// heartbeatAndInventory waits for the agent's first heartbeat to ironic
+// (5 minutes) and for its inspection data to inspector (a minute more),
+// and returns the heartbeat's time since QEMU started and the inventory's
+// interfaces; fail reports what did not come.
+func heartbeatAndInventory(ctx context.Context, vm *vmtest.VM, ironic, inspector *ironicStandIn, fail func(string, ...any)) (time.Duration, []inspectedNIC) {
+	if _, err := ironic.wait(ctx, "heartbeat", 5*time.Minute); err != nil {
+		fail("no heartbeat: %v; Ironic's stand-in saw %v, the inspector's %v", err, ironic.paths(), inspector.paths())
+	}
+	first := vm.Elapsed()
+	inv, err := inspector.wait(ctx, "continue", time.Minute)
+	if err != nil {
+		fail("no inspection data: %v", err)
+	}
+	nics, err := inventoryNICs(inv)
+	if err != nil {
+		fail("%v", err)
+	}
+	return first, nics
 }
 
 // waitHeartbeats waits for n heartbeats after since.

@@ -67,10 +67,6 @@ func physicalNIC(l netlink.Link) bool {
 // when it comes, before or after up returns.
 func (n *network) up(ctx context.Context) error {
 	if n.data != nil {
-		if len(n.cfg.VLANs) > 0 || n.cfg.DHCP != nil {
-			n.log.Error("network data from the config drive: "+ParamVLANs+" and "+ParamDHCP+" are not applied, the document says which links to make",
-				ParamVLANs, len(n.cfg.VLANs), ParamDHCP, strings.Join(n.cfg.DHCP, ","))
-		}
 		return n.applyNetworkData(ctx, n.data)
 	}
 	links, err := netlink.LinkList()
@@ -110,6 +106,16 @@ func (n *network) up(ctx context.Context) error {
 		}
 		return errors.New("no NIC to run DHCP on")
 	}
+	return n.runDHCP(ctx, dhcpOn, parents, n.cfg.BootIF)
+}
+
+// runDHCP starts DHCPv4 and, with IPv6 on, router advertisements on each
+// of links, and listens for LLDP on parents to make and configure the
+// VLANs their neighbours announce. It returns once the first address is
+// configured (bootIF's NIC's or one of its VLANs', when bootIF is set),
+// or when every attempt has failed or timed out; the others go on in the
+// background, and every lease is renewed.
+func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bootIF string) error {
 	// The LLDP step's result has learned set, and more announces the
 	// learned VLANs' attempts, which follow.
 	type result struct {
@@ -148,8 +154,8 @@ func (n *network) up(ctx context.Context) error {
 			}()
 		}
 	}
-	pending := len(dhcpOn) * perLink
-	for _, l := range dhcpOn {
+	pending := len(links) * perLink
+	for _, l := range links {
 		attempt(l)
 	}
 	if len(parents) > 0 {
@@ -183,7 +189,7 @@ func (n *network) up(ctx context.Context) error {
 		if r.learned {
 			pending += r.more
 		}
-		if r.err == nil && r.more == 0 && (n.cfg.BootIF == "" || r.mac == n.cfg.BootIF) {
+		if r.err == nil && r.more == 0 && (bootIF == "" || r.mac == bootIF) {
 			return nil
 		}
 		if r.err != nil {

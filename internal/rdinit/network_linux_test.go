@@ -166,3 +166,43 @@ func serverAndClient(t *testing.T, prefix string) (srv, cli *netnstest.Netns, sr
 	srv.Veth(srvIf, cli, cliIf)
 	return srv, cli, srvIf, cliIf
 }
+
+// TestBootIFLateServer runs the init's network step on two NICs with
+// BOOTIF naming the second in PXELINUX's form (01-aa-bb-...): the first
+// NIC's DHCP server answers at once, the BOOTIF NIC's only 3 s later. The
+// step must not go on with the first lease: it returns with the BOOTIF
+// NIC's, the other lease kept beside it.
+func TestBootIFLateServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: waits for a late DHCP server (about 7 s)")
+	}
+	netnstest.RequireRoot(t, "dnsmasq")
+	keepHostFiles(t)
+	id := netnstest.ID(t)
+	srv := netnstest.NewNetns(t, "rdbis-"+id)
+	cli := netnstest.NewNetns(t, "rdbic-"+id)
+	decoy, boot := "rbd"+id, "rbi"+id
+	srv.Veth("rsd"+id, cli, decoy)
+	srv.Veth("rsi"+id, cli, boot)
+	cli.IP("link", "set", decoy, "address", "52:54:00:87:00:01")
+	cli.IP("link", "set", boot, "address", "52:54:00:87:00:02")
+	srv.IP("addr", "add", "10.87.1.1/24", "dev", "rsd"+id)
+	srv.IP("addr", "add", "10.87.2.1/24", "dev", "rsi"+id)
+	startDnsmasq(t, srv.Name, "rsd"+id, "--dhcp-range=10.87.1.50,10.87.1.60,2m", "--no-ping")
+	late := time.AfterFunc(3*time.Second, func() {
+		startDnsmasq(t, srv.Name, "rsi"+id, "--dhcp-range=10.87.2.50,10.87.2.60,2m", "--no-ping")
+	})
+	defer late.Stop()
+	out := runVLANHelper(t, cli, decoy+","+boot, "ironic_agent.ipv6=0 BOOTIF=01-52-54-00-87-00-02")
+	t.Logf("%s", out)
+	var up float64
+	if i := strings.Index(out, "\nUP "); i >= 0 {
+		fmt.Sscanf(out[i+1:], "UP %f", &up)
+	}
+	if up < 2.5 || !strings.Contains(out, "ADDRESS "+boot+" 10.87.2.") {
+		t.Errorf("up returned after %.1f s: want it to wait for the BOOTIF NIC's late lease (3 s)", up)
+	}
+	if !strings.Contains(out, "ADDRESS "+decoy+" 10.87.1.") {
+		t.Errorf("the first NIC lost its lease")
+	}
+}

@@ -115,7 +115,14 @@ func TestVLANDHCPHelper(t *testing.T) {
 		// What goes on after up returned (the LLDP step) has its time.
 		time.Sleep(d)
 	}
-	for name := range strings.SplitSeq(linkNames, ",") {
+	printLinks(t, linkNames)
+}
+
+// printLinks prints, for the helper processes' callers, each of the
+// comma-separated links: MISSING, or LINK with its VLAN ID or kind, then
+// its IPv4 addresses (ADDRESS) and the routes through a gateway (ROUTE).
+func printLinks(t *testing.T, names string) {
+	for name := range strings.SplitSeq(names, ",") {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			fmt.Printf("MISSING %s\n", name)
@@ -132,6 +139,15 @@ func TestVLANDHCPHelper(t *testing.T) {
 		}
 		for _, a := range addrs {
 			fmt.Printf("ADDRESS %s %s\n", name, a.IPNet)
+		}
+		routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			if r.Gw != nil && r.Dst != nil {
+				fmt.Printf("ROUTE %s via %s\n", r.Dst, r.Gw)
+			}
 		}
 	}
 }
