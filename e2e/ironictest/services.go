@@ -16,8 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
 
 // Config says where and how the services run. Zero values take the
@@ -249,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 			// A test that asked for a fixed port waits for another process
 			// of this suite holding it (e.g. a second checkout's e2e/vm)
 			// instead of failing on it.
-			unlock, err := ramdisk.LockFile(ctx, filepath.Join(os.TempDir(), fmt.Sprintf("ironic-agent-ironictest-port-%d.lock", p)))
+			unlock, err := lockPort(ctx, p)
 			if err != nil {
 				s.releasePorts()
 				return nil, err
