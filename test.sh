@@ -150,15 +150,37 @@ fi
 log "host guard: snapshot before the tests"
 "$guard_dir/hostguard" snapshot -o "$guard_dir/before.json"
 
-log "go test -race"
+# Each go test round goes through scripts/testsummary, which prints what a
+# plain go test prints, then the round's slowest packages and tests, so
+# that CI's log says where the time went (-v among the arguments: every
+# test's output, as go test -v prints it).
+tools_dir=$(mktemp -d /tmp/ironic-agent-test-tools.XXXXXX)
+trap 'rm -rf "$tools_dir"' EXIT
+go build -o "$tools_dir/testsummary" ./scripts/testsummary
+summary_flags=(-top 15)
+for arg in "$@"; do
+	case "$arg" in -v | -v=true | -test.v | -test.v=true) summary_flags+=(-all) ;; esac
+done
+# go_test_round NAME ARGS...: go test -json ARGS through the summary, then
+# the round's wall time; returns go test's status.
+go_test_round() {
+	local name=$1 start=$SECONDS status=0
+	shift
+	log "$name"
+	go test -json "$@" | "$tools_dir/testsummary" "${summary_flags[@]}" || status=$?
+	log "$name: $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
+	return "$status"
+}
+
 test_status=0
-go test -race -count=1 -timeout 40m "$@" ./... || test_status=$?
+go_test_round "go test -race" -race -count=1 -timeout 40m "$@" ./... || test_status=$?
 if [ "$(id -u)" = 0 ]; then
 	# After the main run, not beside it: the e2e packages of two series
-	# would want the same ports.
+	# would want the same ports. e2e/vm runs its series-sensitive
+	# scenarios only (README "Newer Ironic series").
 	for series in $IRONIC_SERIES_EXTRA; do
-		log "go test -race ./e2e/ ./e2e/vm/ against Ironic $series"
-		IRONIC_SERIES=$series go test -race -count=1 -timeout 40m "$@" ./e2e/ ./e2e/vm/ || test_status=$?
+		IRONIC_SERIES=$series go_test_round "go test -race ./e2e/ ./e2e/vm/ against Ironic $series" \
+			-race -count=1 -timeout 40m "$@" ./e2e/ ./e2e/vm/ || test_status=$?
 	done
 fi
 
