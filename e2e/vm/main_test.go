@@ -34,6 +34,9 @@ var (
 	bmcVMPort     = portOffset() + 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
 )
 
+// slowRun says whether $E2E_VM_SLOW is 1: run everything, however long.
+func slowRun() bool { return os.Getenv("E2E_VM_SLOW") == "1" }
+
 // slowScenario skips t unless $E2E_VM_SLOW is 1. It marks the second
 // firmware of a scenario whose first one runs by default (PXE, the deployed
 // OS, rescue, RAID deploy) and the power cuts, whose Ironic timeouts alone
@@ -41,8 +44,30 @@ var (
 // (README: Slow VM scenarios).
 func slowScenario(t *testing.T) {
 	t.Helper()
-	if os.Getenv("E2E_VM_SLOW") != "1" {
+	if !slowRun() {
 		t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (README: Slow VM scenarios)")
+	}
+}
+
+// seriesIndependent skips t when $IRONIC_SERIES names a series other than
+// the default (./test.sh's second round, IRONIC_SERIES_EXTRA), unless
+// $E2E_VM_SLOW is 1. It marks the scenarios that would test nothing new
+// there: those that start no Ironic, those whose Ironic is one of their own
+// on the host's series whatever $IRONIC_SERIES says, and those whose
+// subject is the agent's side of steps every series drives alike (disks,
+// RAID, multipath, erase, networks). The second round keeps the rest: the
+// lifecycle, built-in inspection and discovery, fast track, Metal3,
+// service steps, the config drive, UEFI boot loader installation
+// (README: Newer Ironic series).
+func seriesIndependent(t *testing.T) {
+	t.Helper()
+	series, err := ironictest.SeriesFromEnv()
+	if err != nil || slowRun() {
+		return // a bad $IRONIC_SERIES fails in services
+	}
+	if def, _ := ironictest.ParseSeries(""); series != def {
+		t.Skipf("SKIPPED: series-independent scenario: runs in the default series' round (%s) only; E2E_VM_SLOW=1 runs it with %s=%s too (README: Newer Ironic series)",
+			def, ironictest.SeriesEnv, string(series))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // calling the agent back on https://10.98.0.51:9999) and a deploy, every
 // frame tagged.
 func TestVMVLANInspectCleanDeploy(t *testing.T) {
+	seriesIndependent(t) // its own Ironic is the host series
 	rd, ctx, ns := lifecycleNetns(t, "ev")
 	const host, guest, vid = "10.98.0.1", "10.98.0.51", 100
 	macs := [2]string{"52:54:00:6d:0a:01", "52:54:00:6d:0a:02"}

@@ -112,6 +112,7 @@ func vmDir(t *testing.T) string {
 // was told, and checks that the uploaded tree reproduces it on the host.
 // It needs no root.
 func TestVMCaptureFixture(t *testing.T) {
+	seriesIndependent(t) // no Ironic
 	rd := ramdisk(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
@@ -454,6 +455,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 // ramdisk's command, and finds the machine's identity in what it printed.
 // It needs no root.
 func TestVMISOUEFI(t *testing.T) {
+	seriesIndependent(t) // no Ironic
 	rd := ramdisk(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
