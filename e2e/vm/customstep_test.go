@@ -84,28 +84,13 @@ func TestVMCustomDeployStep(t *testing.T) {
 	}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 
 	const label = "metal3-custom-deploy"
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
 		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
-			Args: map[string]any{"label": label}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("custom deploy: %.1fs to active (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+			Args: map[string]any{"label": label}}}}, m, vmtest.Options{}, 6*time.Minute)
+	t.Logf("custom deploy: %.1fs to active (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

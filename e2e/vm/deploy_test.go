@@ -74,12 +74,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 			t.Fatal(err)
 		}
 	}
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 
 	img := c.image
 	ops := append(serveImage(t, &m, img),
@@ -88,24 +83,14 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive}); err != nil {
-		t.Fatal(err)
-	}
-	// Power on once Ironic has "rebooted" the node into the ramdisk.
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive},
+		m, vmtest.Options{}, 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	t.Logf("deploy (%s): %.1fs to active; boot to first heartbeat %s after QEMU started (agent started at guest uptime %s)",
-		c.firmware, time.Since(start).Seconds(), hb, uptimeAt(vm, "agent started"))
+		c.firmware, took.Seconds(), hb, uptimeAt(vm, "agent started"))
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

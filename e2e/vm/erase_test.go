@@ -79,36 +79,15 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 		}
 	}
 
-	node, err := client.CreateNode(ctx, ironictest.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.DeleteNode(context.Background(), node.UUID) })
-	for i, mac := range macs {
-		if _, err := client.CreatePort(ctx, node.UUID, mac, i == 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, vmtest.Options{})
-	n, err := client.WaitState(ctx, node.UUID, "available", 15*time.Minute)
+	// enroll needs only the suite's client: here, this test's Ironic.
+	node := enroll(t, ctx, &suite{ironic: client}, ironictest.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, vmtest.Options{}, 15*time.Minute)
+	n, err := client.GetNode(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("automated cleaning with Ironic's default erase priorities: %.1fs from provide to available (node last_error %q)",
-		time.Since(start).Seconds(), n.LastError)
+		took.Seconds(), n.LastError)
 
 	// What the agent says it did, per device and step: the metadata
 	// wipe (99) first, then erase_devices (10).

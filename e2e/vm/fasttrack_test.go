@@ -68,15 +68,13 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, name
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, f.macs)
 	start := time.Now()
 	phase := start
-	step := func(target nodes.TargetProvisionState, wait, done, args string) {
+	step := func(target nodes.TargetProvisionState, args string) {
 		t.Helper()
-		if err := f.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
-			t.Fatal(err)
-		}
-		if !f.fast || len(f.boots) == 0 {
-			if _, err := f.ironic.WaitState(ctx, node.UUID, wait, time.Minute); err != nil {
-				t.Fatal(err)
-			}
+		opts := nodes.ProvisionStateOpts{Target: target}
+		if f.fast && len(f.boots) > 0 {
+			// The agent that runs serves this operation too.
+			provision(t, ctx, f.ironic, node.UUID, opts, 6*time.Minute)
+		} else {
 			// A boot per operation: the previous one ends (fake power
 			// does not), and the ramdisk boots with this operation's
 			// parameters.
@@ -84,15 +82,13 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, name
 				f.boots[len(f.boots)-1].Kill()
 			}
 			m.Append = args
-			f.boots = append(f.boots, boot(t, ctx, m, vmtest.Options{}))
-		}
-		if _, err := f.ironic.WaitState(ctx, node.UUID, done, 6*time.Minute); err != nil {
-			t.Fatal(err)
+			vm, _ := provisionBoot(t, ctx, f.ironic, node.UUID, opts, m, vmtest.Options{}, 6*time.Minute)
+			f.boots = append(f.boots, vm)
 		}
 		f.phases = append(f.phases, fmt.Sprintf("%s %.1fs", target, time.Since(phase).Seconds()))
 		phase = time.Now()
 	}
-	step(nodes.TargetInspect, "inspect wait", "manageable", inspectArgs)
+	step(nodes.TargetInspect, inspectArgs)
 	if err := nodes.Update(ctx, f.ironic.Service, node.UUID, append(imageInfo("http://"+imgAddr+"/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
@@ -102,8 +98,8 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, name
 	)).Err; err != nil {
 		t.Fatal(err)
 	}
-	step(nodes.TargetProvide, "clean wait", "available", agentArgs)
-	step(nodes.TargetActive, "wait call-back", "active", agentArgs)
+	step(nodes.TargetProvide, agentArgs)
+	step(nodes.TargetActive, agentArgs)
 	total := time.Since(start)
 	// Ironic ends the deploy by having the agent power the VM off.
 	last := f.boots[len(f.boots)-1]

@@ -162,14 +162,14 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 		t.Fatal(err)
 	}
 	// One boot at a time: what the last one left (a switch reading the
-	// namespace's tap) goes before the next starts.
+	// namespace's tap) goes before the next boot's is made.
 	prev := func() {}
 	t.Cleanup(func() { prev() })
-	start1 := func(m vmtest.Machine) *vmtest.VM {
+	next := func(m *vmtest.Machine) vmtest.Options {
 		prev()
-		opts, done := lc.boot(&m)
+		opts, done := lc.boot(m)
 		prev = done
-		return boot(t, ctx, m, opts)
+		return opts
 	}
 	// Something for cleaning's metadata erase to remove.
 	disk := m.DiskPath("vblk")
@@ -180,19 +180,10 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs)
 
 	// Inspection.
-	start := time.Now()
-	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common
-	vm := start1(m)
-	if _, err := ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("inspection over %s: %.1fs from QEMU start (agent started at guest uptime %s)", lc.name, time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	opts := next(&m)
+	vm, took := provisionBoot(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
+	t.Logf("inspection over %s: %.1fs from the request (agent started at guest uptime %s)", lc.name, took.Seconds(), uptimeAt(vm, "agent started"))
 	data, err := inspector.Data(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -209,15 +200,10 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	vm.Kill()
 
 	// Cleaning: lookup, heartbeats, Ironic calling the agent back.
-	start = time.Now()
-	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	start := time.Now()
 	m.Append = "ipa-api-url=" + base + ":6385" + lc.common
-	vm = start1(m)
+	opts = next(&m)
+	vm = bootFor(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, opts)
 	// Ironic keeps the callback URL of the heartbeats while cleaning and
 	// forgets it at the end.
 	agentURL := ""
@@ -267,18 +253,9 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	if err := nodes.Update(ctx, ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
-	if err := ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm = start1(m)
-	if _, err := ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("deploy over %s: %.1fs to active", lc.name, time.Since(start).Seconds())
+	opts = next(&m)
+	vm, took = provisionBoot(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}, m, opts, 6*time.Minute)
+	t.Logf("deploy over %s: %.1fs to active", lc.name, took.Seconds())
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

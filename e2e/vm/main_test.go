@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
@@ -231,4 +233,105 @@ func services(t *testing.T) *suite {
 		}
 	})
 	return s
+}
+
+// provisionStates are, for a provision-state change to target, the state
+// in which Ironic waits for the ramdisk it boots for it (empty: it boots
+// none) and the state the change ends in.
+func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok bool) {
+	switch target {
+	case nodes.TargetManage:
+		return "", "manageable", true
+	case nodes.TargetInspect:
+		return "inspect wait", "manageable", true
+	case nodes.TargetProvide:
+		// With automated cleaning off the node goes straight to
+		// available; provision waits for that alone.
+		return "clean wait", "available", true
+	case nodes.TargetClean:
+		return "clean wait", "manageable", true
+	case nodes.TargetActive:
+		return "wait call-back", "active", true
+	case nodes.TargetService:
+		return "service wait", "active", true
+	case nodes.TargetRescue:
+		return "rescue wait", "rescue", true
+	}
+	return "", "", false
+}
+
+// provision asks Ironic (c) to take node uuid to opts.Target and waits up
+// to timeout for the state the change ends in, booting nothing: for a
+// change no ramdisk serves (manage; provide with automated cleaning off),
+// or one the ramdisk already running serves (fast track).
+func provision(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, timeout time.Duration) *nodes.Node {
+	t.Helper()
+	_, done, ok := provisionStates(opts.Target)
+	if !ok {
+		t.Fatalf("provision %s: no known end state for target %q", uuid, opts.Target)
+	}
+	return requestState(t, ctx, c, uuid, opts, done, timeout)
+}
+
+// bootFor asks Ironic (c) to take node uuid to opts.Target and, once
+// Ironic waits for the ramdisk, boots m with bootOpts, as Ironic's power-on
+// would (the fake power interface boots nothing); the VM stops when the
+// test ends. Not before: a ramdisk that booted before Ironic "rebooted"
+// the node could be handed an agent token the reboot then wipes.
+func bootFor(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, m vmtest.Machine, bootOpts vmtest.Options) *vmtest.VM {
+	t.Helper()
+	wait, _, _ := provisionStates(opts.Target)
+	if wait == "" {
+		t.Fatalf("provision %s: Ironic boots no ramdisk for target %q", uuid, opts.Target)
+	}
+	requestState(t, ctx, c, uuid, opts, wait, 2*time.Minute)
+	return boot(t, ctx, m, bootOpts)
+}
+
+// requestState asks for the provision-state change opts and waits up to
+// timeout for state.
+func requestState(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, state string, timeout time.Duration) *nodes.Node {
+	t.Helper()
+	if err := c.Provision(ctx, uuid, opts); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.WaitState(ctx, uuid, state, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// provisionBoot is one provision-state change served by a ramdisk boot
+// (inspect, provide to clean, deploy, service, ...): bootFor, then the wait
+// of up to timeout for the state the change ends in. It returns the VM,
+// still running, and the time from the request to that state.
+func provisionBoot(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, m vmtest.Machine, bootOpts vmtest.Options, timeout time.Duration) (*vmtest.VM, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	vm := bootFor(t, ctx, c, uuid, opts, m, bootOpts)
+	_, done, _ := provisionStates(opts.Target)
+	if _, err := c.WaitState(ctx, uuid, done, timeout); err != nil {
+		t.Fatal(err)
+	}
+	return vm, time.Since(start)
+}
+
+// lldpNeighbour puts a switch's lldpd, announcing peer, at the far end of
+// m's second NIC: a tap in a network namespace of the test's own (named
+// after prefix and this process; its files below m.Dir), whose MAC chassis
+// is lldpd's chassis ID. It returns the options that hand QEMU that tap;
+// the namespace goes when the test ends.
+func lldpNeighbour(t *testing.T, ctx context.Context, m *vmtest.Machine, prefix, chassis string, peer vmtest.LLDPPeer) vmtest.Options {
+	t.Helper()
+	ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("%s-%d", prefix, os.Getpid()), "vmlldp0", chassis, filepath.Join(m.Dir, "lldp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	if err := ns.StartLLDPD(ctx, peer); err != nil {
+		t.Fatal(err)
+	}
+	m.NICs[1].Backend = "fd"
+	return vmtest.Options{Tap: ns.File}
 }

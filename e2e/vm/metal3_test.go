@@ -86,16 +86,8 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 
 	macs := [2]string{"52:54:00:6d:0a:01", "52:54:00:6d:0a:02"}
 	m := serviceMachine(t, rd, "bios", metal3AgentPort, macs)
-	ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("vm-m3-%d", os.Getpid()), "vmm3lldp0", "02:11:22:33:44:66", filepath.Join(m.Dir, "lldp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Close)
-	if err := ns.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "metal3-switch-1", Description: "lldpd for the Metal3 test",
-		PortID: "Ethernet1/9", PortDescr: "metal3 switch port 9"}); err != nil {
-		t.Fatal(err)
-	}
-	m.NICs[1].Backend = "fd"
+	lldp := lldpNeighbour(t, ctx, &m, "vm-m3", "02:11:22:33:44:66", vmtest.LLDPPeer{SystemName: "metal3-switch-1",
+		Description: "lldpd for the Metal3 test", PortID: "Ethernet1/9", PortDescr: "metal3 switch port 9"})
 	// BOOTIF as a PXE boot gives it: the inventory's boot.pxe_interface,
 	// which Ironic turns into pxe_enabled and Metal3 into the NIC's PXE.
 	bootif := "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-")
@@ -106,20 +98,10 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// 1. Inspection.
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	m.Append = "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort) + "/v1/continue_inspection" +
 		" ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("inspection: %.1fs from QEMU start (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, lldp, 5*time.Minute)
+	t.Logf("inspection: %.1fs from the request (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
 	vm.Kill()
 	inv := nodes.GetInventory(ctx, api, node.UUID)
 	if inv.Err != nil {
@@ -154,26 +136,11 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	if err := nodes.Update(ctx, api, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	cd := metal3ConfigDrive(node.UUID)
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	m.Append = agentArgs(metal3AgentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 8*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("deploy with config drive and lockdown: %.1fs to active", time.Since(start).Seconds())
+	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, m, lldp, 8*time.Minute)
+	t.Logf("deploy with config drive and lockdown: %.1fs to active", took.Seconds())
 	// Ironic locked the agent down instead of powering the VM off: the VM
 	// still runs, its agent said so and answers no more.
 	if _, ok := vm.Find("reboot: Power down"); ok {
@@ -206,7 +173,6 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 		t.Logf("whole test: %.1fs; servicing not tried: Ironic 29.0 refuses lookups in service wait", time.Since(begin).Seconds())
 		return
 	}
-	start = time.Now()
 	content := "written by inject_files in servicing, node " + node.UUID + "\n"
 	steps := []nodes.ServiceStep{
 		{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"},
@@ -214,21 +180,14 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 			{"path": metal3Injected, "partition": 1, "content": base64.StdEncoding.EncodeToString([]byte(content))},
 		}}},
 	}
-	if err := nodes.ChangeProvisionState(ctx, api, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}).ExtractErr(); err != nil {
-		t.Fatalf("service %s: %v", node.UUID, err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "service wait", 2*time.Minute); err != nil {
+	vm, took = provisionBoot(t, ctx, &ironictest.Client{Service: api}, node.UUID,
+		nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, m, lldp, 8*time.Minute)
+	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil {
 		t.Fatal(err)
-	}
-	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
-	n, err := s.ironic.WaitState(ctx, node.UUID, "active", 8*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n.LastError != "" {
+	} else if n.LastError != "" {
 		t.Errorf("last_error after servicing: %s", n.LastError)
 	}
-	t.Logf("servicing (burnin_cpu 2 s, inject_files): %.1fs back to active", time.Since(start).Seconds())
+	t.Logf("servicing (burnin_cpu 2 s, inject_files): %.1fs back to active", took.Seconds())
 	for _, want := range []string{"burnin_cpu", "inject_files"} {
 		if _, ok := vm.Find(want); !ok {
 			t.Errorf("the console never mentioned the service step %s", want)

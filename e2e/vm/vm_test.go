@@ -224,22 +224,14 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	defer cancel()
 	macs := [2]string{"52:54:00:6d:01:01", "52:54:00:6d:01:02"}
 	m := serviceMachine(t, rd, "uefi", agentPortBase, macs)
-
-	ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("vm-lldp-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:55", filepath.Join(m.Dir, "lldp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Close)
-	if err := ns.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "vm-switch-1", Description: "lldpd for the VM test",
-		PortID: "Ethernet1/7", PortDescr: "vm switch port 7"}); err != nil {
-		t.Fatal(err)
-	}
-	m.NICs[1].Backend = "fd"
+	lldp := lldpNeighbour(t, ctx, &m, "vm-lldp", "02:11:22:33:44:55", vmtest.LLDPPeer{SystemName: "vm-switch-1",
+		Description: "lldpd for the VM test", PortID: "Ethernet1/7", PortDescr: "vm switch port 7"})
 	m.Append = s.inspectionArgs() + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
 
 	start := time.Now()
-	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	vm := boot(t, ctx, m, lldp)
 	var port *ports.Port
+	var err error
 	for port == nil {
 		if port, err = s.ironic.PortByAddress(ctx, macs[0]); err != nil {
 			t.Fatal(err)
@@ -311,13 +303,7 @@ func enroll(t *testing.T, ctx context.Context, s *suite, spec ironictest.NodeSpe
 			t.Fatal(err)
 		}
 	}
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return node
+	return provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute)
 }
 
 // pattern fills n bytes with b.
@@ -393,21 +379,8 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// (a) inspection.
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	// Power on only once Ironic has "rebooted" the node (with the fake
-	// power interface, nothing happens): a ramdisk that boots earlier could
-	// be handed an agent token the reboot then wipes.
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("inspection: %.1fs from QEMU start (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, vmtest.Options{}, 5*time.Minute)
+	t.Logf("inspection: %.1fs from the request (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
 	// Inspector ends inspection by powering the node off; the fake power
@@ -416,24 +389,14 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	vm.Kill()
 
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, m, vmtest.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, vmtest.Options{}, 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	t.Logf("cleaning: %.1fs to available; boot to first heartbeat %s after QEMU started (agent started at guest uptime %s)",
-		time.Since(start).Seconds(), hb, uptimeAt(vm, "agent started"))
+		took.Seconds(), hb, uptimeAt(vm, "agent started"))
 	// The disk files are read while QEMU has them open; stop it first.
 	vm.Kill()
 	for _, d := range m.Disks {
