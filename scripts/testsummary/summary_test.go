@@ -91,9 +91,8 @@ func FuzzSummarize(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(round)
-	for l := range strings.Lines(string(round)) {
-		f.Add([]byte(l))
-	}
+	f.Add([]byte(`{"Action":"output","Package":"p","Test":"T/sub","Output":"x\n"}` + "\n" + `{"Action":"fail","Package":"p","Test":"T/sub"}`))
+	f.Add([]byte(`{"Action":"fail","Package":"p","Elapsed":1.5}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
 		if err := summarize(bytes.NewReader(in), &out, options{top: 3}); err != nil {
