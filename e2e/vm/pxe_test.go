@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -216,24 +215,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestVMPXEBIOS is the lifecycle Ironic drives over the network under
-// SeaBIOS: a node of the ipmi hardware type with the ipxe boot interface
-// behind ipmi_sim, on a provisioning network (bridge, dnsmasq, Ironic's
-// HTTP root) in a namespace. Ironic powers the machine on with boot device
-// pxe; the NIC's iPXE ROM asks dnsmasq, gets Ironic's boot.ipxe, which
-// chains to the node's config and loads the ramdisk with the kernel
-// parameters Ironic wrote. Inspection, cleaning and a deploy run that way,
-// no test code starting QEMU: every boot is a power-on through the BMC.
-func TestVMPXEBIOS(t *testing.T) { pxeLifecycle(t, "bios", 0) }
-
-// TestVMPXEUEFI is TestVMPXEBIOS under OVMF: the firmware's own PXE gets
-// snponly.efi over TFTP from dnsmasq, which as iPXE comes back for
-// boot.ipxe.
-func TestVMPXEUEFI(t *testing.T) {
-	slowScenario(t)
-	pxeLifecycle(t, "uefi", 1)
-}
-
 // TestVMPXELinuxBIOS is an inspection booted by Ironic's pxe boot
 // interface under SeaBIOS: dnsmasq hands this machine pxelinux.0 (Debian's
 // pxelinux; ldlinux.c32 from syslinux-common, both copied into tftp_root by
@@ -334,7 +315,8 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tap.Close() })
-	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name})
+	// ConsoleInput: a rescued machine's console login.
+	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name, ConsoleInput: true})
 
 	// The deploy ramdisk Ironic stages for the firmware: the bzImage and
 	// the compressed initramfs.
@@ -384,11 +366,18 @@ func (p *pxeNode) waitOff(what string) {
 // phase has Ironic take the node to target and waits for state want; it
 // returns the VM of the first power-on on the way.
 func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+	p.t.Helper()
+	return p.phaseWith(what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
+}
+
+// phaseWith is phase with the whole request (a config drive, a rescue
+// password).
+func (p *pxeNode) phaseWith(what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *vmtest.VM {
 	t := p.t
 	t.Helper()
 	boots := p.bmc.Boots()
 	start := time.Now()
-	if err := p.s.ironic.Provision(p.ctx, p.node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
+	if err := p.s.ironic.Provision(p.ctx, p.node.UUID, opts); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.s.ironic.WaitState(p.ctx, p.node.UUID, want, timeout); err != nil {
@@ -405,106 +394,6 @@ func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want str
 	t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
 		what, time.Since(start).Seconds(), want, p.bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
 	return vm
-}
-
-func pxeLifecycle(t *testing.T, fw string, n int) {
-	testStart := time.Now()
-	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
-	defer cancel()
-	p := newPXENode(t, ctx, fw, n, "ipxe")
-	bed, s, m, bmc, node, macs, disk := p.bed, p.s, p.m, p.bmc, p.node, p.macs, p.disk
-	// Something for cleaning's metadata erase to remove.
-	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
-	waitOff, phase := p.waitOff, p.phase
-
-	// Inspection: Ironic prepares the ipxe boot with the inspection
-	// callback and powers the machine on.
-	vm := phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
-	waitOff("inspection")
-	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
-	inv, _ := data["inventory"].(map[string]any)
-	checkInventory(t, inv, m)
-	if got := inv["bmc_address"]; got != m.BMC.LANAddress {
-		t.Errorf("inventory bmc_address = %v, want Ironic's ipmi_address %s", got, m.BMC.LANAddress)
-	}
-	// iPXE's ${mac}: the MAC as it is, which IPA keeps raw.
-	if got := data["boot_interface"]; got != macs[0] {
-		t.Errorf("inspection boot_interface = %v, want BOOTIF %s", got, macs[0])
-	}
-	if got := data["pci_devices"]; got == nil {
-		t.Errorf("no pci_devices in the inspection data: [inspector]extra_kernel_params' collectors did not reach the agent (keys %v)", keys(data))
-	}
-	cmdline := checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	checkParam(t, cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
-	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
-
-	// Cleaning: the ramdisk looks the node up at ipa-api-url, heartbeats
-	// with the global request id, and runs erase_devices_metadata.
-	vm = phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
-	waitOff("cleaning")
-	cmdline = checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	checkParam(t, cmdline, "ipa-api-url", "http://"+pxeNet.Addr().String()+":6385")
-	checkParsed(t, vm, "api_url", "global_request_id")
-	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
-		t.Error("cleaning did not erase the start of the vblk disk")
-	}
-	checkRequestID(t, bed, cmdline)
-	checkBootIF(t, vm)
-	checkAgentAddress(t, vm)
-
-	// Deploy: an image from the provisioning network's HTTP server onto
-	// the hinted disk; Ironic then sets the boot device to disk and power
-	// cycles the machine. Under SeaBIOS the image's boot sector prints
-	// diskBootMarker; under OVMF its ESP's GRUB prints uefiLoaderSays.
-	var img []byte
-	if fw == "bios" {
-		img = mbrImage()
-		copy(img[:440], markerBootSector()[:440])
-	} else {
-		img = uefiImage(t)
-	}
-	imgPath := filepath.Join(m.Dir, "image.raw")
-	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ops := append(imageInfo(bed.serveImage("image-"+fw+".raw", imgPath), img),
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": pxeTarget}})
-	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
-		t.Fatal(err)
-	}
-	bootsBefore := bmc.Boots()
-	vm = phase("deploy", nodes.TargetActive, "active", 10*time.Minute)
-	checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	vm = bmc.VM()
-	if got := bmc.BootDevice(); got != vmtest.BootDisk {
-		t.Errorf("BMC boot device after the deploy: %q, want disk", got)
-	}
-	if !bmc.On() || bmc.Boots() != bootsBefore+2 {
-		t.Errorf("deploy: %d power-ons, machine on %v; want 2 (ramdisk, then the disk), on", bmc.Boots()-bootsBefore, bmc.On())
-	}
-	// Under UEFI the agent moves the GPT backup header to the end of the
-	// disk, rewriting the protective MBR entry and the primary header (see
-	// TestVMDeployUEFI): compare from LBA 2.
-	from := 0
-	if fw == "uefi" {
-		from = 1024
-	}
-	if got := readAt(t, disk, int64(from), len(img)-from); !bytes.Equal(got, img[from:]) {
-		t.Errorf("the disk %s does not hold the image", pxeTarget)
-	}
-	marker := diskBootMarker
-	if fw == "uefi" {
-		marker = uefiLoaderSays
-	}
-	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer lcancel()
-	if l, err := vm.WaitFor(lctx, marker); err != nil {
-		t.Errorf("the boot after the deploy: %v", err)
-	} else {
-		t.Logf("the disk booted after the deploy: %q at %.1fs", l.Text, l.At.Seconds())
-	}
-	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
-	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), bmc.Boots())
 }
 
 // startBMC starts m's ipmi_sim, stopped when the test ends; a failed test
