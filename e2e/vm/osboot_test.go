@@ -99,19 +99,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 			t.Fatal(err)
 		}
 	}
-	b.bmc, err = vmtest.StartIPMISim(ctx, m, vmtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("BMC events: %s", strings.Join(b.bmc.Events(), "; "))
-			if vm := b.bmc.VM(); vm != nil {
-				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 100))
-			}
-		}
-		b.bmc.Close()
-	})
+	b.bmc = startBMC(t, ctx, m, vmtest.Options{})
 	b.bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
 	b.m = m
 
