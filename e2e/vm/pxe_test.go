@@ -297,7 +297,13 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	// One disk: SeaBIOS boots only the first hard disk it finds, whose
 	// order is not the PCI slots'. 5 GiB (sparse): a root disk the agent
 	// accepts.
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
+	//
+	// Under OVMF the disk is also first in QEMU's boot order: OVMF takes
+	// a network boot's order from QEMU into its NVRAM for good (the NIC's
+	// PXE entries first), where a server's firmware honours the BMC's
+	// boot device instead; without it a disk boot after a network boot
+	// that wrote no boot entry (rescue) tries PXE first and times out.
+	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget, BootFirst: fw == "uefi"}}
 	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(11 + n)})
 	// LAN port 623, the VM port: the namespace's, not the host's.
 	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
