@@ -26,7 +26,7 @@ import (
 // the BMC's MAC. Then automated cleaning, booted and powered off by Ironic
 // over IPMI as well. Under SeaBIOS; the machine has no provisioning
 // network, so a network boot hands QEMU the ramdisk's kernel directly
-// (TestVMPXEBIOS boots it through Ironic's iPXE configuration).
+// (TestVMLifecycleBIOS boots it through Ironic's iPXE configuration).
 func TestVMIPMIBIOS(t *testing.T) { ipmiLifecycle(t, "bios", 0) }
 
 // TestVMIPMIUEFI is TestVMIPMIBIOS under OVMF: Ironic sets the boot device

@@ -12,8 +12,8 @@ import (
 )
 
 // The loader image of the tests that only need proof that a deployed boot
-// loader ran (PXE, rescue, RAID): smaller and quicker to build than
-// internal/osimage's OS, which the deploy tests boot.
+// loader ran (the RAID deploys): smaller and quicker to build than
+// internal/osimage's OS, which the other deploy tests boot.
 
 // The UEFI deploy image: a GPT whose EFI system partition (fixed unique
 // GUID) holds a GRUB image at a path no firmware boots by itself, so only

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -98,19 +99,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 			t.Fatal(err)
 		}
 	}
-	b.bmc, err = vmtest.StartIPMISim(ctx, m, vmtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("BMC events: %s", strings.Join(b.bmc.Events(), "; "))
-			if vm := b.bmc.VM(); vm != nil {
-				t.Logf("serial console of the last boot (end; all of it in %s):\n%s", vm.LogPath, consoleTail(vm, 100))
-			}
-		}
-		b.bmc.Close()
-	})
+	b.bmc = startBMC(t, ctx, m, vmtest.Options{})
 	b.bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
 	b.m = m
 
@@ -144,13 +133,37 @@ type osBootImage struct {
 	userData  string
 }
 
-// deploy deploys img with a config drive as Metal3 and Nova send it
-// (meta_data and user_data; Ironic builds the ISO), checks that Ironic
-// rebooted the machine from its disk into the deployed OS and that the OS
-// read that config drive, and returns the VM of that boot.
+// deploy deploys img with a config drive (see deployOS) onto the disk
+// whose serial is deployTarget and returns the VM of the deployed OS.
 func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *vmtest.VM {
 	t.Helper()
-	f, err := os.Open(filepath.Join(b.dir, img.file))
+	_, vm := deployOS(t, ctx, osDeploy{s: b.s, node: b.node, bmc: b.bmc, firmware: b.m.Firmware,
+		url: "http://" + b.images + "/" + img.file, path: filepath.Join(b.dir, img.file), serial: deployTarget, img: img})
+	return vm
+}
+
+// osDeploy is one deploy of an image of internal/osimage to an ipmi node
+// whose BMC the test holds.
+type osDeploy struct {
+	s        *suite
+	node     string
+	bmc      *vmtest.IPMISim
+	firmware string
+	url      string // where the agent downloads the image
+	path     string // the same image on the host
+	serial   string // the root-device hint
+	img      osBootImage
+}
+
+// deployOS deploys d's image with a config drive as Metal3 and Nova send
+// it (meta_data and user_data; Ironic builds the ISO), checks that Ironic
+// rebooted the machine from its disk into the deployed OS and that the OS
+// read that config drive, and returns the VMs of the ramdisk's boot and of
+// the deployed OS's (powered off again by the OS).
+func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *vmtest.VM) {
+	t.Helper()
+	img := d.img
+	f, err := os.Open(d.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +174,7 @@ func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *
 		t.Fatal(err)
 	}
 	info := map[string]any{
-		"image_source":        "http://" + b.images + "/" + img.file,
+		"image_source":        d.url,
 		"image_checksum":      hex.EncodeToString(md.Sum(nil)),
 		"image_os_hash_algo":  "sha256",
 		"image_os_hash_value": hex.EncodeToString(sha.Sum(nil)),
@@ -173,103 +186,83 @@ func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *
 	}
 	ops := nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info", Value: info},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": d.serial}},
 	}
-	if err := nodes.Update(ctx, b.s.ironic.Service, b.node, ops).Err; err != nil {
+	if err := nodes.Update(ctx, d.s.ironic.Service, d.node, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	boots := b.bmc.Boots()
+	boots := d.bmc.Boots()
 	start := time.Now()
 	cd := nodes.ConfigDrive{
-		MetaData: map[string]any{"uuid": b.node, "hostname": img.hostname, "name": img.hostname},
+		MetaData: map[string]any{"uuid": d.node, "hostname": img.hostname, "name": img.hostname},
 		UserData: img.userData,
 	}
-	if err := b.s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
+	if err := d.s.ironic.Provision(ctx, d.node, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
 		t.Fatal(err)
 	}
-	ramdiskVM, err := b.bmc.WaitBoot(ctx, boots)
+	ramdiskVM, err = d.bmc.WaitBoot(ctx, boots)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.s.ironic.WaitState(ctx, b.node, "active", 10*time.Minute); err != nil {
+	if _, err := d.s.ironic.WaitState(ctx, d.node, "active", 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	deployed := time.Since(start)
 	// Ironic powers the machine on into the deployed OS before it calls
 	// the node active: the second power-on of the deploy.
-	if b.bmc.Boots() != boots+2 {
-		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", b.bmc.Boots()-boots, strings.Join(b.bmc.Events(), "; "))
+	if d.bmc.Boots() != boots+2 {
+		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", d.bmc.Boots()-boots, strings.Join(d.bmc.Events(), "; "))
 	}
-	vm := b.bmc.VM()
-	if b.bmc.BootDevice() != vmtest.BootDisk || vm.Machine.Kernel != "" {
-		t.Fatalf("after the deploy the BMC's boot device is %q and QEMU got kernel %q; want disk and none (events: %s)",
-			b.bmc.BootDevice(), vm.Machine.Kernel, strings.Join(b.bmc.Events(), "; "))
+	vm := d.bmc.VM()
+	if d.bmc.BootDevice() != vmtest.BootDisk || vm.Machine.Kernel != "" || vm.Machine.NetBoot {
+		t.Fatalf("after the deploy the BMC's boot device is %q, QEMU got kernel %q and network boot %v; want disk, none and false (events: %s)",
+			d.bmc.BootDevice(), vm.Machine.Kernel, vm.Machine.NetBoot, strings.Join(d.bmc.Events(), "; "))
 	}
 	hb := "?"
 	if l, ok := ramdiskVM.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
+	r := waitOSReport(t, ctx, d.bmc, vm, img)
+	booted, _ := vm.Find(osimage.Booted)
+	t.Logf("%s %s deploy of %s (%d MiB): %.1fs from the request to active (first heartbeat %s after the ramdisk's power-on); the OS's /init at %.1fs after its power-on, config drive %s",
+		d.firmware, img.format, filepath.Base(d.path), size>>20, deployed.Seconds(), hb, booted.At.Seconds(), r.Drive)
+	return ramdiskVM, vm
+}
+
+// waitOSReport waits until the deployed OS in vm has printed what it read
+// from the config drive and powered the machine off, and checks it read
+// img's hostname and user-data.
+func waitOSReport(t *testing.T, ctx context.Context, bmc *vmtest.IPMISim, vm *vmtest.VM, img osBootImage) osimage.Report {
+	t.Helper()
 	octx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	r, err := osimage.WaitReport(octx, vm)
 	if err != nil {
-		t.Fatalf("%v\nBMC events: %s", err, strings.Join(b.bmc.Events(), "; "))
+		t.Fatalf("%v\nBMC events: %s", err, strings.Join(bmc.Events(), "; "))
 	}
 	if r.Hostname != img.hostname || r.UserData != img.userData || !r.HasUserData {
 		t.Errorf("the deployed OS read hostname %q and user-data %q from the config drive; want %q and %q", r.Hostname, r.UserData, img.hostname, img.userData)
 	}
-	booted, _ := vm.Find(osimage.Booted)
-	t.Logf("%s %s deploy of %s (%d MiB): %.1fs from the request to active (first heartbeat %s after the ramdisk's power-on); the OS's /init at %.1fs after its power-on, config drive %s",
-		b.m.Firmware, img.format, img.file, size>>20, deployed.Seconds(), hb, booted.At.Seconds(), r.Drive)
-	if err := b.bmc.WaitOff(octx); err != nil {
-		t.Error(err)
+	if err := vm.Wait(octx); err != nil {
+		t.Errorf("the deployed OS did not power off: %v", err)
 	}
-	return vm
-}
-
-// undeploy returns the node to available (no cleaning) with its machine
-// off.
-func (b *osBootBed) undeploy(t *testing.T, ctx context.Context) {
-	t.Helper()
-	if err := b.s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.s.ironic.WaitState(ctx, b.node, "available", 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	return r
 }
 
 // TestVMOSBootBIOS deploys, under SeaBIOS with Ironic's ipmi hardware
-// type driving power and boot device, the OS of internal/osimage twice:
-// a qcow2 whole-disk image (GRUB in the MBR) and then a partition image
-// whose GRUB the agent installs. Each time Ironic sets the boot device to
-// disk and powers the machine on, the firmware boots the disk the
-// root-device hint named, and the OS prints the hostname and user-data of
-// the config drive Ironic built from the request's meta_data and
-// user_data.
+// type driving power and boot device, the partition image of
+// internal/osimage: Ironic has the agent lay out root and config drive and
+// run the image's own grub-install and grub-mkconfig. Ironic sets the
+// boot device to disk and powers the machine on, the firmware boots the
+// disk the root-device hint named (the first of several in its order, as
+// a server's BIOS setup names it), and the OS prints the hostname and
+// user-data of the config drive Ironic built from the request's meta_data
+// and user_data. (TestVMLifecycleBIOS deploys the whole-disk image, as
+// qcow2, through Ironic's network boot.)
 func TestVMOSBootBIOS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	b := newOSBootBed(t, ctx, "bios", 0)
-	raw := filepath.Join(b.dir, "bios.raw")
-	if err := b.os.BIOSDisk(ctx, b.dir, raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := osimage.QCOW2(ctx, raw, filepath.Join(b.dir, "bios.qcow2")); err != nil {
-		t.Fatal(err)
-	}
-	b.deploy(t, ctx, osBootImage{file: "bios.qcow2", format: "qcow2", hostname: "osboot-bios-whole",
-		userData: "#cloud-config\nhostname: osboot-bios-whole\n"})
-	// The whole-disk image's bytes went to the hinted disk only.
-	want := readAt(t, raw, 0, 440)
-	for _, d := range b.m.Disks {
-		got := readAt(t, b.m.DiskPath(d.ID), 0, 440)
-		if same := string(got) == string(want); same != (d.Serial == deployTarget) {
-			t.Errorf("disk %s (%s): holds the image's boot code: %v", d.ID, d.Serial, same)
-		}
-	}
-	b.undeploy(t, ctx)
-
 	if m := grubimage.Missing(); m != "" {
 		t.Skipf("SKIPPED: the partition image needs %s (test.sh APT_PACKAGES)", m)
 	}
@@ -281,6 +274,15 @@ func TestVMOSBootBIOS(t *testing.T) {
 	// The menu grub-mkconfig wrote in the image's root file system.
 	if _, ok := vm.Find("vmlinuz-" + grubimage.KernelVersion); !ok {
 		t.Errorf("the OS did not boot through the grub.cfg the agent's grub-mkconfig wrote")
+	}
+	// GRUB's boot code went to the hinted disk only (the others were
+	// created empty and nothing cleaned them).
+	zero := make([]byte, 440)
+	for _, d := range b.m.Disks {
+		got := readAt(t, b.m.DiskPath(d.ID), 0, 440)
+		if has := !bytes.Equal(got, zero); has != (d.Serial == deployTarget) {
+			t.Errorf("disk %s (%s): holds boot code: %v", d.ID, d.Serial, has)
+		}
 	}
 }
 

@@ -216,24 +216,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestVMPXEBIOS is the lifecycle Ironic drives over the network under
-// SeaBIOS: a node of the ipmi hardware type with the ipxe boot interface
-// behind ipmi_sim, on a provisioning network (bridge, dnsmasq, Ironic's
-// HTTP root) in a namespace. Ironic powers the machine on with boot device
-// pxe; the NIC's iPXE ROM asks dnsmasq, gets Ironic's boot.ipxe, which
-// chains to the node's config and loads the ramdisk with the kernel
-// parameters Ironic wrote. Inspection, cleaning and a deploy run that way,
-// no test code starting QEMU: every boot is a power-on through the BMC.
-func TestVMPXEBIOS(t *testing.T) { pxeLifecycle(t, "bios", 0) }
-
-// TestVMPXEUEFI is TestVMPXEBIOS under OVMF: the firmware's own PXE gets
-// snponly.efi over TFTP from dnsmasq, which as iPXE comes back for
-// boot.ipxe.
-func TestVMPXEUEFI(t *testing.T) {
-	slowScenario(t)
-	pxeLifecycle(t, "uefi", 1)
-}
-
 // TestVMPXELinuxBIOS is an inspection booted by Ironic's pxe boot
 // interface under SeaBIOS: dnsmasq hands this machine pxelinux.0 (Debian's
 // pxelinux; ldlinux.c32 from syslinux-common, both copied into tftp_root by
@@ -316,7 +298,13 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	// One disk: SeaBIOS boots only the first hard disk it finds, whose
 	// order is not the PCI slots'. 5 GiB (sparse): a root disk the agent
 	// accepts.
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
+	//
+	// Under OVMF the disk is also first in QEMU's boot order: OVMF takes
+	// a network boot's order from QEMU into its NVRAM for good (the NIC's
+	// PXE entries first), where a server's firmware honours the BMC's
+	// boot device instead; without it a disk boot after a network boot
+	// that wrote no boot entry (rescue) tries PXE first and times out.
+	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget, BootFirst: fw == "uefi"}}
 	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(11 + n)})
 	// LAN port 623, the VM port: the namespace's, not the host's.
 	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
@@ -334,7 +322,8 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tap.Close() })
-	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name})
+	// ConsoleInput: a rescued machine's console login.
+	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name, ConsoleInput: true})
 
 	// The deploy ramdisk Ironic stages for the firmware: the bzImage and
 	// the compressed initramfs.
@@ -375,7 +364,14 @@ func (p *pxeNode) waitOff(what string) { waitNodeOff(p.t, p.ctx, p.s, p.node.UUI
 // returns the VM of the first power-on on the way.
 func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
 	p.t.Helper()
-	return bmcPhase(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what, target, want, timeout)
+	return p.phaseWith(what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
+}
+
+// phaseWith is phase with the whole request (a config drive, a rescue
+// password).
+func (p *pxeNode) phaseWith(what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *vmtest.VM {
+	p.t.Helper()
+	return bmcPhase(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what, opts, want, timeout)
 }
 
 // bmcPower is what the tests read of a simulated BMC's power (IPMISim,
@@ -401,14 +397,14 @@ func waitNodeOff(t *testing.T, ctx context.Context, s *suite, node string, bmc b
 	}
 }
 
-// bmcPhase has Ironic take node to target and waits for state want; it
+// bmcPhase has Ironic carry out opts on node and waits for state want; it
 // returns the VM of the first power-on on the way, which the BMC started
 // for Ironic.
-func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *vmtest.VM {
 	t.Helper()
 	boots := bmc.Boots()
 	start := time.Now()
-	if err := s.ironic.Provision(ctx, node, nodes.ProvisionStateOpts{Target: target}); err != nil {
+	if err := s.ironic.Provision(ctx, node, opts); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, node, want, timeout); err != nil {
@@ -425,71 +421,6 @@ func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcP
 	t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
 		what, time.Since(start).Seconds(), want, bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
 	return vm
-}
-
-func pxeLifecycle(t *testing.T, fw string, n int) {
-	testStart := time.Now()
-	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
-	defer cancel()
-	p := newPXENode(t, ctx, fw, n, "ipxe")
-	bed, s, m, bmc, node, macs, disk := p.bed, p.s, p.m, p.bmc, p.node, p.macs, p.disk
-	// Something for cleaning's metadata erase to remove.
-	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
-	waitOff, phase := p.waitOff, p.phase
-
-	// Inspection: Ironic prepares the ipxe boot with the inspection
-	// callback and powers the machine on.
-	vm := phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
-	waitOff("inspection")
-	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
-	inv, _ := data["inventory"].(map[string]any)
-	checkInventory(t, inv, m)
-	if got := inv["bmc_address"]; got != m.BMC.LANAddress {
-		t.Errorf("inventory bmc_address = %v, want Ironic's ipmi_address %s", got, m.BMC.LANAddress)
-	}
-	// iPXE's ${mac}: the MAC as it is, which IPA keeps raw.
-	if got := data["boot_interface"]; got != macs[0] {
-		t.Errorf("inspection boot_interface = %v, want BOOTIF %s", got, macs[0])
-	}
-	if got := data["pci_devices"]; got == nil {
-		t.Errorf("no pci_devices in the inspection data: [inspector]extra_kernel_params' collectors did not reach the agent (keys %v)", keys(data))
-	}
-	cmdline := checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	checkParam(t, cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
-	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
-
-	// Cleaning: the ramdisk looks the node up at ipa-api-url, heartbeats
-	// with the global request id, and runs erase_devices_metadata.
-	vm = phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
-	waitOff("cleaning")
-	cmdline = checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	checkParam(t, cmdline, "ipa-api-url", "http://"+pxeNet.Addr().String()+":6385")
-	checkParsed(t, vm, "api_url", "global_request_id")
-	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
-		t.Error("cleaning did not erase the start of the vblk disk")
-	}
-	checkRequestID(t, bed, cmdline)
-	checkBootIF(t, vm)
-	checkAgentAddress(t, vm)
-
-	// Deploy: an image from the provisioning network's HTTP server onto
-	// the hinted disk; Ironic then sets the boot device to disk and power
-	// cycles the machine. Under SeaBIOS the image's boot sector prints
-	// diskBootMarker; under OVMF its ESP's GRUB prints uefiLoaderSays.
-	img := setDeployImage(t, ctx, s, bed, node.UUID, fw, m.Dir, "image-"+fw+".raw")
-	bootsBefore := bmc.Boots()
-	vm = phase("deploy", nodes.TargetActive, "active", 10*time.Minute)
-	checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	vm = bmc.VM()
-	if got := bmc.BootDevice(); got != vmtest.BootDisk {
-		t.Errorf("BMC boot device after the deploy: %q, want disk", got)
-	}
-	if !bmc.On() || bmc.Boots() != bootsBefore+2 {
-		t.Errorf("deploy: %d power-ons, machine on %v; want 2 (ramdisk, then the disk), on", bmc.Boots()-bootsBefore, bmc.On())
-	}
-	checkDeployedDisk(t, ctx, vm, disk, img, fw)
-	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
-	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), bmc.Boots())
 }
 
 // setDeployImage makes the whole-disk image whose boot prints a marker

@@ -173,7 +173,7 @@ func redfishESP(t *testing.T, ctx context.Context) string {
 // returns the VM of the first power-on on the way.
 func (r *redfishNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
 	r.t.Helper()
-	return bmcPhase(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what, target, want, timeout)
+	return bmcPhase(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
 }
 
 // waitOff waits until Ironic reports the node off after what, and checks
