@@ -95,8 +95,8 @@ func examineMember(t *testing.T, ctx context.Context, path string, start, size i
 // ramdisk (each disk's first partition a member of one four-device
 // raid1, its second of one four-device raid10, every member with its own
 // role), the image's partition table and root filesystem on the RAID-1's
-// members; the deployed OS boots from the mirror (all four disks) and,
-// with the other three removed from the VM, from the fourth disk alone.
+// members; the deployed OS boots from the fourth disk alone, the other
+// three removed from the VM.
 func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
 	if _, err := exec.LookPath("mdadm"); err != nil {
 		t.Skip("SKIPPED: needs mdadm (in test.sh) to read the members' superblocks")
@@ -157,9 +157,11 @@ func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
 	if maps.Equal(uuids[0], uuids[1]) {
 		t.Errorf("the RAID-1 and the RAID-1+0 are one array: %v", uuids[0])
 	}
-	bootDisks(t, ctx, m, []string{"vda", "vdb", "vdc", "vdd"}, osimage.Booted)
+	// One boot, from the fourth disk alone (three of the four failed):
+	// TestVMDeploySoftwareRAIDUEFI boots the mirror whole and then
+	// degraded, and a boot here costs 30-60 s under TCG at load.
 	bootDisks(t, ctx, m, []string{"vdd"}, osimage.Booted)
-	t.Logf("clean, deploy, checks and the boots from the mirror and from the fourth disk: %.1fs", time.Since(start).Seconds())
+	t.Logf("clean, deploy, checks and the boot from the fourth disk: %.1fs", time.Since(start).Seconds())
 }
 
 // raidParityConfig is a target_raid_config whose second volume has a
