@@ -45,9 +45,10 @@ func metal3RAID10() raidLayout {
 type mdMember struct {
 	level, devices, uuid, role string
 	dataOffset                 int64 // bytes from the start of the member
+	arraySize                  int64 // bytes, the array's (0 for raid0)
 }
 
-var examineField = regexp.MustCompile(`(?m)^\s*(Raid Level|Raid Devices|Array UUID|Device Role|Data Offset) : (.*)$`)
+var examineField = regexp.MustCompile(`(?m)^\s*(Raid Level|Raid Devices|Array UUID|Device Role|Data Offset|Array Size) : (.*)$`)
 
 // examineMember runs mdadm --examine on a copy of the first 8 MiB of the
 // partition (start, size bytes) of disk file path: the superblock of
@@ -82,6 +83,13 @@ func examineMember(t *testing.T, ctx context.Context, path string, start, size i
 				t.Fatalf("mdadm --examine: Data Offset %q", v)
 			}
 			m.dataOffset = sectors * 512
+		case "Array Size":
+			// "1042432 (1018.00 MiB 1067.45 MB)": KiB first.
+			kib, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			if err != nil {
+				t.Fatalf("mdadm --examine: Array Size %q", v)
+			}
+			m.arraySize = kib << 10
 		}
 	}
 	return m
@@ -186,10 +194,10 @@ func raidParityConfig(level nodes.RAIDLevel, disks ...string) nodes.RAIDConfigOp
 // SeaBIOS on four 1.5 GiB disks: a manual cleaning with Metal3's steps
 // builds a RAID-1 root and a RAID-5 over three of the disks
 // (physical_disks); Ironic stores the agent's raid_config, the disk
-// files hold one three-device raid5 (mdadm --examine), and an inspection
-// (the agent assembles the arrays at start, as IPA's initialize) lists
-// both arrays as disks beside their members, the RAID-5 with two members'
-// worth of space. A second cleaning (delete_configuration,
+// files hold one three-device raid5 with two members' worth of space
+// (mdadm --examine), and an inspection (the agent assembles the arrays at
+// start, as IPA's initialize) lists both arrays as disks, of the sizes
+// their superblocks give, beside their members. A second cleaning (delete_configuration,
 // create_configuration) replaces it with a RAID-6 over all four disks,
 // checked the same way; a last one (delete_configuration,
 // erase_devices_metadata) leaves no md superblock anywhere. Five boots of
@@ -237,8 +245,15 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 			t.Errorf("RAID-%s: the agent's log has no creation of /dev/md1", c.level)
 		}
 
-		// On the disk files: the data volume's members are the last
-		// partition of each of its holders.
+		// On the disk files: the arrays' sizes as their superblocks give
+		// them (the root's from vda's first partition); the data volume's
+		// members are the last partition of each of its holders.
+		pt, err := blockdev.ReadPartTable(m.DiskPath("vda"), 512)
+		if err != nil || len(pt.Partitions) == 0 {
+			t.Fatalf("RAID-%s: vda: partitions %v (%v)", c.level, pt, err)
+		}
+		rootSize := examineMember(t, ctx, m.DiskPath("vda"), pt.Partitions[0].Start, pt.Partitions[0].Size).arraySize
+		var dataSize int64
 		var uuids []string
 		for _, id := range c.holders {
 			pt, err := blockdev.ReadPartTable(m.DiskPath(id), 512)
@@ -254,6 +269,7 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 			if !slices.Contains(uuids, mm.uuid) {
 				uuids = append(uuids, mm.uuid)
 			}
+			dataSize = mm.arraySize
 		}
 		if len(uuids) != 1 {
 			t.Errorf("RAID-%s: the members belong to arrays %v, want one", c.level, uuids)
@@ -262,10 +278,16 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		// must leave no superblock.
 		regions = mdRegions(t, m)
 
-		// What an inspection reports: both arrays as disks, and their
-		// members. The data array holds two members' worth: the smallest
-		// member (vda's and vdb's second partition, 1 GiB to the end) is
-		// a little under 512 MiB.
+		// The data array holds two members' worth: the smallest member
+		// (vda's and vdb's second partition, 1 GiB to the end) is a
+		// little under 512 MiB.
+		if dataSize < 2*480<<20 || dataSize > 2*512<<20 {
+			t.Errorf("RAID-%s: the data array is %d bytes, want two members of a little under 512 MiB", c.level, dataSize)
+		}
+
+		// What an inspection reports: both arrays as disks (the agent
+		// assembles them at start, as IPA's initialize; mdadm names them
+		// md127 and md126 then, with no mdadm.conf), and their members.
 		if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 			t.Fatal(err)
 		}
@@ -288,16 +310,25 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 			size, _ := dm["size"].(float64)
 			sizes[name] = int64(size)
 		}
-		t.Logf("RAID-%s: inventory disks %v", c.level, sizes)
-		for _, want := range []string{"/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/md0", "/dev/md1"} {
-			if _, ok := sizes[want]; !ok {
-				t.Errorf("RAID-%s: the inventory lists no %s: %v", c.level, want, sizes)
+		t.Logf("RAID-%s: inventory disks %v; arrays of %d (root) and %d (data) bytes", c.level, sizes, rootSize, dataSize)
+		var mds []int64
+		for name, size := range sizes {
+			if strings.HasPrefix(name, "/dev/md") {
+				mds = append(mds, size)
 			}
 		}
-		if sz := sizes["/dev/md1"]; sz < 2*480<<20 || sz > 2*512<<20 {
-			t.Errorf("RAID-%s: /dev/md1 is %d bytes, want two members of a little under 512 MiB", c.level, sz)
+		slices.Sort(mds)
+		want := []int64{min(rootSize, dataSize), max(rootSize, dataSize)}
+		if !slices.Equal(mds, want) {
+			t.Errorf("RAID-%s: the inventory's md devices have sizes %v, want the root's and the data array's %v (disks %v)", c.level, mds, want, sizes)
+		}
+		for _, d := range []string{"/dev/vda", "/dev/vdb", "/dev/vdc", "/dev/vdd"} {
+			if _, ok := sizes[d]; !ok {
+				t.Errorf("RAID-%s: the inventory lists no %s: %v", c.level, d, sizes)
+			}
 		}
 	}
+	m.Append = agentAppend
 	raidClean(t, ctx, m, uuid, nil,
 		nodes.CleanStep{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
 		nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
