@@ -54,7 +54,7 @@ func relocateESP(ctx context.Context, log *slog.Logger, sys *raid.System, md, sr
 	if err := copyESP(src, mirror); err != nil {
 		return nil, err
 	}
-	if _, err := blockdev.WipeMetadata(ctx, blockdev.NewGuard([]string{src}), src); err != nil {
+	if _, err := blockdev.WipeMetadata(ctx, sys.Guard, src); err != nil {
 		return nil, fmt.Errorf("erasing the EFI partition %s after relocating it: %w", src, err)
 	}
 	var out []holderESP

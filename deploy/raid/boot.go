@@ -170,9 +170,9 @@ func (s *System) FormatESP(md string, id *FATIdentity) error {
 		}
 		opts.VolumeID = binary.LittleEndian.Uint32(b[:])
 	}
-	// An array made here is written through a guard of its own: it is
-	// never in the allowed devices, its members are.
-	d, err := blockdev.Open(blockdev.NewGuard([]string{md}), md)
+	// The agent's guard: it lets an array through when every member is
+	// allowed (the holders' ESPs are partitions of allowed disks).
+	d, err := blockdev.Open(s.Guard, md)
 	if err != nil {
 		return softwareRAIDError(err, "formatting the ESP mirror %s: %v", md, err)
 	}

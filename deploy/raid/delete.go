@@ -85,14 +85,14 @@ func (s *System) deletePass(ctx context.Context, req Request, arrays, skip []str
 				s.log().Warn("software RAID device is not going to be deleted", "device", md, "volume_name", d.VolumeNames[md], "because_of", d.Cause[md])
 			case ActionWipe:
 				s.log().Warn("software RAID device is not going to be deleted because a device on the skip list shares its holder disk; wiping it", "device", md, "because_of", d.Cause[md])
-				if err := s.wipe(ctx, blockdev.NewGuard([]string{md}), md); err != nil {
+				if err := s.wipe(ctx, md); err != nil {
 					s.log().Warn("failed to wipe", "device", md, "error", err)
 				}
 			}
 			continue
 		}
 		s.log().Info("deleting software RAID device", "device", md)
-		if err := s.wipe(ctx, blockdev.NewGuard([]string{md}), md); err != nil {
+		if err := s.wipe(ctx, md); err != nil {
 			s.log().Warn("failed to wipe", "device", md, "error", err)
 		}
 		if _, err := s.mdadm(ctx, "--stop", md); err != nil {
@@ -162,7 +162,7 @@ func (s *System) deletePass(ctx context.Context, req Request, arrays, skip []str
 			continue
 		}
 		s.log().Info("removing partitions on holder disk", "device", h)
-		if err := s.wipe(ctx, s.Guard, h); err != nil {
+		if err := s.wipe(ctx, h); err != nil {
 			s.log().Warn("failed to remove partitions", "device", h, "error", err)
 		}
 	}

@@ -143,8 +143,12 @@ func (m *fakeMachine) Run(_ context.Context, name string, args ...string) ([]byt
 }
 
 // system is a System over the fake machine that records tables and wipes.
+// A wipe through any guard but the System's fails the test: md arrays
+// pass the agent's own guard (blockdev.Guard covers them through their
+// members), so there is no second guard to build.
 func (m *fakeMachine) system(allowed ...string) *System {
-	return &System{
+	var s *System
+	s = &System{
 		Root:   m.root,
 		Runner: m,
 		Guard:  blockdev.NewGuard(allowed),
@@ -161,8 +165,11 @@ func (m *fakeMachine) system(allowed ...string) *System {
 			m.record(fmt.Sprintf("delete-partitions %s %v", dev, numbers))
 			return nil
 		},
-		Wipe: func(_ context.Context, _ *blockdev.Guard, dev string) error {
+		Wipe: func(_ context.Context, g *blockdev.Guard, dev string) error {
 			m.record("wipe " + dev)
+			if g != s.Guard {
+				m.t.Errorf("wipe %s: through a guard other than the System's", dev)
+			}
 			return nil
 		},
 		Probe: func(dev string) (string, error) {
@@ -175,6 +182,7 @@ func (m *fakeMachine) system(allowed ...string) *System {
 		WaitDevice: func(context.Context, string) error { return nil },
 		RetryDelay: 1,
 	}
+	return s
 }
 
 func disk(name string, gib int64) inventory.Disk {

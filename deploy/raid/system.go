@@ -84,13 +84,13 @@ func (s *System) deletePartitions(ctx context.Context, dev string, numbers []int
 	return partition.DeletePartitions(ctx, s.Guard, dev, numbers)
 }
 
-// wipe zeroes dev's metadata; g is the guard it must pass (an md device
-// is never in the allowed list, so it gets one of its own).
-func (s *System) wipe(ctx context.Context, g *blockdev.Guard, dev string) error {
+// wipe zeroes dev's metadata through the agent's guard, which passes an
+// md array exactly when every member is allowed.
+func (s *System) wipe(ctx context.Context, dev string) error {
 	if s.Wipe != nil {
-		return s.Wipe(ctx, g, dev)
+		return s.Wipe(ctx, s.Guard, dev)
 	}
-	_, err := blockdev.WipeMetadata(ctx, g, dev)
+	_, err := blockdev.WipeMetadata(ctx, s.Guard, dev)
 	return err
 }
 

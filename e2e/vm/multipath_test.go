@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/osimage"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
@@ -33,17 +34,20 @@ const (
 //     serial and wwn for a map, and neither path;
 //   - automated cleaning (erase_devices_metadata) erases the map once and
 //     no path;
-//   - a deploy whose root-device hints name the LUN's wwn and serial
-//     chooses the map and writes the image to it, and the host reads the
-//     image back from the one file behind both paths; the config drive
-//     goes into a partition the agent adds to the map's table and writes
-//     through its partition map (kpartx's <map>-part2).
+//   - a deploy of internal/osimage's BIOS whole-disk image whose
+//     root-device hints name the LUN's wwn and serial chooses the map and
+//     writes the image to it, and the host reads the image back from the
+//     one file behind both paths; the config drive goes into a partition
+//     the agent adds to the map's table and writes through its partition
+//     map (kpartx's <map>-part2);
+//   - the deployed OS boots from the LUN and reads that config drive.
 func TestVMMultipath(t *testing.T) {
 	rd := ramdisk(t)
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	began := time.Now()
+	img := deployedOSImage(t, ctx, (*osimage.OS).BIOSDisk)
 	macs := [2]string{"52:54:00:6d:0f:01", "52:54:00:6d:0f:02"}
 	port := agentPortBase + 16
 	m := serviceMachine(t, rd, "bios", port, macs)
@@ -122,7 +126,6 @@ func TestVMMultipath(t *testing.T) {
 	}
 
 	// Deploy, the LUN named by wwn and serial, with a config drive.
-	img := mbrImage()
 	ops := append(serveImage(t, &m, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"wwn": mpathWWN, "serial": mpathWWID}},
 	)
@@ -168,10 +171,32 @@ func TestVMMultipath(t *testing.T) {
 			t.Errorf("the LUN's file does not hold the image: first difference at byte %d", r[0]+n)
 		}
 	}
-	if b := readAt(t, m.DiskPath("vblk"), int64(len(img)-1<<20), 4096); bytes.Equal(b, img[len(img)-1<<20:len(img)-1<<20+4096]) {
+	// The image's boot code and GRUB's core image, never zero.
+	if b := readAt(t, m.DiskPath("vblk"), 0, 64<<10); bytes.Equal(b[:440], img[:440]) || bytes.Equal(b[512:], img[512:64<<10]) {
 		t.Error("the image also went to the virtio disk")
 	}
 	checkConfigDrivePartition(t, lun)
+
+	// The deployed OS boots from the LUN (its first path is the firmware's
+	// boot disk) and reads the config drive on the map's partition 2.
+	m.Kernel, m.Initrd, m.Append = "", "", ""
+	for i := range m.Disks {
+		m.Disks[i].BootFirst = m.Disks[i].ID == "lun"
+	}
+	start = time.Now()
+	vm = boot(t, ctx, m, vmtest.Options{})
+	octx, ocancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer ocancel()
+	r, err := osimage.WaitReport(octx, vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Hostname != "vm-multipath" {
+		t.Errorf("the deployed OS read hostname %q from the config drive %s, want vm-multipath", r.Hostname, r.Drive)
+	}
+	booted, _ := vm.Find(osimage.Booted)
+	t.Logf("the deployed OS booted from the LUN: /init at %.1fs, %.1fs to the config drive's report (%s)", booted.At.Seconds(), time.Since(start).Seconds(), r.Drive)
+	vm.Kill()
 	t.Logf("multipath through Ironic: inspection %.1fs, cleaning %.1fs, deploy %.1fs; %.1fs in all",
 		inspectTime.Seconds(), cleanTime.Seconds(), deployTime.Seconds(), time.Since(began).Seconds())
 }

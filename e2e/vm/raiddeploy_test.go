@@ -3,8 +3,8 @@ package vm
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +18,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/osimage"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
@@ -27,11 +28,12 @@ import (
 // always sent (rootVolume defaults to false), physical_disks as
 // devicehints.MakeHintMap writes deviceName ("s== <name>"), size_gb nil
 // for "the rest of the disk", which gophercloud sends as "MAX". Here: a
-// 1 GiB RAID-1 over both disks, then a RAID-0 over the rest of them.
-func metal3SoftwareRAID() nodes.RAIDConfigOpts {
-	one, no := 1, false
+// RAID-1 of rootGB GiB over both disks, then a RAID-0 over the rest of
+// them.
+func metal3SoftwareRAID(rootGB int) nodes.RAIDConfigOpts {
+	no := false
 	return nodes.RAIDConfigOpts{LogicalDisks: []nodes.LogicalDisk{
-		{SizeGB: &one, RAIDLevel: nodes.RAID1, Controller: "software", IsRootVolume: &no,
+		{SizeGB: &rootGB, RAIDLevel: nodes.RAID1, Controller: "software", IsRootVolume: &no,
 			PhysicalDisks: []any{map[string]string{"name": "s== /dev/vda"}, map[string]string{"name": "s== /dev/vdb"}}},
 		{RAIDLevel: nodes.RAID0, Controller: "software", IsRootVolume: &no},
 	}}
@@ -45,9 +47,10 @@ type raidLayout struct {
 	config nodes.RAIDConfigOpts
 }
 
-// twoDiskRAID is metal3SoftwareRAID on two 2 GiB disks.
+// twoDiskRAID is metal3SoftwareRAID with a 1 GiB RAID-1 on two 2 GiB
+// disks.
 func twoDiskRAID() raidLayout {
-	return raidLayout{disks: 2, sizeMB: 2 << 10, config: metal3SoftwareRAID()}
+	return raidLayout{disks: 2, sizeMB: 2 << 10, config: metal3SoftwareRAID(1)}
 }
 
 // raidMachine is a VM of the RAID deploy tests: the layout's virtio
@@ -71,19 +74,15 @@ func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout
 	return m
 }
 
-// raidCleanAndDeploy takes a node through what Metal3 does for a host
-// with softwareRAIDVolumes, against the real Ironic: target_raid_config
-// in Metal3's shape, raid_interface agent, manual cleaning with Metal3's
-// steps (delete_configuration, erase_devices_metadata,
-// create_configuration), provide, and a deploy of img with root-device
-// hints naming the RAID-1 (/dev/md0). It returns the machine, powered
-// off by the agent at the end of the deploy, and the deploy's VM.
-func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, l raidLayout, img []byte, extra nodes.UpdateOpts) (vmtest.Machine, *vmtest.VM, string) {
+// raidNode enrolls the node of a RAID test for machine m: raid_interface
+// agent, automated cleaning off, and (BIOS) the noop management
+// interface; spec names it and may ask for an inspect interface.
+func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec ironictest.NodeSpec) string {
 	s := services(t)
-	m := raidMachine(t, fw, port, macs, l)
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-raid-" + fw, AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:" + fw}}, macs)
+	spec.AutomatedClean = &noClean
+	spec.Properties = map[string]any{"capabilities": "boot_mode:" + fw}
+	node := enroll(t, ctx, s, spec, macs)
 	ifaces := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/raid_interface", Value: "agent"}}
 	if fw == "bios" {
 		// At the end of a BIOS deploy Ironic sets the boot device to
@@ -93,27 +92,63 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ifaces).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := nodes.SetRAIDConfig(ctx, s.ironic.Service, node.UUID, l.config).ExtractErr(); err != nil {
-		t.Fatal(err)
-	}
+	return node.UUID
+}
 
+// raidClean sets the node's target_raid_config to config (nil: leaves it)
+// and runs a manual cleaning with steps in machine m, which it boots and
+// kills. It returns the node as cleaning left it and the agent's VM.
+func raidClean(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string, config *nodes.RAIDConfigOpts, steps ...nodes.CleanStep) (*nodes.Node, *vmtest.VM) {
+	s := services(t)
+	if config != nil {
+		if err := nodes.SetRAIDConfig(ctx, s.ironic.Service, uuid, *config).ExtractErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
-		{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
-		{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"},
-		{Interface: nodes.InterfaceRAID, Step: "create_configuration"},
-	}}); err != nil {
+	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: steps}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
+	if _, err := s.ironic.WaitState(ctx, uuid, "clean wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	vm := boot(t, ctx, m, vmtest.Options{})
-	n, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 10*time.Minute)
+	n, err := s.ironic.WaitState(ctx, uuid, "manageable", 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: manual cleaning (delete_configuration, erase_devices_metadata, create_configuration): %.1fs", fw, time.Since(start).Seconds())
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.Step)
+	}
+	t.Logf("%s: manual cleaning (%s): %.1fs", m.Firmware, strings.Join(names, ", "), time.Since(start).Seconds())
+	// The fake power interface cannot power the VM off.
+	vm.Kill()
+	return n, vm
+}
+
+// metal3CleanSteps are the manual cleaning Metal3 runs for a host with
+// softwareRAIDVolumes.
+func metal3CleanSteps() []nodes.CleanStep {
+	return []nodes.CleanStep{
+		{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
+		{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"},
+		{Interface: nodes.InterfaceRAID, Step: "create_configuration"},
+	}
+}
+
+// raidCleanAndDeploy takes a node through what Metal3 does for a host
+// with softwareRAIDVolumes, against the real Ironic: target_raid_config
+// in Metal3's shape, raid_interface agent, manual cleaning with Metal3's
+// steps (delete_configuration, erase_devices_metadata,
+// create_configuration), provide, and a deploy of img with root-device
+// hints naming the RAID-1 (/dev/md0). It returns the machine, powered
+// off by the agent at the end of the deploy, the deploy's VM and the node.
+func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, l raidLayout, img []byte, extra nodes.UpdateOpts) (vmtest.Machine, *vmtest.VM, string) {
+	s := services(t)
+	m := raidMachine(t, fw, port, macs, l)
+	uuid := raidNode(t, ctx, fw, macs, ironictest.NodeSpec{Name: "vm-raid-" + fw})
+	n, vm := raidClean(t, ctx, m, uuid, &l.config, metal3CleanSteps()...)
 	if lds, _ := n.RAIDConfig["logical_disks"].([]any); len(lds) != len(l.config.LogicalDisks) {
 		t.Errorf("node raid_config after cleaning = %v, want the %d logical disks", n.RAIDConfig, len(l.config.LogicalDisks))
 	}
@@ -123,48 +158,55 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 			t.Errorf("the agent's log has no %q", want)
 		}
 	}
-	// The fake power interface cannot power the VM off: the deploy boots
-	// it again.
-	vm.Kill()
 
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", time.Minute); err != nil {
+	if _, err := s.ironic.WaitState(ctx, uuid, "available", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	ops := append(serveImage(t, &m, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": "/dev/md0"}})
-	ops = append(ops, extra...)
-	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
+	return m, raidDeploy(t, ctx, m, uuid, append(ops, extra...)), uuid
+}
+
+// raidDeploy applies ops to the available node and deploys it onto its
+// root-device hints (/dev/md0) in machine m. It returns the deploy's VM,
+// powered off by the agent.
+func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string, ops nodes.UpdateOpts) *vmtest.VM {
+	s := services(t)
+	if err := nodes.Update(ctx, s.ironic.Service, uuid, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+	start := time.Now()
+	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
+	if _, err := s.ironic.WaitState(ctx, uuid, "wait call-back", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm = boot(t, ctx, m, vmtest.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 8*time.Minute); err != nil {
+	vm := boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, uuid, "active", 8*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: deploy onto /dev/md0: %.1fs to active", fw, time.Since(start).Seconds())
+	t.Logf("%s: deploy onto /dev/md0: %.1fs to active", m.Firmware, time.Since(start).Seconds())
 	for _, l := range vm.Lines() {
 		if strings.Contains(l.Text, "/dev/md") && (strings.Contains(l.Text, "image") || strings.Contains(l.Text, "ESP") ||
-			strings.Contains(l.Text, "EFI") || strings.Contains(l.Text, "GRUB") || strings.Contains(l.Text, "boot partition")) {
+			strings.Contains(l.Text, "EFI") || strings.Contains(l.Text, "GRUB") || strings.Contains(l.Text, "boot partition") ||
+			strings.Contains(l.Text, "partition")) {
 			t.Logf("agent: %s", l.Text)
 		}
 	}
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return m, vm, node.UUID
+	return vm
 }
 
 // bootDisks boots the deployed machine from its disks (no ramdisk), with
-// only the disks named, and waits for want on the console.
+// only the disks named, waits for want on the console and stops the VM:
+// the marker is the proof. (osimage's OS would go on to look for a config
+// drive for a minute: inside an md array it finds none.)
 func bootDisks(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string, want string) *vmtest.VM {
 	t.Helper()
 	m.Kernel, m.Initrd, m.Append = "", "", ""
@@ -179,41 +221,70 @@ func bootDisks(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string
 	m.Disks = disks
 	start := time.Now()
 	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := vm.WaitFor(ctx, want); err != nil {
+	l, err := vm.WaitFor(ctx, want)
+	if err != nil {
 		t.Fatalf("booting from %v: %v\n%s", ids, err, consoleTail(vm, 30))
 	}
-	took := time.Since(start)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := vm.Wait(wctx); err != nil {
-		// The marker is the proof; a loader that cannot power the VM
-		// off is not this test's concern.
-		t.Logf("booting from %v: the loader did not power off: %v", ids, err)
-		vm.Kill()
-	}
-	t.Logf("boot from %v: %.1fs to the loader's marker", ids, took.Seconds())
+	vm.Kill()
+	t.Logf("boot from %v: %.1fs to %q: %s", ids, time.Since(start).Seconds(), want, l.Text)
 	return vm
+}
+
+// deployedOS builds internal/osimage's OS, the deployed OS of the tests
+// that boot it, in a directory of the test's.
+func deployedOS(t *testing.T, ctx context.Context) (*osimage.OS, string) {
+	t.Helper()
+	if m := osimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
+	}
+	dir := t.TempDir()
+	start := time.Now()
+	o, err := osimage.Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deployed OS built in %.1fs", time.Since(start).Seconds())
+	return o, dir
+}
+
+// deployedOSImage is deployedOS's whole-disk image that build (an image
+// method of osimage.OS: BIOSDisk, UEFIDisk) writes.
+func deployedOSImage(t *testing.T, ctx context.Context, build func(o *osimage.OS, ctx context.Context, dir, out string) error) []byte {
+	t.Helper()
+	o, dir := deployedOS(t, ctx)
+	raw := filepath.Join(dir, "disk.raw")
+	if err := build(o, ctx, dir, raw); err != nil {
+		t.Fatal(err)
+	}
+	img, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // TestVMDeploySoftwareRAIDUEFI is a Metal3-style software RAID deploy
 // under OVMF: cleaning builds a RAID-1 and a RAID-0 on two disks, the
-// deploy writes uefiImage (a GPT with an ESP holding a GRUB loader at a
-// path no firmware boots by itself) onto /dev/md0, and the agent, as
-// IPA's manage_uefi, moves that ESP to a mirror of ESPs on both holders
-// (md RAID-1, metadata 1.0) with one NVRAM entry per holder. The VM then
-// boots from both disks, from the first alone and from the second alone,
-// each time through an entry the agent wrote.
+// deploy writes internal/osimage's UEFI whole-disk image (an ESP whose
+// GRUB, named by a BOOTX64.CSV, finds the root file system inside the
+// array) onto /dev/md0, and the agent, as IPA's manage_uefi, moves that
+// ESP to a mirror of ESPs on both holders (md RAID-1, metadata 1.0) with
+// one NVRAM entry per holder. The deployed OS then boots from the mirror
+// (both disks) through the entry of one holder's ESP; with that disk
+// removed from the VM it boots again through the other holder's entry.
 func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
-	img := uefiImage(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
+	img := deployedOSImage(t, ctx, (*osimage.OS).UEFIDisk)
 	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", agentPortBase+8, [2]string{"52:54:00:6d:08:01", "52:54:00:6d:08:02"}, twoDiskRAID(), img, nil)
 	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
 
 	// Each holder: an ESP (type EF00, uefi-holder-<n>) in the room kept
-	// before the RAID partitions, holding the image's loader.
+	// before the RAID partitions, holding the image's GRUB (its embedded
+	// configuration is plain text in the EFI binary).
+	espDisk := map[string]string{} // the ESP's unique GUID, upper case as OVMF prints it
 	for i, id := range []string{"vda", "vdb"} {
 		pt, err := blockdev.ReadPartTable(m.DiskPath(id), 512)
 		if err != nil {
@@ -223,11 +294,12 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 		for _, p := range pt.Partitions {
 			if p.TypeGUID == blockdev.ESPTypeGUID {
 				found = true
+				espDisk[strings.ToUpper(p.GUID)] = id
 				if p.Start != 1<<20 || p.Size != 550<<20 || p.Name != fmt.Sprintf("uefi-holder-%d", i) {
 					t.Errorf("%s: ESP %+v, want uefi-holder-%d at 1 MiB, 550 MiB", id, p, i)
 				}
-				if b := readAt(t, m.DiskPath(id), p.Start, 16<<20); !bytes.Contains(b, []byte(uefiLoaderSays)) {
-					t.Errorf("%s: the ESP does not hold the image's loader", id)
+				if b := readAt(t, m.DiskPath(id), p.Start, 16<<20); !bytes.Contains(b, []byte("--set=root /boot/osimage")) {
+					t.Errorf("%s: the ESP does not hold the image's GRUB", id)
 				}
 			}
 		}
@@ -236,20 +308,27 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 		}
 	}
 
-	entry := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "ironic1 \(RAID, part([01])\)" from HD\(3,GPT,`)
-	for _, ids := range [][]string{{"vda", "vdb"}, {"vda"}, {"vdb"}} {
-		vm := bootDisks(t, ctx, m, ids, uefiLoaderSays)
-		var loaded []string
+	// bootedFrom boots from the disks ids and returns the disk whose ESP
+	// held the agent's entry OVMF loaded the OS through.
+	entry := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "` + osimage.EFILabel + ` \(RAID, part[01]\)" from HD\(3,GPT,([0-9A-F-]{36}),`)
+	bootedFrom := func(ids []string) string {
+		vm := bootDisks(t, ctx, m, ids, osimage.Booted)
+		from := ""
 		for _, l := range vm.Lines() {
 			if sm := entry.FindStringSubmatch(l.Text); sm != nil {
-				loaded = append(loaded, "part"+sm[1])
+				from = espDisk[sm[1]]
+				t.Logf("booting from %v: %s", ids, l.Text[strings.Index(l.Text, "BdsDxe"):])
 			}
 		}
-		if len(loaded) == 0 {
-			t.Errorf("booting from %v: OVMF loaded no entry the agent wrote", ids)
-			continue
+		if from == "" {
+			t.Fatalf("booting from %v: OVMF loaded no entry the agent wrote for a holder's ESP (%v)", ids, espDisk)
 		}
-		t.Logf("booting from %v: OVMF loaded %s", ids, strings.Join(loaded, ", "))
+		return from
+	}
+	first := bootedFrom([]string{"vda", "vdb"})
+	other := map[string]string{"vda": "vdb", "vdb": "vda"}[first]
+	if got := bootedFrom([]string{other}); got != other {
+		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
 	}
 	raidUndeployAndClean(t, ctx, m, uuid)
 }
@@ -268,6 +347,64 @@ func mdSuperblockPlaces(start, size int64) map[string]int64 {
 	}
 }
 
+// mdRegion is a disk of a RAID test's machine, or a partition of one.
+type mdRegion struct {
+	disk        string
+	start, size int64
+}
+
+// mdRegions are m's disks and the partitions their tables list now.
+func mdRegions(t *testing.T, m vmtest.Machine) []mdRegion {
+	t.Helper()
+	var regions []mdRegion
+	for _, d := range m.Disks {
+		regions = append(regions, mdRegion{d.ID, 0, int64(d.SizeMB) << 20})
+		pt, err := blockdev.ReadPartTable(m.DiskPath(d.ID), 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pt.Partitions {
+			regions = append(regions, mdRegion{d.ID, p.Start, p.Size})
+		}
+	}
+	return regions
+}
+
+// mdSuperblocks names the versions whose md superblock magic r holds at
+// their place, with the offsets.
+func mdSuperblocks(t *testing.T, m vmtest.Machine, r mdRegion) []string {
+	t.Helper()
+	magic := []byte{0xfc, 0x4e, 0x2b, 0xa9}
+	var at []string
+	for v, off := range mdSuperblockPlaces(r.start, r.size) {
+		if bytes.Equal(readAt(t, m.DiskPath(r.disk), off, 4), magic) {
+			at = append(at, fmt.Sprintf("%s at %d", v, off))
+		}
+	}
+	return at
+}
+
+// noMDSuperblocks checks, after cleaning, that no region of before (the
+// disks and the partitions they had) holds an md superblock at the place
+// of any version, that mdadm finds none on the disks and that they carry
+// no signature.
+func noMDSuperblocks(t *testing.T, ctx context.Context, m vmtest.Machine, before []mdRegion) {
+	t.Helper()
+	for _, r := range before {
+		if at := mdSuperblocks(t, m, r); len(at) > 0 {
+			t.Errorf("%s, %d MiB + %d MiB: md superblock left: %v", r.disk, r.start>>20, r.size>>20, at)
+		}
+	}
+	for _, d := range m.Disks {
+		if out, err := exec.CommandContext(ctx, "mdadm", "--examine", m.DiskPath(d.ID)).CombinedOutput(); err == nil {
+			t.Errorf("%s: mdadm --examine finds a superblock:\n%s", d.ID, out)
+		}
+		if sig, err := blockdev.Probe(m.DiskPath(d.ID)); err != nil || sig != "" {
+			t.Errorf("%s: signature %q left (%v)", d.ID, sig, err)
+		}
+	}
+}
+
 // raidUndeployAndClean tears the deployed node down and cleans it as
 // Metal3 does when softwareRAIDVolumes is emptied (delete_configuration,
 // erase_devices_metadata): afterwards no disk, nor any partition the
@@ -276,34 +413,11 @@ func mdSuperblockPlaces(start, size int64) map[string]int64 {
 // version, and mdadm finds none on the disks.
 func raidUndeployAndClean(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string) {
 	s := services(t)
-	type region struct {
-		disk        string
-		start, size int64
-	}
-	var regions []region
-	magic := []byte{0xfc, 0x4e, 0x2b, 0xa9}
-	found := func(r region) []string {
-		var at []string
-		for v, off := range mdSuperblockPlaces(r.start, r.size) {
-			if bytes.Equal(readAt(t, m.DiskPath(r.disk), off, 4), magic) {
-				at = append(at, fmt.Sprintf("%s at %d", v, off))
-			}
-		}
-		return at
-	}
+	regions := mdRegions(t, m)
 	members := 0
-	for _, d := range m.Disks {
-		regions = append(regions, region{d.ID, 0, int64(d.SizeMB) << 20})
-		pt, err := blockdev.ReadPartTable(m.DiskPath(d.ID), 512)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pt.Partitions {
-			r := region{d.ID, p.Start, p.Size}
-			regions = append(regions, r)
-			if len(found(r)) > 0 {
-				members++
-			}
+	for _, r := range regions {
+		if r.start != 0 && len(mdSuperblocks(t, m, r)) > 0 {
+			members++
 		}
 	}
 	if members != 6 {
@@ -321,151 +435,114 @@ func raidUndeployAndClean(t *testing.T, ctx context.Context, m vmtest.Machine, u
 	if _, err := s.ironic.WaitState(ctx, uuid, "manageable", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
-		{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
-		{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, vmtest.Options{})
-	if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("cleaning the deployed arrays away (delete_configuration, erase_devices_metadata): %.1fs", time.Since(start).Seconds())
-	vm.Kill()
-	for _, r := range regions {
-		if at := found(r); len(at) > 0 {
-			t.Errorf("%s, %d MiB + %d MiB: md superblock left: %v", r.disk, r.start>>20, r.size>>20, at)
-		}
-	}
-	for _, d := range m.Disks {
-		if out, err := exec.CommandContext(ctx, "mdadm", "--examine", m.DiskPath(d.ID)).CombinedOutput(); err == nil {
-			t.Errorf("%s: mdadm --examine finds a superblock:\n%s", d.ID, out)
-		}
-		if sig, err := blockdev.Probe(m.DiskPath(d.ID)); err != nil || sig != "" {
-			t.Errorf("%s: signature %q left (%v)", d.ID, sig, err)
-		}
-	}
+	raidClean(t, ctx, m, uuid, nil,
+		nodes.CleanStep{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
+		nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
+	noMDSuperblocks(t, ctx, m, regions)
 }
 
-// biosRAIDSays is what the deployed GRUB prints before it powers off.
-const biosRAIDSays = "ironic-agent VM test: GRUB from a RAID holder disk ran"
-
-// grubDiskImage is a whole-disk image (msdos label, one ext4 partition
-// at 1 MiB) whose root filesystem installs GRUB (internal/grubimage)
-// with a grub.cfg that talks on the serial console, prints biosRAIDSays
-// and halts. It returns the image and its root filesystem's UUID, which
-// Ironic passes to install_bootloader for software RAID
-// (instance_info image_rootfs_uuid).
-func grubDiskImage(t *testing.T, ctx context.Context) ([]byte, string) {
+// softwareRAIDImage is internal/osimage's whole-disk image for a BIOS
+// deploy onto software RAID (OS.SoftwareRAIDBIOSDisk: msdos, the ext4
+// root at 1 MiB with GRUB's tools and mdadm, no boot code) and its root
+// file system's UUID, which Ironic passes to install_bootloader for
+// software RAID (instance_info image_rootfs_uuid).
+func softwareRAIDImage(t *testing.T, ctx context.Context, o *osimage.OS, dir string) ([]byte, string) {
 	t.Helper()
 	if m := grubimage.Missing(); m != "" {
 		t.Skipf("SKIPPED: needs %s to build an image that installs GRUB (in test.sh)", m)
 	}
-	dir := t.TempDir()
-	tree := filepath.Join(dir, "tree")
-	if err := grubimage.Tree(ctx, tree); err != nil {
-		t.Fatal(err)
+	if _, err := exec.LookPath("mdadm"); err != nil {
+		t.Skip("SKIPPED: needs mdadm (in test.sh): the image's grub-install asks it for the array's UUID")
 	}
-	files := map[string]string{
-		"etc/default/grub": "GRUB_DEFAULT=0\nGRUB_TIMEOUT=0\nGRUB_DISTRIBUTOR=Testos\nGRUB_TERMINAL=serial\n" +
-			"GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n",
-		"etc/grub.d/05_ironic_agent_test": "#!/bin/sh\ncat <<'EOF'\necho \"" + biosRAIDSays + "\"\nhalt\nEOF\n",
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(tree, name), []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// mdadm, as a real image deployed onto RAID has it: grub-install
-	// names an md array to GRUB by the UUID `mdadm --detail --export`
-	// gives, and without it finds no disk for /boot.
-	copyProgram(t, ctx, tree, "mdadm")
-	const fsSize = 96 << 20
-	fsPath := filepath.Join(dir, "root.ext4")
-	if err := grubimage.Ext4(ctx, tree, fsPath, fsSize); err != nil {
-		t.Fatal(err)
-	}
-	uuid, err := blockdev.BlockUUID(fsPath)
+	raw := filepath.Join(dir, "software-raid.raw")
+	uuid, err := o.SoftwareRAIDBIOSDisk(ctx, dir, raw, 96<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := os.ReadFile(fsPath)
+	img, err := os.ReadFile(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := make([]byte, 1<<20, 1<<20+len(fs))
-	img = append(img, fs...)
-	binary.LittleEndian.PutUint32(img[440:], 0x52414944) // disk identifier
-	img[446+4] = 0x83
-	binary.LittleEndian.PutUint32(img[446+8:], 2048)
-	binary.LittleEndian.PutUint32(img[446+12:], fsSize/512)
-	img[510], img[511] = 0x55, 0xaa
 	return img, uuid
 }
 
+// rootfsUUID is the instance_info Ironic takes the root file system's
+// UUID from for software RAID.
+func rootfsUUID(uuid string) nodes.UpdateOpts {
+	return nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_rootfs_uuid", Value: uuid}}
+}
+
 // TestVMDeploySoftwareRAIDBIOS is the same Metal3-style flow under
-// SeaBIOS: cleaning builds the arrays on msdos-labelled holders, the
-// deploy writes grubDiskImage onto /dev/md0, and install_bootloader (with
-// the image's root filesystem UUID, as Ironic sends it for software RAID)
-// runs the image's grub-install on both holder disks, as IPA's
-// _install_grub2 does. The VM then boots GRUB from both disks, from the
-// first alone and from the second alone.
+// SeaBIOS, with a 2 GiB RAID-1 on two 3 GiB disks (room for the partition
+// image below): cleaning builds the arrays on msdos-labelled holders, the
+// deploy writes softwareRAIDImage onto /dev/md0, and install_bootloader
+// (with the image's root file system UUID, as Ironic sends it for
+// software RAID) runs the image's grub-install on both holder disks, as
+// IPA's _install_grub2 does. The deployed OS then boots from the mirror,
+// from the first disk alone and from the second alone. Then, as Ironic
+// allows it (it refuses no image type with software RAID; IPA lays a
+// partition image out on the array as on a disk), the node is torn down
+// without cleaning and internal/osimage's partition image is deployed
+// onto the same RAID-1: the agent partitions /dev/md0, writes the root
+// file system to /dev/md0p1 and installs GRUB on both holders again, and
+// the OS boots from the mirror and from the second disk alone.
 func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	slowScenario(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
-	img, rootUUID := grubDiskImage(t, ctx)
-	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+9, [2]string{"52:54:00:6d:09:01", "52:54:00:6d:09:02"}, twoDiskRAID(), img,
-		nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_rootfs_uuid", Value: rootUUID}})
+	o, dir := deployedOS(t, ctx)
+	img, rootUUID := softwareRAIDImage(t, ctx, o, dir)
+	l := raidLayout{disks: 2, sizeMB: 3 << 10, config: metal3SoftwareRAID(2)}
+	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+9, [2]string{"52:54:00:6d:09:01", "52:54:00:6d:09:02"}, l, img, rootfsUUID(rootUUID))
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
 		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
 			t.Errorf("the agent did not install GRUB on %s", holder)
 		}
 	}
 	for _, ids := range [][]string{{"vda", "vdb"}, {"vda"}, {"vdb"}} {
-		bootDisks(t, ctx, m, ids, biosRAIDSays)
+		bootDisks(t, ctx, m, ids, osimage.Booted)
 	}
-}
 
-// copyProgram copies a host program and the shared libraries ldd lists
-// into the image tree, at the same paths.
-func copyProgram(t *testing.T, ctx context.Context, tree, name string) {
-	t.Helper()
-	p, err := exec.LookPath(name)
+	// The partition image onto the same arrays.
+	s := services(t)
+	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, uuid, "available", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(dir, "root.img")
+	if err := o.PartitionImage(ctx, dir, part, 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	partImg, err := os.ReadFile(part)
 	if err != nil {
-		t.Skipf("SKIPPED: needs %s (in test.sh)", name)
+		t.Fatal(err)
 	}
-	files := []string{p}
-	out, err := exec.CommandContext(ctx, "ldd", p).Output()
+	partUUID, err := blockdev.BlockUUID(part)
 	if err != nil {
-		t.Fatalf("ldd %s: %v", p, err)
+		t.Fatal(err)
 	}
-	for _, w := range strings.Fields(string(out)) {
-		if strings.HasPrefix(w, "/") {
-			files = append(files, w)
+	addr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "root.img", time.Time{}, bytes.NewReader(partImg))
+	}))
+	m.GuestFwd[guestHost+":80"] = addr
+	ops := append(imageInfo("http://"+addr+"/root.img", partImg),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info/root_gb", Value: "1"})
+	deployed = raidDeploy(t, ctx, m, uuid, append(ops, rootfsUUID(partUUID)...))
+	if l, ok := deployed.Find(`msg="partition image written" device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p1") {
+		t.Errorf("the partition image was not laid out on /dev/md0 with its root on /dev/md0p1: %q", l.Text)
+	}
+	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
+		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
+			t.Errorf("partition image: the agent did not install GRUB on %s", holder)
 		}
 	}
-	for _, f := range files {
-		real, err := filepath.EvalSymlinks(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(real)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Debian's merged /usr: the tree's /lib and /sbin link into /usr.
-		dst := filepath.Join(tree, "usr", strings.TrimPrefix(strings.TrimPrefix(f, "/usr"), "/"))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o755); err != nil {
-			t.Fatal(err)
+	for _, ids := range [][]string{{"vda", "vdb"}, {"vdb"}} {
+		vm := bootDisks(t, ctx, m, ids, osimage.Booted)
+		if _, ok := vm.Find("vmlinuz-" + grubimage.KernelVersion); !ok {
+			t.Errorf("booting from %v: the OS did not boot through the grub.cfg the agent's grub-mkconfig wrote", ids)
 		}
 	}
 }

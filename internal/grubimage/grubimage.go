@@ -1,11 +1,13 @@
 // Package grubimage builds, for tests, a partition image whose root
 // filesystem really installs GRUB: this machine's grub-install,
 // grub-mkconfig and their helpers, udevadm (grub-probe asks it for a
-// partition's sysfs path), the tools the /etc/grub.d scripts and IPA's
-// "mount -a -t vfat" run, the shared libraries they all load, the GRUB
-// modules, and a stand-in kernel so grub-mkconfig writes a menu entry.
-// It needs the Debian packages grub2-common, grub-common, grub-pc-bin
-// (and grub-efi-amd64-bin for UEFI), e2fsprogs and libc-bin (ldd).
+// partition's sysfs path), mdadm (grub-probe asks `mdadm --detail
+// --export` for an md array's UUID, to find a root on software RAID),
+// the tools the /etc/grub.d scripts and IPA's "mount -a -t vfat" run, the
+// shared libraries they all load, the GRUB modules, and a stand-in kernel
+// so grub-mkconfig writes a menu entry. It needs the Debian packages
+// grub2-common, grub-common, grub-pc-bin (and grub-efi-amd64-bin for
+// UEFI), e2fsprogs and libc-bin (ldd); mdadm when the root is an array.
 package grubimage
 
 import (
@@ -29,7 +31,7 @@ func tools() []string {
 		"grub-script-check", "grub-file", "sh", "dash", "bash", "cat", "sed", "grep", "mkdir", "rm", "mv", "cp", "chmod",
 		"ls", "sort", "uniq", "head", "tail", "tr", "cut", "uname", "dirname", "basename", "readlink", "stat", "touch",
 		"wc", "find", "xargs", "awk", "mawk", "which", "mount", "umount", "test", "true", "false", "printf", "echo", "env",
-		"expr", "id", "sync", "date", "gettext", "ln", "rmdir", "cmp", "od", "realpath", "mktemp",
+		"expr", "id", "sync", "date", "gettext", "ln", "rmdir", "cmp", "od", "realpath", "mktemp", "mdadm",
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
 )
@@ -87,13 +88,15 @@ func embeddedCfg(bios bool) string {
 }
 
 // grubModules are built into the GRUB images: there is no module
-// directory on the disk.
+// directory on the disk. The UEFI one also reads md arrays (mdraid1x):
+// deployed onto a software RAID-1, the image's root is inside the array,
+// and the firmware starts this GRUB from the ESP mirror on a holder disk.
 func grubModules(bios bool) []string {
 	m := []string{"normal", "configfile", "search", "search_fs_file", "ext2", "part_msdos", "part_gpt", "linux", "echo", "test", "halt"}
 	if bios {
 		return append(m, "biosdisk", "serial", "terminal")
 	}
-	return append(m, "fat")
+	return append(m, "fat", "mdraid1x")
 }
 
 // grubImage runs grub-mkimage for the format (i386-pc or x86_64-efi).
@@ -319,4 +322,40 @@ func (o *OS) PartitionImage(ctx context.Context, dir, out string, size int64) er
 		return fmt.Errorf("osimage: %w", err)
 	}
 	return grubimage.Ext4(ctx, tree, out, size)
+}
+
+// SoftwareRAIDBIOSDisk writes to out a raw whole-disk image for BIOS as
+// one deployed onto software RAID must be: an msdos label with one active
+// Linux partition at 1 MiB holding PartitionImage's root file system of
+// rootSize bytes (GRUB's tools with mdadm, this OS's kernel), and no boot
+// code. The firmware reads the holder disks, never the array, so the
+// image's own boot code would be of no use: the agent runs the image's
+// grub-install on every holder when Ironic names the root file system
+// (instance_info image_rootfs_uuid). It returns that file system's UUID.
+func (o *OS) SoftwareRAIDBIOSDisk(ctx context.Context, dir, out string, rootSize int64) (string, error) {
+	// PartitionImage's tree is a directory of its own: a caller may build
+	// a partition image in dir too.
+	sub := filepath.Join(dir, "software-raid")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return "", fmt.Errorf("osimage: %w", err)
+	}
+	root := filepath.Join(sub, "root.ext4")
+	if err := o.PartitionImage(ctx, sub, root, rootSize); err != nil {
+		return "", err
+	}
+	uuid, err := blockdev.BlockUUID(root)
+	if err != nil {
+		return "", fmt.Errorf("osimage: %w", err)
+	}
+	if err := sparse(out, firstLBA*sector+rootSize); err != nil {
+		return "", err
+	}
+	mbr := filepath.Join(sub, "mbr")
+	if err := os.WriteFile(mbr, mbrSector(make([]byte, sector), uint32(rootSize/sector)), 0o644); err != nil {
+		return "", fmt.Errorf("osimage: %w", err)
+	}
+	if err := place(out, mbr, 0); err != nil {
+		return "", err
+	}
+	return uuid, place(out, root, firstLBA*sector)
 }
