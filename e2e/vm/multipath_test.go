@@ -42,6 +42,7 @@ const (
 //     map (kpartx's <map>-part2);
 //   - the deployed OS boots from the LUN and reads that config drive.
 func TestVMMultipath(t *testing.T) {
+	seriesIndependent(t) // the agent's multipath, alike in every series
 	rd := ramdisk(t)
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)

@@ -273,6 +273,7 @@ func deployedOSImage(t *testing.T, ctx context.Context, build func(o *osimage.OS
 // (both disks) through the entry of one holder's ESP; with that disk
 // removed from the VM it boots again through the other holder's entry.
 func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
+	seriesIndependent(t) // the agent's software RAID, alike in every series
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	img := deployedOSImage(t, ctx, (*osimage.OS).UEFIDisk)
@@ -487,6 +488,7 @@ func rootfsUUID(uuid string) nodes.UpdateOpts {
 // file system to /dev/md0p1 and installs GRUB on both holders again, and
 // the OS boots from the mirror and from the second disk alone.
 func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
+	seriesIndependent(t) // the agent's software RAID, alike in every series
 	slowScenario(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()

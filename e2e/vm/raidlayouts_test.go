@@ -106,6 +106,7 @@ func examineMember(t *testing.T, ctx context.Context, path string, start, size i
 // members; the deployed OS boots from the fourth disk alone, the other
 // three removed from the VM.
 func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
+	seriesIndependent(t) // the agent's software RAID, alike in every series
 	if _, err := exec.LookPath("mdadm"); err != nil {
 		t.Skip("SKIPPED: needs mdadm (in test.sh) to read the members' superblocks")
 	}
@@ -203,6 +204,7 @@ func raidParityConfig(level nodes.RAIDLevel, disks ...string) nodes.RAIDConfigOp
 // erase_devices_metadata) leaves no md superblock anywhere. Five boots of
 // the ramdisk: a slow scenario.
 func TestVMSoftwareRAIDParity(t *testing.T) {
+	seriesIndependent(t) // the agent's software RAID, alike in every series
 	slowScenario(t)
 	if _, err := exec.LookPath("mdadm"); err != nil {
 		t.Skip("SKIPPED: needs mdadm (in test.sh) to read the members' superblocks")
