@@ -163,7 +163,8 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 			// iPXE yet: Ironic copies them into its TFTP root (and its
 			// HTTP root), dnsmasq serves the TFTP root.
 			Loaders: map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "snponly.efi": "/usr/lib/ipxe/snponly.efi",
-				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32"},
+				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32",
+				"bootx64.efi": grubNetLoader},
 			InspectionParams: pxeInspectionParams,
 		}})
 	if err != nil {
@@ -180,7 +181,7 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err == nil {
 		err = pn.StartDHCP(vmtest.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
-			PXELinux: []string{pxeMAC(pxeLinuxNode, 0)}})
+			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0)}, GRUBLoader: "bootx64.efi"})
 	}
 	if err != nil {
 		b.Close()
@@ -365,7 +366,7 @@ const pxeTarget = "LAB-VBLK-0001"
 // pxeLoaders are the boot loaders the bed hands out (file: package).
 var pxeLoaders = map[string]string{"/usr/lib/ipxe/undionly.kpxe": "ipxe", "/usr/lib/ipxe/snponly.efi": "ipxe",
 	"/usr/lib/ipxe/qemu/efi-virtio.rom": "ipxe-qemu", "/usr/lib/PXELINUX/pxelinux.0": "pxelinux",
-	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common"}
+	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common", grubNetLoader: "grub-efi-amd64-bin"}
 
 // waitOff waits until Ironic reports the node off after what, and checks
 // the machine is.
