@@ -492,9 +492,17 @@ func powerCutBIOSImage(*testing.T, context.Context) []byte {
 	return img
 }
 
-// powerCutUEFIImage is internal/osimage's UEFI whole-disk image (42 MiB:
-// GPT, ESP with GRUB and its BOOTX64.CSV, the OS's root file system).
+// powerCutUEFIImage is internal/osimage's UEFI whole-disk image.
 func powerCutUEFIImage(t *testing.T, ctx context.Context) []byte {
+	_, img := osImageUEFI(t, ctx)
+	return img
+}
+
+// osImageUEFI builds internal/osimage's UEFI whole-disk image (42 MiB:
+// GPT, an ESP with GRUB and its BOOTX64.CSV, the OS's root file system)
+// in a temporary directory and returns its file and bytes; it skips t
+// when a host program the image needs is missing.
+func osImageUEFI(t *testing.T, ctx context.Context) (string, []byte) {
 	t.Helper()
 	if m := osimage.Missing(); m != "" {
 		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
@@ -512,7 +520,7 @@ func powerCutUEFIImage(t *testing.T, ctx context.Context) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return img
+	return raw, img
 }
 
 // allZero reports whether the file at path holds only zero bytes.

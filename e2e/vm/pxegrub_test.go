@@ -80,19 +80,7 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 
 	// Deploy the OS with a config drive; Ironic then sets the boot device
 	// to disk and powers on, and OVMF boots the agent's NVRAM entry.
-	dir := t.TempDir()
-	built, err := osimage.Build(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imgPath := filepath.Join(dir, "uefi.raw")
-	if err := built.UEFIDisk(ctx, dir, imgPath); err != nil {
-		t.Fatal(err)
-	}
-	img, err := os.ReadFile(imgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	imgPath, img := osImageUEFI(t, ctx)
 	ops := append(imageInfo(bed.serveImage("osimage-uefi.raw", imgPath), img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": pxeTarget}})
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
