@@ -64,7 +64,7 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 		t.Errorf("inspection boot_interface = %v, want none: GRUB passes no BOOTIF", got)
 	}
 	cmdline := p.checkGRUBBoot(vm, grub.last())
-	checkParam(t, cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
+	checkParam(t, cmdline, "ipa-inspection-callback-url", bed.inspectionCallback())
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
 
 	vm = p.phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
