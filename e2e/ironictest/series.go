@@ -111,6 +111,12 @@ func (s Series) RequiresTLS() bool { return s.info().requireTLS }
 // GET /v1/commands polls (Ironic >= 29), which locks the agent's GETs in.
 func (s Series) TokenOnGET() bool { return s != Series2023_1 }
 
+// HasNetBootLoaders says whether the series' Ironic finds every boot
+// loader the network-boot tests configure (iPXE's, PXELINUX's and the
+// network GRUB): the host's packages (test.sh installs them) or a root
+// filesystem that carries them.
+func (s Series) HasNetBootLoaders() bool { return s.Host() || len(s.info().netBoot) > 0 }
+
 // Host says whether the series is the host's own Debian packages rather than
 // a root filesystem.
 func (s Series) Host() bool { return s.info().suite == "" }

@@ -323,6 +323,9 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !series.HasNetBootLoaders() {
+		t.Skipf("SKIPPED: the root filesystem of %s lacks the boot loaders the provisioning network hands out (syslinux-common, grub-efi-amd64-bin)", series)
+	}
 	if !series.Host() {
 		// Beside the default series' run, another series' costs more
 		// minutes than ./test.sh has (README: Slow VM scenarios).
