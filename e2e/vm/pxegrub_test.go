@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/ironic-go/ironic-agent/internal/osimage"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
@@ -65,6 +66,9 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 	}
 	cmdline := p.checkGRUBBoot(vm, grub.last())
 	checkParam(t, cmdline, "ipa-inspection-callback-url", bed.inspectionCallback())
+	if s.agentInspection() {
+		p.restorePXEEnabled()
+	}
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
 
 	vm = p.phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
@@ -156,6 +160,31 @@ func (p *pxeNode) checkGRUBBoot(vm *vmtest.VM, config string) string {
 		}
 	}
 	return strings.Join(params, " ")
+}
+
+// restorePXEEnabled undoes what Ironic's built-in inspection (35) did to
+// the ports after a boot without BOOTIF: its ports hook
+// ([inspector]update_pxe_enabled, on by default) sets pxe_enabled on the
+// port of the inventory's boot.pxe_interface only, which without BOOTIF is
+// none, and from then on the pxe interface links the node's config to no
+// MAC (it skips ports without pxe_enabled), so GRUB's next boot finds no
+// /<MAC>.conf. IPA reports the same null boot interface. An operator puts
+// the flag back, as this does.
+func (p *pxeNode) restorePXEEnabled() {
+	t := p.t
+	t.Helper()
+	port, err := p.s.ironic.PortByAddress(p.ctx, p.macs[0])
+	if err != nil || port == nil {
+		t.Fatalf("the port of %s after the inspection: %v, %v", p.macs[0], port, err)
+	}
+	if port.PXEEnabled {
+		return
+	}
+	t.Logf("Ironic's inspection cleared pxe_enabled on the boot NIC's port %s (no BOOTIF from GRUB); setting it again", p.macs[0])
+	if err := ports.Update(p.ctx, p.s.ironic.Service, port.UUID, ports.UpdateOpts{
+		ports.UpdateOperation{Op: ports.ReplaceOp, Path: "/pxe_enabled", Value: true}}).Err; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // grubDeployEntry is the kernel and initrd lines (as fields) of the
