@@ -41,12 +41,20 @@ type seriesInfo struct {
 	// requireTLS: [agent]require_tls defaults to true (Ironic >= 26): the
 	// harness keeps Ironic's default, so the agent must use auto-TLS.
 	requireTLS bool
+	// netBoot are the packages of the boot loaders the network-boot tests
+	// have Ironic copy ([pxe]loader_file_paths) that ironic-conductor does
+	// not pull in (it brings ipxe, pxelinux and ipmitool): PXELINUX's
+	// ldlinux.c32 (syslinux-common; without it Ironic refuses to load the
+	// pxe interface with pxelinux.0 configured) and the network GRUB of
+	// the pxe interface under UEFI (grub-efi-amd64-bin).
+	netBoot []string
 }
 
 var seriesTable = map[Series]seriesInfo{
 	Series2023_1: {ironic: "21.4", inspector: true},
 	Series2025_1: {suite: "trixie", script: "trixie", ironic: "29.0", inspector: true, requireTLS: true},
-	Series2026_1: {suite: "forky", script: "sid", ironic: "35.0", noValidUntil: true, requireTLS: true},
+	Series2026_1: {suite: "forky", script: "sid", ironic: "35.0", noValidUntil: true, requireTLS: true,
+		netBoot: []string{"syslinux-common", "grub-efi-amd64-bin"}},
 }
 
 // AllSeries lists the series the harness knows, oldest first.
@@ -103,6 +111,12 @@ func (s Series) RequiresTLS() bool { return s.info().requireTLS }
 // GET /v1/commands polls (Ironic >= 29), which locks the agent's GETs in.
 func (s Series) TokenOnGET() bool { return s != Series2023_1 }
 
+// HasNetBootLoaders says whether the series' Ironic finds every boot
+// loader the network-boot tests configure (iPXE's, PXELINUX's and the
+// network GRUB): the host's packages (test.sh installs them) or a root
+// filesystem that carries them.
+func (s Series) HasNetBootLoaders() bool { return s.Host() || len(s.info().netBoot) > 0 }
+
 // Host says whether the series is the host's own Debian packages rather than
 // a root filesystem.
 func (s Series) Host() bool { return s.info().suite == "" }
@@ -128,5 +142,5 @@ func (s Series) packages() []string {
 	if s.HasInspector() {
 		p = append(p, "ironic-inspector", "python3-ironic-inspector")
 	}
-	return p
+	return append(p, s.info().netBoot...)
 }

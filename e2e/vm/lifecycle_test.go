@@ -99,7 +99,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 		t.Errorf("no pci_devices in the inspection data: [inspector]extra_kernel_params' collectors did not reach the agent (keys %v)", keys(data))
 	}
 	cmdline := checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
-	checkParam(t, cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
+	checkParam(t, cmdline, "ipa-inspection-callback-url", p.bed.inspectionCallback())
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
 
 	// Cleaning: the ramdisk looks the node up at ipa-api-url, heartbeats

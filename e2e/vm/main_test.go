@@ -207,13 +207,13 @@ func services(t *testing.T) *suite {
 		if s.svcErr = os.MkdirAll(d, 0o755); s.svcErr != nil {
 			return
 		}
-		// The ipmi hardware type only with the host's Ironic (2023.1) and
-		// where ipmitool is installed: its power interface runs it when the
-		// conductor loads it, and the series' root filesystems lack it.
+		// The ipmi hardware type where ipmitool is installed: its power
+		// interface runs it when the conductor loads it. The series' root
+		// filesystems carry it (ironic-conductor depends on it).
 		_, noIPMItool := exec.LookPath("ipmitool")
 		cfg := in.Config(ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
 			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
-		cfg.IPMI = noIPMItool == nil && cfg.Series.Host()
+		cfg.IPMI = noIPMItool == nil || !cfg.Series.Host()
 		s.services, s.svcErr = ironictest.Start(ctx, cfg)
 		if s.svcErr != nil {
 			return

@@ -141,7 +141,15 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+	// The series' own Ironic: the host's packages (2023.1), or a root
+	// filesystem whose ipxe, pxelinux, syslinux-common and
+	// grub-efi-amd64-bin give Ironic the same loaders at the same paths.
+	series, err := ironictest.SeriesFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	in, err := ironictest.Install(ctx, series)
+	if err != nil {
 		return nil, err
 	}
 	pn, err := vmtest.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
@@ -155,7 +163,7 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 		return nil, err
 	}
 	host := pxeNet.Addr().String()
-	b.svc, err = ironictest.Start(ctx, ironictest.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
+	b.svc, err = ironictest.Start(ctx, in.Config(ironictest.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
 		NetBoot: &ironictest.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,
@@ -163,15 +171,16 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 			// iPXE yet: Ironic copies them into its TFTP root (and its
 			// HTTP root), dnsmasq serves the TFTP root.
 			Loaders: map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "snponly.efi": "/usr/lib/ipxe/snponly.efi",
-				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32"},
+				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32",
+				"bootx64.efi": grubNetLoader},
 			InspectionParams: pxeInspectionParams,
-		}})
+		}}))
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	b.s = &suite{series: ironictest.Series2023_1}
-	if b.s.ironic, err = b.svc.Client(); err == nil {
+	b.s = &suite{series: series}
+	if b.s.ironic, err = b.svc.Client(); err == nil && series.HasInspector() {
 		b.s.inspector, err = b.svc.InspectorClient()
 	}
 	if err == nil {
@@ -180,13 +189,24 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err == nil {
 		err = pn.StartDHCP(vmtest.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
-			PXELinux: []string{pxeMAC(pxeLinuxNode, 0)}, Ignore: []string{redfishMAC(redfishDHCPLess)}})
+			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0)}, GRUBLoader: "bootx64.efi",
+			Ignore: []string{redfishMAC(redfishDHCPLess)}})
 	}
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// inspectionCallback is the ipa-inspection-callback-url Ironic writes for
+// an inspection it boots: ironic-inspector's /v1/continue, or Ironic's own
+// /v1/continue_inspection where the series has no ironic-inspector.
+func (b *pxeBed) inspectionCallback() string {
+	if b.s.agentInspection() {
+		return "http://" + pxeNet.Addr().String() + ":6385/v1/continue_inspection"
+	}
+	return "http://" + pxeNet.Addr().String() + ":5050/v1/continue"
 }
 
 // lastKernelLine is the parameters of the deploy ramdisk's kernel line in
@@ -282,8 +302,17 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
 		}
 	}
-	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
-		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v); see the README for what the other series need", series, err)
+	series, err := ironictest.SeriesFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !series.HasNetBootLoaders() {
+		t.Skipf("SKIPPED: the root filesystem of %s lacks the boot loaders the provisioning network hands out (syslinux-common, grub-efi-amd64-bin)", series)
+	}
+	if !series.Host() {
+		// Beside the default series' run, another series' costs more
+		// minutes than ./test.sh has (README: Slow VM scenarios).
+		slowScenario(t)
 	}
 	bed := provisioningNetwork(t)
 	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}
@@ -336,7 +365,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
 		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
 	}
-	p.node = enroll(t, ctx, p.s, ironictest.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: "inspector",
+	p.node = enroll(t, ctx, p.s, ironictest.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
 		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs)
 	return p
 }
@@ -354,7 +383,7 @@ const pxeTarget = "LAB-VBLK-0001"
 // pxeLoaders are the boot loaders the bed hands out (file: package).
 var pxeLoaders = map[string]string{"/usr/lib/ipxe/undionly.kpxe": "ipxe", "/usr/lib/ipxe/snponly.efi": "ipxe",
 	"/usr/lib/ipxe/qemu/efi-virtio.rom": "ipxe-qemu", "/usr/lib/PXELINUX/pxelinux.0": "pxelinux",
-	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common"}
+	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common", grubNetLoader: "grub-efi-amd64-bin"}
 
 // waitOff waits until Ironic reports the node off after what, and checks
 // the machine is.

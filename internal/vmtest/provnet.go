@@ -105,9 +105,15 @@ type DHCP struct {
 	// IPXEScript is the URL iPXE clients (user class "iPXE", or option
 	// 175) get: Ironic's boot.ipxe.
 	IPXEScript string
-	// PXELinux are the MACs of machines booted by Ironic's pxe boot
-	// interface: whatever they run, they get pxelinux.0 (from TFTPRoot).
-	PXELinux []string
+	// PXE are the MACs of machines booted by Ironic's pxe boot interface:
+	// whatever they run, a BIOS client gets pxelinux.0 and a UEFI one
+	// GRUBLoader (from TFTPRoot).
+	PXE []string
+	// GRUBLoader is the boot file of a UEFI machine of PXE: Ironic's
+	// [pxe]uefi_pxe_bootfile_name (bootx64.efi), a network GRUB that reads
+	// the grub/grub.cfg Ironic puts in its TFTP root. Empty: none is
+	// offered.
+	GRUBLoader string
 	// Ignore are the MACs of machines dnsmasq does not answer: for them
 	// the network has no DHCP server.
 	Ignore []string
@@ -133,7 +139,7 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 		"--dhcp-userclass=set:ipxe,iPXE",
 		"--dhcp-match=set:efi,option:client-arch,7",
 		"--dhcp-match=set:efi,option:client-arch,9",
-		"--dhcp-boot=tag:ipxe,tag:!pxelinux," + d.IPXEScript,
+		"--dhcp-boot=tag:ipxe,tag:!pxe," + d.IPXEScript,
 		// iPXE's no-pxedhcp (175.176): no wait for ProxyDHCP offers
 		// there is no server for.
 		"--dhcp-option=tag:ipxe,encap:175,176,1",
@@ -141,12 +147,15 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 		// IPv6 beside DHCPv4 and, with no router to answer, waits 16 s
 		// for one on every boot.
 		"--enable-ra", "--dhcp-range=::,constructor:" + p.Bridge + ",ra-only",
-		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxelinux," + d.UEFILoader,
-		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxelinux," + d.BIOSLoader,
-		"--dhcp-boot=tag:pxelinux,pxelinux.0",
+		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxe," + d.UEFILoader,
+		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxe," + d.BIOSLoader,
+		"--dhcp-boot=tag:pxe,tag:!efi,pxelinux.0",
 	}
-	for _, mac := range d.PXELinux {
-		a = append(a, "--dhcp-host="+mac+",set:pxelinux")
+	if d.GRUBLoader != "" {
+		a = append(a, "--dhcp-boot=tag:pxe,tag:efi,"+d.GRUBLoader)
+	}
+	for _, mac := range d.PXE {
+		a = append(a, "--dhcp-host="+mac+",set:pxe")
 	}
 	for _, mac := range d.Ignore {
 		a = append(a, "--dhcp-host="+mac+",ignore")
