@@ -52,6 +52,9 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		log.Error("kernel command line", "error", err)
 	}
 	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
+	if _, err := setFallbackHostname(cfg.HostnameFile); err != nil {
+		log.Warn("fallback host name", "name", FallbackHostname, "error", err)
+	}
 
 	t := time.Now()
 	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs, onPanic)
