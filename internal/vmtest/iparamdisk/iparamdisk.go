@@ -96,7 +96,7 @@ func Ensure(ctx context.Context) (*Ramdisk, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(packFormat + "\n" + strings.Join(packMasked, " ") + "\n" + strings.Join(cutDependencies, " ") + "\n" + packFilesKey() + filepath.Base(rfs.Dir)))
+	sum := sha256.Sum256([]byte(packFormat + "\n" + strings.Join(packMasked, " ") + "\n" + strings.Join(cutDependencies, " ") + "\n" + strings.Join(packKept, " ") + "\n" + packFilesKey() + filepath.Base(rfs.Dir)))
 	key := hex.EncodeToString(sum[:8])
 	root := filepath.Join(cache, "ipa-ramdisk")
 	if err := os.MkdirAll(root, 0o755); err != nil {
