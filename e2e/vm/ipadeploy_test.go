@@ -364,20 +364,35 @@ func sideShipped(t *testing.T, name string) func(macs [2]string) sideAgent {
 // that ends the deploy (ours: its peak_rss_kib log line; IPA: its process's
 // VmHWM and its unit's cgroup memory.peak, printed by IPA's image). The
 // disk is checked to hold the image. IPA_SIDE_BY_SIDE=1 only.
+//
+// $IPA_SIDE_DEPLOY_RUNS picks runs, agent:format separated by commas
+// (default ipa:qcow2,ipa:raw,ours:qcow2,ours:raw).
 func TestVMIPADeploy(t *testing.T) {
+	runs := "ipa:qcow2,ipa:raw,ours:qcow2,ours:raw"
+	if v := os.Getenv("IPA_SIDE_DEPLOY_RUNS"); v != "" {
+		runs = v
+	}
+	type run struct{ agent, format string }
+	var todo []run
+	for _, r := range strings.Split(runs, ",") {
+		name, format, _ := strings.Cut(strings.TrimSpace(r), ":")
+		if (name != "ipa" && name != "ours") || (format != "qcow2" && format != "raw") {
+			t.Fatalf("IPA_SIDE_DEPLOY_RUNS=%q: %q is not agent:format (agent ipa or ours, format qcow2 or raw)", runs, r)
+		}
+		todo = append(todo, run{name, format})
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Minute)
 	defer cancel()
 	b := newSideDeployBed(t, ctx)
-	for _, name := range []string{"ipa", "ours"} {
-		for _, format := range []string{"qcow2", "raw"} {
-			r, err := b.flow(t, ctx, sideAgentFor(t, name), sideDeployMemoryMB, format)
-			if err != nil {
-				t.Errorf("%s, %s image, %d MiB: %v", name, format, sideDeployMemoryMB, err)
-				continue
-			}
-			t.Logf("numbers: deploy %s %s (%d MiB): inspection %.1fs (QEMU start to manageable), cleaning %.1fs, deploy %.1fs (1 GiB %s, %.0f MiB file, to active); memory: %s",
-				format, name, sideDeployMemoryMB, r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), format, mib(b.images[format].size), r.memory)
+	for _, run := range todo {
+		name, format := run.agent, run.format
+		r, err := b.flow(t, ctx, sideAgentFor(t, name), sideDeployMemoryMB, format)
+		if err != nil {
+			t.Errorf("%s, %s image, %d MiB: %v", name, format, sideDeployMemoryMB, err)
+			continue
 		}
+		t.Logf("numbers: deploy %s %s (%d MiB): inspection %.1fs (QEMU start to manageable), cleaning %.1fs, deploy %.1fs (1 GiB %s, %.0f MiB file, to active); memory: %s",
+			format, name, sideDeployMemoryMB, r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), format, mib(b.images[format].size), r.memory)
 	}
 }
 
