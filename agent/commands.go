@@ -237,7 +237,8 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 			if err := a.syncClocksBeforeShutdown(ctx); err != nil {
 				return nil, err
 			}
-			a.log.Warn("shutting the machine down on request", "command", which)
+			self, children := peakRSS()
+			a.log.Warn("shutting the machine down on request", "command", which, "peak_rss_kib", self, "children_peak_rss_kib", children)
 			var err error
 			if which == "power_off" {
 				err = a.machine.PowerOff()

@@ -127,3 +127,19 @@ func (HostMachine) WriteRTC(ctx context.Context) error {
 	}
 	return nil
 }
+
+// peakRSS is the peak resident memory, in KiB, of the agent process so far
+// (getrusage's ru_maxrss: the kernel's VmHWM of the process) and of the
+// largest program it ran and waited for; -1 when getrusage fails. Logged as
+// the machine goes down, it is the agent's own high-water mark of a whole
+// inspection, cleaning or deploy (README: IPA 13 side by side).
+func peakRSS() (self, children int64) {
+	get := func(who int) int64 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			return -1
+		}
+		return ru.Maxrss
+	}
+	return get(syscall.RUSAGE_SELF), get(syscall.RUSAGE_CHILDREN)
+}

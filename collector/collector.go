@@ -92,6 +92,10 @@ type collection struct {
 	// net is what netlink and ethtool say (live root) or what the capture
 	// recorded (fixture root); see netrecord.go.
 	net *netRecord
+
+	// lldp is what the lldp unit heard on each candidate NIC, nil when it
+	// did not run or failed; the interfaces unit puts it in place.
+	lldp map[string][]inventory.LLDPTLV
 }
 
 // unit is one named part of the inventory.
@@ -101,11 +105,15 @@ type unit struct {
 }
 
 // units lists the parts of the inventory in IPA's order. A unit writes only
-// its own fields; on error those stay as the unit left them (null).
+// its own fields; on error those stay as the unit left them (null). LLDP
+// is captured before the NICs are read, as IPA's list_network_interfaces
+// does: the capture waits up to ipa-lldp-timeout, and the carrier and
+// addresses read after it are those of links that had that long to come
+// up (read before, a NIC just brought up reported no carrier yet).
 func units() []unit {
 	return []unit{
-		{"interfaces", collectInterfaces},
 		{"lldp", collectLLDP},
+		{"interfaces", collectInterfaces},
 		{"cpu", collectCPU},
 		{"disks", collectDisks},
 		{"memory", collectMemory},

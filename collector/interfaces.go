@@ -65,6 +65,7 @@ func collectInterfaces(ctx context.Context, c *collection) error {
 			errs = append(errs, err)
 		}
 		if ok {
+			ifc.LLDP = c.lldpOf(name)
 			c.inv.Interfaces = append(c.inv.Interfaces, ifc)
 		}
 	}
@@ -220,29 +221,41 @@ func linkModeMbps(mode string) int {
 	return n
 }
 
-// collectLLDP fills interfaces[].lldp when asked to (IPA's ipa-collect-lldp):
-// [] for an interface that heard nothing, the raw TLVs otherwise.
+// collectLLDP listens for LLDP on IPA's candidate NICs when asked to
+// (IPA's ipa-collect-lldp); collectInterfaces, which runs after it, fills
+// interfaces[].lldp from what it heard: [] for an interface that heard
+// nothing, the raw TLVs otherwise.
 func collectLLDP(ctx context.Context, c *collection) error {
-	if !c.opts.CollectLLDP || len(c.inv.Interfaces) == 0 {
+	if !c.opts.CollectLLDP {
 		return nil
 	}
 	if c.opts.LLDP == nil {
 		return errors.New("LLDP collection requested but no LLDP capturer is configured")
 	}
-	names := make([]string, len(c.inv.Interfaces))
-	for i, ifc := range c.inv.Interfaces {
-		names[i] = ifc.Name
+	names, err := interfaceCandidates(c.fs)
+	if err != nil || len(names) == 0 {
+		// The interfaces unit reports an unreadable sys/class/net.
+		return nil
 	}
 	got, err := c.opts.LLDP.Capture(ctx, names, c.opts.LLDPTimeout)
 	if err != nil {
 		return fmt.Errorf("lldp capture: %w", err)
 	}
-	for i := range c.inv.Interfaces {
-		tlvs := got[c.inv.Interfaces[i].Name]
-		if tlvs == nil {
-			tlvs = []inventory.LLDPTLV{}
-		}
-		c.inv.Interfaces[i].LLDP = tlvs
+	if got == nil {
+		got = map[string][]inventory.LLDPTLV{}
 	}
+	c.lldp = got
 	return nil
+}
+
+// lldpOf is what the lldp unit heard on name: nil (null) when it did not
+// run, [] when the interface heard nothing.
+func (c *collection) lldpOf(name string) []inventory.LLDPTLV {
+	if c.lldp == nil {
+		return nil
+	}
+	if tlvs := c.lldp[name]; tlvs != nil {
+		return tlvs
+	}
+	return []inventory.LLDPTLV{}
 }

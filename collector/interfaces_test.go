@@ -3,6 +3,8 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -124,4 +126,27 @@ func FuzzNetRecord(f *testing.F) {
 			first(facts.IPv4)
 		}
 	})
+}
+
+// linkComesUp is an LLDP capturer during whose wait the NIC's link comes
+// up, as a NIC the ramdisk just set up does.
+type linkComesUp struct{ carrier string }
+
+func (l linkComesUp) Capture(ctx context.Context, names []string, _ time.Duration) (map[string][]inventory.LLDPTLV, error) {
+	return map[string][]inventory.LLDPTLV{}, os.WriteFile(l.carrier, []byte("1\n"), 0o644)
+}
+
+// TestLLDPBeforeInterfaces: as IPA's list_network_interfaces, the LLDP
+// wait comes before each NIC is read, so the carrier is the one after it.
+func TestLLDPBeforeInterfaces(t *testing.T) {
+	root := tree(t, map[string]string{
+		"sys/class/net/eth0":                   "-> ../../devices/virtio0/net/eth0",
+		"sys/devices/virtio0/net/eth0/address": "52:54:00:00:00:01\n",
+		"sys/devices/virtio0/net/eth0/device":  "-> ../../../virtio0",
+	})
+	inv, _ := Collect(context.Background(), Options{Root: root, CollectLLDP: true,
+		LLDP: linkComesUp{carrier: filepath.Join(root, "sys/devices/virtio0/net/eth0/carrier")}})
+	if len(inv.Interfaces) != 1 || !inv.Interfaces[0].HasCarrier || inv.Interfaces[0].LLDP == nil {
+		t.Errorf("interfaces = %+v, want eth0 with the carrier that came up during the LLDP wait and lldp []", inv.Interfaces)
+	}
 }

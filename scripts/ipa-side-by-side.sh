@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
 # Boots IPA 13's ramdisk (Debian forky's ironic-python-agent 13.0.0, built by
 # internal/vmtest/iparamdisk and cached) and ours on the same QEMU machine
-# against the same Ironic, in one run, and prints the numbers of the README's
-# "IPA 13 side by side" table and the field-by-field comparison of the
-# stored inspection data (TestVMIPASideBySide in e2e/vm).
+# against the same Ironic, and prints the numbers of the README's "IPA 13
+# side by side" tables and the field-by-field comparisons, from the tests of
+# e2e/vm (all behind IPA_SIDE_BY_SIDE=1):
+#
+#   TestVMIPASideBySide  inspection data compared (SeaBIOS and OVMF); ramdisk
+#                        size, first heartbeat, inspection, metadata cleaning
+#   TestVMIPASteps       get_clean/deploy/service_steps, get_partition_uuids,
+#                        a bad-checksum prepare_image, unknown commands
+#   TestVMIPADeploy      inspect + clean + deploy of a 1 GiB qcow2 and raw
+#                        image in one boot (fast track), 3 GiB; peak memory
+#   TestVMIPAMemory      the smallest memory that completes the qcow2 flow,
+#                        bisected ($IPA_SIDE_MEMORY_STEPS boots per agent)
 #
 # Needs root (debootstrap, network namespaces for lldpd) and the packages of
-# test.sh. The first run builds IPA's root filesystem (about 6 min) and the
-# initramfs; later runs take them from the cache.
+# test.sh. The first run builds IPA's root filesystem (about 8 min) and the
+# initramfs; later runs take them from the cache. Under TCG on 2 vCPUs at
+# load 8-15: TestVMIPASideBySide 11 min, TestVMIPASteps 15 min,
+# TestVMIPADeploy 28 min (README: IPA 13 side by side).
 #
-#   scripts/ipa-side-by-side.sh              # Ironic 2026.1, its own inspection
-#   IRONIC_SERIES=2023.1 scripts/ipa-side-by-side.sh   # ironic-inspector; no cleaning
-#                                            # (IPA 13 needs the token on Ironic's GETs)
+#   IPA_SIDE_DEPLOY_RUNS=ipa:qcow2,ours:raw  picks TestVMIPADeploy's runs
+#   IPA_SIDE_MEMORY_STEPS=N                  TestVMIPAMemory's boots per agent
+#
+#   scripts/ipa-side-by-side.sh                      # all four, Ironic 2026.1
+#   IPA_SIDE_TESTS='Steps|Deploy' scripts/ipa-side-by-side.sh   # some of them
+#   IRONIC_SERIES=2023.1 scripts/ipa-side-by-side.sh # ironic-inspector; no
+#       cleaning or deploy (IPA 13 needs the token on Ironic's GETs)
 #   E2E_PORT_OFFSET=N moves e2e/vm's fixed ports, as for go test ./e2e/vm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +34,11 @@ cd "$(dirname "$0")/.."
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 export IRONIC_SERIES=${IRONIC_SERIES:-2026.1}
-echo "$(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); Ironic series $IRONIC_SERIES"
+tests=${IPA_SIDE_TESTS:-SideBySide|Steps|Deploy|Memory}
+echo "$(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); Ironic series $IRONIC_SERIES; tests TestVMIPA($tests)"
 status=0
-IPA_SIDE_BY_SIDE=1 go test -count=1 -v -timeout 90m -run '^TestVMIPASideBySide$' ./e2e/vm >"$log" 2>&1 || status=$?
-grep -E 'numbers:|allowed \(|unexplained|^\s*(--- |ok|FAIL|PASS)' "$log" || true
+IPA_SIDE_BY_SIDE=1 go test -count=1 -v -timeout 240m -run "^TestVMIPA($tests)\$" ./e2e/vm >"$log" 2>&1 || status=$?
+grep -E 'numbers:|at [0-9]+ MiB:|allowed \(|unexplained|^\s*(--- |ok|FAIL|PASS)' "$log" || true
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$status" = 0 ] || { echo "--- the whole log:"; cat "$log"; }
 exit "$status"

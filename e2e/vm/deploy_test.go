@@ -148,12 +148,18 @@ func serveImage(t *testing.T, m *vmtest.Machine, img []byte) nodes.UpdateOpts {
 func imageInfo(url string, img []byte) nodes.UpdateOpts {
 	sum := sha256.Sum256(img)
 	md := md5.Sum(img)
+	return imageInfoSums(url, "raw", md[:], sum[:])
+}
+
+// imageInfoSums is the instance_info of a deploy of the whole-disk image
+// at url in format (raw, qcow2) with those MD5 and SHA-256 digests.
+func imageInfoSums(url, format string, md5Sum, sha256Sum []byte) nodes.UpdateOpts {
 	return nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: url},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_checksum", Value: hex.EncodeToString(md[:])},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_checksum", Value: hex.EncodeToString(md5Sum)},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: hex.EncodeToString(sum[:])},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_disk_format", Value: "raw"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: hex.EncodeToString(sha256Sum)},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_disk_format", Value: format},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/root_gb", Value: "0"},
 	}
 }

@@ -205,17 +205,7 @@ func TestVMIPASideBySide(t *testing.T) {
 				}
 				t.Log(line)
 			}
-			var diffs []difference
-			diffJSON("", runs["ipa"].data, runs["ours"].data, &diffs)
-			allowed, unexplained := sortDifferences(diffs, allow)
-			for _, a := range allow {
-				for _, d := range allowed[a.Path] {
-					t.Logf("allowed (%s): %s", a.Path, d)
-				}
-			}
-			for _, d := range unexplained {
-				t.Errorf("unexplained difference: %s", d)
-			}
+			checkDifferences(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
 			dumpSide(t, runs)
 		})
 	}

@@ -112,11 +112,12 @@ func diffMaps(path, format string, a, b map[string]any, out *[]difference) {
 }
 
 // listKey is the key that names the elements of both lists, the first of
-// mac_address (NICs), serial (disks), name, bus (PCI devices) and cpu
-// (NUMA) of which every element has a distinct value: the two kernels may
-// name and order the same devices differently.
+// mac_address (NICs), serial (disks), name, bus (PCI devices), cpu (NUMA)
+// and step (clean, deploy and service steps) of which every element has a
+// distinct value: the two kernels may name and order the same devices
+// differently, and the agents list their steps in their own order.
 func listKey(a, b []any) string {
-	for _, key := range []string{"mac_address", "serial", "name", "bus", "cpu"} {
+	for _, key := range []string{"mac_address", "serial", "name", "bus", "cpu", "step"} {
 		ok := len(a)+len(b) > 0
 		for _, l := range [][]any{a, b} {
 			seen := map[string]bool{}
@@ -198,6 +199,42 @@ func sortDifferences(diffs []difference, allow []allowedDifference) (allowed map
 	return allowed, unexplained
 }
 
+// checkDifferences compares IPA's document and ours field by field and
+// fails t for each difference allow does not cover (prefix names the
+// comparison); it returns the covered ones by allow-list entry, logging
+// them when logAllowed is set.
+func checkDifferences(t *testing.T, prefix string, ipa, ours any, allow []allowedDifference, logAllowed bool) map[string][]difference {
+	t.Helper()
+	var diffs []difference
+	diffJSON("", ipa, ours, &diffs)
+	allowed, unexplained := sortDifferences(diffs, allow)
+	if logAllowed {
+		for _, a := range allow {
+			for _, d := range allowed[a.Path] {
+				t.Logf("%sallowed (%s): %s", prefix, a.Path, d)
+			}
+		}
+	}
+	for _, d := range unexplained {
+		t.Errorf("%sunexplained difference: %s", prefix, d)
+	}
+	return allowed
+}
+
+// readRecorded decodes the recorded JSON document p (testdata).
+func readRecorded(t *testing.T, p string) any {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return v
+}
+
 func TestDiffJSON(t *testing.T) {
 	var ipa, ours any
 	must := func(s string, v *any) {
@@ -269,26 +306,10 @@ func TestIPA13RecordedDifferencesAllowed(t *testing.T) {
 	}
 	used := map[string]bool{}
 	for _, fw := range []string{"bios", "uefi"} {
-		docs := map[string]any{}
-		for _, agent := range []string{"ipa", "ours"} {
-			b, err := os.ReadFile("testdata/ipa13-side-by-side/" + fw + "-" + agent + ".json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var v any
-			if err := json.Unmarshal(b, &v); err != nil {
-				t.Fatalf("%s-%s.json: %v", fw, agent, err)
-			}
-			docs[agent] = v
-		}
-		var diffs []difference
-		diffJSON("", docs["ipa"], docs["ours"], &diffs)
-		allowed, unexplained := sortDifferences(diffs, allow)
+		dir := "testdata/ipa13-side-by-side/" + fw
+		allowed := checkDifferences(t, fw+": ", readRecorded(t, dir+"-ipa.json"), readRecorded(t, dir+"-ours.json"), allow, false)
 		for p := range allowed {
 			used[p] = true
-		}
-		for _, d := range unexplained {
-			t.Errorf("%s: unexplained difference: %s", fw, d)
 		}
 	}
 	for _, a := range allow {

@@ -125,7 +125,7 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 	if err := os.Rename(tmp, entry); err != nil {
 		return nil, fmt.Errorf("ramdisk: cache: %w", err)
 	}
-	pruneCache(root, key)
+	PruneCache(root, key, cacheEntryMaxAge)
 	res, err = loadEntry(entry, key)
 	if err != nil {
 		return nil, err
@@ -283,11 +283,12 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	}
 }
 
-// pruneCache removes entries nobody used for cacheEntryMaxAge, except
-// keep. Lock files stay: removing one another process waits on would let
-// a third take a fresh lock beside it. Best effort: a failure only leaves
-// disk space used.
-func pruneCache(root, keep string) {
+// PruneCache removes the entries (directories) below root nobody used for
+// maxAge, except keep: an entry's modification time is its last use (the
+// cache touches it on every reuse). Lock files stay: removing one another
+// process waits on would let a third take a fresh lock beside it. Best
+// effort: a failure only leaves disk space used.
+func PruneCache(root, keep string, maxAge time.Duration) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return
@@ -297,7 +298,7 @@ func pruneCache(root, keep string) {
 			continue
 		}
 		fi, err := e.Info()
-		if err != nil || time.Since(fi.ModTime()) < cacheEntryMaxAge {
+		if err != nil || time.Since(fi.ModTime()) < maxAge {
 			continue
 		}
 		_ = os.RemoveAll(filepath.Join(root, e.Name()))

@@ -59,6 +59,9 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		log.Warn("kernel parameter ip= not applied: the network comes from DHCP, router advertisements or a config drive's network data", "ip", v)
 	}
 	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
+	if _, err := setFallbackHostname(cfg.HostnameFile); err != nil {
+		log.Warn("fallback host name", "name", FallbackHostname, "error", err)
+	}
 
 	t := time.Now()
 	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs, onPanic)

@@ -21,6 +21,13 @@ import (
 // records stay.
 var cutDependencies = []string{"libguestfs-tools", "python3-guestfs", "python3-libvirt", "stress-ng"}
 
+// packKept are installed packages the archive keeps although only a cut
+// dependency pulls them in: util-linux-extra is hwclock, which IPA runs
+// before every power-off and reboot (standby._sync_clock) and Debian's
+// ironic-python-agent does not depend on; without it IPA 13's power_off
+// fails ("No such file or directory: 'hwclock'") and the machine stays on.
+var packKept = []string{"util-linux-extra"}
+
 // dpkgPackage is one stanza of dpkg's status file.
 type dpkgPackage struct {
 	Name      string
@@ -194,7 +201,7 @@ func droppedFiles(root string) (map[string]bool, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("iparamdisk: %s: %w", f.Name(), err)
 	}
-	drop := unneeded(pkgs, Packages, cutDependencies)
+	drop := unneeded(pkgs, append(slices.Clip(Packages), packKept...), cutDependencies)
 	files := map[string]bool{}
 	for _, name := range drop {
 		var b []byte

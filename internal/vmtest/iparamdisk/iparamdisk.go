@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/initramfs"
@@ -40,7 +41,11 @@ func Enabled() bool { return os.Getenv(EnableEnv) == "1" }
 
 // packFormat changes whenever the packing below changes what the initramfs
 // holds for the same root filesystem.
-const packFormat = "ipa ramdisk pack 3"
+const packFormat = "ipa ramdisk pack 4"
+
+// entryMaxAge is how long an entry of ipa-ramdisk nobody used is kept (an
+// entry is about 850 MiB; a new recipe or packing makes a new one).
+const entryMaxAge = 48 * time.Hour
 
 // Packages are what the root filesystem installs: IPA, the programs it
 // runs (ironic_python_agent/hardware.py and its utilities), systemd as
@@ -91,7 +96,7 @@ func Ensure(ctx context.Context) (*Ramdisk, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(packFormat + "\n" + strings.Join(packMasked, " ") + "\n" + strings.Join(cutDependencies, " ") + "\n" + filepath.Base(rfs.Dir)))
+	sum := sha256.Sum256([]byte(packFormat + "\n" + strings.Join(packMasked, " ") + "\n" + strings.Join(cutDependencies, " ") + "\n" + strings.Join(packKept, " ") + "\n" + packFilesKey() + filepath.Base(rfs.Dir)))
 	key := hex.EncodeToString(sum[:8])
 	root := filepath.Join(cache, "ipa-ramdisk")
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -131,6 +136,7 @@ func Ensure(ctx context.Context) (*Ramdisk, error) {
 	if err := os.Rename(tmp, entry); err != nil {
 		return nil, fmt.Errorf("iparamdisk: %w", err)
 	}
+	ramdisk.PruneCache(root, key, entryMaxAge)
 	rd, err := load(entry, key)
 	if err != nil {
 		return nil, err
@@ -151,6 +157,9 @@ func load(entry, key string) (*Ramdisk, error) {
 	if m.Key != key {
 		return nil, fmt.Errorf("iparamdisk: %s is for key %s", entry, m.Key)
 	}
+	// Recently used: ramdisk.PruneCache keeps it.
+	now := time.Now()
+	_ = os.Chtimes(entry, now, now)
 	return &Ramdisk{Kernel: filepath.Join(entry, "vmlinuz"), Initrd: filepath.Join(entry, "initrd.gz"),
 		InitrdRaw: filepath.Join(entry, "initrd"), KernelVersion: m.KernelVersion, Versions: m.Versions, Cached: true}, nil
 }
@@ -167,6 +176,29 @@ var packMasked = []string{
 	"xfs_healer_start.service", "xfs_scrub_all.timer", "man-db.timer", "grub2-common.service",
 	"nvmefc-boot-connections.service", "nvmf-autoconnect.service", "uuidd.socket", "systemd-pstore.service",
 	"polkit-agent-helper.socket",
+}
+
+// memoryReport prints the high-water marks of IPA's process, the unit's
+// main PID (VmHWM, and VmRSS beside it, from its /proc status) and of the
+// unit's cgroup (memory.peak: IPA, the programs it runs such as qemu-img,
+// and the files it writes into the RAM-backed root, such as a qcow2 image it
+// stages), as systemd stops IPA, which is at the power-off that ends a
+// deploy. Its output goes to the console with IPA's (StandardOutput), where
+// the side-by-side tests read it: the counterpart of our agent's
+// peak_rss_kib log line.
+const memoryReport = `#!/bin/sh
+cg=$(sed -n 's/^0:://p' /proc/$MAINPID/cgroup)
+echo "ipa-memory-report: pid $MAINPID $(grep -E '^(VmHWM|VmRSS):' /proc/$MAINPID/status | tr -s ' \t\n' ' ')cgroup_memory_peak $(cat /sys/fs/cgroup$cg/memory.peak)"
+`
+
+// packFiles are added to the initramfs over the root filesystem: what the
+// side-by-side measurements need, which IPA's images do not have.
+var packFiles = []struct {
+	name, content string
+	perm          uint32
+}{
+	{"usr/local/sbin/ipa-memory-report", memoryReport, 0o755},
+	{"etc/systemd/system/ironic-python-agent.service.d/memory-report.conf", "[Service]\nExecStop=/usr/local/sbin/ipa-memory-report\n", 0o644},
 }
 
 // skipped are the paths of the root filesystem the initramfs leaves out:
@@ -267,6 +299,11 @@ func pack(ctx context.Context, dir, out string) (string, error) {
 			return "", err
 		}
 	}
+	for _, f := range packFiles {
+		if err := w.File(f.name, f.perm, int64(len(f.content)), strings.NewReader(f.content)); err != nil {
+			return "", err
+		}
+	}
 	// The kernel runs /init; systemd is init (no /etc/initrd-release, so
 	// it boots the system, not an initrd).
 	if err := w.Symlink("init", "usr/lib/systemd/systemd"); err != nil {
@@ -330,4 +367,13 @@ func Size(p string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// packFilesKey is packFiles, for the entry's key.
+func packFilesKey() string {
+	var b strings.Builder
+	for _, f := range packFiles {
+		fmt.Fprintf(&b, "%s %o\n%s\n", f.name, f.perm, f.content)
+	}
+	return b.String()
 }

@@ -1,0 +1,446 @@
+package vm
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// sideDeployIronicPort is the API port of the fast-track Ironic of
+// TestVMIPADeploy and TestVMIPAMemory, moved by $E2E_PORT_OFFSET.
+var sideDeployIronicPort = portOffset() + 9596
+
+// sideDeployMemoryMB is the memory of both machines in TestVMIPADeploy:
+// IPA stages a qcow2 image in its RAM-backed root before converting it, so
+// the 1 GiB image needs more than the inspection's 2 GiB.
+const sideDeployMemoryMB = 3072
+
+// sideImageSize is the size of the deployed image: 1 GiB of
+// incompressible data behind an MBR, so the qcow2 file is as large as the
+// raw one and both agents move every byte.
+const sideImageSize = 1 << 30
+
+// sideImage is one image file served to the guests, with its digests.
+type sideImage struct {
+	format, path   string
+	md5, sha256    []byte
+	rawSHA256      []byte // of the raw image: what the disk holds after the deploy
+	size, rawBytes int64
+}
+
+// sideImages writes the 1 GiB raw image and its qcow2 conversion once per
+// test binary, into the suite's directory.
+var sideImages = sync.OnceValues(func() (map[string]sideImage, error) {
+	dir := filepath.Join(theSuite.dir, "side-images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	raw := filepath.Join(dir, "image.raw")
+	if err := writeSideImage(raw); err != nil {
+		return nil, err
+	}
+	qcow := filepath.Join(dir, "image.qcow2")
+	if out, err := exec.Command("qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", raw, qcow).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("qemu-img convert %s: %v: %s", raw, err, out)
+	}
+	imgs := map[string]sideImage{}
+	for format, p := range map[string]string{"raw": raw, "qcow2": qcow} {
+		img := sideImage{format: format, path: p, rawBytes: sideImageSize}
+		var err error
+		if img.md5, img.sha256, img.size, err = digests(p); err != nil {
+			return nil, err
+		}
+		imgs[format] = img
+	}
+	for f, img := range imgs {
+		img.rawSHA256 = imgs["raw"].sha256
+		imgs[f] = img
+	}
+	return imgs, nil
+})
+
+// writeSideImage writes sideImageSize pseudo-random bytes behind an MBR
+// with one Linux partition over the rest (IPA checks for a partition table
+// after a whole-disk write).
+func writeSideImage(p string) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := rand.NewChaCha8([32]byte{'i', 'p', 'a', '1', '3'})
+	buf := make([]byte, 4<<20)
+	for off := int64(0); off < sideImageSize; off += int64(len(buf)) {
+		_, _ = r.Read(buf)
+		if off == 0 {
+			clear(buf[440:512])
+			buf[446+4] = 0x83
+			binary.LittleEndian.PutUint32(buf[446+8:], 2048)
+			binary.LittleEndian.PutUint32(buf[446+12:], sideImageSize/512-2048)
+			buf[510], buf[511] = 0x55, 0xaa
+		}
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// digests are the MD5 and SHA-256 of the file p and its size.
+func digests(p string) (md5Sum, sha256Sum []byte, size int64, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer f.Close()
+	m, s := md5.New(), sha256.New()
+	size, err = io.Copy(io.MultiWriter(m, s), f)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return m.Sum(nil), s.Sum(nil), size, nil
+}
+
+// prefixSHA256 is the SHA-256 of the first n bytes of the file p.
+func prefixSHA256(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var h hash.Hash = sha256.New()
+	if _, err := io.CopyN(h, f, n); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return h.Sum(nil), nil
+}
+
+// sideDeployBed is a fast-track Ironic of the test's own (one boot of
+// the ramdisk takes a node from inspection to active) and the images.
+type sideDeployBed struct {
+	ironic *ironictest.Client
+	images map[string]sideImage
+	// imageAddr serves the images and is the guests' HTTP proxy.
+	imageAddr string
+	runs      int
+}
+
+func newSideDeployBed(t *testing.T, ctx context.Context) *sideDeployBed {
+	t.Helper()
+	ipaRamdisk(t)
+	series, err := ironictest.SeriesFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !series.TokenOnGET() || series.HasInspector() {
+		t.Skipf("SKIPPED: IPA 13 cleans and deploys only against an Ironic that sends the token on its GETs, and the one-boot flow uses Ironic's own inspection: IRONIC_SERIES=2026.1 (this run: %s)", series)
+	}
+	in, err := ironictest.Install(ctx, series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, client := ownIronic(t, ctx, "ipa-deploy-ironic", in.Config(ironictest.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
+	imgs, err := sideImages()
+	if err != nil {
+		t.Fatalf("the 1 GiB images: %v", err)
+	}
+	b := &sideDeployBed{ironic: client, images: imgs}
+	b.imageAddr = serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, img := range imgs {
+			if r.URL.Path == "/image."+img.format {
+				http.ServeFile(w, r, img.path)
+				return
+			}
+		}
+		http.NotFound(w, r)
+	}))
+	return b
+}
+
+// sideFlowResult is one boot's way from inspection to active.
+type sideFlowResult struct {
+	inspect, clean, deploy time.Duration
+	// memory is the agent's report of its peak memory at the power-off
+	// that ends the deploy: ours logs peak_rss_kib, IPA's image prints
+	// ipa-memory-report (iparamdisk).
+	memory string
+}
+
+// fatalConsole are console lines after which a run cannot complete (or
+// completes only because a process was killed): the memory is too small.
+var fatalConsole = []string{"Kernel panic", "Out of memory", "oom-kill", "Initramfs unpacking failed"}
+
+// flow boots agent a once, in a machine of memMB, and takes a fresh node
+// through inspection, automated cleaning (metadata erase on the six disks)
+// and a deploy of the image in format to active (fast track: one boot).
+// An error says which phase failed and why; the node and the VM's disks
+// are gone when it returns.
+func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]string) sideAgent, memMB int, format string) (r sideFlowResult, err error) {
+	t.Helper()
+	b.runs++
+	macs := [2]string{fmt.Sprintf("52:54:00:1d:%02x:01", b.runs), fmt.Sprintf("52:54:00:1d:%02x:02", b.runs)}
+	agent := a(macs)
+	img := b.images[format]
+	agentPort := agentPortBase + 9
+	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
+	m.Kernel, m.Initrd = agent.kernel, agent.initrd
+	m.MemoryMB = memMB
+	name := fmt.Sprintf("%s-%s-%dm-%d", agent.name, format, memMB, b.runs)
+	m.Dir = filepath.Join(vmDir(t), name)
+	port := strconv.Itoa(sideDeployIronicPort)
+	m.GuestFwd = map[string]string{guestHost + ":" + port: "127.0.0.1:" + port, guestHost + ":80": b.imageAddr}
+	defer func() {
+		// The deploy wrote 1 GiB into the target disk's file; the logs
+		// stay for E2E_KEEP.
+		for _, d := range m.Disks {
+			_ = os.Remove(m.DiskPath(d.ID))
+		}
+	}()
+	api := "http://" + guestHost + ":" + port
+	m.Append = strings.Join([]string{"ipa-inspection-callback-url=" + api + "/v1/continue_inspection", "ipa-api-url=" + api,
+		"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(agentPort), "ipa-lookup-timeout=900", agent.extra}, " ")
+
+	node := enroll(t, ctx, &suite{ironic: b.ironic}, ironictest.NodeSpec{Name: "side-deploy-" + name, InspectInterface: "agent",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	defer func() { _ = b.ironic.DeleteNode(context.Background(), node.UUID) }()
+	if err := b.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
+		return r, err
+	}
+	if _, err := b.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
+		return r, err
+	}
+	start := time.Now()
+	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	if err != nil {
+		return r, err
+	}
+	defer vm.Kill()
+	defer func() {
+		if err != nil {
+			t.Logf("%s: end of the serial console (all of it in %s):\n%s", name, vm.LogPath, consoleTail(vm, 30))
+		}
+	}()
+	if err := b.wait(ctx, vm, node.UUID, "manageable", 15*time.Minute); err != nil {
+		return r, fmt.Errorf("inspection: %w", err)
+	}
+	r.inspect = time.Since(start)
+	if err := nodes.Update(ctx, b.ironic.Service, node.UUID, append(imageInfoSums("http://"+b.imageAddr+"/image."+format, format, img.md5, img.sha256),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
+		// At the end of a BIOS deploy Ironic sets the boot device to
+		// disk, which the fake management interface refuses.
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
+	)).Err; err != nil {
+		return r, err
+	}
+	phase := func(target nodes.TargetProvisionState, want string, timeout time.Duration) (time.Duration, error) {
+		start := time.Now()
+		if err := b.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
+			return 0, err
+		}
+		if err := b.wait(ctx, vm, node.UUID, want, timeout); err != nil {
+			return 0, fmt.Errorf("%s: %w", target, err)
+		}
+		return time.Since(start), nil
+	}
+	if r.clean, err = phase(nodes.TargetProvide, "available", 10*time.Minute); err != nil {
+		return r, err
+	}
+	if r.deploy, err = phase(nodes.TargetActive, "active", 20*time.Minute); err != nil {
+		return r, err
+	}
+	// Ironic ends the deploy by having the agent power the machine off;
+	// the agent's memory report comes on the way down.
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := vm.Wait(waitCtx); err != nil {
+		t.Logf("%s: the VM did not power off after the deploy: %v", name, err)
+	}
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, "ipa-memory-report:") || strings.Contains(l.Text, "peak_rss_kib=") {
+			r.memory = strings.TrimSpace(l.Text)
+		}
+	}
+	got, err := prefixSHA256(m.DiskPath(deployTargetID(t, m)), img.rawBytes)
+	if err != nil {
+		return r, err
+	}
+	if string(got) != string(img.rawSHA256) {
+		return r, fmt.Errorf("the target disk does not hold the image after the %s deploy", format)
+	}
+	return r, nil
+}
+
+// wait waits for the node to reach state, and gives up early when the
+// console shows the machine out of memory or the VM has stopped.
+func (b *sideDeployBed) wait(ctx context.Context, vm *vmtest.VM, uuid, state string, timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.ironic.WaitState(ctx, uuid, state, timeout)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(2 * time.Second):
+		}
+		for _, p := range fatalConsole {
+			if l, ok := vm.Find(p); ok {
+				cancel()
+				<-done
+				return fmt.Errorf("the console says %q", strings.TrimSpace(l.Text))
+			}
+		}
+		if exited, _ := vm.Exited(); exited {
+			cancel()
+			<-done
+			return errors.New("the VM stopped")
+		}
+	}
+}
+
+// sideAgentFor returns, for a run's MACs, the agent named name of
+// sideAgents.
+func sideAgentFor(t *testing.T, name string) func(macs [2]string) sideAgent {
+	return func(macs [2]string) sideAgent {
+		for _, a := range sideAgents(t, "bios", macs) {
+			if a.name == name {
+				return a
+			}
+		}
+		t.Fatalf("no agent %q", name)
+		return sideAgent{}
+	}
+}
+
+// sideShipped is sideAgentFor booting what a server downloads, the
+// bzImage and the gzip'ed initramfs, where the other tests boot the
+// uncompressed forms when they can to save emulated time: the kernel
+// holds the compressed archive and its unpacked files at once while it
+// boots, so this is what the smallest memory must fit.
+func sideShipped(t *testing.T, name string) func(macs [2]string) sideAgent {
+	f := sideAgentFor(t, name)
+	return func(macs [2]string) sideAgent {
+		a := f(macs)
+		if name == "ipa" {
+			rd := ipaRamdisk(t)
+			a.kernel, a.initrd = rd.Kernel, rd.Initrd
+		} else {
+			rd := ramdisk(t)
+			a.kernel, a.initrd = rd.Kernel, rd.Initrd
+		}
+		return a
+	}
+}
+
+// TestVMIPADeploy takes the same SeaBIOS machine (3 GiB, the six disks)
+// from inspection through automated cleaning to active, once with a 1 GiB
+// qcow2 image and once with the same image raw, with IPA 13's ramdisk and
+// with ours, on one fast-track Ironic 2026.1 (one boot per run), and
+// reports each phase's time and the agent's peak memory at the power-off
+// that ends the deploy (ours: its peak_rss_kib log line; IPA: its process's
+// VmHWM and its unit's cgroup memory.peak, printed by IPA's image). The
+// disk is checked to hold the image. IPA_SIDE_BY_SIDE=1 only.
+//
+// $IPA_SIDE_DEPLOY_RUNS picks runs, agent:format separated by commas
+// (default ipa:qcow2,ipa:raw,ours:qcow2,ours:raw).
+func TestVMIPADeploy(t *testing.T) {
+	runs := "ipa:qcow2,ipa:raw,ours:qcow2,ours:raw"
+	if v := os.Getenv("IPA_SIDE_DEPLOY_RUNS"); v != "" {
+		runs = v
+	}
+	type run struct{ agent, format string }
+	var todo []run
+	for _, r := range strings.Split(runs, ",") {
+		name, format, _ := strings.Cut(strings.TrimSpace(r), ":")
+		if (name != "ipa" && name != "ours") || (format != "qcow2" && format != "raw") {
+			t.Fatalf("IPA_SIDE_DEPLOY_RUNS=%q: %q is not agent:format (agent ipa or ours, format qcow2 or raw)", runs, r)
+		}
+		todo = append(todo, run{name, format})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Minute)
+	defer cancel()
+	b := newSideDeployBed(t, ctx)
+	for _, run := range todo {
+		name, format := run.agent, run.format
+		r, err := b.flow(t, ctx, sideAgentFor(t, name), sideDeployMemoryMB, format)
+		if err != nil {
+			t.Errorf("%s, %s image, %d MiB: %v", name, format, sideDeployMemoryMB, err)
+			continue
+		}
+		t.Logf("numbers: deploy %s %s (%d MiB): inspection %.1fs (QEMU start to manageable), cleaning %.1fs, deploy %.1fs (1 GiB %s, %.0f MiB file, to active); memory: %s",
+			format, name, sideDeployMemoryMB, r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), format, mib(b.images[format].size), r.memory)
+	}
+}
+
+// sideMemoryRanges are where TestVMIPAMemory bisects each agent's smallest
+// memory, in MiB: below lo assumed to fail, hi assumed to pass (hi is
+// within TestVMIPADeploy's 3 GiB, where both pass).
+var sideMemoryRanges = map[string][2]int{"ipa": {1024, 3072}, "ours": {128, 512}}
+
+// TestVMIPAMemory bisects, for IPA 13 and ours, the smallest VM memory with
+// which one boot completes inspection, automated cleaning and the deploy
+// of the 1 GiB qcow2 image (TestVMIPADeploy's flow) without the kernel's
+// OOM killer, booting the bzImage and gzip'ed initramfs a server downloads
+// (sideShipped): $IPA_SIDE_MEMORY_STEPS boots per agent (default 3),
+// rounded to 32 MiB, within sideMemoryRanges. IPA_SIDE_BY_SIDE=1 only.
+func TestVMIPAMemory(t *testing.T) {
+	steps := 3
+	if v := os.Getenv("IPA_SIDE_MEMORY_STEPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 8 {
+			t.Fatalf("IPA_SIDE_MEMORY_STEPS=%q: want a number of boots from 1 to 8", v)
+		}
+		steps = n
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Minute)
+	defer cancel()
+	b := newSideDeployBed(t, ctx)
+	for _, name := range []string{"ipa", "ours"} {
+		lo, hi := sideMemoryRanges[name][0], sideMemoryRanges[name][1]
+		var tried []string
+		for range steps {
+			mid := (lo + hi) / 2 / 32 * 32
+			if mid <= lo || mid >= hi {
+				break
+			}
+			start := time.Now()
+			r, err := b.flow(t, ctx, sideShipped(t, name), mid, "qcow2")
+			if err != nil {
+				t.Logf("%s at %d MiB: fails after %.0fs: %v", name, mid, time.Since(start).Seconds(), err)
+				tried = append(tried, fmt.Sprintf("%d fails", mid))
+				lo = mid
+				continue
+			}
+			t.Logf("%s at %d MiB: completes in %.0fs (inspection %.1fs, cleaning %.1fs, deploy %.1fs); memory: %s",
+				name, mid, time.Since(start).Seconds(), r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), r.memory)
+			tried = append(tried, fmt.Sprintf("%d completes", mid))
+			hi = mid
+		}
+		t.Logf("numbers: smallest memory %s: completes with %d MiB, not with %d MiB (%s; %d MiB resolution)",
+			name, hi, lo, strings.Join(tried, ", "), hi-lo)
+	}
+}
