@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -212,22 +210,7 @@ func TestVMDeployBIOS(t *testing.T) {
 // every Ironic series.
 func TestVMDeployUEFI(t *testing.T) {
 	needQEMU(t)
-	if m := osimage.Missing(); m != "" {
-		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
-	}
-	dir := t.TempDir()
-	o, err := osimage.Build(t.Context(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := filepath.Join(dir, "uefi.raw")
-	if err := o.UEFIDisk(t.Context(), dir, raw); err != nil {
-		t.Fatal(err)
-	}
-	img, err := os.ReadFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, img := osImageUEFI(t, t.Context())
 	const hostname, userData = "vm-deploy-uefi.example.org", "#cloud-config\nhostname: vm-deploy-uefi\n"
 	const esp = 2048 * 512
 	m := deployVM(t, deployCase{
