@@ -1,0 +1,109 @@
+package vm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/grubimage"
+)
+
+// applyRAIDStep is the deploy step that builds software RAID at deploy
+// time, as Ironic's agent raid interface takes it (AgentRAID
+// apply_configuration: raid_config validated against Ironic's RAID
+// schema, delete_existing): a RAID-1 over both disks in the shape of
+// Metal3's softwareRAIDVolumes (controller software, physical_disks as
+// "s== <name>" hints, size_gb MAX for "the rest of the disks"). No
+// is_root_volume: false would make the agent, as IPA, drop the array and
+// its holders from the install disks it chooses from, true would choose
+// it whatever the root-device hints say; the hints name /dev/md0 here, so
+// the deploy finds the array in the disk list. Priority 90: after
+// deploy.deploy (100) has booted the agent, before write_image (80).
+func applyRAIDStep() nodes.DeployStep {
+	return nodes.DeployStep{Interface: nodes.InterfaceRAID, Step: "apply_configuration", Priority: 90,
+		Args: map[string]any{
+			"raid_config": map[string]any{"logical_disks": []any{map[string]any{
+				"size_gb": "MAX", "raid_level": "1", "controller": "software",
+				"physical_disks": []any{map[string]string{"name": "s== /dev/vda"}, map[string]string{"name": "s== /dev/vdb"}},
+			}}},
+			"delete_existing": true,
+		}}
+}
+
+// TestVMSoftwareRAIDApplyUEFI builds the software RAID during the deploy,
+// under OVMF: no cleaning, the provision request names the raid
+// interface's apply_configuration deploy step (applyRAIDStep: a RAID-1
+// over two 3 GiB disks), and then internal/osimage's partition image is
+// laid out on the new array (/dev/md0: ESP md0p1, root md0p2). The agent's
+// install_bootloader moves the ESP to a mirror of ESPs on both holders
+// (md RAID-1, metadata 1.0), runs the image's grub-install onto it and
+// writes one NVRAM entry per holder. Checked: the agent ran the step as a
+// deploy step, Ironic stored the RAID configuration its post-step hook
+// reads from the agent's deploy_result, the deploy found /dev/md0 in the
+// agent's disk list through the root-device hint, each holder has its
+// ESP with GRUB, and the OS boots from the mirror through the entry of
+// one holder's ESP (and, under E2E_VM_SLOW, from the other disk alone).
+func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
+	seriesIndependent(t) // the agent's software RAID, alike in every series
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: the partition image needs %s (test.sh APT_PACKAGES)", m)
+	}
+	o, dir := deployedOS(t, ctx)
+	_, img := deployedOSPartitionImage(t, ctx, o, dir)
+
+	s := services(t)
+	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
+	m := raidMachine(t, "uefi", agentPortBase+6, macs, raidLayout{disks: 2, sizeMB: 3 << 10})
+	uuid := raidNode(t, ctx, "uefi", macs, ironictest.NodeSpec{Name: "vm-raid-apply-uefi"})
+	provision(t, ctx, s.ironic, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	ops := append(serveImage(t, &m, img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info/root_gb", Value: "1"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": "/dev/md0"}})
+	deployed := raidDeploy(t, ctx, m, uuid, ops, applyRAIDStep())
+
+	if _, ok := deployed.Find(`msg="executing step" kind=deploy step=apply_configuration`); !ok {
+		t.Errorf("the agent did not run apply_configuration as a deploy step")
+	}
+	for _, l := range deployed.Lines() {
+		if strings.Contains(l.Text, "step=apply_configuration") || strings.Contains(l.Text, `msg="creating md device"`) {
+			t.Logf("agent: %s", l.Text)
+		}
+	}
+	if _, ok := deployed.Find(`msg="creating md device" device=/dev/md0`); !ok {
+		t.Errorf("apply_configuration did not create /dev/md0")
+	}
+	n, err := s.ironic.GetNode(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lds, _ := n.RAIDConfig["logical_disks"].([]any); len(lds) != 1 {
+		t.Errorf("node raid_config after the deploy = %v, want the RAID-1 apply_configuration made", n.RAIDConfig)
+	} else {
+		t.Logf("Ironic's raid_config after the deploy step: %v", lds[0])
+	}
+	if l, ok := deployed.Find(`msg="partition image written" device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p2") {
+		t.Errorf("the partition image was not laid out on /dev/md0 with its root on /dev/md0p2: %q", l.Text)
+	}
+	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
+		t.Errorf("the agent did not move the ESP from /dev/md0p1 to a mirror on the holders")
+	}
+
+	// grub-install --removable put GRUB at the fallback path of the
+	// mirror: the FAT directory entry "BOOTX64 EFI" on each holder's ESP.
+	espDisk := holderESPs(t, m, []string{"vda", "vdb"}, []byte("BOOTX64 EFI"))
+	first := bootThroughHolderEntry(t, ctx, m, []string{"vda", "vdb"}, "ironic1", espDisk)
+	if !slowRun() {
+		return
+	}
+	other := map[string]string{"vda": "vdb", "vdb": "vda"}[first]
+	if got := bootThroughHolderEntry(t, ctx, m, []string{other}, "ironic1", espDisk); got != other {
+		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
+	}
+}
