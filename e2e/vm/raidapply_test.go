@@ -10,6 +10,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
 // applyRAIDStep is the deploy step that builds software RAID at deploy
@@ -58,7 +59,7 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	_, img := deployedOSPartitionImage(t, ctx, o, dir)
 
 	s := services(t)
-	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
+	macs := [2]string{"52:54:00:6d:16:01", "52:54:00:6d:16:02"}
 	m := raidMachine(t, "uefi", agentPortBase+6, macs, raidLayout{disks: 2, sizeMB: 3 << 10})
 	uuid := raidNode(t, ctx, "uefi", macs, ironictest.NodeSpec{Name: "vm-raid-apply-uefi"})
 	provision(t, ctx, s.ironic, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
@@ -105,5 +106,102 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	other := map[string]string{"vda": "vdb", "vdb": "vda"}[first]
 	if got := bootThroughHolderEntry(t, ctx, m, []string{other}, "ironic1", espDisk); got != other {
 		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
+	}
+}
+
+// TestVMSoftwareRAIDServiceStep is RAID in servicing, where Ironic allows
+// it: on 2026.1 (Ironic 35) the agent raid interface lists
+// apply_configuration as a service step (create_configuration and
+// delete_configuration are clean steps only), and it fails whatever the
+// agent, for two reasons of Ironic's own, each shown on an adopted node
+// (active, nothing deployed) through the real Ironic 35:
+//
+//  1. alone, it runs without a ramdisk: the validated step list keeps no
+//     requires_ramdisk (conductor/steps.py), so servicing.py boots
+//     nothing and the step finds no agent ("requires agent_url");
+//  2. after an agent step (burnin_cpu) that makes Ironic boot the ramdisk,
+//     the method sends task.node.deploy_step, empty while servicing, as a
+//     deploy step, which the agent refuses as malformed (IPA fails the
+//     command instead, and the method's DEPLOYWAIT is then no value
+//     servicing takes).
+//
+// Both end in "service failed", and no array is made on the disks.
+func TestVMSoftwareRAIDServiceStep(t *testing.T) {
+	s := services(t)
+	if s.series != ironictest.Series2026_1 {
+		t.Skipf("SKIPPED: needs IRONIC_SERIES=2026.1: servicing is Ironic 23+, and Ironic 29.0 (2025.1) refuses a ramdisk's lookup in service wait; the series is %s", s.series)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	// Servicing is API 1.87.
+	sc := *s.ironic.Service
+	sc.Microversion = "1.87"
+	api := &ironictest.Client{Service: &sc}
+
+	macs := [2]string{"52:54:00:6d:17:01", "52:54:00:6d:17:02"}
+	m := raidMachine(t, "bios", agentPortBase+11, macs, raidLayout{disks: 2, sizeMB: 2 << 10})
+	uuid := raidNode(t, ctx, "bios", macs, ironictest.NodeSpec{Name: "vm-raid-service"})
+	// Adoption takes the node to active without a deploy; the deploy
+	// interface validates the image (Ironic asks the HTTP server for it).
+	ops := append(serveImage(t, &m, make([]byte, 1<<20)),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/agent_burnin_cpu_timeout", Value: "2"})
+	if err := nodes.Update(ctx, s.ironic.Service, uuid, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetAdopt}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, uuid, "active", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step := applyRAIDStep()
+	apply := nodes.ServiceStep{Interface: step.Interface, Step: step.Step, Args: step.Args}
+	serviced := func(start time.Time, what, wantError string) {
+		t.Helper()
+		n, err := api.WaitFor(ctx, uuid, 8*time.Minute, `"service failed" or "active"`, func(n *nodes.Node) bool {
+			return n.ProvisionState == "service failed" || n.ProvisionState == "active"
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %.1fs to %q; last_error: %s", what, time.Since(start).Seconds(), n.ProvisionState, n.LastError)
+		if n.ProvisionState != "service failed" || !strings.Contains(n.LastError, wantError) {
+			t.Errorf("%s: %q with last_error %q, want \"service failed\" with %q (README: Software RAID, service steps)", what, n.ProvisionState, n.LastError, wantError)
+		}
+	}
+
+	// 1. apply_configuration alone: no ramdisk is booted.
+	start := time.Now()
+	if err := api.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{apply}}); err != nil {
+		t.Fatal(err)
+	}
+	serviced(start, "servicing with apply_configuration alone", "requires agent_url")
+	// A failed servicing puts the node in maintenance (fault "service
+	// failure"): the operator's way out.
+	if err := nodes.UnsetMaintenance(ctx, s.ironic.Service, uuid).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2. After burnin_cpu, with the agent up.
+	start = time.Now()
+	vm := bootFor(t, ctx, api, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetService,
+		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}}, m, vmtest.Options{})
+	serviced(start, "servicing with burnin_cpu, apply_configuration", `Malformed deploy_step, no "step" key: {}`)
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, "step") && (strings.Contains(l.Text, "deploy") || strings.Contains(l.Text, "service")) {
+			t.Logf("agent: %s", l.Text)
+		}
+	}
+	if _, ok := vm.Find(`step=burnin_cpu`); !ok {
+		t.Errorf("the agent never ran burnin_cpu: the ramdisk did not serve the servicing")
+	}
+	if _, ok := vm.Find(`msg="creating md device"`); ok {
+		t.Errorf("the agent created an md array although servicing failed")
+	}
+	vm.Kill()
+	for _, r := range mdRegions(t, m) {
+		if at := mdSuperblocks(t, m, r); len(at) > 0 {
+			t.Errorf("%s: md superblock after the failed servicing: %v", r.disk, at)
+		}
 	}
 }
