@@ -47,7 +47,8 @@ func applyRAIDStep() nodes.DeployStep {
 // reads from the agent's deploy_result, the deploy found /dev/md0 in the
 // agent's disk list through the root-device hint, each holder has its
 // ESP with GRUB, and the OS boots from the mirror through the entry of
-// one holder's ESP (and, under E2E_VM_SLOW, from the other disk alone).
+// one holder's ESP (and, under E2E_VM_SLOW, from the other disk alone,
+// then an inspection lists the array among the disks).
 func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	seriesIndependent(t) // the agent's software RAID, alike in every series
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
@@ -61,7 +62,7 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	s := services(t)
 	macs := [2]string{"52:54:00:6d:16:01", "52:54:00:6d:16:02"}
 	m := raidMachine(t, "uefi", agentPortBase+6, macs, raidLayout{disks: 2, sizeMB: 3 << 10})
-	uuid := raidNode(t, ctx, "uefi", macs, ironictest.NodeSpec{Name: "vm-raid-apply-uefi"})
+	uuid := raidNode(t, ctx, "uefi", macs, ironictest.NodeSpec{Name: "vm-raid-apply-uefi", InspectInterface: s.inspectInterface()})
 	provision(t, ctx, s.ironic, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	ops := append(serveImage(t, &m, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
@@ -106,6 +107,45 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	other := map[string]string{"vda": "vdb", "vdb": "vda"}[first]
 	if got := bootThroughHolderEntry(t, ctx, m, []string{other}, "ironic1", espDisk); got != other {
 		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
+	}
+
+	// What an inspection reports afterwards: the agent assembles the
+	// arrays at start (as IPA's initialize) and lists the RAID-1 as a
+	// disk (md127 then, with no mdadm.conf) beside its holders.
+	for _, to := range []struct {
+		target nodes.TargetProvisionState
+		state  string
+	}{{nodes.TargetDeleted, "available"}, {nodes.TargetManage, "manageable"}, {nodes.TargetInspect, "inspect wait"}} {
+		if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: to.target}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ironic.WaitState(ctx, uuid, to.state, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	m.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
+	vm := boot(t, ctx, m, vmtest.Options{})
+	if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	vm.Kill()
+	disks, _ := inspectedInventory(t, ctx, s, uuid)["disks"].([]any)
+	sizes := map[string]float64{}
+	for _, d := range disks {
+		dm, _ := d.(map[string]any)
+		name, _ := dm["name"].(string)
+		sizes[name], _ = dm["size"].(float64)
+	}
+	t.Logf("inspection %.1fs: inventory disks %v", time.Since(start).Seconds(), sizes)
+	root := false
+	for name, size := range sizes {
+		// The RAID-1 holds each holder's disk from 551 MiB on: a little
+		// under 2.5 GiB; the ESP mirror is 550 MiB.
+		root = root || strings.HasPrefix(name, "/dev/md") && size > 2<<30 && size < 5<<29
+	}
+	if _, a := sizes["/dev/vda"]; !root || !a {
+		t.Errorf("the inventory after the deploy lists no RAID-1 of about 2.5 GiB beside the holders: %v", sizes)
 	}
 }
 
