@@ -476,11 +476,12 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		return *p
 	}
 	var holders, mdUUIDs []string
+	var sys *raid.System
 	if raid.IsMDDevice(dev.Name) {
 		// IPA's prepare_boot_partitions_for_softraid for BIOS: GRUB's
 		// core image needs a BIOS boot partition on each GPT holder.
-		sys, err := a.generic.raidSystem()
-		if err != nil {
+		// (For UEFI, Grub.Install makes the ESP mirror.)
+		if sys, err = a.generic.raidSystem(); err != nil {
 			return err
 		}
 		if holders = sys.HolderDisks(dev.Name); len(holders) == 0 {
@@ -508,8 +509,12 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 		}
 		return a.manageUEFI(ctx, dev.Name, efi)
 	}
+	if sys != nil && inv.Boot.CurrentBootMode == "uefi" && a.uefiVarsAvailable() {
+		store := a.efivars()
+		gi.NVRAM = &store
+	}
 	return gi.Install(ctx, bootloader.GrubRequest{
-		Disk: dev.Name, Holders: holders, MDUUIDs: mdUUIDs, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
+		Disk: dev.Name, Holders: holders, MDUUIDs: mdUUIDs, RAID: sys, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
 		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
 	})
 }

@@ -244,10 +244,16 @@ func ManageUEFI(ctx context.Context, log *slog.Logger, store efivar.Store, dev s
 	if !raid.IsMDDevice(dev) || sys == nil {
 		return writeEntries(ctx, log, store, dev, esp, entries)
 	}
-	holders, err := relocateESP(ctx, log, sys, dev, esp.path)
+	_, holders, err := relocateESP(ctx, log, sys, dev, esp.path)
 	if err != nil {
 		return false, err
 	}
+	return writeHolderEntries(ctx, log, store, holders, entries)
+}
+
+// writeHolderEntries writes entries for each holder's ESP, the labels
+// suffixed "(RAID, part<n>)"; it reports whether any was written.
+func writeHolderEntries(ctx context.Context, log *slog.Logger, store efivar.Store, holders []holderESP, entries []efiEntry) (bool, error) {
 	written := false
 	for i, h := range holders {
 		es := slices.Clone(entries)
@@ -263,6 +269,28 @@ func ManageUEFI(ctx context.Context, log *slog.Logger, store efivar.Store, dev s
 		written = written || ok
 	}
 	return written, nil
+}
+
+// raidBootEntries registers the boot loaders grub-install put on the ESP
+// mirror (mounted at mnt) once per holder's ESP, as manage_uefi does for
+// the ESP of a whole-disk image: the firmware boots either disk through
+// its own entry. IPA leaves a partition image's entries to the image's
+// grub-install and efibootmgr, which name one ESP at most.
+func raidBootEntries(ctx context.Context, log *slog.Logger, store efivar.Store, mnt string, holders []holderESP) error {
+	loaders, err := findEFILoaders(mnt)
+	if err != nil {
+		return fmt.Errorf("looking for boot loaders on the ESP mirror: %w", err)
+	}
+	if len(loaders) == 0 {
+		log.Warn("grub-install left no boot loader on the ESP mirror: no UEFI boot entries written")
+		return nil
+	}
+	entries, err := efiEntries(mnt, loaders)
+	if err != nil {
+		return err
+	}
+	_, err = writeHolderEntries(ctx, log, store, holders, entries)
+	return err
 }
 
 // writeEntries registers entries for the loaders on esp, the ESP of the

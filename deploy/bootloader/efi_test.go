@@ -194,3 +194,49 @@ func FuzzFindESP(f *testing.F) {
 		}
 	})
 }
+
+// TestRAIDBootEntries: the loader grub-install put on the ESP mirror gets
+// one NVRAM entry per holder's ESP, each naming its own partition, the
+// labels told apart by the holder's place in the mirror.
+func TestRAIDBootEntries(t *testing.T) {
+	s := efivartest.FakeNVRAM(t)
+	mnt := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(mnt, "EFI/BOOT"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "EFI/BOOT/BOOTX64.EFI"), []byte("MZ"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	holder := func(disk string, last byte) holderESP {
+		sig := [16]byte{0x28, 0x73, 0x2a, 0xc1, 0x1f, 0xf8, 0xd2, 0x11, 0xba, 0x4b, 0x00, 0xa0, 0xc9, 0x3e, 0xc9, last}
+		return holderESP{disk: disk, esp: &espPartition{number: 2, path: disk + "2", hd: efivar.HardDrive{PartitionNumber: 2, Start: 2048, Size: 1126400,
+			Signature: sig, MBRType: efivar.PartitionGPT, SignatureType: efivar.SignatureGUID}}}
+	}
+	holders := []holderESP{holder("/dev/vda", 0x01), holder("/dev/vdb", 0x02)}
+	if err := raidBootEntries(context.Background(), slog.New(slog.DiscardHandler), s, mnt, holders); err != nil {
+		t.Fatal(err)
+	}
+	hd := func(last string) string {
+		return "HD(2,GPT,c12a7328-f81f-11d2-ba4b-00a0c93ec9" + last + ",0x800,0x113000)" + `/File(\EFI\BOOT\BOOTX64.EFI)`
+	}
+	// The fake NVRAM's own entries (debian, PXE) stay; the second
+	// holder's entry, written last, comes first.
+	want := "BootOrder [0003 0000 0001 0002]\n" +
+		"Boot0000 ironic1 (RAID, part0) " + hd("01") + "\n" +
+		"Boot0001 debian File(\\EFI\\debian\\shimx64.efi)\n" +
+		"Boot0002 UEFI PXEv4 Path(3,11,000000000000000000000000000000000000000000000000000000000000000000)\n" +
+		"Boot0003 ironic1 (RAID, part1) " + hd("02") + "\n"
+	if got := efivartest.NVRAM(t, s); got != want {
+		t.Errorf("NVRAM\n%s\nwant\n%s", got, want)
+	}
+	// An empty mirror (grub-install failed to put anything there) writes
+	// nothing and is no error: the caller has reported grub-install.
+	s2 := efivartest.FakeNVRAM(t)
+	before := efivartest.NVRAM(t, s2)
+	if err := raidBootEntries(context.Background(), slog.New(slog.DiscardHandler), s2, t.TempDir(), holders); err != nil {
+		t.Fatal(err)
+	}
+	if got := efivartest.NVRAM(t, s2); got != before {
+		t.Errorf("empty mirror: NVRAM changed:\n%s", got)
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
+	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -48,6 +50,11 @@ type GrubRequest struct {
 	// given when Disk is one: an image with dracut gets rd.md.uuid=
 	// for each on its kernel command line.
 	MDUUIDs []string
+	// RAID is the software RAID system of Disk when it is an md array:
+	// for UEFI, the ESP goes to a mirror of ESPs on the holders (IPA's
+	// prepare_boot_partitions_for_softraid) before GRUB is installed
+	// onto it.
+	RAID *raid.System
 	// RamdiskBIOS is set when the ramdisk itself booted in BIOS mode:
 	// only then is an existing MBR boot loader looked for (IPA's
 	// _is_bootloader_loaded).
@@ -66,6 +73,9 @@ type Grub struct {
 	// agent's manage_uefi, when the ramdisk booted UEFI and has
 	// efibootmgr); nil or false means it could not.
 	EFIBootSetup func(ctx context.Context) (bool, error)
+	// NVRAM is where the boot entries of a UEFI software RAID install go,
+	// one per holder's ESP (nil: none, a ramdisk that cannot write them).
+	NVRAM *efivar.Store
 }
 
 // NewGrub is a Grub that mounts with mount(2).
@@ -125,6 +135,17 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 			return DeviceNotFound(err)
 		}
 	}
+	// Firmware cannot read an ESP inside an md array: for UEFI on
+	// software RAID, GRUB goes to the ESP mirror on the holder disks.
+	var holderESPs []holderESP
+	if esp != "" && len(r.Holders) > 0 {
+		if r.RAID == nil {
+			return GrubError(r.Disk, fmt.Errorf("software RAID device %s: no RAID system to make the ESP mirror with", r.Disk))
+		}
+		if esp, holderESPs, err = relocateESP(ctx, gi.Log, r.RAID, r.Disk, esp); err != nil {
+			return GrubError(r.Disk, err)
+		}
+	}
 	grubDisk := r.Disk
 	if r.PRePUUID != "" {
 		// On Power, GRUB goes straight into the PReP partition.
@@ -175,7 +196,9 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/grub2-install")); err == nil {
 		bin = "grub2"
 	}
-	if esp != "" {
+	// As in IPA, the image's EFI assets are not preserved on software
+	// RAID: manage_uefi has had its chance with the image's ESP.
+	if esp != "" && len(holderESPs) == 0 {
 		done, err := gi.tryPreserveEFIAssets(ctx, ch, m, dir, bin, esp, r)
 		if err != nil {
 			return GrubError(r.Disk, err)
@@ -222,6 +245,11 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 		}
 		if err1 != nil && err2 != nil {
 			return GrubError(r.Disk, errors.Join(err1, err2))
+		}
+		if len(holderESPs) > 0 && gi.NVRAM != nil {
+			if err := raidBootEntries(ctx, gi.Log, *gi.NVRAM, mnt, holderESPs); err != nil {
+				return GrubError(r.Disk, err)
+			}
 		}
 	} else {
 		var args []string

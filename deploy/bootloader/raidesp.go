@@ -25,54 +25,54 @@ type holderESP struct {
 // holder disks (made unless one exists: IPA's find_esp_raid), formatted
 // with src's volume ID and label so the image's fstab still names it;
 // src is then wiped so the deployed system mounts the mirror, not it. It
-// returns the holders' ESPs, in the mirror's member order.
-func relocateESP(ctx context.Context, log *slog.Logger, sys *raid.System, md, src string) ([]holderESP, error) {
+// returns the mirror and the holders' ESPs, in the mirror's member order.
+func relocateESP(ctx context.Context, log *slog.Logger, sys *raid.System, md, src string) (string, []holderESP, error) {
 	holders := sys.HolderDisks(md)
 	if len(holders) == 0 {
-		return nil, fmt.Errorf("software RAID device %s: no holder disks found", md)
+		return "", nil, fmt.Errorf("software RAID device %s: no holder disks found", md)
 	}
 	id, err := fatIdentity(src)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	mirror, err := sys.FindESPMirror()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if mirror != "" {
 		log.Info("found RAIDed ESP, not creating one", "device", mirror)
 	} else {
 		log.Info("creating EFI partitions on the software RAID holder disks", "holders", holders)
 		if mirror, err = sys.CreateESPMirror(ctx, holders); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
 	log.Info("relocating the EFI system partition to the ESP mirror", "from", src, "to", mirror, "identity", id)
 	if err := sys.FormatESP(mirror, id); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if err := copyESP(src, mirror); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if _, err := blockdev.WipeMetadata(ctx, sys.Guard, src); err != nil {
-		return nil, fmt.Errorf("erasing the EFI partition %s after relocating it: %w", src, err)
+		return "", nil, fmt.Errorf("erasing the EFI partition %s after relocating it: %w", src, err)
 	}
 	var out []holderESP
 	for _, member := range sys.Components(mirror) {
 		disk := sys.HolderDisk(member)
 		esp, err := findESP(disk, "")
 		if err != nil {
-			return nil, DeviceNotFound(err)
+			return "", nil, DeviceNotFound(err)
 		}
 		if esp == nil {
-			return nil, DeviceNotFound(fmt.Errorf("holder disk %s of the ESP mirror %s: no EFI system partition in its table", disk, mirror))
+			return "", nil, DeviceNotFound(fmt.Errorf("holder disk %s of the ESP mirror %s: no EFI system partition in its table", disk, mirror))
 		}
 		out = append(out, holderESP{disk: disk, esp: esp})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("the ESP mirror %s has no members", mirror)
+		return "", nil, fmt.Errorf("the ESP mirror %s has no members", mirror)
 	}
-	return out, nil
+	return mirror, out, nil
 }
 
 // fatIdentity reads the volume ID and label of the FAT on part (nil when

@@ -171,15 +171,16 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 }
 
 // raidDeploy applies ops to the available node and deploys it onto its
-// root-device hints (/dev/md0) in machine m. It returns the deploy's VM,
-// powered off by the agent.
-func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string, ops nodes.UpdateOpts) *vmtest.VM {
+// root-device hints (/dev/md0) in machine m, with the deploy steps steps
+// besides the usual ones. It returns the deploy's VM, powered off by the
+// agent.
+func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string, ops nodes.UpdateOpts, steps ...nodes.DeployStep) *vmtest.VM {
 	s := services(t)
 	if err := nodes.Update(ctx, s.ironic.Service, uuid, ops).Err; err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
+	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: steps}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ironic.WaitState(ctx, uuid, "wait call-back", 2*time.Minute); err != nil {
@@ -263,6 +264,21 @@ func deployedOSImage(t *testing.T, ctx context.Context, build func(o *osimage.OS
 	return img
 }
 
+// deployedOSPartitionImage builds o's partition image (96 MiB ext4 root)
+// in dir and returns its path and bytes.
+func deployedOSPartitionImage(t *testing.T, ctx context.Context, o *osimage.OS, dir string) (string, []byte) {
+	t.Helper()
+	part := filepath.Join(dir, "root.img")
+	if err := o.PartitionImage(ctx, dir, part, 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	img, err := os.ReadFile(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return part, img
+}
+
 // TestVMDeploySoftwareRAIDUEFI is a Metal3-style software RAID deploy
 // under OVMF: cleaning builds a RAID-1 and a RAID-0 on two disks, the
 // deploy writes internal/osimage's UEFI whole-disk image (an ESP whose
@@ -282,11 +298,30 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
 
-	// Each holder: an ESP (type EF00, uefi-holder-<n>) in the room kept
-	// before the RAID partitions, holding the image's GRUB (its embedded
-	// configuration is plain text in the EFI binary).
-	espDisk := map[string]string{} // the ESP's unique GUID, upper case as OVMF prints it
-	for i, id := range []string{"vda", "vdb"} {
+	// Each holder: an ESP in the room kept before the RAID partitions,
+	// holding the image's GRUB (its embedded configuration is plain text
+	// in the EFI binary).
+	espDisk := holderESPs(t, m, []string{"vda", "vdb"}, []byte("--set=root /boot/osimage"))
+	bootedFrom := func(ids []string) string {
+		return bootThroughHolderEntry(t, ctx, m, ids, osimage.EFILabel, espDisk)
+	}
+	first := bootedFrom([]string{"vda", "vdb"})
+	other := map[string]string{"vda": "vdb", "vdb": "vda"}[first]
+	if got := bootedFrom([]string{other}); got != other {
+		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
+	}
+	raidUndeployAndClean(t, ctx, m, uuid)
+}
+
+// holderESPs checks that each of the holder disks ids has an ESP (type
+// EF00, uefi-holder-<n>) of 550 MiB at 1 MiB, in the room kept before the
+// RAID partitions, whose first 16 MiB hold marker (the boot loader's). It
+// returns the disk of each ESP by its partition GUID, upper case as OVMF
+// prints it.
+func holderESPs(t *testing.T, m vmtest.Machine, ids []string, marker []byte) map[string]string {
+	t.Helper()
+	espDisk := map[string]string{}
+	for i, id := range ids {
 		pt, err := blockdev.ReadPartTable(m.DiskPath(id), 512)
 		if err != nil {
 			t.Fatal(err)
@@ -299,8 +334,8 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 				if p.Start != 1<<20 || p.Size != 550<<20 || p.Name != fmt.Sprintf("uefi-holder-%d", i) {
 					t.Errorf("%s: ESP %+v, want uefi-holder-%d at 1 MiB, 550 MiB", id, p, i)
 				}
-				if b := readAt(t, m.DiskPath(id), p.Start, 16<<20); !bytes.Contains(b, []byte("--set=root /boot/osimage")) {
-					t.Errorf("%s: the ESP does not hold the image's GRUB", id)
+				if b := readAt(t, m.DiskPath(id), p.Start, 16<<20); !bytes.Contains(b, marker) {
+					t.Errorf("%s: the ESP does not hold the boot loader (no %q)", id, marker)
 				}
 			}
 		}
@@ -308,30 +343,28 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 			t.Errorf("%s: no EFI system partition: %+v", id, pt.Partitions)
 		}
 	}
+	return espDisk
+}
 
-	// bootedFrom boots from the disks ids and returns the disk whose ESP
-	// held the agent's entry OVMF loaded the OS through.
-	entry := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "` + osimage.EFILabel + ` \(RAID, part[01]\)" from HD\(3,GPT,([0-9A-F-]{36}),`)
-	bootedFrom := func(ids []string) string {
-		vm := bootDisks(t, ctx, m, ids, osimage.Booted)
-		from := ""
-		for _, l := range vm.Lines() {
-			if sm := entry.FindStringSubmatch(l.Text); sm != nil {
-				from = espDisk[sm[1]]
-				t.Logf("booting from %v: %s", ids, l.Text[strings.Index(l.Text, "BdsDxe"):])
-			}
+// bootThroughHolderEntry boots m from the disks ids until the deployed OS
+// prints its marker and returns the disk (espDisk: holderESPs) whose ESP
+// held the NVRAM entry OVMF loaded it through: one of those the agent
+// wrote per holder, label suffixed "(RAID, part<n>)".
+func bootThroughHolderEntry(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string, label string, espDisk map[string]string) string {
+	t.Helper()
+	entry := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "` + regexp.QuoteMeta(label) + ` \(RAID, part[01]\)" from HD\([0-9]+,GPT,([0-9A-F-]{36}),`)
+	vm := bootDisks(t, ctx, m, ids, osimage.Booted)
+	from := ""
+	for _, l := range vm.Lines() {
+		if sm := entry.FindStringSubmatch(l.Text); sm != nil {
+			from = espDisk[sm[1]]
+			t.Logf("booting from %v: %s", ids, l.Text[strings.Index(l.Text, "BdsDxe"):])
 		}
-		if from == "" {
-			t.Fatalf("booting from %v: OVMF loaded no entry the agent wrote for a holder's ESP (%v)", ids, espDisk)
-		}
-		return from
 	}
-	first := bootedFrom([]string{"vda", "vdb"})
-	other := map[string]string{"vda": "vdb", "vdb": "vda"}[first]
-	if got := bootedFrom([]string{other}); got != other {
-		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
+	if from == "" {
+		t.Fatalf("booting from %v: OVMF loaded no entry %q the agent wrote for a holder's ESP (%v)", ids, label, espDisk)
 	}
-	raidUndeployAndClean(t, ctx, m, uuid)
+	return from
 }
 
 // mdSuperblockPlaces are where md superblocks of each version live on a
@@ -513,14 +546,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, uuid, "available", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	part := filepath.Join(dir, "root.img")
-	if err := o.PartitionImage(ctx, dir, part, 96<<20); err != nil {
-		t.Fatal(err)
-	}
-	partImg, err := os.ReadFile(part)
-	if err != nil {
-		t.Fatal(err)
-	}
+	part, partImg := deployedOSPartitionImage(t, ctx, o, dir)
 	partUUID, err := blockdev.BlockUUID(part)
 	if err != nil {
 		t.Fatal(err)
