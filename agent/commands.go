@@ -125,19 +125,21 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 		if err != nil {
 			return nil, err
 		}
+		// A missing or malformed step is accepted and then fails the
+		// command, as IPA's execute_*_step raises inside its async command
+		// (a FAILED CommandExecutionError Ironic reads back), after the
+		// node is cached and the versions are checked.
 		rawStep, ok := p["step"]
-		if !ok {
-			return nil, ipaerror.InvalidCommandParams("missing parameter step")
-		}
 		var step struct {
 			Step *string                    `json:"step"`
 			Args map[string]json.RawMessage `json:"args"`
 		}
-		if err := json.Unmarshal(rawStep, &step); err != nil {
-			return nil, ipaerror.InvalidCommandParams("parameter step: want an object: %v", err)
-		}
-		if step.Step == nil || *step.Step == "" {
-			return nil, ipaerror.InvalidCommandParams("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
+		var malformed string
+		switch {
+		case !ok:
+			malformed = fmt.Sprintf("execute_%s_step() missing 1 required positional argument: 'step'", kind)
+		case json.Unmarshal(rawStep, &step) != nil || step.Step == nil:
+			malformed = fmt.Sprintf("Malformed %s_step, no \"step\" key: %s", kind, rawStep)
 		}
 		versionKey := kind + "_version"
 		// Extra parameters are step arguments too (IPA's **kwargs), then
@@ -153,11 +155,18 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 		for k, v := range step.Args {
 			args[k] = v
 		}
-		name := *step.Step
+		var name string
+		if step.Step != nil {
+			name = *step.Step
+		}
 		return func(ctx context.Context) (any, error) {
 			a.cacheNode(*np.Node)
 			if err := a.managers.CheckVersions(p[versionKey]); err != nil {
 				return nil, err
+			}
+			if malformed != "" {
+				a.log.Error("step refused", "kind", kind, "error", malformed)
+				return nil, ipaerror.New("CommandExecutionError", 500, "Command execution failed", malformed)
 			}
 			a.log.Info("executing step", "kind", kind, "step", name)
 			// Cleared when the step ends, unless the agent's shutdown cut it

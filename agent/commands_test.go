@@ -402,8 +402,17 @@ func TestStepCommandsThroughAPI(t *testing.T) {
 	if r["command_status"] != "FAILED" || !strings.Contains(string(mustJSON(r["command_error"])), "Could not find method: erase_everything") {
 		t.Errorf("unknown step %v", r)
 	}
-	if code, _ := call(t, ra, "clean.execute_clean_step", map[string]any{"step": map[string]any{"interface": "deploy"}, "node": node, "ports": []any{}}); code != 400 {
-		t.Errorf("step without a name: %d", code)
+	// A step without a name, or no step at all, is accepted and fails the
+	// command, as in IPA (Ironic reads the failure back).
+	_, r = call(t, ra, "clean.execute_clean_step", map[string]any{"step": map[string]any{"interface": "deploy"}, "node": node, "ports": []any{}})
+	if e := string(mustJSON(r["command_error"])); r["command_status"] != "FAILED" ||
+		!strings.Contains(e, `"type":"CommandExecutionError"`) || !strings.Contains(e, `Malformed clean_step, no \"step\" key: {\"interface\":\"deploy\"}`) {
+		t.Errorf("step without a name %v", r)
+	}
+	_, r = call(t, ra, "deploy.execute_deploy_step", map[string]any{"node": node, "ports": []any{}})
+	if e := string(mustJSON(r["command_error"])); r["command_status"] != "FAILED" ||
+		!strings.Contains(e, `execute_deploy_step() missing 1 required positional argument: 'step'`) {
+		t.Errorf("no step %v", r)
 	}
 	if code, _ := call(t, ra, "clean.get_clean_steps", map[string]any{"node": node}); code != 400 {
 		t.Errorf("get_clean_steps without ports: %d", code)

@@ -161,9 +161,9 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 //     nothing and the step finds no agent ("requires agent_url");
 //  2. after an agent step (burnin_cpu) that makes Ironic boot the ramdisk,
 //     the method sends task.node.deploy_step, empty while servicing, as a
-//     deploy step, which the agent refuses as malformed (IPA fails the
-//     command instead, and the method's DEPLOYWAIT is then no value
-//     servicing takes).
+//     deploy step, which the agent accepts and fails as malformed, as IPA
+//     does, and servicing then fails on the method's return value (the
+//     deploy's "wait call-back", no state servicing takes).
 //
 // Both end in "service failed", and no array is made on the disks.
 func TestVMSoftwareRAIDServiceStep(t *testing.T) {
@@ -226,7 +226,10 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	start = time.Now()
 	vm := bootFor(t, ctx, api, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetService,
 		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}}, m, vmtest.Options{})
-	serviced(start, "servicing with burnin_cpu, apply_configuration", `Malformed deploy_step, no "step" key: {}`)
+	serviced(start, "servicing with burnin_cpu, apply_configuration", "step returned invalid value: wait call-back")
+	if _, ok := vm.Find(`Malformed deploy_step, no \"step\" key: {}`); !ok {
+		t.Errorf("the agent did not fail Ironic's empty deploy step as malformed")
+	}
 	for _, l := range vm.Lines() {
 		if strings.Contains(l.Text, "step") && (strings.Contains(l.Text, "deploy") || strings.Contains(l.Text, "service")) {
 			t.Logf("agent: %s", l.Text)
