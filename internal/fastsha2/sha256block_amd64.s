@@ -76,8 +76,8 @@
 	ORL CX, BX; \
 	ADDL BX, h
 
-// func blockAMD64(dig *[8]uint32, p []byte)
-TEXT ·blockAMD64(SB), NOSPLIT, $256-32
+// func block256AMD64(dig *[8]uint32, p []byte)
+TEXT ·block256AMD64(SB), NOSPLIT, $256-32
 	MOVQ p_base+8(FP), SI
 	MOVQ p_len+16(FP), DI
 	ANDQ $-64, DI
