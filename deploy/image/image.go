@@ -343,7 +343,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	// by the writer instead.
 	ah := newAsyncHash(timedHash{h, &clock.hash}, &clock.bufferWait)
 	defer ah.Wait()
-	hr := &hashingReader{r: timedReader{src.stream, &clock.receive}, h: ah}
+	hr := &hashingReader{r: timedReader{src.stream, &clock.receive, &clock.reads}, h: ah}
 	outer := bufio.NewReaderSize(hr, SniffLen)
 	head, perr := outer.Peek(SniffLen)
 	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {

@@ -118,7 +118,7 @@ func TestWriteImageRawToFile(t *testing.T) {
 	}
 	// A raw image's stages: received, hashed by the writer, written;
 	// nothing to decode.
-	if st := res.Stages; st.Receive <= 0 || st.Hash <= 0 || st.Write <= 0 || st.Decode != 0 || st.HashImpl == "" {
+	if st := res.Stages; st.Receive <= 0 || st.Reads <= 0 || st.Hash <= 0 || st.Write <= 0 || st.Decode != 0 || st.HashImpl == "" {
 		t.Errorf("stages %+v", st)
 	}
 	t.Log(res.Summary(), "; ", res.Stages)
@@ -472,9 +472,9 @@ func TestSummary(t *testing.T) {
 }
 
 func TestStageTimesString(t *testing.T) {
-	st := StageTimes{Receive: 61 * time.Second, Decode: 2 * time.Second, Hash: 70 * time.Second, HashImpl: "crypto/sha256",
+	st := StageTimes{Receive: 61 * time.Second, Reads: 300, Decode: 2 * time.Second, Hash: 70 * time.Second, HashImpl: "crypto/sha256",
 		BufferWait: 10 * time.Second, Write: 40 * time.Second, Sync: 300 * time.Millisecond}
-	want := "receive 61.0s, decode 2.0s, hash 70.0s (crypto/sha256), waiting on the disk or the hash 10.0s, device writes 40.0s (2 at once), fsync 0.3s"
+	want := "receive 61.0s (300 reads), decode 2.0s, hash 70.0s (crypto/sha256), waiting on the disk or the hash 10.0s, device writes 40.0s (2 at once), fsync 0.3s"
 	if got := st.String(); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}

@@ -18,6 +18,8 @@ type StageTimes struct {
 	// Receive is the time spent in the source's reads: waiting for the
 	// network (or the file) and copying what arrived.
 	Receive time.Duration
+	// Reads is how many reads of the source that took.
+	Reads int64
 	// Decode is the time the producer spent converting qcow2 or
 	// decompressing, and copying what it hashes, outside the source's
 	// reads and its waits (0 for plain raw images).
@@ -39,7 +41,7 @@ type StageTimes struct {
 // String is the stages for a log line.
 func (s StageTimes) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "receive %.1fs", s.Receive.Seconds())
+	fmt.Fprintf(&b, "receive %.1fs (%d reads)", s.Receive.Seconds(), s.Reads)
 	if s.Decode > 0 {
 		fmt.Fprintf(&b, ", decode %.1fs", s.Decode.Seconds())
 	}
@@ -55,6 +57,7 @@ func (s StageTimes) String() string {
 // stageClock adds up stage times from several goroutines.
 type stageClock struct {
 	receive, hash, bufferWait, write atomic.Int64 // nanoseconds
+	reads                            atomic.Int64
 }
 
 // since adds the time since start to d.
@@ -62,16 +65,18 @@ func since(d *atomic.Int64, start time.Time) {
 	d.Add(int64(time.Since(start)))
 }
 
-// timedReader counts the time spent in r's reads into d.
+// timedReader counts r's reads and the time spent in them.
 type timedReader struct {
-	r io.Reader
-	d *atomic.Int64
+	r     io.Reader
+	d     *atomic.Int64
+	reads *atomic.Int64
 }
 
 func (t timedReader) Read(p []byte) (int, error) {
 	start := time.Now()
 	n, err := t.r.Read(p)
 	since(t.d, start)
+	t.reads.Add(1)
 	return n, err
 }
 
@@ -94,6 +99,7 @@ func (t timedHash) Write(p []byte) (int, error) {
 func (c *stageClock) times(copyTime, sync time.Duration, decoding bool, hashImpl string) StageTimes {
 	s := StageTimes{
 		Receive:    time.Duration(c.receive.Load()),
+		Reads:      c.reads.Load(),
 		Hash:       time.Duration(c.hash.Load()),
 		HashImpl:   hashImpl,
 		BufferWait: time.Duration(c.bufferWait.Load()),
