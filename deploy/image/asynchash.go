@@ -18,12 +18,14 @@ const (
 // asyncHash feeds h from its own goroutine, in the order of the writes.
 // Wait ends the goroutine; h holds the digest of everything written
 // after it. The goroutine only hashes, so Write blocks only while the
-// hash is behind (counted in waited).
+// hash is behind (counted in waited). Chunks are made as needed: a raw
+// image passes only its first bytes through here.
 type asyncHash struct {
 	h      hash.Hash
 	waited *atomic.Int64
 	free   chan []byte
 	full   chan []byte
+	made   int // chunks made so far
 	cur    []byte
 	done   chan struct{}
 	ended  bool
@@ -35,9 +37,6 @@ func newAsyncHash(h hash.Hash, waited *atomic.Int64) *asyncHash {
 		free: make(chan []byte, asyncHashChunks),
 		full: make(chan []byte, asyncHashChunks),
 		done: make(chan struct{}),
-	}
-	for range asyncHashChunks {
-		a.free <- make([]byte, 0, asyncHashChunk)
 	}
 	go func() {
 		defer close(a.done)
@@ -71,6 +70,10 @@ func (a *asyncHash) take() []byte {
 	case b := <-a.free:
 		return b
 	default:
+	}
+	if a.made < asyncHashChunks {
+		a.made++
+		return make([]byte, 0, asyncHashChunk)
 	}
 	defer since(a.waited, time.Now())
 	return <-a.free
