@@ -85,6 +85,9 @@ func runWriteImage(ctx context.Context, args []string, stdout, stderr io.Writer)
 	for _, w := range res.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
+	if !*quiet {
+		fmt.Fprintln(stderr, "where the time went:", res.Stages)
+	}
 	fmt.Fprintln(stdout, res.Summary())
 	return nil
 }

@@ -49,4 +49,11 @@ func TestWriteImageCommand(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out.String(), "NOT verified (no checksum given), computed sha256 "+digest) {
 		t.Errorf("no checksum: exit %d, stdout %q stderr %q", code, out.String(), errOut.String())
 	}
+	// Without --quiet the stage times follow the progress.
+	out.Reset()
+	errOut.Reset()
+	code = runMain(context.Background(), []string{"write-image", "--checksum", "sha256:" + digest, src, dst}, &out, &errOut)
+	if code != 0 || !strings.Contains(errOut.String(), "where the time went: receive ") {
+		t.Errorf("stage times: exit %d, stderr %q", code, errOut.String())
+	}
 }

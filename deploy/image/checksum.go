@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/internal/fastsha2"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -36,11 +37,15 @@ func newHash(algo string) hash.Hash {
 	case "sha224":
 		return sha256.New224()
 	case "sha256":
-		return sha256.New()
+		// Ironic's default os_hash_algo; on CPUs without AVX2, QEMU's
+		// qemu64 among them, crypto/sha256's generic code halved the
+		// image write's speed (README, "IPA 13 side by side").
+		return fastsha2.New256()
 	case "sha384":
 		return sha512.New384()
 	case "sha512":
-		return sha512.New()
+		// Glance's default os_hash_algo, which Ironic passes on.
+		return fastsha2.New512()
 	case "sha3_224":
 		return sha3.New224()
 	case "sha3_256":
@@ -51,6 +56,15 @@ func newHash(algo string) hash.Hash {
 		return sha3.New512()
 	}
 	return nil
+}
+
+// hashImplementation names the code newHash(algo) runs, for the write's
+// stage times.
+func hashImplementation(algo string) string {
+	if algo == "sha256" || algo == "sha512" {
+		return fastsha2.Implementation()
+	}
+	return ""
 }
 
 // algorithmByLength picks SHA-2 by digest length as IPA does; 32

@@ -88,6 +88,8 @@ type WriteResult struct {
 	Refetched   int64 // qcow2 bytes fetched again with Range requests
 	Attempts    int
 	Warnings    []string
+	// Stages is where the time went (the last attempt's).
+	Stages StageTimes
 }
 
 // Summary is the one line an operator reads at the end.
@@ -177,7 +179,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // hashingReader hashes what passes through it until h is set to nil.
 type hashingReader struct {
 	r io.Reader
-	h hash.Hash
+	h io.Writer
 }
 
 func (h *hashingReader) Read(p []byte) (int, error) {
@@ -335,7 +337,13 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	if h == nil {
 		return nil, ipaerror.Generic("unsupported checksum algorithm " + sum.Algorithm)
 	}
-	hr := &hashingReader{r: src.stream, h: h}
+	var clock stageClock
+	// Hashed beside the producer, which may have a qcow2 image to
+	// convert or a file to decompress; a raw image's bytes are hashed
+	// by the writer instead.
+	ah := newAsyncHash(timedHash{h, &clock.hash}, &clock.bufferWait)
+	defer ah.Wait()
+	hr := &hashingReader{r: timedReader{src.stream, &clock.receive, &clock.reads}, h: ah}
 	outer := bufio.NewReaderSize(hr, SniffLen)
 	head, perr := outer.Peek(SniffLen)
 	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
@@ -378,9 +386,9 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 		// Every byte of the file goes to the disk in order, the sniffed
 		// ones included: let the writer's hash stage hash them all.
 		h = newHash(sum.Algorithm)
-		hr.h, writerHash = nil, h
+		hr.h, writerHash = nil, timedHash{h, &clock.hash}
 	}
-	w, err := newDiskWriter(dev, device, opts.DeviceZeroed, writerHash)
+	w, err := newDiskWriter(dev, device, opts.DeviceZeroed, writerHash, &clock)
 	if err != nil {
 		return nil, errWrite(device, err)
 	}
@@ -389,6 +397,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 
 	var fra *forwardReaderAt
 	var copyErr error
+	copyStart := time.Now()
 	switch {
 	case rawLike(res.Format):
 		_, copyErr = w.ReadFrom(inner)
@@ -414,6 +423,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 		// Hash whatever follows (nothing, for a well-formed file).
 		_, copyErr = io.Copy(io.Discard, outer)
 	}
+	copyTime := time.Since(copyStart)
 	stopLimit()
 	if copyErr != nil {
 		w.abort()
@@ -446,22 +456,25 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	if fra != nil {
 		res.Refetched = fra.Refetched
 	}
+	ah.Wait()
 	res.Digest = fmt.Sprintf("%x", h.Sum(nil))
 	res.Verified = sum.Expected != ""
 	if res.Verified && res.Digest != sum.Expected {
 		return nil, errChecksum(src.name, info.ID, sum.Expected, res.Digest)
 	}
+	syncStart := time.Now()
 	warn, err := dev.Finish(ctx)
 	if err != nil {
 		return nil, errWrite(device, err)
 	}
+	res.Stages = clock.times(copyTime, time.Since(syncStart), writerHash == nil, hashImplementation(sum.Algorithm))
 	if warn != "" {
 		res.Warnings = append(res.Warnings, warn)
 		opts.Logger.Warn(warn)
 	}
 	res.Duration = time.Since(start)
 	stopProgress(true)
-	opts.Logger.Info("image written", "image", info.ID, "device", device, "summary", res.Summary())
+	opts.Logger.Info("image written", "image", info.ID, "device", device, "summary", res.Summary(), "stages", res.Stages.String())
 	return res, nil
 }
 

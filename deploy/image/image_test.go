@@ -116,7 +116,12 @@ func TestWriteImageRawToFile(t *testing.T) {
 	if res.ZeroedBytes == 0 {
 		t.Errorf("expected zero runs to be zeroed, result %+v", res)
 	}
-	t.Log(res.Summary())
+	// A raw image's stages: received, hashed by the writer, written;
+	// nothing to decode.
+	if st := res.Stages; st.Receive <= 0 || st.Reads <= 0 || st.Hash <= 0 || st.Write <= 0 || st.Decode != 0 || st.HashImpl == "" {
+		t.Errorf("stages %+v", st)
+	}
+	t.Log(res.Summary(), "; ", res.Stages)
 }
 
 func TestWriteImageResumesAfterCuts(t *testing.T) {
@@ -464,6 +469,15 @@ func TestSummary(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 	_ = fmt.Sprint
+}
+
+func TestStageTimesString(t *testing.T) {
+	st := StageTimes{Receive: 61 * time.Second, Reads: 300, Decode: 2 * time.Second, Hash: 70 * time.Second, HashImpl: "crypto/sha256",
+		BufferWait: 10 * time.Second, Write: 40 * time.Second, Sync: 300 * time.Millisecond}
+	want := "receive 61.0s (300 reads), decode 2.0s, hash 70.0s (crypto/sha256), waiting on the disk or the hash 10.0s, device writes 40.0s (2 at once), fsync 0.3s"
+	if got := st.String(); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
 }
 
 // A compressed image that turns out larger than the device fails as a

@@ -80,7 +80,11 @@ func TestWriteImageQcow2(t *testing.T) {
 			if n := srv.ranges.Load() - before; n != 0 || res.Refetched != 0 {
 				t.Errorf("%d range requests, %d bytes fetched again; want a single pass", n, res.Refetched)
 			}
-			t.Log(res.Summary())
+			// The file's bytes are hashed beside the conversion.
+			if st := res.Stages; st.Receive <= 0 || st.Hash <= 0 || st.Write <= 0 {
+				t.Errorf("stages %+v", st)
+			}
+			t.Log(res.Summary(), "; ", res.Stages)
 		})
 	}
 }

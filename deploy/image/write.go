@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Write geometry. Writes of a few MiB at MiB-aligned offsets with O_DIRECT
@@ -54,6 +55,7 @@ type diskWriter struct {
 	hashIn   chan *writeBuf
 	reqs     chan writeReq // dispatcher to workers
 	hash     hash.Hash
+	clock    *stageClock
 	wg       sync.WaitGroup // every goroutine
 	closed   bool
 
@@ -113,14 +115,18 @@ type blockTarget interface {
 // newDiskWriter starts the writer. With h set, every data buffer is hashed
 // before the writer finishes: for a raw image the bytes written are the
 // bytes downloaded, and hashing beside the download and the write instead
-// of in line with either keeps both cores busy.
-func newDiskWriter(dev blockTarget, name string, zeroed bool, h hash.Hash) (*diskWriter, error) {
+// of in line with either keeps both cores busy. The writer adds its waits
+// and device times to clock (nil: a clock of its own).
+func newDiskWriter(dev blockTarget, name string, zeroed bool, h hash.Hash, clock *stageClock) (*diskWriter, error) {
+	if clock == nil {
+		clock = &stageClock{}
+	}
 	pool, err := alignedAlloc(writeBufSize * writeBufs)
 	if err != nil {
 		return nil, err
 	}
 	w := &diskWriter{
-		dev: dev, name: name, zeroed: zeroed, pool: pool, hash: h,
+		dev: dev, name: name, zeroed: zeroed, pool: pool, hash: h, clock: clock,
 		free:     make(chan *writeBuf, writeBufs),
 		dispatch: make(chan writeJob, writeBufs),
 		reqs:     make(chan writeReq, writeDepth),
@@ -254,6 +260,13 @@ func (w *diskWriter) takeBuffer() error {
 	case b := <-w.free:
 		w.cur, w.fill = b, 0
 		return nil
+	default:
+	}
+	defer since(&w.clock.bufferWait, time.Now())
+	select {
+	case b := <-w.free:
+		w.cur, w.fill = b, 0
+		return nil
 	case <-w.failed:
 		return w.stopped()
 	}
@@ -282,6 +295,12 @@ func (w *diskWriter) submit() error {
 }
 
 func (w *diskWriter) send(j writeJob) error {
+	select {
+	case w.dispatch <- j:
+		return nil
+	default:
+	}
+	defer since(&w.clock.bufferWait, time.Now())
 	select {
 	case w.dispatch <- j:
 		return nil
@@ -417,6 +436,7 @@ func (w *diskWriter) workLoop() {
 }
 
 func (w *diskWriter) do(r writeReq) error {
+	defer since(&w.clock.write, time.Now())
 	if r.p == nil {
 		if w.zeroed {
 			w.skipped.Add(r.n)

@@ -78,7 +78,7 @@ func TestDiskWriterRawPipeline(t *testing.T) {
 	dev := newMemTarget(len(img)+(1<<20), 2*time.Millisecond)
 	dev.awaitOverlap = true
 	h := sha256.New()
-	w, err := newDiskWriter(dev, "mem", false, h)
+	w, err := newDiskWriter(dev, "mem", false, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestDiskWriterDeviceError(t *testing.T) {
 	img := bytes.Repeat([]byte{1}, 64<<20)
 	dev := newMemTarget(len(img), 0)
 	dev.failAt = 8 << 20
-	w, err := newDiskWriter(dev, "mem", false, sha256.New())
+	w, err := newDiskWriter(dev, "mem", false, sha256.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestDiskWriterDeviceError(t *testing.T) {
 // A producer that fails mid-image aborts the writer cleanly.
 func TestDiskWriterAbort(t *testing.T) {
 	dev := newMemTarget(32<<20, time.Millisecond)
-	w, err := newDiskWriter(dev, "mem", false, sha256.New())
+	w, err := newDiskWriter(dev, "mem", false, sha256.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -315,6 +315,13 @@ func (b *sideDeployBed) wait(ctx context.Context, vm *vmtest.VM, uuid, state str
 			}
 		}
 		if exited, _ := vm.Exited(); exited {
+			// The agent powers the machine off as the deploy's last
+			// step, and Ironic records active a moment later.
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(30 * time.Second):
+			}
 			cancel()
 			<-done
 			return errors.New("the VM stopped")
