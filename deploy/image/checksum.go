@@ -61,8 +61,11 @@ func newHash(algo string) hash.Hash {
 // hashImplementation names the code newHash(algo) runs, for the write's
 // stage times.
 func hashImplementation(algo string) string {
-	if algo == "sha256" || algo == "sha512" {
-		return fastsha2.Implementation()
+	switch algo {
+	case "sha256":
+		return fastsha2.Implementation256()
+	case "sha512":
+		return fastsha2.Implementation512()
 	}
 	return ""
 }

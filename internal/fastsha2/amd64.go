@@ -11,23 +11,29 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useAssembly mirrors crypto/sha256's and crypto/sha512's choice on
-// amd64: their AVX2 code needs AVX, AVX2 and BMI2, and SHA-256's SHA-NI
-// code is taken only with AVX as well; without AVX2 both run their
-// generic Go code, which the assembly beats.
-func useAssembly() bool {
-	return !(cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasBMI2)
+// goFast256 and goFast512 mirror crypto/sha256's and crypto/sha512's
+// choice on amd64 (crypto/internal/fips140/sha256 and sha512): their AVX2
+// code needs AVX, AVX2 and BMI2; without it they run their generic Go
+// code, which the assembly beats. SHA-256 also has SHA-NI code, taken with
+// AVX, SHA, SSE4.1 and SSSE3: x/sys/cpu does not report SHA, and the CPUs
+// with SHA but no AVX2 (Goldmont Atoms) have no AVX either, so there too Go
+// runs its generic code and AVX2 alone decides.
+func goFast256() bool { return goFast512() }
+
+func goFast512() bool {
+	x := cpu.X86
+	return x.HasAVX && x.HasAVX2 && x.HasBMI2
 }
 
 func assembly256() hash.Hash {
-	if !useAssembly() {
+	if goFast256() {
 		return nil
 	}
 	return newDigest256()
 }
 
 func assembly512() hash.Hash {
-	if !useAssembly() {
+	if goFast512() {
 		return nil
 	}
 	return newDigest512()

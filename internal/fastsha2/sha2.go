@@ -23,9 +23,17 @@ func New512() hash.Hash {
 	return sha512.New()
 }
 
-// Implementation names the code the constructors' hashes run, for logs.
-func Implementation() string {
+// Implementation256 names the code New256's hashes run, for logs.
+func Implementation256() string {
 	if assembly256() != nil {
+		return "fastsha2 integer assembly"
+	}
+	return "Go's crypto"
+}
+
+// Implementation512 names the code New512's hashes run, for logs.
+func Implementation512() string {
+	if assembly512() != nil {
 		return "fastsha2 integer assembly"
 	}
 	return "Go's crypto"
