@@ -30,6 +30,7 @@
 #
 #   IPA_SIDE_DEPLOY_RUNS=ipa:qcow2,ours:raw  picks TestVMIPADeploy's runs
 #   IPA_SIDE_MEMORY_STEPS=N                  TestVMIPAMemory's boots per agent
+#   IPA_SIDE_MEMORY_AGENTS=ours              TestVMIPAMemory's agents (ipa,ours)
 #
 #   scripts/ipa-side-by-side.sh                      # all four, Ironic 2026.1
 #   IPA_SIDE_TESTS='Steps|Deploy' scripts/ipa-side-by-side.sh   # some of them
