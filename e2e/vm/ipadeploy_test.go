@@ -159,7 +159,10 @@ func newSideDeployBed(t *testing.T, ctx context.Context) *sideDeployBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, client := ownIronic(t, ctx, "ipa-deploy-ironic", in.Config(ironictest.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
+	// One Ironic per test: TestVMIPADeploy and TestVMIPAMemory in one run
+	// each start their own, and a second in the same directory finds the
+	// first one's database.
+	_, client := ownIronic(t, ctx, "ipa-deploy-ironic-"+t.Name(), in.Config(ironictest.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
 	imgs, err := sideImages()
 	if err != nil {
 		t.Fatalf("the 1 GiB images: %v", err)
