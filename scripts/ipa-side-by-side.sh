@@ -25,8 +25,9 @@
 # Needs root (debootstrap, network namespaces for lldpd) and the packages of
 # test.sh. The first run builds IPA's root filesystem (about 8 min) and the
 # initramfs; later runs take them from the cache. Under TCG on 2 vCPUs at
-# load 8-15: TestVMIPASideBySide 11 min, TestVMIPASteps 15 min,
-# TestVMIPADeploy 28 min (README: IPA 13 side by side).
+# load 5-15: TestVMIPASideBySide 11 min, TestVMIPASteps 15 min,
+# TestVMIPADeploy 28 min, TestVMIPAMemory 21 min (README: IPA 13 side by
+# side).
 #
 #   IPA_SIDE_DEPLOY_RUNS=ipa:qcow2,ours:raw  picks TestVMIPADeploy's runs
 #   IPA_SIDE_MEMORY_STEPS=N                  TestVMIPAMemory's boots per agent
