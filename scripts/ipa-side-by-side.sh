@@ -6,22 +6,32 @@
 # e2e/vm (all behind IPA_SIDE_BY_SIDE=1):
 #
 #   TestVMIPASideBySide  inspection data compared (SeaBIOS and OVMF); ramdisk
-#                        size, first heartbeat, inspection, metadata cleaning
+#                        size (packed and unpacked), first heartbeat,
+#                        inspection, metadata cleaning
 #   TestVMIPASteps       get_clean/deploy/service_steps, get_partition_uuids,
-#                        a bad-checksum prepare_image, unknown commands
+#                        a bad-checksum prepare_image, unknown commands; time
+#                        to a serving API
 #   TestVMIPADeploy      inspect + clean + deploy of a 1 GiB qcow2 and raw
-#                        image in one boot (fast track), 3 GiB; peak memory
+#                        image in one boot (fast track), 3 GiB; where the
+#                        deploy's time went (each agent's own log lines);
+#                        peak memory (IPA: VmHWM and its unit's cgroup peak)
 #   TestVMIPAMemory      the smallest memory that completes the qcow2 flow,
 #                        bisected ($IPA_SIDE_MEMORY_STEPS boots per agent)
+#
+# Every number of the README's "IPA 13 side by side" tables is on a
+# "numbers:" line of this output (the memory bisection's tries on its
+# "<agent> at <N> MiB:" lines).
 #
 # Needs root (debootstrap, network namespaces for lldpd) and the packages of
 # test.sh. The first run builds IPA's root filesystem (about 8 min) and the
 # initramfs; later runs take them from the cache. Under TCG on 2 vCPUs at
-# load 8-15: TestVMIPASideBySide 11 min, TestVMIPASteps 15 min,
-# TestVMIPADeploy 28 min (README: IPA 13 side by side).
+# load 5-15: TestVMIPASideBySide 11 min, TestVMIPASteps 15 min,
+# TestVMIPADeploy 28 min, TestVMIPAMemory 21 min (README: IPA 13 side by
+# side).
 #
 #   IPA_SIDE_DEPLOY_RUNS=ipa:qcow2,ours:raw  picks TestVMIPADeploy's runs
 #   IPA_SIDE_MEMORY_STEPS=N                  TestVMIPAMemory's boots per agent
+#   IPA_SIDE_MEMORY_AGENTS=ours              TestVMIPAMemory's agents (ipa,ours)
 #
 #   scripts/ipa-side-by-side.sh                      # all four, Ironic 2026.1
 #   IPA_SIDE_TESTS='Steps|Deploy' scripts/ipa-side-by-side.sh   # some of them

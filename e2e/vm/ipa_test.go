@@ -54,6 +54,9 @@ type sideAgent struct {
 	// kernelSize and initrdSize are the sizes a server downloads: the
 	// bzImage and the compressed initramfs.
 	kernelSize, initrdSize int64
+	// unpackedSize is the initramfs uncompressed: what the kernel unpacks
+	// into RAM.
+	unpackedSize int64
 	// heartbeatLine is what the agent logs once its first heartbeat is
 	// done: ours "heartbeat successful"; IPA logs nothing on success and
 	// "sleeping before next heartbeat" right after each one.
@@ -74,9 +77,9 @@ func sideAgents(t *testing.T, fw string, macs [2]string) []sideAgent {
 		// net.ifnames=0: the kernel's NIC names, as in our ramdisk (which has
 		// no udev to rename them), so what is keyed by name (lldp_raw,
 		// numa_topology's nics, inspector's interfaces) compares.
-		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), extra: "net.ifnames=0",
+		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), unpackedSize: size(ipa.InitrdRaw), extra: "net.ifnames=0",
 			heartbeatLine: "sleeping before next heartbeat"},
-		{name: "ours", kernel: ours.KernelFor(fw), initrd: ours.InitrdFor(fw), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd),
+		{name: "ours", kernel: ours.KernelFor(fw), initrd: ours.InitrdFor(fw), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
 			extra: "ironic_agent.dhcp=" + macs[0], heartbeatLine: "heartbeat successful"},
 	}
 }
@@ -198,8 +201,8 @@ func TestVMIPASideBySide(t *testing.T) {
 			for _, a := range sideAgents(t, fw, macs) {
 				r := inspectWith(t, ctx, s, a, m, ns, macs, agentPort, fw == "bios")
 				runs[a.name] = r
-				line := fmt.Sprintf("numbers: %s %s: ramdisk %.1f MiB (kernel %.1f + initrd %.1f), inspection %.1fs (QEMU start to manageable)",
-					fw, a.name, mib(a.kernelSize+a.initrdSize), mib(a.kernelSize), mib(a.initrdSize), r.inspect.Seconds())
+				line := fmt.Sprintf("numbers: %s %s: ramdisk %.1f MiB (kernel %.1f + initrd %.1f; %.0f MiB unpacked), inspection %.1fs (QEMU start to manageable)",
+					fw, a.name, mib(a.kernelSize+a.initrdSize), mib(a.kernelSize), mib(a.initrdSize), mib(a.unpackedSize), r.inspect.Seconds())
 				if r.clean != 0 {
 					line += fmt.Sprintf(", first heartbeat %.1fs after QEMU start, cleaning %.1fs (provide to available)", r.heartbeat.Seconds(), r.clean.Seconds())
 				}

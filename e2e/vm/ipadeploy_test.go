@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,7 +160,10 @@ func newSideDeployBed(t *testing.T, ctx context.Context) *sideDeployBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, client := ownIronic(t, ctx, "ipa-deploy-ironic", in.Config(ironictest.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
+	// One Ironic per test: TestVMIPADeploy and TestVMIPAMemory in one run
+	// each start their own, and a second in the same directory finds the
+	// first one's database.
+	_, client := ownIronic(t, ctx, "ipa-deploy-ironic-"+t.Name(), in.Config(ironictest.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
 	imgs, err := sideImages()
 	if err != nil {
 		t.Fatalf("the 1 GiB images: %v", err)
@@ -184,6 +188,9 @@ type sideFlowResult struct {
 	// that ends the deploy: ours logs peak_rss_kib, IPA's image prints
 	// ipa-memory-report (iparamdisk).
 	memory string
+	// image is where the deploy's time went, from the agent's own log
+	// lines on the console (imagePhases).
+	image string
 }
 
 // fatalConsole are console lines after which a run cannot complete (or
@@ -281,6 +288,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 			r.memory = strings.TrimSpace(l.Text)
 		}
 	}
+	r.image = imagePhases(vm.Lines())
 	got, err := prefixSHA256(m.DiskPath(deployTargetID(t, m)), img.rawBytes)
 	if err != nil {
 		return r, err
@@ -398,8 +406,8 @@ func TestVMIPADeploy(t *testing.T) {
 			t.Errorf("%s, %s image, %d MiB: %v", name, format, sideDeployMemoryMB, err)
 			continue
 		}
-		t.Logf("numbers: deploy %s %s (%d MiB): inspection %.1fs (QEMU start to manageable), cleaning %.1fs, deploy %.1fs (1 GiB %s, %.0f MiB file, to active); memory: %s",
-			format, name, sideDeployMemoryMB, r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), format, mib(b.images[format].size), r.memory)
+		t.Logf("numbers: deploy %s %s (%d MiB): inspection %.1fs (QEMU start to manageable), cleaning %.1fs, deploy %.1fs (1 GiB %s, %.0f MiB file, to active; %s); memory: %s",
+			format, name, sideDeployMemoryMB, r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), format, mib(b.images[format].size), r.image, r.memory)
 	}
 }
 
@@ -414,6 +422,9 @@ var sideMemoryRanges = map[string][2]int{"ipa": {1024, 3072}, "ours": {128, 512}
 // OOM killer, booting the bzImage and gzip'ed initramfs a server downloads
 // (sideShipped): $IPA_SIDE_MEMORY_STEPS boots per agent (default 3),
 // rounded to 32 MiB, within sideMemoryRanges. IPA_SIDE_BY_SIDE=1 only.
+//
+// $IPA_SIDE_MEMORY_AGENTS picks the agents, separated by commas (default
+// ipa,ours).
 func TestVMIPAMemory(t *testing.T) {
 	steps := 3
 	if v := os.Getenv("IPA_SIDE_MEMORY_STEPS"); v != "" {
@@ -423,10 +434,21 @@ func TestVMIPAMemory(t *testing.T) {
 		}
 		steps = n
 	}
+	agents := []string{"ipa", "ours"}
+	if v := os.Getenv("IPA_SIDE_MEMORY_AGENTS"); v != "" {
+		agents = nil
+		for _, a := range strings.Split(v, ",") {
+			a = strings.TrimSpace(a)
+			if _, ok := sideMemoryRanges[a]; !ok {
+				t.Fatalf("IPA_SIDE_MEMORY_AGENTS=%q: %q is not an agent (ipa or ours)", v, a)
+			}
+			agents = append(agents, a)
+		}
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Minute)
 	defer cancel()
 	b := newSideDeployBed(t, ctx)
-	for _, name := range []string{"ipa", "ours"} {
+	for _, name := range agents {
 		lo, hi := sideMemoryRanges[name][0], sideMemoryRanges[name][1]
 		var tried []string
 		for range steps {
@@ -449,5 +471,68 @@ func TestVMIPAMemory(t *testing.T) {
 		}
 		t.Logf("numbers: smallest memory %s: completes with %d MiB, not with %d MiB (%s; %d MiB resolution)",
 			name, hi, lo, strings.Join(tried, ", "), hi-lo)
+	}
+}
+
+// imagePhaseLines are the agents' log lines that time the image's way to
+// the disk: IPA 13's standby.py ("Image downloaded from URL in N seconds"
+// before a qemu-img convert, "Image streamed onto device DEV in N seconds",
+// "Image ID written to device DEV in N seconds") and ours (deploy/image's
+// summary: "... written to DEV in Ns, N MB/s").
+var imagePhaseLines = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"download into RAM", regexp.MustCompile(`Image downloaded from \S+ in ([0-9.]+) seconds`)},
+	{"streamed", regexp.MustCompile(`Image streamed onto device \S+ in ([0-9.]+) seconds`)},
+	{"written to the disk", regexp.MustCompile(`Image \S+ written to device \S+ in ([0-9.]+) seconds`)},
+	{"written", regexp.MustCompile(`written to \S+ in ([0-9.]+s, [0-9.]+ MB/s)`)},
+}
+
+// imagePhases is what the agent's console lines say of its image write,
+// e.g. "download into RAM 39.8s, written to the disk 62.6s", or "no
+// image log line" when it printed none.
+func imagePhases(lines []vmtest.Line) string {
+	var out []string
+	for _, l := range lines {
+		for _, p := range imagePhaseLines {
+			if m := p.re.FindStringSubmatch(l.Text); m != nil {
+				v := m[1]
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					v = fmt.Sprintf("%.1fs", f)
+				}
+				out = append(out, p.name+" "+v)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no image log line"
+	}
+	return strings.Join(out, ", ")
+}
+
+func TestImagePhases(t *testing.T) {
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{[]string{
+			"[  200.1] ironic-python-agent[612]: 2026-11-25 16:00:01.123 612 INFO ironic_python_agent.extensions.standby [-] Image downloaded from http://10.0.2.100/image.qcow2 in 39.84 seconds. Transferred 1074135040 bytes. Server originally reported: 1074135040.",
+			"[  223.0] ironic-python-agent[612]: 2026-11-25 16:00:24.0 612 INFO ironic_python_agent.extensions.standby [-] Image b8c1 written to device /dev/sdb in 62.61 seconds",
+		}, "download into RAM 39.8s, written to the disk 62.6s"},
+		{[]string{"ironic-python-agent[612]: ... Image streamed onto device /dev/sdb in 61.2 seconds for 1073741824 bytes. Server originally reported 1073741824."},
+			"streamed 61.2s"},
+		{[]string{`time=2026-11-25T16:00:00Z level=INFO msg="image written" summary="raw image b8c1 of 1073741824 bytes (raw image, 1073741824 bytes on disk) written to /dev/sdb in 140.2s, 8 MB/s"`},
+			"written 140.2s, 8 MB/s"},
+		{[]string{"nothing here"}, "no image log line"},
+	} {
+		var lines []vmtest.Line
+		for _, l := range c.lines {
+			lines = append(lines, vmtest.Line{Text: l})
+		}
+		if got := imagePhases(lines); got != c.want {
+			t.Errorf("imagePhases(%q) = %q, want %q", c.lines, got, c.want)
+		}
 	}
 }
