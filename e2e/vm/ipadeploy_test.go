@@ -494,6 +494,9 @@ var imagePhaseLines = []struct {
 // image log line" when it printed none.
 func imagePhases(lines []vmtest.Line) string {
 	var out []string
+	// The same summary can reach the console twice (the step's log line
+	// and the command's result); each phase is said once.
+	seen := map[string]bool{}
 	for _, l := range lines {
 		for _, p := range imagePhaseLines {
 			if m := p.re.FindStringSubmatch(l.Text); m != nil {
@@ -501,7 +504,10 @@ func imagePhases(lines []vmtest.Line) string {
 				if f, err := strconv.ParseFloat(v, 64); err == nil {
 					v = fmt.Sprintf("%.1fs", f)
 				}
-				out = append(out, p.name+" "+v)
+				if phase := p.name + " " + v; !seen[phase] {
+					seen[phase] = true
+					out = append(out, phase)
+				}
 				break
 			}
 		}
@@ -523,7 +529,8 @@ func TestImagePhases(t *testing.T) {
 		}, "download into RAM 39.8s, written to the disk 62.6s"},
 		{[]string{"ironic-python-agent[612]: ... Image streamed onto device /dev/sdb in 61.2 seconds for 1073741824 bytes. Server originally reported 1073741824."},
 			"streamed 61.2s"},
-		{[]string{`time=2026-11-25T16:00:00Z level=INFO msg="image written" summary="raw image b8c1 of 1073741824 bytes (raw image, 1073741824 bytes on disk) written to /dev/sdb in 140.2s, 8 MB/s"`},
+		{[]string{`time=2026-11-25T16:00:00Z level=INFO msg="image written" summary="raw image b8c1 of 1073741824 bytes (raw image, 1073741824 bytes on disk) written to /dev/sdb in 140.2s, 8 MB/s"`,
+			`time=2026-11-25T16:00:00Z level=INFO msg="async command finished" result="raw image b8c1 of 1073741824 bytes (raw image, 1073741824 bytes on disk) written to /dev/sdb in 140.2s, 8 MB/s"`},
 			"written 140.2s, 8 MB/s"},
 		{[]string{"nothing here"}, "no image log line"},
 	} {
