@@ -110,7 +110,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	captured, _ := os.ReadFile(filepath.Join(*out, "README.md"))
-	readme := fixtureReadme(*fw, *udev, hardware[*machine], m, vm, rd, string(captured), time.Now().UTC())
+	readme := fixtureReadme(*fw, strings.TrimPrefix(filepath.Base(*out), "qemu-"), *udev, hardware[*machine], m, vm, rd, string(captured), time.Now().UTC())
 	if err := os.WriteFile(filepath.Join(*out, "README.md"), []byte(readme), 0o644); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-func fixtureReadme(fw string, udev bool, hardware string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
+func fixtureReadme(fw, scriptArg string, udev bool, hardware string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
 	firmware := "SeaBIOS (Debian's seabios, QEMU's default for q35)"
 	if fw == "uefi" {
 		firmware = "OVMF (Debian's ovmf, " + vmtest.OVMFCode + ")"
@@ -147,7 +147,7 @@ the slirp guestfwd relay; nothing on the guest ran udev, so there is no run/udev
 	title := ""
 	if udev {
 		title = ", udev"
-		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s-udev`" + ` (internal/vmtest/recordfixture -udev):
+		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (internal/vmtest/recordfixture -udev):
 the agent ramdisk (kernel %s from Debian package %s) booted in QEMU under software
 emulation (TCG), firmware %s, with internal/vmtest/recordfixture/udevguest as /init and
 Debian bookworm's udevd in it: /usr/bin/udevadm (systemd 252, started as systemd-udevd), the
@@ -160,7 +160,7 @@ are what udevd itself wrote (no hwdb.bin in the ramdisk, so no *_FROM_DATABASE k
 collector's sysfs-only route must give the same disks (collector's
 TestDisksRoutesAgreeOnFixtures).`
 	}
-	how = fmt.Sprintf(how, now.Format(time.RFC3339), fw, rd.KernelVersion, rd.KernelPackage, firmware)
+	how = fmt.Sprintf(how, now.Format(time.RFC3339), scriptArg, rd.KernelVersion, rd.KernelPackage, firmware)
 	return fmt.Sprintf(`# QEMU q35 VM, %s boot%s
 
 %s
