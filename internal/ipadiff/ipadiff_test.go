@@ -51,3 +51,23 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCompare: any two JSON documents compare without a panic, and a
+// document never differs from itself.
+func FuzzCompare(f *testing.F) {
+	f.Add(`{"l": [{"name": "a"}, {"name": "a"}]}`, `{"l": [{"name": "a", "x": 1}]}`)
+	f.Add(`[{"bus": 1}, {"bus": "1"}]`, `[{"bus": null}]`)
+	f.Add(`{"a": [1, {"b": []}]}`, `"x"`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var ipa, ours any
+		if json.Unmarshal([]byte(a), &ipa) != nil || json.Unmarshal([]byte(b), &ours) != nil {
+			return
+		}
+		for _, d := range Compare(ipa, ours) {
+			_ = d.String()
+		}
+		if d := Compare(ipa, ipa); len(d) != 0 {
+			t.Errorf("%s differs from itself: %v", a, d)
+		}
+	})
+}
