@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# record-vm-fixture.sh [bios|uefi|bios-udev|uefi-udev ...] - record fixtures/qemu-bios and
+# record-vm-fixture.sh [bios|uefi|bios-udev|uefi-udev|ipa13-bios ...] - record fixtures/qemu-bios and
 # fixtures/qemu-uefi (and, with -udev, fixtures/qemu-bios-udev: the same VM
 # with Debian's udevd run in the guest before the capture; needs the package
-# udev on this machine): build the agent ramdisk, boot it in a QEMU q35 VM
-# (software emulation) with the hardware of internal/vmtest.DefaultMachine,
+# udev on this machine; with ipa13-bios, fixtures/qemu-ipa13-bios: the
+# machine of e2e/vm's TestVMIPASideBySide, vmtest.SideBySideMachine): build
+# the agent ramdisk, boot it in a QEMU q35 VM (software emulation) with the
+# hardware of internal/vmtest.DefaultMachine (or SideBySideMachine),
 # run `ironic-agent capture-fixture` in the guest and write the tree it
 # uploads, with a README giving the QEMU command line, date and kernel.
 # Then regenerate the golden inventories (see fixtures/README.md).
@@ -14,6 +16,7 @@ fws=("$@")
 [ "${#fws[@]}" -gt 0 ] || fws=(bios uefi)
 for fw in "${fws[@]}"; do
 	case "$fw" in
+	ipa13-*) go run ./internal/vmtest/recordfixture -machine side-by-side -firmware "${fw#ipa13-}" -out "fixtures/qemu-$fw" ;;
 	*-udev) go run ./internal/vmtest/recordfixture -udev -firmware "${fw%-udev}" -out "fixtures/qemu-$fw" ;;
 	*) go run ./internal/vmtest/recordfixture -firmware "$fw" -out "fixtures/qemu-$fw" ;;
 	esac

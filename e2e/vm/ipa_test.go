@@ -13,6 +13,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/ipadiff"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 	"github.com/ironic-go/ironic-agent/internal/vmtest/iparamdisk"
 )
@@ -41,11 +42,6 @@ func ipaRamdisk(t *testing.T) *iparamdisk.Ramdisk {
 	}
 	return rd
 }
-
-// sideBySideMemoryMB is the memory of both machines: IPA's ramdisk, a whole
-// Debian root filesystem unpacked into RAM, needs far more than ours, and
-// the inventories are compared, so both get the same.
-const sideBySideMemoryMB = 2048
 
 // sideAgent is one of the two ramdisks on the same machine.
 type sideAgent struct {
@@ -175,18 +171,20 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m vmt
 func TestVMIPASideBySide(t *testing.T) {
 	ipaRamdisk(t)
 	s := services(t)
-	allow, err := loadAllowList("testdata/ipa13-differences.json")
+	allow, err := ipadiff.LoadAllowList("testdata/ipa13-differences.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, fw := range []string{"bios", "uefi"} {
+	for _, fw := range []string{"bios", "uefi"} {
 		t.Run(fw, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 			defer cancel()
-			macs := [2]string{fmt.Sprintf("52:54:00:1b:%02x:01", i), fmt.Sprintf("52:54:00:1b:%02x:02", i)}
+			// The machine fixtures/qemu-ipa13-bios records.
+			side := vmtest.SideBySideMachine(fw)
+			macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
 			agentPort := agentPortBase + 9
 			m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)
-			m.MemoryMB = sideBySideMemoryMB
+			m.MemoryMB = side.MemoryMB
 			ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))
 			if err != nil {
 				t.Fatal(err)
@@ -208,7 +206,7 @@ func TestVMIPASideBySide(t *testing.T) {
 				}
 				t.Log(line)
 			}
-			checkDifferences(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
+			ipadiff.Check(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
 			dumpSide(t, runs)
 		})
 	}

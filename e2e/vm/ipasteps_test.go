@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ipadiff"
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
 
@@ -147,7 +148,7 @@ func waitAgentAPI(ctx context.Context, vm *vmtest.VM, base, token string, timeou
 // TestIPA13RecordedStepsAllowed replays). IPA_SIDE_BY_SIDE=1 only.
 func TestVMIPASteps(t *testing.T) {
 	ipaRamdisk(t)
-	allow, err := loadAllowList("testdata/ipa13-steps-differences.json")
+	allow, err := ipadiff.LoadAllowList("testdata/ipa13-steps-differences.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestVMIPASteps(t *testing.T) {
 	macs := [2]string{"52:54:00:1c:00:01", "52:54:00:1c:00:02"}
 	agentPort := agentPortBase + 9
 	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
-	m.MemoryMB = sideBySideMemoryMB
+	m.MemoryMB = vmtest.SideBySideMachine("bios").MemoryMB
 	// A small whole-disk image whose checksum the call gets wrong.
 	img := mbrImage()
 	imgAddr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +201,7 @@ func TestVMIPASteps(t *testing.T) {
 			t.Logf("%s's replies: %s", a.name, p)
 		}
 	}
-	checkDifferences(t, "", answers["ipa"], answers["ours"], allow, true)
+	ipadiff.Check(t, "", answers["ipa"], answers["ours"], allow, true)
 }
 
 // TestIPA13RecordedStepsAllowed replays TestVMIPASteps's comparison on the
@@ -208,11 +209,11 @@ func TestVMIPASteps(t *testing.T) {
 // from the *-steps.json files the test leaves beside the VM logs): every
 // difference is in the allow-list.
 func TestIPA13RecordedStepsAllowed(t *testing.T) {
-	allow, err := loadAllowList("testdata/ipa13-steps-differences.json")
+	allow, err := ipadiff.LoadAllowList("testdata/ipa13-steps-differences.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := checkDifferences(t, "", readRecorded(t, "testdata/ipa13-steps/ipa.json"), readRecorded(t, "testdata/ipa13-steps/ours.json"), allow, false)
+	allowed := ipadiff.Check(t, "", readRecorded(t, "testdata/ipa13-steps/ipa.json"), readRecorded(t, "testdata/ipa13-steps/ours.json"), allow, false)
 	for _, a := range allow {
 		if len(allowed[a.Path]) == 0 {
 			t.Errorf("allow-list entry %q matches no difference in the recorded replies: remove it", a.Path)

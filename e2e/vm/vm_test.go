@@ -192,23 +192,14 @@ func agentArgs(agentPort int) string {
 }
 
 func serviceMachine(t *testing.T, rd *vmtest.Ramdisk, fw string, agentPort int, macs [2]string) vmtest.Machine {
-	m := vmtest.DefaultMachine(fw)
+	m := vmtest.AgentMachine(fw, macs)
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
 	m.GuestFwd = map[string]string{
 		guestHost + ":" + strconv.Itoa(ironicPort):    "127.0.0.1:" + strconv.Itoa(ironicPort),
 		guestHost + ":" + strconv.Itoa(inspectorPort): "127.0.0.1:" + strconv.Itoa(inspectorPort),
 	}
 	m.HostFwd = map[int]int{agentPort: 9999}
-	// At start the agent waits (IPA: up to 10 x 3 s) for a disk of at least
-	// 4 GiB, the smallest root disk it accepts without hints. A server has
-	// one; so does this VM (the file is sparse, it costs nothing).
-	for i := range m.Disks {
-		if m.Disks[i].ID == "scsi1" {
-			m.Disks[i].SizeMB = 5 << 10
-		}
-	}
 	return m
 }
 

@@ -166,6 +166,37 @@ func DefaultMachine(firmware string) Machine {
 	}
 }
 
+// AgentMachine is DefaultMachine as e2e/vm boots it for an agent under
+// Ironic: its NICs take macs (the node's ports), and scsi1 grows to 5 GiB
+// because at start the agent waits (IPA: up to 10 x 3 s) for a disk of at
+// least 4 GiB, the smallest root disk it accepts without hints. A server
+// has one; the file is sparse, it costs nothing.
+func AgentMachine(firmware string, macs [2]string) Machine {
+	m := DefaultMachine(firmware)
+	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
+	for i := range m.Disks {
+		if m.Disks[i].ID == "scsi1" {
+			m.Disks[i].SizeMB = 5 << 10
+		}
+	}
+	return m
+}
+
+// SideBySideMachine is the machine e2e/vm's TestVMIPASideBySide boots IPA
+// 13 and our agent on, and fixtures/qemu-ipa13-bios records: AgentMachine
+// with MACs 52:54:00:1b:NN:01 and :02 (NN 00 under SeaBIOS, 01 under OVMF)
+// and 2 GiB, since IPA's ramdisk unpacks a whole Debian root filesystem
+// into RAM and both agents get the same machine.
+func SideBySideMachine(firmware string) Machine {
+	n := 0
+	if firmware == "uefi" {
+		n = 1
+	}
+	m := AgentMachine(firmware, [2]string{fmt.Sprintf("52:54:00:1b:%02x:01", n), fmt.Sprintf("52:54:00:1b:%02x:02", n)})
+	m.MemoryMB = 2048
+	return m
+}
+
 // OVMF firmware files of Debian's ovmf package.
 const (
 	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"

@@ -38,12 +38,26 @@ func run(ctx context.Context) error {
 	work := flag.String("work", "", "work directory for the ramdisk, disks and logs (default: a temporary one)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	udev := flag.Bool("udev", false, "run Debian's udevd (this machine's package udev) in the guest before the capture,\nso the fixture carries run/udev/data and /dev/disk/by-path (default -out: fixtures/qemu-FIRMWARE-udev)")
+	machine := flag.String("machine", "default", "default (vmtest.DefaultMachine) or side-by-side (vmtest.SideBySideMachine:\nthe machine of e2e/vm's TestVMIPASideBySide; default -out: fixtures/qemu-ipa13-FIRMWARE)")
 	flag.Parse()
 	if *fw != "bios" && *fw != "uefi" {
 		return fmt.Errorf("-firmware %q: want bios or uefi", *fw)
 	}
+	hardware := map[string]string{"default": "vmtest.DefaultMachine",
+		"side-by-side": "vmtest.SideBySideMachine, the machine of e2e/vm's TestVMIPASideBySide (its second NIC here\non an isolated slirp: no lldpd)"}
+	newMachine := vmtest.DefaultMachine
+	switch *machine {
+	case "default":
+	case "side-by-side":
+		newMachine = vmtest.SideBySideMachine
+	default:
+		return fmt.Errorf("-machine %q: want default or side-by-side", *machine)
+	}
 	if *out == "" {
 		*out = filepath.Join("fixtures", "qemu-"+*fw)
+		if *machine == "side-by-side" {
+			*out = filepath.Join("fixtures", "qemu-ipa13-"+*fw)
+		}
 		if *udev {
 			*out += "-udev"
 		}
@@ -71,7 +85,7 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("ramdisk built in %.1fs (kernel %s)\n", time.Since(start).Seconds(), rd.KernelVersion)
 
-	m := vmtest.DefaultMachine(*fw)
+	m := newMachine(*fw)
 	m.Dir = filepath.Join(*work, "vm-"+*fw)
 	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
 	command := "capture-fixture"
@@ -96,7 +110,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	captured, _ := os.ReadFile(filepath.Join(*out, "README.md"))
-	readme := fixtureReadme(*fw, *udev, m, vm, rd, string(captured), time.Now().UTC())
+	readme := fixtureReadme(*fw, strings.TrimPrefix(filepath.Base(*out), "qemu-"), *udev, hardware[*machine], m, vm, rd, string(captured), time.Now().UTC())
 	if err := os.WriteFile(filepath.Join(*out, "README.md"), []byte(readme), 0o644); err != nil {
 		return err
 	}
@@ -104,7 +118,7 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-func fixtureReadme(fw string, udev bool, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
+func fixtureReadme(fw, scriptArg string, udev bool, hardware string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
 	firmware := "SeaBIOS (Debian's seabios, QEMU's default for q35)"
 	if fw == "uefi" {
 		firmware = "OVMF (Debian's ovmf, " + vmtest.OVMFCode + ")"
@@ -133,7 +147,7 @@ the slirp guestfwd relay; nothing on the guest ran udev, so there is no run/udev
 	title := ""
 	if udev {
 		title = ", udev"
-		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s-udev`" + ` (internal/vmtest/recordfixture -udev):
+		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (internal/vmtest/recordfixture -udev):
 the agent ramdisk (kernel %s from Debian package %s) booted in QEMU under software
 emulation (TCG), firmware %s, with internal/vmtest/recordfixture/udevguest as /init and
 Debian bookworm's udevd in it: /usr/bin/udevadm (systemd 252, started as systemd-udevd), the
@@ -146,12 +160,12 @@ are what udevd itself wrote (no hwdb.bin in the ramdisk, so no *_FROM_DATABASE k
 collector's sysfs-only route must give the same disks (collector's
 TestDisksRoutesAgreeOnFixtures).`
 	}
-	how = fmt.Sprintf(how, now.Format(time.RFC3339), fw, rd.KernelVersion, rd.KernelPackage, firmware)
+	how = fmt.Sprintf(how, now.Format(time.RFC3339), scriptArg, rd.KernelVersion, rd.KernelPackage, firmware)
 	return fmt.Sprintf(`# QEMU q35 VM, %s boot%s
 
 %s
 
-The hardware is vmtest.DefaultMachine: SMBIOS types 0/1/2/3/11 as set with -smbios (system
+The hardware is %s: SMBIOS types 0/1/2/3/11 as set with -smbios (system
 %q %q serial %q), %d vCPUs (model-id %q), %d MiB.
 
 | disk | QEMU device | size | serial | wwn | model |
@@ -169,7 +183,7 @@ The QEMU command line (RELAY is the guestfwd relay, the recorder itself):
 What capture-fixture wrote:
 
 %s`, strings.ToUpper(fw), title, how,
-		m.SMBIOS.SystemManufacturer, m.SMBIOS.SystemProduct, m.SMBIOS.SystemSerial, m.CPUs, m.CPUModel, m.MemoryMB,
+		hardware, m.SMBIOS.SystemManufacturer, m.SMBIOS.SystemProduct, m.SMBIOS.SystemSerial, m.CPUs, m.CPUModel, m.MemoryMB,
 		disks.String(), nics.String(), cmdline, quote(captured))
 }
 
