@@ -132,7 +132,7 @@ type Agent struct {
 	// injectedInventory: Options.Inventory was given, so the inventory may
 	// not describe this machine (see defaultLockdownNICs).
 	injectedInventory bool
-	// multipathMu serialises enableMultipath.
+	// multipathMu serialises enableMultipath and watchMultipath's passes.
 	multipathMu sync.Mutex
 }
 
@@ -474,6 +474,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.assembleRAID(ctx)
 	a.enableMultipath(ctx)
+	// The maps' paths are checked for as long as the agent runs, as
+	// multipathd does beside IPA.
+	mpCtx, stopMP := context.WithCancel(ctx)
+	mpDone := make(chan struct{})
+	go func() { defer close(mpDone); a.watchMultipath(mpCtx) }()
+	defer func() { stopMP(); <-mpDone }()
 	if err := a.waitForRootDisk(ctx); err != nil {
 		return err
 	}

@@ -309,19 +309,29 @@ func (c *diskCollector) listed(d *blockDev) bool {
 // IPA asks `multipath -c`; sysfs says the same through holders/ and the
 // holder's dm/uuid ("mpath-<wwid>").
 func (c *diskCollector) isMultipathMember(d *blockDev) bool {
+	_, ok := c.multipathHolder(d)
+	return ok
+}
+
+// multipathHolder returns the name (dm/name) of the multipath map holding
+// d, if one does.
+func (c *diskCollector) multipathHolder(d *blockDev) (string, bool) {
 	for _, h := range c.r.entries(d.base + "/holders") {
 		if !strings.HasPrefix(h, "dm-") {
 			continue
 		}
-		u, ok := c.r.attr(d.base + "/holders/" + h + "/dm/uuid")
+		dir := d.base + "/holders/" + h + "/dm"
+		u, ok := c.r.attr(dir + "/uuid")
 		if !ok {
-			u, ok = c.r.attr("sys/block/" + h + "/dm/uuid")
+			dir = "sys/block/" + h + "/dm"
+			u, ok = c.r.attr(dir + "/uuid")
 		}
 		if ok && strings.HasPrefix(strings.ToLower(u), "mpath-") {
-			return true
+			name, _ := c.r.attr(dir + "/name")
+			return name, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // sortByDevno orders devices as lsblk does by default: by dev_t, the

@@ -36,9 +36,10 @@ func MultipathPaths(ctx context.Context, opts Options) ([]inventory.MultipathPat
 		if props["ID_SERIAL"] == "" || !hasIdentifier(props) {
 			continue
 		}
+		mp, _ := c.multipathHolder(d)
 		out = append(out, inventory.MultipathPath{
 			Name: d.name, Major: d.major, Minor: d.minor, Sectors: d.size / 512,
-			WWID: props["ID_SERIAL"], Held: len(c.r.entries(d.base+"/holders")) > 0,
+			WWID: props["ID_SERIAL"], Held: len(c.r.entries(d.base+"/holders")) > 0, Map: mp,
 		})
 	}
 	return out, nil

@@ -10,15 +10,16 @@ import (
 )
 
 // The server tree's SCSI disks as multipath candidates, by both routes:
-// the two FC paths share the LUN's WWID and are held by the map dm-0, the
+// the two FC paths share the LUN's WWID and are held by the map dm-0
+// (mpatha: that server's multipath-tools gave friendly names), the
 // SAS disks are held by md0, and the USB stick (no ID_WWN, no
 // SCSI_IDENT_*) and the CD-ROM are no candidates.
 func TestMultipathPathsServer(t *testing.T) {
 	want := []inventory.MultipathPath{
 		{Name: "sda", Major: 8, Minor: 0, Sectors: 1200 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcdef01", Held: true},
 		{Name: "sdb", Major: 8, Minor: 16, Sectors: 1200 * 1000 * mib / 512, WWID: "35000c50012345703", Held: true},
-		{Name: "sdc", Major: 8, Minor: 32, Sectors: 500 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcde000", Held: true},
-		{Name: "sdd", Major: 8, Minor: 48, Sectors: 500 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcde000", Held: true},
+		{Name: "sdc", Major: 8, Minor: 32, Sectors: 500 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcde000", Held: true, Map: "mpatha"},
+		{Name: "sdd", Major: 8, Minor: 48, Sectors: 500 * 1000 * mib / 512, WWID: "3600a0b800012345600000000abcde000", Held: true, Map: "mpatha"},
 	}
 	for _, ignoreUdev := range []bool{false, true} {
 		got, err := MultipathPaths(context.Background(), Options{Root: fixtureRoot("server"), IgnoreUdev: ignoreUdev})

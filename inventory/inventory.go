@@ -170,4 +170,7 @@ type MultipathPath struct {
 	// Held: something already holds the disk (a multipath map, an md
 	// array, LVM); a new map cannot claim it.
 	Held bool
+	// Map is the name of the multipath map (a device-mapper device whose
+	// DM UUID is "mpath-...") holding the disk, "" if none does.
+	Map string
 }

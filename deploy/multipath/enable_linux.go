@@ -15,7 +15,7 @@ import (
 // without multipath does not need device-mapper. It returns the device
 // nodes made.
 func Enable(ctx context.Context, paths []inventory.MultipathPath, log *slog.Logger) ([]string, error) {
-	if maps, skipped := Plan(paths); len(maps) == 0 && len(skipped) == 0 {
+	if !planned(paths) {
 		return nil, nil
 	}
 	ctl, err := devmapper.Open()
@@ -24,4 +24,16 @@ func Enable(ctx context.Context, paths []inventory.MultipathPath, log *slog.Logg
 	}
 	defer ctl.Close()
 	return Assemble(ctx, ctl, paths, log), nil
+}
+
+// planned says whether Plan has a map to make or a LUN to explain.
+func planned(paths []inventory.MultipathPath) bool {
+	maps, skipped := Plan(paths)
+	return len(maps) > 0 || len(skipped) > 0
+}
+
+// Wanted says whether paths call for device-mapper: a map to make, or a
+// map that exists to keep (Checker).
+func Wanted(paths []inventory.MultipathPath) bool {
+	return planned(paths) || len(mapNames(paths)) > 0
 }

@@ -9,9 +9,10 @@
 // with the DM UUID "mpath-<WWID>" that kpartx_id, lsblk and the inventory
 // read, all paths in one priority group with the service-time selector
 // (path_grouping_policy multibus), and no queueing when every path has
-// failed (no_path_retry fail). There is no multipathd: a failed path is
-// not reinstated and a path that appears after its map was made is not
-// added, which a ramdisk that lives for one clean or deploy can afford.
+// failed (no_path_retry fail). There is no multipathd: Checker does its
+// work that a ramdisk needs (checker.go): it checks every path of the
+// maps every few seconds and fails or reinstates it, takes a path whose
+// device is gone out of its map and adds one that appears later.
 package multipath
 
 import (
@@ -39,9 +40,10 @@ const maxName, maxUUID = 127, 128
 // Plan groups paths (collector.MultipathPaths, in device-number order)
 // by WWID into maps. A WWID reached over one
 // path gets no map, as with find_multipaths yes; nor does one whose paths
-// are all held (its map exists already: Plan runs again whenever the
-// agent lists disks). A group with some paths held (md or LVM use one, or
-// a path came after its map was made) or paths of different sizes gets
+// are all held or one of whose paths a multipath map holds (its map
+// exists already: Plan runs again whenever the agent lists disks, and
+// Checker keeps the existing maps' paths). A group with some paths held
+// by something else (md or LVM use one) or paths of different sizes gets
 // none either, and skipped says why.
 func Plan(paths []inventory.MultipathPath) (maps []Map, skipped []string) {
 	var order []string
@@ -60,7 +62,7 @@ func Plan(paths []inventory.MultipathPath) (maps []Map, skipped []string) {
 		if len(g) < 2 {
 			continue
 		}
-		if allHeld(g) {
+		if allHeld(g) || mapOf(g) != "" {
 			continue
 		}
 		names := pathNames(g)
@@ -101,6 +103,16 @@ func allHeld(g []inventory.MultipathPath) bool {
 	return true
 }
 
+// mapOf returns the multipath map holding a path of g, "" if none does.
+func mapOf(g []inventory.MultipathPath) string {
+	for _, p := range g {
+		if p.Map != "" {
+			return p.Map
+		}
+	}
+	return ""
+}
+
 func pathNames(g []inventory.MultipathPath) string {
 	names := make([]string, len(g))
 	for i, p := range g {
@@ -114,9 +126,17 @@ func pathNames(g []inventory.MultipathPath) string {
 // already has, scsi_dh_alua for instance, stays attached and is used),
 // one priority group that is also the first, the service-time selector
 // without arguments, and each path as major:minor with a repeat count of 1.
+//
+// A map without paths (its last one gone) gets a table without priority
+// groups: the map stays, its I/O fails, and a path that comes back is
+// added again, as multipathd keeps a map whose paths were all removed.
 func (m Map) Table() []devmapper.Target {
 	var b strings.Builder
-	fmt.Fprintf(&b, "0 0 1 1 service-time 0 %d 1", len(m.Paths))
+	if len(m.Paths) == 0 {
+		b.WriteString("0 0 0 0")
+	} else {
+		fmt.Fprintf(&b, "0 0 1 1 service-time 0 %d 1", len(m.Paths))
+	}
 	for _, p := range m.Paths {
 		fmt.Fprintf(&b, " %d:%d 1", p.Major, p.Minor)
 	}

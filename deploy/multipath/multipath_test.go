@@ -20,6 +20,7 @@ func path(name string, minor uint64, wwid string) inventory.MultipathPath {
 
 func TestPlan(t *testing.T) {
 	held := func(p inventory.MultipathPath) inventory.MultipathPath { p.Held = true; return p }
+	inMap := func(p inventory.MultipathPath) inventory.MultipathPath { p.Held, p.Map = true, p.WWID; return p }
 	sized := func(p inventory.MultipathPath, n int64) inventory.MultipathPath { p.Sectors = n; return p }
 	for _, c := range []struct {
 		name    string
@@ -33,6 +34,7 @@ func TestPlan(t *testing.T) {
 			[]string{lun + ": sda,sdc", "3600a0b8: sdb,sdd"}, nil},
 		{"its map exists: nothing to do, nothing said", []inventory.MultipathPath{held(path("sda", 0, lun)), held(path("sdb", 16, lun))}, nil, nil},
 		{"a path came late", []inventory.MultipathPath{held(path("sda", 0, lun)), held(path("sdb", 16, lun)), path("sdc", 32, lun)}, nil, []string{"sda is held already"}},
+		{"a path came late to a map: the Checker's", []inventory.MultipathPath{inMap(path("sda", 0, lun)), inMap(path("sdb", 16, lun)), path("sdc", 32, lun)}, nil, nil},
 		{"sizes differ", []inventory.MultipathPath{path("sda", 0, lun), sized(path("sdb", 16, lun), 8)}, nil, []string{"path sizes differ"}},
 		{"empty", []inventory.MultipathPath{sized(path("sda", 0, lun), 0), sized(path("sdb", 16, lun), 0)}, nil, []string{"empty"}},
 		{"no WWID", []inventory.MultipathPath{path("sda", 0, ""), path("sdb", 16, "")}, nil, nil},

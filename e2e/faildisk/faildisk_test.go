@@ -42,6 +42,9 @@ var scenarios = []string{
 	"partition_table_error_at_start",
 	"partition_image_error_in_root",
 	"write_image_after_failures",
+	// Not an agent command: the multipath path checker against the
+	// kernel's dm-multipath (guest/multipath.go).
+	"multipath_path_checker",
 }
 
 // TestFailingDisks boots one VM that carries every scenario (one boot:
@@ -93,7 +96,7 @@ func TestFailingDisks(t *testing.T) {
 	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 192, Serial: "FAILDISK-0001"}}
 	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:fa:11:01", Backend: "isolated"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.Append = "ironic_agent.cmd=check ironic_agent.dhcp=none ironic_agent.exit=poweroff ironic_agent.modules=dm_mod,dm_flakey,dm_delay,loop"
+	m.Append = "ironic_agent.cmd=check ironic_agent.dhcp=none ironic_agent.exit=poweroff ironic_agent.modules=dm_mod,dm_flakey,dm_delay,loop,dm_multipath,dm_service_time"
 	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,16 +96,21 @@ func TestVMMultipath(t *testing.T) {
 	}
 	vm.Kill()
 
+	// The LUN's paths change under the running agent before cleaning, as
+	// when a cable is pulled and plugged back: the agent's checker takes
+	// the removed path out of the map, adds the path that comes back (a
+	// new SCSI device), and after the other original path is removed too,
+	// the cleaning erases the LUN through the returned path alone.
+	m.Monitor = filepath.Join(m.Dir, "monitor.sock")
+	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
+	vm = boot(t, ctx, m, vmtest.Options{})
+	pathsTime := changePaths(t, ctx, vm)
+
 	// Automated cleaning: erase_devices_metadata, on the map only.
 	start = time.Now()
 	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, m, vmtest.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +204,47 @@ func TestVMMultipath(t *testing.T) {
 	booted, _ := vm.Find(osimage.Booted)
 	t.Logf("the deployed OS booted from the LUN: /init at %.1fs, %.1fs to the config drive's report (%s)", booted.At.Seconds(), time.Since(start).Seconds(), r.Drive)
 	vm.Kill()
-	t.Logf("multipath through Ironic: inspection %.1fs, cleaning %.1fs, deploy %.1fs; %.1fs in all",
-		inspectTime.Seconds(), cleanTime.Seconds(), deployTime.Seconds(), time.Since(began).Seconds())
+	t.Logf("multipath through Ironic: inspection %.1fs, paths changed %.1fs, cleaning %.1fs, deploy %.1fs; %.1fs in all",
+		inspectTime.Seconds(), pathsTime.Seconds(), cleanTime.Seconds(), deployTime.Seconds(), time.Since(began).Seconds())
+}
+
+// changePaths, on the agent's VM of TestVMMultipath whose map is over
+// sda (8:0) and sdb (8:16): unplugs the second path and waits for the
+// agent to take 8:16 out of the map, plugs it back and waits for the new
+// SCSI device to join the map, then unplugs the first path and waits for
+// 8:0 to leave, so only the path that came back is left. It returns how
+// long that took.
+func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM) time.Duration {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if _, err := vm.WaitFor(wctx, `msg="multipath map made"`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	step := func(what string, act func() error, want string) vmtest.Line {
+		t.Helper()
+		if err := act(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		l, err := vm.WaitFor(wctx, want)
+		if err != nil {
+			t.Fatalf("%s: the agent did not say %q: %v", what, want, err)
+		}
+		t.Logf("%s: %s", what, logFields(l.Text))
+		return l
+	}
+	step("second path unplugged", func() error { return vm.UnplugPath(wctx, "lun", 1) }, "gone=8:16 ")
+	added := step("second path plugged back", func() error { return vm.PlugPath(wctx, "lun", 1) }, `msg="multipath path added to its map"`)
+	back := logField(added.Text, "added")
+	if !strings.HasPrefix(back, "sd") || strings.Contains(back, ",") || logField(added.Text, "paths") != "sda,"+back {
+		t.Errorf("the path that came back: %s", added.Text)
+	}
+	gone := step("first path unplugged", func() error { return vm.UnplugPath(wctx, "lun", 0) }, "gone=8:0 ")
+	if got := logField(gone.Text, "paths"); got != back {
+		t.Errorf("the map's paths after sda left: %q, want %q", got, back)
+	}
+	return time.Since(start)
 }
 
 // checkMultipathInventory checks the inspected disks: the virtio disk and

@@ -25,11 +25,13 @@ const (
 	uuidLen        = 129
 	typeNameLen    = 16
 
-	cmdVersion   = 0
-	cmdDevCreate = 3
-	cmdDevRemove = 4
-	cmdSuspend   = 6
-	cmdTableLoad = 9
+	cmdVersion     = 0
+	cmdDevCreate   = 3
+	cmdDevRemove   = 4
+	cmdSuspend     = 6
+	cmdTableLoad   = 9
+	cmdTableStatus = 12
+	cmdTargetMsg   = 14
 
 	// flagSuspend asks DM_DEV_SUSPEND to suspend; without it the call
 	// resumes, making a loaded (inactive) table the live one.
@@ -37,6 +39,11 @@ const (
 	// flagNoFlush suspends without waiting for queued I/O to be flushed
 	// (the "vanishes" case: I/O in flight meets the new table).
 	flagNoFlush = 1 << 11
+	// flagStatusTable asks DM_TABLE_STATUS for the table lines instead
+	// of the targets' status.
+	flagStatusTable = 1 << 4
+	// flagBufferFull: the kernel's answer did not fit the buffer given.
+	flagBufferFull = 1 << 8
 )
 
 // ioctlNumber is _IOWR(0xfd, nr, struct dm_ioctl).
@@ -128,4 +135,60 @@ func tableLoad(name string, table []Target) ([]byte, error) {
 // decodeDev turns the kernel's huge_encode_dev value into major, minor.
 func decodeDev(dev uint64) (major, minor uint32) {
 	return uint32((dev & 0xfff00) >> 8), uint32((dev & 0xff) | ((dev >> 12) & 0xfff00))
+}
+
+// messageBuffer builds DM_TARGET_MSG's buffer: the header, then struct
+// dm_target_msg (the sector that picks the target, here always 0: a
+// multipath map has one) and the NUL-terminated message, such as
+// "fail_path 8:16".
+func messageBuffer(name, msg string) ([]byte, error) {
+	if msg == "" || strings.ContainsRune(msg, 0) {
+		return nil, fmt.Errorf("devmapper: device %s: message %q: want text without NUL", name, msg)
+	}
+	size := ioctlSize + 8 + len(msg) + 1
+	size += (8 - size%8) % 8
+	b, err := header(name, 0, size)
+	if err != nil {
+		return nil, err
+	}
+	copy(b[ioctlSize+8:], msg)
+	return b, nil
+}
+
+// parseTargets decodes DM_TABLE_STATUS's answer in b (the whole buffer
+// the kernel filled): target_count specs from data_start, each followed
+// by its NUL-terminated status or table text; each spec's "next" is the
+// offset of the following one from data_start. Every offset is checked
+// against the sizes the kernel wrote, so a short or odd buffer is an
+// error, never a read past it.
+func parseTargets(b []byte) ([]Target, error) {
+	if len(b) < ioctlSize {
+		return nil, fmt.Errorf("devmapper: status answer of %d bytes, shorter than its header", len(b))
+	}
+	le := binary.LittleEndian
+	dataSize, dataStart, count := le.Uint32(b[12:]), le.Uint32(b[16:]), le.Uint32(b[20:])
+	if int64(dataSize) > int64(len(b)) || dataStart < ioctlSize || dataStart > dataSize {
+		return nil, fmt.Errorf("devmapper: status answer: data_start %d, data_size %d in a buffer of %d", dataStart, dataSize, len(b))
+	}
+	data := b[dataStart:dataSize]
+	var out []Target
+	off := 0
+	for i := uint32(0); i < count; i++ {
+		if off+targetSpecSize > len(data) {
+			return nil, fmt.Errorf("devmapper: status answer: target %d of %d at %d past the data's %d bytes", i, count, off, len(data))
+		}
+		spec := data[off:]
+		text, _, ok := bytes.Cut(spec[targetSpecSize:], []byte{0})
+		if !ok {
+			return nil, fmt.Errorf("devmapper: status answer: target %d's text has no end", i)
+		}
+		typ, _, _ := bytes.Cut(spec[24:24+typeNameLen], []byte{0})
+		out = append(out, Target{Start: le.Uint64(spec[0:]), Length: le.Uint64(spec[8:]), Type: string(typ), Params: string(text)})
+		next := int(le.Uint32(spec[20:]))
+		if i+1 < count && next <= off {
+			return nil, fmt.Errorf("devmapper: status answer: target %d's next offset %d does not move past %d", i, next, off)
+		}
+		off = next
+	}
+	return out, nil
 }

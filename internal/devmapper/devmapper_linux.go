@@ -153,6 +153,50 @@ func (d *Device) Resume() error {
 	return d.c.ioctl(cmdSuspend, b, "DM_DEV_SUSPEND (resume) "+d.Name)
 }
 
+// Load replaces the table of the device name (made by this package or
+// another process), as Device.Load.
+func (c *Control) Load(ctx context.Context, name string, table []Target) error {
+	return (&Device{Name: name, c: c}).Load(ctx, table)
+}
+
+// Status returns the live table's targets of the device name with each
+// target's status text in Params (DM_TABLE_STATUS; dmsetup status), or
+// with its table line when table is true (dmsetup table).
+func (c *Control) Status(name string, table bool) ([]Target, error) {
+	var flags uint32
+	what := "DM_TABLE_STATUS " + name
+	if table {
+		flags, what = flagStatusTable, what+" (table)"
+	}
+	for size := 16 << 10; ; size *= 4 {
+		b, err := header(name, flags, size)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.ioctl(cmdTableStatus, b, what); err != nil {
+			return nil, err
+		}
+		if binary.LittleEndian.Uint32(b[28:])&flagBufferFull != 0 {
+			if size >= 4<<20 {
+				return nil, fmt.Errorf("devmapper: %s: the answer does not fit %d bytes", what, size)
+			}
+			continue
+		}
+		return parseTargets(b)
+	}
+}
+
+// Message sends msg to the first target of the device name
+// (DM_TARGET_MSG; dmsetup message NAME 0 MSG): "fail_path 8:16",
+// "reinstate_path 8:16" to a multipath map.
+func (c *Control) Message(name, msg string) error {
+	b, err := messageBuffer(name, msg)
+	if err != nil {
+		return err
+	}
+	return c.ioctl(cmdTargetMsg, b, fmt.Sprintf("DM_TARGET_MSG %s %q", name, msg))
+}
+
 // Remove removes the device, retrying while something still holds it
 // open (EBUSY) until ctx ends.
 func (d *Device) Remove(ctx context.Context) error { return d.c.Remove(ctx, d.Name) }

@@ -294,23 +294,18 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 				scsiBus = "scsi0"
 				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+next())
 			}
-			dev := func(target int, drive string) string {
-				// Only the first path is the boot disk.
-				first := boot
-				if target != d.SCSITarget {
-					first = ""
-				}
-				return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d%s",
-					target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate, first)
-			}
 			if d.Paths <= 1 {
-				a = append(a, "-drive", drive, "-device", dev(d.SCSITarget, "d-"+d.ID))
+				a = append(a, "-drive", drive, "-device", scsiDevice(d, d.SCSITarget, "d-"+d.ID, boot))
 				break
 			}
 			for i := range d.Paths {
 				id := fmt.Sprintf("d-%s-%d", d.ID, i)
-				a = append(a, "-drive", fmt.Sprintf("file=%s,if=none,id=%s,format=raw,cache=unsafe,file.locking=off", qemuEscape(m.DiskPath(d.ID)), id),
-					"-device", dev(d.SCSITarget+i, id)+",share-rw=on")
+				// Only the first path is the boot disk.
+				first := boot
+				if i > 0 {
+					first = ""
+				}
+				a = append(a, "-drive", m.pathDrive(d, id), "-device", m.pathDevice(d, i, id, first))
 			}
 		case "nvme":
 			a = append(a, "-drive", drive,
@@ -407,6 +402,28 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	}
 	return a, nil
 }
+
+// scsiDevice is the scsi-hd device of d at SCSI target on the drive
+// (its -drive id), with boot (",bootindex=1" or "").
+func scsiDevice(d Disk, target int, drive, boot string) string {
+	return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d%s",
+		target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate, boot)
+}
+
+// pathDrive is the -drive of one path of a multipath disk: the disk's
+// file, opened once per path, without QEMU's image locking (every path
+// writes the same file).
+func (m Machine) pathDrive(d Disk, id string) string {
+	return fmt.Sprintf("file=%s,if=none,id=%s,format=raw,cache=unsafe,file.locking=off", qemuEscape(m.DiskPath(d.ID)), id)
+}
+
+// pathDevice is the scsi-hd of path i of a multipath disk, on the drive
+// id, with the device id VM.UnplugPath names (pathDeviceID).
+func (m Machine) pathDevice(d Disk, i int, drive, boot string) string {
+	return scsiDevice(d, d.SCSITarget+i, drive, boot) + ",share-rw=on,id=" + pathDeviceID(d.ID, i)
+}
+
+func pathDeviceID(disk string, i int) string { return fmt.Sprintf("p-%s-%d", disk, i) }
 
 func monitor(path string) string {
 	if path == "" {

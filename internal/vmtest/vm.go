@@ -33,6 +33,7 @@ type VM struct {
 	mu      sync.Mutex
 	lines   []Line
 	waiters []*waiter
+	plugs   int // paths plugged back (PlugPath), for their drives' ids
 }
 
 // Line is one line of the serial console.
@@ -332,8 +333,9 @@ func ShellQuote(args []string) string {
 }
 
 // Monitor runs one command of QEMU's human monitor (Machine.Monitor must
-// be set) and returns its output: "set_link n1 off" pulls the second NIC's
-// cable, which the guest sees as a carrier loss.
+// be set) and returns its output, without the command's echo: "set_link
+// n1 off" pulls the second NIC's cable, which the guest sees as a carrier
+// loss.
 func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 	if vm.Machine.Monitor == "" {
 		return "", errors.New("vmtest: the machine has no monitor socket (Machine.Monitor)")
@@ -376,5 +378,76 @@ func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 		return "", fmt.Errorf("vmtest: monitor %q: %w", command, err)
 	}
 	out, err := readPrompt()
-	return strings.TrimSuffix(out, "(qemu) "), err
+	// The monitor echoes the command, with the line editor's escape
+	// sequences, on the first line; the command's own output follows.
+	if _, rest, ok := strings.Cut(out, "\n"); ok {
+		out = rest
+	}
+	return strings.ReplaceAll(strings.TrimSuffix(out, "(qemu) "), "\r", ""), err
+}
+
+// multipathDisk returns the disk id of the machine if it has paths.
+func (vm *VM) multipathDisk(id string, i int) (Disk, error) {
+	for _, d := range vm.Machine.Disks {
+		if d.ID == id {
+			if d.Kind != "scsi-hd" || d.Paths < 2 || i < 0 || i >= d.Paths {
+				return Disk{}, fmt.Errorf("vmtest: disk %s (%s, %d paths) has no path %d", id, d.Kind, d.Paths, i)
+			}
+			return d, nil
+		}
+	}
+	return Disk{}, fmt.Errorf("vmtest: no disk %s", id)
+}
+
+// UnplugPath hot-unplugs path i of the multipath disk id (Disk.Paths): the
+// guest sees that SCSI device removed, as when a cable, a switch port or
+// an HBA fails. Machine.Monitor must be set.
+func (vm *VM) UnplugPath(ctx context.Context, disk string, i int) error {
+	if _, err := vm.multipathDisk(disk, i); err != nil {
+		return err
+	}
+	out, err := vm.Monitor(ctx, "device_del "+pathDeviceID(disk, i))
+	if err == nil && strings.TrimSpace(out) != "" {
+		err = fmt.Errorf("vmtest: device_del %s: %s", pathDeviceID(disk, i), strings.TrimSpace(out))
+	}
+	return err
+}
+
+// PlugPath plugs path i of the multipath disk id back after UnplugPath: a
+// new drive on the disk's file and the same SCSI device (target, serial,
+// WWN), which the guest sees appear, as a path coming back.
+func (vm *VM) PlugPath(ctx context.Context, disk string, i int) error {
+	d, err := vm.multipathDisk(disk, i)
+	if err != nil {
+		return err
+	}
+	vm.mu.Lock()
+	vm.plugs++
+	// QEMU deletes the unplugged device's drive later, not at once: the
+	// new one gets an id of its own.
+	id := fmt.Sprintf("d-%s-%d-plug%d", disk, i, vm.plugs)
+	vm.mu.Unlock()
+	for _, c := range []string{"drive_add 0 " + vm.Machine.pathDrive(d, id), "device_add " + vm.Machine.pathDevice(d, i, id, "")} {
+		for try := 0; ; try++ {
+			out, err := vm.Monitor(ctx, c)
+			if err != nil {
+				return err
+			}
+			out = strings.TrimSpace(out)
+			if out == "" || out == "OK" {
+				break
+			}
+			// The unplugged device keeps its id until the guest has let
+			// it go.
+			if !strings.Contains(out, "Duplicate") || try == 20 {
+				return fmt.Errorf("vmtest: %s: %s", c, out)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }

@@ -6,7 +6,9 @@
 // Ironic API here (lookup, heartbeats). Each scenario swaps the dm table
 // (an error range, the whole disk turned to error while a write runs, a
 // dm-delay disk), posts one command through the agent's REST API as
-// Ironic would, and checks what it ended with. It prints
+// Ironic would, and checks what it ended with; then the multipath path
+// checker runs against two device-mapper paths that fail and come back
+// (multipath.go). It prints
 // "faildisk: ok NAME SECONDS DETAIL" or "faildisk: fail NAME SECONDS WHY"
 // per scenario and "faildisk: done" at the end; the host test reads those.
 package main
@@ -242,6 +244,7 @@ func run(ctx context.Context) error {
 	for _, s := range scenarios(b) {
 		b.run(ctx, s)
 	}
+	runMultipath(ctx, ctl, log)
 	if err := loop.Detach(); err != nil {
 		fmt.Println("faildisk: detach:", err)
 	}
