@@ -6,17 +6,19 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/internal/ipadiff"
 )
 
-// TestFixtureIPA13Golden checks a fixture against what IPA reported, not
-// against the collector's own earlier output: fixtures/qemu-ipa13-bios is
-// the machine e2e/vm's TestVMIPASideBySide boots IPA 13 and our agent on
-// (vmtest.SideBySideMachine, SeaBIOS), recorded by our ramdisk, and its
-// ipa13-inspection.json is what IPA 13 reported on that machine
-// (e2e/vm/testdata/ipa13-side-by-side/bios-ipa.json): the inventory and
+// TestFixtureIPA13Golden checks two fixtures against what IPA reported, not
+// against the collector's own earlier output: fixtures/qemu-ipa13-bios and
+// qemu-ipa13-uefi are the machine e2e/vm's TestVMIPASideBySide boots IPA 13
+// and our agent on (vmtest.SideBySideMachine, SeaBIOS and OVMF), recorded
+// by our ramdisk, and each one's ipa13-inspection.json is what IPA 13
+// reported on that machine under that firmware
+// (e2e/vm/testdata/ipa13-side-by-side/bios-ipa.json, uefi-ipa.json): the inventory and
 // the pci-devices, numa-topology and dmi-decode collectors' data, the
 // parts of the inspection data a tree can give. The collectors over the
 // tree must give IPA's documents up to the differences the side-by-side
@@ -25,8 +27,16 @@ import (
 // and a recorded tree cannot. Each entry of the fixture's own list must
 // still match a difference, so the list shrinks with the gaps.
 func TestFixtureIPA13Golden(t *testing.T) {
+	for _, fw := range []string{"bios", "uefi"} {
+		t.Run(fw, func(t *testing.T) { checkIPA13Golden(t, "qemu-ipa13-"+fw, fw+"-ipa.json") })
+	}
+}
+
+// checkIPA13Golden compares the fixture name with its ipa13-inspection.json,
+// which came from e2e/vm/testdata/ipa13-side-by-side/sideBySide.
+func checkIPA13Golden(t *testing.T, name, sideBySide string) {
 	ctx := context.Background()
-	dir := filepath.Join(fixturesDir, "qemu-ipa13-bios")
+	dir := filepath.Join(fixturesDir, name)
 	own, err := ipadiff.LoadAllowList(filepath.Join(dir, "ipa13-differences.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +86,20 @@ func TestFixtureIPA13Golden(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &ipa); err != nil {
 		t.Fatalf("ipa13-inspection.json: %v", err)
+	}
+	// The golden is IPA's recorded side-by-side document, cut to what a
+	// tree can give, and nothing else.
+	var recorded map[string]any
+	if b, err = os.ReadFile(filepath.Join("../e2e/vm/testdata/ipa13-side-by-side", sideBySide)); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &recorded); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range ipa.(map[string]any) {
+		if !reflect.DeepEqual(v, recorded[k]) {
+			t.Errorf("ipa13-inspection.json's %s is not IPA's %s of %s", k, k, sideBySide)
+		}
 	}
 	// The fixture's own reasons come first: they say why the recorded tree,
 	// not our agent, differs.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# record-vm-fixture.sh [bios|uefi|bios-udev|uefi-udev|ipa13-bios ...] - record fixtures/qemu-bios and
+# record-vm-fixture.sh [bios|uefi|bios-udev|uefi-udev|ipa13-bios|ipa13-uefi ...] - record fixtures/qemu-bios and
 # fixtures/qemu-uefi (and, with -udev, fixtures/qemu-bios-udev: the same VM
 # with Debian's udevd run in the guest before the capture; needs the package
-# udev on this machine; with ipa13-bios, fixtures/qemu-ipa13-bios: the
+# udev on this machine; with ipa13-bios or ipa13-uefi, fixtures/qemu-ipa13-FIRMWARE: the
 # machine of e2e/vm's TestVMIPASideBySide, vmtest.SideBySideMachine): build
 # the agent ramdisk, boot it in a QEMU q35 VM (software emulation) with the
 # hardware of internal/vmtest.DefaultMachine (or SideBySideMachine),

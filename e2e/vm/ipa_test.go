@@ -179,7 +179,7 @@ func TestVMIPASideBySide(t *testing.T) {
 		t.Run(fw, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 			defer cancel()
-			// The machine fixtures/qemu-ipa13-bios records.
+			// The machine fixtures/qemu-ipa13-bios and qemu-ipa13-uefi record.
 			side := vmtest.SideBySideMachine(fw)
 			macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
 			agentPort := agentPortBase + 9
