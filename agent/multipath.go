@@ -73,9 +73,15 @@ func (a *Agent) watchMultipath(ctx context.Context) {
 				return
 			}
 		}
+		var probes multipath.Probes
 		if err == nil && ctl != nil {
-			checker.Pass(ctx, ctl, paths)
+			_, probes = checker.Reconcile(ctx, ctl, paths)
 		}
 		a.multipathMu.Unlock()
+		// Without the lock: a path that hangs keeps the probes waiting
+		// up to their timeout, and a disk listing must not wait for it.
+		if ctl != nil {
+			checker.Check(ctx, ctl, probes)
+		}
 	}
 }

@@ -77,15 +77,37 @@ type probeJob struct {
 // Pass runs one round over paths (collector.MultipathPaths of the
 // machine) and returns the device nodes of the maps it made.
 func (c *Checker) Pass(ctx context.Context, ctl Control, paths []inventory.MultipathPath) []string {
+	made, probes := c.Reconcile(ctx, ctl, paths)
+	c.Check(ctx, ctl, probes)
+	return made
+}
+
+// Probes are the paths of the maps a Reconcile saw, for Check.
+type Probes struct{ jobs []probeJob }
+
+// Reconcile is the first half of a Pass: it makes the new maps and brings
+// the existing maps' tables in line with paths, and returns the device
+// nodes of the maps it made and the paths to probe. It changes the maps;
+// Check, which may wait for a path that hangs, does not, so a caller that
+// serialises map changes needs to hold its lock for Reconcile only.
+func (c *Checker) Reconcile(ctx context.Context, ctl Control, paths []inventory.MultipathPath) ([]string, Probes) {
 	log := logging.OrDiscard(c.Log)
 	made := Assemble(ctx, ctl, paths, log)
 	var jobs []probeJob
 	for _, name := range mapNames(paths) {
 		if ctx.Err() != nil {
-			return made
+			return made, Probes{}
 		}
 		jobs = append(jobs, c.keep(ctx, ctl, name, paths, log)...)
 	}
+	return made, Probes{jobs: jobs}
+}
+
+// Check is the second half of a Pass: it probes the paths (at most
+// Timeout) and fails or reinstates each whose answer says so.
+func (c *Checker) Check(ctx context.Context, ctl Control, p Probes) {
+	log := logging.OrDiscard(c.Log)
+	jobs := p.jobs
 	c.probe(ctx, jobs)
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -103,7 +125,7 @@ func (c *Checker) Pass(ctx context.Context, ctl Control, paths []inventory.Multi
 			case <-deadline.C:
 				expired = true
 			case <-ctx.Done():
-				return made
+				return
 			}
 		}
 		if expired {
@@ -131,7 +153,6 @@ func (c *Checker) Pass(ctx context.Context, ctl Control, paths []inventory.Multi
 			log.Warn("multipath path failed: it does not answer", "map", j.mapName, "path", j.path.Name, "dev", dev, "error", err)
 		}
 	}
-	return made
 }
 
 // keep brings the map name's table in line with its paths (paths gone
