@@ -183,7 +183,7 @@ func AgentMachine(firmware string, macs [2]string) Machine {
 }
 
 // SideBySideMachine is the machine e2e/vm's TestVMIPASideBySide boots IPA
-// 13 and our agent on, and fixtures/qemu-ipa13-bios records: AgentMachine
+// 13 and our agent on, and fixtures/qemu-ipa13-bios and -uefi record: AgentMachine
 // with MACs 52:54:00:1b:NN:01 and :02 (NN 00 under SeaBIOS, 01 under OVMF)
 // and 2 GiB, since IPA's ramdisk unpacks a whole Debian root filesystem
 // into RAM and both agents get the same machine.
