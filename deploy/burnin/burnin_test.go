@@ -1,7 +1,10 @@
 package burnin
 
 import (
+	"bytes"
 	"context"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +173,66 @@ func TestNetworkPair(t *testing.T) {
 	o.Role = "reader"
 	if _, err := Network(ctx, o); err == nil {
 		t.Errorf("reader without a partner succeeded")
+	}
+}
+
+// A writer whose ports come up one after the other (the partner's agent
+// still starting its jobs): the reader keeps the connections it made
+// while it waits for the rest, so the connection the writer accepts on
+// each port is the one the reader reads. Closing and redialling them all
+// left the writer the closed ones (broken pipe) and the reader's new ones
+// unaccepted (reset): TestBurninNetworkStep failed so once in a
+// fresh-clone run.
+func TestNetworkReaderKeepsItsConnections(t *testing.T) {
+	const jobs = 4
+	port := netnstest.FreeTCPPorts(t, jobs)
+	opts := NetworkOptions{Partner: "127.0.0.1", Port: port, Jobs: jobs, ReaderRetry: 20 * time.Millisecond}
+	listen := func(i int) net.Listener {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	var lns []net.Listener
+	for i := range jobs / 2 {
+		lns = append(lns, listen(i))
+	}
+	type result struct {
+		d   NetworkDirection
+		err error
+	}
+	done := make(chan result, 1)
+	// Bounded: the old reader redialled a port the writer had stopped
+	// listening on for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		d, err := netRead(ctx, opts)
+		done <- result{d, err}
+	}()
+	// The reader has met the closed half a few times by now.
+	time.Sleep(200 * time.Millisecond)
+	for i := jobs / 2; i < jobs; i++ {
+		lns = append(lns, listen(i))
+	}
+	var sent int64
+	for _, ln := range lns {
+		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		msg := append(bytes.Repeat([]byte{7}, 64<<10), fioCloseMessage()...)
+		if _, err := c.Write(msg); err != nil {
+			t.Errorf("writing to the accepted connection from %s: %v", c.RemoteAddr(), err)
+		}
+		sent += int64(len(msg))
+		c.Close()
+	}
+	r := <-done
+	if r.err != nil || r.d.Bytes != sent || r.d.Connections != jobs {
+		t.Errorf("reader: %+v, %v; want %d bytes over %d connections", r.d, r.err, sent, jobs)
 	}
 }

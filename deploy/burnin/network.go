@@ -171,32 +171,41 @@ func fioCloseMessage() []byte {
 
 // netRead connects to the partner's opts.Jobs ports and reads each
 // connection until the writer closes it (fio's close message, the last 8
-// bytes, counts as data). A partner that is not listening
-// yet is tried again after opts.ReaderRetry.
+// bytes, counts as data). A port that is not listening yet is tried again
+// after opts.ReaderRetry, and the connections already made are kept, as
+// each of fio's reader jobs retries its own port: the writer listens on
+// its ports one after the other and accepts the first connection of
+// each, so a connection closed and made again would leave the writer
+// the closed one (it writes into a broken pipe) and the new one unaccepted
+// (reset when the writer stops listening).
 func netRead(ctx context.Context, opts NetworkOptions) (NetworkDirection, error) {
 	d := NetworkDirection{Role: "reader", Partner: opts.Partner}
 	addr := func(i int) string { return net.JoinHostPort(opts.Partner, strconv.Itoa(opts.Port+i)) }
 	var dialer net.Dialer
 	var conns []net.Conn
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 	for len(conns) < opts.Jobs {
 		c, err := dialer.DialContext(ctx, "tcp", addr(len(conns)))
 		if err == nil {
 			conns = append(conns, c)
 			continue
 		}
-		for _, c := range conns {
-			c.Close()
-		}
-		conns = nil
 		if ctx.Err() != nil {
+			closeAll()
 			return d, ctx.Err()
 		}
 		var ne net.Error
 		if !errors.Is(err, syscall.ECONNREFUSED) && !(errors.As(err, &ne) && ne.Timeout()) {
+			closeAll()
 			return d, fmt.Errorf("reader: %w", err)
 		}
 		select {
 		case <-ctx.Done():
+			closeAll()
 			return d, ctx.Err()
 		case <-time.After(opts.ReaderRetry):
 		}
