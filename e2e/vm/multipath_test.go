@@ -2,10 +2,13 @@ package vm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,11 +58,9 @@ func TestVMMultipath(t *testing.T) {
 	m := serviceMachine(t, rd, "bios", port, macs)
 	m.Name = "ironic-agent-multipath"
 	m.MemoryMB = 768
-	m.Disks = []vmtest.Disk{
-		{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
-		{ID: "lun", Kind: "scsi-hd", SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
-			Vendor: "LABVEND", Model: "LAB-MPATH-LUN", SCSITarget: 0, Paths: 2, RotationRate: 1},
-	}
+	lunDisk := vmtest.Disk{ID: "lun", Kind: "scsi-hd", SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
+		Vendor: "LABVEND", Model: "LAB-MPATH-LUN", SCSITarget: 0, Paths: 2, RotationRate: 1}
+	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"}, lunDisk}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +86,18 @@ func TestVMMultipath(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, withKernelNotices(m), vmtest.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	inspectTime := time.Since(start)
 	mapName := checkMultipathInventory(t, inspectedInventory(t, ctx, s, node.UUID))
-	if l, ok := vm.Find(`msg="multipath map made"`); !ok || logField(l.Text, "paths") != "sda,sdb" || logField(l.Text, "wwid") != mpathWWID {
-		t.Errorf("the agent did not log the map over sda and sdb (found %v): %q", ok, l.Text)
+	paths, err := lunPaths(ctx, vm, lunDisk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := vm.Find(`msg="multipath map made"`); !ok || logField(l.Text, "paths") != pathNames(paths...) || logField(l.Text, "wwid") != mpathWWID {
+		t.Errorf("the agent did not log the map over %s (found %v): %q", pathNames(paths...), ok, l.Text)
 	}
 	vm.Kill()
 
@@ -103,8 +108,8 @@ func TestVMMultipath(t *testing.T) {
 	// the cleaning erases the LUN through the returned path alone.
 	m.Monitor = filepath.Join(m.Dir, "monitor.sock")
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, m, vmtest.Options{})
-	pathsTime := changePaths(t, ctx, vm)
+	vm = boot(t, ctx, withKernelNotices(m), vmtest.Options{})
+	pathsTime := changePaths(t, ctx, vm, lunDisk)
 
 	// Automated cleaning: erase_devices_metadata, on the map only.
 	start = time.Now()
@@ -208,18 +213,121 @@ func TestVMMultipath(t *testing.T) {
 		inspectTime.Seconds(), pathsTime.Seconds(), cleanTime.Seconds(), deployTime.Seconds(), time.Since(began).Seconds())
 }
 
+// withKernelNotices is m with the guest kernel's warnings and notices on
+// the console (loglevel=6, after the harness's loglevel=4, prints the
+// levels below 6: all but info and debug): the notices are where the
+// guest says which sd name it gave to which SCSI device (lunPaths). The
+// order in which the kernel probes SCSI devices, and so names them, is
+// not fixed from one boot to the next.
+func withKernelNotices(m vmtest.Machine) vmtest.Machine {
+	m.Append += " loglevel=6"
+	return m
+}
+
+// lunPath is one path of a multipath disk as the guest sees it.
+type lunPath struct {
+	HCTL         string // "2:0:1:0"
+	Name         string // "sdb"
+	Major, Minor int
+}
+
+// Dev is the path's device number as the agent logs it, "8:16".
+func (p lunPath) Dev() string { return fmt.Sprintf("%d:%d", p.Major, p.Minor) }
+
+// lunPaths waits for the guest kernel's notices (withKernelNotices) that
+// name each path of d, and returns them in the order of d's paths. Path
+// i is the SCSI device QEMU was given at target d.SCSITarget+i, LUN
+// d.SCSILun (vmtest's pathDevice); the kernel names it in its lines
+// "sd H:0:T:L: [sdX] ...", and its line "scsi H:0:T:L: Direct-Access ..."
+// must hold the vendor and model QEMU was given, so that the host number
+// H the guest chose is the virtio-scsi bus's.
+func lunPaths(ctx context.Context, vm *vmtest.VM, d vmtest.Disk) ([]lunPath, error) {
+	paths := make([]lunPath, d.Paths)
+	for i := range paths {
+		tl := fmt.Sprintf("0:%d:%d", d.SCSITarget+i, d.SCSILun)
+		l, err := vm.WaitFor(ctx, ":"+tl+": [sd")
+		if err != nil {
+			return nil, fmt.Errorf("the guest kernel did not name path %d of %s (SCSI %s): %w", i, d.ID, tl, err)
+		}
+		m := regexp.MustCompile(`sd (\d+):` + tl + `: \[(sd[a-z]+)\]`).FindStringSubmatch(l.Text)
+		if m == nil {
+			return nil, fmt.Errorf("path %d of %s (SCSI %s): no sd name in %q", i, d.ID, tl, l.Text)
+		}
+		p := lunPath{HCTL: m[1] + ":" + tl, Name: m[2]}
+		if p.Major, p.Minor, err = sdDev(p.Name); err != nil {
+			return nil, err
+		}
+		scsi, err := vm.WaitFor(ctx, "scsi "+p.HCTL+": ")
+		if err != nil {
+			return nil, fmt.Errorf("path %d of %s: %w", i, d.ID, err)
+		}
+		if !strings.Contains(scsi.Text, d.Vendor) || !strings.Contains(scsi.Text, d.Model) {
+			return nil, fmt.Errorf("path %d of %s: SCSI %s is not the %s %s QEMU was given: %q", i, d.ID, p.HCTL, d.Vendor, d.Model, scsi.Text)
+		}
+		paths[i] = p
+	}
+	return paths, nil
+}
+
+// pathNames is the agent's list of a map's paths: their names in device
+// number order, comma-separated.
+func pathNames(paths ...lunPath) string {
+	paths = slices.Clone(paths)
+	slices.SortFunc(paths, func(a, b lunPath) int {
+		return cmp.Or(cmp.Compare(a.Major, b.Major), cmp.Compare(a.Minor, b.Minor))
+	})
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// sdDev is the device number the kernel's sd driver gives the disk name
+// ("sdb" is 8:16): the name's letters count the disk's index in bijective
+// base 26 (sda 0, sdz 25, sdaa 26), each index has 16 minors, and the
+// index's bits 4-7 choose one of the 16 SCSI disk majors.
+func sdDev(name string) (major, minor int, err error) {
+	letters, ok := strings.CutPrefix(name, "sd")
+	if !ok || letters == "" || len(letters) > 4 {
+		return 0, 0, fmt.Errorf("%q is not a SCSI disk name", name)
+	}
+	index := 0
+	for _, c := range letters {
+		if c < 'a' || c > 'z' {
+			return 0, 0, fmt.Errorf("%q is not a SCSI disk name", name)
+		}
+		index = index*26 + int(c-'a') + 1
+	}
+	index--
+	majors := [16]int{8, 65, 66, 67, 68, 69, 70, 71, 128, 129, 130, 131, 132, 133, 134, 135}
+	return majors[index>>4&0xf], index&0xf<<4 | index&0xfff00, nil
+}
+
 // changePaths, on the agent's VM of TestVMMultipath whose map is over
-// sda (8:0) and sdb (8:16): unplugs the second path and waits for the
-// agent to take 8:16 out of the map, plugs it back and waits for the new
-// SCSI device to join the map, then unplugs the first path and waits for
-// 8:0 to leave, so only the path that came back is left. It returns how
-// long that took.
-func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM) time.Duration {
+// both paths of the LUN lun: unplugs the second path and waits for the
+// agent to take its device out of the map, plugs it back and waits for
+// the new SCSI device to join the map, then unplugs the first path and
+// waits for its device to leave, so only the path that came back is
+// left. Each path's device is the one the guest kernel named for the
+// SCSI device QEMU was given (lunPaths), whichever the kernel probed
+// first. It returns how long that took.
+func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM, lun vmtest.Disk) time.Duration {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if _, err := vm.WaitFor(wctx, `msg="multipath map made"`); err != nil {
+	made, err := vm.WaitFor(wctx, `msg="multipath map made"`)
+	if err != nil {
 		t.Fatal(err)
+	}
+	paths, err := lunPaths(wctx, vm, lun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := paths[0], paths[1]
+	t.Logf("the LUN's paths: SCSI %s is %s (%s), SCSI %s is %s (%s)", first.HCTL, first.Name, first.Dev(), second.HCTL, second.Name, second.Dev())
+	if got, want := logField(made.Text, "paths"), pathNames(first, second); got != want {
+		t.Fatalf("the map was made over %q, want both paths %q: %s", got, want, made.Text)
 	}
 	start := time.Now()
 	step := func(what string, act func() error, want string) vmtest.Line {
@@ -234,15 +342,21 @@ func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM) time.Duration
 		t.Logf("%s: %s", what, logFields(l.Text))
 		return l
 	}
-	step("second path unplugged", func() error { return vm.UnplugPath(wctx, "lun", 1) }, "gone=8:16 ")
-	added := step("second path plugged back", func() error { return vm.PlugPath(wctx, "lun", 1) }, `msg="multipath path added to its map"`)
-	back := logField(added.Text, "added")
-	if !strings.HasPrefix(back, "sd") || strings.Contains(back, ",") || logField(added.Text, "paths") != "sda,"+back {
-		t.Errorf("the path that came back: %s", added.Text)
+	gone := step("second path unplugged", func() error { return vm.UnplugPath(wctx, lun.ID, 1) }, "gone="+second.Dev()+" ")
+	if got := logField(gone.Text, "paths"); got != first.Name {
+		t.Errorf("the map's paths after %s left: %q, want %q", second.Name, got, first.Name)
 	}
-	gone := step("first path unplugged", func() error { return vm.UnplugPath(wctx, "lun", 0) }, "gone=8:0 ")
-	if got := logField(gone.Text, "paths"); got != back {
-		t.Errorf("the map's paths after sda left: %q, want %q", got, back)
+	added := step("second path plugged back", func() error { return vm.PlugPath(wctx, lun.ID, 1) }, `msg="multipath path added to its map"`)
+	back := lunPath{Name: logField(added.Text, "added")}
+	if back.Major, back.Minor, err = sdDev(back.Name); err != nil {
+		t.Fatalf("the path that came back: %v: %s", err, added.Text)
+	}
+	if back.Name == first.Name || logField(added.Text, "paths") != pathNames(first, back) {
+		t.Errorf("the path that came back: %s, want %s added beside %s", added.Text, back.Name, first.Name)
+	}
+	gone = step("first path unplugged", func() error { return vm.UnplugPath(wctx, lun.ID, 0) }, "gone="+first.Dev()+" ")
+	if got := logField(gone.Text, "paths"); got != back.Name {
+		t.Errorf("the map's paths after %s left: %q, want %q", first.Name, got, back.Name)
 	}
 	return time.Since(start)
 }
