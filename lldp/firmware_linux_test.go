@@ -96,7 +96,12 @@ func TestStopFirmwareLLDP(t *testing.T) {
 func TestStopFirmwareLLDPNoI40e(t *testing.T) {
 	root := t.TempDir()
 	nic(t, root, "eth0", "0000:01:00.0", "virtio-pci")
-	open := func() (privateFlags, error) { return nil, errors.New("must not be opened") }
+	// stopFirmwareLLDP only logs a failed open, so the fake itself fails
+	// the test when it is called.
+	open := func() (privateFlags, error) {
+		t.Error("the ethtool client was opened for a machine without an i40e NIC")
+		return nil, errors.New("must not be opened")
+	}
 	fw := stopFirmwareLLDP(t.Context(), root, []string{"eth0"}, open, slog.New(slog.DiscardHandler))
 	fw.restore()
 }
