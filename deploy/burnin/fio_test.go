@@ -54,11 +54,17 @@ func TestNetworkAgainstFio(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	listening := make(chan struct{})
 	go func() {
-		d, err := netWrite(ctx, opts)
+		d, err := netWrite(ctx, opts, func() { close(listening) })
 		done <- result{d, err}
 	}()
-	time.Sleep(200 * time.Millisecond) // listening; fio's reader does not retry
+	// fio's reader does not retry: it starts once every port listens.
+	select {
+	case <-listening:
+	case r := <-done:
+		t.Fatalf("our writer ended before it listened: %+v %v", r.d, r.err)
+	}
 	out, ferr := fioNetwork(ctx, false, opts.Port, "").CombinedOutput()
 	r := <-done
 	if ferr != nil || r.err != nil || r.d.Bytes == 0 || r.d.Connections != 16 {

@@ -66,7 +66,7 @@ func Network(ctx context.Context, opts NetworkOptions) ([]NetworkDirection, erro
 		var d NetworkDirection
 		var err error
 		if writer {
-			d, err = netWrite(ctx, opts)
+			d, err = netWrite(ctx, opts, nil)
 		} else {
 			d, err = netRead(ctx, opts)
 		}
@@ -80,8 +80,10 @@ func Network(ctx context.Context, opts NetworkOptions) ([]NetworkDirection, erro
 
 // netWrite accepts one connection on each of the opts.Jobs ports (fio's
 // numjobs use ports port, port+1, ...), then sends pseudo-random data on
-// each until opts.Runtime is over and closes them.
-func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error) {
+// each until opts.Runtime is over and closes them. listening, if not nil,
+// is called once every port listens: a test starts a reader that does
+// not retry (fio's) then.
+func netWrite(ctx context.Context, opts NetworkOptions, listening func()) (NetworkDirection, error) {
 	d := NetworkDirection{Role: "writer", Partner: opts.Partner}
 	var lc net.ListenConfig
 	var lns []net.Listener
@@ -97,6 +99,9 @@ func netWrite(ctx context.Context, opts NetworkOptions) (NetworkDirection, error
 			return d, fmt.Errorf("writer: %w", err)
 		}
 		lns = append(lns, ln)
+	}
+	if listening != nil {
+		listening()
 	}
 	stop := context.AfterFunc(ctx, closeAll)
 	conns := make([]net.Conn, len(lns))
