@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,12 +208,27 @@ func TestNetworkReaderKeepsItsConnections(t *testing.T) {
 	// listening on for ever.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// The rest of the ports open once the reader has found the first of
+	// them closed a few times, with its connections to the open half made.
+	const refusals = 3
+	var refused, refusedOpen atomic.Int32
+	metClosed := make(chan struct{})
 	go func() {
-		d, err := netRead(ctx, opts)
+		d, err := netRead(ctx, opts, func(job int) {
+			if job < jobs/2 {
+				refusedOpen.Add(1)
+			}
+			if job == jobs/2 && refused.Add(1) == refusals {
+				close(metClosed)
+			}
+		})
 		done <- result{d, err}
 	}()
-	// The reader has met the closed half a few times by now.
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-metClosed:
+	case r := <-done:
+		t.Fatalf("the reader ended before it met the closed ports: %+v, %v", r.d, r.err)
+	}
 	for i := jobs / 2; i < jobs; i++ {
 		lns = append(lns, listen(i))
 	}
@@ -234,5 +250,8 @@ func TestNetworkReaderKeepsItsConnections(t *testing.T) {
 	r := <-done
 	if r.err != nil || r.d.Bytes != sent || r.d.Connections != jobs {
 		t.Errorf("reader: %+v, %v; want %d bytes over %d connections", r.d, r.err, sent, jobs)
+	}
+	if n := refusedOpen.Load(); n != 0 {
+		t.Errorf("the reader was refused %d times on the ports that listened from the start", n)
 	}
 }

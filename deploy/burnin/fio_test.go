@@ -41,7 +41,7 @@ func TestNetworkAgainstFio(t *testing.T) {
 	if err := fio.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := netRead(ctx, opts)
+	d, err := netRead(ctx, opts, nil)
 	if werr := fio.Wait(); werr != nil || err != nil || d.Bytes == 0 || d.Connections != 16 {
 		t.Errorf("fio writer, our reader: %+v %v; fio: %v", d, err, werr)
 	}

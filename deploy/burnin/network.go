@@ -68,7 +68,7 @@ func Network(ctx context.Context, opts NetworkOptions) ([]NetworkDirection, erro
 		if writer {
 			d, err = netWrite(ctx, opts, nil)
 		} else {
-			d, err = netRead(ctx, opts)
+			d, err = netRead(ctx, opts, nil)
 		}
 		out = append(out, d)
 		if err != nil {
@@ -182,8 +182,10 @@ func fioCloseMessage() []byte {
 // its ports one after the other and accepts the first connection of
 // each, so a connection closed and made again would leave the writer
 // the closed one (it writes into a broken pipe) and the new one unaccepted
-// (reset when the writer stops listening).
-func netRead(ctx context.Context, opts NetworkOptions) (NetworkDirection, error) {
+// (reset when the writer stops listening). refused, if not nil, is called
+// each time job's port refuses or does not answer, before the wait: a
+// test opens the rest of its ports once the reader has met them closed.
+func netRead(ctx context.Context, opts NetworkOptions, refused func(job int)) (NetworkDirection, error) {
 	d := NetworkDirection{Role: "reader", Partner: opts.Partner}
 	addr := func(i int) string { return net.JoinHostPort(opts.Partner, strconv.Itoa(opts.Port+i)) }
 	var dialer net.Dialer
@@ -207,6 +209,9 @@ func netRead(ctx context.Context, opts NetworkOptions) (NetworkDirection, error)
 		if !errors.Is(err, syscall.ECONNREFUSED) && !(errors.As(err, &ne) && ne.Timeout()) {
 			closeAll()
 			return d, fmt.Errorf("reader: %w", err)
+		}
+		if refused != nil {
+			refused(len(conns))
 		}
 		select {
 		case <-ctx.Done():
