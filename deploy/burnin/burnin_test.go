@@ -3,6 +3,7 @@ package burnin
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -48,9 +49,24 @@ func TestParseVMBytes(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
+	// How many passes fit in the time depends on the machine and its
+	// load: none may.
 	res, err := Memory(context.Background(), MemoryOptions{Workers: 2, Bytes: "8m", Duration: 300 * time.Millisecond, Available: 1 << 30, Reserve: 64 << 20})
-	if err != nil || res.Workers != 2 || res.Bytes != 16<<20 || res.Passes == 0 {
+	if err != nil || res.Workers != 2 || res.Bytes != 16<<20 || res.Seconds < 0.3 {
 		t.Errorf("%+v %v", res, err)
+	}
+	// Passes are counted: the run is aborted once the workers have
+	// completed two.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var passed atomic.Int32
+	res, err = memory(ctx, MemoryOptions{Workers: 2, Bytes: "8m", Duration: time.Hour, Available: 1 << 30, Reserve: 64 << 20}, func() {
+		if passed.Add(1) == 2 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || res.Passes < 2 {
+		t.Errorf("aborted after two passes: %+v %v", res, err)
 	}
 	// The share is capped below what is available less the reserve.
 	res, err = Memory(context.Background(), MemoryOptions{Workers: 1, Bytes: "1G", Duration: 100 * time.Millisecond, Available: 80 << 20, Reserve: 64 << 20})

@@ -79,6 +79,12 @@ func ParseVMBytes(s string, workers int, available uint64) (uint64, error) {
 // pseudo-random words. A word that reads back differently fails the run
 // with the worker, offset and both values.
 func Memory(ctx context.Context, opts MemoryOptions) (MemoryResult, error) {
+	return memory(ctx, opts, nil)
+}
+
+// memory is Memory; passed, if not nil, is called after each pass a
+// worker completes and counts.
+func memory(ctx context.Context, opts MemoryOptions, passed func()) (MemoryResult, error) {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.NumCPU()
@@ -97,7 +103,7 @@ func Memory(ctx context.Context, opts MemoryOptions) (MemoryResult, error) {
 	start := time.Now()
 	var passes atomic.Uint64
 	err = runWorkers(ctx, workers, opts.Duration, func(run context.Context, w int) error {
-		return memoryWorker(run, w, per, &passes)
+		return memoryWorker(run, w, per, &passes, passed)
 	})
 	return MemoryResult{Workers: workers, Bytes: per * uint64(workers), Seconds: time.Since(start).Seconds(), Passes: passes.Load()}, err
 }
@@ -106,7 +112,7 @@ func Memory(ctx context.Context, opts MemoryOptions) (MemoryResult, error) {
 // at the context (1 MiB).
 const chunkWords = 1 << 17
 
-func memoryWorker(ctx context.Context, id int, size uint64, passes *atomic.Uint64) error {
+func memoryWorker(ctx context.Context, id int, size uint64, passes *atomic.Uint64, passed func()) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
@@ -135,6 +141,9 @@ func memoryWorker(ctx context.Context, id int, size uint64, passes *atomic.Uint6
 			return fmt.Errorf("memory worker %d, pass %d: %w", id, pass, err)
 		}
 		passes.Add(1)
+		if passed != nil {
+			passed()
+		}
 	}
 }
 
