@@ -75,14 +75,19 @@ func consoleLogin(t *testing.T, ctx context.Context, vm *vmtest.VM, password, wa
 		t.Fatal(err)
 	}
 	// The terminal echoes the user name as it arrives, before the login
-	// reads it; then let the login turn the echo off before the password
-	// comes.
-	if _, err := waitLine(ctx, vm, banner+1, "the user name's echo", func(l string) bool {
+	// reads it; the login turns the echo off, then prompts for the
+	// password, which is typed only then. The prompt's line ends only
+	// after the password: it is the console's tail, or a line of its own
+	// if one of the agent's log lines came right after it.
+	echo, err := waitLine(ctx, vm, banner+1, "the user name's echo", func(l string) bool {
 		return strings.HasSuffix(strings.TrimSpace(l), "rescue")
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	if err := waitPrompt(ctx, vm, echo+1, "Password: "); err != nil {
+		t.Fatal(err)
+	}
 	if err := vm.Type(password + "\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +122,27 @@ func consoleLogin(t *testing.T, ctx context.Context, vm *vmtest.VM, password, wa
 func waitAfter(ctx context.Context, vm *vmtest.VM, n int, s string) error {
 	_, err := waitLine(ctx, vm, n, s, func(l string) bool { return strings.Contains(l, s) })
 	return err
+}
+
+// waitPrompt waits for prompt, the unended last line of the console
+// (VM.Tail) or in a line after the first n.
+func waitPrompt(ctx context.Context, vm *vmtest.VM, n int, prompt string) error {
+	for {
+		if strings.HasSuffix(vm.Tail(), prompt) {
+			return nil
+		}
+		lines := vm.Lines()
+		for i := min(n, len(lines)); i < len(lines); i++ {
+			if strings.Contains(lines[i].Text, prompt) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no prompt %q on the console after line %d: %w", prompt, n, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // waitLine waits for a console line after the first n that match accepts

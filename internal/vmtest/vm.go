@@ -32,6 +32,7 @@ type VM struct {
 
 	mu      sync.Mutex
 	lines   []Line
+	tail    string // the line being written, not ended yet: a prompt
 	waiters []*waiter
 	plugs   int // paths plugged back (PlugPath), for their drives' ids
 }
@@ -146,6 +147,17 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		defer logf.Close()
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+			n, line, err := bufio.ScanLines(data, atEOF)
+			tail := ""
+			if line == nil {
+				tail = string(data)
+			}
+			vm.mu.Lock()
+			vm.tail = tail
+			vm.mu.Unlock()
+			return n, line, err
+		})
 		for sc.Scan() {
 			l := Line{At: time.Since(vm.start), Text: strings.TrimRight(sc.Text(), "\r")}
 			fmt.Fprintf(logf, "%8.3f %s\n", l.At.Seconds(), l.Text)
@@ -203,6 +215,15 @@ func (vm *VM) Find(s string) (Line, bool) {
 		}
 	}
 	return Line{}, false
+}
+
+// Tail returns the console's last line so far if it has not ended: a
+// prompt that waits for input ("Password: "), which Lines does not hold
+// until the line ends.
+func (vm *VM) Tail() string {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.tail
 }
 
 // Lines returns the console so far.
