@@ -2,7 +2,7 @@
 # The whole test suite, from a fresh clone on Debian: installs what the tests
 # need (apt packages as root, Go tools with go install), then runs the gofmt
 # check, go vet, staticcheck and every test with the race detector, between
-# two snapshots of the host (scripts/hostguard) that must not differ.
+# two snapshots of the host (tools/hostguard) that must not differ.
 # Tests that need root, loop devices, namespaces, lldpd, QEMU or Debian's Ironic
 # run when this script runs as root (as CI does) and skip loudly otherwise.
 set -euo pipefail
@@ -139,7 +139,7 @@ staticcheck ./...
 # change, taken after the installs above and again after the tests, whether
 # they passed or not; any difference fails the run, each one named.
 guard_dir=$(mktemp -d /tmp/hostguard.XXXXXX)
-go build -o "$guard_dir/hostguard" ./scripts/hostguard
+go build -o "$guard_dir/hostguard" ./tools/hostguard
 # Every process the suite starts inherits this mark; one still carrying it
 # after the tests was left running.
 HOSTGUARD_RUN="$$-$(date +%s%N)"
@@ -150,13 +150,13 @@ fi
 log "host guard: snapshot before the tests"
 "$guard_dir/hostguard" snapshot -o "$guard_dir/before.json"
 
-# Each go test round goes through scripts/testsummary, which prints what a
+# Each go test round goes through tools/testsummary, which prints what a
 # plain go test prints, then the round's slowest packages and tests, so
 # that CI's log says where the time went (-v among the arguments: every
 # test's output, as go test -v prints it).
 tools_dir=$(mktemp -d /tmp/ironic-agent-test-tools.XXXXXX)
 trap 'rm -rf "$tools_dir"' EXIT
-go build -o "$tools_dir/testsummary" ./scripts/testsummary
+go build -o "$tools_dir/testsummary" ./tools/testsummary
 summary_flags=(-top 15)
 for arg in "$@"; do
 	case "$arg" in -v | -v=true | -test.v | -test.v=true) summary_flags+=(-all) ;; esac

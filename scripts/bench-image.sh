@@ -48,7 +48,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 log "building ironic-agent and the file server"
 go build -o "$BENCH_DIR/ironic-agent" ./cmd/ironic-agent
-go build -o "$BENCH_DIR/benchserve" ./scripts/benchserve
+go build -o "$BENCH_DIR/benchserve" ./tools/benchserve
 if [ -n "${BASE:-}" ]; then
 	log "building ironic-agent at $BASE"
 	git worktree add -q --detach "$BENCH_DIR/base" "$BASE"

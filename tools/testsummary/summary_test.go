@@ -41,7 +41,7 @@ func TestSummarizeGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("summary differs from %s (go test ./scripts/testsummary -update rewrites it):\n%s", golden, out.Bytes())
+		t.Errorf("summary differs from %s (go test ./tools/testsummary -update rewrites it):\n%s", golden, out.Bytes())
 	}
 	for _, hidden := range []string{"output of a passing test", "a log line of a passing test", "=== RUN", "SKIPPED: needs", "\nPASS\n"} {
 		if strings.Contains(out.String(), hidden) {
