@@ -131,6 +131,13 @@ if [ -n "$unformatted" ]; then
 	printf 'gofmt would change:\n%s\n' "$unformatted" >&2
 	exit 1
 fi
+# The docs first, as they take seconds and the test rounds an hour: the
+# README and the guides carry no dates, loads, timings or narration
+# (tools/doccheck), and the generated references match the code
+# (tools/refdocs; its golden test runs again in the rounds below).
+log "docs"
+go run ./tools/doccheck
+go run ./tools/refdocs -check
 log "go vet"
 go vet ./...
 log "staticcheck"
