@@ -7,6 +7,8 @@
 //
 //	go run ./tools/perfpage [-o docs/performance.md] FILE...
 //
+// A name found in several files takes its value from the first file that
+// has it, so give the files in order of precedence.
 // scripts/perf-page.sh runs the benchmarks and then this.
 package main
 

@@ -113,14 +113,20 @@ type entry struct {
 	source string
 }
 
-// latest keeps the last value of each name, in the order names first
-// appear.
+// latest picks the value of each name, in the order names first appear:
+// from the first source that has the name (sources come in order of
+// precedence: ./test.sh's main round before its rounds against other
+// Ironic series, which add only the scenarios the main round skips), and
+// there the last line (a rerun).
 func latest(sources []source) (names []string, byName map[string]entry) {
 	byName = map[string]entry{}
 	for _, s := range sources {
 		for _, m := range s.metrics {
-			if _, ok := byName[m.Name]; !ok {
+			e, ok := byName[m.Name]
+			if !ok {
 				names = append(names, m.Name)
+			} else if e.source != s.name {
+				continue
 			}
 			byName[m.Name] = entry{m: m, source: s.name}
 		}

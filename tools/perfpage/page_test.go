@@ -96,3 +96,14 @@ func TestMachine(t *testing.T) {
 		t.Errorf("machine() = %+v", st)
 	}
 }
+
+// A name in two files takes the first file's value; a second file adds
+// the names the first lacks.
+func TestLatestFirstSourceWins(t *testing.T) {
+	main, _ := readSource("go-test.metrics", strings.NewReader("METRIC name=vm.a value=1 unit=s\nMETRIC name=vm.a value=2 unit=s\n"))
+	series, _ := readSource("go-test-ironic-2026.1.metrics", strings.NewReader("METRIC name=vm.a value=3 unit=s\nMETRIC name=vm.b value=4 unit=s\n"))
+	names, by := latest([]source{main, series})
+	if strings.Join(names, ",") != "vm.a,vm.b" || by["vm.a"].m.Value != 2 || by["vm.b"].m.Value != 4 || by["vm.b"].source != series.name {
+		t.Errorf("names %v, values %+v", names, by)
+	}
+}
