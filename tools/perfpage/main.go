@@ -76,6 +76,12 @@ func machine() stamp {
 			}
 		}
 	}
+	st.Load = "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			st.Load = strings.Join(f[:3], " ")
+		}
+	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		st.Kernel = strings.TrimSpace(string(b))
 	}

@@ -105,6 +105,9 @@ type stamp struct {
 	Cores  int
 	Memory string
 	Kernel string
+	// Load is the load average when the page was written, right after
+	// the benchmarks ran: figures of a busy machine are slower.
+	Load string
 }
 
 // entry is the current value of one metric name.
@@ -156,8 +159,8 @@ func render(w io.Writer, sources []source, st stamp) error {
 		"(`internal/testbed/metric`) and collected by `scripts/perf-page.sh`; none is typed by hand. " +
 		"A limit is the same quantity measured in the same run by the bound the figure is compared with. " +
 		"Earlier figures are in this page's git history.\n\n")
-	fmt.Fprintf(&b, "Measured at commit `%s`, %s, on %s (%d cores, %s memory), Linux %s.\n\n",
-		st.Commit, st.Date.UTC().Format("2006-01-02 15:04 MST"), st.CPU, st.Cores, st.Memory, st.Kernel)
+	fmt.Fprintf(&b, "Measured at commit `%s`, %s, on %s (%d cores, %s memory), Linux %s; load average %s when the page was written.\n\n",
+		st.Commit, st.Date.UTC().Format("2006-01-02 15:04 MST"), st.CPU, st.Cores, st.Memory, st.Kernel, st.Load)
 	if len(sources) > 0 {
 		b.WriteString("Sources:\n\n")
 		for _, s := range sources {

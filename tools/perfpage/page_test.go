@@ -55,7 +55,7 @@ func TestReadSource(t *testing.T) {
 // figures says so), then unknown prefixes; the last value of a name wins;
 // limits, targets and tests in their columns; the stamp.
 func TestRenderGolden(t *testing.T) {
-	st := stamp{Commit: "0123456789ab", Date: time.Date(2030, 1, 2, 4, 5, 0, 0, time.UTC), CPU: "Example CPU @ 2.00GHz", Cores: 2, Memory: "11.0 GiB", Kernel: "6.1.0-test"}
+	st := stamp{Commit: "0123456789ab", Date: time.Date(2030, 1, 2, 4, 5, 0, 0, time.UTC), CPU: "Example CPU @ 2.00GHz", Cores: 2, Memory: "11.0 GiB", Kernel: "6.1.0-test", Load: "1.50 1.20 0.90"}
 	var out bytes.Buffer
 	if err := render(&out, testSources(t), st); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestRenderGolden(t *testing.T) {
 		"| `inventory.agent.wall_ms` | 20.1 ms | 15.5 ms | 25 ms |",
 		"## Image writing\n\n", "Not measured in this run.",
 		"## `ramdisk`",
-		"Measured at commit `0123456789ab`, 2030-01-02 04:05 UTC, on Example CPU @ 2.00GHz (2 cores, 11.0 GiB memory), Linux 6.1.0-test.",
+		"Measured at commit `0123456789ab`, 2030-01-02 04:05 UTC, on Example CPU @ 2.00GHz (2 cores, 11.0 GiB memory), Linux 6.1.0-test; load average 1.50 1.20 0.90 when the page was written.",
 		"- `go-test.metrics`: 4 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
 	} {
 		if !strings.Contains(out.String(), s) {
@@ -92,7 +92,7 @@ func TestRenderGolden(t *testing.T) {
 
 func TestMachine(t *testing.T) {
 	st := machine()
-	if st.Cores < 1 || st.CPU == "" || st.Kernel == "" || st.Date.IsZero() {
+	if st.Cores < 1 || st.CPU == "" || st.Kernel == "" || st.Load == "" || st.Date.IsZero() {
 		t.Errorf("machine() = %+v", st)
 	}
 }
