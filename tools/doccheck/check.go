@@ -46,7 +46,7 @@ var rules = []rule{
 	// a device number or a port (those touch a colon, a dot or a hex digit).
 	{name: "clock time", inCode: true, re: regexp.MustCompile(`(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?`), keep: standsAlone},
 	{name: "load figure", inCode: true, re: regexp.MustCompile(`(?i)\bload (?:of |at |was |is )?\d|\bload averages?\b|\bloadavg\b`)},
-	{name: "timing", re: regexp.MustCompile(`(?i)\b(?:took|takes|taking|lasted|lasts|ran|runs|finished|finishes|passed|passes|completed|completes|measured)\b[^.;:\n]{0,24}?\b\d+(?:\.\d+)? ?` + durationUnit + `\b`)},
+	{name: "timing", re: regexp.MustCompile(`(?i)\b(?:took|takes|taking|lasted|ran|finished|passed|completed|measured)\b[^.;:\n]{0,24}?\b\d+(?:\.\d+)? ?` + durationUnit + `\b`)},
 	{name: "timing", re: regexp.MustCompile(`(?i)\b\d+ ?(?:min|m) ?\d+(?:\.\d+)? ?s\b`)}, // 26 min 8 s, 26m8s
 	{name: "timing", re: regexp.MustCompile(`(?i)\bin (?:about |under |over |just )?\d+(?:\.\d+)? ?(?:min|mins|minutes?|h|hours?)\b`)},
 	{name: "first person", re: regexp.MustCompile(`\b(?:[Ww]e|[Oo]urs?|[Uu]s|[Mm]e|[Mm]y|[Mm]ine|I|[Tt]oday|[Tt]onight|[Yy]esterday)\b`), keep: firstPerson},

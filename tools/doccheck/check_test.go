@@ -57,6 +57,7 @@ func TestRules(t *testing.T) {
 		{"26m8s", []string{"timing"}},
 		{"The agent retries after 10 s.", nil},
 		{"heartbeats every 30 s by default", nil},
+		{"the lookup runs for 300 s at most, then the agent completes within 10 s", nil},
 		{"a timeout of 60 s", nil},
 		{"lookup_timeout: seconds to keep retrying lookup", nil},
 		{"`go test -run X -timeout 40m` took", nil},
