@@ -43,6 +43,11 @@ var benchmarks = []benchmark{
 		target:   "raw at 0.85 of `curl | dd` or better; qcow2 at 0.70 of raw or better.",
 	},
 	{
+		prefix: "agent", title: "The agent binary",
+		what:     "The static, stripped `ironic-agent` binary the ramdisk carries, as scripts/bench-inventory.sh builds it.",
+		commands: []string{"scripts/bench-inventory.sh"},
+	},
+	{
 		prefix: "vm", title: "VM scenarios",
 		what: "The phases of the `e2e/vm` scenarios, each a QEMU machine driven by a real Ironic: inspection, cleaning, " +
 			"deploy and the boots between them, from Ironic's request to the state it waits for, as the tests " +
