@@ -2,7 +2,7 @@
 # The whole test suite, from a fresh clone on Debian: installs what the tests
 # need (apt packages as root, Go tools with go install), then runs the gofmt
 # check, go vet, staticcheck and every test with the race detector, between
-# two snapshots of the host (scripts/hostguard) that must not differ.
+# two snapshots of the host (tools/hostguard) that must not differ.
 # Tests that need root, loop devices, namespaces, lldpd, QEMU or Debian's Ironic
 # run when this script runs as root (as CI does) and skip loudly otherwise.
 set -euo pipefail
@@ -20,8 +20,7 @@ fi
 
 STATICCHECK_VERSION=v0.8.2
 # Ironic series the end-to-end packages (e2e, e2e/vm) run against again after
-# the main run, each from its cached Debian root filesystem (README
-# "End-to-end tests against the real Ironic"); the main run uses
+# the main run, each from its cached Debian root filesystem (docs/testing.md); the main run uses
 # $IRONIC_SERIES (default 2023.1, the host's packages). Empty skips them.
 IRONIC_SERIES_EXTRA=${IRONIC_SERIES_EXTRA-2026.1}
 # Debian packages the tests use. Keep one per line, sorted.
@@ -131,15 +130,22 @@ if [ -n "$unformatted" ]; then
 	printf 'gofmt would change:\n%s\n' "$unformatted" >&2
 	exit 1
 fi
+# The docs first, as they take seconds and the test rounds an hour: the
+# README and the guides carry no dates, loads, timings or narration
+# (tools/doccheck), and the generated references match the code
+# (tools/refdocs; its golden test runs again in the rounds below).
+log "docs"
+go run ./tools/doccheck
+go run ./tools/refdocs -check
 log "go vet"
 go vet ./...
 log "staticcheck"
 staticcheck ./...
-# The host guard (README "Host safety"): a record of what the suite must not
+# The host guard (docs/testing.md): a record of what the suite must not
 # change, taken after the installs above and again after the tests, whether
 # they passed or not; any difference fails the run, each one named.
 guard_dir=$(mktemp -d /tmp/hostguard.XXXXXX)
-go build -o "$guard_dir/hostguard" ./scripts/hostguard
+go build -o "$guard_dir/hostguard" ./tools/hostguard
 # Every process the suite starts inherits this mark; one still carrying it
 # after the tests was left running.
 HOSTGUARD_RUN="$$-$(date +%s%N)"
@@ -150,24 +156,34 @@ fi
 log "host guard: snapshot before the tests"
 "$guard_dir/hostguard" snapshot -o "$guard_dir/before.json"
 
-# Each go test round goes through scripts/testsummary, which prints what a
+# Each go test round goes through tools/testsummary, which prints what a
 # plain go test prints, then the round's slowest packages and tests, so
 # that CI's log says where the time went (-v among the arguments: every
 # test's output, as go test -v prints it).
 tools_dir=$(mktemp -d /tmp/ironic-agent-test-tools.XXXXXX)
 trap 'rm -rf "$tools_dir"' EXIT
-go build -o "$tools_dir/testsummary" ./scripts/testsummary
+go build -o "$tools_dir/testsummary" ./tools/testsummary
+# The figures the tests measure (METRIC lines, internal/testbed/metric)
+# go to one file per round in $METRICS_DIR, kept after the run for
+# scripts/perf-page.sh, which makes docs/performance.md of them.
+if [ -z "${METRICS_DIR:-}" ]; then
+	METRICS_DIR=$(mktemp -d /tmp/ironic-agent-metrics.XXXXXX)
+fi
+mkdir -p "$METRICS_DIR"
+METRICS_DIR=$(cd "$METRICS_DIR" && pwd)
+log "metrics of this run go to $METRICS_DIR"
 summary_flags=(-top 15)
 for arg in "$@"; do
 	case "$arg" in -v | -v=true | -test.v | -test.v=true) summary_flags+=(-all) ;; esac
 done
-# go_test_round NAME ARGS...: go test -json ARGS through the summary, then
-# the round's wall time; returns go test's status.
+# go_test_round NAME TAG ARGS...: go test -json ARGS through the summary,
+# the round's METRIC lines to $METRICS_DIR/TAG.metrics, then the round's
+# wall time; returns go test's status.
 go_test_round() {
-	local name=$1 start=$SECONDS status=0
-	shift
+	local name=$1 tag=$2 start=$SECONDS status=0
+	shift 2
 	log "$name"
-	go test -json "$@" | "$tools_dir/testsummary" "${summary_flags[@]}" || status=$?
+	go test -json "$@" | "$tools_dir/testsummary" "${summary_flags[@]}" -metrics "$METRICS_DIR/$tag.metrics" || status=$?
 	log "$name: $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
 	return "$status"
 }
@@ -176,14 +192,14 @@ test_status=0
 # go test runs its packages in the order given, two at a time on CI's two
 # cores: the longest (e2e/vm, about half the round) first, so that the
 # others share the second core beside it rather than leave it idle at the end.
-go_test_round "go test -race" -race -count=1 -timeout 40m "$@" \
+go_test_round "go test -race" go-test -race -count=1 -timeout 40m "$@" \
 	./e2e/vm/ ./e2e/ ./internal/rdinit/ ./e2e/faildisk/ ./... || test_status=$?
 if [ "$(id -u)" = 0 ]; then
 	# After the main run, not beside it: the e2e packages of two series
 	# would want the same ports. e2e/vm runs its series-sensitive
-	# scenarios only (README "Newer Ironic series").
+	# scenarios only (docs/testing.md).
 	for series in $IRONIC_SERIES_EXTRA; do
-		IRONIC_SERIES=$series go_test_round "go test -race ./e2e/ ./e2e/vm/ against Ironic $series" \
+		IRONIC_SERIES=$series go_test_round "go test -race ./e2e/ ./e2e/vm/ against Ironic $series" "go-test-ironic-$series" \
 			-race -count=1 -timeout 40m "$@" ./e2e/ ./e2e/vm/ || test_status=$?
 	done
 fi
@@ -197,6 +213,7 @@ if [ "$guard_status" != 0 ]; then
 else
 	rm -rf "$guard_dir"
 fi
+log "metrics of this run: $METRICS_DIR ($(cat "$METRICS_DIR"/*.metrics 2>/dev/null | wc -l) figures; scripts/perf-page.sh makes docs/performance.md of them)"
 if [ "$test_status" != 0 ]; then
 	log "go test failed (exit status $test_status)"
 fi

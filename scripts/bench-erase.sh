@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times the erase clean steps against the commands IPA runs for them, in one
 # run, on a loop device over a sparse file (never a real disk): wall time,
-# CPU time and peak RSS from each child's rusage (scripts/benchexec).
+# CPU time and peak RSS from each child's rusage (tools/benchexec).
 #
 #   full erase:     shred --force --zero --verbose --iterations 1 DEV   (IPA's _shred_block_device)
 #                   vs ironic-agent erase DEV --full --iterations 1
@@ -24,7 +24,7 @@ cleanup() { [ -n "$dev" ] && losetup -d "$dev" 2>/dev/null; rm -rf "$out"; }
 trap cleanup EXIT
 
 CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/ironic-agent" ./cmd/ironic-agent
-go build -o "$out/benchexec" ./scripts/benchexec
+go build -o "$out/benchexec" ./tools/benchexec
 truncate -s "${size}M" "$out/disk.img"
 dev=$(losetup --find --show --direct-io=on "$out/disk.img")
 echo "device: $dev over a ${size} MiB sparse file (direct I/O); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -3,7 +3,8 @@
 # server, written onto a loop device by the tools a user would otherwise
 # run and by `ironic-agent write-image` (sha256 verification on), in one
 # run. Prints MB/s of disk content, the ratio to the reference, and the peak
-# RSS and CPU time (user+system, of the whole pipeline) of each. The machine
+# RSS and CPU time (user+system, of the whole pipeline) of each, then the
+# same as METRIC lines (internal/testbed/metric) for scripts/perf-page.sh. The machine
 # is shared, so wall-clock ratios move with the load; CPU seconds do not.
 # The agent's time includes fsync (an image counts as written only once
 # synced); the dd pipeline the issue names does not sync, so a dd with
@@ -48,7 +49,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 log "building ironic-agent and the file server"
 go build -o "$BENCH_DIR/ironic-agent" ./cmd/ironic-agent
-go build -o "$BENCH_DIR/benchserve" ./scripts/benchserve
+go build -o "$BENCH_DIR/benchserve" ./tools/benchserve
 if [ -n "${BASE:-}" ]; then
 	log "building ironic-agent at $BASE"
 	git worktree add -q --detach "$BENCH_DIR/base" "$BASE"
@@ -158,6 +159,19 @@ printf '%s\n' "${results[@]}" | awk -v bytes="$bytes" -v runs="$RUNS" '
 		secs[n] = secs[n] " " $3; rss[n] = rss[n] " " $4; cpu[n] = cpu[n] " " ($5 + $6); load[n] = load[n] " " $7
 		t[r, n] = $3
 	}
+	function mbs(n) { return bytes / median(secs[n]) / 1e6 }
+	# rationum: the median of the per-round ratios of the times of a to b.
+	function rationum(a, b,    r, l) {
+		l = ""
+		for (r = 1; r <= runs; r++) if ((r, a) in t && (r, b) in t) l = l " " (t[r, a] / t[r, b])
+		return median(l)
+	}
+	function metric(name, value, unit, limit, target) {
+		printf "METRIC name=%s value=%.4g unit=%s", name, value, unit
+		if (limit != "") printf " limit=%.4g", limit
+		if (target != "") printf " target=%.4g", target
+		printf "\n"
+	}
 	function ratio(a, b,    r, l) {
 		l = ""
 		for (r = 1; r <= runs; r++) if ((r, a) in t && (r, b) in t) l = l " " sprintf("%.2f", t[r, a] / t[r, b])
@@ -181,4 +195,23 @@ printf '%s\n' "${results[@]}" | awk -v bytes="$bytes" -v runs="$RUNS" '
 			printf "qcow2: ironic-agent qcow2 / raw         = %s  (target >= 0.70)\n", ratio("agent-raw", "agent-qcow2")
 			printf "zstd:  ironic-agent / zstd|dd pipeline  = %s\n", ratio("dd-zstd", "agent-zstd")
 		}
+		# The same figures as METRIC lines (internal/testbed/metric) for
+		# tools/perfpage: MB/s of disk content with the reference of the same
+		# run as the limit, the ratios with their targets, peak RSS, CPU.
+		printf "\n"
+		metric("image.raw.mb_s", mbs("agent-raw"), "MB/s", mbs("dd-raw"), 0.85 * mbs("dd-raw"))
+		metric("image.raw.dd_mb_s", mbs("dd-raw"), "MB/s")
+		metric("image.raw.dd_fsync_mb_s", mbs("dd-raw-fsync"), "MB/s")
+		metric("image.raw.ratio", rationum("dd-raw", "agent-raw"), "x", "", 0.85)
+		metric("image.raw.peak_rss", median(rss["agent-raw"]) / 1024, "MiB")
+		metric("image.raw.cpu_s", median(cpu["agent-raw"]), "s", median(cpu["dd-raw"]))
+		if ("base-raw" in seen) metric("image.raw.base_mb_s", mbs("base-raw"), "MB/s", mbs("dd-raw"))
+		if ("agent-qcow2" in seen) {
+			metric("image.qcow2.mb_s", mbs("agent-qcow2"), "MB/s", mbs("qemu-img-qcow2"), 0.70 * mbs("agent-raw"))
+			metric("image.qcow2.ratio_to_raw", rationum("agent-raw", "agent-qcow2"), "x", "", 0.70)
+			metric("image.qcow2.peak_rss", median(rss["agent-qcow2"]) / 1024, "MiB")
+			metric("image.zstd.mb_s", mbs("agent-zstd"), "MB/s", mbs("dd-zstd"))
+			metric("image.zstd.peak_rss", median(rss["agent-zstd"]) / 1024, "MiB")
+		}
+		metric("image.size", bytes / 1048576, "MiB")
 	}'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures `ironic-agent inventory` of this machine from exec to exit: wall
 # time (median, p90, worst of N runs), CPU time and peak RSS, read from each
-# child's rusage by scripts/benchexec (no external tool needed). When lscpu,
+# child's rusage by tools/benchexec (no external tool needed). When lscpu,
 # lsblk and ip are installed it times them too, the tools IPA runs for the
 # same facts (IPA adds lshw, udevadm, ipmitool and Python's start-up), and
 # prints the ratio. Targets: under 25 ms and under 20 MiB.
@@ -14,7 +14,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out/ironic-agent" ./cmd/ironic-agent
-go build -o "$out/benchexec" ./scripts/benchexec
+go build -o "$out/benchexec" ./tools/benchexec
 echo "binary: $(stat -c %s "$out/ironic-agent") bytes (static, stripped); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "$out/ironic-agent" inventory >/dev/null # warm the page cache

@@ -52,7 +52,8 @@ func customStepRamdisk(t *testing.T, ctx context.Context) *vmtest.Ramdisk {
 	if err != nil {
 		t.Fatalf("build the ramdisk with the step: %v", err)
 	}
-	t.Logf("ramdisk with the step built in %s: %s", time.Since(start).Round(time.Millisecond), sizes(rd))
+	t.Logf("ramdisk with the step: %s", sizes(rd))
+	reportSeconds(t, time.Since(start), "ramdisk_build_s")
 	return rd
 }
 
@@ -90,7 +91,8 @@ func TestVMCustomDeployStep(t *testing.T) {
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
 		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
 			Args: map[string]any{"label": label}}}}, m, vmtest.Options{}, 6*time.Minute)
-	t.Logf("custom deploy: %.1fs to active (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, took, "deploy_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -87,8 +87,9 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	t.Logf("deploy (%s): %.1fs to active; boot to first heartbeat %s after QEMU started (agent started at guest uptime %s)",
-		c.firmware, took.Seconds(), hb, uptimeAt(vm, "agent started"))
+	reportSeconds(t, took, "deploy_s")
+	reportSecondsText(t, hb, "deploy_first_heartbeat_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "deploy_agent_started_uptime_s")
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -262,6 +263,7 @@ func TestVMDeployUEFI(t *testing.T) {
 		t.Fatal(err)
 	}
 	booted, _ := vm.Find(osimage.Booted)
-	t.Logf("boot from the deployed disk: the OS's /init at %.1fs, %.1fs to its power-off (%s; config drive %s)",
-		booted.At.Seconds(), time.Since(start).Seconds(), first.Text[strings.Index(first.Text, "BdsDxe"):], r.Drive)
+	t.Logf("boot from the deployed disk: %s; config drive %s", first.Text[strings.Index(first.Text, "BdsDxe"):], r.Drive)
+	reportSeconds(t, booted.At, "os_init_s")
+	reportSeconds(t, time.Since(start), "os_boot_to_poweroff_s")
 }

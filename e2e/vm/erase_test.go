@@ -86,8 +86,8 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("automated cleaning with Ironic's default erase priorities: %.1fs from provide to available (node last_error %q)",
-		took.Seconds(), n.LastError)
+	t.Logf("automated cleaning with Ironic's default erase priorities: node last_error %q", n.LastError)
+	reportSeconds(t, took, "cleaning_s")
 
 	// What the agent says it did, per device and step: the metadata
 	// wipe (99) first, then erase_devices (10).
@@ -98,7 +98,8 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 			continue
 		}
 		step, dev, method := logField(l.Text, "step"), logField(l.Text, "device"), logField(l.Text, "method")
-		t.Logf("%8.1fs %s %s: %s (%s s)", l.At.Seconds(), step, dev, method, logField(l.Text, "seconds"))
+		t.Logf("%s %s: %s", step, dev, method)
+		reportSecondsText(t, logField(l.Text, "seconds"), step, dev+"_s")
 		switch step {
 		case "erase_devices_metadata":
 			if len(methods) > 0 {
@@ -182,6 +183,6 @@ func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironictest.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Ironic started in %s", time.Since(start).Round(time.Second))
+	reportSeconds(t, time.Since(start), "ironic_start_s")
 	return svc, client
 }

@@ -406,8 +406,10 @@ func TestVMIPADeploy(t *testing.T) {
 			t.Errorf("%s, %s image, %d MiB: %v", name, format, sideDeployMemoryMB, err)
 			continue
 		}
-		t.Logf("numbers: deploy %s %s (%d MiB): inspection %.1fs (QEMU start to manageable), cleaning %.1fs, deploy %.1fs (1 GiB %s, %.0f MiB file, to active; %s); memory: %s",
-			format, name, sideDeployMemoryMB, r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), format, mib(b.images[format].size), r.image, r.memory)
+		t.Logf("deploy %s %s (%d MiB, 1 GiB %s, %.0f MiB file): %s; memory: %s", format, name, sideDeployMemoryMB, format, mib(b.images[format].size), r.image, r.memory)
+		reportSeconds(t, r.inspect, name, format, "inspection_s")
+		reportSeconds(t, r.clean, name, format, "cleaning_s")
+		reportSeconds(t, r.deploy, name, format, "deploy_s")
 	}
 }
 
@@ -459,18 +461,17 @@ func TestVMIPAMemory(t *testing.T) {
 			start := time.Now()
 			r, err := b.flow(t, ctx, sideShipped(t, name), mid, "qcow2")
 			if err != nil {
-				t.Logf("%s at %d MiB: fails after %.0fs: %v", name, mid, time.Since(start).Seconds(), err)
+				t.Logf("%s at %d MiB: fails: %v", name, mid, err)
 				tried = append(tried, fmt.Sprintf("%d fails", mid))
 				lo = mid
 				continue
 			}
-			t.Logf("%s at %d MiB: completes in %.0fs (inspection %.1fs, cleaning %.1fs, deploy %.1fs); memory: %s",
-				name, mid, time.Since(start).Seconds(), r.inspect.Seconds(), r.clean.Seconds(), r.deploy.Seconds(), r.memory)
+			t.Logf("%s at %d MiB: completes in %s; memory: %s", name, mid, time.Since(start).Round(time.Second), r.memory)
 			tried = append(tried, fmt.Sprintf("%d completes", mid))
 			hi = mid
 		}
-		t.Logf("numbers: smallest memory %s: completes with %d MiB, not with %d MiB (%s; %d MiB resolution)",
-			name, hi, lo, strings.Join(tried, ", "), hi-lo)
+		t.Logf("smallest memory %s: completes with %d MiB, not with %d MiB (%s; %d MiB resolution)", name, hi, lo, strings.Join(tried, ", "), hi-lo)
+		reportValue(t, float64(hi), "MiB", name, "smallest_memory")
 	}
 }
 

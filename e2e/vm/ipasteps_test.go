@@ -176,7 +176,7 @@ func TestVMIPASteps(t *testing.T) {
 		if err := waitAgentAPI(ctx, vm, base, sideStepsToken, 12*time.Minute); err != nil {
 			t.Fatalf("%s: %v\n%s", a.name, err, consoleTail(vm, 40))
 		}
-		t.Logf("numbers: %s: agent API up %.1fs after QEMU start", a.name, time.Since(start).Seconds())
+		reportSeconds(t, time.Since(start), a.name, "agent_api_up_s")
 		got := map[string]any{}
 		for _, c := range calls {
 			ans, err := callAgent(ctx, base, sideStepsToken, c)

@@ -121,7 +121,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 			t.Fatalf("power %s: %v", target, err)
 		}
 		waitPower(want)
-		t.Logf("Ironic: %s took %.1fs", target, time.Since(start).Seconds())
+		reportSeconds(t, time.Since(start), "power_"+string(target)+"_s")
 	}
 
 	// The boot device Ironic sets is what the next power-on boots.
@@ -188,7 +188,8 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("inspection: %.1fs from Ironic's request (agent started at guest uptime %s)", time.Since(start).Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, time.Since(start), "inspection_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
 	waitPower("power off")
 	offCtx, offCancel := context.WithTimeout(ctx, time.Minute)
 	defer offCancel()
@@ -231,8 +232,10 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	t.Logf("cleaning: %.1fs from Ironic's request to available and off (first heartbeat %s after QEMU started)", time.Since(start).Seconds(), hb)
-	t.Logf("BMC events: %s; whole test %.1fs", strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
+	reportSeconds(t, time.Since(start), "cleaning_s")
+	reportSecondsText(t, hb, "cleaning_first_heartbeat_s")
+	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
+	reportSeconds(t, time.Since(testStart), "whole_test_s")
 }
 
 // diskBootMarker is what markerBootSector prints on the serial port.

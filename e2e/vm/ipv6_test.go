@@ -134,7 +134,8 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Close() })
-	t.Logf("Ironic and ironic-inspector up in the namespace at %s, %s in %v", svc.IronicURL, svc.InspectorURL, time.Since(t0).Round(time.Second))
+	t.Logf("Ironic and ironic-inspector up in the namespace at %s, %s", svc.IronicURL, svc.InspectorURL)
+	reportSeconds(t, time.Since(t0), lc.name, "services_up_s")
 	mark := svc.Mark()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -183,7 +184,8 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common
 	opts := next(&m)
 	vm, took := provisionBoot(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
-	t.Logf("inspection over %s: %.1fs from the request (agent started at guest uptime %s)", lc.name, took.Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, took, lc.name, "inspection_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), lc.name, "inspection_agent_started_uptime_s")
 	data, err := inspector.Data(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +225,8 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = l.At.Round(100 * time.Millisecond).String()
 	}
-	t.Logf("cleaning over %s: %.1fs to available; first heartbeat %s after QEMU start", lc.name, time.Since(start).Seconds(), hb)
+	reportSeconds(t, time.Since(start), lc.name, "cleaning_s")
+	reportSecondsText(t, hb, lc.name, "cleaning_first_heartbeat_s")
 	lc.cleaned(t, vm)
 	vm.Kill()
 	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
@@ -255,7 +258,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	}
 	opts = next(&m)
 	vm, took = provisionBoot(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}, m, opts, 6*time.Minute)
-	t.Logf("deploy over %s: %.1fs to active", lc.name, took.Seconds())
+	reportSeconds(t, took, lc.name, "deploy_s")
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

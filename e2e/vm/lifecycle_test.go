@@ -69,6 +69,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 	var times []string
 	mark := func(what string, since time.Time) {
 		times = append(times, what+" "+time.Since(since).Round(100*time.Millisecond).String())
+		reportSeconds(t, time.Since(since), what+"_s")
 	}
 
 	// Inspection: Ironic prepares the ipxe boot with the inspection
@@ -181,7 +182,8 @@ func lifecycle(t *testing.T, fw string, n int) {
 		}
 	}
 	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
-	t.Logf("%s: %s; whole test %.1fs (%d power-ons)", fw, strings.Join(times, ", "), time.Since(testStart).Seconds(), bmc.Boots())
+	t.Logf("%s: %s; %d power-ons", fw, strings.Join(times, ", "), bmc.Boots())
+	reportSeconds(t, time.Since(testStart), "whole_test_s")
 }
 
 // lifecycleImage builds internal/osimage's whole-disk image for fw in
@@ -211,7 +213,7 @@ func lifecycleImage(t *testing.T, ctx context.Context, fw, dir string) (raw, ser
 			t.Fatal(err)
 		}
 	}
-	t.Logf("deployed OS and its %s image built in %.1fs", format, time.Since(start).Seconds())
+	reportSeconds(t, time.Since(start), "os_image_build_s")
 	return raw, served, format
 }
 

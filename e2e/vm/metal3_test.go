@@ -101,7 +101,8 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	m.Append = "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort) + "/v1/continue_inspection" +
 		" ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, lldp, 5*time.Minute)
-	t.Logf("inspection: %.1fs from the request (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, took, "inspection_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
 	vm.Kill()
 	inv := nodes.GetInventory(ctx, api, node.UUID)
 	if inv.Err != nil {
@@ -140,7 +141,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	cd := metal3ConfigDrive(node.UUID)
 	m.Append = agentArgs(metal3AgentPort) + " ironic_agent.dhcp=" + macs[0]
 	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, m, lldp, 8*time.Minute)
-	t.Logf("deploy with config drive and lockdown: %.1fs to active", took.Seconds())
+	reportSeconds(t, took, "deploy_s")
 	// Ironic locked the agent down instead of powering the VM off: the VM
 	// still runs, its agent said so and answers no more.
 	if _, ok := vm.Find("reboot: Power down"); ok {
@@ -170,7 +171,8 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 		// (LOOKUP_ALLOWED_STATES lacks it; upstream commit a23b7eeef
 		// added it for 2025.2), so no agent, IPA's included, can serve
 		// in-band service steps without fast track.
-		t.Logf("whole test: %.1fs; servicing not tried: Ironic 29.0 refuses lookups in service wait", time.Since(begin).Seconds())
+		t.Log("servicing not tried: Ironic 29.0 refuses lookups in service wait")
+		reportSeconds(t, time.Since(begin), "whole_test_s")
 		return
 	}
 	content := "written by inject_files in servicing, node " + node.UUID + "\n"
@@ -187,7 +189,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	} else if n.LastError != "" {
 		t.Errorf("last_error after servicing: %s", n.LastError)
 	}
-	t.Logf("servicing (burnin_cpu 2 s, inject_files): %.1fs back to active", took.Seconds())
+	reportSeconds(t, took, "servicing_s")
 	for _, want := range []string{"burnin_cpu", "inject_files"} {
 		if _, ok := vm.Find(want); !ok {
 			t.Errorf("the console never mentioned the service step %s", want)
@@ -198,7 +200,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	if err != nil || string(out) != content {
 		t.Errorf("mtype %s: %q (%v), want %q", metal3Injected, out, err, content)
 	}
-	t.Logf("whole test: %.1fs", time.Since(begin).Seconds())
+	reportSeconds(t, time.Since(begin), "whole_test_s")
 }
 
 // testLogger is metal3hw's Logger over the test log: baremetal-operator

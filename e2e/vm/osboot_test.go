@@ -66,7 +66,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	if b.os, err = osimage.Build(ctx, b.dir); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("deployed OS built in %.1fs", time.Since(start).Seconds())
+	reportSeconds(t, time.Since(start), "os_build_s")
 
 	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 0x20+n), fmt.Sprintf("52:54:00:6d:%02x:02", 0x20+n)}
 	agentPort := osBootAgentPort + n
@@ -224,8 +224,10 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *v
 	}
 	r := waitOSReport(t, ctx, d.bmc, vm, img)
 	booted, _ := vm.Find(osimage.Booted)
-	t.Logf("%s %s deploy of %s (%d MiB): %.1fs from the request to active (first heartbeat %s after the ramdisk's power-on); the OS's /init at %.1fs after its power-on, config drive %s",
-		d.firmware, img.format, filepath.Base(d.path), size>>20, deployed.Seconds(), hb, booted.At.Seconds(), r.Drive)
+	t.Logf("%s %s deploy of %s (%d MiB), config drive %s", d.firmware, img.format, filepath.Base(d.path), size>>20, r.Drive)
+	reportSeconds(t, deployed, img.format, "deploy_s")
+	reportSecondsText(t, hb, img.format, "deploy_first_heartbeat_s")
+	reportSeconds(t, booted.At, img.format, "os_init_s")
 	return ramdiskVM, vm
 }
 

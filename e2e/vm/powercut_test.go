@@ -231,11 +231,13 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	vm := pc.bootOf(0)
 	progress := pc.waitLine(vm, 5*time.Minute, func(l string) bool { return strings.Contains(l, `msg="erase progress" device=`) },
 		"clean", "erase_devices")
-	t.Logf("cleaning boot: first erase progress %.1fs after QEMU started: %s", progress.At.Seconds(), logFields(progress.Text))
+	t.Logf("cleaning boot: first erase progress: %s", logFields(progress.Text))
+	reportSeconds(t, progress.At, "cleaning_first_erase_progress_s")
 	cut := pc.cut()
 	failed := pc.waitFailed("clean failed")
-	t.Logf("cleaning cut at %.1fs from provide; Ironic: clean failed %.1fs after the cut (%s)",
-		cut.Sub(start).Seconds(), time.Since(cut).Seconds(), failed.LastError)
+	t.Logf("cleaning cut; Ironic: clean failed (%s)", failed.LastError)
+	reportSeconds(t, cut.Sub(start), "cleaning_cut_s")
+	reportSeconds(t, time.Since(cut), "cleaning_cut_to_clean_failed_s")
 	// The erase had started (the pattern near the start is gone) and had
 	// not finished (the disk is not all zeros).
 	if bytes.Equal(readAt(t, diskPath, 16<<20, 1<<20), pattern(1<<20, 0xa5)) {
@@ -268,7 +270,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	if !allZero(t, diskPath) {
 		t.Error("after the retried cleaning the disk is not all zeros")
 	}
-	t.Logf("cleaning retry: manage -> provide -> available in %.1fs", time.Since(start).Seconds())
+	reportSeconds(t, time.Since(start), "cleaning_retry_s")
 
 	// 2. A deploy, cut mid-write_image.
 	ops := append(imageInfo("http://"+images+"/image.raw", img),
@@ -289,12 +291,14 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		return strings.Contains(l, `msg="writing image"`) && logInt(l, "written") > 0
 	}, "deploy", "write_image")
 	written := logInt(progress.Text, "written")
-	t.Logf("deploy boot: first write progress %.1fs after QEMU started: %s", progress.At.Seconds(), logFields(progress.Text))
+	t.Logf("deploy boot: first write progress: %s", logFields(progress.Text))
+	reportSeconds(t, progress.At, "deploy_first_write_progress_s")
 	cut = pc.cut()
 	rate.Store(0)
 	failed = pc.waitFailed("deploy failed")
-	t.Logf("deploy cut at %.1fs from the deploy request; Ironic: deploy failed %.1fs after the cut (%s)",
-		cut.Sub(start).Seconds(), time.Since(cut).Seconds(), failed.LastError)
+	t.Logf("deploy cut; Ironic: deploy failed (%s)", failed.LastError)
+	reportSeconds(t, cut.Sub(start), "deploy_cut_s")
+	reportSeconds(t, time.Since(cut), "deploy_cut_to_deploy_failed_s")
 	// The write had started (what the agent reported written is on the
 	// disk) and had not finished (the disk, all zeros before, does not
 	// hold the whole image).
@@ -344,8 +348,9 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		}
 		t.Errorf("after the retried deploy the disk does not hold the image: first difference at byte %d", fw.compareFrom+n)
 	}
-	t.Logf("deploy retry: active in %.1fs, deployed disk booted; BMC events: %s; whole test %.1fs",
-		deployed.Seconds(), strings.Join(bmc.Events(), "; "), time.Since(testStart).Seconds())
+	t.Logf("deploy retry: active, deployed disk booted; BMC events: %s", strings.Join(bmc.Events(), "; "))
+	reportSeconds(t, deployed, "deploy_retry_s")
+	reportSeconds(t, time.Since(testStart), "whole_test_s")
 }
 
 // powerCut is what the steps of TestVMPowerCut share.
@@ -408,7 +413,8 @@ func (pc powerCut) cut() time.Time {
 		pc.t.Fatalf("ipmitool chassis power off: %v: %s", err, out)
 	}
 	pc.waitOff()
-	pc.t.Logf("power cut by ipmitool in %.1fs: %s", time.Since(at).Seconds(), strings.TrimSpace(string(out)))
+	pc.t.Logf("power cut by ipmitool: %s", strings.TrimSpace(string(out)))
+	reportSeconds(pc.t, time.Since(at), "power_cut_s")
 	return at
 }
 

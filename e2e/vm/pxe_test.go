@@ -120,7 +120,7 @@ func provisioningNetwork(t *testing.T) *pxeBed {
 		start := time.Now()
 		s.pxe, s.pxeErr = startPXEBed(ctx, filepath.Join(s.dir, "provisioning"))
 		if s.pxeErr == nil {
-			t.Logf("provisioning network, dnsmasq, Ironic and ironic-inspector up in %.1fs", time.Since(start).Seconds())
+			reportSuiteSeconds(t, time.Since(start), "pxe_bed_up_s")
 		}
 	})
 	if s.pxeErr != nil {
@@ -447,8 +447,10 @@ func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcP
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	t.Logf("%s: %.1fs from Ironic's request to %s, %d power-on(s); agent started at guest uptime %s, first heartbeat %s after power-on",
-		what, time.Since(start).Seconds(), want, bmc.Boots()-boots, uptimeAt(vm, "agent started"), hb)
+	t.Logf("%s: %s, %d power-on(s)", what, want, bmc.Boots()-boots)
+	reportSeconds(t, time.Since(start), what+"_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), what, "agent_started_uptime_s")
+	reportSecondsText(t, hb, what, "first_heartbeat_s")
 	return vm
 }
 
@@ -501,7 +503,8 @@ func checkDeployedDisk(t *testing.T, ctx context.Context, vm *vmtest.VM, disk st
 	if l, err := vm.WaitFor(lctx, marker); err != nil {
 		t.Errorf("the boot after the deploy: %v", err)
 	} else {
-		t.Logf("the disk booted after the deploy: %q at %.1fs", l.Text, l.At.Seconds())
+		t.Logf("the disk booted after the deploy: %q", l.Text)
+		reportSeconds(t, l.At, "disk_boot_s")
 	}
 }
 

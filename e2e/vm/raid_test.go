@@ -168,7 +168,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 		if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		t.Logf("%s: agent API up %.1fs after QEMU started", what, time.Since(start).Seconds())
+		reportSeconds(t, time.Since(start), what, "agent_api_up_s")
 		return vm
 	}
 	powerOff := func(vm *vmtest.VM) {
@@ -193,7 +193,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("create_configuration: %.1fs", time.Since(step).Seconds())
+	reportSeconds(t, time.Since(step), "create_configuration_s")
 	var got struct {
 		Result map[string]any `json:"clean_result"`
 	}
@@ -238,7 +238,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 		}
 	}
 	powerOff(vm)
-	t.Logf("boot 1 ran %v", vm.Elapsed().Round(time.Second))
+	reportSeconds(t, vm.Elapsed(), "boot_1_s")
 
 	// assembled checks that the agent assembled both arrays at start-up.
 	assembled := func(vm *vmtest.VM, what string) {
@@ -275,14 +275,14 @@ func TestVMSoftwareRAID(t *testing.T) {
 	if _, err := cleanStep(ctx, base, "erase_devices_metadata", keepRoot); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("erase_devices_metadata keeping root: %.1fs", time.Since(step).Seconds())
+	reportSeconds(t, time.Since(step), "erase_devices_metadata_keeping_root_s")
 	for _, l := range vm.Lines() {
 		if strings.Contains(l.Text, `msg="device erase finished"`) && !strings.Contains(l.Text, "skipped") {
 			t.Errorf("erase_devices_metadata keeping root erased a device: %s", l.Text)
 		}
 	}
 	powerOff(vm)
-	t.Logf("boot 2 ran %v", vm.Elapsed().Round(time.Second))
+	reportSeconds(t, vm.Elapsed(), "boot_2_s")
 
 	// Boot 3: both arrays are still there to assemble; then deleted and
 	// erased.
@@ -292,12 +292,12 @@ func TestVMSoftwareRAID(t *testing.T) {
 	if _, err := cleanStep(ctx, base, "delete_configuration", node); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("delete_configuration: %.1fs", time.Since(step).Seconds())
+	reportSeconds(t, time.Since(step), "delete_configuration_s")
 	step = time.Now()
 	if _, err := cleanStep(ctx, base, "erase_devices_metadata", node); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("erase_devices_metadata: %.1fs", time.Since(step).Seconds())
+	reportSeconds(t, time.Since(step), "erase_devices_metadata_s")
 	if stat, err = mdstat(ctx, base); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 		}
 	}
 	powerOff(vm)
-	t.Logf("boot 3 ran %v", vm.Elapsed().Round(time.Second))
+	reportSeconds(t, vm.Elapsed(), "boot_3_s")
 
 	// On the host: no superblock where the arrays had theirs (1.2: 4 KiB
 	// into each member partition), none at any version's place on the

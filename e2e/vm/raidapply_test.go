@@ -137,7 +137,8 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 		name, _ := dm["name"].(string)
 		sizes[name], _ = dm["size"].(float64)
 	}
-	t.Logf("inspection %.1fs: inventory disks %v", time.Since(start).Seconds(), sizes)
+	t.Logf("inspection: inventory disks %v", sizes)
+	reportSeconds(t, time.Since(start), "inspection_s")
 	root := false
 	for name, size := range sizes {
 		// The RAID-1 holds each holder's disk from 551 MiB on: a little
@@ -204,7 +205,8 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %.1fs to %q; last_error: %s", what, time.Since(start).Seconds(), n.ProvisionState, n.LastError)
+		t.Logf("%s: %q; last_error: %s", what, n.ProvisionState, n.LastError)
+		reportSeconds(t, time.Since(start), what+"_s")
 		if n.ProvisionState != "service failed" || !strings.Contains(n.LastError, wantError) {
 			t.Errorf("%s: %q with last_error %q, want \"service failed\" with %q (README: Software RAID, service steps)", what, n.ProvisionState, n.LastError, wantError)
 		}

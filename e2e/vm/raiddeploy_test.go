@@ -121,7 +121,8 @@ func raidClean(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string,
 	for _, st := range steps {
 		names = append(names, st.Step)
 	}
-	t.Logf("%s: manual cleaning (%s): %.1fs", m.Firmware, strings.Join(names, ", "), time.Since(start).Seconds())
+	t.Logf("%s: manual cleaning (%s)", m.Firmware, strings.Join(names, ", "))
+	reportSeconds(t, time.Since(start), "manual_cleaning_"+strings.Join(names, "_")+"_s")
 	// The fake power interface cannot power the VM off.
 	vm.Kill()
 	return n, vm
@@ -190,7 +191,7 @@ func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string
 	if _, err := s.ironic.WaitState(ctx, uuid, "active", 8*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: deploy onto /dev/md0: %.1fs to active", m.Firmware, time.Since(start).Seconds())
+	reportSeconds(t, time.Since(start), "deploy_md0_s")
 	for _, l := range vm.Lines() {
 		if strings.Contains(l.Text, "/dev/md") && (strings.Contains(l.Text, "image") || strings.Contains(l.Text, "ESP") ||
 			strings.Contains(l.Text, "EFI") || strings.Contains(l.Text, "GRUB") || strings.Contains(l.Text, "boot partition") ||
@@ -227,7 +228,8 @@ func bootDisks(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string
 		t.Fatalf("booting from %v: %v\n%s", ids, err, consoleTail(vm, 30))
 	}
 	vm.Kill()
-	t.Logf("boot from %v: %.1fs to %q: %s", ids, time.Since(start).Seconds(), want, l.Text)
+	t.Logf("boot from %v: %q: %s", ids, want, l.Text)
+	reportSeconds(t, time.Since(start), "boot_from_"+strings.Join(ids, "_")+"_s")
 	return vm
 }
 
@@ -244,7 +246,7 @@ func deployedOS(t *testing.T, ctx context.Context) (*osimage.OS, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("deployed OS built in %.1fs", time.Since(start).Seconds())
+	reportSeconds(t, time.Since(start), "os_build_s")
 	return o, dir
 }
 

@@ -170,7 +170,7 @@ func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
 	// TestVMDeploySoftwareRAIDUEFI boots the mirror whole and then
 	// degraded, and a boot here costs 30-60 s under TCG at load.
 	bootDisks(t, ctx, m, []string{"vdd"}, osimage.Booted)
-	t.Logf("clean, deploy, checks and the boot from the fourth disk: %.1fs", time.Since(start).Seconds())
+	reportSeconds(t, time.Since(start), "clean_deploy_boot_s")
 }
 
 // raidParityConfig is a target_raid_config whose second volume has a
@@ -302,7 +302,7 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("RAID-%s: inspection %.1fs", c.level, time.Since(start).Seconds())
+		reportSeconds(t, time.Since(start), "raid", c.level, "inspection_s")
 		vm.Kill()
 		sizes := map[string]int64{}
 		disks, _ := inspectedInventory(t, ctx, s, uuid)["disks"].([]any)
@@ -335,5 +335,5 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		nodes.CleanStep{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
 		nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
 	noMDSuperblocks(t, ctx, m, regions)
-	t.Logf("RAID-5 and RAID-6 through Ironic: %.1fs in all", time.Since(began).Seconds())
+	reportSeconds(t, time.Since(began), "whole_test_s")
 }

@@ -325,7 +325,8 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 		if l, ok := vm.Find(`msg="network data" `); !ok || !strings.Contains(l.Text, "device=/dev/sr0 type=iso9660") {
 			t.Errorf("%s: the init did not read network data from the virtual CD: %q", what, l.Text)
 		} else {
-			t.Logf("%s: %.1fs %s", what, l.At.Seconds(), l.Text)
+			t.Logf("%s: %s", what, l.Text)
+			reportSeconds(t, l.At, what, "network_data_s")
 		}
 		if l, ok := vm.Find(`msg="static address" `); !ok || !strings.Contains(l.Text, "link=eth0 address="+redfishStaticAddress+"/24") {
 			t.Errorf("%s: the init did not set the static address: %q", what, l.Text)
@@ -407,8 +408,10 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 	}
 	checkDeployedDisk(t, ctx, diskVM, disk, img, fw)
 	if st, err := os.Stat(ib.iso); err == nil {
-		t.Logf("ISO Ironic built: %.1f MiB, volume id %s; kernel line: %s", float64(st.Size())/(1<<20), ib.label, ib.cmdline)
+		t.Logf("ISO Ironic built: volume id %s; kernel line: %s", ib.label, ib.cmdline)
+		reportValue(t, float64(st.Size())/(1<<20), "MiB", "iso_size")
 	}
 	t.Logf("BMC events: %s", strings.Join(r.bmc.Events(), "; "))
-	t.Logf("whole test %.1fs (%d power-ons)", time.Since(testStart).Seconds(), r.bmc.Boots())
+	t.Logf("%d power-ons", r.bmc.Boots())
+	reportSeconds(t, time.Since(testStart), "whole_test_s")
 }

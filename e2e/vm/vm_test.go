@@ -138,8 +138,9 @@ func TestVMCaptureFixture(t *testing.T) {
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("VM run %.1fs: init at uptime %s, agent started at %s, powered off at %.1fs",
-		vm.Elapsed().Seconds(), uptimeAt(vm, "ironic-agent init"), uptimeAt(vm, "agent started"), vm.Elapsed().Seconds())
+	reportSeconds(t, vm.Elapsed(), "vm_run_s")
+	reportSecondsText(t, uptimeAt(vm, "ironic-agent init"), "init_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "agent_started_uptime_s")
 	var tgz []byte
 	select {
 	case tgz = <-uploads:
@@ -242,7 +243,8 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), port.NodeUUID) })
 	enrolled := time.Since(start)
 	data := s.inspectionData(t, ctx, port.NodeUUID, 2*time.Minute)
-	t.Logf("discovered after %.1fs (agent started at guest uptime %s)", enrolled.Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, enrolled, "discovered_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "agent_started_uptime_s")
 	if data["auto_discovered"] != true {
 		t.Errorf("auto_discovered = %v, want true", data["auto_discovered"])
 	}
@@ -371,7 +373,8 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 
 	// (a) inspection.
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, vmtest.Options{}, 5*time.Minute)
-	t.Logf("inspection: %.1fs from the request (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, took, "inspection_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
 	// Inspector ends inspection by powering the node off; the fake power
@@ -386,8 +389,9 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	t.Logf("cleaning: %.1fs to available; boot to first heartbeat %s after QEMU started (agent started at guest uptime %s)",
-		took.Seconds(), hb, uptimeAt(vm, "agent started"))
+	reportSeconds(t, took, "cleaning_s")
+	reportSecondsText(t, hb, "cleaning_first_heartbeat_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "cleaning_agent_started_uptime_s")
 	// The disk files are read while QEMU has them open; stop it first.
 	vm.Kill()
 	for _, d := range m.Disks {
@@ -431,7 +435,8 @@ func TestVMISOUEFI(t *testing.T) {
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("ISO boot to poweroff: %.1fs (agent started at guest uptime %s)", vm.Elapsed().Seconds(), uptimeAt(vm, "agent started"))
+	reportSeconds(t, vm.Elapsed(), "iso_boot_to_poweroff_s")
+	reportSecondsText(t, uptimeAt(vm, "agent started"), "agent_started_uptime_s")
 	for _, want := range []string{`"product_name": "LabServer 9000 (LAB-SKU-1)"`, `"current_boot_mode": "uefi"`,
 		`"serial": "LAB-NVME-0001"`, `boot_method=vmedia`, `status="exit 0"`} {
 		if _, ok := vm.Find(want); !ok {

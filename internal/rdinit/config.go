@@ -52,6 +52,40 @@ const (
 // it built, whose config drive is the only one to take.
 const ParamPublisherID = "ir_pub_id"
 
+// Param describes one kernel parameter the init reads, for the
+// configuration reference (tools/refdocs writes docs/configuration.md from
+// Params). Names and defaults are the constants ParseConfig uses, so the
+// reference cannot drift from the parser.
+type Param struct {
+	Name    string
+	Default string // as written on the command line; "" for none
+	Meaning string
+}
+
+// Params lists the init's own parameters, then those of Ironic and IPA it
+// reads too.
+func Params() []Param {
+	secs := func(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+	return []Param{
+		{ParamCommand, defaultCommand, "the agent subcommand to run and its arguments, comma-separated"},
+		{ParamExit, exitRestart, "what to do when the command exits: " + strings.Join([]string{exitRestart, exitPoweroff, exitReboot, exitHold}, ", ") +
+			"; " + exitPoweroff + " by default when the command is not " + defaultCommand},
+		{ParamUpload, "", "an http(s) URL: POST a tar.gz of " + ParamUploadDir + " there once the command exits (captures a machine over the network)"},
+		{ParamUploadDir, "", "the directory to upload; goes with " + ParamUpload},
+		{ParamDHCP, "all", "NICs to run DHCP on: all, none, or MACs comma-separated; with network data, the NICs the document does not name (then none by default)"},
+		{ParamDHCPTimeout, secs(defaultDHCPWait), "seconds to wait for the first lease"},
+		{ParamModules, "", "extra kernel modules to load, comma-separated; all for every module in the ramdisk"},
+		{ParamModuleJobs, strconv.Itoa(defaultModuleJobs), fmt.Sprintf("modules loaded at once (1 to %d)", maxModuleJobs)},
+		{ParamDebug, "0", "1: log DHCP exchanges"},
+		{ParamIPv6, "1", "0: no IPv6 (router advertisements, SLAAC, DHCPv6)"},
+		{ParamNetworkData, "1", "0: do not look for a config drive's network_data.json"},
+		{ParamPublisherID, "", "Ironic's virtual-media ISO publisher ID: only a config drive with this ISO 9660 publisher ID is taken"},
+		{ParamVLANs, "", "VLAN interfaces to create and run DHCP on before the agent starts: IFACE.VLAN, MAC.VLAN, IFACE or all (VLANs learnt from LLDP), comma-separated"},
+		{ParamCollectLLDP, "false", "with IFACE or all in " + ParamVLANs + ": learn the VLANs from LLDP"},
+		{ParamLLDPTimeout, secs(defaultLLDPWait), "seconds to listen for LLDP when learning VLANs"},
+	}
+}
+
 // Cmdline is the parsed kernel command line: key -> value, the last
 // occurrence winning. Bare words map to "".
 type Cmdline map[string]string

@@ -3,7 +3,7 @@
 // size, all from the kernel's rusage of each child: no external tool, and
 // CPU time stays meaningful on a busy machine where wall time does not.
 //
-//	go run ./scripts/benchexec -n 50 -- ./ironic-agent inventory
+//	go run ./tools/benchexec -n 50 -- ./ironic-agent inventory
 package main
 
 import (

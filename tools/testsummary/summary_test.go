@@ -41,7 +41,7 @@ func TestSummarizeGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("summary differs from %s (go test ./scripts/testsummary -update rewrites it):\n%s", golden, out.Bytes())
+		t.Errorf("summary differs from %s (go test ./tools/testsummary -update rewrites it):\n%s", golden, out.Bytes())
 	}
 	for _, hidden := range []string{"output of a passing test", "a log line of a passing test", "=== RUN", "SKIPPED: needs", "\nPASS\n"} {
 		if strings.Contains(out.String(), hidden) {
@@ -102,4 +102,36 @@ func FuzzSummarize(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestSummarizeMetrics: -metrics collects the METRIC lines of every test
+// (passed or not, subtests too) with its package and test, and the
+// summary itself is what it is without the flag.
+func TestSummarizeMetrics(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestVM"}`,
+		`{"Action":"output","Package":"p","Test":"TestVM","Output":"    vm_test.go:12: METRIC name=vm.boot_s value=12.5 unit=s\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestVM/uefi","Output":"        vm_test.go:40: METRIC name=vm.uefi.deploy_s value=80 unit=s limit=70 target=60\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestVM","Output":"    vm_test.go:13: METRIC name=Bad value=1 unit=s\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestVM","Output":"    a line that mentions METRICS in passing\n"}`,
+		`{"Action":"output","Package":"p","Output":"METRIC name=pkg.level value=1 unit=x\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestVM","Elapsed":3}`,
+		`{"Action":"fail","Package":"p","Elapsed":3.1}`,
+	}, "\n") + "\n"
+	var plain, with, metrics bytes.Buffer
+	if err := summarize(strings.NewReader(in), &plain, options{top: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := summarize(strings.NewReader(in), &with, options{top: 2, metrics: &metrics}); err != nil {
+		t.Fatal(err)
+	}
+	if plain.String() != with.String() {
+		t.Errorf("-metrics changed the summary:\n%s\nwithout it:\n%s", with.String(), plain.String())
+	}
+	want := "METRIC name=vm.boot_s value=12.5 unit=s package=p test=TestVM\n" +
+		"METRIC name=vm.uefi.deploy_s value=80 unit=s limit=70 target=60 package=p test=TestVM/uefi\n" +
+		"METRIC name=pkg.level value=1 unit=x package=p\n"
+	if metrics.String() != want {
+		t.Errorf("metrics:\n%s\nwant:\n%s", metrics.String(), want)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 )
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent, plus
@@ -25,6 +27,10 @@ type event struct {
 type options struct {
 	top int  // slowest packages and tests listed
 	all bool // every test's output, not only the failed ones'
+	// metrics, when set, receives every METRIC line of the tests' output
+	// (internal/testbed/metric), one a line, with package= and test=
+	// added.
+	metrics io.Writer
 }
 
 // result is a finished package or top-level test.
@@ -91,6 +97,9 @@ func (rd *round) line(line []byte) error {
 		_, err := io.WriteString(rd.w, e.Output)
 		return err
 	case "output":
+		if err := rd.metric(e); err != nil {
+			return err
+		}
 		if rd.opts.all {
 			_, err := io.WriteString(rd.w, e.Output)
 			return err
@@ -117,6 +126,23 @@ func (rd *round) line(line []byte) error {
 		return rd.finished(e)
 	}
 	return nil
+}
+
+// metric copies a METRIC line of a test's output to the metrics writer.
+func (rd *round) metric(e event) error {
+	if rd.opts.metrics == nil {
+		return nil
+	}
+	m, ok := metric.Parse(e.Output)
+	if !ok {
+		return nil
+	}
+	m.Set("package", e.Package)
+	if e.Test != "" {
+		m.Set("test", e.Test)
+	}
+	_, err := io.WriteString(rd.opts.metrics, m.String()+"\n")
+	return err
 }
 
 // isFraming says whether a line is one of those `go test -v` adds around

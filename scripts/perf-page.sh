@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Regenerates docs/performance.md from figures measured now: runs
+# scripts/bench-inventory.sh and, as root, scripts/bench-image.sh, keeps
+# their output, adds the METRIC lines of the latest ./test.sh run, and runs
+# tools/perfpage, which stamps the page with the commit, the date and the
+# machine. Nobody types a figure into the page.
+#
+#   scripts/perf-page.sh     # env: METRICS_DIR (a ./test.sh run's metrics;
+#                            #      default: the newest /tmp/ironic-agent-metrics.*),
+#                            #      PERF_DIR (where the scripts' output is kept;
+#                            #      default: a new /tmp/ironic-agent-perf.*),
+#                            #      INVENTORY_RUNS (100), SKIP_IMAGE (set: no image
+#                            #      benchmark), and bench-image.sh's (SIZE_MIB, RUNS, ...)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '== %s\n' "$*" >&2; }
+
+PERF_DIR=${PERF_DIR:-$(mktemp -d /tmp/ironic-agent-perf.XXXXXX)}
+mkdir -p "$PERF_DIR"
+files=()
+
+log "scripts/bench-inventory.sh ${INVENTORY_RUNS:-100} > $PERF_DIR/bench-inventory.out"
+scripts/bench-inventory.sh "${INVENTORY_RUNS:-100}" | tee "$PERF_DIR/bench-inventory.out"
+files+=("$PERF_DIR/bench-inventory.out")
+
+if [ -n "${SKIP_IMAGE:-}" ]; then
+	log "SKIP_IMAGE set: no image benchmark"
+elif [ "$(id -u)" != 0 ]; then
+	log "not root: no image benchmark (it needs loop devices)"
+else
+	log "scripts/bench-image.sh > $PERF_DIR/bench-image.out"
+	scripts/bench-image.sh | tee "$PERF_DIR/bench-image.out"
+	files+=("$PERF_DIR/bench-image.out")
+fi
+
+# The main round first: a figure found in several files is taken from the
+# first (tools/perfpage), and the rounds against other Ironic series only
+# add the scenarios the main round skips.
+if [ -z "${METRICS_DIR:-}" ]; then
+	METRICS_DIR=$(ls -dt /tmp/ironic-agent-metrics.* 2>/dev/null | head -n1 || true)
+fi
+if [ -n "$METRICS_DIR" ] && [ -s "$METRICS_DIR/go-test.metrics" ]; then
+	log "test metrics from $METRICS_DIR"
+	files+=("$METRICS_DIR/go-test.metrics")
+	for f in "$METRICS_DIR"/*.metrics; do
+		[ "$f" = "$METRICS_DIR/go-test.metrics" ] || files+=("$f")
+	done
+else
+	log "no ./test.sh metrics found (METRICS_DIR=${METRICS_DIR:-unset}): the page has no test figures"
+fi
+
+go run ./tools/perfpage -o docs/performance.md "${files[@]}"
+log "outputs kept in $PERF_DIR"

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
+)
+
+// benchmark is one section of the page: the metrics whose names start
+// with prefix and a dot.
+type benchmark struct {
+	prefix, title, what, target string
+	commands                    []string
+}
+
+// benchmarks are the sections, in page order. Metrics of another prefix
+// get a section of their own after these, titled by the prefix.
+var benchmarks = []benchmark{
+	{
+		prefix: "inventory", title: "Inventory",
+		what: "`ironic-agent inventory` of the machine it runs on, from exec to exit: wall time, CPU time and peak RSS " +
+			"from each child's rusage. The limits come from the same run: `lscpu`, `lsblk` and `ip`, the tools IPA " +
+			"runs for the same facts (without its Python start-up), and a static Go hello-world, the floor of any " +
+			"Go program's start.",
+		commands: []string{"scripts/bench-inventory.sh 100"},
+		target:   "under 25 ms of wall time and under 20 MiB peak RSS.",
+	},
+	{
+		prefix: "image", title: "Image writing",
+		what: "`ironic-agent write-image` of one disk image (half random bytes, a quarter base64 text, a quarter zeros) " +
+			"served over loopback HTTP onto a loop device, sha256 verified and synced, as raw, qcow2 and zstd. The " +
+			"limit is `curl | dd oflag=direct` of the same raw image in the same run; qcow2 is set beside " +
+			"`qemu-img convert`, zstd beside `curl | zstd -d | dd`.",
+		commands: []string{"sudo scripts/bench-image.sh"},
+		target:   "raw at 0.85 of `curl | dd` or better; qcow2 at 0.70 of raw or better.",
+	},
+	{
+		prefix: "agent", title: "The agent binary",
+		what:     "The static, stripped `ironic-agent` binary the ramdisk carries, as scripts/bench-inventory.sh builds it.",
+		commands: []string{"scripts/bench-inventory.sh"},
+	},
+	{
+		prefix: "vm", title: "VM scenarios",
+		what: "The phases of the `e2e/vm` scenarios, each a QEMU machine driven by a real Ironic: inspection, cleaning, " +
+			"deploy and the boots between them, from Ironic's request to the state it waits for, as the tests " +
+			"measure them. They run under the race detector with the rest of the suite, so they move with the load.",
+		commands: []string{"sudo ./test.sh", "sudo go test -race -run 'TestVM' ./e2e/vm/"},
+	},
+}
+
+// source is one metrics file: a round of ./test.sh (tools/testsummary
+// -metrics) or a benchmark script's output.
+type source struct {
+	name     string
+	modified time.Time
+	metrics  []metric.Metric
+	// skipped counts lines that carry METRIC but do not parse.
+	skipped int
+}
+
+// readSource reads the METRIC lines of r; other lines are ignored, so a
+// script's whole output can be given.
+func readSource(name string, r io.Reader) (source, error) {
+	s := source{name: name}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, metric.Prefix) {
+			continue
+		}
+		if m, ok := metric.Parse(line); ok {
+			s.metrics = append(s.metrics, m)
+		} else {
+			s.skipped++
+		}
+	}
+	return s, sc.Err()
+}
+
+func readFile(path string) (source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return source{}, err
+	}
+	defer f.Close()
+	s, err := readSource(filepath.Base(path), f)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if st, err := f.Stat(); err == nil {
+		s.modified = st.ModTime()
+	}
+	return s, nil
+}
+
+// stamp says where and when the figures were measured.
+type stamp struct {
+	Commit string
+	Date   time.Time
+	CPU    string
+	Cores  int
+	Memory string
+	Kernel string
+	// Load is the load average when the page was written, right after
+	// the benchmarks ran: figures of a busy machine are slower.
+	Load string
+}
+
+// entry is the current value of one metric name.
+type entry struct {
+	m      metric.Metric
+	source string
+}
+
+// latest picks the value of each name, in the order names first appear:
+// from the first source that has the name (sources come in order of
+// precedence: ./test.sh's main round before its rounds against other
+// Ironic series, which add only the scenarios the main round skips), and
+// there the last line (a rerun).
+func latest(sources []source) (names []string, byName map[string]entry) {
+	byName = map[string]entry{}
+	for _, s := range sources {
+		for _, m := range s.metrics {
+			e, ok := byName[m.Name]
+			if !ok {
+				names = append(names, m.Name)
+			} else if e.source != s.name {
+				continue
+			}
+			byName[m.Name] = entry{m: m, source: s.name}
+		}
+	}
+	return names, byName
+}
+
+func prefixOf(name string) string {
+	p, _, _ := strings.Cut(name, ".")
+	return p
+}
+
+func withUnit(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return metric.Number(v) + " " + unit
+}
+
+// render writes the page.
+func render(w io.Writer, sources []source, st stamp) error {
+	names, byName := latest(sources)
+	var b strings.Builder
+	b.WriteString("# Performance\n\n")
+	b.WriteString("<!-- Generated by tools/perfpage from METRIC lines (scripts/perf-page.sh); do not edit. -->\n\n")
+	b.WriteString("Every figure below is printed by a benchmark or a test as a `METRIC` line " +
+		"(`internal/testbed/metric`) and collected by `scripts/perf-page.sh`; none is typed by hand. " +
+		"A limit is the same quantity measured in the same run by the bound the figure is compared with. " +
+		"Earlier figures are in this page's git history.\n\n")
+	fmt.Fprintf(&b, "Measured at commit `%s`, %s, on %s (%d cores, %s memory), Linux %s; load average %s when the page was written.\n\n",
+		st.Commit, st.Date.UTC().Format("2006-01-02 15:04 MST"), st.CPU, st.Cores, st.Memory, st.Kernel, st.Load)
+	if len(sources) > 0 {
+		b.WriteString("Sources:\n\n")
+		for _, s := range sources {
+			fmt.Fprintf(&b, "- `%s`: %d figures", s.name, len(s.metrics))
+			if !s.modified.IsZero() {
+				fmt.Fprintf(&b, ", written %s", s.modified.UTC().Format("2006-01-02 15:04 MST"))
+			}
+			if s.skipped > 0 {
+				fmt.Fprintf(&b, ", %d malformed METRIC lines left out", s.skipped)
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+
+	sections := slices.Clone(benchmarks)
+	for _, n := range names {
+		p := prefixOf(n)
+		if !slices.ContainsFunc(sections, func(s benchmark) bool { return s.prefix == p }) {
+			sections = append(sections, benchmark{prefix: p, title: "`" + p + "`"})
+		}
+	}
+	for _, sec := range sections {
+		fmt.Fprintf(&b, "## %s\n\n", sec.title)
+		if sec.what != "" {
+			b.WriteString(sec.what + "\n\n")
+		}
+		if len(sec.commands) > 0 {
+			fmt.Fprintf(&b, "Run: `%s`\n\n", strings.Join(sec.commands, "`, or `"))
+		}
+		if sec.target != "" {
+			fmt.Fprintf(&b, "Target: %s\n\n", sec.target)
+		}
+		var rows []entry
+		withTest := false
+		for _, n := range names {
+			if prefixOf(n) == sec.prefix {
+				rows = append(rows, byName[n])
+				withTest = withTest || byName[n].m.Get("test") != ""
+			}
+		}
+		if len(rows) == 0 {
+			b.WriteString("Not measured in this run.\n\n")
+			continue
+		}
+		b.WriteString("| figure | value | limit (same run) | target |")
+		if withTest {
+			b.WriteString(" test |")
+		}
+		b.WriteString("\n| --- | --: | --: | --: |")
+		if withTest {
+			b.WriteString(" --- |")
+		}
+		b.WriteString("\n")
+		for _, r := range rows {
+			m := r.m
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |", m.Name, withUnit(m.Value, m.Unit), withUnit(m.Limit, m.Unit), withUnit(m.Target, m.Unit))
+			if withTest {
+				if t := m.Get("test"); t != "" {
+					fmt.Fprintf(&b, " `%s` |", t)
+				} else {
+					b.WriteString("  |")
+				}
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, strings.TrimSuffix(b.String(), "\n"))
+	return err
+}

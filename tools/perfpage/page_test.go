@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/page.golden")
+
+const (
+	testRound = `METRIC name=vm.lifecycle_bios.inspection_s value=31.2 unit=s package=example.com/e2e/vm test=TestVMLifecycle/bios
+METRIC name=vm.deploy_s value=80 unit=s package=example.com/e2e/vm test=TestVMDeploy
+METRIC name=vm.lifecycle_bios.inspection_s value=30.5 unit=s package=example.com/e2e/vm test=TestVMLifecycle/bios
+METRIC name=ramdisk.build_s value=12 unit=s package=example.com/internal/ramdisk test=TestBuild
+METRIC name=Bad value=1 unit=s
+`
+	inventoryOutput = `binary: 9000000 bytes
+ironic-agent inventory: runs=100 wall_ms_median=20.1
+METRIC name=inventory.agent.wall_ms value=20.1 unit=ms limit=15.5 target=25
+METRIC name=inventory.agent.peak_rss value=12.5 unit=MiB target=20
+ratio (median wall): 0.8x
+`
+)
+
+func testSources(t *testing.T) []source {
+	t.Helper()
+	round, err := readSource("go-test.metrics", strings.NewReader(testRound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	round.modified = time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
+	inv, err := readSource("bench-inventory.out", strings.NewReader(inventoryOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []source{round, inv}
+}
+
+func TestReadSource(t *testing.T) {
+	s := testSources(t)
+	if len(s[0].metrics) != 4 || s[0].skipped != 1 {
+		t.Errorf("round: %d metrics, %d skipped; want 4 and 1", len(s[0].metrics), s[0].skipped)
+	}
+	if len(s[1].metrics) != 2 || s[1].skipped != 0 || s[1].metrics[0].Limit != 15.5 {
+		t.Errorf("script output: %+v", s[1])
+	}
+}
+
+// TestRenderGolden: sections in the catalogue's order (one with no
+// figures says so), then unknown prefixes; the last value of a name wins;
+// limits, targets and tests in their columns; the stamp.
+func TestRenderGolden(t *testing.T) {
+	st := stamp{Commit: "0123456789ab", Date: time.Date(2030, 1, 2, 4, 5, 0, 0, time.UTC), CPU: "Example CPU @ 2.00GHz", Cores: 2, Memory: "11.0 GiB", Kernel: "6.1.0-test", Load: "1.50 1.20 0.90"}
+	var out bytes.Buffer
+	if err := render(&out, testSources(t), st); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "page.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("page differs from %s (go test ./tools/perfpage -update rewrites it):\n%s", golden, out.Bytes())
+	}
+	for _, s := range []string{
+		"| `vm.lifecycle_bios.inspection_s` | 30.5 s |  |  | `TestVMLifecycle/bios` |",
+		"| `inventory.agent.wall_ms` | 20.1 ms | 15.5 ms | 25 ms |",
+		"## Image writing\n\n", "Not measured in this run.",
+		"## `ramdisk`",
+		"Measured at commit `0123456789ab`, 2030-01-02 04:05 UTC, on Example CPU @ 2.00GHz (2 cores, 11.0 GiB memory), Linux 6.1.0-test; load average 1.50 1.20 0.90 when the page was written.",
+		"- `go-test.metrics`: 4 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
+	} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the page lacks %q", s)
+		}
+	}
+	if strings.Contains(out.String(), "31.2 s") {
+		t.Error("an earlier value of a name is on the page")
+	}
+}
+
+func TestMachine(t *testing.T) {
+	st := machine()
+	if st.Cores < 1 || st.CPU == "" || st.Kernel == "" || st.Load == "" || st.Date.IsZero() {
+		t.Errorf("machine() = %+v", st)
+	}
+}
+
+// A name in two files takes the first file's value; a second file adds
+// the names the first lacks.
+func TestLatestFirstSourceWins(t *testing.T) {
+	main, _ := readSource("go-test.metrics", strings.NewReader("METRIC name=vm.a value=1 unit=s\nMETRIC name=vm.a value=2 unit=s\n"))
+	series, _ := readSource("go-test-ironic-2026.1.metrics", strings.NewReader("METRIC name=vm.a value=3 unit=s\nMETRIC name=vm.b value=4 unit=s\n"))
+	names, by := latest([]source{main, series})
+	if strings.Join(names, ",") != "vm.a,vm.b" || by["vm.a"].m.Value != 2 || by["vm.b"].m.Value != 4 || by["vm.b"].source != series.name {
+		t.Errorf("names %v, values %+v", names, by)
+	}
+}
