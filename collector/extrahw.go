@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/collector/internal/dmidecode"
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -323,7 +324,7 @@ func (c *collection) extraNIC(l *hwList, ifc inventory.Interface) {
 	if link, err := c.fs.Readlink(path.Join("sys/class/net", name, "device")); err == nil {
 		dev := path.Base(link)
 		switch {
-		case rePCIName.MatchString(dev):
+		case udev.IsPCIName(dev):
 			l.add("network", name, "businfo", "pci@"+dev)
 		case strings.HasPrefix(dev, "virtio"):
 			l.add("network", name, "businfo", "virtio@"+strings.TrimPrefix(dev, "virtio"))

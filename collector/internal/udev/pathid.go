@@ -1,4 +1,4 @@
-package collector
+package udev
 
 import (
 	"path"
@@ -20,9 +20,9 @@ import (
 // NVMe (with and without native NVMe multipath). Not handled (no ID_PATH,
 // so by_path is null): Hyper-V vmbus, cciss, s390 buses, bcma, serio.
 
-// pathIDResult is ID_PATH and, for ATA disks, ID_PATH_ATA_COMPAT (the
+// PathIDResult is ID_PATH and, for ATA disks, ID_PATH_ATA_COMPAT (the
 // pre-252 "ata-<port>" form udev still links).
-type pathIDResult struct {
+type PathIDResult struct {
 	Path   string
 	Compat string
 }
@@ -38,11 +38,29 @@ var (
 	reUSBDev   = regexp.MustCompile(`^(usb\d+|\d+-[\d.]+(:\d+\.\d+)?)$`)
 )
 
+// HCTL splits a SCSI device name "host:channel:target:lun" into its four
+// decimal numbers; ok is false for any other name.
+func HCTL(name string) (hctl [4]string, ok bool) {
+	m := reHCTL.FindStringSubmatch(name)
+	if m == nil {
+		return hctl, false
+	}
+	return [4]string{m[1], m[2], m[3], m[4]}, true
+}
+
+// SCSIHostDir is the nearest ancestor of the sysfs path p named
+// "host<N>" (the SCSI host), or "".
+func SCSIHostDir(p string) string { return ancestorMatching(p, reSCSIHost) }
+
+// IsPCIName tells whether a sysfs device name is a PCI address
+// ("0000:00:1f.2").
+func IsPCIName(name string) bool { return rePCIName.MatchString(name) }
+
 // subsystem names the bus or class a sysfs device directory belongs to:
 // the target of its "subsystem" link, or, when a recorded tree has no such
 // link, a guess from the directory's name.
-func (r *sysReader) subsystem(dev string) string {
-	if t, ok := r.readlink(dev + "/subsystem"); ok {
+func subsystem(r Sys, dev string) string {
+	if t, ok := r.Readlink(dev + "/subsystem"); ok {
 		return path.Base(t)
 	}
 	name := path.Base(dev)
@@ -76,42 +94,42 @@ func devParent(dev string) string {
 
 // skipSubsystem returns the topmost of the consecutive ancestors of dev
 // (dev included) that belong to subsys.
-func (r *sysReader) skipSubsystem(dev, subsys string) string {
-	for p := dev; p != "" && r.subsystem(p) == subsys; p = devParent(p) {
+func skipSubsystem(r Sys, dev, subsys string) string {
+	for p := dev; p != "" && subsystem(r, p) == subsys; p = devParent(p) {
 		dev = p
 	}
 	return dev
 }
 
-// classAttr reads attribute attr of the class device name in class, looking
+// ClassAttr reads attribute attr of the class device name in class, looking
 // first in /sys/class and then below the owning device directory (where
 // the class device really lives), so trees recorded without /sys/class work.
-func (r *sysReader) classAttr(class, name, owner, attr string) (string, bool) {
-	if v, ok := r.attr("sys/class/" + class + "/" + name + "/" + attr); ok {
+func ClassAttr(r Sys, class, name, owner, attr string) (string, bool) {
+	if v, ok := r.Attr("sys/class/" + class + "/" + name + "/" + attr); ok {
 		return strings.TrimSpace(v), true
 	}
-	if v, ok := r.attr(owner + "/" + class + "/" + name + "/" + attr); ok {
+	if v, ok := r.Attr(owner + "/" + class + "/" + name + "/" + attr); ok {
 		return strings.TrimSpace(v), true
 	}
 	return "", false
 }
 
-func (r *sysReader) classExists(class, name, owner string) bool {
-	return r.isDir("sys/class/"+class+"/"+name) || r.isDir(owner+"/"+class+"/"+name)
+func ClassExists(r Sys, class, name, owner string) bool {
+	return r.IsDir("sys/class/"+class+"/"+name) || r.IsDir(owner+"/"+class+"/"+name)
 }
 
-// pathID computes ID_PATH for the block device whose canonical sysfs path
+// PathID computes ID_PATH for the block device whose canonical sysfs path
 // (root-relative, below sys/devices) is dev. ok is false when udev would
 // set no ID_PATH (virtual devices, unknown transports).
-func (r *sysReader) pathID(dev string) (pathIDResult, bool) {
+func PathID(r Sys, dev string) (PathIDResult, bool) {
 	if !strings.HasPrefix(dev, "sys/devices/") {
-		return pathIDResult{}, false
+		return PathIDResult{}, false
 	}
 	// 60-persistent-storage.rules imports path_id only for non-virtual
 	// disks and for disks below an nvme-subsystem (native NVMe multipath).
 	virtual := strings.HasPrefix(dev, "sys/devices/virtual/")
 	if virtual && !strings.Contains(dev, "/nvme-subsystem/") {
-		return pathIDResult{}, false
+		return PathIDResult{}, false
 	}
 	var elems, compat []string
 	hasCompat := false
@@ -124,7 +142,7 @@ func (r *sysReader) pathID(dev string) (pathIDResult, bool) {
 	supportedTransport, supportedParent := false, false
 	block := dev
 	for p := dev; p != ""; {
-		sub := r.subsystem(p)
+		sub := subsystem(r, p)
 		name := path.Base(p)
 		switch sub {
 		case "scsi":
@@ -133,29 +151,29 @@ func (r *sysReader) pathID(dev string) (pathIDResult, bool) {
 				break // hosts and targets: nothing to add here
 			}
 			var ok bool
-			p, ok = r.pathIDSCSI(p, &elems, &compat, &hasCompat, &supportedParent)
+			p, ok = pathIDSCSI(r, p, &elems, &compat, &hasCompat, &supportedParent)
 			if !ok {
-				return pathIDResult{}, false
+				return PathIDResult{}, false
 			}
 		case "usb":
 			if !strings.Contains(name, "-") {
 				break // a root hub ("usb1"): nothing to add
 			}
 			port := name[strings.IndexByte(name, '-')+1:]
-			p = r.skipSubsystem(p, "usb")
+			p = skipSubsystem(r, p, "usb")
 			prepend("usb-0:" + port)
 			supportedTransport = true
 		case "pci", "platform", "acpi", "xen":
 			prepend(sub + "-" + name)
-			p = r.skipSubsystem(p, sub)
+			p = skipSubsystem(r, p, sub)
 			supportedParent = true
 			// A platform device is its own transport (SoC storage).
 			supportedTransport = supportedTransport || sub == "platform"
 		case "virtio":
-			p = r.skipSubsystem(p, "virtio")
+			p = skipSubsystem(r, p, "virtio")
 			supportedTransport = true
 		case "nvme", "nvme-subsystem":
-			nsid, ok := r.attr(block + "/nsid")
+			nsid, ok := r.Attr(block + "/nsid")
 			if !ok {
 				break
 			}
@@ -164,13 +182,13 @@ func (r *sysReader) pathID(dev string) (pathIDResult, bool) {
 				// The controller really lives on the PCI bus: continue
 				// from /sys/class/nvme/nvmeN, named by the disk's
 				// "nvme<N>" prefix.
-				real, err := r.resolve("sys/class/nvme/" + nvmeCtrlName(path.Base(block)))
+				real, err := r.Resolve("sys/class/nvme/" + nvmeCtrlName(path.Base(block)))
 				if err != nil || strings.HasPrefix(real, "sys/devices/virtual/") {
-					return pathIDResult{}, false
+					return PathIDResult{}, false
 				}
 				p = real
 			}
-			p = r.skipSubsystem(p, "nvme")
+			p = skipSubsystem(r, p, "nvme")
 			supportedParent, supportedTransport = true, true
 		}
 		if p == "" {
@@ -179,9 +197,9 @@ func (r *sysReader) pathID(dev string) (pathIDResult, bool) {
 		p = devParent(p)
 	}
 	if len(elems) == 0 || !supportedParent || !supportedTransport {
-		return pathIDResult{}, false
+		return PathIDResult{}, false
 	}
-	res := pathIDResult{Path: strings.Join(elems, "-")}
+	res := PathIDResult{Path: strings.Join(elems, "-")}
 	if hasCompat {
 		res.Compat = strings.Join(compat, "-")
 	}
@@ -190,7 +208,7 @@ func (r *sysReader) pathID(dev string) (pathIDResult, bool) {
 
 // pathIDSCSI handles a SCSI device (h:c:t:l) on the walk: it prepends the
 // transport-specific element and returns where the walk continues.
-func (r *sysReader) pathIDSCSI(p string, elems, compat *[]string, hasCompat, supportedParent *bool) (string, bool) {
+func pathIDSCSI(r Sys, p string, elems, compat *[]string, hasCompat, supportedParent *bool) (string, bool) {
 	prepend := func(s string) {
 		*elems = append([]string{s}, *elems...)
 		if *hasCompat {
@@ -198,10 +216,10 @@ func (r *sysReader) pathIDSCSI(p string, elems, compat *[]string, hasCompat, sup
 		}
 	}
 	// Firewire disks carry their GUID on the SCSI device.
-	if id, ok := r.attr(p + "/ieee1394_id"); ok {
+	if id, ok := r.Attr(p + "/ieee1394_id"); ok {
 		prepend("ieee1394-0x" + strings.TrimSpace(id))
 		*supportedParent = true
-		return r.skipSubsystem(p, "scsi"), true
+		return skipSubsystem(r, p, "scsi"), true
 	}
 	m := reHCTL.FindStringSubmatch(path.Base(p))
 	host, _ := strconv.Atoi(m[1])
@@ -219,7 +237,7 @@ func (r *sysReader) pathIDSCSI(p string, elems, compat *[]string, hasCompat, sup
 		if tgt == "" {
 			return "", false
 		}
-		port, ok := r.classAttr("fc_transport", path.Base(tgt), tgt, "port_name")
+		port, ok := ClassAttr(r, "fc_transport", path.Base(tgt), tgt, "port_name")
 		if !ok {
 			return "", false
 		}
@@ -227,17 +245,17 @@ func (r *sysReader) pathIDSCSI(p string, elems, compat *[]string, hasCompat, sup
 		return p, true
 	case strings.Contains("/"+p, "/end_device-"):
 		*supportedParent = true
-		return r.pathIDSAS(p, lunStr, prepend)
+		return pathIDSAS(r, p, lunStr, prepend)
 	case strings.Contains("/"+p, "/session"):
 		*supportedParent = true
-		return r.pathIDISCSI(p, lunStr, prepend)
+		return pathIDISCSI(r, p, lunStr, prepend)
 	case strings.Contains("/"+p, "/ata"):
 		hostDir := ancestorMatching(p, reSCSIHost)
 		if hostDir == "" {
 			return "", false
 		}
 		ataDir := path.Dir(hostDir)
-		portNo, ok := r.classAttr("ata_port", path.Base(ataDir), ataDir, "port_no")
+		portNo, ok := ClassAttr(r, "ata_port", path.Base(ataDir), ataDir, "port_no")
 		if !ok {
 			return "", false
 		}
@@ -263,7 +281,7 @@ func (r *sysReader) pathIDSCSI(p string, elems, compat *[]string, hasCompat, sup
 		return "", false
 	}
 	base := -1
-	for _, e := range r.entries(path.Dir(hostDir)) {
+	for _, e := range r.Entries(path.Dir(hostDir)) {
 		if !reSCSIHost.MatchString(e) {
 			continue
 		}
@@ -299,35 +317,35 @@ func ancestorMatching(p string, re *regexp.Regexp) string {
 // pathIDSAS names a SAS disk by the phy it hangs off ("sas-phy3-lun-0"),
 // by expander and phy ("sas-exp0x500...-phy3-lun-0"), or on a wide port by
 // its SAS address ("sas-0x5000...-lun-0").
-func (r *sysReader) pathIDSAS(p, lunStr string, prepend func(string)) (string, bool) {
+func pathIDSAS(r Sys, p, lunStr string, prepend func(string)) (string, bool) {
 	tgt := ancestorMatching(p, reSCSITgt)
 	if tgt == "" {
 		return "", false
 	}
 	endDev := path.Dir(tgt)
 	port := path.Dir(endDev)
-	if !r.classExists("sas_device", path.Base(endDev), endDev) {
+	if !ClassExists(r, "sas_device", path.Base(endDev), endDev) {
 		return "", false
 	}
-	phys, ok := r.classAttr("sas_port", path.Base(port), port, "num_phys")
+	phys, ok := ClassAttr(r, "sas_port", path.Base(port), port, "num_phys")
 	if !ok {
 		return "", false
 	}
 	if phys != "1" {
-		addr, ok := r.classAttr("sas_device", path.Base(endDev), endDev, "sas_address")
+		addr, ok := ClassAttr(r, "sas_device", path.Base(endDev), endDev, "sas_address")
 		if !ok {
 			return "", false
 		}
 		prepend("sas-" + addr + "-" + lunStr)
 		return p, true
 	}
-	phy, ok := r.classAttr("sas_device", path.Base(endDev), endDev, "phy_identifier")
+	phy, ok := ClassAttr(r, "sas_device", path.Base(endDev), endDev, "phy_identifier")
 	if !ok {
 		return "", false
 	}
 	exp := path.Dir(port)
-	if r.classExists("sas_device", path.Base(exp), exp) {
-		addr, ok := r.classAttr("sas_device", path.Base(exp), exp, "sas_address")
+	if ClassExists(r, "sas_device", path.Base(exp), exp) {
+		addr, ok := ClassAttr(r, "sas_device", path.Base(exp), exp, "sas_address")
 		if !ok {
 			return "", false
 		}
@@ -340,7 +358,7 @@ func (r *sysReader) pathIDSAS(p, lunStr string, prepend func(string)) (string, b
 
 // pathIDISCSI names an iSCSI disk by portal and target
 // ("ip-192.0.2.1:3260-iscsi-iqn...-lun-0").
-func (r *sysReader) pathIDISCSI(p, lunStr string, prepend func(string)) (string, bool) {
+func pathIDISCSI(r Sys, p, lunStr string, prepend func(string)) (string, bool) {
 	sess := ""
 	for q := path.Dir(p); strings.HasPrefix(q, "sys/devices/"); q = path.Dir(q) {
 		if strings.HasPrefix(path.Base(q), "session") {
@@ -352,15 +370,15 @@ func (r *sysReader) pathIDISCSI(p, lunStr string, prepend func(string)) (string,
 		return "", false
 	}
 	name := path.Base(sess)
-	target, ok := r.classAttr("iscsi_session", name, sess, "targetname")
+	target, ok := ClassAttr(r, "iscsi_session", name, sess, "targetname")
 	if !ok {
 		return "", false
 	}
 	num := strings.TrimPrefix(name, "session")
 	conn := "connection" + num + ":0"
 	connOwner := sess + "/" + conn
-	addr, ok1 := r.classAttr("iscsi_connection", conn, connOwner, "persistent_address")
-	port, ok2 := r.classAttr("iscsi_connection", conn, connOwner, "persistent_port")
+	addr, ok1 := ClassAttr(r, "iscsi_connection", conn, connOwner, "persistent_address")
+	port, ok2 := ClassAttr(r, "iscsi_connection", conn, connOwner, "persistent_port")
 	if !ok1 || !ok2 {
 		return "", false
 	}
