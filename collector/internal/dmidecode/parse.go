@@ -108,8 +108,17 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // collector as failed.
 var ErrUnparsable = errors.New("IPA's dmidecode parser fails on this table")
 
-// ErrNoDeviceCount is IPA's KeyError.
-var ErrNoDeviceCount = fmt.Errorf("%w: a Physical Memory Array block has no 'Number Of Devices'", ErrUnparsable)
+// ErrNoDeviceCount is IPA's KeyError. It is its own type rather than
+// fmt.Errorf's so that no package initialiser formats it.
+var ErrNoDeviceCount error = noDeviceCount{}
+
+type noDeviceCount struct{}
+
+func (noDeviceCount) Error() string {
+	return ErrUnparsable.Error() + ": a Physical Memory Array block has no 'Number Of Devices'"
+}
+
+func (noDeviceCount) Unwrap() error { return ErrUnparsable }
 
 // Parse is IPA's parse_dmi (ironic_python_agent/dmi_inspector.py) over
 // dmidecode's text: blocks split at blank lines, those starting with

@@ -2,7 +2,6 @@ package udev
 
 import (
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -27,34 +26,109 @@ type PathIDResult struct {
 	Compat string
 }
 
-var (
-	rePCIName  = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
-	reHCTL     = regexp.MustCompile(`^(\d+):(\d+):(\d+):(\d+)$`)
-	reSCSIHost = regexp.MustCompile(`^host\d+$`)
-	reSCSITgt  = regexp.MustCompile(`^target\d+:\d+:\d+$`)
-	reVirtio   = regexp.MustCompile(`^virtio\d+$`)
-	reNVMeCtrl = regexp.MustCompile(`^nvme\d+$`)
-	reNVMeSub  = regexp.MustCompile(`^nvme-subsys\d+$`)
-	reUSBDev   = regexp.MustCompile(`^(usb\d+|\d+-[\d.]+(:\d+\.\d+)?)$`)
-)
-
 // HCTL splits a SCSI device name "host:channel:target:lun" into its four
 // decimal numbers; ok is false for any other name.
 func HCTL(name string) (hctl [4]string, ok bool) {
-	m := reHCTL.FindStringSubmatch(name)
-	if m == nil {
-		return hctl, false
+	n := 0
+	for part := range strings.SplitSeq(name, ":") {
+		if n == 4 || !isDigits(part) {
+			return [4]string{}, false
+		}
+		hctl[n] = part
+		n++
 	}
-	return [4]string{m[1], m[2], m[3], m[4]}, true
+	if n != 4 {
+		return [4]string{}, false
+	}
+	return hctl, true
 }
 
 // SCSIHostDir is the nearest ancestor of the sysfs path p named
 // "host<N>" (the SCSI host), or "".
-func SCSIHostDir(p string) string { return ancestorMatching(p, reSCSIHost) }
+func SCSIHostDir(p string) string { return ancestorMatching(p, isSCSIHost) }
 
 // IsPCIName tells whether a sysfs device name is a PCI address
 // ("0000:00:1f.2").
-func IsPCIName(name string) bool { return rePCIName.MatchString(name) }
+func IsPCIName(name string) bool {
+	dom, rest, _ := strings.Cut(name, ":")
+	bus, devfn, _ := strings.Cut(rest, ":")
+	return len(dom) >= 4 && isLowerHex(dom) && len(bus) == 2 && isLowerHex(bus) &&
+		len(devfn) == 4 && isLowerHex(devfn[:2]) && devfn[2] == '.' && devfn[3] >= '0' && devfn[3] <= '7'
+}
+
+// The sysfs names path_id and the disk collector tell apart, matched by
+// hand: regular expressions cost every start of the agent their
+// compilation.
+
+// isHCTL matches a SCSI device, "<host>:<channel>:<target>:<lun>".
+func isHCTL(name string) bool {
+	_, ok := HCTL(name)
+	return ok
+}
+
+// isSCSIHost matches "host<N>".
+func isSCSIHost(name string) bool { return isNumbered(name, "host") }
+
+// isSCSITarget matches "target<host>:<channel>:<target>".
+func isSCSITarget(name string) bool {
+	rest, ok := strings.CutPrefix(name, "target")
+	if !ok {
+		return false
+	}
+	h, rest, _ := strings.Cut(rest, ":")
+	c, t, _ := strings.Cut(rest, ":")
+	return isDigits(h) && isDigits(c) && isDigits(t)
+}
+
+// isUSBDevice matches a USB root hub ("usb1"), device ("1-1.2") or
+// interface ("1-1.2:1.0").
+func isUSBDevice(name string) bool {
+	if isNumbered(name, "usb") {
+		return true
+	}
+	bus, port, ok := strings.Cut(name, "-")
+	if !ok || !isDigits(bus) {
+		return false
+	}
+	port, intf, hasIntf := strings.Cut(port, ":")
+	if port == "" || strings.Trim(port, "0123456789.") != "" {
+		return false
+	}
+	if !hasIntf {
+		return true
+	}
+	config, alt, _ := strings.Cut(intf, ".")
+	return isDigits(config) && isDigits(alt)
+}
+
+// isNumbered matches prefix followed by a decimal number.
+func isNumbered(name, prefix string) bool {
+	n, ok := strings.CutPrefix(name, prefix)
+	return ok && isDigits(n)
+}
+
+// isDigits tells whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isLowerHex tells whether s is lower-case hex digits only.
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // subsystem names the bus or class a sysfs device directory belongs to:
 // the target of its "subsystem" link, or, when a recorded tree has no such
@@ -65,17 +139,17 @@ func subsystem(r Sys, dev string) string {
 	}
 	name := path.Base(dev)
 	switch {
-	case rePCIName.MatchString(name):
+	case IsPCIName(name):
 		return "pci"
-	case reHCTL.MatchString(name), reSCSIHost.MatchString(name), reSCSITgt.MatchString(name):
+	case isHCTL(name), isSCSIHost(name), isSCSITarget(name):
 		return "scsi"
-	case reVirtio.MatchString(name):
+	case isNumbered(name, "virtio"):
 		return "virtio"
-	case reNVMeCtrl.MatchString(name):
+	case isNumbered(name, "nvme"):
 		return "nvme"
-	case reNVMeSub.MatchString(name):
+	case isNumbered(name, "nvme-subsys"):
 		return "nvme-subsystem"
-	case reUSBDev.MatchString(name):
+	case isUSBDevice(name):
 		return "usb"
 	case path.Base(path.Dir(dev)) == "platform":
 		return "platform"
@@ -147,7 +221,7 @@ func PathID(r Sys, dev string) (PathIDResult, bool) {
 		switch sub {
 		case "scsi":
 			supportedTransport = true
-			if !reHCTL.MatchString(name) {
+			if !isHCTL(name) {
 				break // hosts and targets: nothing to add here
 			}
 			var ok bool
@@ -221,11 +295,11 @@ func pathIDSCSI(r Sys, p string, elems, compat *[]string, hasCompat, supportedPa
 		*supportedParent = true
 		return skipSubsystem(r, p, "scsi"), true
 	}
-	m := reHCTL.FindStringSubmatch(path.Base(p))
-	host, _ := strconv.Atoi(m[1])
-	bus, _ := strconv.Atoi(m[2])
-	target, _ := strconv.Atoi(m[3])
-	lun, _ := strconv.ParseUint(m[4], 10, 64)
+	m, _ := HCTL(path.Base(p))
+	host, _ := strconv.Atoi(m[0])
+	bus, _ := strconv.Atoi(m[1])
+	target, _ := strconv.Atoi(m[2])
+	lun, _ := strconv.ParseUint(m[3], 10, 64)
 	lunStr := "lun-" + strconv.FormatUint(lun, 10)
 	if lun >= 256 {
 		lunStr = "lun-0x" + hex4(lun&0xffff) + hex4((lun>>16)&0xffff) + "00000000"
@@ -233,7 +307,7 @@ func pathIDSCSI(r Sys, p string, elems, compat *[]string, hasCompat, supportedPa
 	switch {
 	case strings.Contains("/"+p, "/rport-"):
 		*supportedParent = true
-		tgt := ancestorMatching(p, reSCSITgt)
+		tgt := ancestorMatching(p, isSCSITarget)
 		if tgt == "" {
 			return "", false
 		}
@@ -250,7 +324,7 @@ func pathIDSCSI(r Sys, p string, elems, compat *[]string, hasCompat, supportedPa
 		*supportedParent = true
 		return pathIDISCSI(r, p, lunStr, prepend)
 	case strings.Contains("/"+p, "/ata"):
-		hostDir := ancestorMatching(p, reSCSIHost)
+		hostDir := ancestorMatching(p, isSCSIHost)
 		if hostDir == "" {
 			return "", false
 		}
@@ -276,13 +350,13 @@ func pathIDSCSI(r Sys, p string, elems, compat *[]string, hasCompat, supportedPa
 	// Plain HBA: the host number is rebased to the lowest "host<N>" under
 	// the same parent device, so a second controller's first disk is
 	// scsi-0:... too.
-	hostDir := ancestorMatching(p, reSCSIHost)
+	hostDir := ancestorMatching(p, isSCSIHost)
 	if hostDir == "" {
 		return "", false
 	}
 	base := -1
 	for _, e := range r.Entries(path.Dir(hostDir)) {
-		if !reSCSIHost.MatchString(e) {
+		if !isSCSIHost(e) {
 			continue
 		}
 		if n, err := strconv.Atoi(e[4:]); err == nil && (base < 0 || n < base) {
@@ -301,10 +375,10 @@ func hex4(v uint64) string {
 	return strings.Repeat("0", 4-len(s)) + s
 }
 
-// ancestorMatching returns the nearest ancestor of p whose name matches re.
-func ancestorMatching(p string, re *regexp.Regexp) string {
+// ancestorMatching returns the nearest ancestor of p whose name matches.
+func ancestorMatching(p string, match func(string) bool) string {
 	for q := path.Dir(p); q != "." && q != "/" && q != ""; q = path.Dir(q) {
-		if re.MatchString(path.Base(q)) {
+		if match(path.Base(q)) {
 			return q
 		}
 		if q == "sys/devices" {
@@ -318,7 +392,7 @@ func ancestorMatching(p string, re *regexp.Regexp) string {
 // by expander and phy ("sas-exp0x500...-phy3-lun-0"), or on a wide port by
 // its SAS address ("sas-0x5000...-lun-0").
 func pathIDSAS(r Sys, p, lunStr string, prepend func(string)) (string, bool) {
-	tgt := ancestorMatching(p, reSCSITgt)
+	tgt := ancestorMatching(p, isSCSITarget)
 	if tgt == "" {
 		return "", false
 	}
