@@ -33,7 +33,7 @@ func newSysReader(root string, log *slog.Logger) *sysReader {
 
 // abs turns a root-relative path into a host path.
 func (r *sysReader) abs(rel string) string {
-	return filepath.Join(r.root, filepath.FromSlash(rel))
+	return joinRoot(r.root, rel)
 }
 
 // warnOnce logs a warning naming the file and why its value is unknown,
