@@ -67,3 +67,39 @@ func TestDMIMemoryRevision(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: any text parses without a panic into a document that
+// marshals, or fails as IPA's parser fails.
+func FuzzParse(f *testing.F) {
+	f.Add("")
+	f.Add("Handle 0x0000, DMI type 0, 26 bytes\nBIOS Information\n\tVendor:  \n\tCharacteristics:\n\t\tPCI is supported\n\n")
+	f.Add("Handle 0x1000, DMI type 16, 23 bytes\nPhysical Memory Array\n\tNumber Of Devices: 2\n\n" +
+		"Handle 0x1100, DMI type 17, 40 bytes\nMemory Device\n\tSize: 1 GB\n\n")
+	f.Add("Handle 0x1000, DMI type 16, 8 bytes\nPhysical Memory Array\n\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		doc, err := Parse(text)
+		if err != nil {
+			if !errors.Is(err, ErrUnparsable) {
+				t.Fatalf("error outside ErrUnparsable: %v", err)
+			}
+			return
+		}
+		if _, err := json.Marshal(doc); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzText: any structure renders without a panic, at any version.
+func FuzzText(f *testing.F) {
+	f.Add(uint8(17), []byte{17, 0x28, 0, 0x11, 0, 0x10, 0xFE, 0xFF, 64, 0, 64, 0, 0, 4, 9, 0, 1, 2, 0x1A, 0x80, 0}, "DIMM 0", uint8(3), uint8(2))
+	f.Add(uint8(4), make([]byte, 0x30), "CPU", uint8(2), uint8(0))
+	f.Add(uint8(0), make([]byte, 0x1A), "Vendor", uint8(2), uint8(8))
+	f.Fuzz(func(t *testing.T, typ uint8, formatted []byte, s string, major, minor uint8) {
+		st := Structure{Type: typ, Formatted: formatted, Strings: []string{s, s}}
+		if len(formatted) < 4 {
+			return // the table decoder never yields a structure below its header
+		}
+		Text([]Structure{st}, Version(&EntryPoint{Major: major, Minor: minor}))
+	})
+}
