@@ -12,6 +12,11 @@
 // IPA's inspection collectors of those names report beside the inventory
 // (PCIDevices, ReadNUMATopology, USBDevices, ExtraHardware; DMIDecode
 // needs no unit of its own).
+//
+// Two emulations live in their own packages: internal/dmidecode writes the
+// SMBIOS table as dmidecode's text and parses it as IPA does, and
+// internal/udev derives from sysfs what udev's rules (scsi_id, ata_id,
+// usb_id, path_id, kpartx_id) would have stored for a disk.
 package collector
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -353,15 +354,15 @@ func (c *diskCollector) record(d *blockDev) inventory.Disk {
 	// for devices without slaves), then IPA's own udev fallbacks.
 	if d.nslaves == 0 && !d.isPart {
 		if v := props["ID_MODEL_ENC"]; v != "" {
-			disk.Model = inventory.StrOrNil(normalizeWhitespace(unhexmangle(v)))
+			disk.Model = inventory.StrOrNil(udev.NormalizeWhitespace(udev.Unhexmangle(v)))
 		} else if v := props["ID_MODEL"]; v != "" {
-			disk.Model = inventory.StrOrNil(normalizeWhitespace(v))
+			disk.Model = inventory.StrOrNil(udev.NormalizeWhitespace(v))
 		} else if v, ok := c.r.attr(d.base + "/device/model"); ok {
 			disk.Model = inventory.StrOrNil(v)
 		}
 		serial := firstNonEmpty(props, "SCSI_IDENT_SERIAL", "ID_SCSI_SERIAL", "ID_SERIAL_SHORT", "ID_SERIAL")
 		if serial != "" {
-			disk.Serial = inventory.StrOrNil(normalizeWhitespace(serial))
+			disk.Serial = inventory.StrOrNil(udev.NormalizeWhitespace(serial))
 		} else if v, ok := c.r.attr(d.base + "/device/serial"); ok {
 			disk.Serial = inventory.StrOrNil(v)
 		}
@@ -439,7 +440,7 @@ func (c *diskCollector) props(d *blockDev) map[string]string {
 		// processed) is not worth a warning; read warns about other
 		// failures itself.
 		if b, err := c.r.read(rel); err == nil {
-			rec, perr := parseUdevRecord(b)
+			rec, perr := udev.ParseRecord(b)
 			if perr == nil {
 				return rec.Props
 			}
@@ -506,21 +507,22 @@ func (c *diskCollector) transport(d *blockDev) string {
 	// lsblk takes the hctl from the last component of the "device" link;
 	// the resolved path ends in the same name.
 	scsiDev, err := c.r.resolve(d.base + "/device")
-	m := reHCTL.FindStringSubmatch(path.Base(scsiDev))
-	if err != nil || m == nil {
+	parts, ok := udev.HCTL(path.Base(scsiDev))
+	if err != nil || !ok {
 		if strings.HasPrefix(d.name, "nvme") {
 			return "nvme"
 		}
 		return ""
 	}
-	hctl := m[0]
-	host := "host" + m[1]
-	hostDir := ancestorMatching(scsiDev, reSCSIHost)
+	hctl := path.Base(scsiDev)
+	host := "host" + parts[0]
+	hostDir := udev.SCSIHostDir(scsiDev)
+	sys := c.sys()
 	switch {
-	case c.r.classExists("spi_host", host, hostDir):
+	case udev.ClassExists(sys, "spi_host", host, hostDir):
 		return "spi"
-	case c.r.classExists("fc_host", host, hostDir):
-		name, ok := c.r.classAttr("fc_host", host, hostDir, "symbolic_name")
+	case udev.ClassExists(sys, "fc_host", host, hostDir):
+		name, ok := udev.ClassAttr(sys, "fc_host", host, hostDir, "symbolic_name")
 		if !ok {
 			return ""
 		}
@@ -528,17 +530,17 @@ func (c *diskCollector) transport(d *blockDev) string {
 			return "fcoe"
 		}
 		return "fc"
-	case c.r.classExists("sas_host", host, hostDir) ||
+	case udev.ClassExists(sys, "sas_host", host, hostDir) ||
 		c.r.exists("sys/bus/scsi/devices/"+hctl+"/sas_device") || c.r.exists(scsiDev+"/sas_device"):
 		return "sas"
 	case c.r.exists("sys/bus/scsi/devices/"+hctl+"/ieee1394_id") || c.r.exists(scsiDev+"/ieee1394_id"):
 		return "sbp"
-	case c.r.classExists("iscsi_host", host, hostDir):
+	case udev.ClassExists(sys, "iscsi_host", host, hostDir):
 		return "iscsi"
 	case strings.Contains(scsiDev, "usb"):
 		return "usb"
-	case c.r.classExists("scsi_host", host, hostDir):
-		proc, ok := c.r.classAttr("scsi_host", host, hostDir, "proc_name")
+	case udev.ClassExists(sys, "scsi_host", host, hostDir):
+		proc, ok := udev.ClassAttr(sys, "scsi_host", host, hostDir, "proc_name")
 		if !ok {
 			return ""
 		}

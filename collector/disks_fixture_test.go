@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/inventory"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 )
 
 var updateDiskFixtures = flag.Bool("update-disks", false, "rewrite collector/testdata/disks/* from the tree descriptions in disks_fixture_test.go")
@@ -164,14 +166,14 @@ func qemuTree() *fsTree {
 		tr.attr(part+"/start", 2048)
 		tr.attr(part+"/size", (s.bytes-2*mib)/512)
 		tr.link("sys/class/block/"+s.dev+"1", part)
-		cleanModel := udevReplaceWhitespace(s.model)
+		cleanModel := udev.ReplaceWhitespace(s.model)
 		tr.udev(s.devno, s.dev,
 			"S:disk/by-path/pci-0000:00:1f.2-ata-"+itoa(s.port)+".0",
 			"S:disk/by-id/ata-"+cleanModel+"_"+s.serial,
 			"S:disk/by-path/pci-0000:00:1f.2-ata-"+itoa(s.port),
 			"S:disk/by-id/wwn-0x"+s.wwn,
 			"E:ID_ATA=1", "E:ID_TYPE=disk", "E:ID_BUS=ata",
-			"E:ID_MODEL="+cleanModel, "E:ID_MODEL_ENC="+udevEncode(padTo(s.model, 40)),
+			"E:ID_MODEL="+cleanModel, "E:ID_MODEL_ENC="+udev.Encode(padTo(s.model, 40)),
 			"E:ID_REVISION=2.5+",
 			"E:ID_SERIAL="+cleanModel+"_"+s.serial, "E:ID_SERIAL_SHORT="+s.serial,
 			"E:ID_WWN=0x"+s.wwn, "E:ID_WWN_WITH_EXTENSION=0x"+s.wwn,

@@ -12,6 +12,8 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/looptest"
 	"github.com/ironic-go/ironic-agent/internal/lsblktest"
 	"github.com/ironic-go/ironic-agent/inventory"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 )
 
 // lsblkDev is one device as lsblk prints it.
@@ -44,10 +46,10 @@ func compareWithLsblk(t *testing.T, d inventory.Disk, l lsblkDev) {
 	if got, want := strOrNull(d.Tran), strOrNull(l.Tran); got != want {
 		t.Errorf("%s: tran %s, lsblk %s", d.Name, got, want)
 	}
-	if l.Model != nil && *l.Model != "" && (d.Model == nil || *d.Model != normalizeWhitespace(*l.Model)) {
+	if l.Model != nil && *l.Model != "" && (d.Model == nil || *d.Model != udev.NormalizeWhitespace(*l.Model)) {
 		t.Errorf("%s: model %s, lsblk %q", d.Name, strOrNull(d.Model), *l.Model)
 	}
-	if l.Serial != nil && *l.Serial != "" && (d.Serial == nil || *d.Serial != normalizeWhitespace(*l.Serial)) {
+	if l.Serial != nil && *l.Serial != "" && (d.Serial == nil || *d.Serial != udev.NormalizeWhitespace(*l.Serial)) {
 		t.Errorf("%s: serial %s, lsblk %q", d.Name, strOrNull(d.Serial), *l.Serial)
 	}
 	if l.WWN != nil && *l.WWN != "" && (d.WWN == nil || *d.WWN != *l.WWN) {

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,7 +32,7 @@ func newSysReader(root string, log *slog.Logger) *sysReader {
 
 // abs turns a root-relative path into a host path.
 func (r *sysReader) abs(rel string) string {
-	return filepath.Join(r.root, filepath.FromSlash(rel))
+	return joinRoot(r.root, rel)
 }
 
 // warnOnce logs a warning naming the file and why its value is unknown,
@@ -144,7 +143,9 @@ const maxLinkHops = 40
 // and ".." never climbs above it, as if the root were chrooted.
 func (r *sysReader) resolve(rel string) (string, error) {
 	pending := splitPath(rel)
-	var done []string
+	// done is the resolved part, kept joined: every component is a plain
+	// name, so this is path.Join of them without a join per step.
+	done := ""
 	hops := 0
 	for len(pending) > 0 {
 		c := pending[0]
@@ -153,19 +154,24 @@ func (r *sysReader) resolve(rel string) (string, error) {
 		case ".":
 			continue
 		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
+			if i := strings.LastIndexByte(done, '/'); i >= 0 {
+				done = done[:i]
+			} else {
+				done = ""
 			}
 			continue
 		}
-		cand := path.Join(append(append([]string{}, done...), c)...)
+		cand := c
+		if done != "" {
+			cand = done + "/" + c
+		}
 		r.trace.add(cand, accessLink)
 		fi, err := os.Lstat(r.abs(cand))
 		if err != nil {
 			return "", err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			done = append(done, c)
+			done = cand
 			continue
 		}
 		hops++
@@ -178,11 +184,11 @@ func (r *sysReader) resolve(rel string) (string, error) {
 		}
 		t = filepath.ToSlash(t)
 		if strings.HasPrefix(t, "/") {
-			done = nil
+			done = ""
 		}
 		pending = append(splitPath(t), pending...)
 	}
-	return path.Join(done...), nil
+	return done, nil
 }
 
 func splitPath(p string) []string {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 )
 
 // TestDisksAgreeWithLsblkSysroot runs the real lsblk (util-linux) on the
@@ -132,7 +134,7 @@ func writeLsblkPropertyFiles(t *testing.T, root string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := parseUdevRecord(b)
+		rec, err := udev.ParseRecord(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +150,7 @@ func writeLsblkPropertyFiles(t *testing.T, root string) {
 		var lines []string
 		model := rec.Props["ID_MODEL"]
 		if enc := rec.Props["ID_MODEL_ENC"]; enc != "" {
-			model = normalizeWhitespace(unhexmangle(enc))
+			model = udev.NormalizeWhitespace(udev.Unhexmangle(enc))
 		}
 		if model != "" {
 			lines = append(lines, "ID_MODEL="+model)

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 )
 
 // These tests ask udev's own programs about this machine's block devices
@@ -49,7 +51,7 @@ func TestPathIDMatchesUdevadm(t *testing.T) {
 			t.Logf("%s: gone: %v", name, err)
 			continue
 		}
-		got, ok := r.pathID(dev)
+		got, ok := udev.PathID(udevSys{r}, dev)
 		if _, err := os.Stat("/sys/class/block/" + name); err != nil {
 			continue // removed meanwhile
 		}
@@ -84,7 +86,8 @@ func TestSCSIPropsMatchUdevHelpers(t *testing.T) {
 		if !ok {
 			continue
 		}
-		vendor := strings.TrimSpace(c.attrOrEmpty(d.base + "/device/vendor"))
+		vendorAttr, _ := c.r.attr(d.base + "/device/vendor")
+		vendor := strings.TrimSpace(vendorAttr)
 		helper, args := "/lib/udev/scsi_id", []string{"--export", "--whitelisted", "-d", "/dev/" + name}
 		if vendor == "ATA" {
 			helper, args = "/lib/udev/ata_id", []string{"--export", "/dev/" + name}
@@ -92,7 +95,7 @@ func TestSCSIPropsMatchUdevHelpers(t *testing.T) {
 		if _, err := os.Stat(helper); err != nil {
 			t.Skipf("SKIPPED: %s (package udev) not installed", helper)
 		}
-		if c.usbDevice(d) != "" {
+		if udev.USBDevice(c.sys(), d.devPath) != "" {
 			continue // usb_id, a udevd builtin, names USB disks
 		}
 		out, err := exec.Command(helper, args...).Output()
@@ -108,7 +111,7 @@ func TestSCSIPropsMatchUdevHelpers(t *testing.T) {
 				t.Errorf("%s: %s: derived %q, %s says %q", name, k, got[k], helper, want[k])
 			}
 		}
-		if w, g := normalizeWhitespace(unhexmangle(want["ID_MODEL_ENC"])), normalizeWhitespace(unhexmangle(got["ID_MODEL_ENC"])); w != g {
+		if w, g := udev.NormalizeWhitespace(udev.Unhexmangle(want["ID_MODEL_ENC"])), udev.NormalizeWhitespace(udev.Unhexmangle(got["ID_MODEL_ENC"])); w != g {
 			t.Errorf("%s: model %q, %s says %q", name, g, helper, w)
 		}
 	}

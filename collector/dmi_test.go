@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/dmidecode"
 )
 
 // smbiosTree writes a root with the table and entry point files the
@@ -187,7 +189,7 @@ func randomStructure(r *rand.Rand, typ uint8, handle uint16, old bool) []byte {
 			if length <= 0x10 {
 				break
 			}
-			if code := dmiFamilyCode(f); code == 0x16 || code == 0x102 || code == 0x103 || code >= 0x258 && code <= 0x271 {
+			if code := familyCode(f); code == 0x16 || code == 0x102 || code == 0x103 || code >= 0x258 && code <= 0x271 {
 				f[6], f[0x10] = 0x02, 0 // dmidecode 3.4 also guesses from the version string
 			}
 		}
@@ -242,6 +244,15 @@ func randomStructure(r *rand.Rand, typ uint8, handle uint16, old bool) []byte {
 	return append(f, 0)
 }
 
+// familyCode is the processor family of a type 4 structure, from the
+// 16-bit field when the byte says "see Processor Family 2".
+func familyCode(f []byte) uint16 {
+	if f[0x06] == 0xFE && len(f) >= 0x2A {
+		return binary.LittleEndian.Uint16(f[0x28:])
+	}
+	return uint16(f[0x06])
+}
+
 // randomTable is a table of n random structures of the kept types, with
 // other types between them, and the end-of-table structure.
 func randomTable(r *rand.Rand, old bool) (table []byte, n int) {
@@ -281,13 +292,13 @@ func TestDMIAgreesWithDmidecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := dmidecodeText(structs, dmiVersion(&e))
+		got := dmidecodeText(&smbiosInfo{Structures: structs, EntryPoint: &e})
 		if got != want {
 			t.Fatalf("dmidecode text differs (-dmidecode +ours):\n%s", lineDiff(want, got))
 		}
 		// And the whole collector, through the files the kernel exports.
 		dmi, err := DMIDecode(context.Background(), Options{Root: smbiosTree(t, entry, table)})
-		wantDMI, wantErr := parseDMIText(want)
+		wantDMI, wantErr := dmidecode.Parse(want)
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("DMIDecode error %v, parsing dmidecode's text: %v", err, wantErr)
 		}
@@ -364,68 +375,6 @@ func TestDMIAgreesWithDmidecode(t *testing.T) {
 	}
 }
 
-// TestParseDMIText covers IPA's parser on the shapes dmidecode's text
-// takes: an empty value becomes a list, a stray blank line ends a block,
-// a memory array without its count is IPA's KeyError, and no table at all
-// is the empty document.
-func TestParseDMIText(t *testing.T) {
-	empty, err := parseDMIText("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := json.Marshal(empty); string(b) != `{"bios":{},"cpu":[],"memory":{"devices":[]}}` {
-		t.Errorf("no table: %s", b)
-	}
-	text := "Handle 0x0000, DMI type 0, 26 bytes\nBIOS Information\n\tVendor:  \n\tVersion: a:b \n\tCharacteristics:\n\t\tPCI is supported\n\n" +
-		"Handle 0x0400, DMI type 4, 48 bytes\nProcessor Information\n\tSignature: Processor Identity 0x00000001\n\n\tVersion: x\n\n" +
-		"Handle 0x1100, DMI type 17, 40 bytes\nMemory Device\n\tSize: 1 GB\n\n"
-	dmi, err := parseDMIText(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(dmi)
-	want := `{"bios":{"Handle":"Handle 0x0000, DMI type 0, 26 bytes","Vendor":[],"Version":"a:b","Characteristics":["PCI is supported"]},` +
-		`"cpu":[{"Handle":"Handle 0x0400, DMI type 4, 48 bytes","Signature":"Processor Identity 0x00000001"}],` +
-		`"memory":{"devices":[{"Handle":"Handle 0x1100, DMI type 17, 40 bytes","Size":"1 GB"}]}}`
-	if string(b) != want {
-		t.Errorf("parsed %s\nwant   %s", b, want)
-	}
-	_, err = parseDMIText("Handle 0x1000, DMI type 16, 8 bytes\nPhysical Memory Array\n\n")
-	if !errors.Is(err, errNoDeviceCount) {
-		t.Errorf("short memory array: %v", err)
-	}
-	// Two arrays: the first one's keys, the devices summed.
-	dmi, err = parseDMIText("Handle 0x1000, DMI type 16, 23 bytes\nPhysical Memory Array\n\tUse: System Memory\n\tNumber Of Devices: 2\n\n" +
-		"Handle 0x1001, DMI type 16, 23 bytes\nPhysical Memory Array\n\tUse: Flash Memory\n\tNumber Of Devices: 1\n\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := json.Marshal(dmi.Memory); string(b) != `{"Use":"System Memory","Number Of Devices":3}` {
-		t.Errorf("memory %s", b)
-	}
-}
-
-// TestDMIMemoryRevision: the PMIC0 and RCD fields of SMBIOS 3.7, which
-// dmidecode 3.4 cannot judge (dmidecode 3.6's dmi_memory_revision).
-func TestDMIMemoryRevision(t *testing.T) {
-	for _, c := range []struct {
-		code    uint16
-		memType uint8
-		want    string
-	}{
-		{0xFF00, 0x22, "\tPMIC0 Revision Number: Unknown\n"},
-		{0x8312, 0x22, "\tPMIC0 Device Type: 3\n\tPMIC0 Device Revision: 1.2\n"},
-		{0x0312, 0x23, "\tPMIC0 Device Type: Not Installed\n"},
-		{0x0312, 0x1A, "\tPMIC0 Revision Number: 0x0312\n"},
-	} {
-		var w dmiWriter
-		dmiMemoryRevision(&w, "PMIC0", c.code, c.memType)
-		if w.b.String() != c.want {
-			t.Errorf("%#04x type %#x: %q, want %q", c.code, c.memType, w.b.String(), c.want)
-		}
-	}
-}
-
 // TestDMIDecodeWithoutTable: no SMBIOS table is the empty document, as
 // dmidecode finding no entry point; an unreadable one is an error.
 func TestDMIDecodeWithoutTable(t *testing.T) {
@@ -453,9 +402,9 @@ func FuzzDMIDecode(f *testing.F) {
 	f.Add(sampleSMBIOS(), uint8(2), uint8(0))
 	f.Fuzz(func(t *testing.T, table []byte, major, minor uint8) {
 		structs, _ := parseSMBIOSTable(table)
-		text := dmidecodeText(structs, dmiVersion(&smbiosEntryPoint{Major: major, Minor: minor}))
-		dmi, err := parseDMIText(text)
-		if err != nil && !errors.Is(err, errNoDeviceCount) {
+		text := dmidecodeText(&smbiosInfo{Structures: structs, EntryPoint: &smbiosEntryPoint{Major: major, Minor: minor}})
+		dmi, err := dmidecode.Parse(text)
+		if err != nil && !errors.Is(err, dmidecode.ErrNoDeviceCount) {
 			t.Fatalf("parse: %v", err)
 		}
 		if err == nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/collector/internal/dmidecode"
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -259,7 +261,7 @@ func (c *collection) extraSystem(l *hwList) {
 	}
 	uuid := ""
 	if hasSys && len(sys.Formatted) >= 0x19 {
-		uuid = dmidecodeUUID(sys.Formatted[0x08:0x18], dmiVersion(si.EntryPoint))
+		uuid = dmidecode.UUIDWord(sys.Formatted[0x08:0x18], dmiVersion(si.EntryPoint))
 		// `dmidecode | awk '{print $2}'` keeps "Not" of "Not Present".
 		if uuid == "Not" {
 			uuid = ""
@@ -313,24 +315,6 @@ func (c *collection) extraSystem(l *hwList) {
 	}
 }
 
-// dmidecodeUUID is the first word of dmidecode's UUID line.
-func dmidecodeUUID(p []byte, ver uint16) string {
-	allFF, all00 := true, true
-	for _, b := range p {
-		allFF = allFF && b == 0xFF
-		all00 = all00 && b == 0x00
-	}
-	if allFF || all00 {
-		return "Not" // "Not Present", "Not Settable"
-	}
-	if ver >= 0x0206 {
-		return fmt.Sprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			p[3], p[2], p[1], p[0], p[5], p[4], p[7], p[6], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
-	}
-	return fmt.Sprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
-}
-
 // extraNIC is system.py's network part for one NIC, from what lshw reads
 // without ethtool and pci.ids: the bus address ("pci@0000:00:03.0", or
 // "virtio@1" for virtio-net), the IPv4 address, the carrier, the driver
@@ -340,7 +324,7 @@ func (c *collection) extraNIC(l *hwList, ifc inventory.Interface) {
 	if link, err := c.fs.Readlink(path.Join("sys/class/net", name, "device")); err == nil {
 		dev := path.Base(link)
 		switch {
-		case rePCIName.MatchString(dev):
+		case udev.IsPCIName(dev):
 			l.add("network", name, "businfo", "pci@"+dev)
 		case strings.HasPrefix(dev, "virtio"):
 			l.add("network", name, "businfo", "virtio@"+strings.TrimPrefix(dev, "virtio"))

@@ -105,11 +105,14 @@ func (c *collection) memoryBlockBytes() (uint64, error) {
 		return 0, err
 	}
 	var online uint64
+	// One buffer for every block: a machine without SMBIOS may have
+	// hundreds of blocks, each a "state" of a few bytes.
+	var buf [64]byte
 	for _, e := range entries {
 		if !isMemoryBlock(e.Name()) {
 			continue
 		}
-		st, err := c.fs.ReadString(dir + "/" + e.Name() + "/state")
+		st, err := c.fs.ReadAttr(dir+"/"+e.Name()+"/state", buf[:])
 		if err != nil {
 			c.warn("memory", err)
 			continue

@@ -2,6 +2,8 @@ package collector
 
 import (
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 )
 
 // TestPathID builds one small tree per transport and checks the ID_PATH
@@ -80,7 +82,7 @@ func TestPathID(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := newSysReader(root, testLogger(t))
-			got, ok := r.pathID(dev)
+			got, ok := udev.PathID(udevSys{r}, dev)
 			if c.want == "" {
 				if ok {
 					t.Errorf("got ID_PATH %q, want none", got.Path)

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/nvme"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 )
 
 // nvmeDevice is an NVMe namespace opened for admin commands.
@@ -148,7 +148,7 @@ func (e *Eraser) nvmeNamespace(dev string) (sysDir, head string, err error) {
 // nvmeNamespaceRE matches a namespace block device below an NVMe
 // controller in sysfs: nvme<S>n<N>, or nvme<S>c<C>n<N> for a path of a
 // namespace under native multipath (its device is the head nvme<S>n<N>).
-var nvmeNamespaceRE = regexp.MustCompile(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
+var nvmeNamespaceRE = lazyregexp.New(`^nvme(\d+)(?:c\d+)?n(\d+)$`)
 
 // nvmeNamespacesIn lists the namespaces in sysfs directories (controllers,
 // subsystems) as the /dev paths of their block devices, sorted, without

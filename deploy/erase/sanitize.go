@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/nvme"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 )
 
 // NVMe sanitize (NVMe base specification: Sanitize command, opcode 84h;
@@ -119,7 +119,7 @@ func (e *Eraser) nvmeSanitize(ctx context.Context, dev string, d nvme.Device, sa
 }
 
 // nvmeControllerRE matches an NVMe controller's sysfs name.
-var nvmeControllerRE = regexp.MustCompile(`^nvme\d+$`)
+var nvmeControllerRE = lazyregexp.New(`^nvme\d+$`)
 
 // nvmeSubsystemNamespaces lists the other namespaces of the NVM subsystem
 // dev belongs to, as /dev paths: a sanitize erases them all, whichever

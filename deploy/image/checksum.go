@@ -13,10 +13,10 @@ import (
 	"io"
 	"net/url"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/internal/fastsha2"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
@@ -182,13 +182,13 @@ func fetchChecksum(ctx context.Context, o *DownloadOptions, checksumURL, imageUR
 }
 
 var (
-	checksumOnly = regexp.MustCompile(`^(?:[a-fA-F\d]{32}|[a-fA-F\d]{64}|[a-fA-F\d]{128})$`)
+	checksumOnly = lazyregexp.New(`^(?:[a-fA-F\d]{32}|[a-fA-F\d]{64}|[a-fA-F\d]{128})$`)
 	// IPA's matchers in IPA's order: MD5, SHA-256, SHA-512, each at the
 	// start then at the end of the line.
-	checksumInLine = []*regexp.Regexp{
-		regexp.MustCompile(`^([a-fA-F\d]{32})\s`), regexp.MustCompile(`\s([a-fA-F\d]{32})$`),
-		regexp.MustCompile(`^([a-fA-F\d]{64})\s`), regexp.MustCompile(`\s([a-fA-F\d]{64})$`),
-		regexp.MustCompile(`^([a-fA-F\d]{128})\s`), regexp.MustCompile(`\s([a-fA-F\d]{128})$`),
+	checksumInLine = []*lazyregexp.Regexp{
+		lazyregexp.New(`^([a-fA-F\d]{32})\s`), lazyregexp.New(`\s([a-fA-F\d]{32})$`),
+		lazyregexp.New(`^([a-fA-F\d]{64})\s`), lazyregexp.New(`\s([a-fA-F\d]{64})$`),
+		lazyregexp.New(`^([a-fA-F\d]{128})\s`), lazyregexp.New(`\s([a-fA-F\d]{128})$`),
 	}
 )
 

@@ -1,4 +1,4 @@
-package collector
+package udev
 
 import (
 	"encoding/hex"

@@ -1,4 +1,4 @@
-package collector
+package dmidecode
 
 // Tables of dmidecode 3.6 (the version in the CentOS Stream 9 and Debian
 // trixie ramdisks IPA runs in) for the four structure types IPA's

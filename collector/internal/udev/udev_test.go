@@ -1,4 +1,4 @@
-package collector
+package udev
 
 import (
 	"reflect"
@@ -20,7 +20,7 @@ func TestParseUdevRecord(t *testing.T) {
 		"E:EMPTY=\n" +
 		"E:WITH_EQ=a=b\n" +
 		"G:systemd\nQ:systemd\nV:1\n"
-	rec, err := parseUdevRecord([]byte(data))
+	rec, err := ParseRecord([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func TestParseUdevRecordGarbled(t *testing.T) {
 		"binary garbage": "\xff\xfe\x01\x02",
 		"too large":      strings.Repeat("E:A=b\n", maxUdevRecord/6+1),
 	} {
-		if _, err := parseUdevRecord([]byte(data)); err == nil {
+		if _, err := ParseRecord([]byte(data)); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if rec, err := parseUdevRecord(nil); err != nil || len(rec.Props) != 0 {
+	if rec, err := ParseRecord(nil); err != nil || len(rec.Props) != 0 {
 		t.Errorf("empty record: %v, %v", rec, err)
 	}
 }
@@ -83,15 +83,15 @@ func TestStringCleanups(t *testing.T) {
 		var got string
 		switch c.fn {
 		case "normalize":
-			got = normalizeWhitespace(c.in)
+			got = NormalizeWhitespace(c.in)
 		case "replace_ws":
-			got = udevReplaceWhitespace(c.in)
+			got = ReplaceWhitespace(c.in)
 		case "replace_chars":
 			got = udevReplaceChars(c.in, "")
 		case "encode":
-			got = udevEncode(c.in)
+			got = Encode(c.in)
 		case "unhex":
-			got = unhexmangle(c.in)
+			got = Unhexmangle(c.in)
 		case "attr":
 			got = udevAttrValue(c.in)
 		}
@@ -111,7 +111,7 @@ func FuzzParseUdevRecord(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("E:=\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, err := parseUdevRecord(data)
+		rec, err := ParseRecord(data)
 		if err != nil {
 			return
 		}
@@ -119,10 +119,10 @@ func FuzzParseUdevRecord(f *testing.F) {
 			if k == "" {
 				t.Fatalf("empty key with value %q", v)
 			}
-			if got := unhexmangle(udevEncode(v)); got != v {
-				t.Fatalf("encode/unhexmangle round trip of %q gave %q", v, got)
+			if got := Unhexmangle(Encode(v)); got != v {
+				t.Fatalf("encode/Unhexmangle round trip of %q gave %q", v, got)
 			}
-			_ = normalizeWhitespace(unhexmangle(v))
+			_ = NormalizeWhitespace(Unhexmangle(v))
 		}
 	})
 }

@@ -1,4 +1,10 @@
-package collector
+// Package udev computes, from sysfs alone, the block-device properties
+// udev's rules store (scsi_id, ata_id, usb_id, the path_id builtin,
+// kpartx_id) and reads udev's own database records, so the disk
+// collector reports the same values on a ramdisk without udevd. The string
+// clean-ups of udev and util-linux (lsblk) that turn those properties into
+// the text IPA reports live here too.
+package udev
 
 import (
 	"bytes"
@@ -7,10 +13,10 @@ import (
 	"unicode/utf8"
 )
 
-// udevRecord is one device's entry in the udev database
+// Record is one device's entry in the udev database
 // (/run/udev/data/b<major>:<minor>): its properties (E: lines) and the
 // symlinks udev created for it below /dev (S: lines).
-type udevRecord struct {
+type Record struct {
 	Props    map[string]string
 	Symlinks []string
 }
@@ -19,15 +25,15 @@ type udevRecord struct {
 // are a few KiB.
 const maxUdevRecord = 1 << 20
 
-// parseUdevRecord decodes a udev database file. The format is one
+// ParseRecord decodes a udev database file. The format is one
 // "<letter>:<text>" entry per line (systemd's device_read_db); only E:
 // (property KEY=VALUE) and S: (symlink below /dev) matter here, the others
 // (I:, G:, Q:, V:, L:, W:) are accepted and ignored. Anything else (a NUL
 // byte, a line without the "<letter>:" prefix, a property without "=" or
 // with an empty key) makes the whole record garbled: the caller then derives
 // the values from sysfs instead of trusting half a record.
-func parseUdevRecord(data []byte) (udevRecord, error) {
-	rec := udevRecord{Props: map[string]string{}}
+func ParseRecord(data []byte) (Record, error) {
+	rec := Record{Props: map[string]string{}}
 	if len(data) > maxUdevRecord {
 		return rec, fmt.Errorf("%d bytes, more than the %d a udev record can have", len(data), maxUdevRecord)
 	}
@@ -70,10 +76,10 @@ func truncate(s string, n int) string {
 // output IPA reports, so values derived from sysfs come out byte-for-byte as
 // udev and lsblk would have printed them.
 
-// normalizeWhitespace is util-linux's normalize_whitespace (lsblk applies it
+// NormalizeWhitespace is util-linux's normalize_whitespace (lsblk applies it
 // to MODEL and SERIAL): leading and trailing whitespace removed, and of each
 // inner run of whitespace only its first character kept.
-func normalizeWhitespace(s string) string {
+func NormalizeWhitespace(s string) string {
 	var b strings.Builder
 	nsp, intext := 0, false
 	for i := 0; i < len(s); i++ {
@@ -100,10 +106,10 @@ func isCSpace(c byte) bool {
 	return c == ' ' || (c >= '\t' && c <= '\r')
 }
 
-// udevReplaceWhitespace is systemd's util_replace_whitespace (used by
+// ReplaceWhitespace is systemd's util_replace_whitespace (used by
 // scsi_id and ata_id for serials): trims both ends and turns each inner run
 // of whitespace into one '_'.
-func udevReplaceWhitespace(s string) string {
+func ReplaceWhitespace(s string) string {
 	s = strings.TrimRightFunc(s, func(r rune) bool { return r < 0x80 && isCSpace(byte(r)) })
 	var b strings.Builder
 	space := false
@@ -171,10 +177,10 @@ func udevAttrValue(s string) string {
 	return udevReplaceChars(s, "/ $%?,")
 }
 
-// udevEncode is systemd's encode_devnode_name as used for ID_MODEL_ENC:
+// Encode is systemd's encode_devnode_name as used for ID_MODEL_ENC:
 // every byte that is not alphanumeric, in udevAllowed or part of a valid
 // multi-byte UTF-8 sequence is written as \xNN.
-func udevEncode(s string) string {
+func Encode(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -194,9 +200,9 @@ func udevEncode(s string) string {
 	return b.String()
 }
 
-// unhexmangle is util-linux's unhexmangle_string (lsblk decodes
+// Unhexmangle is util-linux's unhexmangle_string (lsblk decodes
 // ID_MODEL_ENC with it): each \xNN becomes the byte it names.
-func unhexmangle(s string) string {
+func Unhexmangle(s string) string {
 	if !strings.Contains(s, `\x`) {
 		return s
 	}

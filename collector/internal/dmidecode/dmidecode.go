@@ -1,4 +1,15 @@
-package collector
+// Package dmidecode writes an SMBIOS table as the text dmidecode 3.6
+// prints for `dmidecode -t bios -t processor -t memory`, and parses that
+// text as Ironic Python Agent's dmi-decode collector does.
+//
+// IPA's dmi-decode collector runs dmidecode and splits its text into keys
+// and values. To send what IPA sends without shipping dmidecode, Text
+// writes the same text from the decoded table: dmidecode 3.6's wording for
+// the structure types IPA keeps (0 BIOS, 4 processor, 16 memory array, 17
+// memory device), and Parse is IPA's parser. Going through the text keeps
+// IPA's quirks (an attribute printed empty becomes a list, a value with a
+// blank line ends the block) without a second description of them.
+package dmidecode
 
 import (
 	"encoding/binary"
@@ -7,14 +18,20 @@ import (
 	"strings"
 )
 
-// IPA's dmi-decode collector runs `dmidecode -t bios -t processor -t
-// memory` and splits its text into keys and values. To send what IPA
-// sends without shipping dmidecode, dmidecodeText writes the same text
-// from our decoded table: dmidecode 3.6's wording for the structure types
-// IPA keeps (0 BIOS, 4 processor, 16 memory array, 17 memory device), and
-// parseDMIText is IPA's parser. Going through the text keeps IPA's quirks
-// (an attribute printed empty becomes a list, a value with a blank line
-// ends the block) without a second description of them.
+// Structure is one structure of the SMBIOS table: the formatted area
+// (header included, so offsets match the specification) and its strings.
+type Structure struct {
+	Type      uint8
+	Handle    uint16
+	Formatted []byte
+	Strings   []string
+}
+
+// EntryPoint is what dmidecode uses of the SMBIOS entry point: the
+// version.
+type EntryPoint struct {
+	Major, Minor uint8
+}
 
 // dmidecodeKept reports whether IPA's parser keeps structures of type t.
 func dmidecodeKept(t uint8) bool { return t == 0 || t == 4 || t == 16 || t == 17 }
@@ -41,10 +58,10 @@ func (w *dmiWriter) bitItems(code uint64, first int, names []string) {
 	}
 }
 
-// dmiVersion is dmidecode's SMBIOS version number (major<<8 | minor) from
+// Version is dmidecode's SMBIOS version number (major<<8 | minor) from
 // the entry point, with dmidecode's fix-ups of two common BIOS mistakes.
 // Without an entry point the table is taken as SMBIOS 3.0.
-func dmiVersion(ep *smbiosEntryPoint) uint16 {
+func Version(ep *EntryPoint) uint16 {
 	if ep == nil {
 		return 0x0300
 	}
@@ -60,9 +77,9 @@ func dmiVersion(ep *smbiosEntryPoint) uint16 {
 	return v
 }
 
-// dmidecodeText renders the structures of the kept types as dmidecode
+// Text renders the structures of the kept types as dmidecode
 // does, each block ending with a blank line.
-func dmidecodeText(structs []smbiosStructure, ver uint16) string {
+func Text(structs []Structure, ver uint16) string {
 	var w dmiWriter
 	for _, s := range structs {
 		if !dmidecodeKept(s.Type) {
@@ -88,6 +105,26 @@ func dmidecodeText(structs []smbiosStructure, ver uint16) string {
 	return w.b.String()
 }
 
+// UUIDWord is the first word of dmidecode's UUID line for the 16 bytes
+// of a type 1 structure's UUID field: the UUID, or "Not" of "Not Present"
+// and "Not Settable".
+func UUIDWord(p []byte, ver uint16) string {
+	allFF, all00 := true, true
+	for _, b := range p {
+		allFF = allFF && b == 0xFF
+		all00 = all00 && b == 0x00
+	}
+	if allFF || all00 {
+		return "Not" // "Not Present", "Not Settable"
+	}
+	if ver >= 0x0206 {
+		return fmt.Sprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			p[3], p[2], p[1], p[0], p[5], p[4], p[7], p[6], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
+	}
+	return fmt.Sprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15])
+}
+
 // dmiRaw gives the structure's fields at the offsets of the
 // specification; callers check the length first, as dmidecode does.
 type dmiRaw []byte
@@ -99,7 +136,7 @@ func (d dmiRaw) qword(off int) uint64 { return binary.LittleEndian.Uint64(d[off:
 // dmiString is dmidecode's dmi_string: "Not Specified" for string 0,
 // "<BAD INDEX>" past the string set, bytes outside printable ASCII as
 // dots, and no trimming.
-func dmiString(s smbiosStructure, off int) string {
+func dmiString(s Structure, off int) string {
 	n := int(s.Formatted[off])
 	if n == 0 {
 		return "Not Specified"
@@ -138,7 +175,7 @@ func dmiMemorySize(code uint64, shift int) string {
 	return fmt.Sprintf("%d %s", capacity, units[i+shift])
 }
 
-func dmiBIOS(w *dmiWriter, s smbiosStructure) {
+func dmiBIOS(w *dmiWriter, s Structure) {
 	d := dmiRaw(s.Formatted)
 	if len(d) < 0x12 {
 		return
@@ -199,7 +236,7 @@ func dmiFamilyCode(d dmiRaw) uint16 {
 	return uint16(d[0x06])
 }
 
-func dmiProcessorFamily(s smbiosStructure, ver uint16) string {
+func dmiProcessorFamily(s Structure, ver uint16) string {
 	d := dmiRaw(s.Formatted)
 	isVendor := func(name string) bool {
 		m := dmiString(s, 0x07)
@@ -312,7 +349,7 @@ func dmiProcessorID(w *dmiWriter, d dmiRaw) {
 	w.bitItems(uint64(edx), 0, flags[:])
 }
 
-func dmiProcessor(w *dmiWriter, s smbiosStructure, ver uint16) {
+func dmiProcessor(w *dmiWriter, s Structure, ver uint16) {
 	d := dmiRaw(s.Formatted)
 	if len(d) < 0x1A {
 		return
@@ -415,7 +452,7 @@ func dmiErrorHandle(w *dmiWriter, h uint16) {
 	}
 }
 
-func dmiMemoryArray(w *dmiWriter, s smbiosStructure) {
+func dmiMemoryArray(w *dmiWriter, s Structure) {
 	d := dmiRaw(s.Formatted)
 	if len(d) < 0x0F {
 		return
@@ -521,7 +558,7 @@ func dmiMemoryRevision(w *dmiWriter, prefix string, code uint16, memType uint8) 
 	}
 }
 
-func dmiMemoryDevice(w *dmiWriter, s smbiosStructure) {
+func dmiMemoryDevice(w *dmiWriter, s Structure) {
 	d := dmiRaw(s.Formatted)
 	if len(d) < 0x15 {
 		return
