@@ -1,8 +1,8 @@
 // Package ramdisk builds the agent's boot files: a Debian kernel, and an
 // initramfs holding the static ironic-agent binary as /init plus the kernel
 // modules the hardware needs. No root is needed: the archive is written in
-// Go (internal/initramfs), module dependencies are read from the modules
-// themselves (internal/kmod).
+// Go (internal/ramdisk/initramfs), module dependencies are read from the
+// modules themselves (internal/ramdisk/kmod).
 package ramdisk
 
 import (
@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/internal/initramfs"
-	"github.com/ironic-go/ironic-agent/internal/kmod"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
 

@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"golang.org/x/sys/unix"
 )
 

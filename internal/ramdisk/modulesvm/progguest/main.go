@@ -15,7 +15,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/internal/programs"
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
 
 // TestFindConfigDrive gives findConfigDrive a block-device directory with

@@ -17,7 +17,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
 
-	"github.com/ironic-go/ironic-agent/internal/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
 
 type network struct {

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
 
 // bondModule is the kernel module of bond links.

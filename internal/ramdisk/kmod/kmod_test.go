@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
 
 func writeTree(t *testing.T, mods map[string][]string, builtin ...string) string {
