@@ -1,4 +1,4 @@
-package rdinit
+package ramdisk_test
 
 import (
 	"bufio"
@@ -43,7 +43,7 @@ func TestNTPInVM(t *testing.T) {
 	}
 	t.Cleanup(ns.Close)
 	netnstest.Run(t, "ip", "-n", ns.Name, "addr", "add", "10.79.0.1/24", "dev", ns.Tap)
-	dlog := startDnsmasq(t, ns.Name, ns.Tap, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--no-ping")
+	dlog := netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--dhcp-range=10.79.0.50,10.79.0.60,2m", "--no-ping")
 	conn := listenUDPIn(t, ns.Name, "10.79.0.1:123")
 	const skew = time.Hour
 	var answered atomic.Int64

@@ -1,4 +1,4 @@
-package rdinit
+package ramdisk_test
 
 import (
 	"bufio"
@@ -96,7 +96,7 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	if tc.v4 != "" {
 		netnstest.Run(t, "ip", "-n", ns.Name, "addr", "add", tc.v4, "dev", ns.Tap)
 	}
-	dlog := startDnsmasq(t, ns.Name, ns.Tap, tc.dnsmasq...)
+	dlog := netnstest.StartDnsmasq(t, ns.Name, ns.Tap, tc.dnsmasq...)
 	standIn := startIronicStandIn(t, ns.Name, server)
 
 	m := vmtest.DefaultMachine("bios")

@@ -1,4 +1,4 @@
-package modulesvm
+package modules
 
 import (
 	"path/filepath"
@@ -16,7 +16,7 @@ import (
 // start: not on PATH, a library or the loader missing, or a non-zero exit.
 func TestProgramsStart(t *testing.T) {
 	requireVM(t)
-	rd, err := vmtest.BuildGuestRamdisk(t.Context(), "./internal/ramdisk/modulesvm/progguest", nil)
+	rd, err := vmtest.BuildGuestRamdisk(t.Context(), "./internal/testbed/guest/programs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
-// Command progguest is the /init of the ramdisk TestProgramsStart boots:
-// the agent ramdisk's init as PID 1, which runs "progguest check" as its
-// command with the environment it gives the agent. That runs every
-// program of the registry (internal/programs) with its harmless Check
-// arguments through blockdev.ExecRunner, as the agent would, printing for
-// each "progguest: ok NAME" or "progguest: fail NAME ERROR".
+// Command programs (progguest in its output) is the /init of the ramdisk
+// TestProgramsStart (e2e/ramdisk/modules) boots: the agent ramdisk's init
+// as PID 1, which runs "progguest check" as its command with the
+// environment it gives the agent. That runs every program of the registry
+// (internal/programs) with its harmless Check arguments through
+// blockdev.ExecRunner, as the agent would, printing for each
+// "progguest: ok NAME" or "progguest: fail NAME ERROR".
 package main
 
 import (

@@ -1,9 +1,10 @@
-// Package modulesvm boots the agent ramdisk in QEMU and loads every module
+// Package modules boots the agent ramdisk in QEMU and loads every module
 // of its manifest: a driver whose hardware is absent must still load.
-package modulesvm
+package modules
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -15,6 +16,12 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/vmtest"
 )
+
+func TestMain(m *testing.M) {
+	// QEMU runs this test binary as its guestfwd relay.
+	vmtest.MaybeRelay()
+	os.Exit(m.Run())
+}
 
 // TestLoadEveryModule boots the ramdisk with ironic_agent.modules=all,
 // which makes the init load every module of the initramfs with

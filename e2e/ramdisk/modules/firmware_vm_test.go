@@ -1,4 +1,4 @@
-package modulesvm
+package modules
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ func TestFirmwareLoads(t *testing.T) {
 	if err := os.WriteFile(list, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rd, err = vmtest.BuildGuestRamdisk(ctx, "./internal/ramdisk/modulesvm/fwguest", map[string]string{
+	rd, err = vmtest.BuildGuestRamdisk(ctx, "./internal/testbed/guest/firmware", map[string]string{
 		"lib/modules/test_firmware.ko":             filepath.Join(k.ModulesDir, "kernel/lib/test_firmware.ko"),
 		"lib/firmware/ironic-agent-xz-test.bin.xz": xzFile + ".xz",
 		"etc/fwguest-names":                        list,

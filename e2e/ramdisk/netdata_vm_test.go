@@ -1,4 +1,4 @@
-package rdinit
+package ramdisk_test
 
 import (
 	"bytes"
@@ -127,8 +127,8 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	netnstest.Run(t, "ip", "-n", v4.Name, "addr", "add", "10.86.0.1/32", "dev", "lo")
 	netnstest.Run(t, "ip", "-n", v6.Name, "-6", "addr", "add", "fd00:7c::1/64", "dev", v6.Tap, "nodad")
 	netnstest.Run(t, "ip", "-n", v6.Name, "-6", "addr", "add", "fd00:7d::1/128", "dev", "lo", "nodad")
-	dlog4 := startDnsmasq(t, v4.Name, v4.Tap, "--dhcp-range=10.85.0.50,10.85.0.60,2m", "--no-ping", "--dhcp-option=option:router")
-	dlog6 := startDnsmasq(t, v6.Name, v6.Tap, "--enable-ra", "--dhcp-range=fd00:7c::,ra-stateless,64,2m",
+	dlog4 := netnstest.StartDnsmasq(t, v4.Name, v4.Tap, "--dhcp-range=10.85.0.50,10.85.0.60,2m", "--no-ping", "--dhcp-option=option:router")
+	dlog6 := netnstest.StartDnsmasq(t, v6.Name, v6.Tap, "--enable-ra", "--dhcp-range=fd00:7c::,ra-stateless,64,2m",
 		"--ra-param="+v6.Tap+",10,0", "--dhcp-option=option6:dns-server,[fd00:7c::53]")
 	vlan, err := vmtest.NewNetns(ctx, "rdnv-"+id, "vmnv"+id, "02:11:22:33:44:b3", t.TempDir())
 	if err != nil {
@@ -136,7 +136,7 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	}
 	t.Cleanup(vlan.Close)
 	netnstest.Run(t, "ip", "-n", vlan.Name, "addr", "add", "10.84.0.1/24", "dev", vlan.Tap)
-	dlogVLAN := startDnsmasq(t, vlan.Name, vlan.Tap, "--dhcp-range=10.84.0.50,10.84.0.60,2m", "--no-ping", "--dhcp-option=option:router")
+	dlogVLAN := netnstest.StartDnsmasq(t, vlan.Name, vlan.Tap, "--dhcp-range=10.84.0.50,10.84.0.60,2m", "--no-ping", "--dhcp-option=option:router")
 	tr, trunk, err := vmtest.StartTrunk(v4.File, vlan.File, 100)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package rdinit
+package ramdisk_test
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 	netnstest.Run(t, "ip", "-n", tagged.Name, "addr", "add", "10.78.0.1/24", "dev", tagged.Tap)
 	// --no-ping: dnsmasq's 3 s ICMP check of an address before offering
 	// it would be most of the lease's time.
-	dlog := startDnsmasq(t, tagged.Name, tagged.Tap, "--dhcp-range=10.78.0.50,10.78.0.60,2m", "--no-ping")
+	dlog := netnstest.StartDnsmasq(t, tagged.Name, tagged.Tap, "--dhcp-range=10.78.0.50,10.78.0.60,2m", "--no-ping")
 
 	tr, qemuEnd, err := vmtest.StartTrunk(native.File, tagged.File, 100)
 	if err != nil {

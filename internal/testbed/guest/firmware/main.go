@@ -1,11 +1,13 @@
-// Command fwguest is the /init of the ramdisk TestFirmwareLoads boots: the
-// agent ramdisk's init as PID 1, which runs "fwguest check NAME..." as its
-// command (the names, one a line, in /etc/fwguest-names without NAME
-// arguments, since the kernel command line is too short for them). That loads the kernel's test_firmware module (an extra file of
-// the ramdisk, /lib/modules/test_firmware.ko) and asks the kernel's own
-// firmware loader for each NAME through it, as a driver would
-// (request_firmware), printing for each "fwguest: ok NAME SIZE SHA256" or
-// "fwguest: fail NAME ERROR SECONDS".
+// Command firmware (fwguest in its output) is the /init of the ramdisk
+// TestFirmwareLoads (e2e/ramdisk/modules) boots: the agent ramdisk's init
+// as PID 1, which runs "fwguest check NAME..." as its command (the names,
+// one a line, in /etc/fwguest-names without NAME arguments, since the
+// kernel command line is too short for them). That loads the kernel's
+// test_firmware module (an extra file of the ramdisk,
+// /lib/modules/test_firmware.ko) and asks the kernel's own firmware loader
+// for each NAME through it, as a driver would (request_firmware), printing
+// for each "fwguest: ok NAME SIZE SHA256" or "fwguest: fail NAME ERROR
+// SECONDS".
 package main
 
 import (
