@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 )
 
 // Kernel command line parameters read by the init. Dotted names are ignored
@@ -28,7 +29,7 @@ const (
 	ParamExit         = "ironic_agent.exit"         // after the command exits: restart|poweroff|reboot|hold
 	ParamUpload       = "ironic_agent.upload"       // URL: POST a tar.gz of ironic_agent.upload_dir there after the command
 	ParamUploadDir    = "ironic_agent.upload_dir"   // directory to upload
-	ParamDHCP         = "ironic_agent.dhcp"         // all (default) | none | MAC[,MAC]; with network data: the NICs it does not name (default none)
+	ParamDHCP         = netup.ParamDHCP             // all (default) | none | MAC[,MAC]; with network data: the NICs it does not name (default none)
 	ParamDHCPTimeout  = "ironic_agent.dhcp_timeout" // seconds to wait for the first lease (default 60)
 	ParamModules      = "ironic_agent.modules"      // extra modules (names) to load, comma-separated; "all" for every one
 	ParamDebug        = "ironic_agent.debug"        // 1: log DHCP exchanges
@@ -50,7 +51,17 @@ const (
 
 // ParamPublisherID is Ironic's: the publisher ID of the virtual-media ISO
 // it built, whose config drive is the only one to take.
-const ParamPublisherID = "ir_pub_id"
+const ParamPublisherID = netup.ParamPublisherID
+
+// IPA's parameters the init reads for tagged provisioning networks (see
+// netup.ParseVLANs). The agent parses them too (agent/config); the init acts
+// on them because it owns the ramdisk's network: the VLAN links must exist
+// and hold a lease before the agent looks the node up over them.
+const (
+	ParamVLANs       = netup.ParamVLANs       // IFACE.VLAN | MAC.VLAN | IFACE | all, comma-separated
+	ParamCollectLLDP = netup.ParamCollectLLDP // IFACE and all learn VLANs from LLDP only when set, as in IPA
+	ParamLLDPTimeout = netup.ParamLLDPTimeout // seconds to listen for LLDP (IPA's default 30)
+)
 
 // Cmdline is the parsed kernel command line: key -> value, the last
 // occurrence winning. Bare words map to "".
@@ -95,19 +106,11 @@ type Config struct {
 	Exit      string
 	UploadURL string
 	UploadDir string
-	DHCP      []string // nil: all NICs; empty non-nil: none; else MACs
-	// DHCPGiven is set when ironic_agent.dhcp is on the command line:
-	// with network data, only then do the NICs the document does not
-	// name get DHCP (glean's fallback, see applyNetworkData).
-	DHCPGiven   bool
-	DHCPTimeout time.Duration
-	Modules     []string
-	ModuleJobs  int
-	Debug       bool
-	BootIF      string // MAC from BOOTIF, "" if absent
-	// IPv6 configures the NICs from router advertisements too (SLAAC,
-	// DHCPv6) alongside DHCPv4.
-	IPv6 bool
+	// Config is the network set-up's part: the NICs and VLANs to
+	// configure and how, and the files a lease is written to.
+	netup.Config
+	Modules    []string
+	ModuleJobs int
 	// NetworkData looks for a config drive (label config-2) with
 	// openstack/latest/network_data.json and, when there is one,
 	// configures the network from it instead of DHCP on every NIC.
@@ -118,24 +121,6 @@ type Config struct {
 	// boot), as IPA's images decide (ironic-python-agent-builder's
 	// ironic-python-agent-resolve-configdrive.sh).
 	PublisherID string
-
-	// VLANs are ipa-enable-vlan-interfaces's good entries, VLANProblems
-	// its bad ones (logged; the others still apply). The entries that
-	// learn VLANs from LLDP act only with CollectLLDP, as in IPA, and
-	// listen for LLDPTimeout at most.
-	VLANs        []VLANRequest
-	VLANProblems []error
-	CollectLLDP  bool
-	LLDPTimeout  time.Duration
-
-	// Files the init writes outside the agent's state directory. The
-	// ramdisk's come from ParseConfig; a test points them into a
-	// temporary directory (a network namespace does not isolate files, so
-	// a DHCP client run in one would otherwise rewrite the host's). An
-	// empty path is never written.
-	ResolvConf   string // DNS servers and search domains from the first lease
-	HostnameFile string // host name from a lease (option 12)
-	IPv6Conf     string // /proc/sys/net/ipv6/conf: per-link accept_ra, autoconf, disable_ipv6
 }
 
 // The ramdisk's own files, written by ParseConfig's configuration.
@@ -161,13 +146,13 @@ func splitList(s string) []string {
 // ParseConfig reads the init's parameters; a bad value is an error naming
 // the parameter, never a silent default.
 func ParseConfig(c Cmdline) (Config, error) {
-	cfg := Config{Command: []string{defaultCommand}, DHCPTimeout: defaultDHCPWait, ModuleJobs: defaultModuleJobs,
-		ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile, LLDPTimeout: defaultLLDPWait,
-		IPv6: true, IPv6Conf: DefaultIPv6Conf, NetworkData: true}
+	cfg := Config{Command: []string{defaultCommand}, ModuleJobs: defaultModuleJobs, NetworkData: true,
+		Config: netup.Config{DHCPTimeout: defaultDHCPWait, ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile,
+			LLDPTimeout: defaultLLDPWait, IPv6: true, IPv6Conf: DefaultIPv6Conf}}
 	// IPA's parameters first: they never stop the init (the agent reports
 	// its own parameters' bad values), so a bad one of ours below cannot
 	// hide them.
-	cfg.VLANs, cfg.VLANProblems = ParseVLANs(c[ParamVLANs])
+	cfg.VLANs, cfg.VLANProblems = netup.ParseVLANs(c[ParamVLANs])
 	if v, ok := c[ParamCollectLLDP]; ok {
 		b, err := pyconv.ParseBool(v)
 		if err != nil {
@@ -218,7 +203,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 		default:
 			cfg.DHCP = []string{}
 			for _, m := range splitList(v) {
-				mac, err := normalizeMAC(m)
+				mac, err := netup.NormalizeMAC(m)
 				if err != nil {
 					return cfg, fmt.Errorf("%s=%q: %v", ParamDHCP, v, err)
 				}
@@ -265,7 +250,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 		if len(m) == 20 && strings.HasPrefix(m, "01-") {
 			m = m[3:]
 		}
-		mac, err := normalizeMAC(strings.ReplaceAll(m, "-", ":"))
+		mac, err := netup.NormalizeMAC(strings.ReplaceAll(m, "-", ":"))
 		if err != nil {
 			return cfg, fmt.Errorf("BOOTIF=%q: %v", v, err)
 		}
@@ -280,20 +265,4 @@ func ParseConfig(c Cmdline) (Config, error) {
 // ir_pub_id shows (IPA's images take no config drive then).
 func (c Config) lookForConfigDrive() bool {
 	return c.NetworkData && (c.BootIF == "" || c.PublisherID != "")
-}
-
-func normalizeMAC(s string) (string, error) {
-	parts := strings.Split(strings.ToLower(s), ":")
-	if len(parts) != 6 {
-		return "", fmt.Errorf("%q is not a MAC address", s)
-	}
-	for _, p := range parts {
-		if len(p) != 2 {
-			return "", fmt.Errorf("%q is not a MAC address", s)
-		}
-		if _, err := strconv.ParseUint(p, 16, 8); err != nil {
-			return "", fmt.Errorf("%q is not a MAC address", s)
-		}
-	}
-	return strings.Join(parts, ":"), nil
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 )
 
 // ModuleList is the file, inside the initramfs, naming the modules to load
@@ -88,7 +91,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		settled <- settleBlock(ctx, 300*time.Millisecond, 10*time.Second)
 	}()
 	t = time.Now()
-	net := newNetwork(log, cfg, onPanic)
+	var data *networkdata.Data
 	blockCount := -1
 	switch {
 	case cfg.NetworkData && !cfg.lookForConfigDrive():
@@ -101,18 +104,27 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		// The config drive is a block device: wait for them, then look
 		// for it before any NIC is configured.
 		blockCount = <-settled
-		d, err := loadNetworkData(log, ConfigDriveMount, cfg.PublisherID)
+		d, err := netup.LoadNetworkData(log, ConfigDriveMount, cfg.PublisherID)
 		if err != nil {
 			// Bad network data must not leave the machine silent: say
 			// why on the console and fall back to DHCP on every NIC.
 			log.Error("network data not applied: DHCP on every NIC instead", "error", err)
 		}
-		net.data = d
+		data = d
 	}
-	// 802.1Q for ipa-enable-vlan-interfaces: the coldplug above loads
-	// drivers for devices, and a VLAN is no device until it is made.
-	net.loadModule = func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) }
-	if err := net.up(ctx); err != nil {
+	nw := netup.New(log, cfg.Config, netup.Options{
+		Data: data,
+		// 802.1Q for ipa-enable-vlan-interfaces: the coldplug above loads
+		// drivers for devices, and a VLAN is no device until it is made.
+		LoadModule: func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) },
+		Go: func(f func()) {
+			go func() {
+				defer Recover(onPanic)
+				f()
+			}()
+		},
+	})
+	if err := nw.Up(ctx); err != nil {
 		log.Warn("network", "error", err)
 	}
 	log.Info("network ready", "seconds", secs(time.Since(t)), "uptime", uptime())

@@ -1,11 +1,10 @@
-package rdinit
+package netup
 
 import (
 	"encoding/hex"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/lldp"
@@ -56,25 +55,6 @@ func TestParseVLANs(t *testing.T) {
 		if len(got) != 2 || got[0].Entry != "eth9.9" || got[1].Entry != "eth8.8" {
 			t.Errorf("%q: the good entries around it: %+v", bad.entry, got)
 		}
-	}
-}
-
-func TestParseConfigVLANs(t *testing.T) {
-	cfg, err := ParseConfig(ParseCmdline("ipa-enable-vlan-interfaces=all,eth0.x ipa-collect-lldp=True ipa-lldp-timeout=2.5"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.VLANs) != 1 || !cfg.VLANs[0].All || len(cfg.VLANProblems) != 1 || !cfg.CollectLLDP || cfg.LLDPTimeout != 2500*time.Millisecond {
-		t.Errorf("%+v", cfg)
-	}
-	cfg, err = ParseConfig(ParseCmdline("ipa-collect-lldp=maybe ipa-lldp-timeout=-1"))
-	if err != nil || cfg.CollectLLDP || cfg.LLDPTimeout != 30*time.Second || len(cfg.VLANProblems) != 2 {
-		t.Errorf("bad IPA values must be reported, not stop the init: %+v %v", cfg, err)
-	}
-	// A bad parameter of ours does not lose IPA's.
-	cfg, err = ParseConfig(ParseCmdline("ironic_agent.exit=never ipa-enable-vlan-interfaces=eth0.5"))
-	if err == nil || len(cfg.VLANs) != 1 {
-		t.Errorf("%+v %v", cfg, err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -20,11 +20,12 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
 
-type network struct {
+// Network is the ramdisk's network set-up: New makes it, Up runs it.
+type Network struct {
 	log *slog.Logger
 	cfg Config
-	// onPanic receives a panic of a DHCP goroutine (see Recover).
-	onPanic func(error)
+	// spawn starts a goroutine (see Options.Go).
+	spawn func(func())
 
 	// isNIC picks the links DHCP and VLANs may use (physicalNIC; a test
 	// takes veths).
@@ -47,8 +48,30 @@ type network struct {
 	resolvers []resolverSource
 }
 
-func newNetwork(log *slog.Logger, cfg Config, onPanic func(error)) *network {
-	return &network{log: log.With("component", "network"), cfg: cfg, onPanic: onPanic, isNIC: physicalNIC}
+// Options are what PID 1 hands the network set-up beside its Config.
+type Options struct {
+	// Data is the config drive's network data (see LoadNetworkData): with
+	// it, the network is what it says instead of DHCP on every NIC.
+	Data *networkdata.Data
+	// LoadModule loads a kernel module by name before its first use
+	// (8021q, bonding); nil when the kernel has what it needs.
+	LoadModule func(name string) error
+	// Go starts f in a goroutine of its own: the DHCP, router
+	// advertisement and LLDP work, and the lease renewals, run this way.
+	// PID 1 passes one that recovers a panic and reports it, since PID 1
+	// dying panics the kernel; nil is a plain go statement.
+	Go func(f func())
+}
+
+// New returns the network set-up cfg and opts describe; nothing is done
+// before Up.
+func New(log *slog.Logger, cfg Config, opts Options) *Network {
+	spawn := opts.Go
+	if spawn == nil {
+		spawn = func(f func()) { go f() }
+	}
+	return &Network{log: log.With("component", "network"), cfg: cfg, spawn: spawn, isNIC: physicalNIC,
+		data: opts.Data, loadModule: opts.LoadModule}
 }
 
 // physicalNIC is a NIC of the machine: a device with an Ethernet MAC.
@@ -57,15 +80,16 @@ func physicalNIC(l netlink.Link) bool {
 	return a.Flags&net.FlagLoopback == 0 && l.Type() == "device" && len(a.HardwareAddr) == 6
 }
 
-// up brings every link up, creates the VLAN links ipa-enable-vlan-interfaces
+// Up brings every link up, creates the VLAN links ipa-enable-vlan-interfaces
 // asks for, starts DHCP on the selected NICs and VLANs and returns once
 // the first lease is configured (the BOOTIF NIC's or one of its VLANs',
 // when BOOTIF is given), or when every attempt has failed or timed out.
 // Attempts on the other links go on in the background, and every lease is
 // renewed. VLANs learned from LLDP wait for their neighbour's frame (up to
 // ipa-lldp-timeout) while DHCP runs on the plain NICs, and are made
-// when it comes, before or after up returns.
-func (n *network) up(ctx context.Context) error {
+// when it comes, before or after Up returns. With network data (see
+// Options.Data) the network is what it says instead.
+func (n *Network) Up(ctx context.Context) error {
 	if n.data != nil {
 		return n.applyNetworkData(ctx, n.data)
 	}
@@ -115,7 +139,7 @@ func (n *network) up(ctx context.Context) error {
 // configured (bootIF's NIC's or one of its VLANs', when bootIF is set),
 // or when every attempt has failed or timed out; the others go on in the
 // background, and every lease is renewed.
-func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bootIF string) error {
+func (n *Network) runDHCP(ctx context.Context, links, parents []netlink.Link, bootIF string) error {
 	// The LLDP step's result has learned set, and more announces the
 	// learned VLANs' attempts, which follow.
 	type result struct {
@@ -130,7 +154,7 @@ func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bo
 	send := func(r result) {
 		select {
 		case done <- r:
-		case <-stop: // up has returned; the attempt goes on alone
+		case <-stop: // Up has returned; the attempt goes on alone
 		}
 	}
 	// Each link gets a DHCPv4 attempt and, with IPv6 on, an attempt by
@@ -141,17 +165,15 @@ func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bo
 		perLink = 2
 	}
 	attempt := func(l netlink.Link) {
-		go func() {
-			defer Recover(n.onPanic)
+		n.spawn(func() {
 			err := n.dhcp(ctx, l)
 			send(result{mac: l.Attrs().HardwareAddr.String(), err: err})
-		}()
+		})
 		if n.cfg.IPv6 {
-			go func() {
-				defer Recover(n.onPanic)
+			n.spawn(func() {
 				err := n.ipv6(ctx, l)
 				send(result{mac: l.Attrs().HardwareAddr.String(), err: err})
-			}()
+			})
 		}
 	}
 	pending := len(links) * perLink
@@ -160,8 +182,7 @@ func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bo
 	}
 	if len(parents) > 0 {
 		pending++
-		go func() {
-			defer Recover(n.onPanic)
+		n.spawn(func() {
 			var learned []netlink.Link
 			for _, l := range n.learnedVLANs(ctx, parents) {
 				if n.selected(l.Attrs().HardwareAddr.String()) {
@@ -176,7 +197,7 @@ func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bo
 			for _, l := range learned {
 				attempt(l)
 			}
-		}()
+		})
 	}
 	// The first lease is enough to go on, the LLDP step goes on alone:
 	// waiting for it would add the LLDP timeout to every boot with a
@@ -199,7 +220,7 @@ func (n *network) runDHCP(ctx context.Context, links, parents []netlink.Link, bo
 	return errors.Join(errs...)
 }
 
-func (n *network) selected(mac string) bool {
+func (n *Network) selected(mac string) bool {
 	if n.cfg.DHCP == nil {
 		return true
 	}
@@ -213,7 +234,7 @@ func (n *network) selected(mac string) bool {
 
 // dhcp gets a lease on l, configures it, and keeps renewing it in the
 // background. It returns once the first lease is configured or failed.
-func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
+func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 	name := l.Attrs().Name
 	opts := []nclient4.ClientOpt{nclient4.WithTimeout(2 * time.Second), nclient4.WithRetry(1 << 20)}
 	if n.cfg.Debug {
@@ -253,14 +274,13 @@ func (n *network) dhcp(ctx context.Context, l netlink.Link) error {
 	}
 	n.log.Info("DHCP lease", "link", name, "address", lease.ACK.YourIPAddr, "server", lease.ACK.ServerIdentifier(),
 		"router", lease.ACK.Router(), "seconds", secs(time.Since(t)), "uptime", uptime())
-	go n.renew(ctx, c, l, lease)
+	n.spawn(func() { n.renew(ctx, c, l, lease) })
 	return nil
 }
 
 // renew keeps the lease alive at T1 for as long as the machine runs; a
 // failed renewal is retried every 30 s while the address stays configured.
-func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link, lease *nclient4.Lease) {
-	defer Recover(n.onPanic)
+func (n *Network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link, lease *nclient4.Lease) {
 	defer c.Close()
 	name := l.Attrs().Name
 	for {
@@ -295,7 +315,7 @@ func (n *network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link,
 	}
 }
 
-func (n *network) apply(l netlink.Link, ack *dhcpv4.DHCPv4) error {
+func (n *Network) apply(l netlink.Link, ack *dhcpv4.DHCPv4) error {
 	mask := ack.SubnetMask()
 	if mask == nil {
 		mask = ack.YourIPAddr.DefaultMask()
@@ -351,7 +371,7 @@ func v4Resolver(ack *dhcpv4.DHCPv4) resolverSource {
 
 // setResolver records one source's DNS settings and rewrites resolv.conf
 // with all of them; a failure is logged (the address stays configured).
-func (n *network) setResolver(s resolverSource) {
+func (n *Network) setResolver(s resolverSource) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.setResolverLocked(s); err != nil {
@@ -359,7 +379,7 @@ func (n *network) setResolver(s resolverSource) {
 	}
 }
 
-func (n *network) setResolverLocked(s resolverSource) error {
+func (n *Network) setResolverLocked(s resolverSource) error {
 	i := slices.IndexFunc(n.resolvers, func(r resolverSource) bool { return r.Key == s.Key })
 	if i >= 0 {
 		if slices.Equal(n.resolvers[i].Servers, s.Servers) && slices.Equal(n.resolvers[i].Search, s.Search) {

@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -118,11 +118,11 @@ func readNetworkData(dev, fstype, dir string) ([]byte, error) {
 	return b, nil
 }
 
-// loadNetworkData finds the config drive of publisher ID publisher and
+// LoadNetworkData finds the config drive of publisher ID publisher and
 // parses its network data; nil with no error when there is no such config
 // drive or it has no network data (then the init does DHCP as without
 // one).
-func loadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata.Data, error) {
+func LoadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata.Data, error) {
 	t := time.Now()
 	dev, fstype := findConfigDrive("/sys/class/block", "/dev", publisher)
 	if dev == "" {
@@ -162,7 +162,7 @@ func loadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata
 // static network, once the first dynamic one (the document's or one
 // beside it) has an address; a link or network that cannot be made is
 // logged and the rest still applied, and the error lists them all.
-func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) error {
+func (n *Network) applyNetworkData(ctx context.Context, d *networkdata.Data) error {
 	t := time.Now()
 	all, err := netlink.LinkList()
 	if err != nil {
@@ -245,8 +245,7 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 			static++
 		case networkdata.IPv4DHCP, networkdata.IPv6DHCP, networkdata.IPv6SLAAC:
 			dynamic++
-			go func() {
-				defer Recover(n.onPanic)
+			n.spawn(func() {
 				var err error
 				if nw.Kind == networkdata.IPv4DHCP {
 					err = n.dhcp(ctx, link)
@@ -266,7 +265,7 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 					n.log.Error("network data: network not configured", "network", nw.ID, "type", nw.Type, "link", name, "error", err)
 				}
 				done <- result{err}
-			}()
+			})
 		}
 	}
 	if len(dns) > 0 {
@@ -275,10 +274,9 @@ func (n *network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 	if links, parents := n.besideDocument(nics, unnamed); len(links)+len(parents) > 0 {
 		// One more dynamic network: the first address of any of them.
 		dynamic++
-		go func() {
-			defer Recover(n.onPanic)
+		n.spawn(func() {
 			done <- result{n.runDHCP(ctx, links, parents, "")}
-		}()
+		})
 	}
 	n.log.Info("network data applied", "links", len(made), "static", static, "dynamic", dynamic,
 		"errors", len(errs), "seconds", secs(time.Since(t)))
@@ -312,7 +310,7 @@ func namedNIC(d *networkdata.Data, l netlink.Link) bool {
 // DHCP-less site asks (a DHCP server on another network would hand the
 // machine addresses and a default route the operator did not plan), and
 // ironic_agent.dhcp=all is glean's fallback.
-func (n *network) fallbackDHCP(l netlink.Link) bool {
+func (n *Network) fallbackDHCP(l netlink.Link) bool {
 	return n.cfg.DHCPGiven && n.selected(l.Attrs().HardwareAddr.String())
 }
 
@@ -325,7 +323,7 @@ func (n *network) fallbackDHCP(l netlink.Link) bool {
 // and the NICs whose LLDP neighbours name more VLANs (runDHCP's
 // arguments); ironic_agent.dhcp selects among the VLANs by their
 // parent's MAC as without network data.
-func (n *network) besideDocument(nics, unnamed []netlink.Link) (links, parents []netlink.Link) {
+func (n *Network) besideDocument(nics, unnamed []netlink.Link) (links, parents []netlink.Link) {
 	for _, err := range n.cfg.VLANProblems {
 		n.log.Error("VLAN parameter: entry skipped", "error", err)
 	}
@@ -351,7 +349,7 @@ func (n *network) besideDocument(nics, unnamed []netlink.Link) (links, parents [
 }
 
 // makeLink finds or creates one link of the document and sets it up.
-func (n *network) makeLink(l networkdata.Link, nics []netlink.Link, made map[string]netlink.Link) (netlink.Link, error) {
+func (n *Network) makeLink(l networkdata.Link, nics []netlink.Link, made map[string]netlink.Link) (netlink.Link, error) {
 	var link netlink.Link
 	switch l.Kind {
 	case networkdata.Physical:
@@ -403,7 +401,7 @@ func (n *network) makeLink(l networkdata.Link, nics []netlink.Link, made map[str
 // makeBond creates a bond (bond0, bond1, ...: the first free name) with the
 // document's mode, MII monitor interval and hash policy, and enslaves its
 // physical links.
-func (n *network) makeBond(l networkdata.Link, made map[string]netlink.Link) (netlink.Link, error) {
+func (n *Network) makeBond(l networkdata.Link, made map[string]netlink.Link) (netlink.Link, error) {
 	n.ensureModule(&n.bondModuleOnce, bondModule, "bonding module")
 	name, err := freeBondName()
 	if err != nil {
@@ -477,7 +475,7 @@ func hasSlaves(l netlink.Link) bool {
 
 // staticNetwork sets a static network's address, gateway and routes on
 // link.
-func (n *network) staticNetwork(link netlink.Link, nw networkdata.Network) error {
+func (n *Network) staticNetwork(link netlink.Link, nw networkdata.Network) error {
 	name := link.Attrs().Name
 	addr := &netlink.Addr{IPNet: prefixNet(nw.Address)}
 	if nw.Kind == networkdata.IPv6Static {
@@ -496,7 +494,7 @@ func (n *network) staticNetwork(link netlink.Link, nw networkdata.Network) error
 // networkRoutes adds a network's gateway (as the default route) and
 // routes on link: a static network's at once, a dynamic one's once it has
 // its address (the kernel refuses a gateway it cannot reach yet).
-func (n *network) networkRoutes(link netlink.Link, nw networkdata.Network) error {
+func (n *Network) networkRoutes(link netlink.Link, nw networkdata.Network) error {
 	name := link.Attrs().Name
 	routes := nw.Routes
 	if nw.Gateway.IsValid() {

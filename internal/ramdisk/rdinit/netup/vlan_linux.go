@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const vlanModule = "8021q"
 // (PARENT.ID), on the NIC named or with that MAC, and returns them up. A
 // parent that is not there or a link the kernel refuses is logged, naming
 // the entry, and skipped, as IPA does.
-func (n *network) explicitVLANs(reqs []VLANRequest, nics []netlink.Link) []netlink.Link {
+func (n *Network) explicitVLANs(reqs []VLANRequest, nics []netlink.Link) []netlink.Link {
 	var out []netlink.Link
 	for _, r := range reqs {
 		if r.FromLLDP() {
@@ -59,7 +59,7 @@ func findParent(r VLANRequest, nics []netlink.Link) netlink.Link {
 // lldpParents returns the NICs whose LLDP neighbour says which VLANs to
 // create: every NIC for "all", the named ones for bare names. Without
 // ipa-collect-lldp IPA creates none of them, and neither does the init.
-func (n *network) lldpParents(reqs []VLANRequest, nics []netlink.Link) []netlink.Link {
+func (n *Network) lldpParents(reqs []VLANRequest, nics []netlink.Link) []netlink.Link {
 	var out []netlink.Link
 	add := func(l netlink.Link) {
 		if !slices.Contains(out, l) {
@@ -92,7 +92,7 @@ func (n *network) lldpParents(reqs []VLANRequest, nics []netlink.Link) []netlink
 
 // learnedVLANs creates, on each parent, the VLANs its LLDP neighbour
 // announces (lldpVLANs), and returns them up.
-func (n *network) learnedVLANs(ctx context.Context, parents []netlink.Link) []netlink.Link {
+func (n *Network) learnedVLANs(ctx context.Context, parents []netlink.Link) []netlink.Link {
 	names := make([]string, len(parents))
 	for i, l := range parents {
 		names[i] = l.Attrs().Name
@@ -116,7 +116,7 @@ func (n *network) learnedVLANs(ctx context.Context, parents []netlink.Link) []ne
 // less when every one has heard a frame) and returns, per link, the VLANs
 // its neighbour's 802.1 VLAN Name TLVs announce, which is what IPA reads
 // (not the Port VLAN ID: that is the untagged VLAN, already on the NIC).
-func (n *network) lldpVLANs(ctx context.Context, names []string) map[string][]int {
+func (n *Network) lldpVLANs(ctx context.Context, names []string) map[string][]int {
 	t := time.Now()
 	heard, err := lldp.Capture(ctx, names, n.cfg.LLDPTimeout, n.log)
 	if err != nil {
@@ -168,7 +168,7 @@ func announcedVLANs(tlvs []inventory.LLDPTLV) (ids, bad []int) {
 // already is left alone and not returned (IPA: "has already been added"),
 // so it gets no second DHCP client. The 802.1Q module is loaded first,
 // once.
-func (n *network) addVLAN(parent netlink.Link, id int, mac net.HardwareAddr) (netlink.Link, error) {
+func (n *Network) addVLAN(parent netlink.Link, id int, mac net.HardwareAddr) (netlink.Link, error) {
 	name, err := vlanLinkName(parent.Attrs().Name, id)
 	if err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func (n *network) addVLAN(parent netlink.Link, id int, mac net.HardwareAddr) (ne
 // ensureModule loads a module the kernel may lack (8021q, bonding) before
 // its first use, once; a failure is logged, and the netlink call that
 // follows says what the kernel could not do.
-func (n *network) ensureModule(once *sync.Once, name, what string) {
+func (n *Network) ensureModule(once *sync.Once, name, what string) {
 	once.Do(func() {
 		if n.loadModule == nil {
 			return

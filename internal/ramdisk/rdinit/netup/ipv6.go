@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"fmt"
@@ -77,7 +77,7 @@ func parseVLANEntry(e string) (VLANRequest, error) {
 		}
 		r.ID = n
 	}
-	if mac, err := normalizeMAC(parent); err == nil {
+	if mac, err := NormalizeMAC(parent); err == nil {
 		if !dotted {
 			// IPA looks a bare entry up by name only.
 			return r, fmt.Errorf("a MAC address needs a VLAN ID (MAC.ID)")

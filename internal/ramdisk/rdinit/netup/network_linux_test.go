@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -69,8 +69,8 @@ func TestDHCPRenewalHelper(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
 	// The files the init writes go to the test's directory: this process
 	// runs in a network namespace, which does not isolate files.
-	n := newNetwork(log, Config{DHCPTimeout: 30 * time.Second,
-		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")}, nil)
+	n := New(log, Config{DHCPTimeout: 30 * time.Second,
+		ResolvConf: filepath.Join(dir, "resolv.conf"), HostnameFile: filepath.Join(dir, "hostname")}, Options{})
 	if err := n.dhcp(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestDHCPLeaseRenewal(t *testing.T) {
 // (DNS, host name) do not come out as they went in.
 func keepHostFiles(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{DefaultResolvConf, DefaultHostnameFile, "/etc/hostname"} {
+	for _, p := range []string{"/etc/resolv.conf", "/proc/sys/kernel/hostname", "/etc/hostname"} {
 		before, _ := os.ReadFile(p)
 		t.Cleanup(func() {
 			if after, _ := os.ReadFile(p); string(after) != string(before) {

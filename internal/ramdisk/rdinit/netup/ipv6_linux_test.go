@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -38,10 +38,10 @@ func TestIPv6Helper(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
 	// IPv6Conf stays empty: no sysctl is written from a test, even in a
 	// namespace. The files go to the test's directory.
-	n := newNetwork(log, Config{DHCPTimeout: 30 * time.Second, IPv6: true, ResolvConf: filepath.Join(dir, "resolv.conf")}, nil)
+	n := New(log, Config{DHCPTimeout: 30 * time.Second, IPv6: true, ResolvConf: filepath.Join(dir, "resolv.conf")}, Options{})
 	n.isNIC = func(l netlink.Link) bool { return l.Attrs().Name == name }
 	t0 := time.Now()
-	if err := n.up(ctx); err != nil {
+	if err := n.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("UP after %v\n", time.Since(t0).Round(time.Millisecond))

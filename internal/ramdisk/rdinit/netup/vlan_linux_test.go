@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func TestVLANsFromLLDPD(t *testing.T) {
 	startVLANSwitch(t, sw, swIf, map[int]string{100: "provisioning", 200: "storage"})
 
 	var buf strings.Builder
-	n := newNetwork(slog.New(slog.NewTextHandler(&buf, nil)), Config{LLDPTimeout: 5 * time.Second}, nil)
+	n := New(slog.New(slog.NewTextHandler(&buf, nil)), Config{LLDPTimeout: 5 * time.Second}, Options{})
 	var got map[string][]int
 	t0 := time.Now()
 	// lldp.Capture opens its sockets on the calling goroutine: Do's
@@ -80,75 +80,6 @@ func TestVLANsFromLLDPD(t *testing.T) {
 	}
 	if took > 7*time.Second {
 		t.Errorf("took %v with a 5 s LLDP timeout", took)
-	}
-}
-
-// TestVLANDHCPHelper is the client side of TestVLANDHCP and
-// TestVLANsAfterTheLease, run by them in the client's network namespace: the
-// init's network step (up, with veths taken as NICs) with the given ipa-*
-// parameters, then each named link's kind and IPv4 addresses.
-func TestVLANDHCPHelper(t *testing.T) {
-	spec := os.Getenv("RDINIT_VLAN_HELPER")
-	if spec == "" {
-		t.Skip("helper process of TestVLANDHCP")
-	}
-	linkNames, rest, _ := strings.Cut(spec, " ")
-	dir, cmdline, _ := strings.Cut(rest, " ")
-	cfg, err := ParseConfig(ParseCmdline(cmdline))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DHCPTimeout = 30 * time.Second
-	// The files the init writes go to the test's directory: this process
-	// runs in a network namespace, which does not isolate files.
-	cfg.ResolvConf, cfg.HostnameFile = filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "hostname")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	n := newNetwork(slog.New(slog.NewTextHandler(os.Stdout, nil)), cfg, nil)
-	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
-	t0 := time.Now()
-	if err := n.up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
-	if d, err := time.ParseDuration(os.Getenv("RDINIT_VLAN_HOLD")); err == nil {
-		// What goes on after up returned (the LLDP step) has its time.
-		time.Sleep(d)
-	}
-	printLinks(t, linkNames)
-}
-
-// printLinks prints, for the helper processes' callers, each of the
-// comma-separated links: MISSING, or LINK with its VLAN ID or kind, then
-// its IPv4 addresses (ADDRESS) and the routes through a gateway (ROUTE).
-func printLinks(t *testing.T, names string) {
-	for name := range strings.SplitSeq(names, ",") {
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			fmt.Printf("MISSING %s\n", name)
-			continue
-		}
-		if v, ok := l.(*netlink.Vlan); ok {
-			fmt.Printf("LINK %s VLAN %d\n", name, v.VlanId)
-		} else {
-			fmt.Printf("LINK %s %s\n", name, l.Type())
-		}
-		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range addrs {
-			fmt.Printf("ADDRESS %s %s\n", name, a.IPNet)
-		}
-		routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range routes {
-			if r.Gw != nil && r.Dst != nil {
-				fmt.Printf("ROUTE %s via %s\n", r.Dst, r.Gw)
-			}
-		}
 	}
 }
 
@@ -273,7 +204,7 @@ func TestExplicitVLANLinks(t *testing.T) {
 		t.Fatal(errs)
 	}
 	var buf strings.Builder
-	n := newNetwork(slog.New(slog.NewTextHandler(&buf, nil)), Config{}, nil)
+	n := New(slog.New(slog.NewTextHandler(&buf, nil)), Config{}, Options{})
 	loads := 0
 	n.loadModule = func(name string) error {
 		if name != "8021q" {

@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // process that entered it by setns, so a test must never write there.
 // With ra false (a link whose IPv6 is static only), the link takes no
 // router advertisements and makes no SLAAC address.
-func (n *network) enableIPv6(name string, ra bool) {
+func (n *Network) enableIPv6(name string, ra bool) {
 	if n.cfg.IPv6Conf == "" {
 		return
 	}
@@ -51,7 +51,7 @@ func (n *network) enableIPv6(name string, ra bool) {
 // resolv.conf. It returns once l has a global address the agent can use,
 // or when none came within cfg.DHCPTimeout. The lease is renewed and later
 // RAs update the DNS servers in the background.
-func (n *network) ipv6(ctx context.Context, l netlink.Link) error {
+func (n *Network) ipv6(ctx context.Context, l netlink.Link) error {
 	name := l.Attrs().Name
 	mac := l.Attrs().HardwareAddr
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.DHCPTimeout)
@@ -70,7 +70,7 @@ func (n *network) ipv6(ctx context.Context, l netlink.Link) error {
 	n.log.Info("IPv6 router advertisement", "link", name, "managed", ra.Managed, "other", ra.Other, "slaac", ra.slaac(),
 		"router_lifetime", ra.RouterLifetime.Seconds(), "dns", fmt.Sprint(ra.DNS), "seconds", secs(time.Since(t)))
 	n.setResolver(raResolver(name, ra))
-	go n.watchRA(ctx, conn, name)
+	n.spawn(func() { n.watchRA(ctx, conn, name) })
 
 	if ra.Managed || ra.Other {
 		// DHCPv6 speaks from the link-local address, usable once its
@@ -175,17 +175,16 @@ func hopLimit(oob []byte) int {
 // firstRA solicits router advertisements every 4 s (RFC 4861's
 // RTR_SOLICITATION_INTERVAL; the kernel's own solicitations at link up
 // may have gone before the socket was open) until one comes.
-func (n *network) firstRA(ctx context.Context, conn *net.IPConn, name string) (routerAdvert, error) {
+func (n *Network) firstRA(ctx context.Context, conn *net.IPConn, name string) (routerAdvert, error) {
 	type got struct {
 		ra  routerAdvert
 		err error
 	}
 	ch := make(chan got, 1)
-	go func() {
-		defer Recover(n.onPanic)
+	n.spawn(func() {
 		ra, _, err := readRA(conn)
 		ch <- got{ra, err}
-	}()
+	})
 	dst := &net.IPAddr{IP: net.ParseIP("ff02::2"), Zone: name}
 	for {
 		if _, err := conn.WriteTo(routerSolicitation(), dst); err != nil {
@@ -206,8 +205,7 @@ func (n *network) firstRA(ctx context.Context, conn *net.IPConn, name string) (r
 
 // watchRA follows the link's later router advertisements for their DNS
 // options, for the rest of the machine's life.
-func (n *network) watchRA(ctx context.Context, conn *net.IPConn, name string) {
-	defer Recover(n.onPanic)
+func (n *Network) watchRA(ctx context.Context, conn *net.IPConn, name string) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
 	defer stop()
@@ -223,7 +221,7 @@ func (n *network) watchRA(ctx context.Context, conn *net.IPConn, name string) {
 // dhcpv6 takes a stateful lease (IA_NA) on l, adds its address, and keeps
 // renewing it in the background for as long as ctx lives. wctx bounds the
 // first exchange.
-func (n *network) dhcpv6(ctx, wctx context.Context, c *nclient6.Client, l netlink.Link) error {
+func (n *Network) dhcpv6(ctx, wctx context.Context, c *nclient6.Client, l netlink.Link) error {
 	name := l.Attrs().Name
 	mac := l.Attrs().HardwareAddr
 	t := time.Now()
@@ -242,7 +240,7 @@ func (n *network) dhcpv6(ctx, wctx context.Context, c *nclient6.Client, l netlin
 	}
 	n.log.Info("DHCPv6 lease", "link", name, "address", lease.addr.IPv6Addr, "server", reply.Options.ServerID(),
 		"dns", fmt.Sprint(reply.Options.DNS()), "seconds", secs(time.Since(t)), "uptime", uptime())
-	go n.renewV6(ctx, c, l, lease)
+	n.spawn(func() { n.renewV6(ctx, c, l, lease) })
 	return nil
 }
 
@@ -270,7 +268,7 @@ func (le v6Lease) t1t2() (time.Duration, time.Duration) {
 // applyV6 checks a Reply and adds its IA_NA address as a /128, which is
 // what DHCPv6 gives; the on-link prefix and the default route come from
 // the RA (the kernel adds both).
-func (n *network) applyV6(l netlink.Link, reply *dhcpv6.Message) (v6Lease, error) {
+func (n *Network) applyV6(l netlink.Link, reply *dhcpv6.Message) (v6Lease, error) {
 	if st := reply.Options.Status(); st != nil && st.StatusCode != iana.StatusSuccess {
 		return v6Lease{}, fmt.Errorf("server says %s: %s", st.StatusCode, st.StatusMessage)
 	}
@@ -318,8 +316,7 @@ func lifetimeSecs(d time.Duration) int {
 // with any server (Rebind), retrying every 30 s until the address's valid
 // lifetime ends, when the kernel removes it; then it starts over with a
 // Solicit.
-func (n *network) renewV6(ctx context.Context, c *nclient6.Client, l netlink.Link, lease v6Lease) {
-	defer Recover(n.onPanic)
+func (n *Network) renewV6(ctx context.Context, c *nclient6.Client, l netlink.Link, lease v6Lease) {
 	defer c.Close()
 	name := l.Attrs().Name
 	mac := l.Attrs().HardwareAddr
@@ -354,7 +351,7 @@ func (n *network) renewV6(ctx context.Context, c *nclient6.Client, l netlink.Lin
 
 // extendV6 runs one Renew, Rebind or (the lease lost) Solicit and Request
 // exchange, bounded to 30 s.
-func (n *network) extendV6(ctx context.Context, c *nclient6.Client, l netlink.Link, typ dhcpv6.MessageType, server dhcpv6.DUID, lease v6Lease) (v6Lease, error) {
+func (n *Network) extendV6(ctx context.Context, c *nclient6.Client, l netlink.Link, typ dhcpv6.MessageType, server dhcpv6.DUID, lease v6Lease) (v6Lease, error) {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	mac := l.Attrs().HardwareAddr
@@ -390,7 +387,7 @@ func (n *network) extendV6(ctx context.Context, c *nclient6.Client, l netlink.Li
 
 // dhcpv6Info asks for DNS only (Information-request), as the RA's O flag
 // without M says.
-func (n *network) dhcpv6Info(ctx context.Context, c *nclient6.Client, name string, mac net.HardwareAddr) error {
+func (n *Network) dhcpv6Info(ctx context.Context, c *nclient6.Client, name string, mac net.HardwareAddr) error {
 	m, err := dhcpv6.NewMessage()
 	if err != nil {
 		return err

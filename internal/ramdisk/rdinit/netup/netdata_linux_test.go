@@ -1,4 +1,4 @@
-package rdinit
+package netup
 
 import (
 	"bufio"
@@ -141,7 +141,7 @@ func TestApplyNetworkDataInNetns(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var buf strings.Builder
-	n := newNetwork(slog.New(slog.NewTextHandler(&buf, nil)), Config{ResolvConf: filepath.Join(dir, "resolv.conf")}, nil)
+	n := New(slog.New(slog.NewTextHandler(&buf, nil)), Config{ResolvConf: filepath.Join(dir, "resolv.conf")}, Options{})
 	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
 	var applyErr error
 	var addrs []string
@@ -220,71 +220,6 @@ func TestApplyNetworkDataInNetns(t *testing.T) {
 	}); err != nil {
 		t.Errorf("the peer cannot reach the static address: %v", err)
 	}
-}
-
-// TestNetworkDataHelper is the client side of TestNetworkDataDHCPLate and
-// TestNetworkDataBesideDocument, run by them in the client's network
-// namespace: the init's network step with the given network_data.json
-// and kernel command line (RDINIT_NETDATA_CMDLINE; veths taken as NICs),
-// then, after a hold and once each link of RDINIT_NETDATA_WAIT has an
-// IPv4 address (30 s at most), each link of RDINIT_NETDATA_LINK with its
-// IPv4 addresses and routes.
-func TestNetworkDataHelper(t *testing.T) {
-	spec := os.Getenv("RDINIT_NETDATA_HELPER")
-	if spec == "" {
-		t.Skip("helper process of TestNetworkDataDHCPLate")
-	}
-	doc, rest, _ := strings.Cut(spec, ",")
-	hold, dir, _ := strings.Cut(rest, ",")
-	if !filepath.IsAbs(dir) {
-		t.Fatalf("RDINIT_NETDATA_HELPER %q: no absolute directory for resolv.conf and the host name", spec)
-	}
-	b, err := os.ReadFile(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := networkdata.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wait, err := time.ParseDuration(hold)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ParseConfig(ParseCmdline(os.Getenv("RDINIT_NETDATA_CMDLINE")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The files the init writes go to the test's directory: this process
-	// runs in a network namespace, which does not isolate files (nor
-	// /proc/sys: no IPv6 sysctls).
-	cfg.DHCPTimeout = 30 * time.Second
-	cfg.ResolvConf, cfg.HostnameFile, cfg.IPv6Conf = filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "hostname"), ""
-	n := newNetwork(slog.New(slog.NewTextHandler(os.Stdout, nil)), cfg, nil)
-	n.isNIC = func(l netlink.Link) bool { return l.Type() == "veth" }
-	n.data = d
-	t0 := time.Now()
-	if err := n.up(t.Context()); err != nil {
-		// Printed, not fatal: a link this kernel cannot make (802.1Q)
-		// fails alone, and the caller judges the rest.
-		fmt.Printf("UPERROR %v\n", err)
-	}
-	fmt.Printf("UP %.3f s\n", time.Since(t0).Seconds())
-	time.Sleep(wait)
-	v4 := func(name string) []netlink.Addr {
-		l, err := netlink.LinkByName(name)
-		if err != nil {
-			return nil
-		}
-		addrs, _ := netlink.AddrList(l, netlink.FAMILY_V4)
-		return addrs
-	}
-	for name := range strings.SplitSeq(os.Getenv("RDINIT_NETDATA_WAIT"), ",") {
-		for deadline := time.Now().Add(30 * time.Second); name != "" && len(v4(name)) == 0 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	printLinks(t, os.Getenv("RDINIT_NETDATA_LINK"))
 }
 
 // runNetworkDataHelper runs TestNetworkDataHelper in namespace cli with the
