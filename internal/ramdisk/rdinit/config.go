@@ -260,9 +260,17 @@ func ParseConfig(c Cmdline) (Config, error) {
 }
 
 // lookForConfigDrive reports whether the init looks for a config drive's
-// network data: not with ironic_agent.network_data=0, nor on a network
-// boot, which iPXE's and PXE's BOOTIF without Ironic's virtual-media
-// ir_pub_id shows (IPA's images take no config drive then).
-func (c Config) lookForConfigDrive() bool {
-	return c.NetworkData && (c.BootIF == "" || c.PublisherID != "")
+// network data and, when it does not, why, for the log ("" when
+// ironic_agent.network_data=0 turned it off, which needs no saying).
+func (c Config) lookForConfigDrive() (look bool, why string) {
+	switch {
+	case !c.NetworkData:
+		return false, ""
+	case c.BootIF != "" && c.PublisherID == "":
+		// A network boot (iPXE and PXE give BOOTIF; Ironic's virtual
+		// media gives ir_pub_id beside it): a config drive there is a
+		// virtual medium left from an earlier boot, as IPA's images judge.
+		return false, "network boot (BOOTIF without " + ParamPublisherID + "): no config drive taken"
+	}
+	return true, ""
 }

@@ -128,8 +128,12 @@ func TestBootParameters(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if cfg.BootIF != tc.bootIF || cfg.lookForConfigDrive() != tc.configDrive {
-			t.Errorf("%s: BOOTIF %q, config drive %v; want %q, %v", tc.name, cfg.BootIF, cfg.lookForConfigDrive(), tc.bootIF, tc.configDrive)
+		look, why := cfg.lookForConfigDrive()
+		if cfg.BootIF != tc.bootIF || look != tc.configDrive {
+			t.Errorf("%s: BOOTIF %q, config drive %v; want %q, %v", tc.name, cfg.BootIF, look, tc.bootIF, tc.configDrive)
+		}
+		if wantWhy := !look && cfg.NetworkData; (why != "") != wantWhy {
+			t.Errorf("%s: reason %q; want one: %v", tc.name, why, wantWhy)
 		}
 		if strings.Contains(tc.name, "vmedia") && strings.Contains(tc.cmdline, "ir_pub_id") && cfg.PublisherID != "6f1b3a52-0c8e-4c5e-9b1d-2f0e6c1a7d44" {
 			t.Errorf("%s: publisher ID %q", tc.name, cfg.PublisherID)

@@ -93,14 +93,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	t = time.Now()
 	var data *networkdata.Data
 	blockCount := -1
-	switch {
-	case cfg.NetworkData && !cfg.lookForConfigDrive():
-		// A network boot (iPXE and PXE give BOOTIF; Ironic's virtual
-		// media gives ir_pub_id beside it): a config drive there is a
-		// virtual medium left from an earlier boot, as IPA's images
-		// judge.
-		log.Info("network boot (BOOTIF without "+ParamPublisherID+"): no config drive taken", "BOOTIF", cfg.BootIF)
-	case cfg.lookForConfigDrive():
+	if look, why := cfg.lookForConfigDrive(); look {
 		// The config drive is a block device: wait for them, then look
 		// for it before any NIC is configured.
 		blockCount = <-settled
@@ -111,6 +104,8 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 			log.Error("network data not applied: DHCP on every NIC instead", "error", err)
 		}
 		data = d
+	} else if why != "" {
+		log.Info(why, "BOOTIF", cfg.BootIF)
 	}
 	nw := netup.New(log, cfg.Config, netup.Options{
 		Data: data,
@@ -193,9 +188,8 @@ func mountAll() []error {
 // jobs at a time, rescanning the devices when the queue runs dry since bus
 // drivers bring up more devices (virtio_pci the virtio devices, an HBA its
 // disks). One at a time is the default: under QEMU's emulation, loads in
-// parallel took longer in total (2 at once 4.9-5.8 s, 4 at once 6.1-6.5 s,
-// one 3.9-4.5 s for the same 30 modules). "all" in extra loads every
-// module; other names in extra are loaded too.
+// parallel took longer in total for the same modules. "all" in extra loads
+// every module; other names in extra are loaded too.
 func loadModules(list string, extra []string, jobs int, onPanic func(error)) (loadStats, []error) {
 	data, err := os.ReadFile(list)
 	if err != nil {
@@ -244,10 +238,11 @@ func finit(path string) error {
 }
 
 // settleBlock waits until the set of block devices has not changed for
-// quiet, at most max, and returns how many there are. Module loading waits
-// for the drivers' own asynchronous probing, so this is normally at once.
-func settleBlock(ctx context.Context, quiet, max time.Duration) int {
-	deadline := time.Now().Add(max)
+// quiet, at most limit, and returns how many there are. Module loading
+// waits for the drivers' own asynchronous probing, so this is normally at
+// once.
+func settleBlock(ctx context.Context, quiet, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
 	last, since := -1, time.Now()
 	for {
 		ents, _ := os.ReadDir("/sys/block")

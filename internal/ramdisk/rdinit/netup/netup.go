@@ -14,6 +14,7 @@ package netup
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -64,22 +65,16 @@ type Config struct {
 	IPv6Conf     string // /proc/sys/net/ipv6/conf: per-link accept_ra, autoconf, disable_ipv6
 }
 
-// NormalizeMAC returns the MAC address s (colon-separated) in lower case,
-// or an error naming s.
+// NormalizeMAC returns the Ethernet MAC address s in lower case with
+// colons, or an error naming s.
 func NormalizeMAC(s string) (string, error) {
-	parts := strings.Split(strings.ToLower(s), ":")
-	if len(parts) != 6 {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		// ParseMAC also takes 8- and 20-byte addresses (EUI-64,
+		// InfiniBand), which are no NIC's MAC here.
 		return "", fmt.Errorf("%q is not a MAC address", s)
 	}
-	for _, p := range parts {
-		if len(p) != 2 {
-			return "", fmt.Errorf("%q is not a MAC address", s)
-		}
-		if _, err := strconv.ParseUint(p, 16, 8); err != nil {
-			return "", fmt.Errorf("%q is not a MAC address", s)
-		}
-	}
-	return strings.Join(parts, ":"), nil
+	return hw.String(), nil
 }
 
 func splitList(s string) []string {

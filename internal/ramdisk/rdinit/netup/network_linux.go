@@ -419,11 +419,11 @@ func boolCmp(a, b bool) int {
 // anyway (a driver that never reports carrier still gets its chance).
 const carrierWait = 10 * time.Second
 
-// waitCarrier polls a link's carrier file until it reads 1 or max passes
+// waitCarrier polls a link's carrier file until it reads 1 or limit passes
 // (reading it fails while the link is administratively down, and polling a
 // sysfs file is cheaper here than a netlink subscription per NIC).
-func waitCarrier(ctx context.Context, path string, max time.Duration) bool {
-	deadline := time.Now().Add(max)
+func waitCarrier(ctx context.Context, path string, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
 	for {
 		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "1" {
 			return true
