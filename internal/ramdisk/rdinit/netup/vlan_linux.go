@@ -2,7 +2,6 @@ package netup
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -138,19 +137,26 @@ func (n *Network) lldpVLANs(ctx context.Context, names []string) map[string][]in
 // announcedVLANs reads the VLAN IDs of a frame's 802.1 VLAN Name TLVs
 // (OUI 00-80-C2, subtype 3, the ID in the next two bytes) as IPA's
 // _add_vlans_from_lldp does: only the ID matters, so a TLV cut short after
-// it still counts. IDs come once each, in frame order; out-of-range ones
-// are returned apart.
+// it still counts (lldp.DecodeVLANName, lenient). IDs come once each, in
+// frame order; out-of-range ones are returned apart.
 func announcedVLANs(tlvs []inventory.LLDPTLV) (ids, bad []int) {
 	raw, err := lldp.DecodeHex(tlvs)
 	if err != nil {
 		return nil, nil // Capture hex-encodes what it read: cannot happen
 	}
 	for _, t := range raw {
-		v := t.Value
-		if t.Type != lldp.TypeOrgSpecific || len(v) < 6 || v[0] != 0x00 || v[1] != 0x80 || v[2] != 0xc2 || v[3] != 3 {
+		if t.Type != lldp.TypeOrgSpecific {
 			continue
 		}
-		id := int(binary.BigEndian.Uint16(v[4:6]))
+		info, ok := lldp.VLANNameInfo(t.Value)
+		if !ok {
+			continue
+		}
+		vlan, err := lldp.DecodeVLANName(info, true)
+		if err != nil {
+			continue // no VLAN ID
+		}
+		id := vlan.ID
 		switch {
 		case id < minVLANID || id > maxVLANID:
 			if !slices.Contains(bad, id) {
