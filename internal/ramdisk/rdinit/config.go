@@ -1,13 +1,3 @@
-// Package rdinit is PID 1 of the agent ramdisk: it mounts the kernel file
-// systems, loads the kernel modules listed in the initramfs, brings the NICs
-// up and configures them by DHCPv4 and by IPv6 router advertisements (SLAAC,
-// DHCPv6), or as a config drive's network_data.json says (static
-// addresses, bonds, VLANs), then starts and supervises the agent
-// (`ironic-agent run`, or another subcommand named on the kernel command
-// line) and powers the machine off or restarts the agent when it exits.
-// It leaves the clock alone: the agent sets it from ipa-ntp-server before
-// anything that needs it (see agent/clocksync.go), and a restart of an agent
-// that failed to (fail_if_clock_not_set) is the retry.
 package rdinit
 
 import (
