@@ -16,9 +16,9 @@ ramdisk:
 	go run ./cmd/mkramdisk -out build/ramdisk
 
 # Boot the ramdisk in QEMU: every module of the manifest loads, and the
-# kernel loads every firmware file in it (internal/ramdisk/modulesvm).
+# kernel loads every firmware file in it (e2e/ramdisk/modules).
 ramdisk-check:
-	go test -count=1 ./internal/ramdisk/modulesvm/
+	go test -count=1 ./e2e/ramdisk/modules/
 
 # The same plus build/ramdisk/ironic-agent.iso for virtual media (needs
 # grub-mkrescue: grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools).

@@ -161,15 +161,12 @@ func (n *Neighbor) addOrg(oui uint32, subtype byte, v []byte) error {
 			pvid := int(binary.BigEndian.Uint16(v))
 			n.PortVLANID = &pvid
 		}
-	case oui == ouiIEEE8021 && subtype == 3: // VLAN Name
-		if len(v) < 3 {
-			return fmt.Errorf("802.1 VLAN name: want at least 3 bytes, got %d", len(v))
+	case oui == ouiIEEE8021 && subtype == vlanNameSubtype:
+		vlan, err := DecodeVLANName(v, false)
+		if err != nil {
+			return err
 		}
-		id, l := int(binary.BigEndian.Uint16(v)), int(v[2])
-		if len(v) < 3+l {
-			return fmt.Errorf("802.1 VLAN name of VLAN %d: name length %d, but %d bytes follow", id, l, len(v)-3)
-		}
-		n.VLANs = append(n.VLANs, VLAN{ID: id, Name: text(v[3 : 3+l])})
+		n.VLANs = append(n.VLANs, vlan)
 	case oui == ouiIEEE8021 && subtype == 7, oui == ouiIEEE8023 && subtype == 3: // Link Aggregation
 		if len(v) < 5 {
 			return fmt.Errorf("link aggregation: want 5 bytes, got %d", len(v))
@@ -193,6 +190,42 @@ func (n *Neighbor) addOrg(oui uint32, subtype byte, v []byte) error {
 		n.Unknown++
 	}
 	return nil
+}
+
+// vlanNameSubtype is the 802.1 VLAN Name TLV's subtype (OUI 00-80-C2).
+const vlanNameSubtype = 3
+
+// VLANNameInfo returns the information of an 802.1 VLAN Name TLV (OUI
+// 00-80-C2, subtype 3) from value, an organisationally specific TLV's
+// value; ok is false for any other TLV.
+func VLANNameInfo(value []byte) (info []byte, ok bool) {
+	if len(value) < 4 || uint32(value[0])<<16|uint32(value[1])<<8|uint32(value[2]) != ouiIEEE8021 || value[3] != vlanNameSubtype {
+		return nil, false
+	}
+	return value[4:], true
+}
+
+// DecodeVLANName decodes the information of an 802.1 VLAN Name TLV (see
+// VLANNameInfo): the VLAN ID, the name's length, the name. Strict, it
+// refuses information whose name is cut short, as Decode does. Lenient, it
+// reads the TLV as IPA's _add_vlans_from_lldp does, which uses only the ID:
+// the two ID bytes must be there, and the name is what follows of it, up to
+// its length ("" when none does).
+func DecodeVLANName(info []byte, lenient bool) (VLAN, error) {
+	if lenient && len(info) == 2 {
+		return VLAN{ID: int(binary.BigEndian.Uint16(info))}, nil
+	}
+	if len(info) < 3 {
+		return VLAN{}, fmt.Errorf("802.1 VLAN name: want at least 3 bytes, got %d", len(info))
+	}
+	id, l := int(binary.BigEndian.Uint16(info)), int(info[2])
+	if len(info) < 3+l {
+		if !lenient {
+			return VLAN{}, fmt.Errorf("802.1 VLAN name of VLAN %d: name length %d, but %d bytes follow", id, l, len(info)-3)
+		}
+		l = len(info) - 3
+	}
+	return VLAN{ID: id, Name: text(info[3 : 3+l])}, nil
 }
 
 // chassisSubtypes names the chassis ID subtypes, 802.1AB-2016 table 8-2.

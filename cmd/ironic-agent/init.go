@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 // isRamdiskInit reports whether the binary was started by the kernel as

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 // A panic in the init, in its own goroutine or one it started, is reported

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/kmod"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"golang.org/x/sys/unix"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
 
 // tinyAgent is a stand-in for the agent binary: an ELF file with no

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/internal/initramfs"
-	"github.com/ironic-go/ironic-agent/internal/kmod"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 )
 
 // FirmwarePackage is an extracted Debian firmware package.

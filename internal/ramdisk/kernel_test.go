@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 	"github.com/klauspost/compress/zstd"
 )
 

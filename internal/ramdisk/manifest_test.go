@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
 
 // TestManifest keeps the shipped manifests parsing and holding what the

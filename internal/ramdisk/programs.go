@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ironic-go/ironic-agent/internal/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/programs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 )
 
 // ProgramSet is what the ramdisk carries for the program registry
@@ -40,7 +40,7 @@ type ProgramFile struct {
 }
 
 // programBinDirs are where Debian packages put programs, in the order the
-// ramdisk's PATH searches them (internal/rdinit gives the agent
+// ramdisk's PATH searches them (internal/ramdisk/rdinit gives the agent
 // /usr/sbin:/usr/bin:/sbin:/bin).
 var programBinDirs = []string{"usr/sbin", "usr/bin", "sbin", "bin"}
 

@@ -1,8 +1,8 @@
 // Package ramdisk builds the agent's boot files: a Debian kernel, and an
 // initramfs holding the static ironic-agent binary as /init plus the kernel
 // modules the hardware needs. No root is needed: the archive is written in
-// Go (internal/initramfs), module dependencies are read from the modules
-// themselves (internal/kmod).
+// Go (internal/ramdisk/initramfs), module dependencies are read from the
+// modules themselves (internal/ramdisk/kmod).
 package ramdisk
 
 import (
@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/internal/initramfs"
-	"github.com/ironic-go/ironic-agent/internal/kmod"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
@@ -145,25 +145,9 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		return nil, err
 	}
 	entries := manifestFor(opts.Modules)
-	var rep Report
-	var names, absent []string
-	group := map[string]string{}
-	for _, e := range entries {
-		switch {
-		case tree.Has(e.Name):
-			names = append(names, e.Name)
-			group[kmod.Normalize(e.Name)] = cmp.Or(e.Group, "(not in the manifest)")
-		case tree.Builtin(e.Name):
-			rep.Builtin = append(rep.Builtin, e.Name)
-		case e.Optional:
-			rep.Absent = append(rep.Absent, e.Name+": "+e.OptionalReason)
-		default:
-			absent = append(absent, e.Name)
-		}
-	}
-	if len(absent) > 0 {
-		return nil, fmt.Errorf("ramdisk: module %s not found in kernel %s: neither a module file nor built in (mark it optional in the manifest with a reason, or drop it)",
-			strings.Join(absent, ", "), opts.Kernel.Version)
+	names, group, rep, err := pickModules(tree, entries, opts.Kernel.Version)
+	if err != nil {
+		return nil, err
 	}
 	mods, err := tree.Resolve(names)
 	if err != nil {
@@ -181,79 +165,76 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := copyFile(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
 		return nil, err
 	}
-	tmp := res.Initramfs + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return nil, fmt.Errorf("ramdisk: %w", err)
-	}
-	defer os.Remove(tmp)
-	defer f.Close()
-	// gzip: every Debian kernel can unpack it, and decompression is cheap
-	// even under emulation.
-	fc := &countWriter{w: f}
-	zw, err := gzip.NewWriterLevel(fc, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	cw := &countWriter{w: zw}
-	var w *initramfs.Writer
-	// piece runs add and books what it wrote as one SizeItem.
-	piece := func(item string, files int, add func() error) error {
-		u, c := cw.n, fc.n
-		if err := add(); err != nil {
-			return err
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("ramdisk: write initramfs: %w", err)
-		}
-		if err := zw.Flush(); err != nil {
-			return fmt.Errorf("ramdisk: compress initramfs: %w", err)
-		}
-		res.Sizes = append(res.Sizes, SizeItem{Item: item, Files: files, Bytes: cw.n - u, Gzip: fc.n - c})
-		return nil
-	}
-	var rawFile *os.File
 	if opts.Raw {
 		res.InitramfsRaw = filepath.Join(outDir, InitramfsRawName)
-		raw, err := os.Create(res.InitramfsRaw + ".tmp")
-		if err != nil {
-			return nil, fmt.Errorf("ramdisk: %w", err)
-		}
-		defer os.Remove(res.InitramfsRaw + ".tmp")
-		defer raw.Close()
-		cw.w = io.MultiWriter(zw, raw)
-		rawFile = raw
 	}
-	w = initramfs.NewWriter(cw)
-	err = piece("base", 0, func() error {
-		for _, d := range []string{"dev", "proc", "sys", "run", "tmp", "etc/ironic-agent", "usr/bin", "var/lib", "lib/firmware"} {
-			if err := w.Dir(d, 0o755); err != nil {
-				return err
-			}
-		}
-		// The kernel opens /dev/console for /init's stdin/stdout/stderr
-		// before anything is mounted; the node must be in the archive.
-		return w.CharDev("dev/console", 0o600, 5, 1)
-	})
+	a, err := createArchive(res.Initramfs, res.InitramfsRaw)
 	if err != nil {
 		return nil, err
 	}
-	err = piece("agent", 1, func() error {
-		if err := addFile(w, "usr/bin/ironic-agent", opts.Agent, 0o755); err != nil {
-			return err
-		}
-		// /init is the agent itself: it runs its init when started as /init.
-		return w.Symlink("init", "usr/bin/ironic-agent")
-	})
-	if err != nil {
+	defer a.discard()
+	// The pieces, in archive order: the size report lists them so.
+	if err := a.piece("base", 0, a.writeBase); err != nil {
 		return nil, err
 	}
+	if err := a.piece("agent", 1, func() error { return a.writeAgent(opts.Agent) }); err != nil {
+		return nil, err
+	}
+	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
+	if err := a.writeModules(mods, group, modRoot, opts.Kernel.ModulesDir); err != nil {
+		return nil, err
+	}
+	if err := addFirmware(a.w, a.piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
+		return nil, err
+	}
+	if err := addPrograms(a.w, a.piece, opts.Programs, &res.Report); err != nil {
+		return nil, err
+	}
+	if err := a.writeOthers(moduleList(mods, entries, modRoot), opts.Files); err != nil {
+		return nil, err
+	}
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	res.Sizes = a.sizes
+	res.Uncompressed = a.cw.n
+	return res, nil
+}
+
+// pickModules sorts the manifest's entries by what kernel tree has: the
+// names of the module files to put in with each one's manifest group, the
+// built-in and the absent optional ones for the report. A required module
+// the kernel has neither as a file nor built in fails the build.
+func pickModules(tree *kmod.Tree, entries []ManifestEntry, kernelVersion string) (names []string, group map[string]string, rep Report, err error) {
+	var absent []string
+	group = map[string]string{}
+	for _, e := range entries {
+		switch {
+		case tree.Has(e.Name):
+			names = append(names, e.Name)
+			group[kmod.Normalize(e.Name)] = cmp.Or(e.Group, "(not in the manifest)")
+		case tree.Builtin(e.Name):
+			rep.Builtin = append(rep.Builtin, e.Name)
+		case e.Optional:
+			rep.Absent = append(rep.Absent, e.Name+": "+e.OptionalReason)
+		default:
+			absent = append(absent, e.Name)
+		}
+	}
+	if len(absent) > 0 {
+		return nil, nil, Report{}, fmt.Errorf("ramdisk: module %s not found in kernel %s: neither a module file nor built in (mark it optional in the manifest with a reason, or drop it)",
+			strings.Join(absent, ", "), kernelVersion)
+	}
+	return names, group, rep, nil
+}
+
+// moduleList is the content of ModuleListPath for mods.
+func moduleList(mods []kmod.Module, entries []ManifestEntry, modRoot string) string {
 	onDemand := map[string]bool{}
 	for _, e := range entries {
 		onDemand[strings.ReplaceAll(e.Name, "-", "_")] = e.OnDemand
 	}
 	var list strings.Builder
-	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
 	for _, m := range mods {
 		// path, then the modules to load first, then the modalias
 		// patterns that call for it (rdinit loads a module only when a
@@ -272,8 +253,92 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		}
 		fmt.Fprintf(&list, "/%s\t%s\t%s%s\n", p, strings.Join(m.Deps, ","), strings.Join(aliases, " "), flags)
 	}
-	// Modules by manifest group (dependencies the manifest does not name
-	// on their own), so the size report can say what each group costs.
+	return list.String()
+}
+
+// archive is the initramfs being written: cpio over gzip over a temporary
+// file, with Options.Raw the uncompressed stream into a second one, and
+// the bytes counted on both sides of gzip for the size report.
+type archive struct {
+	w             *initramfs.Writer
+	zw            *gzip.Writer
+	cw, fc        *countWriter // the bytes into gzip, and out of it
+	f, raw        *os.File
+	path, rawPath string // final paths; the files are written at path.tmp
+	sizes         []SizeItem
+}
+
+// createArchive starts the archive that commit renames to path, and to
+// rawPath uncompressed ("": none).
+func createArchive(path, rawPath string) (*archive, error) {
+	a := &archive{path: path, rawPath: rawPath}
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	a.f = f
+	// gzip: every Debian kernel can unpack it, and decompression is cheap
+	// even under emulation.
+	a.fc = &countWriter{w: f}
+	a.zw, err = gzip.NewWriterLevel(a.fc, gzip.BestCompression)
+	if err != nil {
+		a.discard()
+		return nil, err
+	}
+	a.cw = &countWriter{w: a.zw}
+	if rawPath != "" {
+		a.raw, err = os.Create(rawPath + ".tmp")
+		if err != nil {
+			a.discard()
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
+		a.cw.w = io.MultiWriter(a.zw, a.raw)
+	}
+	a.w = initramfs.NewWriter(a.cw)
+	return a, nil
+}
+
+// piece runs add and books what it wrote as one SizeItem.
+func (a *archive) piece(item string, files int, add func() error) error {
+	u, c := a.cw.n, a.fc.n
+	if err := add(); err != nil {
+		return err
+	}
+	if err := a.w.Flush(); err != nil {
+		return fmt.Errorf("ramdisk: write initramfs: %w", err)
+	}
+	if err := a.zw.Flush(); err != nil {
+		return fmt.Errorf("ramdisk: compress initramfs: %w", err)
+	}
+	a.sizes = append(a.sizes, SizeItem{Item: item, Files: files, Bytes: a.cw.n - u, Gzip: a.fc.n - c})
+	return nil
+}
+
+// writeBase writes the directories and the console node.
+func (a *archive) writeBase() error {
+	for _, d := range []string{"dev", "proc", "sys", "run", "tmp", "etc/ironic-agent", "usr/bin", "var/lib", "lib/firmware"} {
+		if err := a.w.Dir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	// The kernel opens /dev/console for /init's stdin/stdout/stderr
+	// before anything is mounted; the node must be in the archive.
+	return a.w.CharDev("dev/console", 0o600, 5, 1)
+}
+
+// writeAgent writes the agent binary and /init.
+func (a *archive) writeAgent(agent string) error {
+	if err := addFile(a.w, "usr/bin/ironic-agent", agent, 0o755); err != nil {
+		return err
+	}
+	// /init is the agent itself: it runs its init when started as /init.
+	return a.w.Symlink("init", "usr/bin/ironic-agent")
+}
+
+// writeModules writes mods, one piece per manifest group (dependencies
+// the manifest does not name on their own as one more), so the size
+// report can say what each group costs.
+func (a *archive) writeModules(mods []kmod.Module, group map[string]string, modRoot, modulesDir string) error {
 	var groups []string
 	byGroup := map[string][]kmod.Module{}
 	for _, m := range mods {
@@ -287,76 +352,86 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		byGroup[g] = append(byGroup[g], m)
 	}
 	for _, g := range groups {
-		err := piece("modules "+g, len(byGroup[g]), func() error {
+		err := a.piece("modules "+g, len(byGroup[g]), func() error {
 			for _, m := range byGroup[g] {
 				// Compressed modules (.ko.xz, .ko.zst, .ko.gz) go in
 				// decompressed: finit_module takes them compressed only
 				// from kernels built with CONFIG_MODULE_DECOMPRESS, and
 				// the initramfs is compressed whole anyway.
 				p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
-				if err := addModule(w, p, filepath.Join(opts.Kernel.ModulesDir, m.Path)); err != nil {
+				if err := addModule(a.w, p, filepath.Join(modulesDir, m.Path)); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := addFirmware(w, piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
-		return nil, err
-	}
-	if err := addPrograms(w, piece, opts.Programs, &res.Report); err != nil {
-		return nil, err
-	}
-	others := 1 + len(opts.Files)
+	return nil
+}
+
+// writeOthers writes the last piece, the module list, the build host's CA
+// bundle and the extra files, then the archive's trailer.
+func (a *archive) writeOthers(list string, files map[string]string) error {
+	others := 1 + len(files)
 	if fileExists(caBundle) {
 		others++
 	}
-	err = piece("other (module list, CA bundle, extra files)", others, func() error {
-		if err := w.Bytes(ModuleListPath, 0o644, []byte(list.String())); err != nil {
+	return a.piece("other (module list, CA bundle, extra files)", others, func() error {
+		if err := a.w.Bytes(ModuleListPath, 0o644, []byte(list)); err != nil {
 			return err
 		}
 		// TLS to Ironic with the build host's CA bundle, when it has one.
 		if ca := caBundle; fileExists(ca) {
-			if err := addFile(w, strings.TrimPrefix(ca, "/"), ca, 0o644); err != nil {
+			if err := addFile(a.w, strings.TrimPrefix(ca, "/"), ca, 0o644); err != nil {
 				return err
 			}
 		}
-		for dst, src := range opts.Files {
-			if err := addFile(w, dst, src, 0o644); err != nil {
+		for dst, src := range files {
+			if err := addFile(a.w, dst, src, 0o644); err != nil {
 				return err
 			}
 		}
 		// The archive's trailer.
-		if err := w.Close(); err != nil {
+		if err := a.w.Close(); err != nil {
 			return fmt.Errorf("ramdisk: write initramfs: %w", err)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// commit ends the gzip stream and renames the files into place.
+func (a *archive) commit() error {
+	if err := a.zw.Close(); err != nil {
+		return fmt.Errorf("ramdisk: compress initramfs: %w", err)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("ramdisk: compress initramfs: %w", err)
+	if err := a.f.Close(); err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("ramdisk: %w", err)
+	if err := os.Rename(a.path+".tmp", a.path); err != nil {
+		return fmt.Errorf("ramdisk: %w", err)
 	}
-	if err := os.Rename(tmp, res.Initramfs); err != nil {
-		return nil, fmt.Errorf("ramdisk: %w", err)
-	}
-	if rawFile != nil {
-		if err := rawFile.Close(); err != nil {
-			return nil, fmt.Errorf("ramdisk: %w", err)
+	if a.raw != nil {
+		if err := a.raw.Close(); err != nil {
+			return fmt.Errorf("ramdisk: %w", err)
 		}
-		if err := os.Rename(res.InitramfsRaw+".tmp", res.InitramfsRaw); err != nil {
-			return nil, fmt.Errorf("ramdisk: %w", err)
+		if err := os.Rename(a.rawPath+".tmp", a.rawPath); err != nil {
+			return fmt.Errorf("ramdisk: %w", err)
 		}
 	}
-	res.Uncompressed = cw.n
-	return res, nil
+	return nil
+}
+
+// discard closes the files and removes what commit did not rename.
+func (a *archive) discard() {
+	if a.raw != nil {
+		a.raw.Close()
+		os.Remove(a.rawPath + ".tmp")
+	}
+	a.f.Close()
+	os.Remove(a.path + ".tmp")
 }
 
 // checkStatic refuses a dynamically linked agent: the initramfs has no

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/kmod/kmodtest"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 )

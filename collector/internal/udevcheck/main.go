@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/collector"
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

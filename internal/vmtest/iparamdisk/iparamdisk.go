@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 )
 
 // EnableEnv is the switch of the tests and benchmarks that boot IPA.

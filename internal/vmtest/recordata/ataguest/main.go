@@ -23,7 +23,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/ata"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 func main() {

@@ -1,0 +1,408 @@
+package ramdisk_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/vmtest"
+)
+
+// TestIPv6InVM boots the agent ramdisk on a provisioning network that
+// dnsmasq, in a network namespace behind the VM's NIC, serves with router
+// advertisements, and points the agent at Ironic and the inspector by
+// bracketed IPv6 literals of that namespace (ipa-api-url=http://[fd00:..::1]:6385),
+// reachable from the guest over IPv6 only:
+//
+//   - stateful: IPv6 only, the address by DHCPv6 (IA_NA) from a reservation
+//     on the guest's DUID-LL, DNS from DHCPv6;
+//   - slaac: IPv6 only, SLAAC with DNS from the RA and DHCPv6
+//     (ra-stateless);
+//   - slaac-dual: the same with DHCPv4 on the same link (dual stack).
+//
+// The guest's agent posts its inventory to the inspector callback (the
+// inventory's ipv6_address is the guest's global address, the first in
+// the kernel's order as in IPA; in dual stack the DHCPv4 lease may come
+// first and start the agent, whose inventory then has the IPv4 address
+// and only the link-local IPv6 one), looks its node up
+// and heartbeats with an https callback URL on its IPv6 address (auto TLS:
+// the recorded Ironic is 1.68 or later), and that URL answers from the
+// namespace to a client verifying the agent's certificate, as Ironic does,
+// against the IPv6 address. The Ironic and inspector APIs are a stand-in
+// in this test, answering with Ironic 21.4's recorded lookup (see
+// ironicStandIn): Ironic itself runs on the host's loopback in e2e, and
+// cannot reach the guest's IPv6 address there.
+func TestIPv6InVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots virtual machines")
+	}
+	netnstest.RequireRoot(t, "dnsmasq", "qemu-system-x86_64")
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+	rd, err := vmtest.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []ipv6Case{
+		{name: "stateful", prefix: "fd00:79::", mac: "52:54:00:12:34:51",
+			dnsmasq: []string{"--enable-ra", "--dhcp-range=fd00:79::10,fd00:79::20,64,2m", "--dhcp-option=option6:dns-server,[fd00:79::53]",
+				"--dhcp-host=id:00:03:00:01:52:54:00:12:34:51,[fd00:79::51]"},
+			wantAddr: "fd00:79::51", wantDNS: "nameserver fd00:79::53"},
+		{name: "slaac-dual", prefix: "fd00:7a::", mac: "52:54:00:12:34:52", v4: "10.80.0.1/24",
+			dnsmasq: []string{"--enable-ra", "--dhcp-range=fd00:7a::,ra-stateless,64,2m", "--dhcp-option=option6:dns-server,[fd00:7a::53]",
+				"--dhcp-range=10.80.0.50,10.80.0.60,2m", "--no-ping", "--dhcp-option=option:dns-server,10.80.0.53"},
+			wantAddr: "fd00:7a::5054:ff:fe12:3452", wantDNS: "nameserver fd00:7a::53", wantV4: "10.80.0."},
+		{name: "slaac", prefix: "fd00:7b::", mac: "52:54:00:12:34:53",
+			dnsmasq:  []string{"--enable-ra", "--dhcp-range=fd00:7b::,ra-stateless,64,2m", "--dhcp-option=option6:dns-server,[fd00:7b::53]"},
+			wantAddr: "fd00:7b::5054:ff:fe12:3453", wantDNS: "nameserver fd00:7b::53"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { ipv6VM(ctx, t, rd, tc) })
+	}
+}
+
+type ipv6Case struct {
+	name, prefix, mac string
+	v4                string // the namespace's IPv4 address for dual stack
+	dnsmasq           []string
+	wantAddr, wantDNS string
+	wantV4            string // prefix of the guest's DHCPv4 address, dual stack
+}
+
+func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) {
+	id := netnstest.ID(t)
+	ns, err := vmtest.NewNetns(ctx, "rd6-"+id, "vm6"+id, "02:11:22:33:44:99", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	server := tc.prefix + "1"
+	netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", server+"/64", "dev", ns.Tap, "nodad")
+	if tc.v4 != "" {
+		netnstest.Run(t, "ip", "-n", ns.Name, "addr", "add", tc.v4, "dev", ns.Tap)
+	}
+	dlog := netnstest.StartDnsmasq(t, ns.Name, ns.Tap, tc.dnsmasq...)
+	standIn := startIronicStandIn(t, ns.Name, server)
+
+	m := vmtest.DefaultMachine("bios")
+	m.Name = "ironic-agent-ipv6"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.Disks = nil
+	m.MemoryMB = 768
+	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: tc.mac, Backend: "fd"}}
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	base := "http://[" + server + "]"
+	m.Append = "ipa-api-url=" + base + ":6385 ipa-inspection-callback-url=" + base + ":5050/v1/continue" +
+		" ipa-disk-wait-attempts=0 ironic_agent.dhcp_timeout=30 ironic_agent.exit=poweroff"
+	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: ns.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		qemu := "QEMU running"
+		if gone, err := vm.Exited(); gone {
+			qemu = fmt.Sprintf("QEMU exited: %v", err)
+		}
+		t.Fatalf("%s\n%s\n%s\nthe namespace's side of the link:\n%s\ndnsmasq:\n%s",
+			fmt.Sprintf(format, args...), consoleTail(vm), qemu, netnsIPv6State(ctx, ns.Name), dlog())
+	}
+	hb, err := standIn.wait(ctx, "heartbeat", 5*time.Minute)
+	if err != nil {
+		fail("no heartbeat: %v; the stand-in saw %v", err, standIn.paths())
+	}
+	took := vm.Elapsed()
+	var hbBody struct {
+		CallbackURL string `json:"callback_url"`
+		VerifyCA    string `json:"agent_verify_ca"`
+	}
+	if err := json.Unmarshal(hb, &hbBody); err != nil {
+		fail("heartbeat body %q: %v", hb, err)
+	}
+	if want := "https://[" + tc.wantAddr + "]:9999"; hbBody.CallbackURL != want {
+		t.Errorf("heartbeat callback_url %q, want %q", hbBody.CallbackURL, want)
+	}
+	// The agent's API answers at that URL, over IPv6, from the namespace,
+	// with the certificate it sent verified against the address.
+	status, body, err := getTLSInNetns(ns.Name, "["+tc.wantAddr+"]:9999", "/v1/commands/", hbBody.VerifyCA)
+	if err != nil {
+		fail("%v (%v after QEMU start)", err, vm.Elapsed().Round(time.Second))
+	}
+	if status != http.StatusOK {
+		t.Errorf("GET %s/v1/commands/ from the namespace: %d %s", hbBody.CallbackURL, status, body)
+	}
+	inv, err := standIn.wait(ctx, "continue", time.Minute)
+	if err != nil {
+		fail("no inspection data: %v; the stand-in saw %v", err, standIn.paths())
+	}
+	nics, err := inventoryNICs(inv)
+	if err != nil {
+		fail("%v", err)
+	}
+	found := false
+	for _, i := range nics {
+		if i.MAC != tc.mac {
+			continue
+		}
+		found = true
+		v4, v6 := deref(i.IPv4Address), deref(i.IPv6Address)
+		t.Logf("inventory: %s %s ipv4_address=%s ipv6_address=%s", i.Name, i.MAC, v4, v6)
+		// Dual stack: the agent may have started on the DHCPv4 lease
+		// before SLAAC was done, with only the link-local address.
+		early := tc.wantV4 != "" && (v6 == "null" || strings.HasPrefix(v6, "fe80::"))
+		if v6 != tc.wantAddr && !early {
+			t.Errorf("inventory ipv6_address %q, want %q", v6, tc.wantAddr)
+		}
+		if tc.wantV4 != "" && !strings.HasPrefix(v4, tc.wantV4) {
+			t.Errorf("inventory ipv4_address %q, want one in %s (dual stack)", v4, tc.wantV4)
+		}
+	}
+	if !found {
+		t.Errorf("inventory has no interface %s: %s", tc.mac, inv)
+	}
+	var ra, lease, resolv string
+	for _, l := range vm.Lines() {
+		switch {
+		case strings.Contains(l.Text, `msg="IPv6 router advertisement"`):
+			ra = l.Text
+		case strings.Contains(l.Text, `msg="IPv6 address"`):
+			lease = l.Text
+		case strings.Contains(l.Text, `msg="resolv.conf written"`):
+			resolv = l.Text
+		}
+	}
+	for _, l := range []string{ra, lease, resolv} {
+		t.Logf("%s", strings.TrimSpace(l))
+	}
+	if !strings.Contains(resolv, tc.wantDNS) {
+		t.Errorf("the guest's resolv.conf lacks %q: %s", tc.wantDNS, resolv)
+	}
+	t.Logf("VM: heartbeat %v after QEMU start; stand-in saw %v", took.Round(time.Second), standIn.paths())
+	vm.Kill()
+}
+
+// inspectedNIC is an interface of the inventory the agent posted for
+// inspection.
+type inspectedNIC struct {
+	Name        string  `json:"name"`
+	MAC         string  `json:"mac_address"`
+	IPv4Address *string `json:"ipv4_address"`
+	IPv6Address *string `json:"ipv6_address"`
+}
+
+// inventoryNICs decodes the interfaces of inspection data.
+func inventoryNICs(body []byte) ([]inspectedNIC, error) {
+	var data struct {
+		Inventory struct {
+			Interfaces []inspectedNIC `json:"interfaces"`
+		} `json:"inventory"`
+	}
+	if err := json.Unmarshal(body, &data); err != nil {
+		return nil, fmt.Errorf("inspection data: %w", err)
+	}
+	return data.Inventory.Interfaces, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return *s
+}
+
+// ironicStandIn answers the agent's calls as Ironic 21.4 and
+// ironic-inspector do, with the responses recorded from Debian's ironic
+// 21.4.4 (agent/testdata/ironic-21.4): API version discovery, lookup,
+// heartbeat and the inspection callback. It keeps each request's body.
+type ironicStandIn struct {
+	mu     sync.Mutex
+	bodies map[string][]byte // "heartbeat", "continue", "lookup"
+	seen   []string
+	got    chan string
+	// when holds the time of every call of a kind, from holds the
+	// clients' addresses.
+	when map[string][]time.Time
+	from map[string]bool
+}
+
+func startIronicStandIn(t *testing.T, ns, addr string) *ironicStandIn {
+	t.Helper()
+	dir := filepath.Join("..", "..", "agent", "testdata", "ironic-21.4")
+	root, err := os.ReadFile(filepath.Join(dir, "root.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup, err := os.ReadFile(filepath.Join(dir, "lookup.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ironicStandIn{bodies: map[string][]byte{}, got: make(chan string, 16), when: map[string][]time.Time{}, from: map[string]bool{}}
+	record := func(kind string, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		s.mu.Lock()
+		s.seen = append(s.seen, r.Method+" "+r.URL.Path)
+		s.when[kind] = append(s.when[kind], time.Now())
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			s.from[host] = true
+		}
+		if kind != "" {
+			if _, ok := s.bodies[kind]; !ok {
+				s.bodies[kind] = b
+				s.got <- kind
+			}
+		}
+		s.mu.Unlock()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		record("", r)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(root)
+	})
+	mux.HandleFunc("GET /v1/lookup", func(w http.ResponseWriter, r *http.Request) {
+		record("lookup", r)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(lookup)
+	})
+	mux.HandleFunc("POST /v1/heartbeat/{uuid}", func(w http.ResponseWriter, r *http.Request) {
+		record("heartbeat", r)
+		w.WriteHeader(http.StatusAccepted)
+	})
+	mux.HandleFunc("POST /v1/continue", func(w http.ResponseWriter, r *http.Request) {
+		record("continue", r)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"uuid": "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"}`))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		record("", r)
+		http.NotFound(w, r)
+	})
+	for _, port := range []string{"6385", "5050"} {
+		var l net.Listener
+		err := (&netnstest.Netns{Name: ns}).Do(func() (err error) {
+			l, err = net.Listen("tcp", net.JoinHostPort(addr, port))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { _ = srv.Close() })
+	}
+	return s
+}
+
+// wait returns the first body of the kind, waiting up to max.
+func (s *ironicStandIn) wait(ctx context.Context, kind string, max time.Duration) ([]byte, error) {
+	deadline := time.After(max)
+	for {
+		s.mu.Lock()
+		b, ok := s.bodies[kind]
+		s.mu.Unlock()
+		if ok {
+			return b, nil
+		}
+		select {
+		case <-s.got:
+		case <-deadline:
+			return nil, fmt.Errorf("no %s within %v", kind, max)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// calls returns the times of every call of the kind so far.
+func (s *ironicStandIn) calls(kind string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.when[kind]...)
+}
+
+// clients returns the addresses the calls came from.
+func (s *ironicStandIn) clients() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.from))
+}
+
+func (s *ironicStandIn) paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+// getTLSInNetns GETs https://addr/path from inside namespace ns, trusting
+// only caPEM and checking the certificate against addr's IP, as Ironic
+// does with the agent's auto-TLS certificate.
+func getTLSInNetns(ns, addr, path, caPEM string) (int, string, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(caPEM)) {
+		return 0, "", fmt.Errorf("agent_verify_ca is no PEM certificate: %q", caPEM)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, "", err
+	}
+	var raw net.Conn
+	err = (&netnstest.Netns{Name: ns}).Do(func() (err error) {
+		raw, err = net.DialTimeout("tcp", addr, 10*time.Second)
+		return err
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	conn := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: host})
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := conn.Handshake(); err != nil {
+		return 0, "", fmt.Errorf("TLS to %s verifying the agent's certificate: %w", addr, err)
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, "", fmt.Errorf("GET %s%s: %w", addr, path, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b), nil
+}
+
+// netnsIPv6State is what the namespace's kernel knows of the link when a
+// check fails: its IPv6 addresses (a tentative or failed one), neighbours
+// (the guest's address FAILED or INCOMPLETE when the guest stopped
+// answering neighbour solicitations), routes and TCP sockets with their
+// retransmissions, each command's error in place of its output.
+func netnsIPv6State(ctx context.Context, ns string) string {
+	var b strings.Builder
+	for _, args := range [][]string{
+		{"ip", "-n", ns, "-6", "addr"},
+		{"ip", "-n", ns, "-6", "neigh"},
+		{"ip", "-n", ns, "-6", "route"},
+		{"ip", "netns", "exec", ns, "ss", "-tin"},
+	} {
+		out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+		fmt.Fprintf(&b, "$ %s\n%s", strings.Join(args, " "), out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,261 @@
+package rdinit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+)
+
+// ModuleList is the file, inside the initramfs, naming the modules to load
+// in order (written by internal/ramdisk).
+const ModuleList = "/etc/ironic-agent/modules"
+
+// Main is the init. It returns only when it cannot go on as PID 1 is
+// expected to (then the caller powers off or holds); everything else it
+// logs and carries on with, since a ramdisk with no network or a missing
+// module should still say on the console what it found.
+//
+// A panic in a goroutine Main starts is handed to onPanic (which should
+// report it and power off: that goroutine's work is lost); a nil onPanic
+// lets it end the process. Panics of the calling goroutine are the
+// caller's to recover.
+func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
+	// Everything below mounts, loads modules and writes at the machine's
+	// own paths: only the ramdisk's PID 1 may do that, never a test or a
+	// command run by hand on a host.
+	if os.Getpid() != 1 {
+		return fmt.Errorf("rdinit: refusing to run as PID %d: the init mounts /proc, /sys, /dev, /run and /tmp and loads modules, which only the ramdisk's PID 1 may do", os.Getpid())
+	}
+	start := time.Now()
+	mountErr := mountAll()
+	log := slog.New(slog.NewTextHandler(console, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log = log.With("component", "init")
+	for _, e := range mountErr {
+		log.Warn("mount", "error", e)
+	}
+	raw, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		log.Error("read kernel command line", "error", err)
+	}
+	cmdline := ParseCmdline(string(raw))
+	cfg, err := ParseConfig(cmdline)
+	if err != nil {
+		// A bad parameter of ours must not keep the agent from starting:
+		// say so and go on with what parsed.
+		log.Error("kernel command line", "error", err)
+	}
+	if v, ok := cmdline["ip"]; ok {
+		// The kernel's (IP_PNP, not in Debian's) and dracut's parameter:
+		// IPA's images read it no more than this init does, and an
+		// operator who set it should see that nothing took it.
+		log.Warn("kernel parameter ip= not applied: the network comes from DHCP, router advertisements or a config drive's network data", "ip", v)
+	}
+	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
+	if _, err := setFallbackHostname(cfg.HostnameFile); err != nil {
+		log.Warn("fallback host name", "name", FallbackHostname, "error", err)
+	}
+
+	t := time.Now()
+	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs, onPanic)
+	for _, e := range errs {
+		log.Warn("module", "error", e)
+	}
+	var slowest []string
+	for _, m := range st.slowest {
+		slowest = append(slowest, m.name+"="+secs(m.took))
+	}
+	// The slowest ones say where boot time goes (probing, firmware); the
+	// scans are the price of coldplug without udev.
+	log.Info("modules loaded", "count", st.loaded, "seconds", secs(time.Since(t)), "parallel", st.maxParallel,
+		"scans", st.scans, "scan_seconds", secs(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", uptime())
+	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
+		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			log.Warn("mount efivarfs", "error", err)
+		}
+	}
+
+	settled := make(chan int, 1)
+	go func() {
+		defer Recover(onPanic)
+		settled <- settleBlock(ctx, 300*time.Millisecond, 10*time.Second)
+	}()
+	t = time.Now()
+	var data *networkdata.Data
+	blockCount := -1
+	if look, why := cfg.lookForConfigDrive(); look {
+		// The config drive is a block device: wait for them, then look
+		// for it before any NIC is configured.
+		blockCount = <-settled
+		d, err := netup.LoadNetworkData(log, ConfigDriveMount, cfg.PublisherID)
+		if err != nil {
+			// Bad network data must not leave the machine silent: say
+			// why on the console and fall back to DHCP on every NIC.
+			log.Error("network data not applied: DHCP on every NIC instead", "error", err)
+		}
+		data = d
+	} else if why != "" {
+		log.Info(why, "BOOTIF", cfg.BootIF)
+	}
+	nw := netup.New(log, cfg.Config, netup.Options{
+		Data: data,
+		// 802.1Q for ipa-enable-vlan-interfaces: the coldplug above loads
+		// drivers for devices, and a VLAN is no device until it is made.
+		LoadModule: func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) },
+		Go: func(f func()) {
+			go func() {
+				defer Recover(onPanic)
+				f()
+			}()
+		},
+	})
+	if err := nw.Up(ctx); err != nil {
+		log.Warn("network", "error", err)
+	}
+	log.Info("network ready", "seconds", secs(time.Since(t)), "uptime", uptime())
+	if blockCount < 0 {
+		blockCount = <-settled
+	}
+	log.Info("block devices settled", "count", blockCount, "uptime", uptime())
+	log.Info("starting agent", "init_seconds", secs(time.Since(start)), "uptime", uptime())
+	return supervise(ctx, log, cfg, console, onPanic)
+}
+
+func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+
+// uptime is the kernel's, so boot measurements include the firmware and
+// kernel phases.
+func uptime() string {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
+func mountAll() []error {
+	var errs []error
+	for _, m := range []struct {
+		src, dst, fs string
+		flags        uintptr
+	}{
+		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
+		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
+		{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID},
+		{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV},
+		{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV},
+	} {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := unix.Mount(m.src, m.dst, m.fs, m.flags, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			errs = append(errs, fmt.Errorf("%s on %s: %w", m.fs, m.dst, err))
+		}
+	}
+	// debugfs: IPA's Intel i40e LLDP work-around writes to it.
+	if err := unix.Mount("debugfs", "/sys/kernel/debug", "debugfs", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
+		errs = append(errs, fmt.Errorf("debugfs: %w", err))
+	}
+	for _, d := range []string{"/dev/pts", "/run/ironic-agent", "/var/lib"} {
+		_ = os.MkdirAll(d, 0o755)
+	}
+	// devpts: the terminals of the rescue user's SSH sessions.
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0620,ptmxmode=0666"); err != nil && !errors.Is(err, unix.EBUSY) {
+		errs = append(errs, fmt.Errorf("devpts: %w", err))
+	}
+	_ = os.Symlink("/proc/self/fd", "/dev/fd")
+	_ = os.Symlink("/proc/mounts", "/etc/mtab")
+	return errs
+}
+
+// loadModules loads, with finit_module, the modules of the list the
+// hardware needs (see modulesFor), each after the modules it depends on,
+// jobs at a time, rescanning the devices when the queue runs dry since bus
+// drivers bring up more devices (virtio_pci the virtio devices, an HBA its
+// disks). One at a time is the default: under QEMU's emulation, loads in
+// parallel took longer in total for the same modules. "all" in extra loads
+// every module; other names in extra are loaded too.
+func loadModules(list string, extra []string, jobs int, onPanic func(error)) (loadStats, []error) {
+	data, err := os.ReadFile(list)
+	if err != nil {
+		return loadStats{}, []error{fmt.Errorf("module list: %w", err)}
+	}
+	entries := parseModuleList(string(data))
+	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic}
+	coldplug := false
+	for _, e := range entries {
+		l.byName[e.name] = e
+		coldplug = coldplug || e.deviceDriver()
+	}
+	l.scan = newModaliasScanner(os.DirFS("/sys/bus")).scan
+	var errs []error
+	var forced []modEntry
+	for _, n := range extra {
+		if n == "all" {
+			// An old list without aliases, or asked for: everything.
+			coldplug = false
+			continue
+		}
+		e, ok := l.byName[strings.ReplaceAll(n, "-", "_")]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s=%s: module %s is not in the initramfs", ParamModules, strings.Join(extra, ","), n))
+			continue
+		}
+		forced = append(forced, e)
+	}
+	st := l.run(forced, coldplug)
+	return st, append(errs, st.errs...)
+}
+
+func finit(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// EEXIST: already loaded (built in or a dependency loaded twice).
+	// ENODEV: the driver has no hardware here (ipmi_si with no BMC,
+	// efivarfs under BIOS), which is normal on a generic ramdisk.
+	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("finit_module %s: %w", path, err)
+	}
+	return nil
+}
+
+// settleBlock waits until the set of block devices has not changed for
+// quiet, at most limit, and returns how many there are. Module loading
+// waits for the drivers' own asynchronous probing, so this is normally at
+// once.
+func settleBlock(ctx context.Context, quiet, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	last, since := -1, time.Now()
+	for {
+		ents, _ := os.ReadDir("/sys/block")
+		if len(ents) != last {
+			last, since = len(ents), time.Now()
+		}
+		if time.Since(since) >= quiet || time.Now().After(deadline) {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
