@@ -193,7 +193,7 @@ test_status=0
 # cores: the longest (e2e/vm, about half the round) first, so that the
 # others share the second core beside it rather than leave it idle at the end.
 go_test_round "go test -race" go-test -race -count=1 -timeout 40m "$@" \
-	./e2e/vm/ ./e2e/ ./internal/rdinit/ ./e2e/faildisk/ ./... || test_status=$?
+	./e2e/vm/ ./e2e/ ./e2e/ramdisk/ ./internal/ramdisk/rdinit/netup/ ./e2e/faildisk/ ./... || test_status=$?
 if [ "$(id -u)" = 0 ]; then
 	# After the main run, not beside it: the e2e packages of two series
 	# would want the same ports. e2e/vm runs its series-sensitive

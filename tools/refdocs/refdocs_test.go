@@ -8,7 +8,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 // TestDocsMatchCode is the golden test of the generated reference pages.

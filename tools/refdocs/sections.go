@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/agent/config"
-	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 // cell escapes text for one Markdown table cell: the pipe, and the
