@@ -8,7 +8,7 @@ import (
 
 // logVLANs answers enable_vlan_interfaces (ipa-enable-vlan-interfaces).
 // The ramdisk's init owns its network: it creates the VLAN links and runs
-// DHCP on them before starting the agent (internal/rdinit), so that the
+// DHCP on them before starting the agent (internal/ramdisk/rdinit/netup), so that the
 // lookup can already go over a tagged provisioning network. The agent
 // creates none (a link it made would have no DHCP client) and says which
 // VLAN interfaces the inventory holds, with their addresses.
