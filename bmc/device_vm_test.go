@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func TestMain(m *testing.M) {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(m.Run())
 }
 
@@ -38,7 +38,7 @@ func TestDeviceInQEMU(t *testing.T) {
 	}
 	ctx := t.Context()
 	work := t.TempDir()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,17 +62,17 @@ func TestDeviceInQEMU(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-bmc"
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil // not what this test is about; fewer devices boot faster
 	m.NICs = m.NICs[:1]
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.BMC = &vmtest.BMC{MfgID: 0x1234, ProductID: 0x0beb}
+	m.BMC = &qemu.BMC{MfgID: 0x1234, ProductID: 0x0beb}
 	m.GuestFwd = map[string]string{"10.0.2.100:80": ln.Addr().String()}
 	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://10.0.2.100/upload " +
 		"ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestDeviceInQEMU(t *testing.T) {
 		t.Fatalf("the VM powered off without uploading the fixture; serial console in %s:\n%s", vm.LogPath, tail(vm))
 	}
 	dir := t.TempDir()
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
 		t.Fatal(err)
 	}
 
@@ -146,7 +146,7 @@ func TestDeviceInQEMU(t *testing.T) {
 	}
 }
 
-func tail(vm *vmtest.VM) string {
+func tail(vm *qemu.VM) string {
 	var buf bytes.Buffer
 	lines := vm.Lines()
 	for _, l := range lines[max(0, len(lines)-40):] {

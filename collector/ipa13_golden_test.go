@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/ipadiff"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
 )
 
 // TestFixtureIPA13Golden checks two fixtures against what IPA reported, not

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // markerSteps writes two executable clean steps into a new steps
@@ -43,10 +43,10 @@ func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Durat
 }
 
 // slowManualCleanOn is slowManualClean against the Ironic of client c.
-func slowManualCleanOn(t *testing.T, c *ironictest.Client, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
+func slowManualCleanOn(t *testing.T, c *ironic.Client, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
 	t.Helper()
 	steps, started, finished, marked = markerSteps(t, sleep)
-	n = enrollOn(t, c, name, mac, ironictest.NodeSpec{})
+	n = enrollOn(t, c, name, mac, ironic.NodeSpec{})
 	err := c.Provision(t.Context(), n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
 		{Interface: nodes.InterfaceDeploy, Step: "e2e_slow"},
 		{Interface: nodes.InterfaceDeploy, Step: "e2e_mark"},
@@ -95,7 +95,7 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 	writeStepManifest(t, steps, "e2e_after_reboot", "cat >/dev/null; touch "+marked,
 		`{"step": "e2e_after_reboot", "interface": "deploy", "priority": 40, "clean": true}`)
 	dev := loopDevice(t, 16<<20)
-	n := s.enroll(t, "e2e-restart-reboot", mac, ironictest.NodeSpec{})
+	n := s.enroll(t, "e2e-restart-reboot", mac, ironic.NodeSpec{})
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,9 +215,9 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
-	split := s.startOwnIronic(t, "split", ironictest.Config{Split: true, NoInspector: true})
+	split := s.startOwnIronic(t, "split", ironic.Config{Split: true, NoInspector: true})
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
-	c, err := ironictest.NewClient(split.IronicURL)
+	c, err := ironic.NewClient(split.IronicURL)
 	if err != nil {
 		t.Fatal(err)
 	}

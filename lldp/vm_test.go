@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func TestMain(m *testing.M) {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(m.Run())
 }
 
@@ -30,7 +31,7 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 	netnstest.RequireRoot(t, "lldpd", "qemu-system-x86_64")
 	ctx := t.Context()
 	work := t.TempDir()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,29 +46,29 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 	if err := os.Chmod(nsDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ns, err := vmtest.NewNetns(ctx, "lldpvm-"+id, "lvt"+id, "02:11:22:33:44:55", nsDir)
+	ns, err := netbed.NewNetns(ctx, "lldpvm-"+id, "lvt"+id, "02:11:22:33:44:55", nsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Close)
-	if err := ns.StartLLDPD(ctx, vmtest.LLDPPeer{
+	if err := ns.StartLLDPD(ctx, netbed.LLDPPeer{
 		SystemName: "vm-test-switch", Description: "lldpd in " + ns.Name,
 		PortID: "Ethernet7/7", PortDescr: "to the VM",
 	}); err != nil {
 		t.Fatal(err)
 	}
 
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-lldp"
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil
-	m.NICs = []vmtest.NIC{
+	m.NICs = []qemu.NIC{
 		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"},
 		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "fd"},
 	}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=lldp,--format,table,--timeout,20s,--verbose ironic_agent.dhcp=none ironic_agent.exit=poweroff"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: ns.File})
+	vm, err := qemu.Start(ctx, m, qemu.Options{Tap: ns.File})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 	t.Logf("capture: %s", strings.TrimSpace(received))
 }
 
-func consoleTail(vm *vmtest.VM) string {
+func consoleTail(vm *qemu.VM) string {
 	var b strings.Builder
 	lines := vm.Lines()
 	for _, l := range lines[max(0, len(lines)-50):] {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Ports of TestVMEraseDevicesDefaults' own Ironic (the vm range).
@@ -42,16 +42,16 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	_, client := ownIronic(t, ctx, "erase-services", ironictest.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
+	_, client := ownIronic(t, ctx, "erase-services", ironic.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
 
 	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-erase"
 	m.Dir = vmDir(t)
 	m.MemoryMB = 768
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
-	m.Disks = []vmtest.Disk{
+	m.Disks = []qemu.Disk{
 		{ID: "nvme", Kind: "nvme", SizeMB: 64, Serial: "LAB-NVME-0001"},
 		{ID: "sata", Kind: "ide-hd", SizeMB: 64, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
 			Model: "LAB SATA HDD", AHCIPort: 2, RotationRate: 5400},
@@ -80,8 +80,8 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 
 	// enroll needs only the suite's client: here, this test's Ironic.
-	node := enroll(t, ctx, &suite{ironic: client}, ironictest.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
-	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, vmtest.Options{}, 15*time.Minute)
+	node := enroll(t, ctx, &suite{ironic: client}, ironic.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 15*time.Minute)
 	n, err := client.GetNode(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -157,17 +157,17 @@ func logField(line, key string) string {
 // name below the suite's directory), installing Debian's packages when
 // missing; it stops with the test, and on failure its logs of the test go
 // to the test's log.
-func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironictest.Config) (*ironictest.Services, *ironictest.Client) {
+func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironic.Config) (*ironic.Services, *ironic.Client) {
 	t.Helper()
 	start := time.Now()
 	cfg.Dir = filepath.Join(theSuite.dir, name)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+	if _, err := ironic.EnsurePackages(ctx); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := ironictest.Start(ctx, cfg)
+	svc, err := ironic.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironictest.Co
 			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
 		}
 	})
-	client, err := ironictest.NewClient(svc.IronicURL)
+	client, err := ironic.NewClient(svc.IronicURL)
 	if err != nil {
 		t.Fatal(err)
 	}

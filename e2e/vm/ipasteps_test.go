@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/ipadiff"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // sideStepsToken is the pre-shared agent token of the standalone agents of
@@ -110,7 +110,7 @@ func callAgent(ctx context.Context, base, token string, c sideCall) (sideAnswer,
 
 // waitAgentAPI polls the agent's command list until it answers 200 (IPA
 // serves its API only once its hardware managers are initialised).
-func waitAgentAPI(ctx context.Context, vm *vmtest.VM, base, token string, timeout time.Duration) error {
+func waitAgentAPI(ctx context.Context, vm *qemu.VM, base, token string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -157,7 +157,7 @@ func TestVMIPASteps(t *testing.T) {
 	macs := [2]string{"52:54:00:1c:00:01", "52:54:00:1c:00:02"}
 	agentPort := agentPortBase + 9
 	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
-	m.MemoryMB = vmtest.SideBySideMachine("bios").MemoryMB
+	m.MemoryMB = qemu.SideBySideMachine("bios").MemoryMB
 	// A small whole-disk image whose checksum the call gets wrong.
 	img := mbrImage()
 	imgAddr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +172,7 @@ func TestVMIPASteps(t *testing.T) {
 		m.Dir = filepath.Join(vmDir(t), a.name)
 		m.Append = "ipa-standalone=1 ipa-agent-token=" + sideStepsToken + " " + a.extra
 		start := time.Now()
-		vm := boot(t, ctx, m, vmtest.Options{})
+		vm := boot(t, ctx, m, qemu.Options{})
 		if err := waitAgentAPI(ctx, vm, base, sideStepsToken, 12*time.Minute); err != nil {
 			t.Fatalf("%s: %v\n%s", a.name, err, consoleTail(vm, 40))
 		}

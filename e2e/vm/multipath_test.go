@@ -12,9 +12,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // The LUN of TestVMMultipath: one image behind two SCSI paths.
@@ -55,7 +55,7 @@ func TestVMMultipath(t *testing.T) {
 	m := serviceMachine(t, rd, "bios", port, macs)
 	m.Name = "ironic-agent-multipath"
 	m.MemoryMB = 768
-	m.Disks = []vmtest.Disk{
+	m.Disks = []qemu.Disk{
 		{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
 		{ID: "lun", Kind: "scsi-hd", SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
 			Vendor: "LABVEND", Model: "LAB-MPATH-LUN", SCSITarget: 0, Paths: 2, RotationRate: 1},
@@ -68,7 +68,7 @@ func TestVMMultipath(t *testing.T) {
 	writeAt(t, lun, 0, pattern(64<<10, 0xa5))
 	writeAt(t, lun, -(64 << 10), pattern(64<<10, 0xa5))
 
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
@@ -85,7 +85,7 @@ func TestVMMultipath(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestVMMultipath(t *testing.T) {
 	// the cleaning erases the LUN through the returned path alone.
 	m.Monitor = filepath.Join(m.Dir, "monitor.sock")
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, m, vmtest.Options{})
+	vm = boot(t, ctx, m, qemu.Options{})
 	pathsTime := changePaths(t, ctx, vm)
 
 	// Automated cleaning: erase_devices_metadata, on the map only.
@@ -149,7 +149,7 @@ func TestVMMultipath(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm = boot(t, ctx, m, vmtest.Options{})
+	vm = boot(t, ctx, m, qemu.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestVMMultipath(t *testing.T) {
 		m.Disks[i].BootFirst = m.Disks[i].ID == "lun"
 	}
 	start = time.Now()
-	vm = boot(t, ctx, m, vmtest.Options{})
+	vm = boot(t, ctx, m, qemu.Options{})
 	octx, ocancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer ocancel()
 	r, err := osimage.WaitReport(octx, vm)
@@ -214,7 +214,7 @@ func TestVMMultipath(t *testing.T) {
 // SCSI device to join the map, then unplugs the first path and waits for
 // 8:0 to leave, so only the path that came back is left. It returns how
 // long that took.
-func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM) time.Duration {
+func changePaths(t *testing.T, ctx context.Context, vm *qemu.VM) time.Duration {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -222,7 +222,7 @@ func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM) time.Duration
 		t.Fatal(err)
 	}
 	start := time.Now()
-	step := func(what string, act func() error, want string) vmtest.Line {
+	step := func(what string, act func() error, want string) qemu.Line {
 		t.Helper()
 		if err := act(); err != nil {
 			t.Fatalf("%s: %v", what, err)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // raidToken is the pre-shared agent token of the standalone RAID VM.
@@ -141,17 +141,17 @@ func TestVMSoftwareRAID(t *testing.T) {
 	port := agentPortBase + 5
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	mac := "52:54:00:6d:05:01"
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-raid"
 	m.MemoryMB = 768
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.Disks = []vmtest.Disk{
+	m.Disks = []qemu.Disk{
 		{ID: "vda", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDA"},
 		{ID: "vdb", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDB"},
 		{ID: "vdc", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDC"},
 	}
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: "user"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: "user"}}
 	m.HostFwd = map[int]int{port: 9999}
 	m.Append = "ipa-standalone=1 ipa-agent-token=" + raidToken + " ironic_agent.dhcp=" + mac
 	if err := m.CreateDisks(); err != nil {
@@ -161,17 +161,17 @@ func TestVMSoftwareRAID(t *testing.T) {
 		"properties":         map[string]any{"capabilities": "boot_mode:bios"},
 		"target_raid_config": json.RawMessage(raidConfig)}
 
-	startAgent := func(what string) *vmtest.VM {
+	startAgent := func(what string) *qemu.VM {
 		t.Helper()
 		start := time.Now()
-		vm := boot(t, ctx, m, vmtest.Options{})
+		vm := boot(t, ctx, m, qemu.Options{})
 		if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		t.Logf("%s: agent API up %.1fs after QEMU started", what, time.Since(start).Seconds())
 		return vm
 	}
-	powerOff := func(vm *vmtest.VM) {
+	powerOff := func(vm *qemu.VM) {
 		t.Helper()
 		// The agent powers off without waiting for its reply to reach us:
 		// post and do not wait (wait=false), and take an error for an answer.
@@ -241,7 +241,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 	t.Logf("boot 1 ran %v", vm.Elapsed().Round(time.Second))
 
 	// assembled checks that the agent assembled both arrays at start-up.
-	assembled := func(vm *vmtest.VM, what string) {
+	assembled := func(vm *qemu.VM, what string) {
 		t.Helper()
 		if l, ok := vm.Find(`msg="md arrays assembled"`); ok {
 			t.Logf("%s: %s", what, l.Text)

@@ -18,9 +18,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // metal3RAID10 is the other layout Metal3 allows beside metal3SoftwareRAID:
@@ -217,7 +217,7 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 	l := raidLayout{disks: 4, sizeMB: 1536, config: raidParityConfig(nodes.RAID5, "vda", "vdb", "vdc")}
 	m := raidMachine(t, "bios", agentPortBase+14, macs, l)
 	agentAppend := m.Append
-	uuid := raidNode(t, ctx, "bios", macs, ironictest.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
+	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
 
 	var regions []mdRegion
 	for _, c := range []struct {
@@ -298,7 +298,7 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		}
 		start := time.Now()
 		m.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
-		vm = boot(t, ctx, m, vmtest.Options{})
+		vm = boot(t, ctx, m, qemu.Options{})
 		if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
 			t.Fatal(err)
 		}

@@ -20,9 +20,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/ironic-go/ironic-agent/collector"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // guestHost is the address on the slirp network that the guestfwd rules
@@ -31,9 +32,9 @@ const guestHost = "10.0.2.100"
 
 // boot starts m and stops it when the test ends, attaching the end of the
 // serial console to a failure.
-func boot(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Options) *vmtest.VM {
+func boot(t *testing.T, ctx context.Context, m qemu.Machine, opts qemu.Options) *qemu.VM {
 	t.Helper()
-	vm, err := vmtest.Start(ctx, m, opts)
+	vm, err := qemu.Start(ctx, m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func boot(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Optio
 }
 
 // consoleTail is the last n lines of the VM's console, with their times.
-func consoleTail(vm *vmtest.VM, n int) string {
+func consoleTail(vm *qemu.VM, n int) string {
 	lines := vm.Lines()
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -73,7 +74,7 @@ func inspectedInventory(t *testing.T, ctx context.Context, s *suite, nodeUUID st
 
 // uptimeAt returns the guest uptime the init logged on the first console
 // line holding what (its "uptime=" field), for boot-time measurements.
-func uptimeAt(vm *vmtest.VM, what string) string {
+func uptimeAt(vm *qemu.VM, what string) string {
 	l, ok := vm.Find(what)
 	if !ok {
 		return "?"
@@ -128,13 +129,13 @@ func TestVMCaptureFixture(t *testing.T) {
 		default:
 		}
 	}))
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.GuestFwd = map[string]string{guestHost + ":80": addr}
 	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://" + guestHost +
 		"/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestVMCaptureFixture(t *testing.T) {
 		t.Fatal("the guest powered off without uploading its fixture")
 	}
 	dir := filepath.Join(t.TempDir(), "fixture")
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
 		t.Fatal(err)
 	}
 	live, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
@@ -191,8 +192,8 @@ func agentArgs(agentPort int) string {
 	}, " ")
 }
 
-func serviceMachine(t *testing.T, rd *vmtest.Ramdisk, fw string, agentPort int, macs [2]string) vmtest.Machine {
-	m := vmtest.AgentMachine(fw, macs)
+func serviceMachine(t *testing.T, rd *qemu.Ramdisk, fw string, agentPort int, macs [2]string) qemu.Machine {
+	m := qemu.AgentMachine(fw, macs)
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.GuestFwd = map[string]string{
@@ -215,7 +216,7 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	defer cancel()
 	macs := [2]string{"52:54:00:6d:01:01", "52:54:00:6d:01:02"}
 	m := serviceMachine(t, rd, "uefi", agentPortBase, macs)
-	lldp := lldpNeighbour(t, ctx, &m, "vm-lldp", "02:11:22:33:44:55", vmtest.LLDPPeer{SystemName: "vm-switch-1",
+	lldp := lldpNeighbour(t, ctx, &m, "vm-lldp", "02:11:22:33:44:55", netbed.LLDPPeer{SystemName: "vm-switch-1",
 		Description: "lldpd for the VM test", PortID: "Ethernet1/7", PortDescr: "vm switch port 7"})
 	m.Append = s.inspectionArgs() + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
 
@@ -279,7 +280,7 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 // enroll creates a node with a port per MAC (the first one PXE-enabled;
 // an empty one is no port), deleted when the test ends, and brings it to
 // manageable.
-func enroll(t *testing.T, ctx context.Context, s *suite, spec ironictest.NodeSpec, macs [2]string) *nodes.Node {
+func enroll(t *testing.T, ctx context.Context, s *suite, spec ironic.NodeSpec, macs [2]string) *nodes.Node {
 	t.Helper()
 	node, err := s.ironic.CreateNode(ctx, spec)
 	if err != nil {
@@ -366,11 +367,11 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		writeAt(t, p, 16<<20, pattern(4096, 0x5a))
 	}
 
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// (a) inspection.
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, vmtest.Options{}, 5*time.Minute)
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
 	t.Logf("inspection: %.1fs from the request (agent started at guest uptime %s)", took.Seconds(), uptimeAt(vm, "agent started"))
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
@@ -381,7 +382,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
 	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, vmtest.Options{}, 6*time.Minute)
+	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
@@ -418,7 +419,7 @@ func TestVMISOUEFI(t *testing.T) {
 			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, grub-pc-bin, xorriso, mtools; in test.sh)", p)
 		}
 	}
-	m := vmtest.DefaultMachine("uefi")
+	m := qemu.DefaultMachine("uefi")
 	m.Dir = vmDir(t)
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -427,7 +428,7 @@ func TestVMISOUEFI(t *testing.T) {
 	if err := ramdiskpkg.ISO(ctx, rd.Kernel, rd.Initrd, "ironic_agent.cmd=inventory ironic_agent.dhcp=none", m.ISO); err != nil {
 		t.Fatal(err)
 	}
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

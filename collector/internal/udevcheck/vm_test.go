@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestDisksAgreeWithUdevInVM lives here, beside the guest program, so that
@@ -63,15 +63,15 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 	}
 	// The guest and its ramdisk come from the shared ramdisk cache: built
 	// once, reused by later runs while nothing in them changes.
-	rd, err := vmtest.BuildGuestRamdisk(ctx, "./collector/internal/udevcheck", files)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./collector/internal/udevcheck", files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Dir = filepath.Join(work, "vm")
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=run ironic_agent.dhcp=none ironic_agent.exit=poweroff"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/deploy/nvme"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 var update = flag.Bool("update", false, "write the recorded exchanges to deploy/nvme/testdata")
@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "write the recorded exchanges to deploy/
 const recording = "../testdata/qemu-7.2-nvme.json"
 
 func TestMain(m *testing.M) {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(m.Run())
 }
 
@@ -42,16 +42,16 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 		t.Skip("SKIPPED: needs qemu-system-x86_64 (./test.sh installs qemu-system-x86)")
 	}
 	ctx := t.Context()
-	rd, err := vmtest.BuildGuestRamdisk(ctx, "./internal/vmtest/nvmeguest", nil)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/nvmeguest", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-nvme"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.MemoryMB = 512
 	m.NICs = m.NICs[:1]
-	m.Disks = []vmtest.Disk{{ID: "nvme", Kind: "nvme", SizeMB: 64, Serial: "LAB-NVME-0001"}}
+	m.Disks = []qemu.Disk{{ID: "nvme", Kind: "nvme", SizeMB: 64, Serial: "LAB-NVME-0001"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	vm, tgz, err := vmtest.RunUpload(ctx, m, "nvme", "/run/nvme", vmtest.Options{})
+	vm, tgz, err := qemu.RunUpload(ctx, m, "nvme", "/run/nvme", qemu.Options{})
 	if vm != nil {
 		t.Cleanup(vm.Kill)
 	}
@@ -72,7 +72,7 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 	}
 	t.Logf("VM ran %v", time.Since(start).Round(time.Second))
 	dir := t.TempDir()
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
 		t.Fatal(err)
 	}
 

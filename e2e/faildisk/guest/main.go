@@ -35,8 +35,8 @@ import (
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
-	"github.com/ironic-go/ironic-agent/internal/dmtest"
 	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/testbed/dmtest"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"golang.org/x/sys/unix"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/multipath"
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
-	"github.com/ironic-go/ironic-agent/internal/dmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/dmtest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

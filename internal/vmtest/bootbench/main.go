@@ -2,7 +2,7 @@
 // QEMU's start to the agent's first accepted heartbeat, against Debian's
 // Ironic on the host (root: it starts Ironic like the e2e tests do). Each run
 // takes an enrolled node from manageable to cleaning, boots
-// vmtest.DefaultMachine under SeaBIOS with the kernel parameters Ironic's
+// qemu.DefaultMachine under SeaBIOS with the kernel parameters Ironic's
 // boot would give, and splits the serial console's timestamps into phases:
 //
 //	firmware+load  QEMU start to the kernel's start (host time of the init's
@@ -36,9 +36,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Ports of the platform range (9600-9699), so the bench can run beside
@@ -51,7 +51,7 @@ const (
 )
 
 func main() {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
 	stop()
@@ -103,7 +103,7 @@ func run(ctx context.Context) error {
 		}
 		configs = append(configs, c)
 	} else {
-		rd, err := vmtest.BuildRamdisk(ctx)
+		rd, err := qemu.BuildRamdisk(ctx)
 		if err != nil {
 			return err
 		}
@@ -116,24 +116,24 @@ func run(ctx context.Context) error {
 		}
 		configs = append(configs, c)
 	}
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+	if _, err := ironic.EnsurePackages(ctx); err != nil {
 		return err
 	}
 	svcDir := filepath.Join(*work, "services")
 	if err := os.MkdirAll(svcDir, 0o755); err != nil {
 		return err
 	}
-	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: svcDir, IronicPort: ironicPort, InspectorPort: inspectorPort, NoInspector: true})
+	svc, err := ironic.Start(ctx, ironic.Config{Dir: svcDir, IronicPort: ironicPort, InspectorPort: inspectorPort, NoInspector: true})
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	ic, err := ironictest.NewClient(svc.IronicURL)
+	ic, err := ironic.NewClient(svc.IronicURL)
 	if err != nil {
 		return err
 	}
 	macs := [2]string{"52:54:00:6d:0b:01", "52:54:00:6d:0b:02"}
-	node, err := ic.CreateNode(ctx, ironictest.NodeSpec{Name: "bootbench", Properties: map[string]any{"capabilities": "boot_mode:bios"}})
+	node, err := ic.CreateNode(ctx, ironic.NodeSpec{Name: "bootbench", Properties: map[string]any{"capabilities": "boot_mode:bios"}})
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func run(ctx context.Context) error {
 		if _, err := ic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
 			return err
 		}
-		m := vmtest.DefaultMachine("bios")
+		m := qemu.DefaultMachine("bios")
 		m.Dir = filepath.Join(*work, fmt.Sprintf("vm%d", i))
 		m.Kernel, m.Initrd = c.kernel, c.initrd
 		m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
@@ -173,7 +173,7 @@ func run(ctx context.Context) error {
 			"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(agentPort),
 			"ironic_agent.dhcp=" + macs[0], *extra}, " ")
 		load := loadavg()
-		vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+		vm, err := qemu.Start(ctx, m, qemu.Options{})
 		if err != nil {
 			return err
 		}
@@ -273,16 +273,16 @@ func median(all []phases) phases {
 
 // split reads the phases off the console: host timestamps for the agent's
 // lines, the init's logged guest uptimes for its own.
-func split(lines []vmtest.Line) (phases, error) {
-	find := func(what string) (vmtest.Line, bool) {
+func split(lines []qemu.Line) (phases, error) {
+	find := func(what string) (qemu.Line, bool) {
 		for _, l := range lines {
 			if strings.Contains(l.Text, what) {
 				return l, true
 			}
 		}
-		return vmtest.Line{}, false
+		return qemu.Line{}, false
 	}
-	uptimeOf := func(what string) (float64, vmtest.Line, error) {
+	uptimeOf := func(what string) (float64, qemu.Line, error) {
 		l, ok := find(what)
 		if !ok {
 			return 0, l, fmt.Errorf("the console never showed %q", what)

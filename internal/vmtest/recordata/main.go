@@ -1,5 +1,5 @@
 // Command recordata records the SG_IO replies of deploy/ata/testdata/qemu.
-// It boots vmtest.DefaultMachine with ataguest as /init, so deploy/ata's
+// It boots qemu.DefaultMachine with ataguest as /init, so deploy/ata's
 // own SG_IO path sends IDENTIFY DEVICE and two security commands to QEMU's
 // emulated SATA disks (ide-hd on the q35 AHCI, through libata's SAT
 // layer), and receives the bytes through the VM's guestfwd relay.
@@ -26,11 +26,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func main() {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
 	stop()
@@ -52,19 +52,19 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(work)
 
-	rd, err := vmtest.BuildGuestRamdisk(ctx, "./internal/vmtest/recordata/ataguest", nil)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/recordata/ataguest", nil)
 	if err != nil {
 		return err
 	}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Dir = filepath.Join(work, "vm")
 	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
-	_, tgz, err := vmtest.RunUpload(ctx, m, "record", "/run/ata", vmtest.Options{Echo: func(l vmtest.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
+	_, tgz, err := qemu.RunUpload(ctx, m, "record", "/run/ata", qemu.Options{Echo: func(l qemu.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
 	if err != nil {
 		return err
 	}
 	got := filepath.Join(work, "got")
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), got); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), got); err != nil {
 		return err
 	}
 	return writeOutputs(got, *out)

@@ -13,11 +13,11 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func TestMain(m *testing.M) {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(m.Run())
 }
 
@@ -38,12 +38,12 @@ func TestATAEraseInVM(t *testing.T) {
 	}
 	start := time.Now()
 	ctx := t.Context()
-	rd, err := vmtest.BuildGuestRamdisk(ctx, "./internal/vmtest/recordata/ataguest", nil)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/recordata/ataguest", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	built := time.Since(start)
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-ata"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.MemoryMB = 512
@@ -51,7 +51,7 @@ func TestATAEraseInVM(t *testing.T) {
 	// One small SATA disk: the overwrite under TCG stays short.
 	sata := m.Disks[len(m.Disks)-1]
 	sata.SizeMB = 8
-	m.Disks = []vmtest.Disk{sata}
+	m.Disks = []qemu.Disk{sata}
 	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestATAEraseInVM(t *testing.T) {
 	if err := os.WriteFile(m.DiskPath(sata.ID), bytes.Repeat([]byte("tenant data! "), sata.SizeMB<<20/13+1)[:sata.SizeMB<<20], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vm, tgz, err := vmtest.RunUpload(ctx, m, "erase", "/run/ata", vmtest.Options{})
+	vm, tgz, err := qemu.RunUpload(ctx, m, "erase", "/run/ata", qemu.Options{})
 	if vm != nil {
 		t.Cleanup(vm.Kill)
 		t.Logf("VM: %s from start to power-off (ramdisk %s before); serial console in %s", vm.Elapsed().Round(time.Second), built.Round(time.Second), vm.LogPath)
@@ -69,7 +69,7 @@ func TestATAEraseInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := filepath.Join(t.TempDir(), "got")
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), got); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), got); err != nil {
 		t.Fatal(err)
 	}
 	read := func(name string) []byte {

@@ -1,5 +1,5 @@
 // Command recordfixture records the QEMU VM fixtures (fixtures/qemu-bios,
-// fixtures/qemu-uefi): it builds the ramdisk, boots vmtest.DefaultMachine
+// fixtures/qemu-uefi): it builds the ramdisk, boots qemu.DefaultMachine
 // with `ironic-agent capture-fixture` as the ramdisk's command, receives the
 // captured tree over HTTP through the VM's guestfwd relay and writes it with
 // a README saying how it was made. scripts/record-vm-fixture.sh runs it.
@@ -18,11 +18,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func main() {
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
 	stop()
@@ -38,18 +38,18 @@ func run(ctx context.Context) error {
 	work := flag.String("work", "", "work directory for the ramdisk, disks and logs (default: a temporary one)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "give up after this long")
 	udev := flag.Bool("udev", false, "run Debian's udevd (this machine's package udev) in the guest before the capture,\nso the fixture carries run/udev/data and /dev/disk/by-path (default -out: fixtures/qemu-FIRMWARE-udev)")
-	machine := flag.String("machine", "default", "default (vmtest.DefaultMachine) or side-by-side (vmtest.SideBySideMachine:\nthe machine of e2e/vm's TestVMIPASideBySide; default -out: fixtures/qemu-ipa13-FIRMWARE)")
+	machine := flag.String("machine", "default", "default (qemu.DefaultMachine) or side-by-side (qemu.SideBySideMachine:\nthe machine of e2e/vm's TestVMIPASideBySide; default -out: fixtures/qemu-ipa13-FIRMWARE)")
 	flag.Parse()
 	if *fw != "bios" && *fw != "uefi" {
 		return fmt.Errorf("-firmware %q: want bios or uefi", *fw)
 	}
-	hardware := map[string]string{"default": "vmtest.DefaultMachine",
-		"side-by-side": "vmtest.SideBySideMachine, the machine of e2e/vm's TestVMIPASideBySide (its second NIC here\non an isolated slirp: no lldpd)"}
-	newMachine := vmtest.DefaultMachine
+	hardware := map[string]string{"default": "qemu.DefaultMachine",
+		"side-by-side": "qemu.SideBySideMachine, the machine of e2e/vm's TestVMIPASideBySide (its second NIC here\non an isolated slirp: no lldpd)"}
+	newMachine := qemu.DefaultMachine
 	switch *machine {
 	case "default":
 	case "side-by-side":
-		newMachine = vmtest.SideBySideMachine
+		newMachine = qemu.SideBySideMachine
 	default:
 		return fmt.Errorf("-machine %q: want default or side-by-side", *machine)
 	}
@@ -73,12 +73,12 @@ func run(ctx context.Context) error {
 		*work = d
 	}
 	start := time.Now()
-	var rd *vmtest.Ramdisk
+	var rd *qemu.Ramdisk
 	var err error
 	if *udev {
 		rd, err = buildUdevRamdisk(ctx)
 	} else {
-		rd, err = vmtest.BuildRamdisk(ctx)
+		rd, err = qemu.BuildRamdisk(ctx)
 	}
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func run(ctx context.Context) error {
 	if *udev {
 		command = "capture" // udevguest's subcommand
 	}
-	vm, tgz, err := vmtest.RunUpload(ctx, m, command, "/run/fixture", vmtest.Options{Echo: func(l vmtest.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
+	vm, tgz, err := qemu.RunUpload(ctx, m, command, "/run/fixture", qemu.Options{Echo: func(l qemu.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func run(ctx context.Context) error {
 	if err := os.Remove(filepath.Join(*out, "README.md")); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), *out); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), *out); err != nil {
 		return err
 	}
 	captured, _ := os.ReadFile(filepath.Join(*out, "README.md"))
@@ -118,10 +118,10 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-func fixtureReadme(fw, scriptArg string, udev bool, hardware string, m vmtest.Machine, vm *vmtest.VM, rd *vmtest.Ramdisk, captured string, now time.Time) string {
+func fixtureReadme(fw, scriptArg string, udev bool, hardware string, m qemu.Machine, vm *qemu.VM, rd *qemu.Ramdisk, captured string, now time.Time) string {
 	firmware := "SeaBIOS (Debian's seabios, QEMU's default for q35)"
 	if fw == "uefi" {
-		firmware = "OVMF (Debian's ovmf, " + vmtest.OVMFCode + ")"
+		firmware = "OVMF (Debian's ovmf, " + qemu.OVMFCode + ")"
 	}
 	var disks strings.Builder
 	for _, d := range m.Disks {
@@ -131,12 +131,12 @@ func fixtureReadme(fw, scriptArg string, udev bool, hardware string, m vmtest.Ma
 	for _, n := range m.NICs {
 		fmt.Fprintf(&nics, "| %s | %s | %s |\n", n.Model, n.MAC, n.Backend)
 	}
-	cmdline := vmtest.ShellQuote(vm.Cmdline)
+	cmdline := qemu.ShellQuote(vm.Cmdline)
 	// The temporary paths say nothing to a reader; name the files instead.
 	cmdline = strings.ReplaceAll(cmdline, m.Dir+"/", "")
 	cmdline = strings.ReplaceAll(cmdline, filepath.Dir(rd.Kernel)+"/", "")
 	if self, err := os.Executable(); err == nil {
-		cmdline = strings.ReplaceAll(cmdline, self+" "+vmtest.RelayArg, "RELAY")
+		cmdline = strings.ReplaceAll(cmdline, self+" "+qemu.RelayArg, "RELAY")
 	}
 	how := `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (internal/vmtest/recordfixture): the
 agent ramdisk (kernel %s from Debian package %s, initramfs with the static
@@ -198,7 +198,7 @@ func quote(s string) string {
 // buildUdevRamdisk builds the ramdisk of a -udev recording: udevguest as
 // /init, and this machine's udevd with the rules and helpers of Debian's
 // package udev and the libraries they link.
-func buildUdevRamdisk(ctx context.Context) (*vmtest.Ramdisk, error) {
+func buildUdevRamdisk(ctx context.Context) (*qemu.Ramdisk, error) {
 	files := map[string]string{"usr/bin/udevadm": "/usr/bin/udevadm"}
 	list, err := output(ctx, "dpkg", "-L", "udev")
 	if err != nil {
@@ -215,10 +215,10 @@ func buildUdevRamdisk(ctx context.Context) (*vmtest.Ramdisk, error) {
 			bins = append(bins, p)
 		}
 	}
-	if err := vmtest.AddLinked(ctx, files, bins...); err != nil {
+	if err := qemu.AddLinked(ctx, files, bins...); err != nil {
 		return nil, err
 	}
-	return vmtest.BuildGuestRamdisk(ctx, "./internal/vmtest/recordfixture/udevguest", files)
+	return qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/recordfixture/udevguest", files)
 }
 
 // output runs a command and returns its standard output; the error names
