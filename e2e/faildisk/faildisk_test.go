@@ -84,7 +84,7 @@ func TestFailingDisks(t *testing.T) {
 	put("configdrive.iso", pattern(1<<20, 5))
 
 	start := time.Now()
-	rd, err := qemu.BuildGuestRamdisk(ctx, "./e2e/faildisk/guest", files)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/faildisk", files)
 	if err != nil {
 		t.Fatal(err)
 	}

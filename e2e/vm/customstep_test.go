@@ -24,7 +24,7 @@ const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "p
  "argsinfo": {"label": {"description": "written into the marker", "required": false}}}
 `
 
-// customStepRamdisk builds the agent ramdisk with ./e2e/vm/installstep
+// customStepRamdisk builds the agent ramdisk with ./internal/testbed/guest/installstep
 // (static) and its manifest in the agent's default steps directory, the
 // way an operator adds a step to a ramdisk.
 func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
@@ -35,7 +35,7 @@ func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
 	}
 	dir := t.TempDir()
 	bin, manifest := filepath.Join(dir, "install_coreos"), filepath.Join(dir, "install_coreos.json")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./e2e/vm/installstep")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./internal/testbed/guest/installstep")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

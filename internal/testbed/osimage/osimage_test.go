@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -27,114 +26,6 @@ func need(t *testing.T) {
 			t.Skipf("SKIPPED: needs qemu-system-x86 and ovmf (test.sh APT_PACKAGES): %v", err)
 		}
 	}
-}
-
-const (
-	testHostname = "osimage-vm.example.org"
-	testUserData = "#cloud-config\nruncmd:\n  - echo \"hello from user-data\"\n"
-)
-
-// configDriveTree is openstack/latest as Ironic's config drive holds it.
-func configDriveTree(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "cd")
-	latest := filepath.Join(dir, "openstack", "latest")
-	if err := os.MkdirAll(latest, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{
-		"meta_data.json": `{"uuid": "4c616273-0000-4000-8000-0000000000a1", "hostname": "` + testHostname + `", "name": "osimage-vm"}`,
-		"user_data":      testUserData,
-	} {
-		if err := os.WriteFile(filepath.Join(latest, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// isoConfigDrive is the config drive as Ironic builds it: ISO 9660
-// labelled config-2.
-func isoConfigDrive(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("xorriso"); err != nil {
-		t.Skip("SKIPPED: needs xorriso (test.sh APT_PACKAGES)")
-	}
-	out := filepath.Join(t.TempDir(), "cd.iso")
-	if err := run(t.Context(), "", "xorriso", "-as", "mkisofs", "-quiet", "-R", "-J", "-V", "config-2", "-o", out, configDriveTree(t)); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// fatConfigDrive is a config drive on FAT (as some tools make them),
-// from the agent's FAT writer and mtools.
-func fatConfigDrive(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "cd.fat")
-	if err := sparse(out, 4<<20); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(out, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mkfs.WriteFAT(f, 4<<20, mkfs.FATOptions{Label: "config-2", VolumeID: 0xc0f1_0002}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	tree := configDriveTree(t)
-	if err := run(t.Context(), "", "mcopy", "-s", "-i", out, filepath.Join(tree, "openstack"), "::/"); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// bootDisk boots a machine of firmware fw whose first disk holds image and
-// whose second (of kind cdKind) holds the config drive cd, and checks that
-// the OS booted and read the drive.
-func bootDisk(t *testing.T, fw, image, cd string, osKind, cdKind string) *qemu.VM {
-	t.Helper()
-	m := qemu.DefaultMachine(fw)
-	m.Name = "osimage-" + fw
-	m.Dir = t.TempDir()
-	// 512 MiB: GRUB's EFI loader runs out of memory for the kernel in 256.
-	m.CPUs, m.MemoryMB, m.NICs = 1, 512, nil
-	m.Disks = []qemu.Disk{
-		{ID: "os", Kind: osKind, SizeMB: 64, Serial: "OSIMAGE-OS", WWN: "0x5000c500a1b2c301", Vendor: "LABVEND", Model: "OSIMAGE", BootFirst: true},
-		{ID: "cd", Kind: cdKind, SizeMB: 16, Serial: "OSIMAGE-CD", WWN: "0x5000c500a1b2c302", Model: "OSIMAGE CD", AHCIPort: 2},
-	}
-	if err := m.CreateDisks(); err != nil {
-		t.Fatal(err)
-	}
-	if err := place(m.DiskPath("os"), image, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := place(m.DiskPath("cd"), cd, 0); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	start := time.Now()
-	vm, err := qemu.Start(ctx, m, qemu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Kill)
-	r, err := WaitReport(ctx, vm)
-	if err != nil {
-		log, _ := os.ReadFile(vm.LogPath)
-		t.Fatalf("%v\nserial console:\n%s", err, log)
-	}
-	if err := vm.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if r.Hostname != testHostname || r.UserData != testUserData || !r.HasUserData {
-		t.Errorf("the OS read hostname %q, user-data %q (%v); want %q, %q", r.Hostname, r.UserData, r.HasUserData, testHostname, testUserData)
-	}
-	l, _ := vm.Find(Booted)
-	t.Logf("%s: %.1fs from QEMU's start to the power-off; /init at %.1fs; config drive %s", fw, time.Since(start).Seconds(), l.At.Seconds(), r.Drive)
-	return vm
 }
 
 func buildOS(t *testing.T) (*OS, string) {
@@ -156,46 +47,16 @@ func buildOS(t *testing.T) (*OS, string) {
 	return o, dir
 }
 
-// TestBIOSDiskBoots: SeaBIOS boots the MBR image from a virtio-blk disk,
-// its GRUB the kernel, and the OS reads an ISO 9660 config drive on a
-// SATA disk.
-func TestBIOSDiskBoots(t *testing.T) {
-	o, dir := buildOS(t)
-	img := filepath.Join(dir, "bios.raw")
-	if err := o.BIOSDisk(t.Context(), dir, img); err != nil {
-		t.Fatal(err)
-	}
-	vm := bootDisk(t, "bios", img, isoConfigDrive(t), "virtio-blk", "ide-hd")
-	if _, ok := vm.Find(LoaderLine); !ok {
-		t.Error("GRUB's menu entry did not say it ran")
-	}
-}
-
-// TestUEFIDiskBoots: OVMF, with no boot entry in its NVRAM, boots the
-// GPT image's removable-media loader from a SCSI disk, and the OS reads a
-// FAT config drive on an NVMe disk.
-func TestUEFIDiskBoots(t *testing.T) {
-	o, dir := buildOS(t)
-	img := filepath.Join(dir, "uefi.raw")
-	if err := o.UEFIDisk(t.Context(), dir, img); err != nil {
-		t.Fatal(err)
-	}
-	vm := bootDisk(t, "uefi", img, fatConfigDrive(t), "scsi-hd", "nvme")
-	if _, ok := vm.Find(LoaderLine); !ok {
-		t.Error("GRUB's menu entry did not say it ran")
-	}
-}
-
 // TestGuestPrintsTheMarkers: the guest (package main, which cannot be
 // imported) spells each console line as this package matches it.
 func TestGuestPrintsTheMarkers(t *testing.T) {
-	src, err := os.ReadFile("guest/main.go")
+	src, err := os.ReadFile("../guest/osimage/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{Booted, DriveLine, HostnameLine, UserDataLine, FailedLine, PoweringOff} {
 		if !strings.Contains(string(src), strconv.Quote(m)) {
-			t.Errorf("guest/main.go does not print %q", m)
+			t.Errorf("internal/testbed/guest/osimage/main.go does not print %q", m)
 		}
 	}
 }

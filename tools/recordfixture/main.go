@@ -138,7 +138,7 @@ func fixtureReadme(fw, scriptArg string, udev bool, hardware string, m qemu.Mach
 	if self, err := os.Executable(); err == nil {
 		cmdline = strings.ReplaceAll(cmdline, self+" "+qemu.RelayArg, "RELAY")
 	}
-	how := `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (internal/vmtest/recordfixture): the
+	how := `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (tools/recordfixture): the
 agent ramdisk (kernel %s from Debian package %s, initramfs with the static
 ironic-agent as /init) booted in QEMU under software emulation (TCG), firmware %s.
 The ramdisk's init ran ` + "`ironic-agent capture-fixture /run/fixture`" + ` and POSTed the tree through
@@ -147,9 +147,9 @@ the slirp guestfwd relay; nothing on the guest ran udev, so there is no run/udev
 	title := ""
 	if udev {
 		title = ", udev"
-		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (internal/vmtest/recordfixture -udev):
+		how = `Recorded %s by ` + "`scripts/record-vm-fixture.sh %s`" + ` (tools/recordfixture -udev):
 the agent ramdisk (kernel %s from Debian package %s) booted in QEMU under software
-emulation (TCG), firmware %s, with internal/vmtest/recordfixture/udevguest as /init and
+emulation (TCG), firmware %s, with internal/testbed/guest/udev as /init and
 Debian bookworm's udevd in it: /usr/bin/udevadm (systemd 252, started as systemd-udevd), the
 helpers ata_id, scsi_id and cdrom_id, every rules file of the package udev (` + "`dpkg -L udev`" + `)
 and the libraries they link. In the guest udevguest started systemd-udevd, replayed the
@@ -218,7 +218,7 @@ func buildUdevRamdisk(ctx context.Context) (*qemu.Ramdisk, error) {
 	if err := qemu.AddLinked(ctx, files, bins...); err != nil {
 		return nil, err
 	}
-	return qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/recordfixture/udevguest", files)
+	return qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/udev", files)
 }
 
 // output runs a command and returns its standard output; the error names

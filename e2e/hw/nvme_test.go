@@ -1,4 +1,4 @@
-package nvmevm
+package hw
 
 import (
 	"bytes"
@@ -21,14 +21,9 @@ var update = flag.Bool("update", false, "write the recorded exchanges to deploy/
 // recording is where -update writes the exchanges with QEMU's controller.
 const recording = "../testdata/qemu-7.2-nvme.json"
 
-func TestMain(m *testing.M) {
-	qemu.MaybeRelay()
-	os.Exit(m.Run())
-}
-
 // TestNativeNVMeInQEMU sends deploy/nvme's admin commands to QEMU's
 // emulated NVMe controller through the guest kernel's NVME_IOCTL_ADMIN_CMD
-// (internal/vmtest/nvmeguest), then runs the agent's erase_devices on the
+// (internal/testbed/guest/nvme), then runs the agent's erase_devices on the
 // namespace, and reads the disk file afterwards: every byte the host and
 // the guest wrote must be gone. QEMU 7.2 offers Format NVM without
 // cryptographic erase and no Sanitize: the guest records the controller's
@@ -42,7 +37,7 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 		t.Skip("SKIPPED: needs qemu-system-x86_64 (./test.sh installs qemu-system-x86)")
 	}
 	ctx := t.Context()
-	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/nvmeguest", nil)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/nvme", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

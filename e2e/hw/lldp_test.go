@@ -1,4 +1,4 @@
-package lldp
+package hw
 
 import (
 	"fmt"
@@ -12,11 +12,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
-
-func TestMain(m *testing.M) {
-	qemu.MaybeRelay()
-	os.Exit(m.Run())
-}
 
 // TestLLDPIntoEmulatedNIC runs `ironic-agent lldp` in the agent ramdisk in
 // QEMU, whose e1000 NIC is a tap in a namespace with Debian's lldpd. Unlike

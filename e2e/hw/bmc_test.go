@@ -1,4 +1,4 @@
-package bmc
+package hw
 
 import (
 	"bytes"
@@ -13,13 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/bmc"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
-
-func TestMain(m *testing.M) {
-	qemu.MaybeRelay()
-	os.Exit(m.Run())
-}
 
 // TestDeviceInQEMU is the test of the real ioctl path: it boots the agent
 // ramdisk in QEMU with QEMU's simulated BMC behind a KCS interface, so the
@@ -96,20 +92,20 @@ func TestDeviceInQEMU(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no ipmi.json: the guest found or opened no IPMI device (%v); serial console:\n%s", err, tail(vm))
 	}
-	var rec Recording
+	var rec bmc.Recording
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
-	var got *DeviceID
+	var got *bmc.DeviceID
 	answered := 0
 	for _, ex := range rec.Exchanges {
 		if ex.Response != "" {
 			answered++
 		}
-		if ex.NetFn == NetFnApp && ex.Cmd == CmdGetDeviceID && ex.Response != "" {
+		if ex.NetFn == bmc.NetFnApp && ex.Cmd == bmc.CmdGetDeviceID && ex.Response != "" {
 			resp, _ := hex.DecodeString(ex.Response)
 			if len(resp) > 0 && resp[0] == 0 {
-				id, err := DecodeDeviceID(resp[1:])
+				id, err := bmc.DecodeDeviceID(resp[1:])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -138,8 +134,8 @@ func TestDeviceInQEMU(t *testing.T) {
 	if err := json.Unmarshal(ib, &inv); err != nil {
 		t.Fatal(err)
 	}
-	if str(inv.BMCAddress) != "0.0.0.0" || str(inv.BMCV6Address) != "::/0" || inv.BMCMAC != nil {
-		t.Errorf("inventory BMC fields %s %s %s, want 0.0.0.0 ::/0 <nil>", str(inv.BMCAddress), str(inv.BMCV6Address), str(inv.BMCMAC))
+	if strOrNil(inv.BMCAddress) != "0.0.0.0" || strOrNil(inv.BMCV6Address) != "::/0" || inv.BMCMAC != nil {
+		t.Errorf("inventory BMC fields %s %s %s, want 0.0.0.0 ::/0 <nil>", strOrNil(inv.BMCAddress), strOrNil(inv.BMCV6Address), strOrNil(inv.BMCMAC))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "root/dev/ipmi0")); err != nil {
 		t.Errorf("the fixture tree does not record the device node: %v", err)
@@ -153,4 +149,12 @@ func tail(vm *qemu.VM) string {
 		buf.WriteString(l.Text + "\n")
 	}
 	return buf.String()
+}
+
+// strOrNil is *p, or "<nil>" for nil.
+func strOrNil(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
 }

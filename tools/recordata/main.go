@@ -11,7 +11,7 @@
 //
 // Run from the repository root, as root, with qemu-system-x86_64:
 //
-//	go run ./internal/vmtest/recordata -out deploy/ata/testdata/qemu
+//	go run ./tools/recordata -out deploy/ata/testdata/qemu
 package main
 
 import (
@@ -52,7 +52,7 @@ func run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(work)
 
-	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/recordata/ataguest", nil)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/ata", nil)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package hw
 
 import (
 	"bytes"
@@ -15,11 +15,6 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
-
-func TestMain(m *testing.M) {
-	qemu.MaybeRelay()
-	os.Exit(m.Run())
-}
 
 // TestATAEraseInVM shows the native ATA path on QEMU's SATA disk: in the
 // agent ramdisk, ataguest sends IDENTIFY DEVICE through SG_IO to an
@@ -38,7 +33,7 @@ func TestATAEraseInVM(t *testing.T) {
 	}
 	start := time.Now()
 	ctx := t.Context()
-	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/vmtest/recordata/ataguest", nil)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/ata", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

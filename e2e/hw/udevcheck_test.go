@@ -1,4 +1,4 @@
-package main
+package hw
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 // TestDisksAgreeWithUdevInVM lives here, beside the guest program, so that
@@ -63,7 +64,7 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 	}
 	// The guest and its ramdisk come from the shared ramdisk cache: built
 	// once, reused by later runs while nothing in them changes.
-	rd, err := qemu.BuildGuestRamdisk(ctx, "./collector/internal/udevcheck", files)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/udevcheck", files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no report from the guest: %v (console: %s)", err, vm.LogPath)
 	}
-	var rep Report
+	var rep udevReport
 	if err := json.Unmarshal([]byte(line.Text[strings.Index(line.Text, "UDEVCHECK-JSON ")+len("UDEVCHECK-JSON "):]), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +118,13 @@ func strOrNull(p *string) string {
 		return "null"
 	}
 	return `"` + *p + `"`
+}
+
+// udevReport is what internal/testbed/guest/udevcheck prints (its Report).
+type udevReport struct {
+	PathID  map[string]map[string]string // kernel name -> udevadm test-builtin path_id properties
+	Helpers map[string]map[string]string // kernel name -> scsi_id or ata_id --export properties
+	Errors  []string
+	Udev    []inventory.Disk // Disks with the generated udev data
+	Sysfs   []inventory.Disk // Disks with IgnoreUdev
 }

@@ -14,8 +14,8 @@
 //	agent          agent start to "lookup succeeded"
 //	heartbeat      "lookup succeeded" to "heartbeat successful"
 //
-// go run ./internal/vmtest/bootbench -ramdisk DIR -n 3 [-kernel pvh|bzimage]
-// go run ./internal/vmtest/bootbench -compare OLD:bzimage,NEW:pvh -n 5
+// go run ./tools/bootbench -ramdisk DIR -n 3 [-kernel pvh|bzimage]
+// go run ./tools/bootbench -compare OLD:bzimage,NEW:pvh -n 5
 package main
 
 import (
