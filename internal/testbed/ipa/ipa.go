@@ -28,8 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/initramfs"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
@@ -78,17 +78,17 @@ type Ramdisk struct {
 
 // meta is an entry's meta.json, written last.
 type meta struct {
-	Key           string
+	cachedir.Stamp
 	KernelVersion string
 	Versions      map[string]string
 }
 
-// Ensure returns the IPA ramdisk from the cache (ramdisk.CacheDir()/ipa-ramdisk),
+// Ensure returns the IPA ramdisk from the cache (cachedir.Dir()/ipa-ramdisk),
 // building the root filesystem (ironic.EnsureDebianRoot, minutes) and
 // the initramfs first when needed. The entry's key is the root filesystem's
 // key and packFormat: a new recipe or packing makes a new entry.
 func Ensure(ctx context.Context) (*Ramdisk, error) {
-	cache, err := ramdisk.CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		return nil, err
 	}
@@ -98,70 +98,23 @@ func Ensure(ctx context.Context) (*Ramdisk, error) {
 	}
 	sum := sha256.Sum256([]byte(packFormat + "\n" + strings.Join(packMasked, " ") + "\n" + strings.Join(cutDependencies, " ") + "\n" + strings.Join(packKept, " ") + "\n" + packFilesKey() + filepath.Base(rfs.Dir)))
 	key := hex.EncodeToString(sum[:8])
-	root := filepath.Join(cache, "ipa-ramdisk")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("ipa: %w", err)
-	}
-	entry := filepath.Join(root, key)
-	if rd, err := load(entry, key); err == nil {
-		return rd, nil
-	}
-	unlock, err := ramdisk.LockFile(ctx, entry+".lock")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if rd, err := load(entry, key); err == nil {
-		return rd, nil
-	}
-	if err := os.RemoveAll(entry); err != nil {
-		return nil, fmt.Errorf("ipa: %w", err)
-	}
-	tmp, err := os.MkdirTemp(root, key+".tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("ipa: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	kver, err := pack(ctx, rfs.Dir, tmp)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(meta{Key: key, KernelVersion: kver, Versions: rfs.Versions})
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), b, 0o644); err != nil {
-		return nil, fmt.Errorf("ipa: %w", err)
-	}
-	if err := os.Rename(tmp, entry); err != nil {
-		return nil, fmt.Errorf("ipa: %w", err)
-	}
-	ramdisk.PruneCache(root, key, entryMaxAge)
-	rd, err := load(entry, key)
-	if err != nil {
-		return nil, err
-	}
-	rd.Cached = false
-	return rd, nil
-}
-
-func load(entry, key string) (*Ramdisk, error) {
-	b, err := os.ReadFile(filepath.Join(entry, "meta.json"))
+	c := cachedir.Cache{Root: filepath.Join(cache, "ipa-ramdisk"), Meta: "meta.json", MaxAge: entryMaxAge}
+	e, err := c.Ensure(ctx, key, key, func(ctx context.Context, tmp string) (cachedir.Stamper, error) {
+		kver, err := pack(ctx, rfs.Dir, tmp)
+		if err != nil {
+			return nil, err
+		}
+		return &meta{KernelVersion: kver, Versions: rfs.Versions}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	var m meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("ipa: %s: %w", entry, err)
+	if err := json.Unmarshal(e.Meta, &m); err != nil {
+		return nil, fmt.Errorf("ipa: %s: %w", e.Dir, err)
 	}
-	if m.Key != key {
-		return nil, fmt.Errorf("ipa: %s is for key %s", entry, m.Key)
-	}
-	// Recently used: ramdisk.PruneCache keeps it.
-	now := time.Now()
-	_ = os.Chtimes(entry, now, now)
-	return &Ramdisk{Kernel: filepath.Join(entry, "vmlinuz"), Initrd: filepath.Join(entry, "initrd.gz"),
-		InitrdRaw: filepath.Join(entry, "initrd"), KernelVersion: m.KernelVersion, Versions: m.Versions, Cached: true}, nil
+	return &Ramdisk{Kernel: filepath.Join(e.Dir, "vmlinuz"), Initrd: filepath.Join(e.Dir, "initrd.gz"),
+		InitrdRaw: filepath.Join(e.Dir, "initrd"), KernelVersion: m.KernelVersion, Versions: m.Versions, Cached: !e.Built}, nil
 }
 
 // packMasked are the daemons Debian's ironic-python-agent depends on

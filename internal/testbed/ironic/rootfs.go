@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 )
 
 // rootfsFormat changes whenever the recipe below changes what a root
@@ -48,7 +48,7 @@ type RootFS struct {
 // rootfsMeta is an entry's meta.json, written last: its presence says the
 // root filesystem is whole.
 type rootfsMeta struct {
-	Key       string
+	cachedir.Stamp
 	Series    Series
 	Versions  map[string]string
 	BuildTime time.Duration
@@ -116,69 +116,35 @@ func EnsureDebianRoot(ctx context.Context, rc Recipe, cacheDir string) (*RootFS,
 		return nil, err
 	}
 	key := rc.key(mirror)
-	root := filepath.Join(cacheDir, "ironic-rootfs")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("testbed ironic: rootfs cache: %w", err)
-	}
-	entry := filepath.Join(root, rc.Name+"-"+key)
-	if r, err := loadRootFS(entry, key); err == nil {
-		return r, nil
-	}
-	unlock, err := ramdisk.LockFile(ctx, entry+".lock")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if r, err := loadRootFS(entry, key); err == nil {
-		return r, nil
-	}
-	// A damaged entry, or what a killed build left.
-	stale, _ := filepath.Glob(entry + ".tmp-*")
-	for _, d := range append(stale, entry) {
-		if err := os.RemoveAll(d); err != nil {
-			return nil, fmt.Errorf("testbed ironic: rootfs cache: %w", err)
-		}
-	}
-	tmp, err := os.MkdirTemp(root, filepath.Base(entry)+".tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("testbed ironic: rootfs cache: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	start := time.Now()
-	if err := buildRootFS(ctx, rc, mirror, tmp); err != nil {
-		return nil, err
-	}
-	if rc.Finish != nil {
-		if err := rc.Finish(ctx, tmp); err != nil {
+	c := cachedir.Cache{Root: filepath.Join(cacheDir, "ironic-rootfs"), Meta: "ironictest-rootfs.json", MaxAge: rootfsMaxAge, MarkMeta: true}
+	e, err := c.Ensure(ctx, rc.Name+"-"+key, key, func(ctx context.Context, tmp string) (cachedir.Stamper, error) {
+		start := time.Now()
+		if err := buildRootFS(ctx, rc, mirror, tmp); err != nil {
 			return nil, err
 		}
-	}
-	versions, err := rootfsVersions(ctx, tmp, rc.Packages)
+		if rc.Finish != nil {
+			if err := rc.Finish(ctx, tmp); err != nil {
+				return nil, err
+			}
+		}
+		versions, err := rootfsVersions(ctx, tmp, rc.Packages)
+		if err != nil {
+			return nil, err
+		}
+		size, err := dirSize(tmp)
+		if err != nil {
+			return nil, err
+		}
+		return &rootfsMeta{Series: Series(rc.Name), Versions: versions, BuildTime: time.Since(start), SizeBytes: size}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	size, err := dirSize(tmp)
-	if err != nil {
-		return nil, err
+	var m rootfsMeta
+	if err := json.Unmarshal(e.Meta, &m); err != nil {
+		return nil, fmt.Errorf("testbed ironic: rootfs %s: %w", e.Dir, err)
 	}
-	meta := rootfsMeta{Key: key, Series: Series(rc.Name), Versions: versions, BuildTime: time.Since(start), SizeBytes: size}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "ironictest-rootfs.json"), b, 0o644); err != nil {
-		return nil, fmt.Errorf("testbed ironic: rootfs cache: %w", err)
-	}
-	if err := os.Rename(tmp, entry); err != nil {
-		return nil, fmt.Errorf("testbed ironic: rootfs cache: %w", err)
-	}
-	pruneRootFS(root, filepath.Base(entry))
-	r, err := loadRootFS(entry, key)
-	if err != nil {
-		return nil, err
-	}
-	r.Cached = false
-	return r, nil
+	return &RootFS{Series: m.Series, Dir: e.Dir, Versions: m.Versions, Cached: !e.Built, BuildTime: m.BuildTime, SizeBytes: m.SizeBytes}, nil
 }
 
 // key hashes everything the root filesystem depends on. A recipe without
@@ -197,43 +163,6 @@ func (rc Recipe) key(mirror string) string {
 		fmt.Fprintf(h, "%s\n", rc.KeyExtra)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func loadRootFS(entry, key string) (*RootFS, error) {
-	b, err := os.ReadFile(filepath.Join(entry, "ironictest-rootfs.json"))
-	if err != nil {
-		return nil, err
-	}
-	var m rootfsMeta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("testbed ironic: rootfs %s: %w", entry, err)
-	}
-	if m.Key != key {
-		return nil, fmt.Errorf("testbed ironic: rootfs %s is for key %s", entry, m.Key)
-	}
-	// The modification time marks the entry used, for pruneRootFS.
-	now := time.Now()
-	_ = os.Chtimes(filepath.Join(entry, "ironictest-rootfs.json"), now, now)
-	return &RootFS{Series: m.Series, Dir: entry, Versions: m.Versions, Cached: true, BuildTime: m.BuildTime, SizeBytes: m.SizeBytes}, nil
-}
-
-// pruneRootFS removes entries nobody used for rootfsMaxAge, except keep.
-// Best effort: a failure only leaves disk space used.
-func pruneRootFS(root, keep string) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !e.IsDir() || e.Name() == keep || strings.Contains(e.Name(), ".tmp-") {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(root, e.Name(), "ironictest-rootfs.json"))
-		if err != nil || time.Since(fi.ModTime()) < rootfsMaxAge {
-			continue
-		}
-		_ = os.RemoveAll(filepath.Join(root, e.Name()))
-	}
 }
 
 // aptOptions are the options of every apt-get call inside the root
@@ -539,7 +468,7 @@ type Installed struct {
 
 // Install makes series runnable: for 2023.1 the host's Debian packages
 // (EnsurePackages), else its root filesystem from the cache below
-// ramdisk.CacheDir() (EnsureRootFS).
+// cachedir.Dir() (EnsureRootFS).
 func Install(ctx context.Context, series Series) (*Installed, error) {
 	in := &Installed{Series: series}
 	if series.Host() {
@@ -547,7 +476,7 @@ func Install(ctx context.Context, series Series) (*Installed, error) {
 		in.Took = took
 		return in, err
 	}
-	cache, err := ramdisk.CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		return nil, err
 	}

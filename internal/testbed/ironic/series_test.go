@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/ironic"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 )
 
 // TestSeriesStarts builds (or takes from the cache) the root filesystem of
@@ -29,7 +29,7 @@ func TestSeriesStarts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cache, err := ramdisk.CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

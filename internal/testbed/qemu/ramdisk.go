@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
 
@@ -90,7 +91,7 @@ func BuildRamdisk(ctx context.Context) (*Ramdisk, error) {
 // the Go package to build statically instead of ./cmd/ironic-agent (""
 // for the agent), and files are extra files (archive path -> host path).
 //
-// The result lives in the ramdisk cache (ramdisk.CacheDir), shared by
+// The result lives in the ramdisk cache (cachedir.Dir), shared by
 // every test process: go test ./... runs the packages that boot VMs in
 // parallel, and each used to link the agent and pack its own initramfs.
 // The binary and cmd/mkramdisk are linked in a place of their own below
@@ -106,7 +107,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	if err != nil {
 		return nil, err
 	}
-	cache, err := ramdisk.CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	}
 	// Held until the ramdisk is made from the binary: no other process
 	// relinks it in between.
-	unlock, err := ramdisk.LockFile(ctx, filepath.Join(dir, "lock"))
+	unlock, err := cachedir.Lock(ctx, filepath.Join(dir, "lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	if err := goBuild(ctx, root, mk, "./cmd/mkramdisk"); err != nil {
 		return nil, err
 	}
-	mkSum, err := ramdisk.FileSHA256(mk)
+	mkSum, err := cachedir.FileSHA256(mk)
 	if err != nil {
 		return nil, err
 	}
