@@ -89,12 +89,12 @@ func TestFailingDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("guest ramdisk ready in %s", time.Since(start).Round(time.Second))
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-faildisk"
 	m.Dir = filepath.Join(work, "vm")
 	m.MemoryMB = 768
-	m.Disks = []qemu.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 192, Serial: "FAILDISK-0001"}}
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:fa:11:01", Backend: "isolated"}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 192, Serial: "FAILDISK-0001"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:fa:11:01", Backend: qemu.NICIsolated}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=check ironic_agent.dhcp=none ironic_agent.exit=poweroff ironic_agent.modules=dm_mod,dm_flakey,dm_delay,loop,dm_multipath,dm_service_time"
 	vm, err := qemu.Start(ctx, m, qemu.Options{})

@@ -58,7 +58,7 @@ func TestDeviceInQEMU(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-bmc"
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil // not what this test is about; fewer devices boot faster

@@ -53,13 +53,13 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-lldp"
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil
 	m.NICs = []qemu.NIC{
-		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"},
-		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "fd"},
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: qemu.NICIsolated},
+		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: qemu.NICTap},
 	}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=lldp,--format,table,--timeout,20s,--verbose ironic_agent.dhcp=none ironic_agent.exit=poweroff"

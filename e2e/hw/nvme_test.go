@@ -41,12 +41,12 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-nvme"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.MemoryMB = 512
 	m.NICs = m.NICs[:1]
-	m.Disks = []qemu.Disk{{ID: "nvme", Kind: "nvme", SizeMB: 64, Serial: "LAB-NVME-0001"}}
+	m.Disks = []qemu.Disk{{ID: "nvme", Kind: qemu.DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-0001"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)

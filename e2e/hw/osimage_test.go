@@ -112,10 +112,10 @@ func fatConfigDrive(t *testing.T) string {
 // bootDisk boots a machine of firmware fw whose first disk holds image and
 // whose second (of kind cdKind) holds the config drive cd, and checks that
 // the OS booted and read the drive.
-func bootDisk(t *testing.T, fw, image, cd string, osKind, cdKind string) *qemu.VM {
+func bootDisk(t *testing.T, fw qemu.Firmware, image, cd string, osKind, cdKind qemu.DiskKind) *qemu.VM {
 	t.Helper()
 	m := qemu.DefaultMachine(fw)
-	m.Name = "osimage-" + fw
+	m.Name = "osimage-" + string(fw)
 	m.Dir = t.TempDir()
 	// 512 MiB: GRUB's EFI loader runs out of memory for the kernel in 256.
 	m.CPUs, m.MemoryMB, m.NICs = 1, 512, nil

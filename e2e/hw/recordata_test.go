@@ -38,7 +38,7 @@ func TestATAEraseInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	built := time.Since(start)
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-ata"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.MemoryMB = 512

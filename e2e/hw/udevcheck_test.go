@@ -68,7 +68,7 @@ func TestDisksAgreeWithUdevInVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Dir = filepath.Join(work, "vm")
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=run ironic_agent.dhcp=none ironic_agent.exit=poweroff"

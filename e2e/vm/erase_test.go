@@ -45,19 +45,19 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	_, client := ownIronic(t, ctx, "erase-services", ironic.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
 
 	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-erase"
 	m.Dir = vmDir(t)
 	m.MemoryMB = 768
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
 	m.Disks = []qemu.Disk{
-		{ID: "nvme", Kind: "nvme", SizeMB: 64, Serial: "LAB-NVME-0001"},
-		{ID: "sata", Kind: "ide-hd", SizeMB: 64, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
+		{ID: "nvme", Kind: qemu.DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-0001"},
+		{ID: "sata", Kind: qemu.DiskSATA, SizeMB: 64, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
 			Model: "LAB SATA HDD", AHCIPort: 2, RotationRate: 5400},
-		{ID: "scsi", Kind: "scsi-hd", SizeMB: 64, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
+		{ID: "scsi", Kind: qemu.DiskSCSI, SizeMB: 64, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
 			Vendor: "LABVEND", Model: "LAB-SCSI-HDD", SCSITarget: 3, SCSILun: 0, RotationRate: 7200},
-		{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
+		{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"},
 	}
 	m.GuestFwd = map[string]string{guestHost + ":" + strconv.Itoa(eraseIronicPort): "127.0.0.1:" + strconv.Itoa(eraseIronicPort)}
 	m.HostFwd = map[int]int{eraseAgentPort: 9999}

@@ -76,7 +76,7 @@ func sideAgents(t *testing.T, fw string, macs [2]string) []sideAgent {
 		// numa_topology's nics, inspector's interfaces) compares.
 		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), unpackedSize: size(ipa.InitrdRaw), extra: "net.ifnames=0",
 			heartbeatLine: "sleeping before next heartbeat"},
-		{name: "ours", kernel: ours.KernelFor(fw), initrd: ours.InitrdFor(fw), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
+		{name: "ours", kernel: ours.KernelFor(qemu.Firmware(fw)), initrd: ours.InitrdFor(qemu.Firmware(fw)), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
 			extra: "ironic_agent.dhcp=" + macs[0], heartbeatLine: "heartbeat successful"},
 	}
 }
@@ -107,7 +107,7 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m qem
 	m.Dir = filepath.Join(vmDir(t), a.name)
 	m.Append = strings.Join([]string{s.inspectionArgs(), "ipa-collect-lldp=1", "ipa-lldp-timeout=10",
 		"ipa-inspection-collectors=" + sideCollectors, "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-"), a.extra}, " ")
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "side-" + a.name + "-" + m.Firmware, InspectInterface: s.inspectInterface(),
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "side-" + a.name + "-" + string(m.Firmware), InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:" + m.Firmware}}, macs)
 	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestVMIPASideBySide(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 			defer cancel()
 			// The machine fixtures/qemu-ipa13-bios and qemu-ipa13-uefi record.
-			side := qemu.SideBySideMachine(fw)
+			side := qemu.SideBySideMachine(qemu.Firmware(fw))
 			macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
 			agentPort := agentPortBase + 9
 			m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)

@@ -42,7 +42,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 
 	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
 		name: "ipv6", ns: ns, host: host, urlHost: "[" + host + "]", macs: macs,
-		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: "fd"},
+		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICTap},
 		agentURL: "https://[" + guest + "]:9999", common: " ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60",
 		boot: func(*qemu.Machine) (qemu.Options, func()) { return qemu.Options{Tap: ns.File}, func() {} },
 		inspected: func(t *testing.T, ifaces []map[string]any) {
@@ -151,13 +151,13 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 		t.Fatal(err)
 	}
 
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-" + lc.name
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.MemoryMB = 1024
 	// One disk: the agent waits for a root disk of 4 GiB (sparse).
-	m.Disks = []qemu.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: "LAB-VBLK-0601"}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: "LAB-VBLK-0601"}}
 	m.NICs = []qemu.NIC{lc.nic}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)

@@ -56,8 +56,8 @@ func TestVMMultipath(t *testing.T) {
 	m.Name = "ironic-agent-multipath"
 	m.MemoryMB = 768
 	m.Disks = []qemu.Disk{
-		{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
-		{ID: "lun", Kind: "scsi-hd", SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
+		{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"},
+		{ID: "lun", Kind: qemu.DiskSCSI, SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
 			Vendor: "LABVEND", Model: "LAB-MPATH-LUN", SCSITarget: 0, Paths: 2, RotationRate: 1},
 	}
 	if err := m.CreateDisks(); err != nil {

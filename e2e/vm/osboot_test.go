@@ -95,7 +95,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	// proxy (driver_info image_http_proxy), as in deployVM.
 	b.images = serve(t, 0, http.FileServer(http.Dir(b.dir)))
 	m.GuestFwd[guestHost+":80"] = b.images
-	for name, src := range map[string]string{"deploy.kernel": rd.KernelFor(fw), "deploy.initramfs": rd.InitrdFor(fw)} {
+	for name, src := range map[string]string{"deploy.kernel": rd.KernelFor(qemu.Firmware(fw)), "deploy.initramfs": rd.InitrdFor(qemu.Firmware(fw))} {
 		if err := os.Symlink(src, filepath.Join(b.dir, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ type osBootImage struct {
 // whose serial is deployTarget and returns the VM of the deployed OS.
 func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *qemu.VM {
 	t.Helper()
-	_, vm := deployOS(t, ctx, osDeploy{s: b.s, node: b.node, bmc: b.bmc, firmware: b.m.Firmware,
+	_, vm := deployOS(t, ctx, osDeploy{s: b.s, node: b.node, bmc: b.bmc, firmware: string(b.m.Firmware),
 		url: "http://" + b.images + "/" + img.file, path: filepath.Join(b.dir, img.file), serial: deployTarget, img: img})
 	return vm
 }

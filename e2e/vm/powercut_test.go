@@ -134,9 +134,9 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	images := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/deploy.kernel":
-			http.ServeFile(w, r, rd.KernelFor(fw.name))
+			http.ServeFile(w, r, rd.KernelFor(qemu.Firmware(fw.name)))
 		case "/deploy.initramfs":
-			http.ServeFile(w, r, rd.InitrdFor(fw.name))
+			http.ServeFile(w, r, rd.InitrdFor(qemu.Firmware(fw.name)))
 		case "/image.raw":
 			http.ServeContent(w, r, "image.raw", time.Time{}, &throttledReader{r: bytes.NewReader(img), rate: &rate})
 		default:
@@ -145,13 +145,13 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	}))
 
 	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
-	m := qemu.DefaultMachine(fw.name)
+	m := qemu.DefaultMachine(qemu.Firmware(fw.name))
 	m.Name = "ironic-agent-powercut-" + fw.name
 	m.Dir = vmDir(t)
 	m.MemoryMB = 768
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
-	m.Disks = []qemu.Disk{{ID: "disk", Kind: "virtio-blk", SizeMB: powerCutDiskMB, Serial: powerCutDisk}}
+	m.Disks = []qemu.Disk{{ID: "disk", Kind: qemu.DiskVirtioBlk, SizeMB: powerCutDiskMB, Serial: powerCutDisk}}
 	m.GuestFwd = map[string]string{
 		guestHost + ":" + strconv.Itoa(powerCutIronicPort): "127.0.0.1:" + strconv.Itoa(powerCutIronicPort),
 		// The image server doubles as the agent's HTTP proxy (see deployVM).

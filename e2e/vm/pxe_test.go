@@ -318,14 +318,14 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	}
 	bed := provisioningNetwork(t)
 	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}
-	m := qemu.DefaultMachine(fw)
+	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-pxe-" + fw
 	m.Dir = vmDir(t)
 	// The first NIC is on the provisioning network and boots; the second
 	// is an isolated slirp NIC whose DHCP answers too: BOOTIF must pick
 	// the first.
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: p.macs[0], Backend: "fd", PXE: true},
-		{Model: "e1000", MAC: p.macs[1], Backend: "isolated"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: p.macs[0], Backend: qemu.NICTap, PXE: true},
+		{Model: "e1000", MAC: p.macs[1], Backend: qemu.NICIsolated}}
 	// One disk: SeaBIOS boots only the first hard disk it finds, whose
 	// order is not the PCI slots'. 5 GiB (sparse): a root disk the agent
 	// accepts.
@@ -335,7 +335,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	// PXE entries first), where a server's firmware honours the BMC's
 	// boot device instead; without it a disk boot after a network boot
 	// that wrote no boot entry (rescue) tries PXE first and times out.
-	m.Disks = []qemu.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget, BootFirst: fw == "uefi"}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget, BootFirst: fw == "uefi"}}
 	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(11 + n)})
 	// LAN port 623, the VM port: the namespace's, not the host's.
 	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,

@@ -141,17 +141,17 @@ func TestVMSoftwareRAID(t *testing.T) {
 	port := agentPortBase + 5
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	mac := "52:54:00:6d:05:01"
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-raid"
 	m.MemoryMB = 768
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Disks = []qemu.Disk{
-		{ID: "vda", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDA"},
-		{ID: "vdb", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDB"},
-		{ID: "vdc", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDC"},
+		{ID: "vda", Kind: qemu.DiskVirtioBlk, SizeMB: 4 << 10, Serial: "RAID-VDA"},
+		{ID: "vdb", Kind: qemu.DiskVirtioBlk, SizeMB: 4 << 10, Serial: "RAID-VDB"},
+		{ID: "vdc", Kind: qemu.DiskVirtioBlk, SizeMB: 4 << 10, Serial: "RAID-VDC"},
 	}
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: "user"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: qemu.NICUser}}
 	m.HostFwd = map[int]int{port: 9999}
 	m.Append = "ipa-standalone=1 ipa-agent-token=" + raidToken + " ironic_agent.dhcp=" + mac
 	if err := m.CreateDisks(); err != nil {

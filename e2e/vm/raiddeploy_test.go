@@ -61,7 +61,7 @@ func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout
 	m.MemoryMB = 768
 	m.Disks = nil
 	for i := range l.disks {
-		m.Disks = append(m.Disks, qemu.Disk{ID: "vd" + string(rune('a'+i)), Kind: "virtio-blk", SizeMB: l.sizeMB,
+		m.Disks = append(m.Disks, qemu.Disk{ID: "vd" + string(rune('a'+i)), Kind: qemu.DiskVirtioBlk, SizeMB: l.sizeMB,
 			Serial: "RAID-HOLDER-" + string(rune('A'+i))})
 	}
 	// No disk is the 4 GiB a root disk without hints needs: one look.

@@ -80,14 +80,14 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	}
 	bed := provisioningNetwork(t)
 	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n)}
-	m := qemu.DefaultMachine(fw)
+	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
 	m.Dir = vmDir(t)
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
 	// leases, and a second one answering DHCP could be that NIC.
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: "fd"}}
-	m.Disks = []qemu.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: qemu.NICTap}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget}}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}

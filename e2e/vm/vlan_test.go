@@ -30,7 +30,7 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 	var switches []*netbed.BondSwitch
 	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
 		name: "vlan", ns: ns, host: host, urlHost: host, macs: macs,
-		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: "stream"},
+		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICStream},
 		agentURL: "https://" + guest + ":9999",
 		common:   fmt.Sprintf(" ipa-enable-vlan-interfaces=%s.%d ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60", macs[0], vid),
 		boot: func(m *qemu.Machine) (qemu.Options, func()) {

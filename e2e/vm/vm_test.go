@@ -129,7 +129,7 @@ func TestVMCaptureFixture(t *testing.T) {
 		default:
 		}
 	}))
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.GuestFwd = map[string]string{guestHost + ":80": addr}
@@ -193,7 +193,7 @@ func agentArgs(agentPort int) string {
 }
 
 func serviceMachine(t *testing.T, rd *qemu.Ramdisk, fw string, agentPort int, macs [2]string) qemu.Machine {
-	m := qemu.AgentMachine(fw, macs)
+	m := qemu.AgentMachine(qemu.Firmware(fw), macs)
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.GuestFwd = map[string]string{
@@ -419,7 +419,7 @@ func TestVMISOUEFI(t *testing.T) {
 			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, grub-pc-bin, xorriso, mtools; in test.sh)", p)
 		}
 	}
-	m := qemu.DefaultMachine("uefi")
+	m := qemu.DefaultMachine(qemu.UEFI)
 	m.Dir = vmDir(t)
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		t.Fatal(err)

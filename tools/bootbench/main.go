@@ -158,7 +158,7 @@ func run(ctx context.Context) error {
 		if _, err := ic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
 			return err
 		}
-		m := qemu.DefaultMachine("bios")
+		m := qemu.DefaultMachine(qemu.BIOS)
 		m.Dir = filepath.Join(*work, fmt.Sprintf("vm%d", i))
 		m.Kernel, m.Initrd = c.kernel, c.initrd
 		m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]

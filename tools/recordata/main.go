@@ -56,7 +56,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Dir = filepath.Join(work, "vm")
 	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
 	_, tgz, err := qemu.RunUpload(ctx, m, "record", "/run/ata", qemu.Options{Echo: func(l qemu.Line) { fmt.Printf("%8.3f %s\n", l.At.Seconds(), l.Text) }})

@@ -85,7 +85,7 @@ func run(ctx context.Context) error {
 	}
 	fmt.Printf("ramdisk built in %.1fs (kernel %s)\n", time.Since(start).Seconds(), rd.KernelVersion)
 
-	m := newMachine(*fw)
+	m := newMachine(qemu.Firmware(*fw))
 	m.Dir = filepath.Join(*work, "vm-"+*fw)
 	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
 	command := "capture-fixture"

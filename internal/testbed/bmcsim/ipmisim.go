@@ -63,7 +63,7 @@ type IPMISim struct {
 // binary must call MaybeRelay first thing: it is the control program.
 func StartIPMISim(ctx context.Context, m qemu.Machine, opts qemu.Options) (*IPMISim, error) {
 	if m.BMC == nil || m.BMC.Kind != qemu.BMCOpenIPMI {
-		return nil, errors.New("vmtest: StartIPMISim needs Machine.BMC of kind " + qemu.BMCOpenIPMI)
+		return nil, fmt.Errorf("vmtest: StartIPMISim needs Machine.BMC of kind %s", qemu.BMCOpenIPMI)
 	}
 	if m.Dir == "" {
 		return nil, errors.New("vmtest: Machine.Dir is empty")

@@ -79,7 +79,7 @@ func FuzzParseControl(f *testing.F) {
 }
 
 func openIPMIMachine(t *testing.T, dir string) qemu.Machine {
-	m := qemu.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Dir = dir
 	m.Disks, m.NICs, m.MemoryMB, m.CPUs = nil, nil, 128, 1
 	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0x1234, ProductID: 0x0beb, LANAddress: "127.77.0.9", LANPort: freePort(t, "udp", "127.77.0.9"),
@@ -155,7 +155,7 @@ func TestIPMISimConfig(t *testing.T) {
 }
 
 func TestBootMachine(t *testing.T) {
-	s := &IPMISim{machine: qemu.DefaultMachine("bios"), appendArgs: "ipa-api-url=x"}
+	s := &IPMISim{machine: qemu.DefaultMachine(qemu.BIOS), appendArgs: "ipa-api-url=x"}
 	s.machine.Kernel, s.machine.Initrd = "/k", "/i"
 	m, err := s.bootMachine(BootPXE)
 	if err != nil || m.Kernel != "/k" || m.Append != "ipa-api-url=x" {

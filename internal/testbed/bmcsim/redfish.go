@@ -165,11 +165,11 @@ func newRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c Red
 	return b, nil
 }
 
-func redfishBootMode(firmware string) (string, error) {
+func redfishBootMode(firmware qemu.Firmware) (string, error) {
 	switch firmware {
-	case "bios":
+	case qemu.BIOS:
 		return "Legacy", nil
-	case "uefi":
+	case qemu.UEFI:
 		return "UEFI", nil
 	}
 	return "", fmt.Errorf("vmtest: firmware %q: want bios or uefi", firmware)
@@ -213,7 +213,7 @@ func (b *RedfishBMC) Media(dev string) (image, file string) {
 // boot override, and how the events list names that boot.
 func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 	m := b.machine
-	m.Firmware = map[string]string{"Legacy": "bios", "UEFI": "uefi"}[b.mode]
+	m.Firmware = map[string]qemu.Firmware{"Legacy": qemu.BIOS, "UEFI": qemu.UEFI}[b.mode]
 	target := b.target
 	if b.enabled == "Disabled" {
 		target = RedfishBootNone

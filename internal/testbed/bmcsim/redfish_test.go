@@ -33,7 +33,7 @@ type redfishBed struct {
 
 const rfUser, rfPassword = "admin", "redfish-s3cret"
 
-func newRedfishBed(t *testing.T, firmware string) *redfishBed {
+func newRedfishBed(t *testing.T, firmware qemu.Firmware) *redfishBed {
 	t.Helper()
 	m := qemu.DefaultMachine(firmware)
 	m.Dir = t.TempDir()
@@ -173,7 +173,7 @@ func TestRedfishResources(t *testing.T) {
 		t.Fatalf("systems: %v", sysColl)
 	}
 	sys := b.want("GET", field(members[0].(map[string]any), "@odata.id").(string), "", 200)
-	m := qemu.DefaultMachine("uefi")
+	m := qemu.DefaultMachine(qemu.UEFI)
 	for k, want := range map[string]any{"PowerState": "Off", "UUID": m.SMBIOS.UUID, "Manufacturer": m.SMBIOS.SystemManufacturer,
 		"SerialNumber": m.SMBIOS.SystemSerial} {
 		if sys[k] != want {

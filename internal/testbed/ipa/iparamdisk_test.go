@@ -106,7 +106,7 @@ func TestIPABootsToLookup(t *testing.T) {
 			continue
 		}
 		t.Run(fw, func(t *testing.T) {
-			m := qemu.DefaultMachine(fw)
+			m := qemu.DefaultMachine(qemu.Firmware(fw))
 			m.MemoryMB = memoryMB
 			m.Dir = filepath.Join(t.TempDir(), "vm")
 			m.Kernel, m.Initrd = rd.Kernel, rd.InitrdRaw

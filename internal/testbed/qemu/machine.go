@@ -20,10 +20,21 @@ import (
 	"strings"
 )
 
+// DiskKind is how a disk is attached: QEMU's device name.
+type DiskKind string
+
+// The disk kinds.
+const (
+	DiskVirtioBlk DiskKind = "virtio-blk" // virtio-blk-pci
+	DiskSCSI      DiskKind = "scsi-hd"    // on virtio-scsi
+	DiskNVMe      DiskKind = "nvme"       // an NVMe controller with one namespace
+	DiskSATA      DiskKind = "ide-hd"     // on the q35 AHCI
+)
+
 // Disk is one virtual disk, backed by a sparse raw file the harness creates.
 type Disk struct {
 	ID     string // drive id and file name (ID.img)
-	Kind   string // virtio-blk, scsi-hd (on virtio-scsi), nvme, ide-hd (AHCI SATA)
+	Kind   DiskKind
 	SizeMB int
 	Serial string
 	WWN    string // 0x-prefixed 64-bit NAA (scsi-hd, ide-hd)
@@ -47,14 +58,28 @@ type Disk struct {
 	BootFirst bool
 }
 
-// NIC is one network card. Backend "user" is slirp (restrict=on, with the
-// machine's forwards), "isolated" a slirp with nothing reachable, "fd" the
-// tap file the harness passes in (see Machine.TapFile), "stream" that file
-// as a stream socket (a switch the test plays itself).
+// NICBackend is what a NIC's other end is.
+type NICBackend string
+
+// The NIC backends.
+const (
+	// NICUser is slirp (restrict=on, with the machine's forwards).
+	NICUser NICBackend = "user"
+	// NICIsolated is a slirp with nothing reachable.
+	NICIsolated NICBackend = "isolated"
+	// NICTap is the tap file the harness passes in (NIC.File or
+	// Options.Tap).
+	NICTap NICBackend = "fd"
+	// NICStream is that file as a stream socket (a switch the test plays
+	// itself).
+	NICStream NICBackend = "stream"
+)
+
+// NIC is one network card.
 type NIC struct {
 	Model   string // virtio-net-pci, e1000
 	MAC     string
-	Backend string
+	Backend NICBackend
 	// File is this NIC's own tap ("fd") or stream socket ("stream"),
 	// for a machine with more than one such NIC; nil: Options.Tap.
 	File *os.File
@@ -73,10 +98,19 @@ type SMBIOS struct {
 	ChassisManufacturer, ChassisVersion, ChassisSerial, ChassisAsset, OEM  string
 }
 
+// Firmware is the machine's firmware.
+type Firmware string
+
+// The firmwares.
+const (
+	BIOS Firmware = "bios" // SeaBIOS
+	UEFI Firmware = "uefi" // OVMF
+)
+
 // Machine is a whole virtual machine.
 type Machine struct {
 	Name     string
-	Firmware string // bios (SeaBIOS) or uefi (OVMF)
+	Firmware Firmware
 	CPUs     int
 	MemoryMB int
 	CPUModel string // model-id of the qemu64 CPU (/proc/cpuinfo "model name")
@@ -106,15 +140,25 @@ type Machine struct {
 	BMC *BMC
 }
 
-// BMC is the machine's IPMI BMC behind an ISA KCS interface. Kind ""
-// is QEMU's ipmi-bmc-sim: it answers Get Device ID with this manufacturer
-// and product (QEMU 7.2 reports device ID 0x20 whatever it is told) and
-// refuses the commands it does not implement (Get Channel Info, the LAN
-// configuration) with completion code 0xc1. Kind BMCOpenIPMI is OpenIPMI's
-// ipmi_sim, started by StartIPMISim, which holds the machine's power and
-// answers Ironic on its LAN channel.
+// BMCKind says which program simulates a BMC.
+type BMCKind string
+
+// The BMC kinds.
+const (
+	// BMCQEMU is QEMU's ipmi-bmc-sim: it answers Get Device ID with the
+	// BMC's manufacturer and product (QEMU 7.2 reports device ID 0x20
+	// whatever it is told) and refuses the commands it does not implement
+	// (Get Channel Info, the LAN configuration) with completion code 0xc1.
+	BMCQEMU BMCKind = ""
+	// BMCOpenIPMI is OpenIPMI's ipmi_sim, started by
+	// bmcsim.StartIPMISim, which holds the machine's power and answers
+	// Ironic on its LAN channel.
+	BMCOpenIPMI BMCKind = "openipmi"
+)
+
+// BMC is the machine's IPMI BMC behind an ISA KCS interface.
 type BMC struct {
-	Kind      string
+	Kind      BMCKind
 	MfgID     uint32 // IANA enterprise number
 	ProductID uint16
 	// LANAddress and LANPort are the UDP address of the LAN channel, the
@@ -129,10 +173,6 @@ type BMC struct {
 	// ipmi-bmc-extern.
 	VMPort int
 }
-
-// BMCOpenIPMI is the BMC kind served by OpenIPMI's ipmi_sim (see
-// bmcsim.StartIPMISim) instead of QEMU's own ipmi-bmc-sim.
-const BMCOpenIPMI = "openipmi"
 
 // LANAddr is the address and UDP port of the BMC's LAN channel.
 func (b *BMC) LANAddr() string {
@@ -154,7 +194,7 @@ func (b *BMC) SubnetMask() string {
 
 // DefaultMachine is the machine of the fixtures and the end-to-end tests:
 // values chosen so every field the inventory reports can be told apart.
-func DefaultMachine(firmware string) Machine {
+func DefaultMachine(firmware Firmware) Machine {
 	return Machine{
 		Name:     "ironic-agent-vm",
 		Firmware: firmware,
@@ -172,20 +212,20 @@ func DefaultMachine(firmware string) Machine {
 			ChassisAsset: "CHASSIS-ASSET-1", OEM: "lab-oem-string-1",
 		},
 		Disks: []Disk{
-			{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
-			{ID: "scsi0", Kind: "scsi-hd", SizeMB: 128, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
+			{ID: "vblk", Kind: DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"},
+			{ID: "scsi0", Kind: DiskSCSI, SizeMB: 128, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
 				Vendor: "LABVEND", Model: "LAB-SCSI-HDD", SCSITarget: 3, SCSILun: 0, RotationRate: 7200},
-			{ID: "scsi1", Kind: "scsi-hd", SizeMB: 96, Serial: "LAB-SCSI-0002", WWN: "0x5002538e00000a01",
+			{ID: "scsi1", Kind: DiskSCSI, SizeMB: 96, Serial: "LAB-SCSI-0002", WWN: "0x5002538e00000a01",
 				Vendor: "LABVEND", Model: "LAB-SCSI-SSD", SCSITarget: 4, SCSILun: 2, RotationRate: 1},
-			{ID: "nvme", Kind: "nvme", SizeMB: 160, Serial: "LAB-NVME-0001"},
-			{ID: "sata0", Kind: "ide-hd", SizeMB: 192, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
+			{ID: "nvme", Kind: DiskNVMe, SizeMB: 160, Serial: "LAB-NVME-0001"},
+			{ID: "sata0", Kind: DiskSATA, SizeMB: 192, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
 				Model: "LAB SATA HDD", AHCIPort: 2, RotationRate: 5400},
-			{ID: "sata1", Kind: "ide-hd", SizeMB: 224, Serial: "LAB-SATA-0002", WWN: "0x5001b44000000b02",
+			{ID: "sata1", Kind: DiskSATA, SizeMB: 224, Serial: "LAB-SATA-0002", WWN: "0x5001b44000000b02",
 				Model: "LAB SATA SSD", AHCIPort: 3, RotationRate: 1},
 		},
 		NICs: []NIC{
-			{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "user"},
-			{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "isolated"},
+			{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: NICUser},
+			{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: NICIsolated},
 		},
 	}
 }
@@ -195,7 +235,7 @@ func DefaultMachine(firmware string) Machine {
 // because at start the agent waits (IPA: up to 10 x 3 s) for a disk of at
 // least 4 GiB, the smallest root disk it accepts without hints. A server
 // has one; the file is sparse, it costs nothing.
-func AgentMachine(firmware string, macs [2]string) Machine {
+func AgentMachine(firmware Firmware, macs [2]string) Machine {
 	m := DefaultMachine(firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
 	for i := range m.Disks {
@@ -211,9 +251,9 @@ func AgentMachine(firmware string, macs [2]string) Machine {
 // with MACs 52:54:00:1b:NN:01 and :02 (NN 00 under SeaBIOS, 01 under OVMF)
 // and 2 GiB, since IPA's ramdisk unpacks a whole Debian root filesystem
 // into RAM and both agents get the same machine.
-func SideBySideMachine(firmware string) Machine {
+func SideBySideMachine(firmware Firmware) Machine {
 	n := 0
-	if firmware == "uefi" {
+	if firmware == UEFI {
 		n = 1
 	}
 	m := AgentMachine(firmware, [2]string{fmt.Sprintf("52:54:00:1b:%02x:01", n), fmt.Sprintf("52:54:00:1b:%02x:02", n)})
@@ -268,17 +308,63 @@ func (m *Machine) CreateDisks() error {
 
 // Args is the QEMU command line (without the program name). relay is the
 // guestfwd helper command, tapFD the file descriptor number of the tap for
-// an "fd" NIC.
+// a NICTap NIC.
 func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, error) {
-	s := m.SMBIOS
+	if m.Firmware != BIOS && m.Firmware != UEFI {
+		return nil, fmt.Errorf("vmtest: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
+	}
 	a := []string{
 		"-name", m.Name, "-machine", "q35", "-accel", "tcg",
 		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-serial", "stdio", "-monitor", monitor(m.Monitor),
+	}
+	a = append(a, m.smbiosArgs()...)
+	a = append(a, m.bootArgs()...)
+	// Fixed PCI slots keep the by-path names the same on every run.
+	slots := &pciSlots{next: 3}
+	disks, err := m.diskArgs(slots)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, disks...)
+	// An entropy source: qemu64 has no RDRAND, and without one the guest's
+	// crypto/rand (DHCP transaction IDs, TLS keys) blocks for minutes.
+	a = append(a, "-device", "virtio-rng-pci,addr="+slots.take())
+	nics, err := m.nicArgs(slots, relay, tapFD)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, nics...)
+	bmc, err := m.bmcArgs()
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, bmc...)
+	if m.Firmware == UEFI {
+		a = append(a,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(filepath.Join(m.Dir, "ovmf_vars.fd")))
+	}
+	return a, nil
+}
+
+// pciSlots hands out the PCI slots of the root bus in order.
+type pciSlots struct{ next int }
+
+func (p *pciSlots) take() string {
+	s := fmt.Sprintf("0x%02x", p.next)
+	p.next++
+	return s
+}
+
+// smbiosArgs are the SMBIOS tables 0 to 3 and 11 of m.SMBIOS.
+func (m *Machine) smbiosArgs() []string {
+	s := m.SMBIOS
+	return []string{
 		"-smbios", fmt.Sprintf("type=0,vendor=%s,version=%s,date=%s,release=%s,uefi=%s",
-			qemuEscape(s.BIOSVendor), qemuEscape(s.BIOSVersion), qemuEscape(s.BIOSDate), s.BIOSRelease, onOff(m.Firmware == "uefi")),
+			qemuEscape(s.BIOSVendor), qemuEscape(s.BIOSVersion), qemuEscape(s.BIOSDate), s.BIOSRelease, onOff(m.Firmware == UEFI)),
 		"-smbios", fmt.Sprintf("type=1,manufacturer=%s,product=%s,version=%s,serial=%s,uuid=%s,sku=%s,family=%s",
 			qemuEscape(s.SystemManufacturer), qemuEscape(s.SystemProduct), qemuEscape(s.SystemVersion),
 			qemuEscape(s.SystemSerial), s.UUID, qemuEscape(s.SKU), qemuEscape(s.Family)),
@@ -289,21 +375,31 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			qemuEscape(s.ChassisManufacturer), qemuEscape(s.ChassisVersion), qemuEscape(s.ChassisSerial), qemuEscape(s.ChassisAsset)),
 		"-smbios", "type=11,value=" + qemuEscape(s.OEM),
 	}
+}
+
+// bootArgs boot the CD image, or the kernel and initramfs, or nothing
+// (the firmware boots from the disks or the network).
+func (m *Machine) bootArgs() []string {
 	if m.ISO != "" {
-		a = append(a, "-drive", "file="+qemuEscape(m.ISO)+",if=none,id=cd,media=cdrom,readonly=on",
-			"-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0")
-	} else if m.Kernel != "" {
-		// cryptomgr.notests: the kernel's self-tests of its crypto
-		// algorithms (crypto_algapi_init, the KDF, and every CRC module the
-		// init loads) cost about 0.6 s of emulated time a boot; they check
-		// the kernel's code, not the machine or the agent.
-		a = append(a, "-kernel", m.Kernel, "-initrd", m.Initrd,
-			"-append", "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests "+m.Append)
+		return []string{"-drive", "file=" + qemuEscape(m.ISO) + ",if=none,id=cd,media=cdrom,readonly=on",
+			"-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0"}
 	}
-	// Fixed PCI slots keep the by-path names the same on every run.
-	slot := 3
-	next := func() string { s := fmt.Sprintf("0x%02x", slot); slot++; return s }
-	scsiBus := ""
+	if m.Kernel == "" {
+		return nil
+	}
+	// cryptomgr.notests: the kernel's self-tests of its crypto
+	// algorithms (crypto_algapi_init, the KDF, and every CRC module the
+	// init loads) cost about 0.6 s of emulated time a boot; they check
+	// the kernel's code, not the machine or the agent.
+	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd,
+		"-append", "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests " + m.Append}
+}
+
+// diskArgs are the drives and devices of m.Disks, with the virtio-scsi
+// controller before the first scsi-hd.
+func (m *Machine) diskArgs(slots *pciSlots) ([]string, error) {
+	var a []string
+	scsiBus := false
 	for _, d := range m.Disks {
 		drive := fmt.Sprintf("file=%s,if=none,id=d-%s,format=raw,cache=unsafe", qemuEscape(m.DiskPath(d.ID)), d.ID)
 		boot := ""
@@ -311,31 +407,19 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			boot = ",bootindex=1"
 		}
 		switch d.Kind {
-		case "virtio-blk":
-			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s%s", next(), d.ID, qemuEscape(d.Serial), boot))
-		case "scsi-hd":
-			if scsiBus == "" {
-				scsiBus = "scsi0"
-				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+next())
+		case DiskVirtioBlk:
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s%s", slots.take(), d.ID, qemuEscape(d.Serial), boot))
+		case DiskSCSI:
+			if !scsiBus {
+				scsiBus = true
+				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+slots.take())
 			}
-			if d.Paths <= 1 {
-				a = append(a, "-drive", drive, "-device", scsiDevice(d, d.SCSITarget, "d-"+d.ID, boot))
-				break
-			}
-			for i := range d.Paths {
-				id := fmt.Sprintf("d-%s-%d", d.ID, i)
-				// Only the first path is the boot disk.
-				first := boot
-				if i > 0 {
-					first = ""
-				}
-				a = append(a, "-drive", m.pathDrive(d, id), "-device", m.pathDevice(d, i, id, first))
-			}
-		case "nvme":
+			a = append(a, m.scsiArgs(d, drive, boot)...)
+		case DiskNVMe:
 			a = append(a, "-drive", drive,
-				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, next(), qemuEscape(d.Serial), boot),
+				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, slots.take(), qemuEscape(d.Serial), boot),
 				"-device", fmt.Sprintf("nvme-ns,bus=nvme-%s,drive=d-%s,nsid=1", d.ID, d.ID))
-		case "ide-hd":
+		case DiskSATA:
 			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
 				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
 				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
@@ -343,46 +427,44 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 			return nil, fmt.Errorf("vmtest: disk %s: unknown kind %q", d.ID, d.Kind)
 		}
 	}
-	// An entropy source: qemu64 has no RDRAND, and without one the guest's
-	// crypto/rand (DHCP transaction IDs, TLS keys) blocks for minutes.
-	a = append(a, "-device", "virtio-rng-pci,addr="+next())
-	// NICs with their own file get the descriptors after Options.Tap's,
-	// in order (VM.Start passes them so).
+	return a, nil
+}
+
+// scsiArgs are the drive and device of scsi-hd d, or of each of its paths.
+func (m *Machine) scsiArgs(d Disk, drive, boot string) []string {
+	if d.Paths <= 1 {
+		return []string{"-drive", drive, "-device", scsiDevice(d, d.SCSITarget, "d-"+d.ID, boot)}
+	}
+	var a []string
+	for i := range d.Paths {
+		id := fmt.Sprintf("d-%s-%d", d.ID, i)
+		// Only the first path is the boot disk.
+		first := boot
+		if i > 0 {
+			first = ""
+		}
+		a = append(a, "-drive", m.pathDrive(d, id), "-device", m.pathDevice(d, i, id, first))
+	}
+	return a
+}
+
+// nicArgs are the netdevs and devices of m.NICs. NICs with their own file
+// get the descriptors after Options.Tap's (tapFD), in order (VM.Start
+// passes them so).
+func (m *Machine) nicArgs(slots *pciSlots, relay func(target string) string, tapFD int) ([]string, error) {
+	var a []string
 	ownFD := 3
 	if tapFD >= 0 {
 		ownFD = tapFD + 1
 	}
 	for i, n := range m.NICs {
-		var nd string
-		tapFD := tapFD
+		fd := tapFD
 		if n.File != nil {
-			tapFD, ownFD = ownFD, ownFD+1
+			fd, ownFD = ownFD, ownFD+1
 		}
-		switch n.Backend {
-		case "user":
-			nd = fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.2.0/24", i)
-			for _, g := range slices.Sorted(maps.Keys(m.GuestFwd)) {
-				nd += ",guestfwd=tcp:" + g + "-cmd:" + qemuEscape(relay(m.GuestFwd[g]))
-			}
-			for _, hp := range slices.Sorted(maps.Keys(m.HostFwd)) {
-				nd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", hp, m.HostFwd[hp])
-			}
-		case "isolated":
-			nd = fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.%d.0/24", i, 3+i)
-		case "fd":
-			if tapFD < 0 {
-				return nil, fmt.Errorf("vmtest: NIC %s wants a tap but there is none", n.MAC)
-			}
-			nd = fmt.Sprintf("tap,id=n%d,fd=%d", i, tapFD)
-		case "stream":
-			// The same file is a connected stream socket instead: QEMU
-			// sends and takes each frame after its 4-byte length.
-			if tapFD < 0 {
-				return nil, fmt.Errorf("vmtest: NIC %s wants a stream socket but there is none", n.MAC)
-			}
-			nd = fmt.Sprintf("socket,id=n%d,fd=%d", i, tapFD)
-		default:
-			return nil, fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
+		nd, err := m.netdev(i, n, relay, fd)
+		if err != nil {
+			return nil, err
 		}
 		// romfile= (none): no iPXE option ROM, so the firmware does not try
 		// to network-boot and prints less. A PXE card under SeaBIOS, which
@@ -392,39 +474,69 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		// bootindex puts the card before the disks.
 		rom := ",romfile="
 		if n.PXE {
-			if m.Firmware == "bios" {
+			if m.Firmware == BIOS {
 				rom = ""
 			}
 			if m.NetBoot {
 				rom += fmt.Sprintf(",bootindex=%d", i)
 			}
 		}
-		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, next(), i, n.MAC, rom))
-	}
-	if m.BMC != nil {
-		// ISA, not PCI: no slot is taken, so the by-path names and PCI
-		// addresses stay those of the machine without a BMC.
-		switch m.BMC.Kind {
-		case "":
-			a = append(a, "-device", fmt.Sprintf("ipmi-bmc-sim,id=bmc0,mfg_id=%d,product_id=%d", m.BMC.MfgID, m.BMC.ProductID))
-		case BMCOpenIPMI:
-			// QEMU's VM protocol to ipmi_sim; reconnect: ipmi_sim may
-			// take the connection after QEMU has started.
-			a = append(a, "-chardev", fmt.Sprintf("socket,id=ipmi0,host=127.0.0.1,port=%d,reconnect=1", m.BMC.VMPort),
-				"-device", "ipmi-bmc-extern,id=bmc0,chardev=ipmi0")
-		default:
-			return nil, fmt.Errorf("vmtest: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
-		}
-		a = append(a, "-device", "isa-ipmi-kcs,bmc=bmc0")
-	}
-	if m.Firmware == "uefi" {
-		a = append(a,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
-			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(filepath.Join(m.Dir, "ovmf_vars.fd")))
-	} else if m.Firmware != "bios" {
-		return nil, fmt.Errorf("vmtest: firmware %q: want bios or uefi", m.Firmware)
+		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, slots.take(), i, n.MAC, rom))
 	}
 	return a, nil
+}
+
+// netdev is the -netdev of NIC i, n, whose file (NICTap, NICStream) is
+// descriptor fd.
+func (m *Machine) netdev(i int, n NIC, relay func(target string) string, fd int) (string, error) {
+	switch n.Backend {
+	case NICUser:
+		nd := fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.2.0/24", i)
+		for _, g := range slices.Sorted(maps.Keys(m.GuestFwd)) {
+			nd += ",guestfwd=tcp:" + g + "-cmd:" + qemuEscape(relay(m.GuestFwd[g]))
+		}
+		for _, hp := range slices.Sorted(maps.Keys(m.HostFwd)) {
+			nd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", hp, m.HostFwd[hp])
+		}
+		return nd, nil
+	case NICIsolated:
+		return fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.%d.0/24", i, 3+i), nil
+	case NICTap:
+		if fd < 0 {
+			return "", fmt.Errorf("vmtest: NIC %s wants a tap but there is none", n.MAC)
+		}
+		return fmt.Sprintf("tap,id=n%d,fd=%d", i, fd), nil
+	case NICStream:
+		// The same file is a connected stream socket instead: QEMU
+		// sends and takes each frame after its 4-byte length.
+		if fd < 0 {
+			return "", fmt.Errorf("vmtest: NIC %s wants a stream socket but there is none", n.MAC)
+		}
+		return fmt.Sprintf("socket,id=n%d,fd=%d", i, fd), nil
+	}
+	return "", fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
+}
+
+// bmcArgs are the BMC's devices. ISA, not PCI: no slot is taken, so the
+// by-path names and PCI addresses stay those of the machine without a
+// BMC.
+func (m *Machine) bmcArgs() ([]string, error) {
+	if m.BMC == nil {
+		return nil, nil
+	}
+	var a []string
+	switch m.BMC.Kind {
+	case BMCQEMU:
+		a = []string{"-device", fmt.Sprintf("ipmi-bmc-sim,id=bmc0,mfg_id=%d,product_id=%d", m.BMC.MfgID, m.BMC.ProductID)}
+	case BMCOpenIPMI:
+		// QEMU's VM protocol to ipmi_sim; reconnect: ipmi_sim may take
+		// the connection after QEMU has started.
+		a = []string{"-chardev", fmt.Sprintf("socket,id=ipmi0,host=127.0.0.1,port=%d,reconnect=1", m.BMC.VMPort),
+			"-device", "ipmi-bmc-extern,id=bmc0,chardev=ipmi0"}
+	default:
+		return nil, fmt.Errorf("vmtest: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
+	}
+	return append(a, "-device", "isa-ipmi-kcs,bmc=bmc0"), nil
 }
 
 // scsiDevice is the scsi-hd device of d at SCSI target on the drive
@@ -437,13 +549,13 @@ func scsiDevice(d Disk, target int, drive, boot string) string {
 // pathDrive is the -drive of one path of a multipath disk: the disk's
 // file, opened once per path, without QEMU's image locking (every path
 // writes the same file).
-func (m Machine) pathDrive(d Disk, id string) string {
+func (m *Machine) pathDrive(d Disk, id string) string {
 	return fmt.Sprintf("file=%s,if=none,id=%s,format=raw,cache=unsafe,file.locking=off", qemuEscape(m.DiskPath(d.ID)), id)
 }
 
 // pathDevice is the scsi-hd of path i of a multipath disk, on the drive
 // id, with the device id VM.UnplugPath names (pathDeviceID).
-func (m Machine) pathDevice(d Disk, i int, drive, boot string) string {
+func (m *Machine) pathDevice(d Disk, i int, drive, boot string) string {
 	return scsiDevice(d, d.SCSITarget+i, drive, boot) + ",share-rw=on,id=" + pathDeviceID(d.ID, i)
 }
 

@@ -149,7 +149,7 @@ func TestArgsMultipath(t *testing.T) {
 	m := DefaultMachine("bios")
 	m.Dir = "/work/vm"
 	m.NICs = nil
-	m.Disks = []Disk{{ID: "lun", Kind: "scsi-hd", SizeMB: 64, Serial: "LAB-MP-0001", WWN: "0x5000c500a1b2c3e5",
+	m.Disks = []Disk{{ID: "lun", Kind: DiskSCSI, SizeMB: 64, Serial: "LAB-MP-0001", WWN: "0x5000c500a1b2c3e5",
 		Vendor: "LABVEND", Model: "LAB-MPATH", SCSITarget: 1, Paths: 2, RotationRate: 1}}
 	a, err := m.Args(RelayCommand, -1)
 	if err != nil {

@@ -42,8 +42,8 @@ type Ramdisk struct {
 // uncompressed archive, since the kernel's gunzip of it takes about a
 // second under emulation (0.5 s uncompressed) and /init waits for it; for
 // OVMF the gzip'ed one, as a server gets it.
-func (rd *Ramdisk) InitrdFor(firmware string) string {
-	if firmware == "bios" && rd.InitrdRaw != "" {
+func (rd *Ramdisk) InitrdFor(firmware Firmware) string {
+	if firmware == BIOS && rd.InitrdRaw != "" {
 		return rd.InitrdRaw
 	}
 	return rd.Initrd
@@ -55,8 +55,8 @@ func (rd *Ramdisk) InitrdFor(firmware string) string {
 // before the kernel starts; for OVMF, which cannot boot that, and when
 // there is no PVH kernel, the bzImage. Tests about the agent do not care
 // which; the bzImage path stays covered by the UEFI and ISO boots.
-func (rd *Ramdisk) KernelFor(firmware string) string {
-	if firmware == "bios" && rd.PVH != "" {
+func (rd *Ramdisk) KernelFor(firmware Firmware) string {
+	if firmware == BIOS && rd.PVH != "" {
 		return rd.PVH
 	}
 	return rd.Kernel

@@ -81,7 +81,7 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if err := m.CreateDisks(); err != nil {
 		return nil, err
 	}
-	if m.Firmware == "uefi" {
+	if m.Firmware == UEFI {
 		// The machine's NVRAM, like its disks, lasts across its boots:
 		// boot entries an OS wrote are there the next time.
 		vars := filepath.Join(m.Dir, "ovmf_vars.fd")
