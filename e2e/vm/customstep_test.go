@@ -69,8 +69,8 @@ func TestVMCustomDeployStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	rd := customStepRamdisk(t, ctx)
-	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
-	port := agentPortBase + 12
+	macs := newMACs(t)
+	port := newAgentPort(t)
 	m := serviceMachine(t, rd, "bios", port, macs)
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
 

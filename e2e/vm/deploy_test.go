@@ -183,7 +183,7 @@ func TestVMDeployBIOS(t *testing.T) {
 	seriesIndependent(t) // the Metal3 and fast-track flows deploy so on newer series
 	img := mbrImage()
 	deployVM(t, deployCase{
-		firmware: "bios", macs: [2]string{"52:54:00:6d:03:01", "52:54:00:6d:03:02"}, port: agentPortBase + 2,
+		firmware: "bios", macs: newMACs(t), port: newAgentPort(t),
 		// boot_mode:bios as the VM boots: a whole-disk image then needs no
 		// boot loader work from the agent.
 		props: map[string]any{"capabilities": "boot_mode:bios"},
@@ -214,7 +214,7 @@ func TestVMDeployUEFI(t *testing.T) {
 	const hostname, userData = "vm-deploy-uefi.example.org", "#cloud-config\nhostname: vm-deploy-uefi\n"
 	const esp = 2048 * 512
 	m := deployVM(t, deployCase{
-		firmware: "uefi", macs: [2]string{"52:54:00:6d:04:01", "52:54:00:6d:04:02"}, port: agentPortBase + 3,
+		firmware: "uefi", macs: newMACs(t), port: newAgentPort(t),
 		image: img,
 		// OVMF (Debian's edk2 2022.11) sees a virtio-scsi disk only at
 		// target 0, LUN 0: at 4:2 (or 4:0, 0:2) it lists no boot option for

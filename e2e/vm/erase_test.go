@@ -16,11 +16,9 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
-// Ports of TestVMEraseDevicesDefaults' own Ironic (the vm range).
-var (
-	eraseIronicPort = portOffset() + 9512
-	eraseAgentPort  = agentPortBase + 4
-)
+// eraseIronicPort is the port of TestVMEraseDevicesDefaults' own Ironic
+// (the vm range).
+var eraseIronicPort = portOffset() + 9512
 
 // TestVMEraseDevicesDefaults is automated cleaning as a deployment that
 // leaves Ironic's erase settings alone gets it: an Ironic of its own with
@@ -44,7 +42,8 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	defer cancel()
 	_, client := ownIronic(t, ctx, "erase-services", ironic.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
 
-	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
+	macs := newMACs(t)
+	eraseAgentPort := newAgentPort(t)
 	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-erase"
 	m.Dir = vmDir(t)

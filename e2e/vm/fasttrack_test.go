@@ -156,7 +156,7 @@ func TestVMFastTrack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fast := &vmFlow{ironic: c, port: fastTrackIronicPort, fast: true, macs: [2]string{"52:54:00:6d:0b:01", "52:54:00:6d:0b:02"}}
+	fast := &vmFlow{ironic: c, port: fastTrackIronicPort, fast: true, macs: newMACs(t)}
 	fastTime := fast.run(t, ctx, rd, "vm-fast-track", fastTrackAgentPort)
 	if t.Failed() {
 		return
@@ -181,7 +181,7 @@ func TestVMFastTrack(t *testing.T) {
 		}
 	}
 
-	slow := &vmFlow{ironic: s.ironic, port: ironicPort, macs: [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}}
+	slow := &vmFlow{ironic: s.ironic, port: ironicPort, macs: newMACs(t)}
 	slowTime := slow.run(t, ctx, rd, "vm-no-fast-track", fastTrackAgentPort)
 	t.Logf("fast track (one boot): %.1fs from the inspect request to active (%s); lookup conflict: %s",
 		fastTime.Seconds(), strings.Join(fast.phases, ", "), conflict)

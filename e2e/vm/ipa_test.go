@@ -183,7 +183,7 @@ func TestVMIPASideBySide(t *testing.T) {
 			// The machine fixtures/qemu-ipa13-bios and qemu-ipa13-uefi record.
 			side := qemu.SideBySideMachine(qemu.Firmware(fw))
 			macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
-			agentPort := agentPortBase + 9
+			agentPort := newAgentPort(t)
 			m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)
 			m.MemoryMB = side.MemoryMB
 			ns, err := netbed.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))

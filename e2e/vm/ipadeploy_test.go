@@ -208,7 +208,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	macs := [2]string{fmt.Sprintf("52:54:00:1d:%02x:01", b.runs), fmt.Sprintf("52:54:00:1d:%02x:02", b.runs)}
 	agent := a(macs)
 	img := b.images[format]
-	agentPort := agentPortBase + 9
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
 	m.Kernel, m.Initrd = agent.kernel, agent.initrd
 	m.MemoryMB = memMB

@@ -155,7 +155,7 @@ func TestVMIPASteps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	macs := [2]string{"52:54:00:1c:00:01", "52:54:00:1c:00:02"}
-	agentPort := agentPortBase + 9
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
 	m.MemoryMB = qemu.SideBySideMachine("bios").MemoryMB
 	// A small whole-disk image whose checksum the call gets wrong.

@@ -53,8 +53,8 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
-	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 5+n), fmt.Sprintf("52:54:00:6d:%02x:02", 5+n)}
-	agentPort := agentPortBase + 5 + n
+	macs := newMACs(t)
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, rd, fw, agentPort, macs)
 	bmcAddress := fmt.Sprintf("127.95.40.%d", 1+n)
 	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,

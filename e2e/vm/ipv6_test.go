@@ -35,7 +35,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	seriesIndependent(t) // its own Ironic is the host series
 	rd, ctx, ns := lifecycleNetns(t, "e6")
 	const host, guest = "fd00:7c::1", "fd00:7c::51"
-	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
+	macs := newMACs(t)
 	netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", host+"/64", "dev", ns.Tap, "nodad")
 	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--enable-ra", "--dhcp-range=fd00:7c::10,fd00:7c::20,64,10m",
 		"--dhcp-host=id:00:03:00:01:"+macs[0]+",["+guest+"]")

@@ -31,7 +31,7 @@ import (
 var (
 	ironicPort    = portOffset() + 9510
 	inspectorPort = portOffset() + 9511
-	agentPortBase = portOffset() + 9520 // hostfwd to the guest's agent API, one per VM
+	agentPortBase = portOffset() + 9520 // the first of the agent API ports newAgentPort hands out
 	imagePort     = portOffset() + 9530
 	bmcLANPort    = portOffset() + 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS (+2: TestVMIPMIUEFI)
 	bmcVMPort     = portOffset() + 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)

@@ -69,7 +69,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	}
 	t.Logf("deployed OS built in %.1fs", time.Since(start).Seconds())
 
-	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 0x20+n), fmt.Sprintf("52:54:00:6d:%02x:02", 0x20+n)}
+	macs := newMACs(t)
 	agentPort := osBootAgentPort + n
 	m := serviceMachine(t, rd, fw, agentPort, macs)
 	bmcAddress := fmt.Sprintf("127.95.41.%d", 1+n)

@@ -144,7 +144,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		}
 	}))
 
-	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
+	macs := newMACs(t)
 	m := qemu.DefaultMachine(qemu.Firmware(fw.name))
 	m.Name = "ironic-agent-powercut-" + fw.name
 	m.Dir = vmDir(t)

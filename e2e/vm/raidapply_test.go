@@ -60,8 +60,8 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	_, img := deployedOSPartitionImage(t, ctx, o, dir)
 
 	s := services(t)
-	macs := [2]string{"52:54:00:6d:16:01", "52:54:00:6d:16:02"}
-	m := raidMachine(t, "uefi", agentPortBase+6, macs, raidLayout{disks: 2, sizeMB: 3 << 10})
+	macs := newMACs(t)
+	m := raidMachine(t, "uefi", newAgentPort(t), macs, raidLayout{disks: 2, sizeMB: 3 << 10})
 	uuid := raidNode(t, ctx, "uefi", macs, ironic.NodeSpec{Name: "vm-raid-apply-uefi", InspectInterface: s.inspectInterface()})
 	provision(t, ctx, s.ironic, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	ops := append(serveImage(t, &m, img),
@@ -178,8 +178,8 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	sc.Microversion = "1.87"
 	api := &ironic.Client{Service: &sc}
 
-	macs := [2]string{"52:54:00:6d:17:01", "52:54:00:6d:17:02"}
-	m := raidMachine(t, "bios", agentPortBase+11, macs, raidLayout{disks: 2, sizeMB: 2 << 10})
+	macs := newMACs(t)
+	m := raidMachine(t, "bios", newAgentPort(t), macs, raidLayout{disks: 2, sizeMB: 2 << 10})
 	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-service"})
 	// Adoption takes the node to active without a deploy; the deploy
 	// interface validates the image (Ironic asks the HTTP server for it).

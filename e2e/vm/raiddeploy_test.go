@@ -293,7 +293,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	img := deployedOSImage(t, ctx, (*osimage.OS).UEFIDisk)
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", agentPortBase+8, [2]string{"52:54:00:6d:08:01", "52:54:00:6d:08:02"}, twoDiskRAID(), img, nil)
+	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", newAgentPort(t), newMACs(t), twoDiskRAID(), img, nil)
 	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
@@ -528,7 +528,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	o, dir := deployedOS(t, ctx)
 	img, rootUUID := softwareRAIDImage(t, ctx, o, dir)
 	l := raidLayout{disks: 2, sizeMB: 3 << 10, config: metal3SoftwareRAID(2)}
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+9, [2]string{"52:54:00:6d:09:01", "52:54:00:6d:09:02"}, l, img, rootfsUUID(rootUUID))
+	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
 		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
 			t.Errorf("the agent did not install GRUB on %s", holder)

@@ -116,7 +116,7 @@ func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
 	o, dir := deployedOS(t, ctx)
 	img, rootUUID := softwareRAIDImage(t, ctx, o, dir)
 	l := metal3RAID10()
-	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+7, [2]string{"52:54:00:6d:07:01", "52:54:00:6d:07:02"}, l, img, rootfsUUID(rootUUID))
+	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, d := range m.Disks {
 		if _, ok := deployed.Find(`msg="installing GRUB2" device=/dev/` + d.ID); !ok {
 			t.Errorf("the agent did not install GRUB on /dev/%s", d.ID)
@@ -213,9 +213,9 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
 	began := time.Now()
-	macs := [2]string{"52:54:00:6d:15:01", "52:54:00:6d:15:02"}
+	macs := newMACs(t)
 	l := raidLayout{disks: 4, sizeMB: 1536, config: raidParityConfig(nodes.RAID5, "vda", "vdb", "vdc")}
-	m := raidMachine(t, "bios", agentPortBase+14, macs, l)
+	m := raidMachine(t, "bios", newAgentPort(t), macs, l)
 	agentAppend := m.Append
 	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
 

@@ -23,7 +23,7 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 	seriesIndependent(t) // its own Ironic is the host series
 	rd, ctx, ns := lifecycleNetns(t, "ev")
 	const host, guest, vid = "10.98.0.1", "10.98.0.51", 100
-	macs := [2]string{"52:54:00:6d:0a:01", "52:54:00:6d:0a:02"}
+	macs := newMACs(t)
 	netnstest.Run(t, "ip", "-n", ns.Name, "addr", "add", host+"/24", "dev", ns.Tap)
 	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--dhcp-range=10.98.0.50,10.98.0.60,10m", "--no-ping",
 		"--dhcp-host="+macs[0]+","+guest)

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,87 +22,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
-
-// guestHost is the address on the slirp network that the guestfwd rules
-// forward to host services; the guest has no other way out (restrict=on).
-const guestHost = "10.0.2.100"
-
-// boot starts m and stops it when the test ends, attaching the end of the
-// serial console to a failure.
-func boot(t *testing.T, ctx context.Context, m qemu.Machine, opts qemu.Options) *qemu.VM {
-	t.Helper()
-	vm, err := qemu.Start(ctx, m, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		vm.Kill()
-		if t.Failed() {
-			t.Logf("serial console of %s (end; all of it in %s; QEMU command line in %s):\n%s",
-				m.Firmware, vm.LogPath, filepath.Join(m.Dir, "qemu.cmdline"), consoleTail(vm, 120))
-		}
-	})
-	return vm
-}
-
-// consoleTail is the last n lines of the VM's console, with their times.
-func consoleTail(vm *qemu.VM, n int) string {
-	lines := vm.Lines()
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	var b strings.Builder
-	for _, l := range lines {
-		fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
-	}
-	return b.String()
-}
-
-// inspectedInventory is the inventory ironic-inspector stored for the node.
-func inspectedInventory(t *testing.T, ctx context.Context, s *suite, nodeUUID string) map[string]any {
-	t.Helper()
-	data := s.inspectionData(t, ctx, nodeUUID, time.Minute)
-	inv, _ := data["inventory"].(map[string]any)
-	if inv == nil {
-		t.Fatalf("introspection data has no inventory: %v", keys(data))
-	}
-	return inv
-}
-
-// uptimeAt returns the guest uptime the init logged on the first console
-// line holding what (its "uptime=" field), for boot-time measurements.
-func uptimeAt(vm *qemu.VM, what string) string {
-	l, ok := vm.Find(what)
-	if !ok {
-		return "?"
-	}
-	for f := range strings.FieldsSeq(l.Text) {
-		if v, ok := strings.CutPrefix(f, "uptime="); ok {
-			return v + "s"
-		}
-	}
-	return "?"
-}
-
-// serve runs an HTTP server on 127.0.0.1 (port 0: any free one) until the
-// test ends and returns its address.
-func serve(t *testing.T, port int, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
-}
-
-// vmDir is where a test's VM keeps its disks and logs: below the suite's
-// directory, which E2E_KEEP=1 keeps for a look after the run.
-func vmDir(t *testing.T) string {
-	return filepath.Join(theSuite.dir, strings.ReplaceAll(t.Name(), "/", "_"), "vm")
-}
 
 // TestVMCaptureFixture boots the ramdisk under SeaBIOS with
 // `ironic-agent capture-fixture` (the way scripts/record-vm-fixture.sh
@@ -174,36 +90,6 @@ func TestVMCaptureFixture(t *testing.T) {
 	}
 }
 
-// agentArgs are the kernel parameters Ironic's boot would give the agent,
-// pointed at the host services through the guestfwd rules. A deploy or
-// cleaning boot gets the Ironic API and the hostfwd port Ironic calls the
-// agent back on. An inspection boot gets only the inspector callback, as
-// Ironic 21.4 boots managed inspection without fast track (and discovery
-// boots are configured): like IPA, the agent then inspects and skips lookup
-// and heartbeats. An inspection ramdisk that also looked the node up would be
-// handed an agent token that outlives it, and the cleaning ramdisk that
-// boots next would get only the masked token.
-func agentArgs(agentPort int) string {
-	return strings.Join([]string{
-		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
-		"ipa-advertise-host=127.0.0.1",
-		"ipa-advertise-port=" + strconv.Itoa(agentPort),
-		"ipa-lookup-timeout=900",
-	}, " ")
-}
-
-func serviceMachine(t *testing.T, rd *qemu.Ramdisk, fw string, agentPort int, macs [2]string) qemu.Machine {
-	m := qemu.AgentMachine(qemu.Firmware(fw), macs)
-	m.Dir = vmDir(t)
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.GuestFwd = map[string]string{
-		guestHost + ":" + strconv.Itoa(ironicPort):    "127.0.0.1:" + strconv.Itoa(ironicPort),
-		guestHost + ":" + strconv.Itoa(inspectorPort): "127.0.0.1:" + strconv.Itoa(inspectorPort),
-	}
-	m.HostFwd = map[int]int{agentPort: 9999}
-	return m
-}
-
 // TestVMDiscoveryUEFI is scenarios (a) and (b) under OVMF: an unknown VM
 // boots the ramdisk, its agent posts the inventory to ironic-inspector,
 // whose enroll hook creates the node and its ports; the stored inventory
@@ -214,8 +100,8 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:01:01", "52:54:00:6d:01:02"}
-	m := serviceMachine(t, rd, "uefi", agentPortBase, macs)
+	macs := newMACs(t)
+	m := serviceMachine(t, rd, "uefi", newAgentPort(t), macs)
 	lldp := lldpNeighbour(t, ctx, &m, "vm-lldp", "02:11:22:33:44:55", netbed.LLDPPeer{SystemName: "vm-switch-1",
 		Description: "lldpd for the VM test", PortID: "Ethernet1/7", PortDescr: "vm switch port 7"})
 	m.Append = s.inspectionArgs() + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
@@ -277,70 +163,6 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	}
 }
 
-// enroll creates a node with a port per MAC (the first one PXE-enabled;
-// an empty one is no port), deleted when the test ends, and brings it to
-// manageable.
-func enroll(t *testing.T, ctx context.Context, s *suite, spec ironic.NodeSpec, macs [2]string) *nodes.Node {
-	t.Helper()
-	node, err := s.ironic.CreateNode(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), node.UUID) })
-	for i, mac := range macs {
-		if mac == "" {
-			continue
-		}
-		if _, err := s.ironic.CreatePort(ctx, node.UUID, mac, i == 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute)
-}
-
-// pattern fills n bytes with b.
-func pattern(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
-
-func writeAt(t *testing.T, path string, off int64, b []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if off < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += st.Size()
-	}
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readAt(t *testing.T, path string, off int64, n int) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if off < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += st.Size()
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestVMInspectCleanBIOS is scenarios (a) and (c) under SeaBIOS, the way a
 // server goes through Ironic: an enrolled node is inspected (data checked
 // against QEMU's hardware, boot mode bios), powered off, then booted again
@@ -351,8 +173,8 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 14*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:02:01", "52:54:00:6d:02:02"}
-	agentPort := agentPortBase + 1
+	macs := newMACs(t)
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, rd, "bios", agentPort, macs)
 	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
 	if err := m.CreateDisks(); err != nil {
