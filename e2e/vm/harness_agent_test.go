@@ -9,8 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 )
 
 // Direct calls to the agent API of a VM, without Ironic (the standalone
@@ -19,30 +20,7 @@ import (
 // agentCall runs one command on the VM's agent API and waits for it,
 // returning its command_result (an error for a failed command).
 func agentCall(ctx context.Context, base, name string, params any) (json.RawMessage, error) {
-	body, _ := json.Marshal(map[string]any{"name": name, "params": params})
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=true&agent_token="+raidToken, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Status string          `json:"command_status"`
-		Error  json.RawMessage `json:"command_error"`
-		Result json.RawMessage `json:"command_result"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(data, &r) != nil {
-		return nil, fmt.Errorf("%s: HTTP %d: %s", name, resp.StatusCode, data)
-	}
-	if r.Status != "SUCCEEDED" {
-		return nil, fmt.Errorf("%s: %s: %s", name, r.Status, r.Error)
-	}
-	return r.Result, nil
+	return (&agentclient.Client{Base: base, Token: raidToken}).Run(ctx, name, params)
 }
 
 // cleanStep runs one clean step of the generic manager.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -80,27 +79,13 @@ type sideAnswer struct {
 // callAgent posts one command to the agent API at base, waiting for it
 // as Ironic does for a synchronous command (?wait=true).
 func callAgent(ctx context.Context, base, token string, c sideCall) (sideAnswer, error) {
-	body, err := json.Marshal(map[string]any{"name": c.name, "params": c.params})
+	r, err := (&agentclient.Client{Base: base, Token: token}).Post(ctx, c.name, c.params, true)
 	if err != nil {
 		return sideAnswer{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=true&agent_token="+token, bytes.NewReader(body))
-	if err != nil {
-		return sideAnswer{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return sideAnswer{}, fmt.Errorf("%s: %w", c.name, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return sideAnswer{}, fmt.Errorf("%s: reading the reply: %w", c.name, err)
-	}
-	a := sideAnswer{Status: resp.StatusCode}
-	if err := json.Unmarshal(data, &a.Body); err != nil {
-		a.Body = string(data)
+	a := sideAnswer{Status: r.HTTPStatus}
+	if err := json.Unmarshal(r.Body, &a.Body); err != nil {
+		a.Body = string(r.Body)
 	}
 	if m, ok := a.Body.(map[string]any); ok {
 		delete(m, "id")
@@ -113,26 +98,8 @@ func callAgent(ctx context.Context, base, token string, c sideCall) (sideAnswer,
 func waitAgentAPI(ctx context.Context, vm *qemu.VM, base, token string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for {
-		req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/commands/?agent_token="+token, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if exited, _ := vm.Exited(); exited {
-			return fmt.Errorf("the VM exited before its agent API answered")
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the agent API at %s did not answer within %s: %w", base, timeout, ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
-	}
+	c := &agentclient.Client{Base: base, Token: token}
+	return c.WaitReady(ctx, 2*time.Second, func() bool { exited, _ := vm.Exited(); return exited })
 }
 
 // TestVMIPASteps boots IPA 13's ramdisk and ours, standalone with a

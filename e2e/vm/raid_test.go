@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -75,12 +75,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 		t.Helper()
 		// The agent powers off without waiting for its reply to reach us:
 		// post and do not wait (wait=false), and take an error for an answer.
-		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=false&agent_token="+raidToken,
-			strings.NewReader(`{"name": "standby.power_off", "params": {}}`))
-		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		_, _ = (&agentclient.Client{Base: base, Token: raidToken}).Post(ctx, "standby.power_off", nil, false)
 		if err := vm.Wait(ctx); err != nil {
 			t.Fatalf("the guest did not power off: %v", err)
 		}
