@@ -37,6 +37,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
 	"github.com/ironic-go/ironic-agent/internal/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/dmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"golang.org/x/sys/unix"
 )
@@ -120,39 +121,12 @@ func (s *syncBuffer) len() int {
 	return s.b.Len()
 }
 
-// fakeIronic answers lookup and records heartbeats.
-type fakeIronic struct {
-	mu         sync.Mutex
-	heartbeats []time.Time
-}
-
-func (f *fakeIronic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	switch {
-	case r.URL.Path == "/":
-		fmt.Fprint(w, `{"default_version":{"version":"1.62"}}`)
-	case r.URL.Path == "/v1/lookup":
-		json.NewEncoder(w).Encode(map[string]any{
-			"node":   map[string]any{"uuid": nodeUUID, "properties": map[string]any{}, "instance_info": map[string]any{}, "driver_internal_info": map[string]any{}},
-			"config": map[string]any{"heartbeat_timeout": hbTimeout, "agent_token": token, "agent_token_required": true},
-		})
-	case r.URL.Path == "/v1/heartbeat/"+nodeUUID && r.Method == http.MethodPost:
-		f.mu.Lock()
-		f.heartbeats = append(f.heartbeats, time.Now())
-		f.mu.Unlock()
-		w.WriteHeader(http.StatusAccepted)
-	default:
-		http.Error(w, `{"error_message":"not here"}`, http.StatusNotFound)
-	}
-}
-
-// gap returns the number of heartbeats in [from, to] and the longest
-// silence in that window (its ends included).
-func (f *fakeIronic) gap(from, to time.Time) (int, time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// heartbeatGap returns the number of heartbeats f received in [from, to]
+// and the longest silence in that window (its ends included).
+func heartbeatGap(f *fakeironic.Server, from, to time.Time) (int, time.Duration) {
 	last, n, longest := from, 0, time.Duration(0)
-	for _, t := range f.heartbeats {
+	for _, h := range f.Heartbeats() {
+		t := h.At
 		if t.Before(from) || t.After(to) {
 			continue
 		}
@@ -161,6 +135,14 @@ func (f *fakeIronic) gap(from, to time.Time) (int, time.Duration) {
 		last = t
 	}
 	return n, max(longest, to.Sub(last))
+}
+
+// newFakeIronic is the Ironic of the scenarios: the node with no
+// properties and no driver_internal_info (the steps get their node from
+// the scenario's own commands), heartbeating every 3-6 s.
+func newFakeIronic() *fakeironic.Server {
+	return &fakeironic.Server{NodeUUID: nodeUUID, Token: token, HeartbeatTimeout: hbTimeout,
+		Node: map[string]any{"properties": map[string]any{}, "driver_internal_info": map[string]any{}}}
 }
 
 func serve(h http.Handler) (string, error) {
@@ -178,7 +160,7 @@ type bed struct {
 	dm      *devmapper.Device
 	loop    string
 	agent   string // the agent's API URL
-	ironic  *fakeIronic
+	ironic  *fakeironic.Server
 	images  string // URL of imageDir
 	log     *syncBuffer
 	posted  []string          // command names posted, in order
@@ -201,7 +183,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Println("faildisk: disk", loop.Path, "over", dm.Path, "over", baseDisk)
-	b := &bed{dm: dm, loop: loop.Path, ironic: &fakeIronic{}, log: &syncBuffer{}, results: map[string]string{}}
+	b := &bed{dm: dm, loop: loop.Path, ironic: newFakeIronic(), log: &syncBuffer{}, results: map[string]string{}}
 	ironicURL, err := serve(b.ironic)
 	if err != nil {
 		return err
@@ -396,7 +378,7 @@ func (b *bed) runOne(ctx context.Context, s scenario) (string, error) {
 	if err := b.checkCommandList(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}
-	n, gap := b.ironic.gap(start, end)
+	n, gap := heartbeatGap(b.ironic, start, end)
 	if gap > maxHeartbeatGap {
 		problems = append(problems, fmt.Sprintf("no heartbeat for %s while the command ran (%d heartbeats in %s)", gap.Round(time.Second), n, end.Sub(start).Round(time.Second)))
 	}
