@@ -36,6 +36,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
 	"github.com/ironic-go/ironic-agent/internal/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/dmtest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -285,13 +286,8 @@ type scenario struct {
 	timeout time.Duration
 }
 
-type cmdResult struct {
-	ID     string          `json:"id"`
-	Name   string          `json:"command_name"`
-	Status string          `json:"command_status"`
-	Error  json.RawMessage `json:"command_error"`
-	Result json.RawMessage `json:"command_result"`
-}
+// cmdResult is one command as the agent reports it.
+type cmdResult = agentclient.Reply
 
 func (b *bed) run(ctx context.Context, s scenario) {
 	start := time.Now()
@@ -319,15 +315,12 @@ func (b *bed) runOne(ctx context.Context, s scenario) (string, error) {
 	}
 	logStart := b.log.len()
 	start := time.Now()
-	body, _ := json.Marshal(map[string]any{"name": s.command, "params": s.params})
-	resp, err := http.Post(b.agent+"/v1/commands/?wait=false&agent_token="+token, "application/json", bytes.NewReader(body))
+	r, err := b.client().Post(ctx, s.command, s.params, false)
 	if err != nil {
 		return "", err
 	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("POST %s: %d %s", s.command, resp.StatusCode, data)
+	if r.HTTPStatus != http.StatusOK {
+		return "", fmt.Errorf("POST %s: %d %s", s.command, r.HTTPStatus, r.Body)
 	}
 	_, name, _ := strings.Cut(s.command, ".") // the list names commands without their extension
 	b.posted = append(b.posted, name)
@@ -413,20 +406,19 @@ func errorMessage(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// client is the agent's API with the scenarios' token.
+func (b *bed) client() *agentclient.Client { return &agentclient.Client{Base: b.agent, Token: token} }
+
 func (b *bed) commands(ctx context.Context) ([]cmdResult, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.agent+"/v1/commands/", nil)
-	resp, err := http.DefaultClient.Do(req)
+	// The list as Ironic 21.4 polls it: without the token.
+	code, cmds, err := (&agentclient.Client{Base: b.agent}).List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	var doc struct {
-		Commands []cmdResult `json:"commands"`
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET /v1/commands: HTTP %d", code)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("GET /v1/commands: %w", err)
-	}
-	return doc.Commands, nil
+	return cmds, nil
 }
 
 // waitLast polls the command list until its last command ends.
@@ -587,17 +579,13 @@ func stallOnWrite(d time.Duration) func(ctx context.Context, b *bed) error {
 
 // wantBusy posts a command while one runs: it must be refused with 409.
 func (b *bed) wantBusy(ctx context.Context) error {
-	body := `{"name": "deploy.get_deploy_steps", "params": {"node": {"uuid": "` + nodeUUID + `"}, "ports": []}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.agent+"/v1/commands/?wait=false&agent_token="+token, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	params := map[string]any{"node": map[string]any{"uuid": nodeUUID}, "ports": []any{}}
+	r, err := b.client().Post(ctx, "deploy.get_deploy_steps", params, false)
 	if err != nil {
 		return err
 	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusConflict {
-		return fmt.Errorf("a command posted while another ran on a stuck disk: %d %s, want 409", resp.StatusCode, data)
+	if r.HTTPStatus != http.StatusConflict {
+		return fmt.Errorf("a command posted while another ran on a stuck disk: %d %s, want 409", r.HTTPStatus, r.Body)
 	}
 	return nil
 }
