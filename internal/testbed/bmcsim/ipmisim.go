@@ -63,10 +63,10 @@ type IPMISim struct {
 // binary must call MaybeRelay first thing: it is the control program.
 func StartIPMISim(ctx context.Context, m qemu.Machine, opts qemu.Options) (*IPMISim, error) {
 	if m.BMC == nil || m.BMC.Kind != qemu.BMCOpenIPMI {
-		return nil, fmt.Errorf("vmtest: StartIPMISim needs Machine.BMC of kind %s", qemu.BMCOpenIPMI)
+		return nil, fmt.Errorf("bmcsim: StartIPMISim needs Machine.BMC of kind %s", qemu.BMCOpenIPMI)
 	}
 	if m.Dir == "" {
-		return nil, errors.New("vmtest: Machine.Dir is empty")
+		return nil, errors.New("bmcsim: Machine.Dir is empty")
 	}
 	conf, err := ipmiSimConfig(m)
 	if err != nil {
@@ -75,33 +75,33 @@ func StartIPMISim(ctx context.Context, m qemu.Machine, opts qemu.Options) (*IPMI
 	dir := filepath.Join(m.Dir, "bmc")
 	state := filepath.Join(dir, "state")
 	if err := os.MkdirAll(state, 0o700); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("bmcsim: %w", err)
 	}
 	sock := filepath.Join(dir, "control.sock")
 	// sun_path holds 108 bytes with its terminating NUL.
 	if len(sock) > 107 {
-		return nil, fmt.Errorf("vmtest: BMC control socket %s: path longer than a Unix socket address allows", sock)
+		return nil, fmt.Errorf("bmcsim: BMC control socket %s: path longer than a Unix socket address allows", sock)
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("vmtest: the BMC's control program: %w", err)
+		return nil, fmt.Errorf("bmcsim: the BMC's control program: %w", err)
 	}
 	for _, p := range []string{self, sock} {
 		if strings.ContainsAny(p, "\"' \t\n\\$`") {
-			return nil, fmt.Errorf("vmtest: %q: ipmi_sim runs its programs through a shell; use a path without quotes, blanks or shell characters", p)
+			return nil, fmt.Errorf("bmcsim: %q: ipmi_sim runs its programs through a shell; use a path without quotes, blanks or shell characters", p)
 		}
 	}
 	control := self + " " + BMCControlArg + " " + sock
 	if err := os.WriteFile(filepath.Join(dir, "lan.conf"), []byte(conf.lan(control)), 0o600); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("bmcsim: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sim.emu"), []byte(conf.emu()), 0o600); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("bmcsim: %w", err)
 	}
 	_ = os.Remove(sock)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		return nil, fmt.Errorf("vmtest: BMC control socket: %w", err)
+		return nil, fmt.Errorf("bmcsim: BMC control socket: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &IPMISim{machine: m, opts: opts, ctx: ctx, cancel: cancel, ln: ln, served: make(chan struct{}),
@@ -111,7 +111,7 @@ func StartIPMISim(ctx context.Context, m qemu.Machine, opts qemu.Options) (*IPMI
 	logf, err := os.Create(filepath.Join(dir, "ipmi_sim.log"))
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("bmcsim: %w", err)
 	}
 	// -n: no command console on stdin; -s: persistent state (users, LAN
 	// parameters, SEL) here, not below /var.
@@ -125,7 +125,7 @@ func StartIPMISim(ctx context.Context, m qemu.Machine, opts qemu.Options) (*IPMI
 	if err != nil {
 		logf.Close()
 		s.Close()
-		return nil, fmt.Errorf("vmtest: start ipmi_sim (Debian package openipmi): %w", err)
+		return nil, fmt.Errorf("bmcsim: start ipmi_sim (Debian package openipmi): %w", err)
 	}
 	s.proc = cmd
 	go func() {
@@ -135,7 +135,7 @@ func StartIPMISim(ctx context.Context, m qemu.Machine, opts qemu.Options) (*IPMI
 	}()
 	if err := s.waitLAN(ctx, 10*time.Second); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("vmtest: ipmi_sim did not answer on %s (log %s): %w", m.BMC.LANAddr(), logf.Name(), err)
+		return nil, fmt.Errorf("bmcsim: ipmi_sim did not answer on %s (log %s): %w", m.BMC.LANAddr(), logf.Name(), err)
 	}
 	return s, nil
 }
@@ -448,7 +448,7 @@ func init() {
 func bmcControl(sock string, args []string) int {
 	fail := func(err error) int {
 		// ipmi_sim logs what the program printed when it fails.
-		fmt.Fprintf(os.Stdout, "vmtest BMC control %q: %v\n", args, err)
+		fmt.Fprintf(os.Stdout, "bmcsim BMC control %q: %v\n", args, err)
 		return 1
 	}
 	c, err := net.DialTimeout("unix", sock, 5*time.Second)
@@ -486,20 +486,20 @@ func ipmiSimConfig(m qemu.Machine) (ipmiSimConf, error) {
 	c := ipmiSimConf{name: "vmtest", vmPort: b.VMPort, user: b.User, password: b.Password, mfgID: b.MfgID, productID: b.ProductID}
 	a, err := netip.ParseAddr(b.LANAddress)
 	if err != nil || !a.Is4() {
-		return c, fmt.Errorf("vmtest: BMC LAN address %q: want an IPv4 address (a loopback one, 127.x.y.z, needs no set-up)", b.LANAddress)
+		return c, fmt.Errorf("bmcsim: BMC LAN address %q: want an IPv4 address (a loopback one, 127.x.y.z, needs no set-up)", b.LANAddress)
 	}
 	if b.LANPort <= 0 || b.LANPort > 65535 || b.VMPort <= 0 || b.VMPort > 65535 {
-		return c, fmt.Errorf("vmtest: BMC ports %d (LAN) and %d (VM): want 1-65535", b.LANPort, b.VMPort)
+		return c, fmt.Errorf("bmcsim: BMC ports %d (LAN) and %d (VM): want 1-65535", b.LANPort, b.VMPort)
 	}
 	c.lanAddr = netip.AddrPortFrom(a, uint16(b.LANPort))
 	if _, err := net.ParseMAC(b.LANMAC); err != nil || len(b.LANMAC) != 17 {
-		return c, fmt.Errorf("vmtest: BMC LAN MAC %q: want xx:xx:xx:xx:xx:xx", b.LANMAC)
+		return c, fmt.Errorf("bmcsim: BMC LAN MAC %q: want xx:xx:xx:xx:xx:xx", b.LANMAC)
 	}
 	for _, v := range []string{b.User, b.Password} {
 		// IPMI 2.0: at most 16 bytes (20 with RMCP+, which ipmi_sim's
 		// 1.5 side cannot hold); ipmi_sim's parser takes no quotes.
 		if v == "" || len(v) > 16 || strings.ContainsAny(v, "\"\\ \t\n#") {
-			return c, fmt.Errorf("vmtest: BMC user or password %q: want 1-16 characters without quotes, blanks or #", v)
+			return c, fmt.Errorf("bmcsim: BMC user or password %q: want 1-16 characters without quotes, blanks or #", v)
 		}
 	}
 	return c, nil

@@ -94,7 +94,7 @@ func (p *machinePower) wait(ctx context.Context, what string, done func() bool) 
 		case <-ch:
 		case <-exited:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("vmtest: waiting for the BMC's %s: %w (events: %s)", what, ctx.Err(), strings.Join(p.Events(), ", "))
+			return nil, fmt.Errorf("bmcsim: waiting for the BMC's %s: %w (events: %s)", what, ctx.Err(), strings.Join(p.Events(), ", "))
 		}
 	}
 }

@@ -122,7 +122,7 @@ func StartRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c R
 	}
 	if err != nil {
 		b.cancel()
-		return nil, fmt.Errorf("vmtest: Redfish BMC on %s: %w", c.Addr, err)
+		return nil, fmt.Errorf("bmcsim: Redfish BMC on %s: %w", c.Addr, err)
 	}
 	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = b.srv.Serve(l) }()
@@ -131,20 +131,20 @@ func StartRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c R
 
 func newRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c RedfishConfig) (*RedfishBMC, error) {
 	if m.Dir == "" {
-		return nil, errors.New("vmtest: Machine.Dir is empty")
+		return nil, errors.New("bmcsim: Machine.Dir is empty")
 	}
 	if m.BMC != nil {
-		return nil, errors.New("vmtest: a machine behind a Redfish BMC has no Machine.BMC (no in-band IPMI interface)")
+		return nil, errors.New("bmcsim: a machine behind a Redfish BMC has no Machine.BMC (no in-band IPMI interface)")
 	}
 	if c.Addr == "" || c.User == "" || c.Password == "" {
-		return nil, errors.New("vmtest: RedfishConfig needs Addr, User and Password")
+		return nil, errors.New("bmcsim: RedfishConfig needs Addr, User and Password")
 	}
 	mode, err := redfishBootMode(m.Firmware)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(m.Dir, "bmc"), 0o755); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("bmcsim: %w", err)
 	}
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		d := func() (err error) { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err }
@@ -172,7 +172,7 @@ func redfishBootMode(firmware qemu.Firmware) (string, error) {
 	case qemu.UEFI:
 		return "UEFI", nil
 	}
-	return "", fmt.Errorf("vmtest: firmware %q: want bios or uefi", firmware)
+	return "", fmt.Errorf("bmcsim: firmware %q: want bios or uefi", firmware)
 }
 
 // URL is the service's address as Ironic's redfish_address takes it.

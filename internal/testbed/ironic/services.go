@@ -65,7 +65,7 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// IPMI also enables Ironic's ipmi hardware type (ipmitool power and
 	// management, pxe boot) for nodes behind a real IPMI LAN endpoint, such
-	// as vmtest's ipmi_sim.
+	// as bmcsim's ipmi_sim.
 	IPMI bool
 	// NetBoot, with IPMI, also enables the ipxe boot interface and
 	// configures what Ironic writes for network boots on a provisioning
@@ -73,7 +73,7 @@ type Config struct {
 	NetBoot *NetBoot
 	// Redfish also enables Ironic's redfish hardware type (redfish power
 	// and management, the redfish-virtual-media boot interface) for nodes
-	// behind a Redfish BMC such as vmtest's RedfishBMC; with NetBoot, the
+	// behind a Redfish BMC such as bmcsim's RedfishBMC; with NetBoot, the
 	// ISOs' kernel line takes NetBoot.KernelParams and they are published
 	// below NetBoot.HTTPURL.
 	Redfish bool

@@ -68,7 +68,7 @@ type bondPort struct {
 // LACP, for active-backup bonds). Close stops it.
 func StartBondSwitch(n int, tap *os.File, vid uint16, lacp bool) (*BondSwitch, []*os.File, error) {
 	if vid > 4094 {
-		return nil, nil, fmt.Errorf("vmtest: bond switch VLAN %d is not from 0 to 4094", vid)
+		return nil, nil, fmt.Errorf("netbed: bond switch VLAN %d is not from 0 to 4094", vid)
 	}
 	s := &BondSwitch{vid: vid, lacp: lacp, done: make(chan struct{})}
 	var qemuEnds []*os.File
@@ -110,7 +110,7 @@ func StartBondSwitch(n int, tap *os.File, vid uint16, lacp bool) (*BondSwitch, [
 func streamPair(name string) (*os.File, net.Conn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("vmtest: %s socket pair: %w", name, err)
+		return nil, nil, fmt.Errorf("netbed: %s socket pair: %w", name, err)
 	}
 	qemuEnd := os.NewFile(uintptr(fds[0]), name+"-qemu")
 	ours := os.NewFile(uintptr(fds[1]), name)
@@ -118,7 +118,7 @@ func streamPair(name string) (*os.File, net.Conn, error) {
 	ours.Close()
 	if err != nil {
 		qemuEnd.Close()
-		return nil, nil, fmt.Errorf("vmtest: %s socket: %w", name, err)
+		return nil, nil, fmt.Errorf("netbed: %s socket: %w", name, err)
 	}
 	return qemuEnd, conn, nil
 }
@@ -132,7 +132,7 @@ func readStreamFrame(r io.Reader, buf []byte) ([]byte, error) {
 	}
 	n := int(binary.BigEndian.Uint32(hdr[:]))
 	if n > len(buf) {
-		return nil, fmt.Errorf("vmtest: a %d-byte frame from the VM", n)
+		return nil, fmt.Errorf("netbed: a %d-byte frame from the VM", n)
 	}
 	if _, err := io.ReadFull(r, buf[:n]); err != nil {
 		return nil, err

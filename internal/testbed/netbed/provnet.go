@@ -40,10 +40,10 @@ type ProvNet struct {
 // root. Close removes it all.
 func NewProvNet(ctx context.Context, name string, host netip.Prefix, dir string) (*ProvNet, error) {
 	if !host.Addr().Is4() {
-		return nil, fmt.Errorf("vmtest: provisioning network %s: want an IPv4 prefix", host)
+		return nil, fmt.Errorf("netbed: provisioning network %s: want an IPv4 prefix", host)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("netbed: %w", err)
 	}
 	if err := ip(ctx, "netns", "add", name); err != nil {
 		return nil, err
@@ -168,19 +168,19 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 // StartDHCP runs dnsmasq on the bridge with d until Close.
 func (p *ProvNet) StartDHCP(d DHCP) error {
 	if !p.Host.Contains(d.First) || !p.Host.Contains(d.Last) {
-		return fmt.Errorf("vmtest: DHCP range %s-%s is not in %s", d.First, d.Last, p.Host)
+		return fmt.Errorf("netbed: DHCP range %s-%s is not in %s", d.First, d.Last, p.Host)
 	}
 	cmd := qemu.InNetns(p.Name, "dnsmasq", p.dnsmasqArgs(d)...)
 	out, err := os.Create(filepath.Join(p.dir, "dnsmasq.out"))
 	if err != nil {
-		return fmt.Errorf("vmtest: %w", err)
+		return fmt.Errorf("netbed: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	waited, err := qemu.StartLocked(cmd)
 	if err != nil {
 		out.Close()
-		return fmt.Errorf("vmtest: start dnsmasq (Debian package dnsmasq-base): %w", err)
+		return fmt.Errorf("netbed: start dnsmasq (Debian package dnsmasq-base): %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- <-waited; out.Close() }()
@@ -213,7 +213,7 @@ func (p *ProvNet) Dial(ctx context.Context, network, addr string) (c net.Conn, e
 func (p *ProvNet) Serve(addr string, h http.Handler) error {
 	var l net.Listener
 	if err := p.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		return fmt.Errorf("vmtest: HTTP server on %s in %s: %w", addr, p.Name, err)
+		return fmt.Errorf("netbed: HTTP server on %s in %s: %w", addr, p.Name, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(l) }()
@@ -249,6 +249,6 @@ func (p *ProvNet) Close() {
 	if err := ip(context.Background(), "netns", "del", p.Name); err != nil {
 		// Close has no caller to tell; a namespace left behind must
 		// not go unnoticed.
-		fmt.Fprintf(os.Stderr, "vmtest: provisioning network: %v\n", err)
+		fmt.Fprintf(os.Stderr, "netbed: provisioning network: %v\n", err)
 	}
 }

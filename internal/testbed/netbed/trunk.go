@@ -35,7 +35,7 @@ type Trunk struct {
 // started. Close stops it.
 func StartTrunk(native, tagged *os.File, vid uint16) (*Trunk, *os.File, error) {
 	if vid < 1 || vid > 4094 {
-		return nil, nil, fmt.Errorf("vmtest: trunk VLAN %d is not from 1 to 4094", vid)
+		return nil, nil, fmt.Errorf("netbed: trunk VLAN %d is not from 1 to 4094", vid)
 	}
 	qemuEnd, conn, err := streamPair("trunk")
 	if err != nil {
@@ -74,17 +74,17 @@ func (tr *Trunk) Close() {
 func pollable(f *os.File) (*os.File, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return nil, fmt.Errorf("vmtest: trunk tap: %w", err)
+		return nil, fmt.Errorf("netbed: trunk tap: %w", err)
 	}
 	fd := -1
 	var derr error
 	if err := rc.Control(func(p uintptr) { fd, derr = unix.Dup(int(p)) }); err != nil || derr != nil {
-		return nil, fmt.Errorf("vmtest: trunk tap: %w", errors.Join(err, derr))
+		return nil, fmt.Errorf("netbed: trunk tap: %w", errors.Join(err, derr))
 	}
 	unix.CloseOnExec(fd)
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("vmtest: trunk tap: %w", err)
+		return nil, fmt.Errorf("netbed: trunk tap: %w", err)
 	}
 	return os.NewFile(uintptr(fd), f.Name()), nil
 }

@@ -50,7 +50,7 @@ const (
 )
 
 // modules are the drivers the guest loads (with their dependencies): the
-// disks of vmtest's machines and the config drive's file systems with the
+// disks of qemu's machines and the config drive's file systems with the
 // character sets FAT mounts with by default.
 func modules() []string {
 	return []string{"virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "ahci", "nvme",
@@ -59,7 +59,7 @@ func modules() []string {
 
 // KernelArgs is the kernel command line the images' GRUB passes: the
 // serial console, and a panic (no init, a bad initramfs) that ends the
-// VM at once (vmtest runs QEMU with -no-reboot).
+// VM at once (internal/testbed/qemu runs QEMU with -no-reboot).
 const KernelArgs = "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests"
 
 // OS is a built kernel and initramfs.

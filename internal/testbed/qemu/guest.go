@@ -22,7 +22,7 @@ func AddLinked(ctx context.Context, files map[string]string, bins ...string) err
 		cmd := exec.CommandContext(ctx, "ldd", bin)
 		out, err := cmd.Output()
 		if err != nil {
-			return fmt.Errorf("vmtest: ldd %s: %w", bin, err)
+			return fmt.Errorf("qemu: ldd %s: %w", bin, err)
 		}
 		for _, w := range strings.Fields(string(out)) {
 			if !strings.HasPrefix(w, "/") {
@@ -30,7 +30,7 @@ func AddLinked(ctx context.Context, files map[string]string, bins ...string) err
 			}
 			real, err := filepath.EvalSymlinks(w)
 			if err != nil {
-				return fmt.Errorf("vmtest: library of %s: %w", bin, err)
+				return fmt.Errorf("qemu: library of %s: %w", bin, err)
 			}
 			files[strings.TrimPrefix(w, "/")] = real
 		}
@@ -92,6 +92,6 @@ func RunUpload(ctx context.Context, m Machine, cmd, dir string, opts Options) (*
 	case b := <-uploaded:
 		return vm, b, nil
 	default:
-		return vm, nil, fmt.Errorf("vmtest: the VM powered off without uploading %s (serial console in %s)", dir, vm.LogPath)
+		return vm, nil, fmt.Errorf("qemu: the VM powered off without uploading %s (serial console in %s)", dir, vm.LogPath)
 	}
 }

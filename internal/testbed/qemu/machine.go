@@ -284,7 +284,7 @@ func (m *Machine) DiskPath(id string) string { return filepath.Join(m.Dir, id+".
 // exist yet.
 func (m *Machine) CreateDisks() error {
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
-		return fmt.Errorf("vmtest: %w", err)
+		return fmt.Errorf("qemu: %w", err)
 	}
 	for _, d := range m.Disks {
 		p := m.DiskPath(d.ID)
@@ -293,14 +293,14 @@ func (m *Machine) CreateDisks() error {
 		}
 		f, err := os.Create(p)
 		if err != nil {
-			return fmt.Errorf("vmtest: %w", err)
+			return fmt.Errorf("qemu: %w", err)
 		}
 		err = f.Truncate(int64(d.SizeMB) << 20)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("vmtest: %w", err)
+			return fmt.Errorf("qemu: %w", err)
 		}
 	}
 	return nil
@@ -311,7 +311,7 @@ func (m *Machine) CreateDisks() error {
 // a NICTap NIC.
 func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, error) {
 	if m.Firmware != BIOS && m.Firmware != UEFI {
-		return nil, fmt.Errorf("vmtest: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
+		return nil, fmt.Errorf("qemu: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
 	}
 	a := []string{
 		"-name", m.Name, "-machine", "q35", "-accel", "tcg",
@@ -424,7 +424,7 @@ func (m *Machine) diskArgs(slots *pciSlots) ([]string, error) {
 				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
 				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
 		default:
-			return nil, fmt.Errorf("vmtest: disk %s: unknown kind %q", d.ID, d.Kind)
+			return nil, fmt.Errorf("qemu: disk %s: unknown kind %q", d.ID, d.Kind)
 		}
 	}
 	return a, nil
@@ -503,18 +503,18 @@ func (m *Machine) netdev(i int, n NIC, relay func(target string) string, fd int)
 		return fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.%d.0/24", i, 3+i), nil
 	case NICTap:
 		if fd < 0 {
-			return "", fmt.Errorf("vmtest: NIC %s wants a tap but there is none", n.MAC)
+			return "", fmt.Errorf("qemu: NIC %s wants a tap but there is none", n.MAC)
 		}
 		return fmt.Sprintf("tap,id=n%d,fd=%d", i, fd), nil
 	case NICStream:
 		// The same file is a connected stream socket instead: QEMU
 		// sends and takes each frame after its 4-byte length.
 		if fd < 0 {
-			return "", fmt.Errorf("vmtest: NIC %s wants a stream socket but there is none", n.MAC)
+			return "", fmt.Errorf("qemu: NIC %s wants a stream socket but there is none", n.MAC)
 		}
 		return fmt.Sprintf("socket,id=n%d,fd=%d", i, fd), nil
 	}
-	return "", fmt.Errorf("vmtest: NIC %s: unknown backend %q", n.MAC, n.Backend)
+	return "", fmt.Errorf("qemu: NIC %s: unknown backend %q", n.MAC, n.Backend)
 }
 
 // bmcArgs are the BMC's devices. ISA, not PCI: no slot is taken, so the
@@ -534,7 +534,7 @@ func (m *Machine) bmcArgs() ([]string, error) {
 		a = []string{"-chardev", fmt.Sprintf("socket,id=ipmi0,host=127.0.0.1,port=%d,reconnect=1", m.BMC.VMPort),
 			"-device", "ipmi-bmc-extern,id=bmc0,chardev=ipmi0"}
 	default:
-		return nil, fmt.Errorf("vmtest: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
+		return nil, fmt.Errorf("qemu: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
 	}
 	return append(a, "-device", "isa-ipmi-kcs,bmc=bmc0"), nil
 }

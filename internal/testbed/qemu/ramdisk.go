@@ -75,7 +75,7 @@ func RepoRoot() (string, error) {
 		}
 		p := filepath.Dir(d)
 		if p == d {
-			return "", errors.New("vmtest: no go.mod above the working directory")
+			return "", errors.New("qemu: no go.mod above the working directory")
 		}
 		d = p
 	}
@@ -119,7 +119,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	dir := filepath.Join(cache, "agents", hex.EncodeToString(sum[:8]))
 	bin, mk := filepath.Join(dir, name), filepath.Join(dir, "mkramdisk")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	// Held until the ramdisk is made from the binary: no other process
 	// relinks it in between.
@@ -155,7 +155,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("vmtest: %s %s: %w: %s", mk, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("qemu: %s %s: %w: %s", mk, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	var res struct {
 		Kernel, Initramfs, Agent     string
@@ -166,7 +166,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 		Firmware                     []ramdisk.FirmwareFile
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, fmt.Errorf("vmtest: mkramdisk -json printed %q: %w", out, err)
+		return nil, fmt.Errorf("qemu: mkramdisk -json printed %q: %w", out, err)
 	}
 	rd := &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
 		KernelPackage: res.KernelPackage, Cached: res.Cached, InitrdRaw: res.InitramfsRaw, Firmware: res.Firmware}
@@ -184,7 +184,7 @@ func goBuild(ctx context.Context, root, out, pkg string) error {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("vmtest: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
+		return fmt.Errorf("qemu: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func MaybeRelay() {
 		return
 	}
 	if err := Relay(os.Args[2], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "vmtest relay: %v\n", err)
+		fmt.Fprintf(os.Stderr, "qemu relay: %v\n", err)
 		os.Exit(1)
 	}
 	os.Exit(0)

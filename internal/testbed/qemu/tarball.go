@@ -17,7 +17,7 @@ import (
 func ExtractTarGz(r io.Reader, dir string) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return fmt.Errorf("vmtest: upload is not gzip: %w", err)
+		return fmt.Errorf("qemu: upload is not gzip: %w", err)
 	}
 	tr := tar.NewReader(zr)
 	for {
@@ -26,11 +26,11 @@ func ExtractTarGz(r io.Reader, dir string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("vmtest: read tar: %w", err)
+			return fmt.Errorf("qemu: read tar: %w", err)
 		}
 		name := filepath.Clean(h.Name)
 		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("vmtest: tar entry %q leaves the directory", h.Name)
+			return fmt.Errorf("qemu: tar entry %q leaves the directory", h.Name)
 		}
 		p := filepath.Join(dir, name)
 		switch h.Typeflag {
@@ -51,7 +51,7 @@ func ExtractTarGz(r io.Reader, dir string) error {
 				err = cerr
 			}
 			if err != nil {
-				return fmt.Errorf("vmtest: %s: %w", h.Name, err)
+				return fmt.Errorf("qemu: %s: %w", h.Name, err)
 			}
 		case tar.TypeSymlink:
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -62,7 +62,7 @@ func ExtractTarGz(r io.Reader, dir string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("vmtest: tar entry %q has unsupported type %q", h.Name, h.Typeflag)
+			return fmt.Errorf("qemu: tar entry %q has unsupported type %q", h.Name, h.Typeflag)
 		}
 	}
 }

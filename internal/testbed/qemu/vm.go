@@ -70,13 +70,13 @@ type Options struct {
 // prefixed with the seconds since QEMU started.
 func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if m.Dir == "" {
-		return nil, errors.New("vmtest: Machine.Dir is empty")
+		return nil, errors.New("qemu: Machine.Dir is empty")
 	}
 	if strings.Contains(m.Dir, ",") {
-		return nil, fmt.Errorf("vmtest: %s: QEMU option values cannot hold the directory's comma", m.Dir)
+		return nil, fmt.Errorf("qemu: %s: QEMU option values cannot hold the directory's comma", m.Dir)
 	}
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	if err := m.CreateDisks(); err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		vars := filepath.Join(m.Dir, "ovmf_vars.fd")
 		if _, err := os.Stat(vars); err != nil {
 			if err := CopyFile(OVMFVars, vars); err != nil {
-				return nil, fmt.Errorf("vmtest: OVMF variables (install ovmf): %w", err)
+				return nil, fmt.Errorf("qemu: OVMF variables (install ovmf): %w", err)
 			}
 		}
 	}
@@ -105,11 +105,11 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	}
 	vm := &VM{Machine: m, Cmdline: append([]string{"qemu-system-x86_64"}, args...), LogPath: filepath.Join(m.Dir, "serial.log"), done: make(chan struct{})}
 	if err := os.WriteFile(filepath.Join(m.Dir, "qemu.cmdline"), []byte(ShellQuote(vm.Cmdline)+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	logf, err := os.Create(vm.LogPath)
 	if err != nil {
-		return nil, fmt.Errorf("vmtest: %w", err)
+		return nil, fmt.Errorf("qemu: %w", err)
 	}
 	cmd := InNetns(opts.Netns, vm.Cmdline[0], args...)
 	if opts.Tap != nil {
@@ -130,14 +130,14 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if opts.ConsoleInput {
 		if vm.stdin, err = cmd.StdinPipe(); err != nil {
 			logf.Close()
-			return nil, fmt.Errorf("vmtest: %w", err)
+			return nil, fmt.Errorf("qemu: %w", err)
 		}
 	}
 	vm.start = time.Now()
 	waited, err := StartLocked(cmd)
 	if err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("vmtest: start %s: %w", vm.Cmdline[0], err)
+		return nil, fmt.Errorf("qemu: start %s: %w", vm.Cmdline[0], err)
 	}
 	vm.cmd = cmd
 	readDone := make(chan struct{})
@@ -161,10 +161,10 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		pw.Close()
 		<-readDone
 		if err != nil {
-			vm.err = fmt.Errorf("vmtest: %s: %w (serial console in %s)", vm.Cmdline[0], err, vm.LogPath)
+			vm.err = fmt.Errorf("qemu: %s: %w (serial console in %s)", vm.Cmdline[0], err, vm.LogPath)
 		} else if l, ok := vm.Find("Kernel panic"); ok {
 			// panic=-1 with -no-reboot makes a guest panic a clean QEMU exit.
-			vm.err = fmt.Errorf("vmtest: guest kernel panic at %.1fs: %s (serial console in %s)", l.At.Seconds(), l.Text, vm.LogPath)
+			vm.err = fmt.Errorf("qemu: guest kernel panic at %.1fs: %s (serial console in %s)", l.At.Seconds(), l.Text, vm.LogPath)
 		}
 		close(vm.done)
 	}()
@@ -234,9 +234,9 @@ func (vm *VM) WaitFor(ctx context.Context, s string) (Line, error) {
 			return l, nil
 		default:
 		}
-		return Line{}, fmt.Errorf("vmtest: QEMU exited before the console said %q (serial console in %s)", s, vm.LogPath)
+		return Line{}, fmt.Errorf("qemu: QEMU exited before the console said %q (serial console in %s)", s, vm.LogPath)
 	case <-ctx.Done():
-		return Line{}, fmt.Errorf("vmtest: waiting for %q on the console: %w (serial console in %s)", s, ctx.Err(), vm.LogPath)
+		return Line{}, fmt.Errorf("qemu: waiting for %q on the console: %w (serial console in %s)", s, ctx.Err(), vm.LogPath)
 	}
 }
 
@@ -245,10 +245,10 @@ func (vm *VM) WaitFor(ctx context.Context, s string) (Line, error) {
 // Options.ConsoleInput.
 func (vm *VM) Type(text string) error {
 	if vm.stdin == nil {
-		return errors.New("vmtest: Type: the VM was started without Options.ConsoleInput")
+		return errors.New("qemu: Type: the VM was started without Options.ConsoleInput")
 	}
 	if _, err := io.WriteString(vm.stdin, strings.ReplaceAll(text, "\n", "\r")); err != nil {
-		return fmt.Errorf("vmtest: serial console input: %w", err)
+		return fmt.Errorf("qemu: serial console input: %w", err)
 	}
 	return nil
 }
@@ -261,7 +261,7 @@ func (vm *VM) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		vm.Kill()
 		<-vm.done
-		return fmt.Errorf("vmtest: VM still running: %w (serial console in %s)", ctx.Err(), vm.LogPath)
+		return fmt.Errorf("qemu: VM still running: %w (serial console in %s)", ctx.Err(), vm.LogPath)
 	}
 }
 
@@ -351,7 +351,7 @@ func ShellQuote(args []string) string {
 // loss.
 func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 	if vm.Machine.Monitor == "" {
-		return "", errors.New("vmtest: the machine has no monitor socket (Machine.Monitor)")
+		return "", errors.New("qemu: the machine has no monitor socket (Machine.Monitor)")
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", vm.Machine.Monitor)
@@ -362,7 +362,7 @@ func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 		c, err = d.DialContext(ctx, "unix", vm.Machine.Monitor)
 	}
 	if err != nil {
-		return "", fmt.Errorf("vmtest: monitor: %w", err)
+		return "", fmt.Errorf("qemu: monitor: %w", err)
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -378,7 +378,7 @@ func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 		for !strings.HasSuffix(b.String(), "(qemu) ") {
 			ch, err := r.ReadByte()
 			if err != nil {
-				return b.String(), fmt.Errorf("vmtest: monitor: %w", err)
+				return b.String(), fmt.Errorf("qemu: monitor: %w", err)
 			}
 			b.WriteByte(ch)
 		}
@@ -388,7 +388,7 @@ func (vm *VM) Monitor(ctx context.Context, command string) (string, error) {
 		return "", err
 	}
 	if _, err := io.WriteString(c, command+"\n"); err != nil {
-		return "", fmt.Errorf("vmtest: monitor %q: %w", command, err)
+		return "", fmt.Errorf("qemu: monitor %q: %w", command, err)
 	}
 	out, err := readPrompt()
 	// The monitor echoes the command, with the line editor's escape
@@ -404,12 +404,12 @@ func (vm *VM) multipathDisk(id string, i int) (Disk, error) {
 	for _, d := range vm.Machine.Disks {
 		if d.ID == id {
 			if d.Kind != "scsi-hd" || d.Paths < 2 || i < 0 || i >= d.Paths {
-				return Disk{}, fmt.Errorf("vmtest: disk %s (%s, %d paths) has no path %d", id, d.Kind, d.Paths, i)
+				return Disk{}, fmt.Errorf("qemu: disk %s (%s, %d paths) has no path %d", id, d.Kind, d.Paths, i)
 			}
 			return d, nil
 		}
 	}
-	return Disk{}, fmt.Errorf("vmtest: no disk %s", id)
+	return Disk{}, fmt.Errorf("qemu: no disk %s", id)
 }
 
 // UnplugPath hot-unplugs path i of the multipath disk id (Disk.Paths): the
@@ -421,7 +421,7 @@ func (vm *VM) UnplugPath(ctx context.Context, disk string, i int) error {
 	}
 	out, err := vm.Monitor(ctx, "device_del "+pathDeviceID(disk, i))
 	if err == nil && strings.TrimSpace(out) != "" {
-		err = fmt.Errorf("vmtest: device_del %s: %s", pathDeviceID(disk, i), strings.TrimSpace(out))
+		err = fmt.Errorf("qemu: device_del %s: %s", pathDeviceID(disk, i), strings.TrimSpace(out))
 	}
 	return err
 }
@@ -453,7 +453,7 @@ func (vm *VM) PlugPath(ctx context.Context, disk string, i int) error {
 			// The unplugged device keeps its id until the guest has let
 			// it go.
 			if !strings.Contains(out, "Duplicate") || try == 20 {
-				return fmt.Errorf("vmtest: %s: %s", c, out)
+				return fmt.Errorf("qemu: %s: %s", c, out)
 			}
 			select {
 			case <-ctx.Done():

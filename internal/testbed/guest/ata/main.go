@@ -1,4 +1,4 @@
-// Command ataguest is the /init of the ramdisk recordata and the ATA VM
+// Command ata (ataguest) is the /init of the ramdisk tools/recordata and the ATA VM
 // test boot: the agent ramdisk's init (as PID 1), plus this program.
 // "ataguest record DIR" writes, for every ATA disk of the machine (SCSI
 // vendor "ATA" in sysfs), what deploy/ata reads through SG_IO: the 512

@@ -1,4 +1,4 @@
-// Command nvmeguest is the /init of the ramdisk deploy/erase's
+// Command nvme (nvmeguest) is the /init of the ramdisk e2e/hw's
 // TestNativeNVMeInQEMU boots: the agent ramdisk's init (as PID 1), and,
 // as "nvmeguest nvme DIR", the NVMe admin commands of deploy/nvme sent to
 // QEMU's emulated controller through the kernel, then the agent's own

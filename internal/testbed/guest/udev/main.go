@@ -1,4 +1,4 @@
-// Command udevguest is the /init of the ramdisk recordfixture -udev boots:
+// Command udev (udevguest) is the /init of the ramdisk tools/recordfixture -udev boots:
 // the agent ramdisk's init (as PID 1), plus Debian bookworm's udevd (systemd
 // 252, its rules and helpers, copied into the ramdisk by the recorder).
 // "udevguest capture DIR" starts systemd-udevd, replays the kernel's add

@@ -1,4 +1,4 @@
-// Command udevcheck is the guest side of collector's
+// Command udevcheck is the guest side of e2e/hw's
 // TestDisksAgreeWithUdevInVM: the /init of a test ramdisk that also carries
 // udev's scsi_id, ata_id and udevadm. As PID 1 it runs the agent ramdisk's
 // init, which starts "udevcheck run"; that asks udev's own programs about

@@ -101,7 +101,7 @@ func (n *Netns) Veth(name string, other *Netns, peer string) {
 // goroutine exits still locked, the Go runtime ends the thread, so no other
 // goroutine ever runs in the namespace by accident. Ending the thread
 // fires the Pdeathsig of any child that thread once forked: start such
-// children with vmtest's startLocked pattern, never from a pooled thread.
+// children with qemu.StartLocked's pattern, never from a pooled thread.
 func (n *Netns) Do(fn func() error) error {
 	f, err := os.Open(filepath.Join("/run/netns", n.Name))
 	if err != nil {
