@@ -20,7 +20,7 @@ type machinePower struct {
 	mu      sync.Mutex
 	vm      *qemu.VM
 	vms     []*qemu.VM // of every power-on, in order
-	killed  *qemu.VM   // the VM the BMC powered off, whose exit is no guest power-off
+	ended   *qemu.VM   // the last VM whose end (power-off or exit) is recorded
 	boots   int
 	events  []string
 	changed chan struct{} // closed and replaced on every power change
@@ -86,13 +86,11 @@ func (p *machinePower) wait(ctx context.Context, what string, done func() bool) 
 		if ok {
 			return vm, nil
 		}
-		var exited <-chan struct{}
-		if vm != nil {
-			exited = vm.Done()
-		}
+		// Every change, a guest's own power-off included, is recorded
+		// before ch is closed: waiting on QEMU's exit instead would see
+		// the machine off before its event is in the list.
 		select {
 		case <-ch:
-		case <-exited:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("bmcsim: waiting for the BMC's %s: %w (events: %s)", what, ctx.Err(), strings.Join(p.Events(), ", "))
 		}
@@ -106,16 +104,10 @@ func (p *machinePower) changedLocked() chan struct{} {
 	return p.changed
 }
 
+// onLocked says whether the machine is on: it has a VM whose end is not
+// recorded yet.
 func (p *machinePower) onLocked() bool {
-	if p.vm == nil {
-		return false
-	}
-	select {
-	case <-p.vm.Done():
-		return false
-	default:
-		return true
-	}
+	return p.vm != nil && p.ended != p.vm
 }
 
 func (p *machinePower) notifyLocked(event string) {
@@ -150,7 +142,8 @@ func (p *machinePower) startLocked(ctx context.Context, m qemu.Machine, opts qem
 		<-vm.Done()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.vm == vm && p.killed != vm {
+		if p.vm == vm && p.ended != vm {
+			p.ended = vm
 			p.notifyLocked("powered off by the guest (QEMU exited)")
 		}
 	}()
@@ -159,7 +152,7 @@ func (p *machinePower) startLocked(ctx context.Context, m qemu.Machine, opts qem
 
 func (p *machinePower) powerOffLocked(from string) {
 	if vm := p.vm; vm != nil && p.onLocked() {
-		p.killed = vm
+		p.ended = vm
 		vm.Kill()
 		p.notifyLocked("power off by " + from)
 	}
