@@ -194,7 +194,7 @@ func TestVMDeployBIOS(t *testing.T) {
 	})
 }
 
-// TestVMDeployUEFI is scenario (d) under OVMF with internal/osimage's GPT
+// TestVMDeployUEFI is scenario (d) under OVMF with internal/testbed/osimage's GPT
 // whole-disk image (GRUB in an EFI system partition at a distribution
 // path named by a BOOTX64.CSV, and at the removable-media path) and a
 // config drive as Metal3 and Nova send it (meta_data and user_data;

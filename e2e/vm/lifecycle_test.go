@@ -22,7 +22,7 @@ import (
 // under SeaBIOS: a node of the ipmi hardware type behind ipmi_sim, with
 // the ipxe boot interface, on the provisioning network (bridge, dnsmasq,
 // Ironic's HTTP root) in a namespace. Enroll, inspect, clean, deploy
-// internal/osimage's whole-disk image (qcow2) with a config drive, the
+// internal/testbed/osimage's whole-disk image (qcow2) with a config drive, the
 // deployed OS booting from the disk and printing the config drive's
 // hostname and user-data, rescue (Ironic network-boots the agent ramdisk;
 // logins as rescue over SSH and on the serial console), unrescue and the
@@ -185,7 +185,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 	t.Logf("%s: %s; whole test %.1fs (%d power-ons)", fw, strings.Join(times, ", "), time.Since(testStart).Seconds(), bmc.Boots())
 }
 
-// lifecycleImage builds internal/osimage's whole-disk image for fw in
+// lifecycleImage builds internal/testbed/osimage's whole-disk image for fw in
 // dir and returns the raw image, the file to deploy and its format: under
 // SeaBIOS the MBR image as qcow2 (the agent converts it while writing),
 // under OVMF the raw GPT image.

@@ -143,7 +143,7 @@ func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *
 	return vm
 }
 
-// osDeploy is one deploy of an image of internal/osimage to an ipmi node
+// osDeploy is one deploy of an image of internal/testbed/osimage to an ipmi node
 // whose BMC the test holds.
 type osDeploy struct {
 	s        *suite
@@ -252,7 +252,7 @@ func waitOSReport(t *testing.T, ctx context.Context, bmc *bmcsim.IPMISim, vm *qe
 
 // TestVMOSBootBIOS deploys, under SeaBIOS with Ironic's ipmi hardware
 // type driving power and boot device, the partition image of
-// internal/osimage: Ironic has the agent lay out root and config drive and
+// internal/testbed/osimage: Ironic has the agent lay out root and config drive and
 // run the image's own grub-install and grub-mkconfig. Ironic sets the
 // boot device to disk and powers the machine on, the firmware boots the
 // disk the root-device hint named (the first of several in its order, as
@@ -288,7 +288,7 @@ func TestVMOSBootBIOS(t *testing.T) {
 }
 
 // TestVMOSBootUEFI deploys, under OVMF with Ironic's ipmi hardware type,
-// the partition image of internal/osimage. The agent makes the EFI system
+// the partition image of internal/testbed/osimage. The agent makes the EFI system
 // partition (550 MiB, FAT32, its own FAT writer), mounts the image's root
 // and runs its grub-install for x86_64-efi: the image has no efibootmgr,
 // so the NVRAM entry fails, as IPA lets it, and GRUB lands at the

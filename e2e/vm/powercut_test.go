@@ -53,7 +53,7 @@ const (
 // the next boot, and nothing of the cut boot is seen by the next one.
 // The scenario runs under each firmware (a subtest each: SeaBIOS, whose
 // deployed disk's boot sector prints a marker, and OVMF, whose deployed
-// disk is internal/osimage's UEFI disk, booted through the NVRAM entry
+// disk is internal/testbed/osimage's UEFI disk, booted through the NVRAM entry
 // the retried deploy wrote):
 //
 //  1. Automated cleaning with erase_devices: the cut lands after the
@@ -498,13 +498,13 @@ func powerCutBIOSImage(*testing.T, context.Context) []byte {
 	return img
 }
 
-// powerCutUEFIImage is internal/osimage's UEFI whole-disk image.
+// powerCutUEFIImage is internal/testbed/osimage's UEFI whole-disk image.
 func powerCutUEFIImage(t *testing.T, ctx context.Context) []byte {
 	_, img := osImageUEFI(t, ctx)
 	return img
 }
 
-// osImageUEFI builds internal/osimage's UEFI whole-disk image (42 MiB:
+// osImageUEFI builds internal/testbed/osimage's UEFI whole-disk image (42 MiB:
 // GPT, an ESP with GRUB and its BOOTX64.CSV, the OS's root file system)
 // in a temporary directory and returns its file and bytes; it skips t
 // when a host program the image needs is missing.

@@ -39,7 +39,7 @@ const pxeGRUBNode = 3
 // kernel and initramfs over TFTP with the kernel parameters Ironic wrote.
 // GRUB has no BOOTIF to pass: the ramdisk runs DHCP on every NIC and the
 // agent must still reach Ironic through the provisioning NIC. Inspection,
-// cleaning and a deploy of internal/osimage's UEFI disk with a config
+// cleaning and a deploy of internal/testbed/osimage's UEFI disk with a config
 // drive run that way; the deployed OS boots from the disk Ironic set as
 // boot device and prints the config drive's hostname.
 func TestVMPXEGRUBUEFI(t *testing.T) {

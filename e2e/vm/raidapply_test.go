@@ -38,7 +38,7 @@ func applyRAIDStep() nodes.DeployStep {
 // TestVMSoftwareRAIDApplyUEFI builds the software RAID during the deploy,
 // under OVMF: no cleaning, the provision request names the raid
 // interface's apply_configuration deploy step (applyRAIDStep: a RAID-1
-// over two 3 GiB disks), and then internal/osimage's partition image is
+// over two 3 GiB disks), and then internal/testbed/osimage's partition image is
 // laid out on the new array (/dev/md0: ESP md0p1, root md0p2). The agent's
 // install_bootloader moves the ESP to a mirror of ESPs on both holders
 // (md RAID-1, metadata 1.0), runs the image's grub-install onto it and

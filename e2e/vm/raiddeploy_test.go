@@ -231,7 +231,7 @@ func bootDisks(t *testing.T, ctx context.Context, m qemu.Machine, ids []string, 
 	return vm
 }
 
-// deployedOS builds internal/osimage's OS, the deployed OS of the tests
+// deployedOS builds internal/testbed/osimage's OS, the deployed OS of the tests
 // that boot it, in a directory of the test's.
 func deployedOS(t *testing.T, ctx context.Context) (*osimage.OS, string) {
 	t.Helper()
@@ -281,7 +281,7 @@ func deployedOSPartitionImage(t *testing.T, ctx context.Context, o *osimage.OS, 
 
 // TestVMDeploySoftwareRAIDUEFI is a Metal3-style software RAID deploy
 // under OVMF: cleaning builds a RAID-1 and a RAID-0 on two disks, the
-// deploy writes internal/osimage's UEFI whole-disk image (an ESP whose
+// deploy writes internal/testbed/osimage's UEFI whole-disk image (an ESP whose
 // GRUB, named by a BOOTX64.CSV, finds the root file system inside the
 // array) onto /dev/md0, and the agent, as IPA's manage_uefi, moves that
 // ESP to a mirror of ESPs on both holders (md RAID-1, metadata 1.0) with
@@ -475,7 +475,7 @@ func raidUndeployAndClean(t *testing.T, ctx context.Context, m qemu.Machine, uui
 	noMDSuperblocks(t, ctx, m, regions)
 }
 
-// softwareRAIDImage is internal/osimage's whole-disk image for a BIOS
+// softwareRAIDImage is internal/testbed/osimage's whole-disk image for a BIOS
 // deploy onto software RAID (OS.SoftwareRAIDBIOSDisk: msdos, the ext4
 // root at 1 MiB with GRUB's tools and mdadm, no boot code) and its root
 // file system's UUID, which Ironic passes to install_bootloader for
@@ -516,7 +516,7 @@ func rootfsUUID(uuid string) nodes.UpdateOpts {
 // from the first disk alone and from the second alone. Then, as Ironic
 // allows it (it refuses no image type with software RAID; IPA lays a
 // partition image out on the array as on a disk), the node is torn down
-// without cleaning and internal/osimage's partition image is deployed
+// without cleaning and internal/testbed/osimage's partition image is deployed
 // onto the same RAID-1: the agent partitions /dev/md0, writes the root
 // file system to /dev/md0p1 and installs GRUB on both holders again, and
 // the OS boots from the mirror and from the second disk alone.

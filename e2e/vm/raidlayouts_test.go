@@ -98,7 +98,7 @@ func examineMember(t *testing.T, ctx context.Context, path string, start, size i
 // TestVMDeploySoftwareRAID10BIOS is a Metal3-style deploy onto the
 // RAID-1 of metal3RAID10 under SeaBIOS: cleaning builds a RAID-1 and a
 // RAID-1+0 over four disks, the deploy writes softwareRAIDImage
-// (internal/osimage's OS) onto /dev/md0 and installs GRUB on all four
+// (internal/testbed/osimage's OS) onto /dev/md0 and installs GRUB on all four
 // holders. The disk files then show what /proc/mdstat showed in the
 // ramdisk (each disk's first partition a member of one four-device
 // raid1, its second of one four-device raid10, every member with its own

@@ -303,7 +303,7 @@ func QCOW2(ctx context.Context, raw, out string) error {
 }
 
 // PartitionImage writes to out the root file system of a partition image
-// (ext4, labelled img-root): internal/grubimage's tree, whose GRUB the
+// (ext4, labelled img-root): internal/testbed/osimage/grubimage's tree, whose GRUB the
 // agent installs, with this OS's kernel and initramfs as the kernel
 // grub-mkconfig finds in /boot, and GRUB's menu on the serial port.
 func (o *OS) PartitionImage(ctx context.Context, dir, out string, size int64) error {

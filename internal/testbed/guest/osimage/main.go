@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The marker lines; internal/osimage matches them (its constants of the
+// The marker lines; internal/testbed/osimage matches them (its constants of the
 // same names must stay equal to these).
 const (
 	markBooted   = "osimage: the deployed OS booted"
