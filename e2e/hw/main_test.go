@@ -1,8 +1,10 @@
 // Package hw holds the VM tests of the hardware-facing packages: the BMC
 // device (bmc), LLDP on an emulated NIC (lldp), NVMe and ATA commands to
 // QEMU's controllers (deploy/nvme, deploy/ata, deploy/erase), the disk
-// inventory against udev's own programs (collector), and the deployed OS of
-// internal/testbed/osimage. Each boots QEMU; they live under e2e/ so that
+// inventory against udev's own programs (collector), and of the test bed
+// itself: the deployed OS of internal/testbed/osimage, ipmi_sim over its
+// LAN channel (internal/testbed/bmcsim) and IPA 13's ramdisk
+// (internal/testbed/ipa). Each boots QEMU; they live under e2e/ so that
 // `go test ./...` outside e2e/ boots nothing.
 package hw
 
