@@ -3,7 +3,7 @@
 # fixtures/qemu-uefi (and, with -udev, fixtures/qemu-bios-udev: the same VM
 # with Debian's udevd run in the guest before the capture; needs the package
 # udev on this machine; with ipa13-bios or ipa13-uefi, fixtures/qemu-ipa13-FIRMWARE: the
-# machine of e2e/vm's TestVMIPASideBySide, vmtest.SideBySideMachine): build
+# machine of e2e/vm's TestVMIPASideBySide, qemu.SideBySideMachine): build
 # the agent ramdisk, boot it in a QEMU q35 VM (software emulation) with the
 # hardware of internal/testbed/qemu.DefaultMachine (or SideBySideMachine),
 # run `ironic-agent capture-fixture` in the guest and write the tree it
