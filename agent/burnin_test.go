@@ -12,8 +12,8 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy/burnin"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/internal/efivar/efivartest"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/deploy/bootloader"
-	"github.com/ironic-go/ironic-agent/internal/grubimage"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

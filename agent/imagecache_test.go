@@ -12,7 +12,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy/image"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 func TestImageCacheRules(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

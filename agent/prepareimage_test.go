@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 // imageServerForTest serves data at /disk.img on a port of deploy-image's

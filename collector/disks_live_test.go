@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/looptest"
-	"github.com/ironic-go/ironic-agent/internal/lsblktest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/lsblktest"
 	"github.com/ironic-go/ironic-agent/inventory"
 
 	"github.com/ironic-go/ironic-agent/collector/internal/udev"

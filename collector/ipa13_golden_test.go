@@ -9,13 +9,13 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/ipadiff"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
 )
 
 // TestFixtureIPA13Golden checks two fixtures against what IPA reported, not
 // against the collector's own earlier output: fixtures/qemu-ipa13-bios and
 // qemu-ipa13-uefi are the machine e2e/vm's TestVMIPASideBySide boots IPA 13
-// and our agent on (vmtest.SideBySideMachine, SeaBIOS and OVMF), recorded
+// and our agent on (qemu.SideBySideMachine, SeaBIOS and OVMF), recorded
 // by our ramdisk, and each one's ipa13-inspection.json is what IPA 13
 // reported on that machine under that firmware
 // (e2e/vm/testdata/ipa13-side-by-side/bios-ipa.json, uefi-ipa.json): the inventory and

@@ -12,7 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // needAgentInspection ends a test of Ironic's built-in inspection on a
@@ -20,7 +20,7 @@ import (
 func (s *suite) needAgentInspection(t *testing.T) {
 	t.Helper()
 	if !s.series.HasAgentInspection() {
-		t.Skipf("SKIPPED: Ironic series %s has no built-in inspection (/v1/continue_inspection is Ironic >= 22.1); run with %s=2025.1 or 2026.1", s.series, ironictest.SeriesEnv)
+		t.Skipf("SKIPPED: Ironic series %s has no built-in inspection (/v1/continue_inspection is Ironic >= 22.1); run with %s=2025.1 or 2026.1", s.series, ironic.SeriesEnv)
 	}
 }
 
@@ -38,7 +38,7 @@ func TestAgentInspectEnrolledNode(t *testing.T) {
 	s.needAgentInspection(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:1e:00:01"
-	n := s.enroll(t, "e2e-agent-inspect", mac, ironictest.NodeSpec{
+	n := s.enroll(t, "e2e-agent-inspect", mac, ironic.NodeSpec{
 		InspectInterface: "agent",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 	})
@@ -115,7 +115,7 @@ func (s *suite) checkAgentInspection(t *testing.T, uuid, mac string) *nodes.Node
 	if got, ok := propInt(props, "local_gb"); !ok || got != want.RootDiskGB {
 		t.Errorf("properties.local_gb = %v, want %d (root-device hook: root disk GiB - 1)", props["local_gb"], want.RootDiskGB)
 	}
-	if s.series == ironictest.Series2026_1 {
+	if s.series == ironic.Series2026_1 {
 		if got, ok := propInt(props, "cpus"); !ok || got != want.CPUs {
 			t.Errorf("properties.cpus = %v, want %d (cpus hook)", props["cpus"], want.CPUs)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // stepTimeout bounds every wait for Ironic to reach a state with the agent
@@ -22,13 +22,13 @@ const stepTimeout = 2 * time.Minute
 
 // enroll creates a fake-hardware node with one port (mac), takes it to
 // manageable and deletes it when the test ends.
-func (s *suite) enroll(t *testing.T, name, mac string, spec ironictest.NodeSpec) *nodes.Node {
+func (s *suite) enroll(t *testing.T, name, mac string, spec ironic.NodeSpec) *nodes.Node {
 	t.Helper()
 	return enrollOn(t, s.ironic, name, mac, spec)
 }
 
 // enrollOn is enroll against the Ironic of client c.
-func enrollOn(t *testing.T, c *ironictest.Client, name, mac string, spec ironictest.NodeSpec) *nodes.Node {
+func enrollOn(t *testing.T, c *ironic.Client, name, mac string, spec ironic.NodeSpec) *nodes.Node {
 	t.Helper()
 	ctx := t.Context()
 	spec.Name = name
@@ -87,7 +87,7 @@ func TestFailingCleanStep(t *testing.T) {
 	steps := filepath.Join(t.TempDir(), "steps.d")
 	writeStep(t, steps, "e2e_flash_firmware", "cat >/dev/null; echo '"+complaint+"' >&2; exit 3")
 	dev := loopDevice(t, 16<<20)
-	n := s.enroll(t, "e2e-clean-failure", mac, ironictest.NodeSpec{})
+	n := s.enroll(t, "e2e-clean-failure", mac, ironic.NodeSpec{})
 	logsBefore, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "deploy_logs", "*"))
 	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_flash_firmware"}}})
 	if err != nil {

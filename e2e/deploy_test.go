@@ -19,7 +19,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // deployImages builds a whole-disk raw image (GPT, ext4 in its partition,
@@ -51,7 +51,7 @@ func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf str
 	ctx := t.Context()
 	md5sum, sha := fileSums(t, sumsOf)
 	no := false
-	n := s.enroll(t, name, mac, ironictest.NodeSpec{
+	n := s.enroll(t, name, mac, ironic.NodeSpec{
 		AutomatedClean: &no,
 		Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
 		InstanceInfo: map[string]any{

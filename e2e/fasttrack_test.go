@@ -11,14 +11,14 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // lifecycle is one node's way through inspection, cleaning and deploy on
 // one Ironic, and what each phase took.
 type lifecycle struct {
 	s      *suite
-	ironic *ironictest.Client
+	ironic *ironic.Client
 	// ironicURL and inspectionURL are what the agent is given, as the
 	// kernel parameters of the boot would (ipa-api-url,
 	// ipa-inspection-callback-url).
@@ -47,7 +47,7 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 		l.phases = append(l.phases, fmt.Sprintf("%s %s", what, time.Since(phase).Round(time.Millisecond)))
 		phase = time.Now()
 	}
-	n := enrollOn(t, l.ironic, name, mac, ironictest.NodeSpec{
+	n := enrollOn(t, l.ironic, name, mac, ironic.NodeSpec{
 		InspectInterface: l.inspectInterface,
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 		InstanceInfo: map[string]any{
@@ -138,8 +138,8 @@ func TestFastTrack(t *testing.T) {
 	t.Cleanup(srv.Close)
 	imageURL := srv.URL + "/" + filepath.Base(raw)
 
-	ft := s.startOwnIronic(t, "fast-track", ironictest.Config{FastTrack: true})
-	c, err := ironictest.NewClient(ft.IronicURL)
+	ft := s.startOwnIronic(t, "fast-track", ironic.Config{FastTrack: true})
+	c, err := ironic.NewClient(ft.IronicURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // TestHarnessStateMachine checks the harness alone: a node enrolls, goes
@@ -29,7 +29,7 @@ func TestHarnessStateMachine(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	no := false
-	n := s.enroll(t, "harness-sm", "52:54:e2:00:00:01", ironictest.NodeSpec{AutomatedClean: &no})
+	n := s.enroll(t, "harness-sm", "52:54:e2:00:00:01", ironic.NodeSpec{AutomatedClean: &no})
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestHarnessStandIn(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:00:00:02"
-	n := s.enroll(t, "harness-standin", mac, ironictest.NodeSpec{})
+	n := s.enroll(t, "harness-standin", mac, ironic.NodeSpec{})
 
 	var mu sync.Mutex
 	var commands []map[string]any
@@ -118,7 +118,7 @@ func TestHarnessStandIn(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node never became available; last heartbeat %d %s; %s", code, msg, ironictest.Describe(cur))
+			t.Fatalf("node never became available; last heartbeat %d %s; %s", code, msg, ironic.Describe(cur))
 		}
 		time.Sleep(time.Second)
 	}
@@ -173,13 +173,13 @@ func standInHeartbeat(ctx context.Context, ironicURL, uuid, token, callback, ver
 // startOwnIronic starts an Ironic of the test's own (cfg on the suite's
 // series, in a temp dir named name) beside the suite's, shows its logs if
 // the test fails and stops it when the test ends.
-func (s *suite) startOwnIronic(t *testing.T, name string, cfg ironictest.Config) *ironictest.Services {
+func (s *suite) startOwnIronic(t *testing.T, name string, cfg ironic.Config) *ironic.Services {
 	t.Helper()
 	cfg.Dir = filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := ironictest.Start(t.Context(), s.config(cfg))
+	svc, err := ironic.Start(t.Context(), s.config(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetalintrospection/v1/introspection"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // fixtureFacts are the inventory facts of the fixture machine every agent
@@ -207,7 +207,7 @@ func TestInspectEnrolledNode(t *testing.T) {
 	s.needInspector(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0e:00:01"
-	n := s.enroll(t, "e2e-inspect", mac, ironictest.NodeSpec{
+	n := s.enroll(t, "e2e-inspect", mac, ironic.NodeSpec{
 		InspectInterface: "inspector",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 	})

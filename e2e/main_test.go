@@ -15,16 +15,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // suite is what TestMain sets up once for the whole test binary: starting
 // Ironic takes seconds, so every scenario shares one.
 type suite struct {
 	dir       string
-	services  *ironictest.Services
-	ironic    *ironictest.Client
-	inspector *ironictest.InspectorClient
+	services  *ironic.Services
+	ironic    *ironic.Client
+	inspector *ironic.InspectorClient
 	agentBin  string
 	// fixtureRoot is the recorded machine tree every agent reads (with its
 	// own MAC patched in).
@@ -34,8 +34,8 @@ type suite struct {
 	// setupErr is why the suite could not be set up; tests fail with it.
 	setupErr error
 	// series is the Ironic release under test, installed as installed.
-	series    ironictest.Series
-	installed *ironictest.Installed
+	series    ironic.Series
+	installed *ironic.Installed
 	// installTime is how long apt-get or the root filesystem's build took
 	// (0: packages were present, or the root filesystem was cached).
 	installTime time.Duration
@@ -98,10 +98,10 @@ func timing(s *suite, what string) time.Duration {
 
 func (s *suite) setUp(ctx context.Context) error {
 	var err error
-	if s.series, err = ironictest.SeriesFromEnv(); err != nil {
+	if s.series, err = ironic.SeriesFromEnv(); err != nil {
 		return err
 	}
-	if s.installed, err = ironictest.Install(ctx, s.series); err != nil {
+	if s.installed, err = ironic.Install(ctx, s.series); err != nil {
 		return err
 	}
 	s.installTime = s.installed.Took
@@ -128,19 +128,19 @@ func (s *suite) setUp(ctx context.Context) error {
 	if err := os.MkdirAll(svcDir, 0o755); err != nil {
 		return err
 	}
-	s.services, err = ironictest.Start(ctx, s.config(ironictest.Config{Dir: svcDir}))
+	s.services, err = ironic.Start(ctx, s.config(ironic.Config{Dir: svcDir}))
 	if err != nil {
 		return err
 	}
-	if s.ironic, err = ironictest.NewClient(s.services.IronicURL); err != nil {
+	if s.ironic, err = ironic.NewClient(s.services.IronicURL); err != nil {
 		return err
 	}
-	s.inspector, err = ironictest.NewInspectorClient(s.services.InspectorURL)
+	s.inspector, err = ironic.NewInspectorClient(s.services.InspectorURL)
 	return err
 }
 
 // config fills in the series (and its root filesystem) of c.
-func (s *suite) config(c ironictest.Config) ironictest.Config { return s.installed.Config(c) }
+func (s *suite) config(c ironic.Config) ironic.Config { return s.installed.Config(c) }
 
 // needInspector ends a test that drives ironic-inspector when the series
 // has none (2026.1: retired upstream, Ironic inspects by itself).

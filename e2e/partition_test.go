@@ -15,9 +15,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/grubimage"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 )
 
 // TestDeployPartitionImage is a direct deploy of a partition image with
@@ -60,7 +60,7 @@ func TestDeployPartitionImage(t *testing.T) {
 	md5sum, sha := fileSums(t, raw)
 	no := false
 	start := time.Now()
-	n := s.enroll(t, "e2e-deploy-partition", mac, ironictest.NodeSpec{
+	n := s.enroll(t, "e2e-deploy-partition", mac, ironic.NodeSpec{
 		AutomatedClean: &no,
 		Properties: map[string]any{
 			"root_device":  map[string]any{"name": dev},

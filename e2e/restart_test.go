@@ -3,9 +3,7 @@ package e2e
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,7 +13,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // markerSteps writes two executable clean steps into a new steps
@@ -43,10 +42,10 @@ func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Durat
 }
 
 // slowManualCleanOn is slowManualClean against the Ironic of client c.
-func slowManualCleanOn(t *testing.T, c *ironictest.Client, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
+func slowManualCleanOn(t *testing.T, c *ironic.Client, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
 	t.Helper()
 	steps, started, finished, marked = markerSteps(t, sleep)
-	n = enrollOn(t, c, name, mac, ironictest.NodeSpec{})
+	n = enrollOn(t, c, name, mac, ironic.NodeSpec{})
 	err := c.Provision(t.Context(), n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
 		{Interface: nodes.InterfaceDeploy, Step: "e2e_slow"},
 		{Interface: nodes.InterfaceDeploy, Step: "e2e_mark"},
@@ -95,7 +94,7 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 	writeStepManifest(t, steps, "e2e_after_reboot", "cat >/dev/null; touch "+marked,
 		`{"step": "e2e_after_reboot", "interface": "deploy", "priority": 40, "clean": true}`)
 	dev := loopDevice(t, 16<<20)
-	n := s.enroll(t, "e2e-restart-reboot", mac, ironictest.NodeSpec{})
+	n := s.enroll(t, "e2e-restart-reboot", mac, ironic.NodeSpec{})
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,9 +214,9 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
-	split := s.startOwnIronic(t, "split", ironictest.Config{Split: true, NoInspector: true})
+	split := s.startOwnIronic(t, "split", ironic.Config{Split: true, NoInspector: true})
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
-	c, err := ironictest.NewClient(split.IronicURL)
+	c, err := ironic.NewClient(split.IronicURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,16 +301,14 @@ func TestCommandsNeedToken(t *testing.T) {
 	}
 	agentURL := cur.DriverInternalInfo["agent_url"].(string)
 	hc := s.agentClient(t, cur)
-	body := `{"name": "clean.execute_clean_step", "params": {"step": {"interface": "deploy", "step": "e2e_mark", "priority": 0}, "node": {}, "ports": []}}`
-	for _, q := range []string{"?wait=true", "?wait=true&agent_token=not-the-token-0123456789abcdefghijklmnop"} {
-		resp, err := hc.Post(agentURL+"/v1/commands/"+q, "application/json", strings.NewReader(body))
+	params := map[string]any{"step": map[string]any{"interface": "deploy", "step": "e2e_mark", "priority": 0}, "node": map[string]any{}, "ports": []any{}}
+	for _, token := range []string{"", "not-the-token-0123456789abcdefghijklmnop"} {
+		r, err := (&agentclient.Client{Base: agentURL, Token: token, HTTP: hc}).Post(ctx, "clean.execute_clean_step", params, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("POST /v1/commands/%s: HTTP %d %s, want 401", q, resp.StatusCode, b)
+		if r.HTTPStatus != http.StatusUnauthorized {
+			t.Errorf("POST /v1/commands/ with token %q: HTTP %d %s, want 401", token, r.HTTPStatus, r.Body)
 		}
 	}
 	if s.series.TokenOnGET() {
@@ -321,13 +318,12 @@ func TestCommandsNeedToken(t *testing.T) {
 		if err := a.WaitLog(ctx, `query="agent_token=%2A%2A%2A"`, stepTimeout); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := hc.Get(agentURL + "/v1/commands/")
+		code, _, err := (&agentclient.Client{Base: agentURL, HTTP: hc}).List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("GET /v1/commands/ without token after Ironic polled with it: HTTP %d, want 401", resp.StatusCode)
+		if code != http.StatusUnauthorized {
+			t.Errorf("GET /v1/commands/ without token after Ironic polled with it: HTTP %d, want 401", code)
 		}
 	} else {
 		s.checkTokenlessGET(t, hc, agentURL)
@@ -345,23 +341,13 @@ func TestCommandsNeedToken(t *testing.T) {
 // none to Ironic's get_clean_steps and execute_clean_step.
 func (s *suite) checkTokenlessGET(t *testing.T, hc *http.Client, agentURL string) {
 	t.Helper()
-	resp, err := hc.Get(agentURL + "/v1/commands/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Commands []struct {
-			Name string `json:"command_name"`
-		} `json:"commands"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || err != nil {
-		t.Errorf("GET /v1/commands/ without token: HTTP %d (%v), want 200 with the list", resp.StatusCode, err)
+	code, cmds, err := (&agentclient.Client{Base: agentURL, HTTP: hc}).List(t.Context())
+	if code != http.StatusOK || err != nil {
+		t.Errorf("GET /v1/commands/ without token: HTTP %d (%v), want 200 with the list", code, err)
 	}
 	// Ironic sent get_clean_steps and one execute_clean_step so far; a
 	// refused POST must not have added anything.
-	if len(list.Commands) != 2 {
-		t.Errorf("commands after the refused POSTs = %+v, want Ironic's two", list.Commands)
+	if len(cmds) != 2 {
+		t.Errorf("commands after the refused POSTs = %+v, want Ironic's two", cmds)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // TestIronicTLS runs an Ironic of its own (on free ports) serving its API
@@ -27,7 +27,7 @@ import (
 // cases: starting one costs seconds.
 func TestIronicTLS(t *testing.T) {
 	s := need(t)
-	svc := s.startOwnIronic(t, "ironic-tls", ironictest.Config{NoInspector: true, TLS: true})
+	svc := s.startOwnIronic(t, "ironic-tls", ironic.Config{NoInspector: true, TLS: true})
 	if !strings.HasPrefix(svc.IronicURL, "https://") {
 		t.Fatalf("Ironic's URL is %s, want https", svc.IronicURL)
 	}
@@ -56,7 +56,7 @@ func TestIronicTLS(t *testing.T) {
 
 	t.Run("wrong-ca", func(t *testing.T) {
 		start := time.Now()
-		other, err := ironictest.WriteTLS(t.TempDir(), "127.0.0.1")
+		other, err := ironic.WriteTLS(t.TempDir(), "127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,13 +98,13 @@ func confDirWith(t *testing.T, body string) string {
 // cleanOverTLS enrolls a node on c, starts manual cleaning with one
 // executable clean step and runs an agent (with extra flags) against
 // ironicURL until the node is manageable again with the step run.
-func cleanOverTLS(t *testing.T, s *suite, c *ironictest.Client, ironicURL, mac string, extra ...string) {
+func cleanOverTLS(t *testing.T, s *suite, c *ironic.Client, ironicURL, mac string, extra ...string) {
 	t.Helper()
 	ctx := t.Context()
 	steps := filepath.Join(t.TempDir(), "steps.d")
 	marker := filepath.Join(t.TempDir(), "ran")
 	writeStep(t, steps, "e2e_tls_step", "cat >/dev/null; touch "+marker)
-	n := enrollOn(t, c, "e2e-tls-"+strings.ReplaceAll(mac[12:], ":", ""), mac, ironictest.NodeSpec{})
+	n := enrollOn(t, c, "e2e-tls-"+strings.ReplaceAll(mac[12:], ":", ""), mac, ironic.NodeSpec{})
 	err := c.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_tls_step"}}})
 	if err != nil {
 		t.Fatal(err)

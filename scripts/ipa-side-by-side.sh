@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Boots IPA 13's ramdisk (Debian forky's ironic-python-agent 13.0.0, built by
-# internal/vmtest/iparamdisk and cached) and ours on the same QEMU machine
+# internal/testbed/ipa and cached) and ours on the same QEMU machine
 # against the same Ironic, and prints the numbers of the README's "IPA 13
 # side by side" tables and the field-by-field comparisons, from the tests of
 # e2e/vm (all behind IPA_SIDE_BY_SIDE=1):

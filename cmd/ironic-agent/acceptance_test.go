@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/lsblktest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/lsblktest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
 func TestLLDPCommandFlags(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 	"github.com/ironic-go/ironic-agent/internal/efivar/efivartest"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 func TestFindESP(t *testing.T) {

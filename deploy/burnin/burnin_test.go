@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
 func TestCPU(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
 // fioNetwork is the fio command line IPA's _do_fio_network runs.

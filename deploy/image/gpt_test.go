@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 // A GPT image written to a larger disk gets its backup header moved to

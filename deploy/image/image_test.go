@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"

@@ -15,7 +15,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/internal/configdrivetest"
 	"github.com/ironic-go/ironic-agent/deploy/partition"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 

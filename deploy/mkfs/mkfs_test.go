@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 func sparse(t *testing.T, name string, size int64) string {

@@ -19,7 +19,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/internal/configdrivetest"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 func TestLoadConfigDrive(t *testing.T) {

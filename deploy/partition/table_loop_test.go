@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 // partedOracle writes the layout with IPA's command line

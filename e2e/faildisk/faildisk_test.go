@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // scenarios the guest runs, in order (guest/main.go).
@@ -84,20 +84,20 @@ func TestFailingDisks(t *testing.T) {
 	put("configdrive.iso", pattern(1<<20, 5))
 
 	start := time.Now()
-	rd, err := vmtest.BuildGuestRamdisk(ctx, "./e2e/faildisk/guest", files)
+	rd, err := qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/faildisk", files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("guest ramdisk ready in %s", time.Since(start).Round(time.Second))
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-faildisk"
 	m.Dir = filepath.Join(work, "vm")
 	m.MemoryMB = 768
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 192, Serial: "FAILDISK-0001"}}
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:fa:11:01", Backend: "isolated"}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 192, Serial: "FAILDISK-0001"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:fa:11:01", Backend: qemu.NICIsolated}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=check ironic_agent.dhcp=none ironic_agent.exit=poweroff ironic_agent.modules=dm_mod,dm_flakey,dm_delay,loop,dm_multipath,dm_service_time"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestFailingDisks(t *testing.T) {
 	}
 }
 
-func tail(lines []vmtest.Line, n int) string {
+func tail(lines []qemu.Line, n int) string {
 	var b strings.Builder
 	for _, l := range lines[max(0, len(lines)-n):] {
 		b.WriteString(l.Text + "\n")

@@ -20,8 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestIPv6InVM boots the agent ramdisk on a provisioning network that
@@ -55,7 +56,7 @@ func TestIPv6InVM(t *testing.T) {
 	netnstest.RequireRoot(t, "dnsmasq", "qemu-system-x86_64")
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +85,9 @@ type ipv6Case struct {
 	wantV4            string // prefix of the guest's DHCPv4 address, dual stack
 }
 
-func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) {
+func ipv6VM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc ipv6Case) {
 	id := netnstest.ID(t)
-	ns, err := vmtest.NewNetns(ctx, "rd6-"+id, "vm6"+id, "02:11:22:33:44:99", t.TempDir())
+	ns, err := netbed.NewNetns(ctx, "rd6-"+id, "vm6"+id, "02:11:22:33:44:99", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,17 +100,17 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc ipv6Case) 
 	dlog := netnstest.StartDnsmasq(t, ns.Name, ns.Tap, tc.dnsmasq...)
 	standIn := startIronicStandIn(t, ns.Name, server)
 
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-ipv6"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
 	m.MemoryMB = 768
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: tc.mac, Backend: "fd"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: tc.mac, Backend: "fd"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	base := "http://[" + server + "]"
 	m.Append = "ipa-api-url=" + base + ":6385 ipa-inspection-callback-url=" + base + ":5050/v1/continue" +
 		" ipa-disk-wait-attempts=0 ironic_agent.dhcp_timeout=30 ironic_agent.exit=poweroff"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: ns.File})
+	vm, err := qemu.Start(ctx, m, qemu.Options{Tap: ns.File})
 	if err != nil {
 		t.Fatal(err)
 	}

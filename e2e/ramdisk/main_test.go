@@ -12,12 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func TestMain(m *testing.M) {
 	// QEMU runs this test binary as its guestfwd relay.
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(m.Run())
 }
 

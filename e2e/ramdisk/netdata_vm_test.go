@@ -13,14 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestNetworkDataInVM boots the agent ramdisk DHCP-less, as Metal3's
 // preprovisioningNetworkDataName does: no DHCP server anywhere, the
 // network only in a config drive's openstack/latest/network_data.json.
-// The VM's two NICs face vmtest.BondSwitch (this host's kernel has no
+// The VM's two NICs face netbed.BondSwitch (this host's kernel has no
 // bonding, so a switch in user space plays the bond's partner), whose
 // uplink is a tap in a network namespace holding the Ironic stand-in
 // (ironicStandIn) on the static network's gateway address:
@@ -44,7 +45,7 @@ func TestNetworkDataInVM(t *testing.T) {
 	netnstest.RequireRoot(t, "qemu-system-x86_64", "xorriso", "mkfs.vfat", "mcopy")
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestNetworkDataInVM(t *testing.T) {
 // heartbeats over the SLAAC address, which needs both routes, added once
 // the addresses are there; the third NIC gets no DHCP and no address.
 // Beside the document, ipa-enable-vlan-interfaces names VLAN 100 on the
-// DHCPv4 NIC, whose port is a trunk (vmtest.Trunk) with a third dnsmasq
+// DHCPv4 NIC, whose port is a trunk (netbed.Trunk) with a third dnsmasq
 // on VLAN 100: the init makes eth0.100 and takes a lease on it, as an IPA
 // image with DIB's dhcp-all-interfaces does.
 func TestNetworkDataDynamicInVM(t *testing.T) {
@@ -106,17 +107,17 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	netnstest.RequireRoot(t, "dnsmasq", "qemu-system-x86_64", "xorriso")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := netnstest.ID(t)
-	v4, err := vmtest.NewNetns(ctx, "rdn4-"+id, "vmn4"+id, "02:11:22:33:44:b1", t.TempDir())
+	v4, err := netbed.NewNetns(ctx, "rdn4-"+id, "vmn4"+id, "02:11:22:33:44:b1", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(v4.Close)
-	v6, err := vmtest.NewNetns(ctx, "rdn6-"+id, "vmn6"+id, "02:11:22:33:44:b2", t.TempDir())
+	v6, err := netbed.NewNetns(ctx, "rdn6-"+id, "vmn6"+id, "02:11:22:33:44:b2", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +131,14 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	dlog4 := netnstest.StartDnsmasq(t, v4.Name, v4.Tap, "--dhcp-range=10.85.0.50,10.85.0.60,2m", "--no-ping", "--dhcp-option=option:router")
 	dlog6 := netnstest.StartDnsmasq(t, v6.Name, v6.Tap, "--enable-ra", "--dhcp-range=fd00:7c::,ra-stateless,64,2m",
 		"--ra-param="+v6.Tap+",10,0", "--dhcp-option=option6:dns-server,[fd00:7c::53]")
-	vlan, err := vmtest.NewNetns(ctx, "rdnv-"+id, "vmnv"+id, "02:11:22:33:44:b3", t.TempDir())
+	vlan, err := netbed.NewNetns(ctx, "rdnv-"+id, "vmnv"+id, "02:11:22:33:44:b3", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(vlan.Close)
 	netnstest.Run(t, "ip", "-n", vlan.Name, "addr", "add", "10.84.0.1/24", "dev", vlan.Tap)
 	dlogVLAN := netnstest.StartDnsmasq(t, vlan.Name, vlan.Tap, "--dhcp-range=10.84.0.50,10.84.0.60,2m", "--no-ping", "--dhcp-option=option:router")
-	tr, trunk, err := vmtest.StartTrunk(v4.File, vlan.File, 100)
+	tr, trunk, err := netbed.StartTrunk(v4.File, vlan.File, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +159,12 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	 "services": [{"type": "dns", "address": "10.85.0.53"}]}`
 	m := netdataMachine(t, rd, doc, true, "ipa-api-url=http://[fd00:7d::1]:6385 ipa-inspection-callback-url=http://10.86.0.1:5050/v1/continue"+
 		" ipa-enable-vlan-interfaces=52:54:00:12:34:71.100")
-	m.NICs = []vmtest.NIC{
+	m.NICs = []qemu.NIC{
 		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:71", Backend: "stream", File: trunk},
 		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:72", Backend: "fd", File: v6.File},
 		{Model: "virtio-net-pci", MAC: unnamed, Backend: "isolated"},
 	}
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,9 +263,9 @@ type netdataCase struct {
 	server, addr, v6, dns string
 }
 
-func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc netdataCase) {
+func networkDataVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc netdataCase) {
 	id := netnstest.ID(t)
-	ns, err := vmtest.NewNetns(ctx, "rdnd-"+id, "vmnd"+id, "02:11:22:33:44:aa", t.TempDir())
+	ns, err := netbed.NewNetns(ctx, "rdnd-"+id, "vmnd"+id, "02:11:22:33:44:aa", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 		netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", "fd00:96::1/64", "dev", ns.Tap, "nodad")
 	}
 	standIn := startIronicStandIn(t, ns.Name, tc.server)
-	sw, ends, err := vmtest.StartBondSwitch(2, ns.File, tc.vid, tc.lacp)
+	sw, ends, err := netbed.StartBondSwitch(2, ns.File, tc.vid, tc.lacp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,9 +303,9 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 		// A speed and full duplex: Linux's 802.3ad bond runs LACP only
 		// on full-duplex ports, and virtio-net reports neither unless
 		// QEMU is told.
-		m.NICs = append(m.NICs, vmtest.NIC{Model: "virtio-net-pci,speed=10000,duplex=full", MAC: macs[i], Backend: "stream", File: f})
+		m.NICs = append(m.NICs, qemu.NIC{Model: "virtio-net-pci,speed=10000,duplex=full", MAC: macs[i], Backend: "stream", File: f})
 	}
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 		// The guest's ports reach collecting and distributing once its
 		// mux machines have waited out their timers (2 s, 100 ms ticks
 		// that run slow under emulation): allow them half a minute.
-		const want = vmtest.LACPSync | vmtest.LACPCollecting | vmtest.LACPDistributing
+		const want = netbed.LACPSync | netbed.LACPCollecting | netbed.LACPDistributing
 		synced := func() bool {
 			for i := range 2 {
 				if st, ok := sw.ActorState(i); !ok || st&want != want {
@@ -393,7 +394,7 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 	}
 	if tc.lacp {
 		// The port that came back rejoins the aggregation.
-		const want = vmtest.LACPSync | vmtest.LACPCollecting | vmtest.LACPDistributing
+		const want = netbed.LACPSync | netbed.LACPCollecting | netbed.LACPDistributing
 		t0 := time.Now()
 		for st, _ := sw.ActorState(port); st&want != want; st, _ = sw.ActorState(port) {
 			if time.Since(t0) > 30*time.Second {
@@ -453,13 +454,13 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, tc net
 // (ISO 9660 or vfat, see writeConfigDrive), and the agent's parameters
 // (the Ironic and inspector URLs in params) on its command line; no NICs
 // yet.
-func netdataMachine(t *testing.T, rd *vmtest.Ramdisk, doc string, iso bool, params string) vmtest.Machine {
+func netdataMachine(t *testing.T, rd *qemu.Ramdisk, doc string, iso bool, params string) qemu.Machine {
 	t.Helper()
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-netdata"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.MemoryMB = 768
-	m.Disks = []vmtest.Disk{{ID: "config", Kind: "virtio-blk", SizeMB: 4, Serial: "CONFIG-DRIVE"}}
+	m.Disks = []qemu.Disk{{ID: "config", Kind: "virtio-blk", SizeMB: 4, Serial: "CONFIG-DRIVE"}}
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +475,7 @@ func netdataMachine(t *testing.T, rd *vmtest.Ramdisk, doc string, iso bool, para
 // (5 minutes) and for its inspection data to inspector (a minute more),
 // and returns the heartbeat's time since QEMU started and the inventory's
 // interfaces; fail reports what did not come.
-func heartbeatAndInventory(ctx context.Context, vm *vmtest.VM, ironic, inspector *ironicStandIn, fail func(string, ...any)) (time.Duration, []inspectedNIC) {
+func heartbeatAndInventory(ctx context.Context, vm *qemu.VM, ironic, inspector *ironicStandIn, fail func(string, ...any)) (time.Duration, []inspectedNIC) {
 	if _, err := ironic.wait(ctx, "heartbeat", 5*time.Minute); err != nil {
 		fail("no heartbeat: %v; Ironic's stand-in saw %v, the inspector's %v", err, ironic.paths(), inspector.paths())
 	}

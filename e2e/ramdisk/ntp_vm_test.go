@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestNTPInVM boots the agent ramdisk with ipa-ntp-server pointing at an
@@ -32,12 +33,12 @@ func TestNTPInVM(t *testing.T) {
 	netnstest.RequireRoot(t, "dnsmasq", "qemu-system-x86_64")
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := netnstest.ID(t)
-	ns, err := vmtest.NewNetns(ctx, "rdntp-"+id, "vmt"+id, "02:11:22:33:44:88", t.TempDir())
+	ns, err := netbed.NewNetns(ctx, "rdntp-"+id, "vmt"+id, "02:11:22:33:44:88", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +50,14 @@ func TestNTPInVM(t *testing.T) {
 	var answered atomic.Int64
 	go serveSNTP(conn, skew, &answered)
 
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-ntp"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:31", Backend: "fd"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:31", Backend: "fd"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ipa-standalone=1 ipa-ntp-server=10.79.0.1 ipa-disk-wait-attempts=0 ironic_agent.dhcp_timeout=30 ironic_agent.exit=poweroff"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: ns.File})
+	vm, err := qemu.Start(ctx, m, qemu.Options{Tap: ns.File})
 	if err != nil {
 		t.Fatal(err)
 	}

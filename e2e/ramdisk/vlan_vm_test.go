@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestVLANInVM boots the agent ramdisk with Metal3's
 // ipa-enable-vlan-interfaces=all and ipa-collect-lldp=1 on a NIC whose
-// switch port (vmtest.Trunk) carries VLAN 100 tagged: lldpd on the
+// switch port (netbed.Trunk) carries VLAN 100 tagged: lldpd on the
 // native side announces VLAN 100, dnsmasq serves DHCP on VLAN 100 only.
 // The init learns the VLAN, loads 8021q, creates eth0.100, takes a lease
 // on it, and the inventory the guest prints lists eth0.100 with it.
@@ -26,7 +27,7 @@ func TestVLANInVM(t *testing.T) {
 	netnstest.RequireRoot(t, "lldpd", "dnsmasq", "qemu-system-x86_64")
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,22 +50,22 @@ func TestVLANInVM(t *testing.T) {
 }
 
 // vlanVM is one boot of TestVLANInVM with the given kernel parameters.
-func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string, fromLLDP bool) {
+func vlanVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, param string, fromLLDP bool) {
 	id := netnstest.ID(t)
 	// Only lldpd's log goes here: vmtest keeps its socket and
 	// configuration in a directory lldpd's own user can enter.
 	dir := t.TempDir()
-	native, err := vmtest.NewNetns(ctx, "rdvmn-"+id, "vmn"+id, "02:11:22:33:44:66", filepath.Join(dir, "native"))
+	native, err := netbed.NewNetns(ctx, "rdvmn-"+id, "vmn"+id, "02:11:22:33:44:66", filepath.Join(dir, "native"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(native.Close)
-	tagged, err := vmtest.NewNetns(ctx, "rdvmv-"+id, "vmv"+id, "02:11:22:33:44:77", filepath.Join(dir, "vlan"))
+	tagged, err := netbed.NewNetns(ctx, "rdvmv-"+id, "vmv"+id, "02:11:22:33:44:77", filepath.Join(dir, "vlan"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tagged.Close)
-	if err := native.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "vlan-switch", Description: "trunk", PortID: "Ethernet1/1",
+	if err := native.StartLLDPD(ctx, netbed.LLDPPeer{SystemName: "vlan-switch", Description: "trunk", PortID: "Ethernet1/1",
 		PortDescr: "to the VM", Extra: []string{"configure ports " + native.Tap + " lldp custom-tlv add oui 00,80,c2 subtype 3 oui-info " + vlanName(100, "provisioning")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,21 +74,21 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 	// it would be most of the lease's time.
 	dlog := netnstest.StartDnsmasq(t, tagged.Name, tagged.Tap, "--dhcp-range=10.78.0.50,10.78.0.60,2m", "--no-ping")
 
-	tr, qemuEnd, err := vmtest.StartTrunk(native.File, tagged.File, 100)
+	tr, qemuEnd, err := netbed.StartTrunk(native.File, tagged.File, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer qemuEnd.Close()
 	t.Cleanup(tr.Close)
 
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-vlan"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:21", Backend: "stream"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:21", Backend: "stream"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = param + " ironic_agent.cmd=inventory ironic_agent.exit=poweroff ironic_agent.dhcp_timeout=30"
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{Tap: qemuEnd})
+	vm, err := qemu.Start(ctx, m, qemu.Options{Tap: qemuEnd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func vlanVM(ctx context.Context, t *testing.T, rd *vmtest.Ramdisk, param string,
 	}
 }
 
-func consoleTail(vm *vmtest.VM) string {
+func consoleTail(vm *qemu.VM) string {
 	var b strings.Builder
 	lines := vm.Lines()
 	for _, l := range lines[max(0, len(lines)-80):] {

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // checkInventory compares an IPA-format inventory (as JSON decoded into
 // maps, the way inspector returns it) with what QEMU was told.
-func checkInventory(t *testing.T, inv map[string]any, m vmtest.Machine) {
+func checkInventory(t *testing.T, inv map[string]any, m qemu.Machine) {
 	t.Helper()
 	get := func(v any, path ...string) any {
 		for _, p := range path {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // customStepManifest is the steps-directory manifest of the test's
@@ -24,18 +24,18 @@ const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "p
  "argsinfo": {"label": {"description": "written into the marker", "required": false}}}
 `
 
-// customStepRamdisk builds the agent ramdisk with ./e2e/vm/installstep
+// customStepRamdisk builds the agent ramdisk with ./internal/testbed/guest/installstep
 // (static) and its manifest in the agent's default steps directory, the
 // way an operator adds a step to a ramdisk.
-func customStepRamdisk(t *testing.T, ctx context.Context) *vmtest.Ramdisk {
+func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
 	t.Helper()
-	root, err := vmtest.RepoRoot()
+	root, err := qemu.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	bin, manifest := filepath.Join(dir, "install_coreos"), filepath.Join(dir, "install_coreos.json")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./e2e/vm/installstep")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./internal/testbed/guest/installstep")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -45,7 +45,7 @@ func customStepRamdisk(t *testing.T, ctx context.Context) *vmtest.Ramdisk {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	rd, err := vmtest.BuildGuestRamdisk(ctx, "", map[string]string{
+	rd, err := qemu.BuildGuestRamdisk(ctx, "", map[string]string{
 		"etc/ironic-agent/steps.d/install_coreos":      bin,
 		"etc/ironic-agent/steps.d/install_coreos.json": manifest,
 	})
@@ -70,13 +70,13 @@ func TestVMCustomDeployStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	rd := customStepRamdisk(t, ctx)
-	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
-	port := agentPortBase + 12
+	macs := newMACs(t)
+	port := newAgentPort(t)
 	m := serviceMachine(t, rd, "bios", port, macs)
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
 
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/deploy_interface", Value: "custom-agent"},
@@ -90,7 +90,7 @@ func TestVMCustomDeployStep(t *testing.T) {
 	const label = "metal3-custom-deploy"
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
 		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
-			Args: map[string]any{"label": label}}}}, m, vmtest.Options{}, 6*time.Minute)
+			Args: map[string]any{"label": label}}}}, m, qemu.Options{}, 6*time.Minute)
 	reportSeconds(t, took, "deploy_s")
 	reportSecondsText(t, uptimeAt(vm, "agent started"), "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // deployTarget is the serial of the disk the root-device hint names.
@@ -30,12 +30,12 @@ type deployCase struct {
 	firmware string
 	macs     [2]string
 	port     int            // agent API hostfwd
-	props    map[string]any // node properties over ironictest's defaults
+	props    map[string]any // node properties over the Ironic test bed's defaults
 	// management replaces the fake management interface when set.
 	management string
 	image      []byte
 	// adjust changes the machine before it boots, if set.
-	adjust func(*vmtest.Machine)
+	adjust func(*qemu.Machine)
 	// same are the byte ranges of the image the disk must hold unchanged.
 	same [][2]int
 	// unique is the offset of 4 KiB of the image no zeroed disk holds
@@ -50,7 +50,7 @@ type deployCase struct {
 // hint names by serial, Ironic has it power the VM off, and the host finds
 // the image's bytes in that disk's file and nowhere else. It returns the
 // powered-off machine, disks and NVRAM as the deploy left them.
-func deployVM(t *testing.T, c deployCase) vmtest.Machine {
+func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	rd := ramdisk(t)
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
@@ -64,7 +64,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 
 	// Available without cleaning: this test is about the deploy.
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs)
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs)
 	if c.management != "" {
 		if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 			nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: c.management},
@@ -82,7 +82,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 		t.Fatal(err)
 	}
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive},
-		m, vmtest.Options{}, 6*time.Minute)
+		m, qemu.Options{}, 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
@@ -129,7 +129,7 @@ func deployVM(t *testing.T, c deployCase) vmtest.Machine {
 // told to use (driver_info image_http_proxy): Ironic checks the URL on
 // 127.0.0.1 itself, and the guest reaches it through the proxy's
 // guestfwd.
-func serveImage(t *testing.T, m *vmtest.Machine, img []byte) nodes.UpdateOpts {
+func serveImage(t *testing.T, m *qemu.Machine, img []byte) nodes.UpdateOpts {
 	imgAddr := serve(t, imagePort, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/image.raw" {
 			http.NotFound(w, r)
@@ -184,7 +184,7 @@ func TestVMDeployBIOS(t *testing.T) {
 	seriesIndependent(t) // the Metal3 and fast-track flows deploy so on newer series
 	img := mbrImage()
 	deployVM(t, deployCase{
-		firmware: "bios", macs: [2]string{"52:54:00:6d:03:01", "52:54:00:6d:03:02"}, port: agentPortBase + 2,
+		firmware: "bios", macs: newMACs(t), port: newAgentPort(t),
 		// boot_mode:bios as the VM boots: a whole-disk image then needs no
 		// boot loader work from the agent.
 		props: map[string]any{"capabilities": "boot_mode:bios"},
@@ -195,13 +195,13 @@ func TestVMDeployBIOS(t *testing.T) {
 	})
 }
 
-// TestVMDeployUEFI is scenario (d) under OVMF with internal/osimage's GPT
+// TestVMDeployUEFI is scenario (d) under OVMF with internal/testbed/osimage's GPT
 // whole-disk image (GRUB in an EFI system partition at a distribution
 // path named by a BOOTX64.CSV, and at the removable-media path) and a
 // config drive as Metal3 and Nova send it (meta_data and user_data;
 // Ironic builds the ISO). Ironic 21.4 calls install_bootloader for a UEFI
 // whole-disk deploy, and the agent writes a Boot#### entry from the CSV
-// through efivarfs, first in BootOrder. With vendor lenovo (ironictest's
+// through efivarfs, first in BootOrder. With vendor lenovo (the Ironic test bed's
 // default) Ironic then skips set_boot_device, which the fake management
 // interface would refuse. Then the same VM, with the same OVMF variable
 // store, boots from its disks (fake power: the test powers it on, where
@@ -215,12 +215,12 @@ func TestVMDeployUEFI(t *testing.T) {
 	const hostname, userData = "vm-deploy-uefi.example.org", "#cloud-config\nhostname: vm-deploy-uefi\n"
 	const esp = 2048 * 512
 	m := deployVM(t, deployCase{
-		firmware: "uefi", macs: [2]string{"52:54:00:6d:04:01", "52:54:00:6d:04:02"}, port: agentPortBase + 3,
+		firmware: "uefi", macs: newMACs(t), port: newAgentPort(t),
 		image: img,
 		// OVMF (Debian's edk2 2022.11) sees a virtio-scsi disk only at
 		// target 0, LUN 0: at 4:2 (or 4:0, 0:2) it lists no boot option for
 		// it and cannot find the ESP. A server's boot disk is at 0:0 too.
-		adjust: func(m *vmtest.Machine) {
+		adjust: func(m *qemu.Machine) {
 			for i := range m.Disks {
 				if m.Disks[i].Serial == deployTarget {
 					m.Disks[i].SCSITarget, m.Disks[i].SCSILun = 0, 0
@@ -241,7 +241,7 @@ func TestVMDeployUEFI(t *testing.T) {
 	defer cancel()
 	m.Kernel, m.Initrd, m.Append = "", "", ""
 	start := time.Now()
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	// OVMF says which boot option it tries first ("loading" or "failed to
 	// load"); it must be the agent's entry, and the OS must boot from it.
 	first, err := vm.WaitFor(ctx, "BdsDxe: ")

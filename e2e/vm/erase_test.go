@@ -12,15 +12,13 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
-// Ports of TestVMEraseDevicesDefaults' own Ironic (the vm range).
-var (
-	eraseIronicPort = portOffset() + 9512
-	eraseAgentPort  = agentPortBase + 4
-)
+// eraseIronicPort is the port of TestVMEraseDevicesDefaults' own Ironic
+// (the vm range).
+var eraseIronicPort = portOffset() + 9512
 
 // TestVMEraseDevicesDefaults is automated cleaning as a deployment that
 // leaves Ironic's erase settings alone gets it: an Ironic of its own with
@@ -42,22 +40,23 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	_, client := ownIronic(t, ctx, "erase-services", ironictest.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
+	_, client := ownIronic(t, ctx, "erase-services", ironic.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
 
-	macs := [2]string{"52:54:00:6d:05:01", "52:54:00:6d:05:02"}
-	m := vmtest.DefaultMachine("bios")
+	macs := newMACs(t)
+	eraseAgentPort := newAgentPort(t)
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-erase"
 	m.Dir = vmDir(t)
 	m.MemoryMB = 768
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
-	m.Disks = []vmtest.Disk{
-		{ID: "nvme", Kind: "nvme", SizeMB: 64, Serial: "LAB-NVME-0001"},
-		{ID: "sata", Kind: "ide-hd", SizeMB: 64, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
+	m.Disks = []qemu.Disk{
+		{ID: "nvme", Kind: qemu.DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-0001"},
+		{ID: "sata", Kind: qemu.DiskSATA, SizeMB: 64, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
 			Model: "LAB SATA HDD", AHCIPort: 2, RotationRate: 5400},
-		{ID: "scsi", Kind: "scsi-hd", SizeMB: 64, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
+		{ID: "scsi", Kind: qemu.DiskSCSI, SizeMB: 64, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
 			Vendor: "LABVEND", Model: "LAB-SCSI-HDD", SCSITarget: 3, SCSILun: 0, RotationRate: 7200},
-		{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"},
+		{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"},
 	}
 	m.GuestFwd = map[string]string{guestHost + ":" + strconv.Itoa(eraseIronicPort): "127.0.0.1:" + strconv.Itoa(eraseIronicPort)}
 	m.HostFwd = map[int]int{eraseAgentPort: 9999}
@@ -80,8 +79,8 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 
 	// enroll needs only the suite's client: here, this test's Ironic.
-	node := enroll(t, ctx, &suite{ironic: client}, ironictest.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
-	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, vmtest.Options{}, 15*time.Minute)
+	node := enroll(t, ctx, &suite{ironic: client}, ironic.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 15*time.Minute)
 	n, err := client.GetNode(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -158,17 +157,17 @@ func logField(line, key string) string {
 // name below the suite's directory), installing Debian's packages when
 // missing; it stops with the test, and on failure its logs of the test go
 // to the test's log.
-func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironictest.Config) (*ironictest.Services, *ironictest.Client) {
+func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironic.Config) (*ironic.Services, *ironic.Client) {
 	t.Helper()
 	start := time.Now()
 	cfg.Dir = filepath.Join(theSuite.dir, name)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+	if _, err := ironic.EnsurePackages(ctx); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := ironictest.Start(ctx, cfg)
+	svc, err := ironic.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +178,7 @@ func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironictest.Co
 			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
 		}
 	})
-	client, err := ironictest.NewClient(svc.IronicURL)
+	client, err := ironic.NewClient(svc.IronicURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Ports of TestVMFastTrack, moved by $E2E_PORT_OFFSET: the API of its own
@@ -28,19 +28,19 @@ var (
 // vmFlow is one node's way from enrolment to active on one Ironic, with
 // a boot per operation (fast off) or one boot for all (fast on).
 type vmFlow struct {
-	ironic *ironictest.Client
+	ironic *ironic.Client
 	// port is the Ironic API port the guest reaches at guestHost.
 	port   int
 	fast   bool
 	macs   [2]string
 	phases []string
-	boots  []*vmtest.VM
+	boots  []*qemu.VM
 }
 
 // run takes a SeaBIOS VM through agent inspection, automated cleaning
 // (erase_devices_metadata on its six disks) and a whole-disk deploy, and
 // returns the time from the inspect request to active.
-func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, name string, agentPort int) time.Duration {
+func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, name string, agentPort int) time.Duration {
 	t.Helper()
 	m := serviceMachine(t, rd, "bios", agentPort, f.macs)
 	m.Dir = filepath.Join(vmDir(t), name)
@@ -64,7 +64,7 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, name
 	}
 
 	// enroll needs only the suite's client: here, this flow's Ironic.
-	node := enroll(t, ctx, &suite{ironic: f.ironic}, ironictest.NodeSpec{Name: name, InspectInterface: "agent",
+	node := enroll(t, ctx, &suite{ironic: f.ironic}, ironic.NodeSpec{Name: name, InspectInterface: "agent",
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, f.macs)
 	start := time.Now()
 	phase := start
@@ -82,7 +82,7 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, name
 				f.boots[len(f.boots)-1].Kill()
 			}
 			m.Append = args
-			vm, _ := provisionBoot(t, ctx, f.ironic, node.UUID, opts, m, vmtest.Options{}, 6*time.Minute)
+			vm, _ := provisionBoot(t, ctx, f.ironic, node.UUID, opts, m, qemu.Options{}, 6*time.Minute)
 			f.boots = append(f.boots, vm)
 		}
 		f.phases = append(f.phases, fmt.Sprintf("%s %.1fs", target, time.Since(phase).Seconds()))
@@ -132,7 +132,7 @@ func TestVMFastTrack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	in, err := ironictest.Install(ctx, s.series)
+	in, err := ironic.Install(ctx, s.series)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestVMFastTrack(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ft, err := ironictest.Start(ctx, in.Config(ironictest.Config{Dir: dir, IronicPort: fastTrackIronicPort, FastTrack: true}))
+	ft, err := ironic.Start(ctx, in.Config(ironic.Config{Dir: dir, IronicPort: fastTrackIronicPort, FastTrack: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +151,12 @@ func TestVMFastTrack(t *testing.T) {
 			t.Logf("fast-track Ironic's logs during the test:\n%s", mark.Since(64<<10))
 		}
 	})
-	c, err := ironictest.NewClient(ft.IronicURL)
+	c, err := ironic.NewClient(ft.IronicURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	fast := &vmFlow{ironic: c, port: fastTrackIronicPort, fast: true, macs: [2]string{"52:54:00:6d:0b:01", "52:54:00:6d:0b:02"}}
+	fast := &vmFlow{ironic: c, port: fastTrackIronicPort, fast: true, macs: newMACs(t)}
 	fastTime := fast.run(t, ctx, rd, "vm-fast-track", fastTrackAgentPort)
 	if t.Failed() {
 		return
@@ -181,7 +181,7 @@ func TestVMFastTrack(t *testing.T) {
 		}
 	}
 
-	slow := &vmFlow{ironic: s.ironic, port: ironicPort, macs: [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}}
+	slow := &vmFlow{ironic: s.ironic, port: ironicPort, macs: newMACs(t)}
 	slowTime := slow.run(t, ctx, rd, "vm-no-fast-track", fastTrackAgentPort)
 	t.Logf("fast track (one boot): %s; lookup conflict: %s", strings.Join(fast.phases, ", "), conflict)
 	t.Logf("without fast track (%d boots): %s", len(slow.boots), strings.Join(slow.phases, ", "))

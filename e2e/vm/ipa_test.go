@@ -12,26 +12,27 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/ipadiff"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest/iparamdisk"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // ipaOnce builds IPA 13's ramdisk once per test binary.
-var ipaOnce = sync.OnceValues(func() (*iparamdisk.Ramdisk, error) {
+var ipaOnce = sync.OnceValues(func() (*ipa.Ramdisk, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	return iparamdisk.Ensure(ctx)
+	return ipa.Ensure(ctx)
 })
 
-// ipaRamdisk is IPA 13's ramdisk (internal/vmtest/iparamdisk), or a skip
+// ipaRamdisk is IPA 13's ramdisk (internal/testbed/ipa), or a skip
 // unless IPA_SIDE_BY_SIDE=1: the first build takes minutes.
-func ipaRamdisk(t *testing.T) *iparamdisk.Ramdisk {
+func ipaRamdisk(t *testing.T) *ipa.Ramdisk {
 	t.Helper()
 	needQEMU(t)
-	if !iparamdisk.Enabled() {
-		t.Skipf("SKIPPED: boots IPA 13's ramdisk beside ours (minutes to build once); set %s=1", iparamdisk.EnableEnv)
+	if !ipa.Enabled() {
+		t.Skipf("SKIPPED: boots IPA 13's ramdisk beside ours (minutes to build once); set %s=1", ipa.EnableEnv)
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: building IPA's ramdisk needs root (debootstrap, chroot)")
@@ -75,7 +76,7 @@ func sideAgents(t *testing.T, fw string, macs [2]string) []sideAgent {
 		// numa_topology's nics, inspector's interfaces) compares.
 		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), unpackedSize: size(ipa.InitrdRaw), extra: "net.ifnames=0",
 			heartbeatLine: "sleeping before next heartbeat"},
-		{name: "ours", kernel: ours.KernelFor(fw), initrd: ours.InitrdFor(fw), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
+		{name: "ours", kernel: ours.KernelFor(qemu.Firmware(fw)), initrd: ours.InitrdFor(qemu.Firmware(fw)), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
 			extra: "ironic_agent.dhcp=" + macs[0], heartbeatLine: "heartbeat successful"},
 	}
 }
@@ -100,13 +101,13 @@ const sideCollectors = "default,logs,lldp,pci-devices,numa-topology,dmi-decode"
 //
 // With clean, the node is then cleaned (provide, metadata erase) in a
 // second boot of the agent, for the numbers.
-func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m vmtest.Machine, ns *vmtest.Netns, macs [2]string, agentPort int, clean bool) sideRun {
+func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m qemu.Machine, ns *netbed.Netns, macs [2]string, agentPort int, clean bool) sideRun {
 	t.Helper()
 	m.Kernel, m.Initrd = a.kernel, a.initrd
 	m.Dir = filepath.Join(vmDir(t), a.name)
 	m.Append = strings.Join([]string{s.inspectionArgs(), "ipa-collect-lldp=1", "ipa-lldp-timeout=10",
 		"ipa-inspection-collectors=" + sideCollectors, "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-"), a.extra}, " ")
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "side-" + a.name + "-" + m.Firmware, InspectInterface: s.inspectInterface(),
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "side-" + a.name + "-" + string(m.Firmware), InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:" + m.Firmware}}, macs)
 	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m vmt
 		t.Fatal(err)
 	}
 	start := time.Now()
-	vm := boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	vm := boot(t, ctx, m, qemu.Options{Tap: ns.File})
 	defer vm.Kill()
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 12*time.Minute); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m vmt
 		t.Fatal(err)
 	}
 	m.Append = agentArgs(agentPort) + " " + a.extra
-	vm = boot(t, ctx, m, vmtest.Options{Tap: ns.File})
+	vm = boot(t, ctx, m, qemu.Options{Tap: ns.File})
 	defer vm.Kill()
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 10*time.Minute); err != nil {
 		t.Fatal(err)
@@ -180,17 +181,17 @@ func TestVMIPASideBySide(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 			defer cancel()
 			// The machine fixtures/qemu-ipa13-bios and qemu-ipa13-uefi record.
-			side := vmtest.SideBySideMachine(fw)
+			side := qemu.SideBySideMachine(qemu.Firmware(fw))
 			macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
-			agentPort := agentPortBase + 9
+			agentPort := newAgentPort(t)
 			m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)
 			m.MemoryMB = side.MemoryMB
-			ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))
+			ns, err := netbed.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(ns.Close)
-			if err := ns.StartLLDPD(ctx, vmtest.LLDPPeer{SystemName: "side-switch", Description: "lldpd for the side-by-side test",
+			if err := ns.StartLLDPD(ctx, netbed.LLDPPeer{SystemName: "side-switch", Description: "lldpd for the side-by-side test",
 				PortID: "Ethernet1/9", PortDescr: "side switch port 9"}); err != nil {
 				t.Fatal(err)
 			}

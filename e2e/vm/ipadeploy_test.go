@@ -23,8 +23,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // sideDeployIronicPort is the API port of the fast-track Ironic of
@@ -139,7 +139,7 @@ func prefixSHA256(p string, n int64) ([]byte, error) {
 // sideDeployBed is a fast-track Ironic of the test's own (one boot of
 // the ramdisk takes a node from inspection to active) and the images.
 type sideDeployBed struct {
-	ironic *ironictest.Client
+	ironic *ironic.Client
 	images map[string]sideImage
 	// imageAddr serves the images and is the guests' HTTP proxy.
 	imageAddr string
@@ -149,21 +149,21 @@ type sideDeployBed struct {
 func newSideDeployBed(t *testing.T, ctx context.Context) *sideDeployBed {
 	t.Helper()
 	ipaRamdisk(t)
-	series, err := ironictest.SeriesFromEnv()
+	series, err := ironic.SeriesFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !series.TokenOnGET() || series.HasInspector() {
 		t.Skipf("SKIPPED: IPA 13 cleans and deploys only against an Ironic that sends the token on its GETs, and the one-boot flow uses Ironic's own inspection: IRONIC_SERIES=2026.1 (this run: %s)", series)
 	}
-	in, err := ironictest.Install(ctx, series)
+	in, err := ironic.Install(ctx, series)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One Ironic per test: TestVMIPADeploy and TestVMIPAMemory in one run
 	// each start their own, and a second in the same directory finds the
 	// first one's database.
-	_, client := ownIronic(t, ctx, "ipa-deploy-ironic-"+t.Name(), in.Config(ironictest.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
+	_, client := ownIronic(t, ctx, "ipa-deploy-ironic-"+t.Name(), in.Config(ironic.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
 	imgs, err := sideImages()
 	if err != nil {
 		t.Fatalf("the 1 GiB images: %v", err)
@@ -208,7 +208,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	macs := [2]string{fmt.Sprintf("52:54:00:1d:%02x:01", b.runs), fmt.Sprintf("52:54:00:1d:%02x:02", b.runs)}
 	agent := a(macs)
 	img := b.images[format]
-	agentPort := agentPortBase + 9
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
 	m.Kernel, m.Initrd = agent.kernel, agent.initrd
 	m.MemoryMB = memMB
@@ -227,7 +227,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	m.Append = strings.Join([]string{"ipa-inspection-callback-url=" + api + "/v1/continue_inspection", "ipa-api-url=" + api,
 		"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(agentPort), "ipa-lookup-timeout=900", agent.extra}, " ")
 
-	node := enroll(t, ctx, &suite{ironic: b.ironic}, ironictest.NodeSpec{Name: "side-deploy-" + name, InspectInterface: "agent",
+	node := enroll(t, ctx, &suite{ironic: b.ironic}, ironic.NodeSpec{Name: "side-deploy-" + name, InspectInterface: "agent",
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 	defer func() { _ = b.ironic.DeleteNode(context.Background(), node.UUID) }()
 	if err := b.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
@@ -237,7 +237,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 		return r, err
 	}
 	start := time.Now()
-	vm, err := vmtest.Start(ctx, m, vmtest.Options{})
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
 		return r, err
 	}
@@ -301,7 +301,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 
 // wait waits for the node to reach state, and gives up early when the
 // console shows the machine out of memory or the VM has stopped.
-func (b *sideDeployBed) wait(ctx context.Context, vm *vmtest.VM, uuid, state string, timeout time.Duration) error {
+func (b *sideDeployBed) wait(ctx context.Context, vm *qemu.VM, uuid, state string, timeout time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -493,7 +493,7 @@ var imagePhaseLines = []struct {
 // imagePhases is what the agent's console lines say of its image write,
 // e.g. "download into RAM 39.8s, written to the disk 62.6s", or "no
 // image log line" when it printed none.
-func imagePhases(lines []vmtest.Line) string {
+func imagePhases(lines []qemu.Line) string {
 	var out []string
 	// The same summary can reach the console twice (the step's log line
 	// and the command's result); each phase is said once.
@@ -535,9 +535,9 @@ func TestImagePhases(t *testing.T) {
 			"written 140.2s, 8 MB/s"},
 		{[]string{"nothing here"}, "no image log line"},
 	} {
-		var lines []vmtest.Line
+		var lines []qemu.Line
 		for _, l := range c.lines {
-			lines = append(lines, vmtest.Line{Text: l})
+			lines = append(lines, qemu.Line{Text: l})
 		}
 		if got := imagePhases(lines); got != c.want {
 			t.Errorf("imagePhases(%q) = %q, want %q", c.lines, got, c.want)

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/ipadiff"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
 )
 
 // readRecorded decodes the recorded JSON document p (testdata).

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/ipadiff"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // sideStepsToken is the pre-shared agent token of the standalone agents of
@@ -80,27 +79,13 @@ type sideAnswer struct {
 // callAgent posts one command to the agent API at base, waiting for it
 // as Ironic does for a synchronous command (?wait=true).
 func callAgent(ctx context.Context, base, token string, c sideCall) (sideAnswer, error) {
-	body, err := json.Marshal(map[string]any{"name": c.name, "params": c.params})
+	r, err := (&agentclient.Client{Base: base, Token: token}).Post(ctx, c.name, c.params, true)
 	if err != nil {
 		return sideAnswer{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=true&agent_token="+token, bytes.NewReader(body))
-	if err != nil {
-		return sideAnswer{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return sideAnswer{}, fmt.Errorf("%s: %w", c.name, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return sideAnswer{}, fmt.Errorf("%s: reading the reply: %w", c.name, err)
-	}
-	a := sideAnswer{Status: resp.StatusCode}
-	if err := json.Unmarshal(data, &a.Body); err != nil {
-		a.Body = string(data)
+	a := sideAnswer{Status: r.HTTPStatus}
+	if err := json.Unmarshal(r.Body, &a.Body); err != nil {
+		a.Body = string(r.Body)
 	}
 	if m, ok := a.Body.(map[string]any); ok {
 		delete(m, "id")
@@ -110,29 +95,11 @@ func callAgent(ctx context.Context, base, token string, c sideCall) (sideAnswer,
 
 // waitAgentAPI polls the agent's command list until it answers 200 (IPA
 // serves its API only once its hardware managers are initialised).
-func waitAgentAPI(ctx context.Context, vm *vmtest.VM, base, token string, timeout time.Duration) error {
+func waitAgentAPI(ctx context.Context, vm *qemu.VM, base, token string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for {
-		req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/commands/?agent_token="+token, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if exited, _ := vm.Exited(); exited {
-			return fmt.Errorf("the VM exited before its agent API answered")
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the agent API at %s did not answer within %s: %w", base, timeout, ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
-	}
+	c := &agentclient.Client{Base: base, Token: token}
+	return c.WaitReady(ctx, 2*time.Second, func() bool { exited, _ := vm.Exited(); return exited })
 }
 
 // TestVMIPASteps boots IPA 13's ramdisk and ours, standalone with a
@@ -155,9 +122,9 @@ func TestVMIPASteps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	macs := [2]string{"52:54:00:1c:00:01", "52:54:00:1c:00:02"}
-	agentPort := agentPortBase + 9
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, ramdisk(t), "bios", agentPort, macs)
-	m.MemoryMB = vmtest.SideBySideMachine("bios").MemoryMB
+	m.MemoryMB = qemu.SideBySideMachine("bios").MemoryMB
 	// A small whole-disk image whose checksum the call gets wrong.
 	img := mbrImage()
 	imgAddr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +139,7 @@ func TestVMIPASteps(t *testing.T) {
 		m.Dir = filepath.Join(vmDir(t), a.name)
 		m.Append = "ipa-standalone=1 ipa-agent-token=" + sideStepsToken + " " + a.extra
 		start := time.Now()
-		vm := boot(t, ctx, m, vmtest.Options{})
+		vm := boot(t, ctx, m, qemu.Options{})
 		if err := waitAgentAPI(ctx, vm, base, sideStepsToken, 12*time.Minute); err != nil {
 			t.Fatalf("%s: %v\n%s", a.name, err, consoleTail(vm, 40))
 		}

@@ -12,8 +12,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestVMIPMIBIOS is the machine behind a BMC that Ironic drives: OpenIPMI's
@@ -52,11 +53,11 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
 	defer cancel()
-	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 5+n), fmt.Sprintf("52:54:00:6d:%02x:02", 5+n)}
-	agentPort := agentPortBase + 5 + n
+	macs := newMACs(t)
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, rd, fw, agentPort, macs)
 	bmcAddress := fmt.Sprintf("127.95.40.%d", 1+n)
-	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,
+	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0c,
 		LANAddress: bmcAddress, LANPort: bmcLANPort + 2*n, LANMAC: fmt.Sprintf("02:00:00:95:40:%02x", 1+n),
 		User: "ironic", Password: "ipmi-s3cret", VMPort: bmcVMPort + 2*n}
 	// Under SeaBIOS a disk boot prints diskBootMarker: a boot sector on
@@ -70,7 +71,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		}
 	}
 	testStart := time.Now()
-	bmc := startBMC(t, ctx, m, vmtest.Options{})
+	bmc := startBMC(t, ctx, m, qemu.Options{})
 	// What Ironic's PXE configuration would give an inspection ramdisk.
 	bmc.SetKernelArgs(s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0])
 
@@ -101,7 +102,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	// enroll's "manage" makes Ironic validate the credentials and read the
 	// power state over IPMI.
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-ipmi-" + fw, InspectInterface: s.inspectInterface(), IPMI: driverInfo,
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-ipmi-" + fw, InspectInterface: s.inspectInterface(), IPMI: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, macs)
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.PowerState != "power off" {
 		t.Fatalf("power state after manage: %+v, %v; want power off", n, err)
@@ -128,7 +129,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	if err := nodes.SetBootDevice(ctx, s.ironic.Service, node.UUID, nodes.BootDeviceOpts{BootDevice: "disk", Persistent: true}).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
-	if got := bmc.BootDevice(); got != vmtest.BootDisk {
+	if got := bmc.BootDevice(); got != bmcsim.BootDisk {
 		t.Errorf("BMC boot device after Ironic set disk: %q", got)
 	}
 	var bd nodes.BootDeviceOpts
@@ -141,7 +142,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		t.Fatal(err)
 	}
 	if slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("a disk boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Errorf("a disk boot was handed a kernel: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	if fw == "bios" {
 		lctx, lcancel := context.WithTimeout(ctx, time.Minute)
@@ -179,11 +180,11 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 			t.Fatalf("no power-on for inspection: %v; BMC events: %s", ctx.Err(), strings.Join(bmc.Events(), "; "))
 		}
 	}
-	if got := bmc.BootDevice(); got != vmtest.BootPXE {
+	if got := bmc.BootDevice(); got != bmcsim.BootPXE {
 		t.Errorf("BMC boot device for inspection: %q, want pxe", got)
 	}
 	if !slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("the network boot was not handed the ramdisk: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Errorf("the network boot was not handed the ramdisk: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 6*time.Minute); err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		t.Fatal(err)
 	}
 	waitPower("power off")
-	if bmc.Boots() != boots+1 || bmc.On() || bmc.BootDevice() != vmtest.BootPXE {
+	if bmc.Boots() != boots+1 || bmc.On() || bmc.BootDevice() != bmcsim.BootPXE {
 		t.Errorf("cleaning: %d power-ons, machine on %v, boot device %q; want 1, false, pxe", bmc.Boots()-boots, bmc.On(), bmc.BootDevice())
 	}
 	vm = bmc.VM()

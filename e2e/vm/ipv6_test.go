@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestVMIPv6InspectCleanDeploy is the IPv6-only provisioning network: Ironic and
@@ -34,16 +35,16 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	seriesIndependent(t) // its own Ironic is the host series
 	rd, ctx, ns := lifecycleNetns(t, "e6")
 	const host, guest = "fd00:7c::1", "fd00:7c::51"
-	macs := [2]string{"52:54:00:6d:06:01", "52:54:00:6d:06:02"}
+	macs := newMACs(t)
 	netnstest.Run(t, "ip", "-n", ns.Name, "-6", "addr", "add", host+"/64", "dev", ns.Tap, "nodad")
 	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--enable-ra", "--dhcp-range=fd00:7c::10,fd00:7c::20,64,10m",
 		"--dhcp-host=id:00:03:00:01:"+macs[0]+",["+guest+"]")
 
 	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
 		name: "ipv6", ns: ns, host: host, urlHost: "[" + host + "]", macs: macs,
-		nic:      vmtest.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: "fd"},
+		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICTap},
 		agentURL: "https://[" + guest + "]:9999", common: " ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60",
-		boot: func(*vmtest.Machine) (vmtest.Options, func()) { return vmtest.Options{Tap: ns.File}, func() {} },
+		boot: func(*qemu.Machine) (qemu.Options, func()) { return qemu.Options{Tap: ns.File}, func() {} },
 		inspected: func(t *testing.T, ifaces []map[string]any) {
 			var v6 any = "no interface " + macs[0]
 			for _, i := range ifaces {
@@ -55,7 +56,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 				t.Errorf("inventory ipv6_address %v, want %s", v6, guest)
 			}
 		},
-		cleaned: func(t *testing.T, vm *vmtest.VM) {
+		cleaned: func(t *testing.T, vm *qemu.VM) {
 			if l, ok := vm.Find(`msg="DHCPv6 lease"`); !ok || !strings.Contains(l.Text, "address="+guest) {
 				t.Errorf("no DHCPv6 lease for %s in the guest's log: %q", guest, l.Text)
 			}
@@ -66,7 +67,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 // lifecycleNetns is the start of a runNetnsLifecycle test: the ramdisk, a
 // context of 15 minutes, Ironic's packages, and a namespace (named after
 // prefix) with a tap for the VM.
-func lifecycleNetns(t *testing.T, prefix string) (*vmtest.Ramdisk, context.Context, *vmtest.Netns) {
+func lifecycleNetns(t *testing.T, prefix string) (*qemu.Ramdisk, context.Context, *netbed.Netns) {
 	t.Helper()
 	rd := ramdisk(t)
 	if os.Geteuid() != 0 {
@@ -75,11 +76,11 @@ func lifecycleNetns(t *testing.T, prefix string) (*vmtest.Ramdisk, context.Conte
 	netnstest.RequireRoot(t, "dnsmasq")
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	t.Cleanup(cancel)
-	if _, err := ironictest.EnsurePackages(ctx); err != nil {
+	if _, err := ironic.EnsurePackages(ctx); err != nil {
 		t.Fatal(err)
 	}
 	id := netnstest.ID(t)
-	ns, err := vmtest.NewNetns(ctx, prefix+"-"+id, prefix+"t"+id, "02:11:22:33:44:aa", t.TempDir())
+	ns, err := netbed.NewNetns(ctx, prefix+"-"+id, prefix+"t"+id, "02:11:22:33:44:aa", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,21 +93,21 @@ func lifecycleNetns(t *testing.T, prefix string) (*vmtest.Ramdisk, context.Conte
 // options.
 type netnsLifecycle struct {
 	name string // of the node and the machine
-	ns   *vmtest.Netns
+	ns   *netbed.Netns
 	// host is the namespace's address Ironic, inspector and the image
 	// server listen on; urlHost is host as a URL has it.
 	host, urlHost string
 	macs          [2]string // the node's ports; macs[0] is the guest's NIC
-	nic           vmtest.NIC
+	nic           qemu.NIC
 	agentURL      string // Ironic's agent_url while cleaning
 	common        string // kernel parameters of every boot
 	// boot gives the options of one boot (the tap, or a switch's end in
 	// nic.File) and what to do once the VM is gone.
-	boot func(m *vmtest.Machine) (vmtest.Options, func())
+	boot func(m *qemu.Machine) (qemu.Options, func())
 	// inspected checks the inventory's interfaces; cleaned the cleaning
 	// boot's console.
 	inspected func(t *testing.T, ifaces []map[string]any)
-	cleaned   func(t *testing.T, vm *vmtest.VM)
+	cleaned   func(t *testing.T, vm *qemu.VM)
 }
 
 // runNetnsLifecycle runs Ironic and ironic-inspector in lc.ns, listening
@@ -114,7 +115,7 @@ type netnsLifecycle struct {
 // cleaning (lookup, heartbeats, Ironic calling the agent back,
 // erase_devices_metadata) and a deploy of a raw image served from the
 // namespace, one VM boot each, checking what went over the network.
-func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc netnsLifecycle) {
+func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc netnsLifecycle) {
 	t.Helper()
 	inNS := &netnstest.Netns{Name: lc.ns.Name}
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
@@ -129,7 +130,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	svc, err := ironictest.Start(ctx, ironictest.Config{Dir: dir, Netns: lc.ns.Name, Host: lc.host, Dial: dial})
+	svc, err := ironic.Start(ctx, ironic.Config{Dir: dir, Netns: lc.ns.Name, Host: lc.host, Dial: dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
 		}
 	})
-	ironic, err := svc.Client()
+	client, err := svc.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,14 +152,14 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 		t.Fatal(err)
 	}
 
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-" + lc.name
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.MemoryMB = 1024
 	// One disk: the agent waits for a root disk of 4 GiB (sparse).
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: "LAB-VBLK-0601"}}
-	m.NICs = []vmtest.NIC{lc.nic}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: "LAB-VBLK-0601"}}
+	m.NICs = []qemu.NIC{lc.nic}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	// namespace's tap) goes before the next boot's is made.
 	prev := func() {}
 	t.Cleanup(func() { prev() })
-	next := func(m *vmtest.Machine) vmtest.Options {
+	next := func(m *qemu.Machine) qemu.Options {
 		prev()
 		opts, done := lc.boot(m)
 		prev = done
@@ -177,13 +178,13 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
 	base := "http://" + lc.urlHost
 
-	node := enroll(t, ctx, &suite{ironic: ironic}, ironictest.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
+	node := enroll(t, ctx, &suite{ironic: client}, ironic.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs)
 
 	// Inspection.
 	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common
 	opts := next(&m)
-	vm, took := provisionBoot(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
+	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
 	reportSeconds(t, took, lc.name, "inspection_s")
 	reportSecondsText(t, uptimeAt(vm, "agent started"), lc.name, "inspection_agent_started_uptime_s")
 	data, err := inspector.Data(ctx, node.UUID)
@@ -205,11 +206,11 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	start := time.Now()
 	m.Append = "ipa-api-url=" + base + ":6385" + lc.common
 	opts = next(&m)
-	vm = bootFor(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, opts)
+	vm = bootFor(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, opts)
 	// Ironic keeps the callback URL of the heartbeats while cleaning and
 	// forgets it at the end.
 	agentURL := ""
-	if _, err := ironic.WaitFor(ctx, node.UUID, 5*time.Minute, "an agent_url", func(n *nodes.Node) bool {
+	if _, err := client.WaitFor(ctx, node.UUID, 5*time.Minute, "an agent_url", func(n *nodes.Node) bool {
 		agentURL, _ = n.DriverInternalInfo["agent_url"].(string)
 		return agentURL != "" || n.ProvisionState == "available"
 	}); err != nil {
@@ -218,7 +219,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	if agentURL != lc.agentURL {
 		t.Errorf("Ironic's agent_url %q, want %s", agentURL, lc.agentURL)
 	}
-	if _, err := ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
+	if _, err := client.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	hb := "?"
@@ -253,11 +254,11 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *vmtest.Ramdisk, lc
 	// which the fake management interface refuses.
 	ops := append(imageInfo(base+":8080/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"})
-	if err := nodes.Update(ctx, ironic.Service, node.UUID, ops).Err; err != nil {
+	if err := nodes.Update(ctx, client.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
 	opts = next(&m)
-	vm, took = provisionBoot(t, ctx, ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}, m, opts, 6*time.Minute)
+	vm, took = provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}, m, opts, 6*time.Minute)
 	reportSeconds(t, took, lc.name, "deploy_s")
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {

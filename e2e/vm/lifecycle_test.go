@@ -13,15 +13,16 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestVMLifecycleBIOS is a machine's whole life with Ironic driving it
 // under SeaBIOS: a node of the ipmi hardware type behind ipmi_sim, with
 // the ipxe boot interface, on the provisioning network (bridge, dnsmasq,
 // Ironic's HTTP root) in a namespace. Enroll, inspect, clean, deploy
-// internal/osimage's whole-disk image (qcow2) with a config drive, the
+// internal/testbed/osimage's whole-disk image (qcow2) with a config drive, the
 // deployed OS booting from the disk and printing the config drive's
 // hostname and user-data, rescue (Ironic network-boots the agent ramdisk;
 // logins as rescue over SSH and on the serial console), unrescue and the
@@ -186,7 +187,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 	reportSeconds(t, time.Since(testStart), "whole_test_s")
 }
 
-// lifecycleImage builds internal/osimage's whole-disk image for fw in
+// lifecycleImage builds internal/testbed/osimage's whole-disk image for fw in
 // dir and returns the raw image, the file to deploy and its format: under
 // SeaBIOS the MBR image as qcow2 (the agent converts it while writing),
 // under OVMF the raw GPT image.
@@ -242,10 +243,10 @@ func checkImage(t *testing.T, disk, raw, fw string) {
 // checkRescueBoot checks that vm is a network boot of the rescue ramdisk
 // Ironic staged: its kernel and initramfs fetched from the node's
 // directory, and the kernel line of Ironic's iPXE template for rescue.
-func checkRescueBoot(t *testing.T, vm *vmtest.VM, bed *pxeBed, nodeUUID string) {
+func checkRescueBoot(t *testing.T, vm *qemu.VM, bed *pxeBed, nodeUUID string) {
 	t.Helper()
 	if !vm.Machine.NetBoot || slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("the rescue boot was not a network boot: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Errorf("the rescue boot was not a network boot: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	for _, f := range []string{"rescue_kernel", "rescue_ramdisk"} {
 		if len(bed.served("/"+nodeUUID+"/"+f)) == 0 {
@@ -262,7 +263,7 @@ func checkRescueBoot(t *testing.T, vm *vmtest.VM, bed *pxeBed, nodeUUID string) 
 
 // guestAddress is the provisioning network address the agent in vm
 // called back on (its "agent API listening" line's callback_url).
-func guestAddress(t *testing.T, vm *vmtest.VM) string {
+func guestAddress(t *testing.T, vm *qemu.VM) string {
 	t.Helper()
 	l, ok := vm.Find("agent API listening")
 	_, url, found := strings.Cut(l.Text, "callback_url=https://")
@@ -276,7 +277,7 @@ func guestAddress(t *testing.T, vm *vmtest.VM) string {
 // diskBoot waits for the first power-on after the first `after` ones that
 // boots the disk (neither the network nor a kernel handed to QEMU) and
 // returns its VM.
-func diskBoot(t *testing.T, ctx context.Context, bmc *vmtest.IPMISim, after int) *vmtest.VM {
+func diskBoot(t *testing.T, ctx context.Context, bmc *bmcsim.IPMISim, after int) *qemu.VM {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -13,7 +13,7 @@ import (
 
 // The loader image of the tests that only need proof that a deployed boot
 // loader ran (the RAID deploys): smaller and quicker to build than
-// internal/osimage's OS, which the other deploy tests boot.
+// internal/testbed/osimage's OS, which the other deploy tests boot.
 
 // The UEFI deploy image: a GPT whose EFI system partition (fixed unique
 // GUID) holds a GRUB image at a path no firmware boots by itself, so only

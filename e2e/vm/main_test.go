@@ -20,9 +20,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Ports of this package (the vm range of the team's allocation), moved by
@@ -30,7 +31,7 @@ import (
 var (
 	ironicPort    = portOffset() + 9510
 	inspectorPort = portOffset() + 9511
-	agentPortBase = portOffset() + 9520 // hostfwd to the guest's agent API, one per VM
+	agentPortBase = portOffset() + 9520 // the first of the agent API ports newAgentPort hands out
 	imagePort     = portOffset() + 9530
 	bmcLANPort    = portOffset() + 9540 // UDP, the ipmi_sim LAN channel of TestVMIPMIBIOS (+2: TestVMIPMIUEFI)
 	bmcVMPort     = portOffset() + 9541 // TCP on 127.0.0.1, ipmi_sim's end of QEMU's ipmi-bmc-extern (+2: UEFI)
@@ -63,13 +64,13 @@ func slowScenario(t *testing.T) {
 // (README: Newer Ironic series).
 func seriesIndependent(t *testing.T) {
 	t.Helper()
-	series, err := ironictest.SeriesFromEnv()
+	series, err := ironic.SeriesFromEnv()
 	if err != nil || slowRun() {
 		return // a bad $IRONIC_SERIES fails in services
 	}
-	if def, _ := ironictest.ParseSeries(""); series != def {
+	if def, _ := ironic.ParseSeries(""); series != def {
 		t.Skipf("SKIPPED: series-independent scenario: runs in the default series' round (%s) only; E2E_VM_SLOW=1 runs it with %s=%s too (README: Newer Ironic series)",
-			def, ironictest.SeriesEnv, string(series))
+			def, ironic.SeriesEnv, string(series))
 	}
 }
 
@@ -88,15 +89,15 @@ type suite struct {
 	dir string
 
 	rdOnce sync.Once
-	rd     *vmtest.Ramdisk
+	rd     *qemu.Ramdisk
 	rdErr  error
 
 	svcOnce   sync.Once
-	services  *ironictest.Services
-	ironic    *ironictest.Client
-	inspector *ironictest.InspectorClient
+	services  *ironic.Services
+	ironic    *ironic.Client
+	inspector *ironic.InspectorClient
 	// series is the Ironic release the services run ($IRONIC_SERIES).
-	series ironictest.Series
+	series ironic.Series
 	svcErr error
 
 	// pxe is the provisioning network of the network-boot tests, with
@@ -111,7 +112,7 @@ var theSuite *suite
 
 func TestMain(m *testing.M) {
 	// QEMU runs this test binary as its guestfwd relay.
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(runMain(m))
 }
 
@@ -139,7 +140,7 @@ func runMain(m *testing.M) int {
 
 func needQEMU(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{"/usr/bin/qemu-system-x86_64", vmtest.OVMFCode} {
+	for _, p := range []string{"/usr/bin/qemu-system-x86_64", qemu.OVMFCode} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("SKIPPED: needs qemu-system-x86 and ovmf (in test.sh; run it as root to install): %v", err)
 		}
@@ -147,7 +148,7 @@ func needQEMU(t *testing.T) {
 }
 
 // ramdisk builds the ramdisk once per test binary.
-func ramdisk(t *testing.T) *vmtest.Ramdisk {
+func ramdisk(t *testing.T) *qemu.Ramdisk {
 	t.Helper()
 	needQEMU(t)
 	s := theSuite
@@ -155,7 +156,7 @@ func ramdisk(t *testing.T) *vmtest.Ramdisk {
 		// VMTEST_RAMDISK names a directory with a ramdisk built before
 		// (go run ./cmd/mkramdisk -out DIR), to iterate without rebuilding.
 		if d := os.Getenv("VMTEST_RAMDISK"); d != "" {
-			s.rd = &vmtest.Ramdisk{Kernel: filepath.Join(d, ramdiskpkg.KernelName), Initrd: filepath.Join(d, ramdiskpkg.InitramfsName),
+			s.rd = &qemu.Ramdisk{Kernel: filepath.Join(d, ramdiskpkg.KernelName), Initrd: filepath.Join(d, ramdiskpkg.InitramfsName),
 				Agent: filepath.Join(d, "ironic-agent")}
 			t.Logf("using the ramdisk in %s (VMTEST_RAMDISK)", d)
 			return
@@ -163,7 +164,7 @@ func ramdisk(t *testing.T) *vmtest.Ramdisk {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		start := time.Now()
-		s.rd, s.rdErr = vmtest.BuildRamdisk(ctx)
+		s.rd, s.rdErr = qemu.BuildRamdisk(ctx)
 		if s.rdErr == nil {
 			t.Logf("ramdisk built: %s", sizes(s.rd))
 			reportSuiteSeconds(t, time.Since(start), "ramdisk_build_s")
@@ -175,7 +176,7 @@ func ramdisk(t *testing.T) *vmtest.Ramdisk {
 	return s.rd
 }
 
-func sizes(rd *vmtest.Ramdisk) string {
+func sizes(rd *qemu.Ramdisk) string {
 	sz := func(p string) float64 {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -197,11 +198,11 @@ func services(t *testing.T) *suite {
 	s.svcOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		if s.series, s.svcErr = ironictest.SeriesFromEnv(); s.svcErr != nil {
+		if s.series, s.svcErr = ironic.SeriesFromEnv(); s.svcErr != nil {
 			return
 		}
-		var in *ironictest.Installed
-		if in, s.svcErr = ironictest.Install(ctx, s.series); s.svcErr != nil {
+		var in *ironic.Installed
+		if in, s.svcErr = ironic.Install(ctx, s.series); s.svcErr != nil {
 			return
 		}
 		d := filepath.Join(s.dir, "services")
@@ -212,17 +213,17 @@ func services(t *testing.T) *suite {
 		// interface runs it when the conductor loads it. The series' root
 		// filesystems carry it (ironic-conductor depends on it).
 		_, noIPMItool := exec.LookPath("ipmitool")
-		cfg := in.Config(ironictest.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
+		cfg := in.Config(ironic.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
 			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
 		cfg.IPMI = noIPMItool == nil || !cfg.Series.Host()
-		s.services, s.svcErr = ironictest.Start(ctx, cfg)
+		s.services, s.svcErr = ironic.Start(ctx, cfg)
 		if s.svcErr != nil {
 			return
 		}
-		if s.ironic, s.svcErr = ironictest.NewClient(s.services.IronicURL); s.svcErr != nil {
+		if s.ironic, s.svcErr = ironic.NewClient(s.services.IronicURL); s.svcErr != nil {
 			return
 		}
-		s.inspector, s.svcErr = ironictest.NewInspectorClient(s.services.InspectorURL)
+		s.inspector, s.svcErr = ironic.NewInspectorClient(s.services.InspectorURL)
 	})
 	if s.svcErr != nil {
 		t.Fatalf("start Ironic and ironic-inspector: %v", s.svcErr)
@@ -265,7 +266,7 @@ func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok b
 // to timeout for the state the change ends in, booting nothing: for a
 // change no ramdisk serves (manage; provide with automated cleaning off),
 // or one the ramdisk already running serves (fast track).
-func provision(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, timeout time.Duration) *nodes.Node {
+func provision(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, timeout time.Duration) *nodes.Node {
 	t.Helper()
 	_, done, ok := provisionStates(opts.Target)
 	if !ok {
@@ -279,7 +280,7 @@ func provision(t *testing.T, ctx context.Context, c *ironictest.Client, uuid str
 // would (the fake power interface boots nothing); the VM stops when the
 // test ends. Not before: a ramdisk that booted before Ironic "rebooted"
 // the node could be handed an agent token the reboot then wipes.
-func bootFor(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, m vmtest.Machine, bootOpts vmtest.Options) *vmtest.VM {
+func bootFor(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, m qemu.Machine, bootOpts qemu.Options) *qemu.VM {
 	t.Helper()
 	wait, _, _ := provisionStates(opts.Target)
 	if wait == "" {
@@ -291,7 +292,7 @@ func bootFor(t *testing.T, ctx context.Context, c *ironictest.Client, uuid strin
 
 // requestState asks for the provision-state change opts and waits up to
 // timeout for state.
-func requestState(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, state string, timeout time.Duration) *nodes.Node {
+func requestState(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, state string, timeout time.Duration) *nodes.Node {
 	t.Helper()
 	if err := c.Provision(ctx, uuid, opts); err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func requestState(t *testing.T, ctx context.Context, c *ironictest.Client, uuid 
 // (inspect, provide to clean, deploy, service, ...): bootFor, then the wait
 // of up to timeout for the state the change ends in. It returns the VM,
 // still running, and the time from the request to that state.
-func provisionBoot(t *testing.T, ctx context.Context, c *ironictest.Client, uuid string, opts nodes.ProvisionStateOpts, m vmtest.Machine, bootOpts vmtest.Options, timeout time.Duration) (*vmtest.VM, time.Duration) {
+func provisionBoot(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, m qemu.Machine, bootOpts qemu.Options, timeout time.Duration) (*qemu.VM, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	vm := bootFor(t, ctx, c, uuid, opts, m, bootOpts)
@@ -323,9 +324,9 @@ func provisionBoot(t *testing.T, ctx context.Context, c *ironictest.Client, uuid
 // after prefix and this process; its files below m.Dir), whose MAC chassis
 // is lldpd's chassis ID. It returns the options that hand QEMU that tap;
 // the namespace goes when the test ends.
-func lldpNeighbour(t *testing.T, ctx context.Context, m *vmtest.Machine, prefix, chassis string, peer vmtest.LLDPPeer) vmtest.Options {
+func lldpNeighbour(t *testing.T, ctx context.Context, m *qemu.Machine, prefix, chassis string, peer netbed.LLDPPeer) qemu.Options {
 	t.Helper()
-	ns, err := vmtest.NewNetns(ctx, fmt.Sprintf("%s-%d", prefix, os.Getpid()), "vmlldp0", chassis, filepath.Join(m.Dir, "lldp"))
+	ns, err := netbed.NewNetns(ctx, fmt.Sprintf("%s-%d", prefix, os.Getpid()), "vmlldp0", chassis, filepath.Join(m.Dir, "lldp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +335,5 @@ func lldpNeighbour(t *testing.T, ctx context.Context, m *vmtest.Machine, prefix,
 		t.Fatal(err)
 	}
 	m.NICs[1].Backend = "fd"
-	return vmtest.Options{Tap: ns.File}
+	return qemu.Options{Tap: ns.File}
 }

@@ -21,9 +21,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/deploy/mkfs"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	"github.com/ironic-go/ironic-agent/e2e/metal3hw"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // metal3AgentPort is the hostfwd to the agent API of TestVMMetal3Lifecycle,
@@ -86,7 +87,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 
 	macs := [2]string{"52:54:00:6d:0a:01", "52:54:00:6d:0a:02"}
 	m := serviceMachine(t, rd, "bios", metal3AgentPort, macs)
-	lldp := lldpNeighbour(t, ctx, &m, "vm-m3", "02:11:22:33:44:66", vmtest.LLDPPeer{SystemName: "metal3-switch-1",
+	lldp := lldpNeighbour(t, ctx, &m, "vm-m3", "02:11:22:33:44:66", netbed.LLDPPeer{SystemName: "metal3-switch-1",
 		Description: "lldpd for the Metal3 test", PortID: "Ethernet1/9", PortDescr: "metal3 switch port 9"})
 	// BOOTIF as a PXE boot gives it: the inventory's boot.pxe_interface,
 	// which Ironic turns into pxe_enabled and Metal3 into the NIC's PXE.
@@ -94,7 +95,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	noClean := false
 	// Ironic's own inspection, as Metal3 runs it, also where the series
 	// still has ironic-inspector (2025.1).
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// 1. Inspection.
@@ -166,7 +167,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	checkConfigDrive(t, disk, cd)
 
 	// 3. Service steps on the active node.
-	if s.series == ironictest.Series2025_1 {
+	if s.series == ironic.Series2025_1 {
 		// Ironic 29.0 refuses a ramdisk's lookup in "service wait"
 		// (LOOKUP_ALLOWED_STATES lacks it; upstream commit a23b7eeef
 		// added it for 2025.2), so no agent, IPA's included, can serve
@@ -182,7 +183,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 			{"path": metal3Injected, "partition": 1, "content": base64.StdEncoding.EncodeToString([]byte(content))},
 		}}},
 	}
-	vm, took = provisionBoot(t, ctx, &ironictest.Client{Service: api}, node.UUID,
+	vm, took = provisionBoot(t, ctx, &ironic.Client{Service: api}, node.UUID,
 		nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, m, lldp, 8*time.Minute)
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func (l testLogger) Error(err error, msg string, kv ...any) {
 
 // checkHardwareDetails checks baremetal-operator's HardwareDetails of the
 // VM against what QEMU was told.
-func checkHardwareDetails(t *testing.T, d *metal3hw.HardwareDetails, m vmtest.Machine, macs [2]string, pxe bool) {
+func checkHardwareDetails(t *testing.T, d *metal3hw.HardwareDetails, m qemu.Machine, macs [2]string, pxe bool) {
 	t.Helper()
 	eq := func(what string, got, want any) {
 		t.Helper()
@@ -311,7 +312,7 @@ func checkHardwareDetails(t *testing.T, d *metal3hw.HardwareDetails, m vmtest.Ma
 }
 
 // deployTargetID is the ID of the disk the root-device hint names.
-func deployTargetID(t *testing.T, m vmtest.Machine) string {
+func deployTargetID(t *testing.T, m qemu.Machine) string {
 	t.Helper()
 	for _, d := range m.Disks {
 		if d.Serial == deployTarget {

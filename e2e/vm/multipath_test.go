@@ -15,9 +15,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // The LUN of TestVMMultipath: one image behind two SCSI paths.
@@ -58,9 +58,9 @@ func TestVMMultipath(t *testing.T) {
 	m := serviceMachine(t, rd, "bios", port, macs)
 	m.Name = "ironic-agent-multipath"
 	m.MemoryMB = 768
-	lunDisk := vmtest.Disk{ID: "lun", Kind: "scsi-hd", SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
+	lunDisk := qemu.Disk{ID: "lun", Kind: qemu.DiskSCSI, SizeMB: 5 << 10, Serial: mpathSerial, WWN: mpathWWN,
 		Vendor: "LABVEND", Model: "LAB-MPATH-LUN", SCSITarget: 0, Paths: 2, RotationRate: 1}
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 64, Serial: "LAB-VBLK-0001"}, lunDisk}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"}, lunDisk}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestVMMultipath(t *testing.T) {
 	writeAt(t, lun, 0, pattern(64<<10, 0xa5))
 	writeAt(t, lun, -(64 << 10), pattern(64<<10, 0xa5))
 
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
@@ -86,7 +86,7 @@ func TestVMMultipath(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, withKernelNotices(m), vmtest.Options{})
+	vm := boot(t, ctx, withKernelNotices(m), qemu.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestVMMultipath(t *testing.T) {
 	// the cleaning erases the LUN through the returned path alone.
 	m.Monitor = filepath.Join(m.Dir, "monitor.sock")
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, withKernelNotices(m), vmtest.Options{})
+	vm = boot(t, ctx, withKernelNotices(m), qemu.Options{})
 	pathsTime := changePaths(t, ctx, vm, lunDisk)
 
 	// Automated cleaning: erase_devices_metadata, on the map only.
@@ -154,7 +154,7 @@ func TestVMMultipath(t *testing.T) {
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm = boot(t, ctx, m, vmtest.Options{})
+	vm = boot(t, ctx, m, qemu.Options{})
 	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestVMMultipath(t *testing.T) {
 		m.Disks[i].BootFirst = m.Disks[i].ID == "lun"
 	}
 	start = time.Now()
-	vm = boot(t, ctx, m, vmtest.Options{})
+	vm = boot(t, ctx, m, qemu.Options{})
 	octx, ocancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer ocancel()
 	r, err := osimage.WaitReport(octx, vm)
@@ -219,7 +219,7 @@ func TestVMMultipath(t *testing.T) {
 // guest says which sd name it gave to which SCSI device (lunPaths). The
 // order in which the kernel probes SCSI devices, and so names them, is
 // not fixed from one boot to the next.
-func withKernelNotices(m vmtest.Machine) vmtest.Machine {
+func withKernelNotices(m qemu.Machine) qemu.Machine {
 	m.Append += " loglevel=6"
 	return m
 }
@@ -241,7 +241,7 @@ func (p lunPath) Dev() string { return fmt.Sprintf("%d:%d", p.Major, p.Minor) }
 // "sd H:0:T:L: [sdX] ...", and its line "scsi H:0:T:L: Direct-Access ..."
 // must hold the vendor and model QEMU was given, so that the host number
 // H the guest chose is the virtio-scsi bus's.
-func lunPaths(ctx context.Context, vm *vmtest.VM, d vmtest.Disk) ([]lunPath, error) {
+func lunPaths(ctx context.Context, vm *qemu.VM, d qemu.Disk) ([]lunPath, error) {
 	paths := make([]lunPath, d.Paths)
 	for i := range paths {
 		tl := fmt.Sprintf("0:%d:%d", d.SCSITarget+i, d.SCSILun)
@@ -312,7 +312,7 @@ func sdDev(name string) (major, minor int, err error) {
 // left. Each path's device is the one the guest kernel named for the
 // SCSI device QEMU was given (lunPaths), whichever the kernel probed
 // first. It returns how long that took.
-func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM, lun vmtest.Disk) time.Duration {
+func changePaths(t *testing.T, ctx context.Context, vm *qemu.VM, lun qemu.Disk) time.Duration {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -330,7 +330,7 @@ func changePaths(t *testing.T, ctx context.Context, vm *vmtest.VM, lun vmtest.Di
 		t.Fatalf("the map was made over %q, want both paths %q: %s", got, want, made.Text)
 	}
 	start := time.Now()
-	step := func(what string, act func() error, want string) vmtest.Line {
+	step := func(what string, act func() error, want string) qemu.Line {
 		t.Helper()
 		if err := act(); err != nil {
 			t.Fatalf("%s: %v", what, err)

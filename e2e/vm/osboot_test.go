@@ -18,10 +18,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/grubimage"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Ports of the deployed-OS tests, n = 0 (BIOS) or 1 (UEFI): the agent's
@@ -36,8 +37,8 @@ var (
 // the ipmi hardware type, available, and the server of its images.
 type osBootBed struct {
 	s      *suite
-	m      vmtest.Machine
-	bmc    *vmtest.IPMISim
+	m      qemu.Machine
+	bmc    *bmcsim.IPMISim
 	node   string
 	os     *osimage.OS
 	dir    string // the images, served at images
@@ -68,11 +69,11 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	}
 	reportSeconds(t, time.Since(start), "os_build_s")
 
-	macs := [2]string{fmt.Sprintf("52:54:00:6d:%02x:01", 0x20+n), fmt.Sprintf("52:54:00:6d:%02x:02", 0x20+n)}
+	macs := newMACs(t)
 	agentPort := osBootAgentPort + n
 	m := serviceMachine(t, rd, fw, agentPort, macs)
 	bmcAddress := fmt.Sprintf("127.95.41.%d", 1+n)
-	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
+	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
 		LANAddress: bmcAddress, LANPort: osBootLANPort + 2*n, LANMAC: fmt.Sprintf("02:00:00:95:41:%02x", 1+n),
 		User: "ironic", Password: "ipmi-s3cret", VMPort: osBootVMPort + 2*n}
 	for i := range m.Disks {
@@ -94,17 +95,17 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	// proxy (driver_info image_http_proxy), as in deployVM.
 	b.images = serve(t, 0, http.FileServer(http.Dir(b.dir)))
 	m.GuestFwd[guestHost+":80"] = b.images
-	for name, src := range map[string]string{"deploy.kernel": rd.KernelFor(fw), "deploy.initramfs": rd.InitrdFor(fw)} {
+	for name, src := range map[string]string{"deploy.kernel": rd.KernelFor(qemu.Firmware(fw)), "deploy.initramfs": rd.InitrdFor(qemu.Firmware(fw))} {
 		if err := os.Symlink(src, filepath.Join(b.dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b.bmc = startBMC(t, ctx, m, vmtest.Options{})
+	b.bmc = startBMC(t, ctx, m, qemu.Options{})
 	b.bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
 	b.m = m
 
 	noClean := false
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-osboot-" + fw, AutomatedClean: &noClean,
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-osboot-" + fw, AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil},
 		IPMI: map[string]any{
 			"ipmi_address": bmcAddress, "ipmi_port": m.BMC.LANPort,
@@ -135,19 +136,19 @@ type osBootImage struct {
 
 // deploy deploys img with a config drive (see deployOS) onto the disk
 // whose serial is deployTarget and returns the VM of the deployed OS.
-func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *vmtest.VM {
+func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *qemu.VM {
 	t.Helper()
-	_, vm := deployOS(t, ctx, osDeploy{s: b.s, node: b.node, bmc: b.bmc, firmware: b.m.Firmware,
+	_, vm := deployOS(t, ctx, osDeploy{s: b.s, node: b.node, bmc: b.bmc, firmware: string(b.m.Firmware),
 		url: "http://" + b.images + "/" + img.file, path: filepath.Join(b.dir, img.file), serial: deployTarget, img: img})
 	return vm
 }
 
-// osDeploy is one deploy of an image of internal/osimage to an ipmi node
+// osDeploy is one deploy of an image of internal/testbed/osimage to an ipmi node
 // whose BMC the test holds.
 type osDeploy struct {
 	s        *suite
 	node     string
-	bmc      *vmtest.IPMISim
+	bmc      *bmcsim.IPMISim
 	firmware string
 	url      string // where the agent downloads the image
 	path     string // the same image on the host
@@ -160,7 +161,7 @@ type osDeploy struct {
 // rebooted the machine from its disk into the deployed OS and that the OS
 // read that config drive, and returns the VMs of the ramdisk's boot and of
 // the deployed OS's (powered off again by the OS).
-func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *vmtest.VM) {
+func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *qemu.VM) {
 	t.Helper()
 	img := d.img
 	f, err := os.Open(d.path)
@@ -214,7 +215,7 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *v
 		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", d.bmc.Boots()-boots, strings.Join(d.bmc.Events(), "; "))
 	}
 	vm := d.bmc.VM()
-	if d.bmc.BootDevice() != vmtest.BootDisk || vm.Machine.Kernel != "" || vm.Machine.NetBoot {
+	if d.bmc.BootDevice() != bmcsim.BootDisk || vm.Machine.Kernel != "" || vm.Machine.NetBoot {
 		t.Fatalf("after the deploy the BMC's boot device is %q, QEMU got kernel %q and network boot %v; want disk, none and false (events: %s)",
 			d.bmc.BootDevice(), vm.Machine.Kernel, vm.Machine.NetBoot, strings.Join(d.bmc.Events(), "; "))
 	}
@@ -234,7 +235,7 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *v
 // waitOSReport waits until the deployed OS in vm has printed what it read
 // from the config drive and powered the machine off, and checks it read
 // img's hostname and user-data.
-func waitOSReport(t *testing.T, ctx context.Context, bmc *vmtest.IPMISim, vm *vmtest.VM, img osBootImage) osimage.Report {
+func waitOSReport(t *testing.T, ctx context.Context, bmc *bmcsim.IPMISim, vm *qemu.VM, img osBootImage) osimage.Report {
 	t.Helper()
 	octx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
@@ -253,7 +254,7 @@ func waitOSReport(t *testing.T, ctx context.Context, bmc *vmtest.IPMISim, vm *vm
 
 // TestVMOSBootBIOS deploys, under SeaBIOS with Ironic's ipmi hardware
 // type driving power and boot device, the partition image of
-// internal/osimage: Ironic has the agent lay out root and config drive and
+// internal/testbed/osimage: Ironic has the agent lay out root and config drive and
 // run the image's own grub-install and grub-mkconfig. Ironic sets the
 // boot device to disk and powers the machine on, the firmware boots the
 // disk the root-device hint named (the first of several in its order, as
@@ -289,7 +290,7 @@ func TestVMOSBootBIOS(t *testing.T) {
 }
 
 // TestVMOSBootUEFI deploys, under OVMF with Ironic's ipmi hardware type,
-// the partition image of internal/osimage. The agent makes the EFI system
+// the partition image of internal/testbed/osimage. The agent makes the EFI system
 // partition (550 MiB, FAT32, its own FAT writer), mounts the image's root
 // and runs its grub-install for x86_64-efi: the image has no efibootmgr,
 // so the NVRAM entry fails, as IPA lets it, and GRUB lands at the

@@ -19,9 +19,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Ports of TestVMPowerCut (the vm range, moved by $E2E_PORT_OFFSET).
@@ -52,7 +53,7 @@ const (
 // the next boot, and nothing of the cut boot is seen by the next one.
 // The scenario runs under each firmware (a subtest each: SeaBIOS, whose
 // deployed disk's boot sector prints a marker, and OVMF, whose deployed
-// disk is internal/osimage's UEFI disk, booted through the NVRAM entry
+// disk is internal/testbed/osimage's UEFI disk, booted through the NVRAM entry
 // the retried deploy wrote):
 //
 //  1. Automated cleaning with erase_devices: the cut lands after the
@@ -118,14 +119,14 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: installs and runs Debian's Ironic")
 	}
-	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
+	if series, err := ironic.SeriesFromEnv(); err != nil || !series.Host() {
 		t.Skipf("SKIPPED: the ipmi hardware type runs with the host's Ironic (2023.1) only, not %s (%v)", series, err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	testStart := time.Now()
 
-	_, client := ownIronic(t, ctx, "powercut-services-"+fw.name, ironictest.Config{IronicPort: powerCutIronicPort, NoInspector: true,
+	_, client := ownIronic(t, ctx, "powercut-services-"+fw.name, ironic.Config{IronicPort: powerCutIronicPort, NoInspector: true,
 		IPMI: true, EraseDevicesPriority: 10, CallbackTimeout: fw.callbackTimeout})
 
 	img := fw.image(t, ctx)
@@ -133,9 +134,9 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	images := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/deploy.kernel":
-			http.ServeFile(w, r, rd.KernelFor(fw.name))
+			http.ServeFile(w, r, rd.KernelFor(qemu.Firmware(fw.name)))
 		case "/deploy.initramfs":
-			http.ServeFile(w, r, rd.InitrdFor(fw.name))
+			http.ServeFile(w, r, rd.InitrdFor(qemu.Firmware(fw.name)))
 		case "/image.raw":
 			http.ServeContent(w, r, "image.raw", time.Time{}, &throttledReader{r: bytes.NewReader(img), rate: &rate})
 		default:
@@ -143,21 +144,21 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		}
 	}))
 
-	macs := [2]string{"52:54:00:6d:0c:01", "52:54:00:6d:0c:02"}
-	m := vmtest.DefaultMachine(fw.name)
+	macs := newMACs(t)
+	m := qemu.DefaultMachine(qemu.Firmware(fw.name))
 	m.Name = "ironic-agent-powercut-" + fw.name
 	m.Dir = vmDir(t)
 	m.MemoryMB = 768
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
-	m.Disks = []vmtest.Disk{{ID: "disk", Kind: "virtio-blk", SizeMB: powerCutDiskMB, Serial: powerCutDisk}}
+	m.Disks = []qemu.Disk{{ID: "disk", Kind: qemu.DiskVirtioBlk, SizeMB: powerCutDiskMB, Serial: powerCutDisk}}
 	m.GuestFwd = map[string]string{
 		guestHost + ":" + strconv.Itoa(powerCutIronicPort): "127.0.0.1:" + strconv.Itoa(powerCutIronicPort),
 		// The image server doubles as the agent's HTTP proxy (see deployVM).
 		guestHost + ":80": images,
 	}
 	m.HostFwd = map[int]int{powerCutAgentPort: 9999}
-	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
+	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
 		LANAddress: "127.95.41.1", LANPort: powerCutBMCLANPort, LANMAC: "02:00:00:95:41:01",
 		User: "ironic", Password: "ipmi-s3cret", VMPort: powerCutBMCVMPort}
 	if err := m.CreateDisks(); err != nil {
@@ -169,7 +170,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	writeAt(t, diskPath, 16<<20, pattern(1<<20, 0xa5))
 	writeAt(t, diskPath, -(8 << 20), pattern(1<<20, 0xa5))
 
-	bmc, err := vmtest.StartIPMISim(ctx, m, vmtest.Options{})
+	bmc, err := bmcsim.StartIPMISim(ctx, m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		"ipa-lookup-timeout=900", "ipa-disk-wait-attempts=1", "ironic_agent.dhcp=" + macs[0],
 	}, " "))
 
-	node, err := client.CreateNode(ctx, ironictest.NodeSpec{Name: "vm-powercut-" + fw.name,
+	node, err := client.CreateNode(ctx, ironic.NodeSpec{Name: "vm-powercut-" + fw.name,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw.name, "vendor": nil},
 		IPMI: map[string]any{
 			"ipmi_address": m.BMC.LANAddress, "ipmi_port": m.BMC.LANPort,
@@ -357,16 +358,16 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 type powerCut struct {
 	t      *testing.T
 	ctx    context.Context
-	client *ironictest.Client
+	client *ironic.Client
 	node   string
-	bmc    *vmtest.IPMISim
-	m      vmtest.Machine
+	bmc    *bmcsim.IPMISim
+	m      qemu.Machine
 	// callbackTimeout is Ironic's ([conductor]clean_callback_timeout).
 	callbackTimeout time.Duration
 }
 
 // bootOf waits for the machine's power-on after n earlier ones.
-func (pc powerCut) bootOf(n int) *vmtest.VM {
+func (pc powerCut) bootOf(n int) *qemu.VM {
 	pc.t.Helper()
 	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Minute)
 	defer cancel()
@@ -379,7 +380,7 @@ func (pc powerCut) bootOf(n int) *vmtest.VM {
 
 // waitLine waits for the first console line of vm that match accepts and
 // fails if kind's step completes first or the machine goes off.
-func (pc powerCut) waitLine(vm *vmtest.VM, timeout time.Duration, match func(string) bool, kind, step string) vmtest.Line {
+func (pc powerCut) waitLine(vm *qemu.VM, timeout time.Duration, match func(string) bool, kind, step string) qemu.Line {
 	pc.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -451,7 +452,7 @@ func (pc powerCut) waitFailed(state string) *nodes.Node {
 // no step of an earlier process as interrupted, its lookup brought a token
 // of its own (Ironic accepts heartbeats only with it), and none of its
 // commands failed.
-func (pc powerCut) freshBoot(vm *vmtest.VM) {
+func (pc powerCut) freshBoot(vm *qemu.VM) {
 	pc.t.Helper()
 	if l, ok := vm.Find("earlier agent process did not finish"); ok {
 		pc.t.Errorf("the boot after the cut reports a step of the cut boot: %s", l.Text)
@@ -503,13 +504,13 @@ func powerCutBIOSImage(*testing.T, context.Context) []byte {
 	return img
 }
 
-// powerCutUEFIImage is internal/osimage's UEFI whole-disk image.
+// powerCutUEFIImage is internal/testbed/osimage's UEFI whole-disk image.
 func powerCutUEFIImage(t *testing.T, ctx context.Context) []byte {
 	_, img := osImageUEFI(t, ctx)
 	return img
 }
 
-// osImageUEFI builds internal/osimage's UEFI whole-disk image (42 MiB:
+// osImageUEFI builds internal/testbed/osimage's UEFI whole-disk image (42 MiB:
 // GPT, an ESP with GRUB and its BOOTX64.CSV, the OS's root file system)
 // in a temporary directory and returns its file and bytes; it skips t
 // when a host program the image needs is missing.
@@ -561,13 +562,13 @@ func allZero(t *testing.T, path string) bool {
 // stepCompleted finds the agent's line saying kind's step completed
 // (the step by its whole name: erase_devices is not
 // erase_devices_metadata).
-func stepCompleted(vm *vmtest.VM, kind, step string) (vmtest.Line, bool) {
+func stepCompleted(vm *qemu.VM, kind, step string) (qemu.Line, bool) {
 	for _, l := range vm.Lines() {
 		if strings.Contains(l.Text, `msg="step completed"`) && logField(l.Text, "kind") == kind && logField(l.Text, "step") == step {
 			return l, true
 		}
 	}
-	return vmtest.Line{}, false
+	return qemu.Line{}, false
 }
 
 // logInt is the integer value of key=N in an agent log line, -1 without.

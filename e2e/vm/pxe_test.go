@@ -18,8 +18,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // The provisioning network of the network-boot tests: everything lives in
@@ -45,8 +47,8 @@ const pxeInspectionParams = "ipa-inspection-collectors=default,logs,pci-devices"
 // pxeBed is the provisioning network with Ironic and ironic-inspector
 // inside it, shared by the network-boot tests of the package.
 type pxeBed struct {
-	net      *vmtest.ProvNet
-	svc      *ironictest.Services
+	net      *netbed.ProvNet
+	svc      *ironic.Services
 	s        *suite // the clients, in the shape the helpers take
 	mu       sync.Mutex
 	images   map[string]string // /images/NAME -> host file
@@ -144,15 +146,15 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	// The series' own Ironic: the host's packages (2023.1), or a root
 	// filesystem whose ipxe, pxelinux, syslinux-common and
 	// grub-efi-amd64-bin give Ironic the same loaders at the same paths.
-	series, err := ironictest.SeriesFromEnv()
+	series, err := ironic.SeriesFromEnv()
 	if err != nil {
 		return nil, err
 	}
-	in, err := ironictest.Install(ctx, series)
+	in, err := ironic.Install(ctx, series)
 	if err != nil {
 		return nil, err
 	}
-	pn, err := vmtest.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
+	pn, err := netbed.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +165,8 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 		return nil, err
 	}
 	host := pxeNet.Addr().String()
-	b.svc, err = ironictest.Start(ctx, in.Config(ironictest.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
-		NetBoot: &ironictest.NetBoot{
+	b.svc, err = ironic.Start(ctx, in.Config(ironic.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
+		NetBoot: &ironic.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,
 			// The chainloaders dnsmasq hands to firmware that is not
@@ -187,7 +189,7 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 		err = pn.Serve(pxeHTTP, b)
 	}
 	if err == nil {
-		err = pn.StartDHCP(vmtest.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
+		err = pn.StartDHCP(netbed.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
 			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0)}, GRUBLoader: "bootx64.efi",
 			Ignore: []string{redfishMAC(redfishDHCPLess)}})
@@ -255,7 +257,7 @@ func TestVMPXELinuxBIOS(t *testing.T) {
 		t.Errorf("inspection boot_interface = %v, want PXELINUX's BOOTIF %s", got, hyp)
 	}
 	if slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("a network boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Errorf("a network boot was handed a kernel: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	log := p.bed.net.DHCPLog()
 	for _, f := range []string{"pxelinux.0", "ldlinux.c32", "pxelinux.cfg/" + hyp, p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"} {
@@ -276,8 +278,8 @@ type pxeNode struct {
 	ctx  context.Context
 	bed  *pxeBed
 	s    *suite
-	m    vmtest.Machine
-	bmc  *vmtest.IPMISim
+	m    qemu.Machine
+	bmc  *bmcsim.IPMISim
 	node *nodes.Node
 	macs [2]string
 	disk string // the host file of the machine's only disk
@@ -302,7 +304,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
 		}
 	}
-	series, err := ironictest.SeriesFromEnv()
+	series, err := ironic.SeriesFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,14 +318,14 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	}
 	bed := provisioningNetwork(t)
 	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}
-	m := vmtest.DefaultMachine(fw)
+	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-pxe-" + fw
 	m.Dir = vmDir(t)
 	// The first NIC is on the provisioning network and boots; the second
 	// is an isolated slirp NIC whose DHCP answers too: BOOTIF must pick
 	// the first.
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: p.macs[0], Backend: "fd", PXE: true},
-		{Model: "e1000", MAC: p.macs[1], Backend: "isolated"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: p.macs[0], Backend: qemu.NICTap, PXE: true},
+		{Model: "e1000", MAC: p.macs[1], Backend: qemu.NICIsolated}}
 	// One disk: SeaBIOS boots only the first hard disk it finds, whose
 	// order is not the PCI slots'. 5 GiB (sparse): a root disk the agent
 	// accepts.
@@ -333,10 +335,10 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	// PXE entries first), where a server's firmware honours the BMC's
 	// boot device instead; without it a disk boot after a network boot
 	// that wrote no boot entry (rescue) tries PXE first and times out.
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget, BootFirst: fw == "uefi"}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget, BootFirst: fw == "uefi"}}
 	bmcAddr := netip.AddrFrom4([4]byte{10, 99, 0, byte(11 + n)})
 	// LAN port 623, the VM port: the namespace's, not the host's.
-	m.BMC = &vmtest.BMC{Kind: vmtest.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
+	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0xc0de, ProductID: 0x0b0d,
 		LANAddress: bmcAddr.String(), LANPort: 623, LANMAC: fmt.Sprintf("02:00:00:99:00:%02x", 11+n),
 		User: "ironic", Password: "ipmi-s3cret", VMPort: 9002 + n}
 	if err := m.CreateDisks(); err != nil {
@@ -352,7 +354,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	}
 	t.Cleanup(func() { tap.Close() })
 	// ConsoleInput: a rescued machine's console login.
-	p.bmc = startBMC(t, ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name, ConsoleInput: true})
+	p.bmc = startBMC(t, ctx, m, qemu.Options{Tap: tap, Netns: bed.net.Name, ConsoleInput: true})
 
 	// The deploy ramdisk Ironic stages for the firmware: the bzImage and
 	// the compressed initramfs.
@@ -365,7 +367,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
 		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
 	}
-	p.node = enroll(t, ctx, p.s, ironictest.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
+	p.node = enroll(t, ctx, p.s, ironic.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
 		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs)
 	return p
 }
@@ -391,14 +393,14 @@ func (p *pxeNode) waitOff(what string) { waitNodeOff(p.t, p.ctx, p.s, p.node.UUI
 
 // phase has Ironic take the node to target and waits for state want; it
 // returns the VM of the first power-on on the way.
-func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *qemu.VM {
 	p.t.Helper()
 	return p.phaseWith(what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
 }
 
 // phaseWith is phase with the whole request (a config drive, a rescue
 // password).
-func (p *pxeNode) phaseWith(what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *vmtest.VM {
+func (p *pxeNode) phaseWith(what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *qemu.VM {
 	p.t.Helper()
 	return bmcPhase(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what, opts, want, timeout)
 }
@@ -408,7 +410,7 @@ func (p *pxeNode) phaseWith(what string, opts nodes.ProvisionStateOpts, want str
 type bmcPower interface {
 	On() bool
 	Boots() int
-	VMOfBoot(n int) *vmtest.VM
+	VMOfBoot(n int) *qemu.VM
 	Events() []string
 }
 
@@ -429,7 +431,7 @@ func waitNodeOff(t *testing.T, ctx context.Context, s *suite, node string, bmc b
 // bmcPhase has Ironic carry out opts on node and waits for state want; it
 // returns the VM of the first power-on on the way, which the BMC started
 // for Ironic.
-func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *vmtest.VM {
+func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *qemu.VM {
 	t.Helper()
 	boots := bmc.Boots()
 	start := time.Now()
@@ -482,7 +484,7 @@ func setDeployImage(t *testing.T, ctx context.Context, s *suite, bed *pxeBed, no
 
 // checkDeployedDisk checks that disk holds img and that vm, the boot after
 // the deploy, booted it (its marker on the console).
-func checkDeployedDisk(t *testing.T, ctx context.Context, vm *vmtest.VM, disk string, img []byte, fw string) {
+func checkDeployedDisk(t *testing.T, ctx context.Context, vm *qemu.VM, disk string, img []byte, fw string) {
 	t.Helper()
 	// Under UEFI the agent moves the GPT backup header to the end of the
 	// disk, rewriting the protective MBR entry and the primary header (see
@@ -510,9 +512,9 @@ func checkDeployedDisk(t *testing.T, ctx context.Context, vm *vmtest.VM, disk st
 
 // startBMC starts m's ipmi_sim, stopped when the test ends; a failed test
 // shows the BMC's events and the end of the last boot's console.
-func startBMC(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Options) *vmtest.IPMISim {
+func startBMC(t *testing.T, ctx context.Context, m qemu.Machine, opts qemu.Options) *bmcsim.IPMISim {
 	t.Helper()
-	bmc, err := vmtest.StartIPMISim(ctx, m, opts)
+	bmc, err := bmcsim.StartIPMISim(ctx, m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,13 +535,13 @@ func startBMC(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.O
 // snponly.efi over TFTP first), no kernel handed to QEMU, and the
 // ramdisk's kernel line is what Ironic's template writes. It returns that
 // line's parameters.
-func checkNetBoot(t *testing.T, vm *vmtest.VM, bed *pxeBed, nodeUUID, mac, fw string) string {
+func checkNetBoot(t *testing.T, vm *qemu.VM, bed *pxeBed, nodeUUID, mac, fw string) string {
 	t.Helper()
 	if vm == nil {
 		t.Fatal("no VM for a network boot")
 	}
 	if slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("a network boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Errorf("a network boot was handed a kernel: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	hyp := strings.ReplaceAll(mac, ":", "-")
 	for _, p := range []string{"/boot.ipxe", "/pxelinux.cfg/" + hyp, "/" + nodeUUID + "/deploy_kernel", "/" + nodeUUID + "/deploy_ramdisk"} {
@@ -578,7 +580,7 @@ func checkParam(t *testing.T, cmdline, name, want string) {
 
 // checkParsed checks that the agent took each named option from the
 // kernel command line (its debug log names where each value came from).
-func checkParsed(t *testing.T, vm *vmtest.VM, options ...string) {
+func checkParsed(t *testing.T, vm *qemu.VM, options ...string) {
 	t.Helper()
 	for _, o := range options {
 		l, ok := vm.Find("option=" + o + " ")
@@ -623,7 +625,7 @@ func checkRequestID(t *testing.T, bed *pxeBed, cmdline string) {
 // checkBootIF checks that the init went on with the BOOTIF NIC's lease:
 // the lease logged last before "network ready" is the provisioning
 // network's, whichever NIC answered first.
-func checkBootIF(t *testing.T, vm *vmtest.VM) {
+func checkBootIF(t *testing.T, vm *qemu.VM) {
 	t.Helper()
 	lease := ""
 	for _, l := range vm.Lines() {
@@ -642,7 +644,7 @@ func checkBootIF(t *testing.T, vm *vmtest.VM) {
 // checkAgentAddress checks that the agent calls back (over auto-TLS) on
 // the address of the BOOTIF NIC (the provisioning network's), not the
 // other NIC's.
-func checkAgentAddress(t *testing.T, vm *vmtest.VM) {
+func checkAgentAddress(t *testing.T, vm *qemu.VM) {
 	t.Helper()
 	l, ok := vm.Find("agent API listening")
 	if !ok || !strings.Contains(l.Text, "callback_url=https://10.99.0.") {

@@ -13,8 +13,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // grubNetLoader is the network GRUB of grub-efi-amd64-bin: Debian's
@@ -38,7 +39,7 @@ const pxeGRUBNode = 3
 // kernel and initramfs over TFTP with the kernel parameters Ironic wrote.
 // GRUB has no BOOTIF to pass: the ramdisk runs DHCP on every NIC and the
 // agent must still reach Ironic through the provisioning NIC. Inspection,
-// cleaning and a deploy of internal/osimage's UEFI disk with a config
+// cleaning and a deploy of internal/testbed/osimage's UEFI disk with a config
 // drive run that way; the deployed OS boots from the disk Ironic set as
 // boot device and prints the config drive's hostname.
 func TestVMPXEGRUBUEFI(t *testing.T) {
@@ -103,7 +104,7 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 	}
 	reportSeconds(t, time.Since(start), "deploy_s")
 	p.checkGRUBBoot(p.bmc.VMOfBoot(boots+1), grub.last())
-	if got := p.bmc.BootDevice(); got != vmtest.BootDisk {
+	if got := p.bmc.BootDevice(); got != bmcsim.BootDisk {
 		t.Errorf("BMC boot device after the deploy: %q, want disk", got)
 	}
 	if n := p.bmc.Boots() - boots; n != 2 {
@@ -128,14 +129,14 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 // Ironic's files over TFTP, with no kernel handed to QEMU, and that the
 // node's GRUB config (config, as Ironic wrote it) has the deploy entry of
 // Ironic's template. It returns that entry's kernel parameters.
-func (p *pxeNode) checkGRUBBoot(vm *vmtest.VM, config string) string {
+func (p *pxeNode) checkGRUBBoot(vm *qemu.VM, config string) string {
 	t := p.t
 	t.Helper()
 	if vm == nil {
 		t.Fatal("no VM for a network boot")
 	}
 	if slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("a network boot was handed a kernel: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Errorf("a network boot was handed a kernel: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	log := p.bed.net.DHCPLog()
 	for _, f := range []string{"bootx64.efi", "grub/grub.cfg", p.macs[0] + ".conf", p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"} {

@@ -1,15 +1,9 @@
 package vm
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -17,7 +11,8 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // raidToken is the pre-shared agent token of the standalone RAID VM.
@@ -29,101 +24,6 @@ const raidConfig = `{"logical_disks": [
 	{"size_gb": 1, "raid_level": "1", "controller": "software", "volume_name": "root",
 	 "physical_disks": [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]},
 	{"size_gb": "MAX", "raid_level": "0", "controller": "software", "volume_name": "data"}]}`
-
-// agentCall runs one command on the VM's agent API and waits for it,
-// returning its command_result (an error for a failed command).
-func agentCall(ctx context.Context, base, name string, params any) (json.RawMessage, error) {
-	body, _ := json.Marshal(map[string]any{"name": name, "params": params})
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=true&agent_token="+raidToken, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Status string          `json:"command_status"`
-		Error  json.RawMessage `json:"command_error"`
-		Result json.RawMessage `json:"command_result"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(data, &r) != nil {
-		return nil, fmt.Errorf("%s: HTTP %d: %s", name, resp.StatusCode, data)
-	}
-	if r.Status != "SUCCEEDED" {
-		return nil, fmt.Errorf("%s: %s: %s", name, r.Status, r.Error)
-	}
-	return r.Result, nil
-}
-
-// cleanStep runs one clean step of the generic manager.
-func cleanStep(ctx context.Context, base, step string, node map[string]any) (json.RawMessage, error) {
-	iface := "raid"
-	if strings.HasPrefix(step, "erase_") {
-		iface = "deploy"
-	}
-	return agentCall(ctx, base, "clean.execute_clean_step", map[string]any{
-		"step": map[string]any{"step": step, "interface": iface, "priority": 0, "reboot_requested": false, "abortable": true},
-		"node": node, "ports": []any{}, "clean_version": nil})
-}
-
-// mdstat is /proc/mdstat of the guest, from log.collect_system_logs.
-func mdstat(ctx context.Context, base string) (string, error) {
-	res, err := agentCall(ctx, base, "log.collect_system_logs", map[string]any{})
-	if err != nil {
-		return "", err
-	}
-	var logs struct {
-		SystemLogs string `json:"system_logs"`
-	}
-	if err := json.Unmarshal(res, &logs); err != nil {
-		return "", err
-	}
-	gz, err := base64.StdEncoding.DecodeString(logs.SystemLogs)
-	if err != nil {
-		return "", err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return "", err
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			return "", fmt.Errorf("no mdstat in the system logs: %v", err)
-		}
-		if strings.HasSuffix(h.Name, "mdstat") {
-			b, err := io.ReadAll(tr)
-			return string(b), err
-		}
-	}
-}
-
-// inventoryDisks are the disk names and sizes get_hardware_info reports.
-func inventoryDisks(ctx context.Context, base string) (map[string]int64, error) {
-	res, err := agentCall(ctx, base, "poll.get_hardware_info", map[string]any{})
-	if err != nil {
-		return nil, err
-	}
-	var inv struct {
-		Disks []struct {
-			Name string `json:"name"`
-			Size int64  `json:"size"`
-		} `json:"disks"`
-	}
-	if err := json.Unmarshal(res, &inv); err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, d := range inv.Disks {
-		out[d.Name] = d.Size
-	}
-	return out, nil
-}
 
 // TestVMSoftwareRAID runs IPA's software RAID steps in the agent ramdisk
 // (SeaBIOS, three 4 GiB virtio disks, the agent standalone): boot 1
@@ -138,20 +38,20 @@ func TestVMSoftwareRAID(t *testing.T) {
 	rd := ramdisk(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	port := agentPortBase + 5
+	port := newAgentPort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	mac := "52:54:00:6d:05:01"
-	m := vmtest.DefaultMachine("bios")
+	mac := newMACs(t)[0]
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-raid"
 	m.MemoryMB = 768
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.Disks = []vmtest.Disk{
-		{ID: "vda", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDA"},
-		{ID: "vdb", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDB"},
-		{ID: "vdc", Kind: "virtio-blk", SizeMB: 4 << 10, Serial: "RAID-VDC"},
+	m.Disks = []qemu.Disk{
+		{ID: "vda", Kind: qemu.DiskVirtioBlk, SizeMB: 4 << 10, Serial: "RAID-VDA"},
+		{ID: "vdb", Kind: qemu.DiskVirtioBlk, SizeMB: 4 << 10, Serial: "RAID-VDB"},
+		{ID: "vdc", Kind: qemu.DiskVirtioBlk, SizeMB: 4 << 10, Serial: "RAID-VDC"},
 	}
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: "user"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: qemu.NICUser}}
 	m.HostFwd = map[int]int{port: 9999}
 	m.Append = "ipa-standalone=1 ipa-agent-token=" + raidToken + " ironic_agent.dhcp=" + mac
 	if err := m.CreateDisks(); err != nil {
@@ -161,26 +61,21 @@ func TestVMSoftwareRAID(t *testing.T) {
 		"properties":         map[string]any{"capabilities": "boot_mode:bios"},
 		"target_raid_config": json.RawMessage(raidConfig)}
 
-	startAgent := func(what string) *vmtest.VM {
+	startAgent := func(what string) *qemu.VM {
 		t.Helper()
 		start := time.Now()
-		vm := boot(t, ctx, m, vmtest.Options{})
+		vm := boot(t, ctx, m, qemu.Options{})
 		if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		reportSeconds(t, time.Since(start), what, "agent_api_up_s")
 		return vm
 	}
-	powerOff := func(vm *vmtest.VM) {
+	powerOff := func(vm *qemu.VM) {
 		t.Helper()
 		// The agent powers off without waiting for its reply to reach us:
 		// post and do not wait (wait=false), and take an error for an answer.
-		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/commands/?wait=false&agent_token="+raidToken,
-			strings.NewReader(`{"name": "standby.power_off", "params": {}}`))
-		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		_, _ = (&agentclient.Client{Base: base, Token: raidToken}).Post(ctx, "standby.power_off", nil, false)
 		if err := vm.Wait(ctx); err != nil {
 			t.Fatalf("the guest did not power off: %v", err)
 		}
@@ -241,7 +136,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 	reportSeconds(t, vm.Elapsed(), "boot_1_s")
 
 	// assembled checks that the agent assembled both arrays at start-up.
-	assembled := func(vm *vmtest.VM, what string) {
+	assembled := func(vm *qemu.VM, what string) {
 		t.Helper()
 		if l, ok := vm.Find(`msg="md arrays assembled"`); ok {
 			t.Logf("%s: %s", what, l.Text)

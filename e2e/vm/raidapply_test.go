@@ -8,9 +8,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/grubimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // applyRAIDStep is the deploy step that builds software RAID at deploy
@@ -38,7 +38,7 @@ func applyRAIDStep() nodes.DeployStep {
 // TestVMSoftwareRAIDApplyUEFI builds the software RAID during the deploy,
 // under OVMF: no cleaning, the provision request names the raid
 // interface's apply_configuration deploy step (applyRAIDStep: a RAID-1
-// over two 3 GiB disks), and then internal/osimage's partition image is
+// over two 3 GiB disks), and then internal/testbed/osimage's partition image is
 // laid out on the new array (/dev/md0: ESP md0p1, root md0p2). The agent's
 // install_bootloader moves the ESP to a mirror of ESPs on both holders
 // (md RAID-1, metadata 1.0), runs the image's grub-install onto it and
@@ -60,9 +60,9 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	_, img := deployedOSPartitionImage(t, ctx, o, dir)
 
 	s := services(t)
-	macs := [2]string{"52:54:00:6d:16:01", "52:54:00:6d:16:02"}
-	m := raidMachine(t, "uefi", agentPortBase+6, macs, raidLayout{disks: 2, sizeMB: 3 << 10})
-	uuid := raidNode(t, ctx, "uefi", macs, ironictest.NodeSpec{Name: "vm-raid-apply-uefi", InspectInterface: s.inspectInterface()})
+	macs := newMACs(t)
+	m := raidMachine(t, "uefi", newAgentPort(t), macs, raidLayout{disks: 2, sizeMB: 3 << 10})
+	uuid := raidNode(t, ctx, "uefi", macs, ironic.NodeSpec{Name: "vm-raid-apply-uefi", InspectInterface: s.inspectInterface()})
 	provision(t, ctx, s.ironic, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	ops := append(serveImage(t, &m, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
@@ -125,7 +125,7 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	}
 	start := time.Now()
 	m.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 // Both end in "service failed", and no array is made on the disks.
 func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	s := services(t)
-	if s.series != ironictest.Series2026_1 {
+	if s.series != ironic.Series2026_1 {
 		t.Skipf("SKIPPED: needs IRONIC_SERIES=2026.1: servicing is Ironic 23+, and Ironic 29.0 (2025.1) refuses a ramdisk's lookup in service wait; the series is %s", s.series)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
@@ -177,11 +177,11 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	// Servicing is API 1.87.
 	sc := *s.ironic.Service
 	sc.Microversion = "1.87"
-	api := &ironictest.Client{Service: &sc}
+	api := &ironic.Client{Service: &sc}
 
-	macs := [2]string{"52:54:00:6d:17:01", "52:54:00:6d:17:02"}
-	m := raidMachine(t, "bios", agentPortBase+11, macs, raidLayout{disks: 2, sizeMB: 2 << 10})
-	uuid := raidNode(t, ctx, "bios", macs, ironictest.NodeSpec{Name: "vm-raid-service"})
+	macs := newMACs(t)
+	m := raidMachine(t, "bios", newAgentPort(t), macs, raidLayout{disks: 2, sizeMB: 2 << 10})
+	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-service"})
 	// Adoption takes the node to active without a deploy; the deploy
 	// interface validates the image (Ironic asks the HTTP server for it).
 	ops := append(serveImage(t, &m, make([]byte, 1<<20)),
@@ -227,7 +227,7 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	// 2. After burnin_cpu, with the agent up.
 	start = time.Now()
 	vm := bootFor(t, ctx, api, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetService,
-		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}}, m, vmtest.Options{})
+		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}}, m, qemu.Options{})
 	serviced(start, "servicing with burnin_cpu, apply_configuration", "step returned invalid value: wait call-back")
 	if _, ok := vm.Find(`Malformed deploy_step, no \"step\" key: {}`); !ok {
 		t.Errorf("the agent did not fail Ironic's empty deploy step as malformed")

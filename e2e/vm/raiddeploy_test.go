@@ -16,10 +16,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/grubimage"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // metal3SoftwareRAID is target_raid_config as Metal3's baremetal-operator
@@ -55,13 +55,13 @@ func twoDiskRAID() raidLayout {
 
 // raidMachine is a VM of the RAID deploy tests: the layout's virtio
 // disks, the holders of the arrays.
-func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout) vmtest.Machine {
+func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout) qemu.Machine {
 	m := serviceMachine(t, ramdisk(t), fw, port, macs)
 	m.Name = "ironic-agent-raid-" + fw
 	m.MemoryMB = 768
 	m.Disks = nil
 	for i := range l.disks {
-		m.Disks = append(m.Disks, vmtest.Disk{ID: "vd" + string(rune('a'+i)), Kind: "virtio-blk", SizeMB: l.sizeMB,
+		m.Disks = append(m.Disks, qemu.Disk{ID: "vd" + string(rune('a'+i)), Kind: qemu.DiskVirtioBlk, SizeMB: l.sizeMB,
 			Serial: "RAID-HOLDER-" + string(rune('A'+i))})
 	}
 	// No disk is the 4 GiB a root disk without hints needs: one look.
@@ -77,7 +77,7 @@ func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout
 // raidNode enrolls the node of a RAID test for machine m: raid_interface
 // agent, automated cleaning off, and (BIOS) the noop management
 // interface; spec names it and may ask for an inspect interface.
-func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec ironictest.NodeSpec) string {
+func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec ironic.NodeSpec) string {
 	s := services(t)
 	noClean := false
 	spec.AutomatedClean = &noClean
@@ -98,7 +98,7 @@ func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec
 // raidClean sets the node's target_raid_config to config (nil: leaves it)
 // and runs a manual cleaning with steps in machine m, which it boots and
 // kills. It returns the node as cleaning left it and the agent's VM.
-func raidClean(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string, config *nodes.RAIDConfigOpts, steps ...nodes.CleanStep) (*nodes.Node, *vmtest.VM) {
+func raidClean(t *testing.T, ctx context.Context, m qemu.Machine, uuid string, config *nodes.RAIDConfigOpts, steps ...nodes.CleanStep) (*nodes.Node, *qemu.VM) {
 	s := services(t)
 	if config != nil {
 		if err := nodes.SetRAIDConfig(ctx, s.ironic.Service, uuid, *config).ExtractErr(); err != nil {
@@ -112,7 +112,7 @@ func raidClean(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string,
 	if _, err := s.ironic.WaitState(ctx, uuid, "clean wait", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	n, err := s.ironic.WaitState(ctx, uuid, "manageable", 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +145,10 @@ func metal3CleanSteps() []nodes.CleanStep {
 // create_configuration), provide, and a deploy of img with root-device
 // hints naming the RAID-1 (/dev/md0). It returns the machine, powered
 // off by the agent at the end of the deploy, the deploy's VM and the node.
-func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, l raidLayout, img []byte, extra nodes.UpdateOpts) (vmtest.Machine, *vmtest.VM, string) {
+func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, l raidLayout, img []byte, extra nodes.UpdateOpts) (qemu.Machine, *qemu.VM, string) {
 	s := services(t)
 	m := raidMachine(t, fw, port, macs, l)
-	uuid := raidNode(t, ctx, fw, macs, ironictest.NodeSpec{Name: "vm-raid-" + fw})
+	uuid := raidNode(t, ctx, fw, macs, ironic.NodeSpec{Name: "vm-raid-" + fw})
 	n, vm := raidClean(t, ctx, m, uuid, &l.config, metal3CleanSteps()...)
 	if lds, _ := n.RAIDConfig["logical_disks"].([]any); len(lds) != len(l.config.LogicalDisks) {
 		t.Errorf("node raid_config after cleaning = %v, want the %d logical disks", n.RAIDConfig, len(l.config.LogicalDisks))
@@ -175,7 +175,7 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 // root-device hints (/dev/md0) in machine m, with the deploy steps steps
 // besides the usual ones. It returns the deploy's VM, powered off by the
 // agent.
-func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string, ops nodes.UpdateOpts, steps ...nodes.DeployStep) *vmtest.VM {
+func raidDeploy(t *testing.T, ctx context.Context, m qemu.Machine, uuid string, ops nodes.UpdateOpts, steps ...nodes.DeployStep) *qemu.VM {
 	s := services(t)
 	if err := nodes.Update(ctx, s.ironic.Service, uuid, ops).Err; err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string
 	if _, err := s.ironic.WaitState(ctx, uuid, "wait call-back", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if _, err := s.ironic.WaitState(ctx, uuid, "active", 8*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -209,10 +209,10 @@ func raidDeploy(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string
 // only the disks named, waits for want on the console and stops the VM:
 // the marker is the proof. (osimage's OS would go on to look for a config
 // drive for a minute: inside an md array it finds none.)
-func bootDisks(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string, want string) *vmtest.VM {
+func bootDisks(t *testing.T, ctx context.Context, m qemu.Machine, ids []string, want string) *qemu.VM {
 	t.Helper()
 	m.Kernel, m.Initrd, m.Append = "", "", ""
-	var disks []vmtest.Disk
+	var disks []qemu.Disk
 	for _, d := range m.Disks {
 		for _, id := range ids {
 			if d.ID == id {
@@ -222,7 +222,7 @@ func bootDisks(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string
 	}
 	m.Disks = disks
 	start := time.Now()
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	l, err := vm.WaitFor(ctx, want)
 	if err != nil {
 		t.Fatalf("booting from %v: %v\n%s", ids, err, consoleTail(vm, 30))
@@ -233,7 +233,7 @@ func bootDisks(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string
 	return vm
 }
 
-// deployedOS builds internal/osimage's OS, the deployed OS of the tests
+// deployedOS builds internal/testbed/osimage's OS, the deployed OS of the tests
 // that boot it, in a directory of the test's.
 func deployedOS(t *testing.T, ctx context.Context) (*osimage.OS, string) {
 	t.Helper()
@@ -283,7 +283,7 @@ func deployedOSPartitionImage(t *testing.T, ctx context.Context, o *osimage.OS, 
 
 // TestVMDeploySoftwareRAIDUEFI is a Metal3-style software RAID deploy
 // under OVMF: cleaning builds a RAID-1 and a RAID-0 on two disks, the
-// deploy writes internal/osimage's UEFI whole-disk image (an ESP whose
+// deploy writes internal/testbed/osimage's UEFI whole-disk image (an ESP whose
 // GRUB, named by a BOOTX64.CSV, finds the root file system inside the
 // array) onto /dev/md0, and the agent, as IPA's manage_uefi, moves that
 // ESP to a mirror of ESPs on both holders (md RAID-1, metadata 1.0) with
@@ -295,7 +295,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	img := deployedOSImage(t, ctx, (*osimage.OS).UEFIDisk)
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", agentPortBase+8, [2]string{"52:54:00:6d:08:01", "52:54:00:6d:08:02"}, twoDiskRAID(), img, nil)
+	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", newAgentPort(t), newMACs(t), twoDiskRAID(), img, nil)
 	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
@@ -320,7 +320,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 // RAID partitions, whose first 16 MiB hold marker (the boot loader's). It
 // returns the disk of each ESP by its partition GUID, upper case as OVMF
 // prints it.
-func holderESPs(t *testing.T, m vmtest.Machine, ids []string, marker []byte) map[string]string {
+func holderESPs(t *testing.T, m qemu.Machine, ids []string, marker []byte) map[string]string {
 	t.Helper()
 	espDisk := map[string]string{}
 	for i, id := range ids {
@@ -352,7 +352,7 @@ func holderESPs(t *testing.T, m vmtest.Machine, ids []string, marker []byte) map
 // prints its marker and returns the disk (espDisk: holderESPs) whose ESP
 // held the NVRAM entry OVMF loaded it through: one of those the agent
 // wrote per holder, label suffixed "(RAID, part<n>)".
-func bootThroughHolderEntry(t *testing.T, ctx context.Context, m vmtest.Machine, ids []string, label string, espDisk map[string]string) string {
+func bootThroughHolderEntry(t *testing.T, ctx context.Context, m qemu.Machine, ids []string, label string, espDisk map[string]string) string {
 	t.Helper()
 	entry := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "` + regexp.QuoteMeta(label) + ` \(RAID, part[01]\)" from HD\([0-9]+,GPT,([0-9A-F-]{36}),`)
 	vm := bootDisks(t, ctx, m, ids, osimage.Booted)
@@ -390,7 +390,7 @@ type mdRegion struct {
 }
 
 // mdRegions are m's disks and the partitions their tables list now.
-func mdRegions(t *testing.T, m vmtest.Machine) []mdRegion {
+func mdRegions(t *testing.T, m qemu.Machine) []mdRegion {
 	t.Helper()
 	var regions []mdRegion
 	for _, d := range m.Disks {
@@ -408,7 +408,7 @@ func mdRegions(t *testing.T, m vmtest.Machine) []mdRegion {
 
 // mdSuperblocks names the versions whose md superblock magic r holds at
 // their place, with the offsets.
-func mdSuperblocks(t *testing.T, m vmtest.Machine, r mdRegion) []string {
+func mdSuperblocks(t *testing.T, m qemu.Machine, r mdRegion) []string {
 	t.Helper()
 	magic := []byte{0xfc, 0x4e, 0x2b, 0xa9}
 	var at []string
@@ -424,7 +424,7 @@ func mdSuperblocks(t *testing.T, m vmtest.Machine, r mdRegion) []string {
 // disks and the partitions they had) holds an md superblock at the place
 // of any version, that mdadm finds none on the disks and that they carry
 // no signature.
-func noMDSuperblocks(t *testing.T, ctx context.Context, m vmtest.Machine, before []mdRegion) {
+func noMDSuperblocks(t *testing.T, ctx context.Context, m qemu.Machine, before []mdRegion) {
 	t.Helper()
 	for _, r := range before {
 		if at := mdSuperblocks(t, m, r); len(at) > 0 {
@@ -447,7 +447,7 @@ func noMDSuperblocks(t *testing.T, ctx context.Context, m vmtest.Machine, before
 // deploy left (the arrays' members: metadata 1.2 for the data arrays, 1.0
 // for the ESP mirror), holds an md superblock at the place of any
 // version, and mdadm finds none on the disks.
-func raidUndeployAndClean(t *testing.T, ctx context.Context, m vmtest.Machine, uuid string) {
+func raidUndeployAndClean(t *testing.T, ctx context.Context, m qemu.Machine, uuid string) {
 	s := services(t)
 	regions := mdRegions(t, m)
 	members := 0
@@ -477,7 +477,7 @@ func raidUndeployAndClean(t *testing.T, ctx context.Context, m vmtest.Machine, u
 	noMDSuperblocks(t, ctx, m, regions)
 }
 
-// softwareRAIDImage is internal/osimage's whole-disk image for a BIOS
+// softwareRAIDImage is internal/testbed/osimage's whole-disk image for a BIOS
 // deploy onto software RAID (OS.SoftwareRAIDBIOSDisk: msdos, the ext4
 // root at 1 MiB with GRUB's tools and mdadm, no boot code) and its root
 // file system's UUID, which Ironic passes to install_bootloader for
@@ -518,7 +518,7 @@ func rootfsUUID(uuid string) nodes.UpdateOpts {
 // from the first disk alone and from the second alone. Then, as Ironic
 // allows it (it refuses no image type with software RAID; IPA lays a
 // partition image out on the array as on a disk), the node is torn down
-// without cleaning and internal/osimage's partition image is deployed
+// without cleaning and internal/testbed/osimage's partition image is deployed
 // onto the same RAID-1: the agent partitions /dev/md0, writes the root
 // file system to /dev/md0p1 and installs GRUB on both holders again, and
 // the OS boots from the mirror and from the second disk alone.
@@ -530,7 +530,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	o, dir := deployedOS(t, ctx)
 	img, rootUUID := softwareRAIDImage(t, ctx, o, dir)
 	l := raidLayout{disks: 2, sizeMB: 3 << 10, config: metal3SoftwareRAID(2)}
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+9, [2]string{"52:54:00:6d:09:01", "52:54:00:6d:09:02"}, l, img, rootfsUUID(rootUUID))
+	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
 		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
 			t.Errorf("the agent did not install GRUB on %s", holder)

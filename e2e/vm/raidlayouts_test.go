@@ -18,9 +18,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/osimage"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // metal3RAID10 is the other layout Metal3 allows beside metal3SoftwareRAID:
@@ -98,7 +98,7 @@ func examineMember(t *testing.T, ctx context.Context, path string, start, size i
 // TestVMDeploySoftwareRAID10BIOS is a Metal3-style deploy onto the
 // RAID-1 of metal3RAID10 under SeaBIOS: cleaning builds a RAID-1 and a
 // RAID-1+0 over four disks, the deploy writes softwareRAIDImage
-// (internal/osimage's OS) onto /dev/md0 and installs GRUB on all four
+// (internal/testbed/osimage's OS) onto /dev/md0 and installs GRUB on all four
 // holders. The disk files then show what /proc/mdstat showed in the
 // ramdisk (each disk's first partition a member of one four-device
 // raid1, its second of one four-device raid10, every member with its own
@@ -116,7 +116,7 @@ func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
 	o, dir := deployedOS(t, ctx)
 	img, rootUUID := softwareRAIDImage(t, ctx, o, dir)
 	l := metal3RAID10()
-	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", agentPortBase+7, [2]string{"52:54:00:6d:07:01", "52:54:00:6d:07:02"}, l, img, rootfsUUID(rootUUID))
+	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, d := range m.Disks {
 		if _, ok := deployed.Find(`msg="installing GRUB2" device=/dev/` + d.ID); !ok {
 			t.Errorf("the agent did not install GRUB on /dev/%s", d.ID)
@@ -213,11 +213,11 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
 	began := time.Now()
-	macs := [2]string{"52:54:00:6d:15:01", "52:54:00:6d:15:02"}
+	macs := newMACs(t)
 	l := raidLayout{disks: 4, sizeMB: 1536, config: raidParityConfig(nodes.RAID5, "vda", "vdb", "vdc")}
-	m := raidMachine(t, "bios", agentPortBase+14, macs, l)
+	m := raidMachine(t, "bios", newAgentPort(t), macs, l)
 	agentAppend := m.Append
-	uuid := raidNode(t, ctx, "bios", macs, ironictest.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
+	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
 
 	var regions []mdRegion
 	for _, c := range []struct {
@@ -298,7 +298,7 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		}
 		start := time.Now()
 		m.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
-		vm = boot(t, ctx, m, vmtest.Options{})
+		vm = boot(t, ctx, m, qemu.Options{})
 		if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // The provisioning network's Redfish BMCs listen on an address of the
@@ -25,15 +26,15 @@ import (
 const redfishPort = 8000
 
 // redfishNode is one machine on the provisioning network behind a
-// vmtest.RedfishBMC, enrolled in the bed's Ironic as a redfish node with
+// bmcsim.RedfishBMC, enrolled in the bed's Ironic as a redfish node with
 // the redfish-virtual-media boot interface, manageable.
 type redfishNode struct {
 	t    *testing.T
 	ctx  context.Context
 	bed  *pxeBed
 	s    *suite
-	m    vmtest.Machine
-	bmc  *vmtest.RedfishBMC
+	m    qemu.Machine
+	bmc  *bmcsim.RedfishBMC
 	node *nodes.Node
 	mac  string
 	disk string
@@ -43,7 +44,7 @@ type redfishNode struct {
 func redfishMAC(n int) string { return fmt.Sprintf("52:54:00:6d:%02x:01", 0x30+n) }
 
 // redfishDHCPLess is the redfishNode that boots with no DHCP server for
-// it: dnsmasq ignores its MAC (vmtest.DHCP.Ignore).
+// it: dnsmasq ignores its MAC (netbed.DHCP.Ignore).
 const redfishDHCPLess = 2
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -74,19 +75,19 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
 		}
 	}
-	if series, err := ironictest.SeriesFromEnv(); err != nil || !series.Host() {
+	if series, err := ironic.SeriesFromEnv(); err != nil || !series.Host() {
 		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v)", series, err)
 	}
 	bed := provisioningNetwork(t)
 	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n)}
-	m := vmtest.DefaultMachine(fw)
+	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
 	m.Dir = vmDir(t)
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
 	// leases, and a second one answering DHCP could be that NIC.
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: "fd"}}
-	m.Disks = []vmtest.Disk{{ID: "vblk", Kind: "virtio-blk", SizeMB: 5 << 10, Serial: pxeTarget}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: qemu.NICTap}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget}}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +102,8 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	}
 	t.Cleanup(func() { tap.Close() })
 	const user, password = "ironic", "redfish-s3cret"
-	r.bmc, err = vmtest.StartRedfishBMC(ctx, m, vmtest.Options{Tap: tap, Netns: bed.net.Name},
-		vmtest.RedfishConfig{Addr: fmt.Sprintf("%s:%d", bmcAddr, redfishPort), User: user, Password: password})
+	r.bmc, err = bmcsim.StartRedfishBMC(ctx, m, qemu.Options{Tap: tap, Netns: bed.net.Name},
+		bmcsim.RedfishConfig{Addr: fmt.Sprintf("%s:%d", bmcAddr, redfishPort), User: user, Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 		// The ESP Ironic 21.4 puts into a UEFI ISO as its El Torito image.
 		driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx))
 	}
-	spec := ironictest.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
+	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
 	r.node = enroll(t, ctx, r.s, spec, [2]string{r.mac, ""})
 	if networkData != nil {
@@ -171,7 +172,7 @@ func redfishESP(t *testing.T, ctx context.Context) string {
 
 // phase has Ironic take the node to target and waits for state want; it
 // returns the VM of the first power-on on the way.
-func (r *redfishNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *vmtest.VM {
+func (r *redfishNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *qemu.VM {
 	r.t.Helper()
 	return bmcPhase(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
 }
@@ -191,12 +192,12 @@ type isoBoot struct {
 // checkISOBoot checks that vm booted the ISO Ironic built and the BMC
 // downloaded from Ironic's HTTP root (no kernel handed to QEMU), and
 // returns what is in it.
-func (r *redfishNode) checkISOBoot(vm *vmtest.VM) isoBoot {
+func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	t := r.t
 	t.Helper()
 	ib := isoBoot{iso: vm.Machine.ISO}
 	if ib.iso == "" || slices.Contains(vm.Cmdline, "-kernel") {
-		t.Fatalf("the ramdisk boot was not from the virtual CD: %s", vmtest.ShellQuote(vm.Cmdline))
+		t.Fatalf("the ramdisk boot was not from the virtual CD: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	if got := r.bed.served("/redfish/boot-" + r.node.UUID); len(got) == 0 {
 		t.Errorf("the BMC did not fetch the ISO from Ironic's HTTP root (requests: %s)", strings.Join(r.bed.served("/redfish"), ", "))
@@ -301,7 +302,7 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 
 	// checkNetwork checks how the boot got its address; lookup: the agent
 	// knew Ironic's URL, so its callback URL is the address's.
-	checkNetwork := func(what string, vm *vmtest.VM, ib isoBoot, lookup bool) {
+	checkNetwork := func(what string, vm *qemu.VM, ib isoBoot, lookup bool) {
 		t.Helper()
 		if !dhcpLess {
 			if ib.label != "VMEDIA_BOOT_ISO" {
@@ -396,15 +397,15 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 	if !r.bmc.On() || r.bmc.Boots() != bootsBefore+2 {
 		t.Errorf("deploy: %d power-ons, machine on %v; want 2 (the ISO, then the disk), on", r.bmc.Boots()-bootsBefore, r.bmc.On())
 	}
-	if target, enabled, _ := r.bmc.BootOverride(); target != vmtest.RedfishBootHdd || enabled != "Continuous" {
+	if target, enabled, _ := r.bmc.BootOverride(); target != bmcsim.RedfishBootHdd || enabled != "Continuous" {
 		t.Errorf("boot override after the deploy: %s %s, want Hdd Continuous", target, enabled)
 	}
-	if image, _ := r.bmc.Media(vmtest.RedfishMediaCd); image != "" {
+	if image, _ := r.bmc.Media(bmcsim.RedfishMediaCd); image != "" {
 		t.Errorf("the virtual CD still holds %s after the deploy", image)
 	}
 	diskVM := r.bmc.VM()
 	if diskVM.Machine.ISO != "" || slices.Contains(diskVM.Cmdline, "-kernel") {
-		t.Errorf("the boot after the deploy was not from the disk: %s", vmtest.ShellQuote(diskVM.Cmdline))
+		t.Errorf("the boot after the deploy was not from the disk: %s", qemu.ShellQuote(diskVM.Cmdline))
 	}
 	checkDeployedDisk(t, ctx, diskVM, disk, img, fw)
 	if st, err := os.Stat(ib.iso); err == nil {

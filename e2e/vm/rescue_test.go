@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // rescuePassword has a blank and a shell character, which neither Ironic's
@@ -54,7 +54,7 @@ func exitCode(err error) int {
 
 // consoleLogin logs in as rescue on the serial console with password and
 // waits for want: "Login incorrect", or what the shell's command prints.
-func consoleLogin(t *testing.T, ctx context.Context, vm *vmtest.VM, password, want string) {
+func consoleLogin(t *testing.T, ctx context.Context, vm *qemu.VM, password, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -119,14 +119,14 @@ func consoleLogin(t *testing.T, ctx context.Context, vm *vmtest.VM, password, wa
 
 // waitAfter waits for a console line holding s among the lines after the
 // first n.
-func waitAfter(ctx context.Context, vm *vmtest.VM, n int, s string) error {
+func waitAfter(ctx context.Context, vm *qemu.VM, n int, s string) error {
 	_, err := waitLine(ctx, vm, n, s, func(l string) bool { return strings.Contains(l, s) })
 	return err
 }
 
 // waitPrompt waits for prompt, the unended last line of the console
 // (VM.Tail) or in a line after the first n.
-func waitPrompt(ctx context.Context, vm *vmtest.VM, n int, prompt string) error {
+func waitPrompt(ctx context.Context, vm *qemu.VM, n int, prompt string) error {
 	for {
 		if strings.HasSuffix(vm.Tail(), prompt) {
 			return nil
@@ -147,7 +147,7 @@ func waitPrompt(ctx context.Context, vm *vmtest.VM, n int, prompt string) error 
 
 // waitLine waits for a console line after the first n that match accepts
 // and returns its index; what names it in an error.
-func waitLine(ctx context.Context, vm *vmtest.VM, n int, what string, match func(string) bool) (int, error) {
+func waitLine(ctx context.Context, vm *qemu.VM, n int, what string, match func(string) bool) (int, error) {
 	for {
 		lines := vm.Lines()
 		for i := min(n, len(lines)); i < len(lines); i++ {

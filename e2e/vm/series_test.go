@@ -10,7 +10,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
 // agentInspection says inspection goes through Ironic's built-in agent
@@ -79,7 +79,7 @@ func (s *suite) inspectionData(t *testing.T, ctx context.Context, uuid string, t
 			t.Fatalf("inspection of %s failed: %s", uuid, n.LastError)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no inventory stored for %s within %s: %s", uuid, timeout, ironictest.Describe(n))
+			t.Fatalf("no inventory stored for %s within %s: %s", uuid, timeout, ironic.Describe(n))
 		}
 		select {
 		case <-ctx.Done():

@@ -5,14 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestVMVLANInspectCleanDeploy is a tagged provisioning VLAN, as Metal3 and
 // OpenStack run one: Ironic, ironic-inspector, the image server and
 // dnsmasq in a network namespace, on 10.98.0.1, behind a switch port
-// (vmtest.BondSwitch with one port) that carries VLAN 100 tagged and
+// (netbed.BondSwitch with one port) that carries VLAN 100 tagged and
 // nothing untagged. The guest is told ipa-enable-vlan-interfaces=MAC.100:
 // its init makes eth0.100, takes its lease there (a reservation,
 // 10.98.0.51), and the node goes through inspection, cleaning (Ironic
@@ -22,25 +23,25 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 	seriesIndependent(t) // its own Ironic is the host series
 	rd, ctx, ns := lifecycleNetns(t, "ev")
 	const host, guest, vid = "10.98.0.1", "10.98.0.51", 100
-	macs := [2]string{"52:54:00:6d:0a:01", "52:54:00:6d:0a:02"}
+	macs := newMACs(t)
 	netnstest.Run(t, "ip", "-n", ns.Name, "addr", "add", host+"/24", "dev", ns.Tap)
 	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--dhcp-range=10.98.0.50,10.98.0.60,10m", "--no-ping",
 		"--dhcp-host="+macs[0]+","+guest)
-	var switches []*vmtest.BondSwitch
+	var switches []*netbed.BondSwitch
 	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
 		name: "vlan", ns: ns, host: host, urlHost: host, macs: macs,
-		nic:      vmtest.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: "stream"},
+		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICStream},
 		agentURL: "https://" + guest + ":9999",
 		common:   fmt.Sprintf(" ipa-enable-vlan-interfaces=%s.%d ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60", macs[0], vid),
-		boot: func(m *vmtest.Machine) (vmtest.Options, func()) {
-			sw, ends, err := vmtest.StartBondSwitch(1, ns.File, vid, false)
+		boot: func(m *qemu.Machine) (qemu.Options, func()) {
+			sw, ends, err := netbed.StartBondSwitch(1, ns.File, vid, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switches = append(switches, sw)
 			m.NICs[0].File = ends[0]
 			// QEMU gets its copy at start; ours closes with the switch.
-			return vmtest.Options{}, func() { ends[0].Close(); sw.Close() }
+			return qemu.Options{}, func() { ends[0].Close(); sw.Close() }
 		},
 		inspected: func(t *testing.T, ifaces []map[string]any) {
 			var got []string
@@ -52,7 +53,7 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 			}
 			t.Errorf("inventory interfaces %v: want eth0.100 with %s", got, guest)
 		},
-		cleaned: func(t *testing.T, vm *vmtest.VM) {
+		cleaned: func(t *testing.T, vm *qemu.VM) {
 			lease := ""
 			for _, l := range vm.Lines() {
 				if strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0.100 ") {

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,91 +17,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/ironic-go/ironic-agent/collector"
-	"github.com/ironic-go/ironic-agent/e2e/ironictest"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
-
-// guestHost is the address on the slirp network that the guestfwd rules
-// forward to host services; the guest has no other way out (restrict=on).
-const guestHost = "10.0.2.100"
-
-// boot starts m and stops it when the test ends, attaching the end of the
-// serial console to a failure.
-func boot(t *testing.T, ctx context.Context, m vmtest.Machine, opts vmtest.Options) *vmtest.VM {
-	t.Helper()
-	vm, err := vmtest.Start(ctx, m, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		vm.Kill()
-		if t.Failed() {
-			t.Logf("serial console of %s (end; all of it in %s; QEMU command line in %s):\n%s",
-				m.Firmware, vm.LogPath, filepath.Join(m.Dir, "qemu.cmdline"), consoleTail(vm, 120))
-		}
-	})
-	return vm
-}
-
-// consoleTail is the last n lines of the VM's console, with their times.
-func consoleTail(vm *vmtest.VM, n int) string {
-	lines := vm.Lines()
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	var b strings.Builder
-	for _, l := range lines {
-		fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
-	}
-	return b.String()
-}
-
-// inspectedInventory is the inventory ironic-inspector stored for the node.
-func inspectedInventory(t *testing.T, ctx context.Context, s *suite, nodeUUID string) map[string]any {
-	t.Helper()
-	data := s.inspectionData(t, ctx, nodeUUID, time.Minute)
-	inv, _ := data["inventory"].(map[string]any)
-	if inv == nil {
-		t.Fatalf("introspection data has no inventory: %v", keys(data))
-	}
-	return inv
-}
-
-// uptimeAt returns the guest uptime the init logged on the first console
-// line holding what (its "uptime=" field), for boot-time measurements.
-func uptimeAt(vm *vmtest.VM, what string) string {
-	l, ok := vm.Find(what)
-	if !ok {
-		return "?"
-	}
-	for f := range strings.FieldsSeq(l.Text) {
-		if v, ok := strings.CutPrefix(f, "uptime="); ok {
-			return v + "s"
-		}
-	}
-	return "?"
-}
-
-// serve runs an HTTP server on 127.0.0.1 (port 0: any free one) until the
-// test ends and returns its address.
-func serve(t *testing.T, port int, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
-}
-
-// vmDir is where a test's VM keeps its disks and logs: below the suite's
-// directory, which E2E_KEEP=1 keeps for a look after the run.
-func vmDir(t *testing.T) string {
-	return filepath.Join(theSuite.dir, strings.ReplaceAll(t.Name(), "/", "_"), "vm")
-}
 
 // TestVMCaptureFixture boots the ramdisk under SeaBIOS with
 // `ironic-agent capture-fixture` (the way scripts/record-vm-fixture.sh
@@ -128,13 +45,13 @@ func TestVMCaptureFixture(t *testing.T) {
 		default:
 		}
 	}))
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Dir = vmDir(t)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.GuestFwd = map[string]string{guestHost + ":80": addr}
 	m.Append = "ironic_agent.cmd=capture-fixture,/run/fixture ironic_agent.upload=http://" + guestHost +
 		"/upload ironic_agent.upload_dir=/run/fixture ironic_agent.dhcp=" + m.NICs[0].MAC
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +65,7 @@ func TestVMCaptureFixture(t *testing.T) {
 		t.Fatal("the guest powered off without uploading its fixture")
 	}
 	dir := filepath.Join(t.TempDir(), "fixture")
-	if err := vmtest.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
 		t.Fatal(err)
 	}
 	live, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
@@ -174,36 +91,6 @@ func TestVMCaptureFixture(t *testing.T) {
 	}
 }
 
-// agentArgs are the kernel parameters Ironic's boot would give the agent,
-// pointed at the host services through the guestfwd rules. A deploy or
-// cleaning boot gets the Ironic API and the hostfwd port Ironic calls the
-// agent back on. An inspection boot gets only the inspector callback, as
-// Ironic 21.4 boots managed inspection without fast track (and discovery
-// boots are configured): like IPA, the agent then inspects and skips lookup
-// and heartbeats. An inspection ramdisk that also looked the node up would be
-// handed an agent token that outlives it, and the cleaning ramdisk that
-// boots next would get only the masked token.
-func agentArgs(agentPort int) string {
-	return strings.Join([]string{
-		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
-		"ipa-advertise-host=127.0.0.1",
-		"ipa-advertise-port=" + strconv.Itoa(agentPort),
-		"ipa-lookup-timeout=900",
-	}, " ")
-}
-
-func serviceMachine(t *testing.T, rd *vmtest.Ramdisk, fw string, agentPort int, macs [2]string) vmtest.Machine {
-	m := vmtest.AgentMachine(fw, macs)
-	m.Dir = vmDir(t)
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.GuestFwd = map[string]string{
-		guestHost + ":" + strconv.Itoa(ironicPort):    "127.0.0.1:" + strconv.Itoa(ironicPort),
-		guestHost + ":" + strconv.Itoa(inspectorPort): "127.0.0.1:" + strconv.Itoa(inspectorPort),
-	}
-	m.HostFwd = map[int]int{agentPort: 9999}
-	return m
-}
-
 // TestVMDiscoveryUEFI is scenarios (a) and (b) under OVMF: an unknown VM
 // boots the ramdisk, its agent posts the inventory to ironic-inspector,
 // whose enroll hook creates the node and its ports; the stored inventory
@@ -214,9 +101,9 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:01:01", "52:54:00:6d:01:02"}
-	m := serviceMachine(t, rd, "uefi", agentPortBase, macs)
-	lldp := lldpNeighbour(t, ctx, &m, "vm-lldp", "02:11:22:33:44:55", vmtest.LLDPPeer{SystemName: "vm-switch-1",
+	macs := newMACs(t)
+	m := serviceMachine(t, rd, "uefi", newAgentPort(t), macs)
+	lldp := lldpNeighbour(t, ctx, &m, "vm-lldp", "02:11:22:33:44:55", netbed.LLDPPeer{SystemName: "vm-switch-1",
 		Description: "lldpd for the VM test", PortID: "Ethernet1/7", PortDescr: "vm switch port 7"})
 	m.Append = s.inspectionArgs() + " ipa-collect-lldp=1 ipa-lldp-timeout=10 ironic_agent.dhcp=" + macs[0]
 
@@ -278,70 +165,6 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	}
 }
 
-// enroll creates a node with a port per MAC (the first one PXE-enabled;
-// an empty one is no port), deleted when the test ends, and brings it to
-// manageable.
-func enroll(t *testing.T, ctx context.Context, s *suite, spec ironictest.NodeSpec, macs [2]string) *nodes.Node {
-	t.Helper()
-	node, err := s.ironic.CreateNode(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.ironic.DeleteNode(context.Background(), node.UUID) })
-	for i, mac := range macs {
-		if mac == "" {
-			continue
-		}
-		if _, err := s.ironic.CreatePort(ctx, node.UUID, mac, i == 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute)
-}
-
-// pattern fills n bytes with b.
-func pattern(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
-
-func writeAt(t *testing.T, path string, off int64, b []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if off < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += st.Size()
-	}
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readAt(t *testing.T, path string, off int64, n int) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if off < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += st.Size()
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestVMInspectCleanBIOS is scenarios (a) and (c) under SeaBIOS, the way a
 // server goes through Ironic: an enrolled node is inspected (data checked
 // against QEMU's hardware, boot mode bios), powered off, then booted again
@@ -352,8 +175,8 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 14*time.Minute)
 	defer cancel()
-	macs := [2]string{"52:54:00:6d:02:01", "52:54:00:6d:02:02"}
-	agentPort := agentPortBase + 1
+	macs := newMACs(t)
+	agentPort := newAgentPort(t)
 	m := serviceMachine(t, rd, "bios", agentPort, macs)
 	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
 	if err := m.CreateDisks(); err != nil {
@@ -368,11 +191,11 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		writeAt(t, p, 16<<20, pattern(4096, 0x5a))
 	}
 
-	node := enroll(t, ctx, s, ironictest.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
 
 	// (a) inspection.
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, vmtest.Options{}, 5*time.Minute)
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
 	reportSeconds(t, took, "inspection_s")
 	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
@@ -384,7 +207,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
 	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, vmtest.Options{}, 6*time.Minute)
+	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find("heartbeat successful"); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
@@ -422,7 +245,7 @@ func TestVMISOUEFI(t *testing.T) {
 			t.Skipf("SKIPPED: needs %s (grub-common, grub-efi-amd64-bin, grub-pc-bin, xorriso, mtools; in test.sh)", p)
 		}
 	}
-	m := vmtest.DefaultMachine("uefi")
+	m := qemu.DefaultMachine(qemu.UEFI)
 	m.Dir = vmDir(t)
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -431,7 +254,7 @@ func TestVMISOUEFI(t *testing.T) {
 	if err := ramdiskpkg.ISO(ctx, rd.Kernel, rd.Initrd, "ironic_agent.cmd=inventory ironic_agent.dhcp=none", m.ISO); err != nil {
 		t.Fatal(err)
 	}
-	vm := boot(t, ctx, m, vmtest.Options{})
+	vm := boot(t, ctx, m, qemu.Options{})
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
-	"golang.org/x/sys/unix"
 )
 
 // cacheFormat changes whenever an entry's layout or meaning changes, so an
@@ -29,13 +27,12 @@ const cacheFormat = "ironic-agent ramdisk cache 3"
 const cacheEntryMaxAge = 48 * time.Hour
 
 // entryMeta is an entry's result.json: what Build returned, plus the
-// digests the files are checked against before every reuse.
+// key and the digests the files are checked against before every reuse.
 type entryMeta struct {
-	Key          string
+	cachedir.Stamp
 	Modules      []kmod.Module
 	Uncompressed int64
 	Report       Report
-	SHA256       map[string]string // file name in the entry -> hex digest
 }
 
 // BuildCached is Build through a content-keyed cache in
@@ -43,13 +40,9 @@ type entryMeta struct {
 // (package, version, bzImage), the module names, every extra file and the
 // CA bundle Build copies in, plus keyExtra (for what Build's caller knows
 // changes the output, e.g. the source of the ramdisk code itself). Parallel
-// callers, in one process or many (go test runs packages in parallel),
-// build an entry once: the first takes an flock on the key, builds into a
-// temporary directory and renames it into place; the others wait on the
-// lock and reuse it. An entry is used only when its result.json exists and
-// every file matches the digest recorded in it, so a partial or damaged
-// entry is rebuilt, never booted. The result's Agent is the copy of the
-// binary kept in the entry.
+// callers build an entry once, and an entry is used only when every file
+// matches the digest recorded in its result.json (see cachedir). The
+// result's Agent is the copy of the binary kept in the entry.
 func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ...string) (*Result, error) {
 	if opts.Kernel == nil || opts.Agent == "" {
 		return nil, fmt.Errorf("ramdisk: need a kernel and an agent binary")
@@ -58,126 +51,49 @@ func BuildCached(ctx context.Context, opts Options, cacheDir string, keyExtra ..
 	if err != nil {
 		return nil, err
 	}
-	root := filepath.Join(cacheDir, "ramdisk")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("ramdisk: cache: %w", err)
-	}
-	entry := filepath.Join(root, key)
-	if res, err := loadEntry(entry, key); err == nil {
-		return res, nil
-	}
-	unlock, err := lockFile(ctx, entry+".lock")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	// Whoever held the lock before may have built it.
-	if res, err := loadEntry(entry, key); err == nil {
-		return res, nil
-	}
-	// A damaged entry, or the leftovers of a build that was killed.
-	if err := os.RemoveAll(entry); err != nil {
-		return nil, fmt.Errorf("ramdisk: cache: %w", err)
-	}
-	stale, _ := filepath.Glob(entry + ".tmp-*")
-	for _, s := range stale {
-		_ = os.RemoveAll(s)
-	}
-	tmp, err := os.MkdirTemp(root, key+".tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("ramdisk: cache: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	// The VM tests boot the uncompressed archive (see Options.Raw).
-	opts.Raw = true
-	res, err := Build(ctx, opts, tmp)
-	if err != nil {
-		return nil, err
-	}
-	if err := copyFile(opts.Agent, filepath.Join(tmp, agentName)); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(filepath.Join(tmp, agentName), 0o755); err != nil {
-		return nil, fmt.Errorf("ramdisk: cache: %w", err)
-	}
-	meta := entryMeta{Key: key, Modules: res.Modules, Uncompressed: res.Uncompressed, Report: res.Report, SHA256: map[string]string{}}
-	for _, name := range entryFiles() {
-		sum, err := FileSHA256(filepath.Join(tmp, name))
+	c := entryCache(cacheDir)
+	e, err := c.Ensure(ctx, key, key, func(ctx context.Context, tmp string) (cachedir.Stamper, error) {
+		// The VM tests boot the uncompressed archive (see Options.Raw).
+		opts.Raw = true
+		res, err := Build(ctx, opts, tmp)
 		if err != nil {
 			return nil, err
 		}
-		meta.SHA256[name] = sum
-		if err := syncFile(filepath.Join(tmp, name)); err != nil {
+		if err := copyFile(opts.Agent, filepath.Join(tmp, agentName)); err != nil {
 			return nil, err
 		}
-	}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	// result.json last: its presence says the files before it are whole.
-	if err := os.WriteFile(filepath.Join(tmp, "result.json"), b, 0o644); err != nil {
-		return nil, fmt.Errorf("ramdisk: cache: %w", err)
-	}
-	if err := syncFile(filepath.Join(tmp, "result.json")); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, entry); err != nil {
-		return nil, fmt.Errorf("ramdisk: cache: %w", err)
-	}
-	PruneCache(root, key, cacheEntryMaxAge)
-	res, err = loadEntry(entry, key)
-	if err != nil {
-		return nil, err
-	}
-	res.Cached = false
-	return res, nil
-}
-
-// agentName is the agent binary's name inside a cache entry.
-const agentName = "ironic-agent"
-
-// entryFiles are the files of a cache entry, each checked against its
-// digest before the entry is used.
-func entryFiles() []string {
-	return []string{KernelName, InitramfsName, InitramfsRawName, agentName}
-}
-
-func loadEntry(dir, key string) (*Result, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+		if err := os.Chmod(filepath.Join(tmp, agentName), 0o755); err != nil {
+			return nil, fmt.Errorf("ramdisk: cache: %w", err)
+		}
+		return &entryMeta{Modules: res.Modules, Uncompressed: res.Uncompressed, Report: res.Report}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	var meta entryMeta
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return nil, fmt.Errorf("ramdisk: cache entry %s: %w", dir, err)
+	if err := json.Unmarshal(e.Meta, &meta); err != nil {
+		return nil, fmt.Errorf("ramdisk: cache entry %s: %w", e.Dir, err)
 	}
-	if meta.Key != key {
-		return nil, fmt.Errorf("ramdisk: cache entry %s is for key %s", dir, meta.Key)
-	}
-	for _, name := range entryFiles() {
-		sum, err := FileSHA256(filepath.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		if sum != meta.SHA256[name] {
-			return nil, fmt.Errorf("ramdisk: cache entry %s: %s does not match its digest", dir, name)
-		}
-	}
-	// Recently used: pruning keeps it.
-	now := time.Now()
-	_ = os.Chtimes(dir, now, now)
 	return &Result{
-		Kernel:       filepath.Join(dir, KernelName),
-		Initramfs:    filepath.Join(dir, InitramfsName),
-		InitramfsRaw: filepath.Join(dir, InitramfsRawName),
-		Agent:        filepath.Join(dir, agentName),
+		Kernel:       filepath.Join(e.Dir, KernelName),
+		Initramfs:    filepath.Join(e.Dir, InitramfsName),
+		InitramfsRaw: filepath.Join(e.Dir, InitramfsRawName),
+		Agent:        filepath.Join(e.Dir, agentName),
 		Modules:      meta.Modules,
 		Uncompressed: meta.Uncompressed,
 		Report:       meta.Report,
-		Cached:       true,
+		Cached:       !e.Built,
 	}, nil
 }
+
+// entryCache is the ramdisk entries' cache below cacheDir.
+func entryCache(cacheDir string) cachedir.Cache {
+	return cachedir.Cache{Root: filepath.Join(cacheDir, "ramdisk"), Meta: "result.json",
+		Check: []string{KernelName, InitramfsName, InitramfsRawName, agentName}, MaxAge: cacheEntryMaxAge}
+}
+
+// agentName is the agent binary's name inside a cache entry.
+const agentName = "ironic-agent"
 
 // cacheKey hashes everything Build's output depends on.
 func cacheKey(opts Options, extra []string) (string, error) {
@@ -227,80 +143,15 @@ func cacheKey(opts Options, extra []string) (string, error) {
 }
 
 // FileSHA256 is the hex SHA-256 of the file at p (cache keys, entry checks).
-func FileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", fmt.Errorf("ramdisk: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("ramdisk: read %s: %w", p, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func FileSHA256(p string) (string, error) { return cachedir.FileSHA256(p) }
 
-func syncFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("ramdisk: %w", err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("ramdisk: sync %s: %w", p, err)
-	}
-	return nil
-}
-
-// LockFile takes an exclusive flock on path (created if missing), waiting
-// for other holders, in this process or another, until ctx ends. The lock
-// goes with the process: a holder that dies releases it.
+// LockFile takes an exclusive flock on path (see cachedir.Lock).
 func LockFile(ctx context.Context, path string) (unlock func(), err error) {
-	return lockFile(ctx, path)
-}
-
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("ramdisk: lock: %w", err)
-	}
-	// flock has no timeout; poll with LOCK_NB so ctx is honoured.
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("ramdisk: flock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("ramdisk: waiting for the lock %s: %w", path, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return cachedir.Lock(ctx, path)
 }
 
 // PruneCache removes the entries (directories) below root nobody used for
-// maxAge, except keep: an entry's modification time is its last use (the
-// cache touches it on every reuse). Lock files stay: removing one another
-// process waits on would let a third take a fresh lock beside it. Best
-// effort: a failure only leaves disk space used.
+// maxAge, except keep (see cachedir.Cache.Prune).
 func PruneCache(root, keep string, maxAge time.Duration) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !e.IsDir() || e.Name() == keep || strings.Contains(e.Name(), ".tmp-") {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || time.Since(fi.ModTime()) < maxAge {
-			continue
-		}
-		_ = os.RemoveAll(filepath.Join(root, e.Name()))
-	}
+	cachedir.Cache{Root: root, MaxAge: maxAge}.Prune(keep)
 }

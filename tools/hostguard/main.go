@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ironic-go/ironic-agent/internal/hostguard"
+	"github.com/ironic-go/ironic-agent/internal/testbed/hostguard"
 )
 
 const usage = `usage:

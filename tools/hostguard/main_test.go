@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
 // buildGuard builds the command as test.sh does.

@@ -20,7 +20,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
-	"github.com/ironic-go/ironic-agent/internal/looptest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 // MetaData is the meta_data.json the test config drive holds.

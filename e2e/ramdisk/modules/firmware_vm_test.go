@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestFirmwareLoads boots the agent ramdisk's init with fwguest as its
@@ -49,7 +49,7 @@ func TestFirmwareLoads(t *testing.T) {
 	}
 	// A first build to learn which firmware goes in (a cache hit for the
 	// VM test beside this one).
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestFirmwareLoads(t *testing.T) {
 	if err := os.WriteFile(list, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rd, err = vmtest.BuildGuestRamdisk(ctx, "./internal/testbed/guest/firmware", map[string]string{
+	rd, err = qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/firmware", map[string]string{
 		"lib/modules/test_firmware.ko":             filepath.Join(k.ModulesDir, "kernel/lib/test_firmware.ko"),
 		"lib/firmware/ironic-agent-xz-test.bin.xz": xzFile + ".xz",
 		"etc/fwguest-names":                        list,
@@ -94,11 +94,11 @@ func TestFirmwareLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-firmware"
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil
-	m.NICs = []vmtest.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=check ironic_agent.dhcp=none ironic_agent.exit=poweroff"
 	vm := runVM(t, m)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/internal/programs"
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // TestProgramsStart boots the agent ramdisk's init with progguest as its
@@ -16,11 +16,11 @@ import (
 // start: not on PATH, a library or the loader missing, or a non-zero exit.
 func TestProgramsStart(t *testing.T) {
 	requireVM(t)
-	rd, err := vmtest.BuildGuestRamdisk(t.Context(), "./internal/testbed/guest/programs", nil)
+	rd, err := qemu.BuildGuestRamdisk(t.Context(), "./internal/testbed/guest/programs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-programs"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/vmtest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func TestMain(m *testing.M) {
 	// QEMU runs this test binary as its guestfwd relay.
-	vmtest.MaybeRelay()
+	qemu.MaybeRelay()
 	os.Exit(m.Run())
 }
 
@@ -32,14 +32,14 @@ func TestMain(m *testing.M) {
 func TestLoadEveryModule(t *testing.T) {
 	requireVM(t)
 	ctx := t.Context()
-	rd, err := vmtest.BuildRamdisk(ctx)
+	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := vmtest.DefaultMachine("bios")
+	m := qemu.DefaultMachine("bios")
 	m.Name = "ironic-agent-modules"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
-	m.NICs = []vmtest.NIC{
+	m.NICs = []qemu.NIC{
 		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"},
 		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "isolated"},
 	}
@@ -66,7 +66,7 @@ var (
 
 // loadResults reads the init's log: each module it could not load (name,
 // error), how many it loaded, and its summary line.
-func loadResults(lines []vmtest.Line) (failed [][2]string, loaded int, summary string) {
+func loadResults(lines []qemu.Line) (failed [][2]string, loaded int, summary string) {
 	for _, l := range lines {
 		switch {
 		case strings.Contains(l.Text, "msg=module ") && finitErr.MatchString(l.Text):
@@ -82,7 +82,7 @@ func loadResults(lines []vmtest.Line) (failed [][2]string, loaded int, summary s
 	return failed, loaded, summary
 }
 
-func tail(lines []vmtest.Line, n int) string {
+func tail(lines []qemu.Line, n int) string {
 	var b strings.Builder
 	for _, l := range lines[max(0, len(lines)-n):] {
 		fmt.Fprintf(&b, "%8.3f %s\n", l.At.Seconds(), l.Text)
@@ -105,9 +105,9 @@ func requireVM(t *testing.T, programs ...string) {
 }
 
 // runVM boots m and waits until it powers off.
-func runVM(t *testing.T, m vmtest.Machine) *vmtest.VM {
+func runVM(t *testing.T, m qemu.Machine) *qemu.VM {
 	t.Helper()
-	vm, err := vmtest.Start(t.Context(), m, vmtest.Options{})
+	vm, err := qemu.Start(t.Context(), m, qemu.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/vishvananda/netlink"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/ironic-go/ironic-agent/internal/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
 // TestFindConfigDrive gives findConfigDrive a block-device directory with

@@ -1,0 +1,108 @@
+package ironic
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIronicConfIPMI: Config.IPMI enables the ipmi hardware type and drops
+// the fake defaults, which Ironic refuses for a hardware type that does not
+// support them; without it the fake defaults stay.
+func TestIronicConfIPMI(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, InspectorCallbackURL: "http://10.0.2.100:9511"}
+	c.defaults()
+	conf := ironicConf(c, c.Dir)
+	for _, want := range []string{
+		"enabled_hardware_types = fake-hardware,ipmi\n",
+		"enabled_power_interfaces = fake,ipmitool\n",
+		"enabled_management_interfaces = fake,noop,ipmitool\n",
+		"enabled_boot_interfaces = fake,pxe\n",
+		"[ipmi]\nmin_command_interval = 1\n",
+		"callback_endpoint_override = http://10.0.2.100:9511\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with IPMI lacks %q:\n%s", want, conf)
+		}
+	}
+	for _, unwanted := range []string{"default_power_interface", "default_management_interface", "default_boot_interface"} {
+		if strings.Contains(conf, unwanted) {
+			t.Errorf("ironic.conf with IPMI sets %s", unwanted)
+		}
+	}
+	c.IPMI, c.InspectorCallbackURL = false, ""
+	conf = ironicConf(c, c.Dir)
+	for _, want := range []string{"default_power_interface = fake\n", "default_boot_interface = fake\n",
+		"callback_endpoint_override = http://127.0.0.1:5050\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf without IPMI lacks %q", want)
+		}
+	}
+	if strings.Contains(conf, "ipmi") {
+		t.Errorf("ironic.conf without IPMI mentions ipmi:\n%s", conf)
+	}
+}
+
+// TestIronicConfNetBoot: Config.NetBoot enables ipxe beside pxe and writes
+// the provisioning network's settings.
+func TestIronicConfNetBoot(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, NetBoot: &NetBoot{HTTPURL: "http://10.99.0.1:8088",
+		KernelParams: "nofb console=ttyS0,115200", InspectionParams: "ipa-collect-lldp=1",
+		Loaders: map[string]string{"undionly.kpxe": "/usr/lib/ipxe/undionly.kpxe", "ipxe.efi": "/usr/lib/ipxe/ipxe.efi"}}}
+	c.defaults()
+	conf := ironicConf(c, c.Dir)
+	for _, want := range []string{
+		"enabled_boot_interfaces = fake,pxe,ipxe\n",
+		"http_url = http://10.99.0.1:8088\n",
+		"kernel_append_params = nofb console=ttyS0,115200\n",
+		"loader_file_paths = ipxe.efi:/usr/lib/ipxe/ipxe.efi,undionly.kpxe:/usr/lib/ipxe/undionly.kpxe\n",
+		"extra_kernel_params = ipa-collect-lldp=1\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with NetBoot lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+// TestIronicConfCallbackTimeout: Config.CallbackTimeout sets both callback
+// timeouts; unset, they stay at 600 s.
+func TestIronicConfCallbackTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		set  time.Duration
+		want string
+	}{{0, "600"}, {75 * time.Second, "75"}} {
+		c := Config{Dir: "/work/ironic", CallbackTimeout: tc.set}
+		c.defaults()
+		conf := ironicConf(c, c.Dir)
+		for _, key := range []string{"clean_callback_timeout", "deploy_callback_timeout"} {
+			if want := key + " = " + tc.want + "\n"; !strings.Contains(conf, want) {
+				t.Errorf("CallbackTimeout %s: ironic.conf lacks %q", tc.set, want)
+			}
+		}
+	}
+}
+
+// TestIronicConfRedfish: Config.Redfish enables the redfish hardware type
+// beside ipmi, the ISOLINUX Ironic builds BIOS ISOs with, and the ISOs'
+// kernel line.
+func TestIronicConfRedfish(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, Redfish: true, NetBoot: &NetBoot{HTTPURL: "http://10.99.0.1:8088", KernelParams: "nofb console=ttyS0,115200"}}
+	c.defaults()
+	conf := ironicConf(c, c.Dir)
+	for _, want := range []string{
+		"enabled_hardware_types = fake-hardware,ipmi,redfish\n",
+		"enabled_power_interfaces = fake,ipmitool,redfish\n",
+		"enabled_management_interfaces = fake,noop,ipmitool,redfish\n",
+		"enabled_boot_interfaces = fake,pxe,ipxe,redfish-virtual-media\n",
+		"isolinux_bin = /usr/lib/ISOLINUX/isolinux.bin\n",
+		"[redfish]\nuse_swift = false\nkernel_append_params = nofb console=ttyS0,115200\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with Redfish lacks %q:\n%s", want, conf)
+		}
+	}
+	c.IPMI, c.NetBoot = false, nil
+	if conf := ironicConf(c, c.Dir); strings.Contains(conf, "default_power_interface") || !strings.Contains(conf, "[redfish]\nuse_swift = false\n\n") {
+		t.Errorf("ironic.conf with Redfish alone keeps the fake defaults or lacks use_swift = false alone in [redfish]:\n%s", conf)
+	}
+}

@@ -1,0 +1,131 @@
+package osimage
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+)
+
+func need(t *testing.T) {
+	t.Helper()
+	if m := Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
+	}
+	for _, p := range []string{"/usr/bin/qemu-system-x86_64", qemu.OVMFCode} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("SKIPPED: needs qemu-system-x86 and ovmf (test.sh APT_PACKAGES): %v", err)
+		}
+	}
+}
+
+func buildOS(t *testing.T) (*OS, string) {
+	t.Helper()
+	need(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	o, err := Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(o.Initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("OS built in %.1fs: kernel %s, initramfs %.1f MiB", time.Since(start).Seconds(), o.KernelVersion, float64(st.Size())/(1<<20))
+	return o, dir
+}
+
+// TestGuestPrintsTheMarkers: the guest (package main, which cannot be
+// imported) spells each console line as this package matches it.
+func TestGuestPrintsTheMarkers(t *testing.T) {
+	src, err := os.ReadFile("../guest/osimage/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{Booted, DriveLine, HostnameLine, UserDataLine, FailedLine, PoweringOff} {
+		if !strings.Contains(string(src), strconv.Quote(m)) {
+			t.Errorf("internal/testbed/guest/osimage/main.go does not print %q", m)
+		}
+	}
+}
+
+// TestMBRSector: GRUB's boot code, then one active Linux partition at 1 MiB
+// and the boot signature; the bytes GRUB's boot.img keeps for the BIOS
+// parameter block and its own core image address stay as boot.img has
+// them.
+func TestMBRSector(t *testing.T) {
+	boot := make([]byte, sector)
+	for i := range boot {
+		boot[i] = byte(i)
+	}
+	b := mbrSector(boot, 65536)
+	if len(b) != sector || string(b[:440]) != string(boot[:440]) {
+		t.Fatal("boot code not copied")
+	}
+	e := b[446:462]
+	if e[0] != 0x80 || e[4] != 0x83 || binary.LittleEndian.Uint32(e[8:]) != firstLBA || binary.LittleEndian.Uint32(e[12:]) != 65536 {
+		t.Errorf("partition entry % x", e)
+	}
+	if string(b[462:510]) != string(make([]byte, 48)) || b[510] != 0x55 || b[511] != 0xaa {
+		t.Errorf("other entries or signature: % x", b[462:])
+	}
+}
+
+// TestSoftwareRAIDBIOSDisk: the image for a software RAID deploy has no
+// boot code (the holders get GRUB from the agent), one active Linux
+// partition at 1 MiB with the ext4 root whose UUID it returns, and in
+// that root the kernel grub-mkconfig lists and the mdadm grub-probe asks.
+func TestSoftwareRAIDBIOSDisk(t *testing.T) {
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
+	}
+	if _, err := exec.LookPath("debugfs"); err != nil {
+		t.Skip("SKIPPED: needs debugfs (e2fsprogs, test.sh APT_PACKAGES)")
+	}
+	o, dir := buildOS(t)
+	img := filepath.Join(dir, "raid.raw")
+	const rootSize = 96 << 20
+	uuid, err := o.SoftwareRAIDBIOSDisk(t.Context(), dir, img, rootSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != firstLBA*sector+rootSize {
+		t.Errorf("image of %d bytes, want %d", len(b), firstLBA*sector+rootSize)
+	}
+	if string(b[:440]) != string(make([]byte, 440)) {
+		t.Error("the image carries boot code")
+	}
+	e := b[446:462]
+	if e[0] != 0x80 || e[4] != 0x83 || binary.LittleEndian.Uint32(e[8:]) != firstLBA || binary.LittleEndian.Uint32(e[12:]) != rootSize/sector {
+		t.Errorf("partition entry % x", e)
+	}
+	root := filepath.Join(t.TempDir(), "root.ext4")
+	if err := os.WriteFile(root, b[firstLBA*sector:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := blockdev.BlockUUID(root); err != nil || got != uuid {
+		t.Errorf("the partition's file system UUID is %q (%v), want %q", got, err, uuid)
+	}
+	for _, f := range []string{"/usr/sbin/mdadm", "/boot/vmlinuz-" + grubimage.KernelVersion, "/boot/initrd.img-" + grubimage.KernelVersion, "/usr/sbin/grub-install"} {
+		out, err := exec.CommandContext(t.Context(), "debugfs", "-R", "stat "+f, root).CombinedOutput()
+		if err != nil || strings.Contains(string(out), "File not found") {
+			t.Errorf("the root file system has no %s: %v: %s", f, err, out)
+		}
+	}
+}

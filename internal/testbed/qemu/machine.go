@@ -1,0 +1,569 @@
+// Package qemu boots the agent ramdisk in a QEMU q35 virtual machine with
+// known virtual hardware (disks with serials and WWNs, NVMe, SATA,
+// virtio-blk, SMBIOS identities, NICs with fixed MACs), under SeaBIOS or
+// OVMF, with software emulation (TCG) since nested KVM is not usable on the
+// machines this runs on. Guest-to-host connections go through slirp
+// guestfwd rules to a relay (Relay), host-to-guest ones through hostfwd.
+// A NIC may be a tap device living in a network namespace the test created,
+// so an lldpd there can talk LLDP to the guest.
+package qemu
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DiskKind is how a disk is attached: QEMU's device name.
+type DiskKind string
+
+// The disk kinds.
+const (
+	DiskVirtioBlk DiskKind = "virtio-blk" // virtio-blk-pci
+	DiskSCSI      DiskKind = "scsi-hd"    // on virtio-scsi
+	DiskNVMe      DiskKind = "nvme"       // an NVMe controller with one namespace
+	DiskSATA      DiskKind = "ide-hd"     // on the q35 AHCI
+)
+
+// Disk is one virtual disk, backed by a sparse raw file the harness creates.
+type Disk struct {
+	ID     string // drive id and file name (ID.img)
+	Kind   DiskKind
+	SizeMB int
+	Serial string
+	WWN    string // 0x-prefixed 64-bit NAA (scsi-hd, ide-hd)
+	Vendor string // scsi-hd
+	Model  string // scsi-hd product, ide-hd model
+	// SCSITarget and SCSILun place a scsi-hd (hctl 0:0:target:lun).
+	SCSITarget, SCSILun int
+	// AHCIPort places an ide-hd on the q35 AHCI (bus ide.N).
+	AHCIPort int
+	// RotationRate: 1 = SSD, >1 = spinning (scsi-hd, ide-hd).
+	RotationRate int
+	// Paths > 1 presents a scsi-hd through that many SCSI devices (targets
+	// SCSITarget, SCSITarget+1, ...), all on the one image with the same
+	// serial and WWN, as a LUN reached over several paths: shared write
+	// access and no image locking, so QEMU opens the file once per path.
+	Paths int
+	// BootFirst puts the disk first in the firmware's boot order, as a
+	// server's BIOS setup names its boot disk: SeaBIOS tries only the
+	// first hard disk. (QEMU's -kernel still boots before it. OVMF would
+	// also put it before the boot entries in its NVRAM.)
+	BootFirst bool
+}
+
+// NICBackend is what a NIC's other end is.
+type NICBackend string
+
+// The NIC backends.
+const (
+	// NICUser is slirp (restrict=on, with the machine's forwards).
+	NICUser NICBackend = "user"
+	// NICIsolated is a slirp with nothing reachable.
+	NICIsolated NICBackend = "isolated"
+	// NICTap is the tap file the harness passes in (NIC.File or
+	// Options.Tap).
+	NICTap NICBackend = "fd"
+	// NICStream is that file as a stream socket (a switch the test plays
+	// itself).
+	NICStream NICBackend = "stream"
+)
+
+// NIC is one network card.
+type NIC struct {
+	Model   string // virtio-net-pci, e1000
+	MAC     string
+	Backend NICBackend
+	// File is this NIC's own tap ("fd") or stream socket ("stream"),
+	// for a machine with more than one such NIC; nil: Options.Tap.
+	File *os.File
+	// PXE makes the card one the firmware can boot from (SeaBIOS:
+	// through QEMU's iPXE option ROM, Debian's ipxe-qemu; OVMF: through
+	// its own driver and PXE client); see Machine.NetBoot.
+	PXE bool
+}
+
+// SMBIOS holds the identities QEMU puts into the firmware tables.
+type SMBIOS struct {
+	BIOSVendor, BIOSVersion, BIOSDate, BIOSRelease                         string
+	SystemManufacturer, SystemProduct, SystemVersion, SystemSerial, UUID   string
+	SKU, Family                                                            string
+	BoardManufacturer, BoardProduct, BoardVersion, BoardSerial, BoardAsset string
+	ChassisManufacturer, ChassisVersion, ChassisSerial, ChassisAsset, OEM  string
+}
+
+// Firmware is the machine's firmware.
+type Firmware string
+
+// The firmwares.
+const (
+	BIOS Firmware = "bios" // SeaBIOS
+	UEFI Firmware = "uefi" // OVMF
+)
+
+// Machine is a whole virtual machine.
+type Machine struct {
+	Name     string
+	Firmware Firmware
+	CPUs     int
+	MemoryMB int
+	CPUModel string // model-id of the qemu64 CPU (/proc/cpuinfo "model name")
+	SMBIOS   SMBIOS
+	Disks    []Disk
+	NICs     []NIC
+	Kernel   string // none and no ISO: the firmware boots from the disks
+	Initrd   string
+	ISO      string // boot this CD image instead of Kernel/Initrd
+	Append   string // kernel command line (after the console settings)
+	// Monitor is the path of a Unix socket for QEMU's human monitor
+	// (VM.Monitor: set_link to pull a NIC's cable); "" for none.
+	Monitor string
+	// NetBoot puts the NICs with PXE first in the firmware's boot order
+	// (with no Kernel and no ISO): the machine boots from the network.
+	NetBoot bool
+	// GuestFwd maps a guest address (10.0.2.100:80) to a host TCP address
+	// (127.0.0.1:8080), reached through RelayCommand.
+	GuestFwd map[string]string
+	// HostFwd maps a host port on 127.0.0.1 to a guest TCP port.
+	HostFwd map[int]int
+	// Dir holds the disk files, the OVMF variables and the logs.
+	Dir string
+	// BMC, when set, adds QEMU's simulated BMC behind an ISA KCS
+	// interface, which the guest's ipmi_si finds through ACPI and exposes as
+	// /dev/ipmi0.
+	BMC *BMC
+}
+
+// BMCKind says which program simulates a BMC.
+type BMCKind string
+
+// The BMC kinds.
+const (
+	// BMCQEMU is QEMU's ipmi-bmc-sim: it answers Get Device ID with the
+	// BMC's manufacturer and product (QEMU 7.2 reports device ID 0x20
+	// whatever it is told) and refuses the commands it does not implement
+	// (Get Channel Info, the LAN configuration) with completion code 0xc1.
+	BMCQEMU BMCKind = ""
+	// BMCOpenIPMI is OpenIPMI's ipmi_sim, started by
+	// bmcsim.StartIPMISim, which holds the machine's power and answers
+	// Ironic on its LAN channel.
+	BMCOpenIPMI BMCKind = "openipmi"
+)
+
+// BMC is the machine's IPMI BMC behind an ISA KCS interface.
+type BMC struct {
+	Kind      BMCKind
+	MfgID     uint32 // IANA enterprise number
+	ProductID uint16
+	// LANAddress and LANPort are the UDP address of the LAN channel, the
+	// address the BMC also reports as its own (LAN parameter 3); LANMAC is
+	// its MAC (parameter 5). BMCOpenIPMI only.
+	LANAddress string
+	LANPort    int
+	LANMAC     string
+	// User and Password are the administrator's (user 2).
+	User, Password string
+	// VMPort is the TCP port on 127.0.0.1 where ipmi_sim waits for QEMU's
+	// ipmi-bmc-extern.
+	VMPort int
+}
+
+// LANAddr is the address and UDP port of the BMC's LAN channel.
+func (b *BMC) LANAddr() string {
+	return net.JoinHostPort(b.LANAddress, strconv.Itoa(b.LANPort))
+}
+
+// SubnetMask is the mask the BMC reports for LANAddress: /8 on loopback,
+// /24 on any other IPv4 address.
+func (b *BMC) SubnetMask() string {
+	a, err := netip.ParseAddr(b.LANAddress)
+	if err != nil || !a.Is4() {
+		return "0.0.0.0"
+	}
+	if a.IsLoopback() {
+		return "255.0.0.0"
+	}
+	return "255.255.255.0"
+}
+
+// DefaultMachine is the machine of the fixtures and the end-to-end tests:
+// values chosen so every field the inventory reports can be told apart.
+func DefaultMachine(firmware Firmware) Machine {
+	return Machine{
+		Name:     "ironic-agent-vm",
+		Firmware: firmware,
+		CPUs:     2,
+		MemoryMB: 1024,
+		CPUModel: "Lab Virtual CPU 9000 @ 2.00GHz",
+		SMBIOS: SMBIOS{
+			BIOSVendor: "LabBIOS Inc.", BIOSVersion: "LAB.1.2.3", BIOSDate: "01/02/2024", BIOSRelease: "1.2",
+			SystemManufacturer: "Lab Systems", SystemProduct: "LabServer 9000", SystemVersion: "rev-A",
+			SystemSerial: "SYS-SERIAL-0001", UUID: "4c616273-0000-4000-8000-000000000001",
+			SKU: "LAB-SKU-1", Family: "LabFamily",
+			BoardManufacturer: "Lab Boards", BoardProduct: "LabBoard X1", BoardVersion: "1.0",
+			BoardSerial: "BOARD-SERIAL-0001", BoardAsset: "BOARD-ASSET-1",
+			ChassisManufacturer: "Lab Chassis Co", ChassisVersion: "C1", ChassisSerial: "CHASSIS-SERIAL-0001",
+			ChassisAsset: "CHASSIS-ASSET-1", OEM: "lab-oem-string-1",
+		},
+		Disks: []Disk{
+			{ID: "vblk", Kind: DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"},
+			{ID: "scsi0", Kind: DiskSCSI, SizeMB: 128, Serial: "LAB-SCSI-0001", WWN: "0x5000c500a1b2c3d4",
+				Vendor: "LABVEND", Model: "LAB-SCSI-HDD", SCSITarget: 3, SCSILun: 0, RotationRate: 7200},
+			{ID: "scsi1", Kind: DiskSCSI, SizeMB: 96, Serial: "LAB-SCSI-0002", WWN: "0x5002538e00000a01",
+				Vendor: "LABVEND", Model: "LAB-SCSI-SSD", SCSITarget: 4, SCSILun: 2, RotationRate: 1},
+			{ID: "nvme", Kind: DiskNVMe, SizeMB: 160, Serial: "LAB-NVME-0001"},
+			{ID: "sata0", Kind: DiskSATA, SizeMB: 192, Serial: "LAB-SATA-0001", WWN: "0x5000cca000000b01",
+				Model: "LAB SATA HDD", AHCIPort: 2, RotationRate: 5400},
+			{ID: "sata1", Kind: DiskSATA, SizeMB: 224, Serial: "LAB-SATA-0002", WWN: "0x5001b44000000b02",
+				Model: "LAB SATA SSD", AHCIPort: 3, RotationRate: 1},
+		},
+		NICs: []NIC{
+			{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: NICUser},
+			{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: NICIsolated},
+		},
+	}
+}
+
+// AgentMachine is DefaultMachine as e2e/vm boots it for an agent under
+// Ironic: its NICs take macs (the node's ports), and scsi1 grows to 5 GiB
+// because at start the agent waits (IPA: up to 10 x 3 s) for a disk of at
+// least 4 GiB, the smallest root disk it accepts without hints. A server
+// has one; the file is sparse, it costs nothing.
+func AgentMachine(firmware Firmware, macs [2]string) Machine {
+	m := DefaultMachine(firmware)
+	m.NICs[0].MAC, m.NICs[1].MAC = macs[0], macs[1]
+	for i := range m.Disks {
+		if m.Disks[i].ID == "scsi1" {
+			m.Disks[i].SizeMB = 5 << 10
+		}
+	}
+	return m
+}
+
+// SideBySideMachine is the machine e2e/vm's TestVMIPASideBySide boots IPA
+// 13 and our agent on, and fixtures/qemu-ipa13-bios and -uefi record: AgentMachine
+// with MACs 52:54:00:1b:NN:01 and :02 (NN 00 under SeaBIOS, 01 under OVMF)
+// and 2 GiB, since IPA's ramdisk unpacks a whole Debian root filesystem
+// into RAM and both agents get the same machine.
+func SideBySideMachine(firmware Firmware) Machine {
+	n := 0
+	if firmware == UEFI {
+		n = 1
+	}
+	m := AgentMachine(firmware, [2]string{fmt.Sprintf("52:54:00:1b:%02x:01", n), fmt.Sprintf("52:54:00:1b:%02x:02", n)})
+	m.MemoryMB = 2048
+	return m
+}
+
+// OVMF firmware files of Debian's ovmf package.
+const (
+	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+)
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// qemuEscape doubles commas: QEMU's option syntax uses them as separators.
+func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// DiskPath is the host file backing disk id.
+func (m *Machine) DiskPath(id string) string { return filepath.Join(m.Dir, id+".img") }
+
+// CreateDisks makes the sparse backing files (zero-filled) that do not
+// exist yet.
+func (m *Machine) CreateDisks() error {
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return fmt.Errorf("qemu: %w", err)
+	}
+	for _, d := range m.Disks {
+		p := m.DiskPath(d.ID)
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		f, err := os.Create(p)
+		if err != nil {
+			return fmt.Errorf("qemu: %w", err)
+		}
+		err = f.Truncate(int64(d.SizeMB) << 20)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("qemu: %w", err)
+		}
+	}
+	return nil
+}
+
+// Args is the QEMU command line (without the program name). relay is the
+// guestfwd helper command, tapFD the file descriptor number of the tap for
+// a NICTap NIC.
+func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, error) {
+	if m.Firmware != BIOS && m.Firmware != UEFI {
+		return nil, fmt.Errorf("qemu: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
+	}
+	a := []string{
+		"-name", m.Name, "-machine", "q35", "-accel", "tcg",
+		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
+		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
+		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+		"-serial", "stdio", "-monitor", monitor(m.Monitor),
+	}
+	a = append(a, m.smbiosArgs()...)
+	a = append(a, m.bootArgs()...)
+	// Fixed PCI slots keep the by-path names the same on every run.
+	slots := &pciSlots{next: 3}
+	disks, err := m.diskArgs(slots)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, disks...)
+	// An entropy source: qemu64 has no RDRAND, and without one the guest's
+	// crypto/rand (DHCP transaction IDs, TLS keys) blocks for minutes.
+	a = append(a, "-device", "virtio-rng-pci,addr="+slots.take())
+	nics, err := m.nicArgs(slots, relay, tapFD)
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, nics...)
+	bmc, err := m.bmcArgs()
+	if err != nil {
+		return nil, err
+	}
+	a = append(a, bmc...)
+	if m.Firmware == UEFI {
+		a = append(a,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(filepath.Join(m.Dir, "ovmf_vars.fd")))
+	}
+	return a, nil
+}
+
+// pciSlots hands out the PCI slots of the root bus in order.
+type pciSlots struct{ next int }
+
+func (p *pciSlots) take() string {
+	s := fmt.Sprintf("0x%02x", p.next)
+	p.next++
+	return s
+}
+
+// smbiosArgs are the SMBIOS tables 0 to 3 and 11 of m.SMBIOS.
+func (m *Machine) smbiosArgs() []string {
+	s := m.SMBIOS
+	return []string{
+		"-smbios", fmt.Sprintf("type=0,vendor=%s,version=%s,date=%s,release=%s,uefi=%s",
+			qemuEscape(s.BIOSVendor), qemuEscape(s.BIOSVersion), qemuEscape(s.BIOSDate), s.BIOSRelease, onOff(m.Firmware == UEFI)),
+		"-smbios", fmt.Sprintf("type=1,manufacturer=%s,product=%s,version=%s,serial=%s,uuid=%s,sku=%s,family=%s",
+			qemuEscape(s.SystemManufacturer), qemuEscape(s.SystemProduct), qemuEscape(s.SystemVersion),
+			qemuEscape(s.SystemSerial), s.UUID, qemuEscape(s.SKU), qemuEscape(s.Family)),
+		"-smbios", fmt.Sprintf("type=2,manufacturer=%s,product=%s,version=%s,serial=%s,asset=%s",
+			qemuEscape(s.BoardManufacturer), qemuEscape(s.BoardProduct), qemuEscape(s.BoardVersion),
+			qemuEscape(s.BoardSerial), qemuEscape(s.BoardAsset)),
+		"-smbios", fmt.Sprintf("type=3,manufacturer=%s,version=%s,serial=%s,asset=%s",
+			qemuEscape(s.ChassisManufacturer), qemuEscape(s.ChassisVersion), qemuEscape(s.ChassisSerial), qemuEscape(s.ChassisAsset)),
+		"-smbios", "type=11,value=" + qemuEscape(s.OEM),
+	}
+}
+
+// bootArgs boot the CD image, or the kernel and initramfs, or nothing
+// (the firmware boots from the disks or the network).
+func (m *Machine) bootArgs() []string {
+	if m.ISO != "" {
+		return []string{"-drive", "file=" + qemuEscape(m.ISO) + ",if=none,id=cd,media=cdrom,readonly=on",
+			"-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0"}
+	}
+	if m.Kernel == "" {
+		return nil
+	}
+	// cryptomgr.notests: the kernel's self-tests of its crypto
+	// algorithms (crypto_algapi_init, the KDF, and every CRC module the
+	// init loads) cost about 0.6 s of emulated time a boot; they check
+	// the kernel's code, not the machine or the agent.
+	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd,
+		"-append", "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests " + m.Append}
+}
+
+// diskArgs are the drives and devices of m.Disks, with the virtio-scsi
+// controller before the first scsi-hd.
+func (m *Machine) diskArgs(slots *pciSlots) ([]string, error) {
+	var a []string
+	scsiBus := false
+	for _, d := range m.Disks {
+		drive := fmt.Sprintf("file=%s,if=none,id=d-%s,format=raw,cache=unsafe", qemuEscape(m.DiskPath(d.ID)), d.ID)
+		boot := ""
+		if d.BootFirst {
+			boot = ",bootindex=1"
+		}
+		switch d.Kind {
+		case DiskVirtioBlk:
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s%s", slots.take(), d.ID, qemuEscape(d.Serial), boot))
+		case DiskSCSI:
+			if !scsiBus {
+				scsiBus = true
+				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+slots.take())
+			}
+			a = append(a, m.scsiArgs(d, drive, boot)...)
+		case DiskNVMe:
+			a = append(a, "-drive", drive,
+				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, slots.take(), qemuEscape(d.Serial), boot),
+				"-device", fmt.Sprintf("nvme-ns,bus=nvme-%s,drive=d-%s,nsid=1", d.ID, d.ID))
+		case DiskSATA:
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
+				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
+				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
+		default:
+			return nil, fmt.Errorf("qemu: disk %s: unknown kind %q", d.ID, d.Kind)
+		}
+	}
+	return a, nil
+}
+
+// scsiArgs are the drive and device of scsi-hd d, or of each of its paths.
+func (m *Machine) scsiArgs(d Disk, drive, boot string) []string {
+	if d.Paths <= 1 {
+		return []string{"-drive", drive, "-device", scsiDevice(d, d.SCSITarget, "d-"+d.ID, boot)}
+	}
+	var a []string
+	for i := range d.Paths {
+		id := fmt.Sprintf("d-%s-%d", d.ID, i)
+		// Only the first path is the boot disk.
+		first := boot
+		if i > 0 {
+			first = ""
+		}
+		a = append(a, "-drive", m.pathDrive(d, id), "-device", m.pathDevice(d, i, id, first))
+	}
+	return a
+}
+
+// nicArgs are the netdevs and devices of m.NICs. NICs with their own file
+// get the descriptors after Options.Tap's (tapFD), in order (VM.Start
+// passes them so).
+func (m *Machine) nicArgs(slots *pciSlots, relay func(target string) string, tapFD int) ([]string, error) {
+	var a []string
+	ownFD := 3
+	if tapFD >= 0 {
+		ownFD = tapFD + 1
+	}
+	for i, n := range m.NICs {
+		fd := tapFD
+		if n.File != nil {
+			fd, ownFD = ownFD, ownFD+1
+		}
+		nd, err := m.netdev(i, n, relay, fd)
+		if err != nil {
+			return nil, err
+		}
+		// romfile= (none): no iPXE option ROM, so the firmware does not try
+		// to network-boot and prints less. A PXE card under SeaBIOS, which
+		// has no network stack, keeps QEMU's default ROM (iPXE); OVMF has
+		// its own virtio-net driver and PXE client, which fetch the boot
+		// loader DHCP names over TFTP as a server's NIC firmware would.
+		// bootindex puts the card before the disks.
+		rom := ",romfile="
+		if n.PXE {
+			if m.Firmware == BIOS {
+				rom = ""
+			}
+			if m.NetBoot {
+				rom += fmt.Sprintf(",bootindex=%d", i)
+			}
+		}
+		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, slots.take(), i, n.MAC, rom))
+	}
+	return a, nil
+}
+
+// netdev is the -netdev of NIC i, n, whose file (NICTap, NICStream) is
+// descriptor fd.
+func (m *Machine) netdev(i int, n NIC, relay func(target string) string, fd int) (string, error) {
+	switch n.Backend {
+	case NICUser:
+		nd := fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.2.0/24", i)
+		for _, g := range slices.Sorted(maps.Keys(m.GuestFwd)) {
+			nd += ",guestfwd=tcp:" + g + "-cmd:" + qemuEscape(relay(m.GuestFwd[g]))
+		}
+		for _, hp := range slices.Sorted(maps.Keys(m.HostFwd)) {
+			nd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", hp, m.HostFwd[hp])
+		}
+		return nd, nil
+	case NICIsolated:
+		return fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.%d.0/24", i, 3+i), nil
+	case NICTap:
+		if fd < 0 {
+			return "", fmt.Errorf("qemu: NIC %s wants a tap but there is none", n.MAC)
+		}
+		return fmt.Sprintf("tap,id=n%d,fd=%d", i, fd), nil
+	case NICStream:
+		// The same file is a connected stream socket instead: QEMU
+		// sends and takes each frame after its 4-byte length.
+		if fd < 0 {
+			return "", fmt.Errorf("qemu: NIC %s wants a stream socket but there is none", n.MAC)
+		}
+		return fmt.Sprintf("socket,id=n%d,fd=%d", i, fd), nil
+	}
+	return "", fmt.Errorf("qemu: NIC %s: unknown backend %q", n.MAC, n.Backend)
+}
+
+// bmcArgs are the BMC's devices. ISA, not PCI: no slot is taken, so the
+// by-path names and PCI addresses stay those of the machine without a
+// BMC.
+func (m *Machine) bmcArgs() ([]string, error) {
+	if m.BMC == nil {
+		return nil, nil
+	}
+	var a []string
+	switch m.BMC.Kind {
+	case BMCQEMU:
+		a = []string{"-device", fmt.Sprintf("ipmi-bmc-sim,id=bmc0,mfg_id=%d,product_id=%d", m.BMC.MfgID, m.BMC.ProductID)}
+	case BMCOpenIPMI:
+		// QEMU's VM protocol to ipmi_sim; reconnect: ipmi_sim may take
+		// the connection after QEMU has started.
+		a = []string{"-chardev", fmt.Sprintf("socket,id=ipmi0,host=127.0.0.1,port=%d,reconnect=1", m.BMC.VMPort),
+			"-device", "ipmi-bmc-extern,id=bmc0,chardev=ipmi0"}
+	default:
+		return nil, fmt.Errorf("qemu: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
+	}
+	return append(a, "-device", "isa-ipmi-kcs,bmc=bmc0"), nil
+}
+
+// scsiDevice is the scsi-hd device of d at SCSI target on the drive
+// (its -drive id), with boot (",bootindex=1" or "").
+func scsiDevice(d Disk, target int, drive, boot string) string {
+	return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d%s",
+		target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate, boot)
+}
+
+// pathDrive is the -drive of one path of a multipath disk: the disk's
+// file, opened once per path, without QEMU's image locking (every path
+// writes the same file).
+func (m *Machine) pathDrive(d Disk, id string) string {
+	return fmt.Sprintf("file=%s,if=none,id=%s,format=raw,cache=unsafe,file.locking=off", qemuEscape(m.DiskPath(d.ID)), id)
+}
+
+// pathDevice is the scsi-hd of path i of a multipath disk, on the drive
+// id, with the device id VM.UnplugPath names (pathDeviceID).
+func (m *Machine) pathDevice(d Disk, i int, drive, boot string) string {
+	return scsiDevice(d, d.SCSITarget+i, drive, boot) + ",share-rw=on,id=" + pathDeviceID(d.ID, i)
+}
+
+func pathDeviceID(disk string, i int) string { return fmt.Sprintf("p-%s-%d", disk, i) }
+
+func monitor(path string) string {
+	if path == "" {
+		return "none"
+	}
+	return "unix:" + qemuEscape(path) + ",server=on,wait=off"
+}

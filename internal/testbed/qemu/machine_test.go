@@ -1,0 +1,174 @@
+package qemu
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestArgs(t *testing.T) {
+	m := DefaultMachine("uefi")
+	m.Dir = "/work/vm"
+	m.Kernel, m.Initrd = "/k", "/i"
+	m.Append = "ipa-api-url=http://10.0.2.100:6385"
+	m.GuestFwd = map[string]string{"10.0.2.100:6385": "127.0.0.1:9510", "10.0.2.100:5050": "127.0.0.1:9511"}
+	m.HostFwd = map[int]int{9520: 9999}
+	m.SMBIOS.SystemProduct = "Server, Model 1"
+	m.NICs[1].Backend = "fd"
+	a, err := m.Args(func(target string) string { return "/bin/relay " + target }, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := strings.Join(a, " ")
+	for _, want := range []string{
+		"-machine q35 -accel tcg",
+		"-cpu qemu64,model-id=Lab Virtual CPU 9000 @ 2.00GHz",
+		"type=1,manufacturer=Lab Systems,product=Server,, Model 1,version=rev-A,serial=SYS-SERIAL-0001",
+		"uefi=on",
+		"virtio-blk-pci,addr=0x03,drive=d-vblk,serial=LAB-VBLK-0001",
+		"virtio-scsi-pci,id=scsi0,addr=0x04",
+		"scsi-hd,bus=scsi0.0,channel=0,scsi-id=4,lun=2,drive=d-scsi1,serial=LAB-SCSI-0002,wwn=0x5002538e00000a01",
+		"nvme,id=nvme-nvme,addr=0x05,serial=LAB-NVME-0001",
+		"ide-hd,bus=ide.3,drive=d-sata1,model=LAB SATA SSD,serial=LAB-SATA-0002,wwn=0x5001b44000000b02,rotation_rate=1",
+		"file=/work/vm/scsi0.img,if=none,id=d-scsi0,format=raw,cache=unsafe",
+		"virtio-rng-pci,addr=0x06",
+		"guestfwd=tcp:10.0.2.100:5050-cmd:/bin/relay 127.0.0.1:9511,guestfwd=tcp:10.0.2.100:6385-cmd:/bin/relay 127.0.0.1:9510,hostfwd=tcp:127.0.0.1:9520-:9999",
+		"virtio-net-pci,addr=0x07,netdev=n0,mac=52:54:00:12:34:01,romfile=",
+		"tap,id=n1,fd=3 -device e1000,addr=0x08,netdev=n1,mac=52:54:00:12:34:02,romfile=",
+		"if=pflash,format=raw,unit=0,readonly=on,file=" + OVMFCode,
+		"console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests ipa-api-url=http://10.0.2.100:6385",
+	} {
+		if !strings.Contains(cl, want) {
+			t.Errorf("command line lacks %q:\n%s", want, cl)
+		}
+	}
+	m.NICs[1].Backend = "fd"
+	if _, err := m.Args(RelayCommand, -1); err == nil {
+		t.Error("fd NIC without a tap accepted")
+	}
+	m.Firmware = "coreboot"
+	if _, err := m.Args(RelayCommand, 3); err == nil {
+		t.Error("unknown firmware accepted")
+	}
+}
+
+// TestArgsNetBoot: a PXE NIC keeps QEMU's iPXE ROM and, on a network
+// boot, comes first in the boot order; the machine gets no kernel.
+func TestArgsNetBoot(t *testing.T) {
+	m := DefaultMachine("bios")
+	m.Dir = "/work/vm"
+	m.NICs[0].Backend, m.NICs[0].PXE = "fd", true
+	for _, tc := range []struct {
+		netBoot bool
+		want    string
+	}{
+		{false, "virtio-net-pci,addr=0x07,netdev=n0,mac=52:54:00:12:34:01 "},
+		{true, "virtio-net-pci,addr=0x07,netdev=n0,mac=52:54:00:12:34:01,bootindex=0 "},
+	} {
+		m.NetBoot = tc.netBoot
+		a, err := m.Args(RelayCommand, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := strings.Join(a, " ") + " "
+		if !strings.Contains(cl, tc.want) || !strings.Contains(cl, "e1000,addr=0x08,netdev=n1,mac=52:54:00:12:34:02,romfile=") || strings.Contains(cl, "-kernel") {
+			t.Errorf("NetBoot %v: want %q, the other NIC without a ROM and no kernel:\n%s", tc.netBoot, tc.want, cl)
+		}
+	}
+}
+
+func TestCreateDisks(t *testing.T) {
+	m := DefaultMachine("bios")
+	m.Dir = t.TempDir()
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(m.DiskPath("nvme"))
+	if err != nil || st.Size() != 160<<20 {
+		t.Fatalf("nvme.img: %v %v", st, err)
+	}
+}
+
+func TestExtractTarGz(t *testing.T) {
+	mk := func(entries ...tar.Header) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		tw := tar.NewWriter(zw)
+		for _, h := range entries {
+			h.Mode = 0o644
+			if h.Typeflag == tar.TypeReg {
+				h.Size = int64(len(h.Name))
+			}
+			if err := tw.WriteHeader(&h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				tw.Write([]byte(h.Name))
+			}
+		}
+		tw.Close()
+		zw.Close()
+		return b.Bytes()
+	}
+	dir := t.TempDir()
+	err := ExtractTarGz(bytes.NewReader(mk(
+		tar.Header{Name: "root/sys", Typeflag: tar.TypeDir},
+		tar.Header{Name: "root/sys/block/vda/size", Typeflag: tar.TypeReg},
+		tar.Header{Name: "root/sys/class/block/vda", Typeflag: tar.TypeSymlink, Linkname: "../../block/vda"},
+	)), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "root/sys/block/vda/size")); err != nil || string(b) != "root/sys/block/vda/size" {
+		t.Errorf("file: %q %v", b, err)
+	}
+	if l, err := os.Readlink(filepath.Join(dir, "root/sys/class/block/vda")); err != nil || l != "../../block/vda" {
+		t.Errorf("link: %q %v", l, err)
+	}
+	for _, bad := range [][]byte{
+		mk(tar.Header{Name: "../escape", Typeflag: tar.TypeReg}),
+		mk(tar.Header{Name: "/abs", Typeflag: tar.TypeReg}),
+		mk(tar.Header{Name: "dev/sda", Typeflag: tar.TypeBlock}),
+		[]byte("not gzip"),
+	} {
+		if err := ExtractTarGz(bytes.NewReader(bad), t.TempDir()); err == nil {
+			t.Errorf("accepted a bad archive")
+		}
+	}
+}
+
+// A scsi-hd with two paths: one image, two drives without locking, two
+// SCSI devices at consecutive targets with the same serial and WWN and
+// shared write access.
+func TestArgsMultipath(t *testing.T) {
+	m := DefaultMachine("bios")
+	m.Dir = "/work/vm"
+	m.NICs = nil
+	m.Disks = []Disk{{ID: "lun", Kind: DiskSCSI, SizeMB: 64, Serial: "LAB-MP-0001", WWN: "0x5000c500a1b2c3e5",
+		Vendor: "LABVEND", Model: "LAB-MPATH", SCSITarget: 1, Paths: 2, RotationRate: 1}}
+	a, err := m.Args(RelayCommand, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := strings.Join(a, " ")
+	for i, target := range []string{"1", "2"} {
+		id := "d-lun-" + strconv.Itoa(i)
+		for _, want := range []string{
+			"-drive file=/work/vm/lun.img,if=none,id=" + id + ",format=raw,cache=unsafe,file.locking=off",
+			"-device scsi-hd,bus=scsi0.0,channel=0,scsi-id=" + target + ",lun=0,drive=" + id +
+				",serial=LAB-MP-0001,wwn=0x5000c500a1b2c3e5,vendor=LABVEND,product=LAB-MPATH,rotation_rate=1,share-rw=on",
+		} {
+			if !strings.Contains(cl, want) {
+				t.Errorf("command line lacks %q:\n%s", want, cl)
+			}
+		}
+	}
+	if strings.Count(cl, "lun.img") != 2 {
+		t.Errorf("the image is not opened exactly twice:\n%s", cl)
+	}
+}

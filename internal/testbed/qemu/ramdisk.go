@@ -1,0 +1,190 @@
+package qemu
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+)
+
+// Ramdisk is a built kernel + initramfs.
+type Ramdisk struct {
+	Kernel, Initrd, Agent string
+	KernelVersion         string
+	KernelPackage         string
+	// Cached says another build (this run's or an earlier one) made it.
+	Cached bool
+	// PVH is the same kernel uncompressed, for SeaBIOS boots (see
+	// KernelFor), or "" with the reason in PVHErr.
+	PVH    string
+	PVHErr error
+	// InitrdRaw is the initramfs uncompressed (see InitrdFor), or "".
+	InitrdRaw string
+	// Modules are the names of the modules in the initramfs, dependencies
+	// first; Firmware the firmware files, below /lib/firmware.
+	Modules  []string
+	Firmware []ramdisk.FirmwareFile
+}
+
+// InitrdFor returns the initramfs to boot under firmware: for SeaBIOS the
+// uncompressed archive, since the kernel's gunzip of it takes about a
+// second under emulation (0.5 s uncompressed) and /init waits for it; for
+// OVMF the gzip'ed one, as a server gets it.
+func (rd *Ramdisk) InitrdFor(firmware Firmware) string {
+	if firmware == BIOS && rd.InitrdRaw != "" {
+		return rd.InitrdRaw
+	}
+	return rd.Initrd
+}
+
+// KernelFor returns the kernel to boot under firmware: for SeaBIOS the
+// uncompressed vmlinux through its PVH entry, which saves the 5 s (10 s on
+// a loaded machine) the bzImage's decompressor takes under emulation
+// before the kernel starts; for OVMF, which cannot boot that, and when
+// there is no PVH kernel, the bzImage. Tests about the agent do not care
+// which; the bzImage path stays covered by the UEFI and ISO boots.
+func (rd *Ramdisk) KernelFor(firmware Firmware) string {
+	if firmware == BIOS && rd.PVH != "" {
+		return rd.PVH
+	}
+	return rd.Kernel
+}
+
+// RepoRoot finds the module root (the directory holding go.mod) above the
+// working directory, where tests run.
+func RepoRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			return "", errors.New("qemu: no go.mod above the working directory")
+		}
+		d = p
+	}
+}
+
+// BuildRamdisk builds the agent (static) from the repository and the
+// ramdisk, with the kernel from the download cache. See BuildGuestRamdisk.
+func BuildRamdisk(ctx context.Context) (*Ramdisk, error) {
+	return BuildGuestRamdisk(ctx, "", nil)
+}
+
+// BuildGuestRamdisk is BuildRamdisk with another program as /init: pkg is
+// the Go package to build statically instead of ./cmd/ironic-agent (""
+// for the agent), and files are extra files (archive path -> host path).
+//
+// The result lives in the ramdisk cache (cachedir.Dir), shared by
+// every test process: go test ./... runs the packages that boot VMs in
+// parallel, and each used to link the agent and pack its own initramfs.
+// The binary and cmd/mkramdisk are linked in a place of their own below
+// the cache, per repository and package, under a lock, so go build finds
+// them up to date and does not link again when the sources have not
+// changed. mkramdisk -cached then makes or finds ramdisk.BuildCached's
+// entry for that binary, the kernel, the files and mkramdisk itself. It
+// runs as its own process because in a test binary built with -race,
+// packing the initramfs takes minutes instead of seconds. The files are
+// read-only by convention: nothing may change them.
+func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string) (*Ramdisk, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := cachedir.Dir()
+	if err != nil {
+		return nil, err
+	}
+	name, target := "ironic-agent", "./cmd/ironic-agent"
+	if pkg != "" {
+		name, target = filepath.Base(pkg), pkg
+	}
+	sum := sha256.Sum256([]byte(root + "\x00" + target))
+	dir := filepath.Join(cache, "agents", hex.EncodeToString(sum[:8]))
+	bin, mk := filepath.Join(dir, name), filepath.Join(dir, "mkramdisk")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	// Held until the ramdisk is made from the binary: no other process
+	// relinks it in between.
+	unlock, err := cachedir.Lock(ctx, filepath.Join(dir, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if pkg == "" {
+		err = ramdisk.BuildAgent(ctx, root, bin)
+	} else {
+		err = goBuild(ctx, root, bin, pkg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := goBuild(ctx, root, mk, "./cmd/mkramdisk"); err != nil {
+		return nil, err
+	}
+	mkSum, err := cachedir.FileSHA256(mk)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-cached", "-json", "-cache", cache, "-agent", bin, "-cache-key", "mkramdisk " + mkSum}
+	if p := os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"); p != "" {
+		args = append(args, "-kernel-package", p)
+	}
+	for _, dst := range slices.Sorted(maps.Keys(files)) {
+		args = append(args, "-file", dst+"="+files[dst])
+	}
+	cmd := exec.CommandContext(ctx, mk, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("qemu: %s %s: %w: %s", mk, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	var res struct {
+		Kernel, Initramfs, Agent     string
+		InitramfsRaw                 string
+		KernelPackage, KernelVersion string
+		Cached                       bool
+		Modules                      []struct{ Name string }
+		Firmware                     []ramdisk.FirmwareFile
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("qemu: mkramdisk -json printed %q: %w", out, err)
+	}
+	rd := &Ramdisk{Kernel: res.Kernel, Initrd: res.Initramfs, Agent: res.Agent, KernelVersion: res.KernelVersion,
+		KernelPackage: res.KernelPackage, Cached: res.Cached, InitrdRaw: res.InitramfsRaw, Firmware: res.Firmware}
+	for _, m := range res.Modules {
+		rd.Modules = append(rd.Modules, m.Name)
+	}
+	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, filepath.Join(cache, "kernel", res.KernelVersion, "vmlinuz"))
+	return rd, nil
+}
+
+// goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)
+// at out; go build leaves an up-to-date out alone.
+func goBuild(ctx context.Context, root, out, pkg string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("qemu: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
