@@ -22,7 +22,7 @@ import (
 // the pci-devices, numa-topology and dmi-decode collectors' data, the
 // parts of the inspection data a tree can give. The collectors over the
 // tree must give IPA's documents up to the differences the side-by-side
-// allow-list explains (the same comparison, internal/ipadiff) and those
+// allow-list explains (the same comparison, internal/testbed/ipa/ipadiff) and those
 // of the fixture's own ipa13-differences.json: what the live machine had
 // and a recorded tree cannot. Each entry of the fixture's own list must
 // still match a difference, so the list shrinks with the gaps.

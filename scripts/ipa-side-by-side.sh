@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Boots IPA 13's ramdisk (Debian forky's ironic-python-agent 13.0.0, built by
 # internal/testbed/ipa and cached) and ours on the same QEMU machine
-# against the same Ironic, and prints the numbers of the README's "IPA 13
-# side by side" tables and the field-by-field comparisons, from the tests of
+# against the same Ironic, and prints the side-by-side figures (METRIC lines
+# for docs/performance.md) and the field-by-field comparisons, from the tests of
 # e2e/vm (all behind IPA_SIDE_BY_SIDE=1):
 #
 #   TestVMIPASideBySide  inspection data compared (SeaBIOS and OVMF); ramdisk
@@ -18,16 +18,14 @@
 #   TestVMIPAMemory      the smallest memory that completes the qcow2 flow,
 #                        bisected ($IPA_SIDE_MEMORY_STEPS boots per agent)
 #
-# Every number of the README's "IPA 13 side by side" tables is on a
-# "numbers:" line of this output (the memory bisection's tries on its
-# "<agent> at <N> MiB:" lines).
+# Every side-by-side figure is on a METRIC line of this output (the memory
+# bisection's tries on its "<agent> at <N> MiB:" lines); scripts/perf-page.sh
+# puts them on docs/performance.md.
 #
 # Needs root (debootstrap, network namespaces for lldpd) and the packages of
 # test.sh. The first run builds IPA's root filesystem (about 8 min) and the
-# initramfs; later runs take them from the cache. Under TCG on 2 vCPUs at
-# load 5-15: TestVMIPASideBySide 11 min, TestVMIPASteps 15 min,
-# TestVMIPADeploy 28 min, TestVMIPAMemory 21 min (README: IPA 13 side by
-# side).
+# initramfs; later runs take them from the cache. Under TCG each of the
+# four tests takes tens of minutes (docs/testing.md: IPA side by side).
 #
 #   IPA_SIDE_DEPLOY_RUNS=ipa:qcow2,ours:raw  picks TestVMIPADeploy's runs
 #   IPA_SIDE_MEMORY_STEPS=N                  TestVMIPAMemory's boots per agent

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Startup-to-API-ready time and idle resident memory of the real binary, the
-# two numbers the README compares with IPA (1.15 s, 82 MiB).
+# two figures docs/performance.md compares with IPA's.
 #
 # The agent runs standalone (no Ironic round trips) on 127.0.0.1:$PORT with
 # the real inventory of this machine. "Ready" is the timestamp of the agent's

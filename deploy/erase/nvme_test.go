@@ -273,7 +273,7 @@ func TestNVMeEraseWithoutDevice(t *testing.T) {
 }
 
 // qemuExchanges are the recorded exchanges with QEMU 7.2's controller
-// (deploy/nvme/nvmevm) named by whats, in that order.
+// (e2e/hw) named by whats, in that order.
 func qemuExchanges(t *testing.T, whats ...string) []nvme.Exchange {
 	t.Helper()
 	raw, err := os.ReadFile("../nvme/testdata/qemu-7.2-nvme.json")

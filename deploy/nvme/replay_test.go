@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// qemuRecording is what TestNativeNVMeInQEMU (deploy/nvme/nvmevm)
+// qemuRecording is what TestNativeNVMeInQEMU (e2e/hw)
 // recorded from QEMU 7.2's emulated controller through the kernel.
 const qemuRecording = "testdata/qemu-7.2-nvme.json"
 

@@ -48,7 +48,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	s := services(t)
 	if !s.series.Host() {
 		// Beside the default series' run, another series' costs more
-		// minutes than ./test.sh has (README: Slow VM scenarios).
+		// minutes than ./test.sh has (docs/testing.md: Environment switches).
 		slowScenario(t)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)

@@ -44,11 +44,11 @@ func slowRun() bool { return os.Getenv("E2E_VM_SLOW") == "1" }
 // firmware of a scenario whose first one runs by default (PXE, the deployed
 // OS, rescue, RAID deploy) and the power cuts, whose Ironic timeouts alone
 // take minutes: together they would push ./test.sh past its 45 minutes
-// (README: Slow VM scenarios).
+// (docs/testing.md: Environment switches).
 func slowScenario(t *testing.T) {
 	t.Helper()
 	if !slowRun() {
-		t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (README: Slow VM scenarios)")
+		t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
 	}
 }
 
@@ -61,7 +61,7 @@ func slowScenario(t *testing.T) {
 // RAID, multipath, erase, networks). The second round keeps the rest: the
 // lifecycle, built-in inspection and discovery, fast track, Metal3,
 // service steps, the config drive, UEFI boot loader installation
-// (README: Newer Ironic series).
+// (docs/testing.md: Ironic series).
 func seriesIndependent(t *testing.T) {
 	t.Helper()
 	series, err := ironic.SeriesFromEnv()
@@ -69,7 +69,7 @@ func seriesIndependent(t *testing.T) {
 		return // a bad $IRONIC_SERIES fails in services
 	}
 	if def, _ := ironic.ParseSeries(""); series != def {
-		t.Skipf("SKIPPED: series-independent scenario: runs in the default series' round (%s) only; E2E_VM_SLOW=1 runs it with %s=%s too (README: Newer Ironic series)",
+		t.Skipf("SKIPPED: series-independent scenario: runs in the default series' round (%s) only; E2E_VM_SLOW=1 runs it with %s=%s too (docs/testing.md: Ironic series)",
 			def, ironic.SeriesEnv, string(series))
 	}
 }

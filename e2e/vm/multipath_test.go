@@ -38,7 +38,7 @@ const (
 //     serial and wwn for a map, and neither path;
 //   - automated cleaning (erase_devices_metadata) erases the map once and
 //     no path;
-//   - a deploy of internal/osimage's BIOS whole-disk image whose
+//   - a deploy of internal/testbed/osimage's BIOS whole-disk image whose
 //     root-device hints name the LUN's wwn and serial chooses the map and
 //     writes the image to it, and the host reads the image back from the
 //     one file behind both paths; the config drive goes into a partition

@@ -313,7 +313,7 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 	}
 	if !series.Host() {
 		// Beside the default series' run, another series' costs more
-		// minutes than ./test.sh has (README: Slow VM scenarios).
+		// minutes than ./test.sh has (docs/testing.md: Environment switches).
 		slowScenario(t)
 	}
 	bed := provisioningNetwork(t)

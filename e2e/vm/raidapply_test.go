@@ -208,7 +208,7 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 		t.Logf("%s: %q; last_error: %s", what, n.ProvisionState, n.LastError)
 		reportSeconds(t, time.Since(start), what+"_s")
 		if n.ProvisionState != "service failed" || !strings.Contains(n.LastError, wantError) {
-			t.Errorf("%s: %q with last_error %q, want \"service failed\" with %q (README: Software RAID, service steps)", what, n.ProvisionState, n.LastError, wantError)
+			t.Errorf("%s: %q with last_error %q, want \"service failed\" with %q (docs/steps.md: software RAID, service steps)", what, n.ProvisionState, n.LastError, wantError)
 		}
 	}
 

@@ -5,7 +5,7 @@
 // through devtmpfs; with no udev, Create links /dev/mapper/NAME to that
 // node itself, as libdevmapper does when udev is not running. The agent makes
 // its multipath maps with it (deploy/multipath); the failing-disk test
-// bed (internal/dmtest) its error, flakey and delay disks.
+// bed (internal/testbed/dmtest) its error, flakey and delay disks.
 package devmapper
 
 import (

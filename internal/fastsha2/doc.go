@@ -5,7 +5,7 @@
 // servers. There, integer-only, fully unrolled assembly block functions
 // hash about twice as fast as Go's generic code (as fast as OpenSSL's
 // plain x86-64 code, which IPA hashes with); under QEMU's emulation the
-// gap decided an image deploy's speed (README, "IPA 13 side by side").
+// gap decided an image deploy's speed (docs/testing.md: IPA side by side).
 // Where Go has its AVX2 or SHA-NI code, and on other architectures, the
 // constructors return crypto/sha256's and crypto/sha512's hashes.
 package fastsha2
