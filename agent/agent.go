@@ -26,6 +26,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/shacrypt"
 	"github.com/ironic-go/ironic-agent/internal/sntp"
@@ -151,7 +152,7 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		opts.Machine = HostMachine{}
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.Real{}
 	}
 	if opts.InterfaceWait == 0 {
 		opts.InterfaceWait = 60 * time.Second
@@ -599,7 +600,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // sleep waits d on the agent's clock, or until ctx ends.
 func (a *Agent) sleep(ctx context.Context, d time.Duration) error {
-	return sleep(ctx, a.opts.Clock, d)
+	return clock.SleepOn(ctx, a.opts.Clock, d)
 }
 
 func (a *Agent) currentHeartbeatTimeout() time.Duration {

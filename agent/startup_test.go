@@ -47,9 +47,4 @@ func TestStartupWaitsUseClock(t *testing.T) {
 	if real := time.Since(start); real > 5*time.Second {
 		t.Errorf("the waits slept %v of real time", real)
 	}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := sleep(cancelled, realClock{}, time.Hour); err != context.Canceled {
-		t.Errorf("sleep on a cancelled context: %v", err)
-	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -230,7 +231,7 @@ func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteO
 			return nil, err
 		}
 		opts.Logger.Warn("image write attempt failed, retrying", "image", info.ID, "attempt", attempt, "error", err)
-		if err := sleep(ctx, dl.RetryInterval); err != nil {
+		if err := clock.Sleep(ctx, dl.RetryInterval); err != nil {
 			return nil, err
 		}
 	}
