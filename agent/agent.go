@@ -135,6 +135,9 @@ type Agent struct {
 	injectedInventory bool
 	// multipathMu serialises enableMultipath and watchMultipath's passes.
 	multipathMu sync.Mutex
+	// lookupMu serialises processLookup: its token decisions and the
+	// token files, which are not done under mu.
+	lookupMu sync.Mutex
 }
 
 // New builds an agent. It loads the hardware managers; nothing is sent
@@ -394,8 +397,18 @@ func (a *Agent) SetPartitionUUIDs(v map[string]any) {
 	a.mu.Unlock()
 }
 
-// processLookup applies a lookup reply (IPA's process_lookup_data).
+// processLookup applies a lookup reply (IPA's process_lookup_data): the
+// node and config under mu, then the agent token, whose keeping across
+// restarts reads and writes files and so runs outside mu.
 func (a *Agent) processLookup(res *ironic.LookupResult) {
+	a.lookupMu.Lock()
+	defer a.lookupMu.Unlock()
+	a.applyLookupConfig(res)
+	a.applyLookupToken(res)
+}
+
+// applyLookupConfig records the reply's node and config.
+func (a *Agent) applyLookupConfig(res *ironic.LookupResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.node = res.Node
@@ -411,6 +424,11 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	if res.Config.HeartbeatTimeout > 0 {
 		a.heartbeatTimeout = time.Duration(res.Config.HeartbeatTimeout * float64(time.Second))
 	}
+}
+
+// applyLookupToken takes the reply's agent token, keeping it for a
+// restarted process of this boot.
+func (a *Agent) applyLookupToken(res *ironic.LookupResult) {
 	tok := res.Config.AgentToken
 	switch {
 	case tok == nil:
@@ -418,21 +436,7 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 			a.log.Error("Ironic requires an agent token but sent none")
 		}
 	case *tok == "******":
-		// Issued once per operation: a later lookup gets the mask and
-		// must never replace the token already held.
-		if a.tokens.Token() == "" {
-			if kept := a.loadToken(res.NodeUUID); kept != "" {
-				a.tokens.SetToken(kept)
-				a.log.Info("lookup returned the masked token; using the one an earlier agent process of this boot kept")
-				a.reportInterruptedStep(res.NodeUUID)
-				return
-			}
-		}
-		if a.tokens.Token() == "" {
-			a.log.Error("Ironic sent a masked agent token and this agent holds none (restarted mid-operation?); commands will be refused until a new operation issues one")
-		} else {
-			a.log.Info("lookup returned the masked token; keeping the one held")
-		}
+		a.takeMaskedToken(res.NodeUUID)
 	case len(*tok) >= 32:
 		a.tokens.SetToken(*tok)
 		a.saveToken(res.NodeUUID, *tok)
@@ -440,6 +444,24 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	default:
 		a.log.Warn("ignoring an agent token shorter than 32 characters", "length", len(*tok))
 	}
+}
+
+// takeMaskedToken handles the "******" mask. A token is issued once per
+// operation: a later lookup gets the mask and must never replace the token
+// already held; with none held, the one an earlier process of this boot
+// kept is used, and the step that process did not finish is reported.
+func (a *Agent) takeMaskedToken(uuid string) {
+	if a.tokens.Token() != "" {
+		a.log.Info("lookup returned the masked token; keeping the one held")
+		return
+	}
+	if kept := a.loadToken(uuid); kept != "" {
+		a.tokens.SetToken(kept)
+		a.log.Info("lookup returned the masked token; using the one an earlier agent process of this boot kept")
+		a.reportInterruptedStep(uuid)
+		return
+	}
+	a.log.Error("Ironic sent a masked agent token and this agent holds none (restarted mid-operation?); commands will be refused until a new operation issues one")
 }
 
 // StopServing ends the API (rescue): Run returns.
