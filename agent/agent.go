@@ -478,10 +478,31 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn("this machine was rescued (/etc/.rescued exists): not serving the API")
 		return a.serveRescue(ctx)
 	}
+	stopWatch, err := a.startup(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatch()
+	apiVersion, err := a.findNode(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := a.serve(ctx, apiVersion)
+	if err != nil {
+		return err
+	}
+	return a.shutdown(ctx, s, a.waitForStop(ctx, s))
+}
+
+// startup readies the machine as IPA's start does: the clock, the command
+// executor, the hardware initialisation delay, the md arrays and the
+// multipath maps. It returns the stop of the multipath path checker,
+// which runs until Run returns.
+func (a *Agent) startup(ctx context.Context) (stopWatch func(), err error) {
 	// First, as in IPA: lookup, the TLS certificate and downloads need
 	// the right time; started_at is then read from the clock as set.
 	if err := a.syncClockAtStart(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	a.startedAt = a.opts.Clock.Now()
 	a.exec = command.NewExecutor(ctx, a.extensions(), a.log, func(*command.Result) {
@@ -492,7 +513,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if d := a.cfg.HardwareInitializationDelay; d > 0 {
 		a.log.Info("hardware initialization delay", "delay", d)
 		if err := a.sleep(ctx, d); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	a.assembleRAID(ctx)
@@ -502,9 +523,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	mpCtx, stopMP := context.WithCancel(ctx)
 	mpDone := make(chan struct{})
 	go func() { defer close(mpDone); a.watchMultipath(mpCtx) }()
-	defer func() { stopMP(); <-mpDone }()
+	return func() { stopMP(); <-mpDone }, nil
+}
+
+// findNode waits for the root disk and the network, inspects when asked
+// to, and looks the node up in Ironic. It returns Ironic's API version
+// (zero when standalone).
+func (a *Agent) findNode(ctx context.Context) (ironic.Version, error) {
+	var apiVersion ironic.Version
 	if err := a.waitForRootDisk(ctx); err != nil {
-		return err
+		return apiVersion, err
 	}
 	var inv *inventory.Inventory
 	var err error
@@ -515,7 +543,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		inv, err = a.waitForInterfaces(ctx)
 	}
 	if err != nil {
-		return err
+		return apiVersion, err
 	}
 	a.logVLANs(inv)
 
@@ -524,32 +552,43 @@ func (a *Agent) Run(ctx context.Context) error {
 		inv = a.waitForDHCP(ctx, inv)
 		inspectedUUID = a.inspect(ctx, inv)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return apiVersion, ctx.Err()
 		}
 	}
-
-	var apiVersion ironic.Version
-	if !a.cfg.Standalone {
-		macs := inv.MACs()
-		a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
-		res, err := a.ironic.LookupNode(ctx, a.opts.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
-		if err != nil {
-			return fmt.Errorf("lookup: %w", err)
-		}
-		a.processLookup(res)
-		a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
-		apiVersion = a.ironic.APIVersion(ctx)
+	if a.cfg.Standalone {
+		return apiVersion, nil
 	}
+	macs := inv.MACs()
+	a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
+	res, err := a.ironic.LookupNode(ctx, a.opts.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
+	if err != nil {
+		return apiVersion, fmt.Errorf("lookup: %w", err)
+	}
+	a.processLookup(res)
+	a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
+	return a.ironic.APIVersion(ctx), nil
+}
 
+// serving is the API server and the heartbeat loop while the agent serves.
+type serving struct {
+	srv      *http.Server
+	serveErr chan error
+	stopHB   context.CancelFunc
+	hbDone   chan struct{}
+}
+
+// serve starts the API (with TLS when configured) and, once it listens,
+// the heartbeats.
+func (a *Agent) serve(ctx context.Context, apiVersion ironic.Version) (*serving, error) {
 	tlsCfg, err := a.setupTLS(ctx, apiVersion)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ln := a.opts.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", net.JoinHostPort(a.cfg.ListenHost, strconv.Itoa(a.cfg.ListenPort)))
 		if err != nil {
-			return fmt.Errorf("API listener on %s port %d: %w", a.cfg.ListenHost, a.cfg.ListenPort, err)
+			return nil, fmt.Errorf("API listener on %s port %d: %w", a.cfg.ListenHost, a.cfg.ListenPort, err)
 		}
 	}
 	if tlsCfg != nil {
@@ -564,14 +603,14 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.hb.Float64 = a.opts.Backoff.Float64
 		}
 	}
-	srv := &http.Server{
+	s := &serving{serveErr: make(chan error, 1), hbDone: make(chan struct{})}
+	s.srv = &http.Server{
 		Handler: (&api.Server{Exec: a.exec, Tokens: a.tokens, Version: version.Version(),
 			StartedAt: func() time.Time { return a.startedAt }, Log: a.log}).Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
@@ -581,36 +620,49 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.opts.Ready(scheme + "://" + ln.Addr().String())
 	}
 
-	hbCtx, stopHB := context.WithCancel(ctx)
-	hbDone := make(chan struct{})
+	var hbCtx context.Context
+	hbCtx, s.stopHB = context.WithCancel(ctx)
 	if a.hb != nil {
 		// First heartbeat once the API listens, as IPA does.
-		go func() { defer close(hbDone); a.hb.Run(hbCtx) }()
+		go func() { defer close(s.hbDone); a.hb.Run(hbCtx) }()
 	} else {
-		close(hbDone)
+		close(s.hbDone)
 	}
+	return s, nil
+}
 
-	var runErr error
+// waitForStop blocks until ctx ends, a command stops the API, or the
+// server fails; it returns the server's failure.
+func (a *Agent) waitForStop(ctx context.Context, s *serving) error {
 	select {
 	case <-ctx.Done():
 		a.log.Info("shutting down")
 	case <-a.stopServing:
 		a.log.Info("stopped serving on request")
-	case err := <-serveErr:
-		runErr = fmt.Errorf("API server: %w", err)
+	case err := <-s.serveErr:
+		return fmt.Errorf("API server: %w", err)
 	}
-	stopHB()
-	<-hbDone
+	return nil
+}
+
+// shutdown stops the heartbeats and the API, gives a running command a
+// little time, then locks the machine down or serves the rescuer when a
+// command asked for it. runErr is the server's failure, returned as is.
+func (a *Agent) shutdown(ctx context.Context, s *serving, runErr error) error {
+	s.stopHB()
+	<-s.hbDone
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(shutCtx)
+	_ = s.srv.Shutdown(shutCtx)
 	waitDone := make(chan struct{})
 	go func() { a.exec.Wait(); close(waitDone) }()
+	timeout, stop := a.opts.Clock.After(10 * time.Second)
 	select {
 	case <-waitDone:
-	case <-time.After(10 * time.Second):
+	case <-timeout:
 		a.log.Warn("async command still running at shutdown")
 	}
+	stop()
 	if runErr == nil && a.isLockedDown() {
 		a.lockdownSystem(ctx)
 	}
