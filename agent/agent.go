@@ -35,7 +35,8 @@ import (
 	"github.com/ironic-go/ironic-agent/lldp"
 )
 
-// Options are what the agent is built from. Only Config is required.
+// Options are what the agent is built from. Only Config is required: the
+// zero value of every other field is IPA's behaviour on the real machine.
 type Options struct {
 	Config *config.Config
 	Log    *slog.Logger
@@ -45,6 +46,32 @@ type Options struct {
 	// Managers are extra hardware managers registered at build time; the
 	// generic manager and the executable-steps manager are always added.
 	Managers []func() hwmgr.Manager
+	// Rescue serves the rescuer's logins once finalize_rescue stopped the
+	// API (and after a restart on a rescued machine), until ctx ends; nil:
+	// the agent only stays alive.
+	Rescue func(ctx context.Context, password *shacrypt.Hash) error
+	// StateRoot prefixes the paths the agent itself writes or checks
+	// (/etc/.rescued, the rescue password); "" means "/".
+	StateRoot string
+	// EFIVars is the efivarfs directory boot entries are written to; "":
+	// /sys/firmware/efi/efivars.
+	EFIVars string
+	// SkipRAIDAssembly leaves the machine's md arrays alone at start.
+	// Otherwise they are assembled as IPA's initialize does, on the live
+	// machine, for an agent not confined to allowed devices. Tests that
+	// run the agent on the host set it.
+	SkipRAIDAssembly bool
+	// DisableMultipath makes no multipath maps of the disks reached over
+	// several SCSI paths. Otherwise the maps are made as IPA's initialize
+	// does (same rule as SkipRAIDAssembly).
+	DisableMultipath bool
+	// Hooks replace the machine, the network and time in tests.
+	Hooks Hooks
+}
+
+// Hooks are the agent's test seams. The zero value is the real machine:
+// every nil or zero field below says what it is replaced by.
+type Hooks struct {
 	// Machine powers off, reboots and flushes; nil: the real host.
 	Machine Machine
 	// Inventory collects the inventory; nil: collector.Collect below
@@ -59,7 +86,8 @@ type Options struct {
 	// Listener is used instead of listening on listen_host:listen_port.
 	Listener net.Listener
 	// Backoff (lookup and inspection retries) and Clock (start-up waits
-	// and deadlines, heartbeats) replace time and randomness in tests.
+	// and deadlines, heartbeats, the shutdown's wait) replace time and
+	// randomness.
 	Backoff ironic.Backoff
 	Clock   Clock
 	// Ready is called with the API's base URL once it is listening.
@@ -69,16 +97,6 @@ type Options struct {
 	// ShutdownDelay is how long power_off and run_image wait before acting,
 	// so their HTTP reply reaches Ironic (1 s).
 	ShutdownDelay time.Duration
-	// Rescue serves the rescuer's logins once finalize_rescue stopped the
-	// API (and after a restart on a rescued machine), until ctx ends; nil:
-	// the agent only stays alive.
-	Rescue func(ctx context.Context, password *shacrypt.Hash) error
-	// StateRoot prefixes the paths the agent itself writes or checks
-	// (/etc/.rescued, the rescue password); "" means "/".
-	StateRoot string
-	// EFIVars is the efivarfs directory boot entries are written to; "":
-	// /sys/firmware/efi/efivars.
-	EFIVars string
 	// NTP measures the clock's offset from ntp_server; nil: the SNTP
 	// client on port 123. The clock itself is set through Machine.
 	NTP func(ctx context.Context, server string) (sntp.Sample, error)
@@ -87,13 +105,6 @@ type Options struct {
 	// netlink, or none when the inventory is not this machine's (a fixture
 	// tree, or Inventory given).
 	LockdownNICs func(ctx context.Context) error
-	// AssembleRAID assembles the machine's md arrays at start, as IPA's
-	// initialize (the agent of `ironic-agent run`; never in tests that
-	// run the agent on the host).
-	AssembleRAID bool
-	// EnableMultipath makes multipath maps of the disks reached over
-	// several SCSI paths, as IPA's initialize (same rule as AssembleRAID).
-	EnableMultipath bool
 }
 
 // Agent is one running agent.
@@ -130,7 +141,7 @@ type Agent struct {
 	// lockedDown: system.lockdown ran; Run brings the NICs down once the
 	// API stopped and does not return until its context ends.
 	lockedDown bool
-	// injectedInventory: Options.Inventory was given, so the inventory may
+	// injectedInventory: Options.Hooks.Inventory was given, so the inventory may
 	// not describe this machine (see defaultLockdownNICs).
 	injectedInventory bool
 	// multipathMu serialises enableMultipath and watchMultipath's passes.
@@ -151,17 +162,17 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.LogRing == nil {
 		opts.LogRing = NewLogRing(1 << 20)
 	}
-	if opts.Machine == nil {
-		opts.Machine = HostMachine{}
+	if opts.Hooks.Machine == nil {
+		opts.Hooks.Machine = HostMachine{}
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
+	if opts.Hooks.Clock == nil {
+		opts.Hooks.Clock = clock.Real{}
 	}
-	if opts.InterfaceWait == 0 {
-		opts.InterfaceWait = 60 * time.Second
+	if opts.Hooks.InterfaceWait == 0 {
+		opts.Hooks.InterfaceWait = 60 * time.Second
 	}
-	if opts.ShutdownDelay == 0 {
-		opts.ShutdownDelay = time.Second
+	if opts.Hooks.ShutdownDelay == 0 {
+		opts.Hooks.ShutdownDelay = time.Second
 	}
 	if opts.StateRoot == "" {
 		opts.StateRoot = "/"
@@ -170,28 +181,28 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		cfg:              cfg,
 		log:              opts.Log,
 		ring:             opts.LogRing,
-		machine:          opts.Machine,
+		machine:          opts.Hooks.Machine,
 		opts:             opts,
 		tokens:           &api.Tokens{},
 		heartbeatTimeout: 300 * time.Second,
 		stopServing:      make(chan struct{}),
 	}
-	a.injectedInventory = opts.Inventory != nil
-	if opts.LockdownNICs == nil {
-		a.opts.LockdownNICs = a.defaultLockdownNICs
+	a.injectedInventory = opts.Hooks.Inventory != nil
+	if opts.Hooks.LockdownNICs == nil {
+		a.opts.Hooks.LockdownNICs = a.defaultLockdownNICs
 	}
-	if opts.Inventory == nil {
-		a.opts.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
+	if opts.Hooks.Inventory == nil {
+		a.opts.Hooks.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
 			return collector.Collect(ctx, collector.Options{
 				Root: cfg.InventoryRoot, Logger: a.log, CollectLLDP: cfg.CollectLLDP, LLDPTimeout: cfg.LLDPTimeout,
 				LLDP: a.lldpCapturer(), SkipBMC: a.skipBMC(),
 			})
 		}
 	}
-	if opts.Disks == nil {
-		a.opts.Disks = func(ctx context.Context) ([]inventory.Disk, error) {
-			if opts.Inventory != nil {
-				inv, err := opts.Inventory(ctx)
+	if opts.Hooks.Disks == nil {
+		a.opts.Hooks.Disks = func(ctx context.Context) ([]inventory.Disk, error) {
+			if opts.Hooks.Inventory != nil {
+				inv, err := opts.Hooks.Inventory(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -200,12 +211,12 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 			return collector.Disks(ctx, collector.Options{Root: cfg.InventoryRoot, Logger: a.log})
 		}
 	}
-	if opts.BlockDevices == nil {
+	if opts.Hooks.BlockDevices == nil {
 		// The allowed devices are real /dev paths that steps erase and
 		// write, so their records come from the live machine even when the
 		// inventory is read from a fixture tree (--inventory-root): a
 		// recorded tree knows other devices, or stale sizes of the same names.
-		a.opts.BlockDevices = func(ctx context.Context, names []string) ([]inventory.Disk, error) {
+		a.opts.Hooks.BlockDevices = func(ctx context.Context, names []string) ([]inventory.Disk, error) {
 			return collector.BlockDevices(ctx, collector.Options{Logger: a.log}, names)
 		}
 	}
@@ -339,7 +350,7 @@ func (a *Agent) Inventory(ctx context.Context) (*inventory.Inventory, error) {
 
 func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, error) {
 	a.enableMultipath(ctx)
-	inv, err := a.opts.Inventory(ctx)
+	inv, err := a.opts.Hooks.Inventory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -353,12 +364,12 @@ func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, err
 // when the agent is confined, else the inventory's disks.
 func (a *Agent) Disks(ctx context.Context) ([]inventory.Disk, error) {
 	if len(a.cfg.AllowedDevices) > 0 {
-		return a.opts.BlockDevices(ctx, a.cfg.AllowedDevices)
+		return a.opts.Hooks.BlockDevices(ctx, a.cfg.AllowedDevices)
 	}
 	// Listed afresh each time, as IPA lists block devices for every erase:
 	// disks can appear after start-up (RAID volumes, slow controllers).
 	a.enableMultipath(ctx)
-	return a.opts.Disks(ctx)
+	return a.opts.Hooks.Disks(ctx)
 }
 
 // Node returns the node last received (lookup or a command's node
@@ -504,7 +515,7 @@ func (a *Agent) startup(ctx context.Context) (stopWatch func(), err error) {
 	if err := a.syncClockAtStart(ctx); err != nil {
 		return nil, err
 	}
-	a.startedAt = a.opts.Clock.Now()
+	a.startedAt = a.opts.Hooks.Clock.Now()
 	a.exec = command.NewExecutor(ctx, a.extensions(), a.log, func(*command.Result) {
 		if a.hb != nil {
 			a.hb.Force()
@@ -560,7 +571,7 @@ func (a *Agent) findNode(ctx context.Context) (ironic.Version, error) {
 	}
 	macs := inv.MACs()
 	a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
-	res, err := a.ironic.LookupNode(ctx, a.opts.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
+	res, err := a.ironic.LookupNode(ctx, a.opts.Hooks.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
 	if err != nil {
 		return apiVersion, fmt.Errorf("lookup: %w", err)
 	}
@@ -584,7 +595,7 @@ func (a *Agent) serve(ctx context.Context, apiVersion ironic.Version) (*serving,
 	if err != nil {
 		return nil, err
 	}
-	ln := a.opts.Listener
+	ln := a.opts.Hooks.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", net.JoinHostPort(a.cfg.ListenHost, strconv.Itoa(a.cfg.ListenPort)))
 		if err != nil {
@@ -598,9 +609,9 @@ func (a *Agent) serve(ctx context.Context, apiVersion ironic.Version) (*serving,
 		// Made before the API serves: finished async commands force a
 		// heartbeat through it.
 		a.hb = NewHeartbeater(a.sendHeartbeat, a.currentHeartbeatTimeout, a.log)
-		a.hb.Clock = a.opts.Clock
-		if a.opts.Backoff.Float64 != nil {
-			a.hb.Float64 = a.opts.Backoff.Float64
+		a.hb.Clock = a.opts.Hooks.Clock
+		if a.opts.Hooks.Backoff.Float64 != nil {
+			a.hb.Float64 = a.opts.Hooks.Backoff.Float64
 		}
 	}
 	s := &serving{serveErr: make(chan error, 1), hbDone: make(chan struct{})}
@@ -616,8 +627,8 @@ func (a *Agent) serve(ctx context.Context, apiVersion ironic.Version) (*serving,
 		scheme = "https"
 	}
 	a.log.Info("agent API listening", "address", ln.Addr().String(), "scheme", scheme, "callback_url", a.callbackURL)
-	if a.opts.Ready != nil {
-		a.opts.Ready(scheme + "://" + ln.Addr().String())
+	if a.opts.Hooks.Ready != nil {
+		a.opts.Hooks.Ready(scheme + "://" + ln.Addr().String())
 	}
 
 	var hbCtx context.Context
@@ -656,7 +667,7 @@ func (a *Agent) shutdown(ctx context.Context, s *serving, runErr error) error {
 	_ = s.srv.Shutdown(shutCtx)
 	waitDone := make(chan struct{})
 	go func() { a.exec.Wait(); close(waitDone) }()
-	timeout, stop := a.opts.Clock.After(10 * time.Second)
+	timeout, stop := a.opts.Hooks.Clock.After(10 * time.Second)
 	select {
 	case <-waitDone:
 	case <-timeout:
@@ -674,7 +685,7 @@ func (a *Agent) shutdown(ctx context.Context, s *serving, runErr error) error {
 
 // sleep waits d on the agent's clock, or until ctx ends.
 func (a *Agent) sleep(ctx context.Context, d time.Duration) error {
-	return clock.SleepOn(ctx, a.opts.Clock, d)
+	return clock.SleepOn(ctx, a.opts.Hooks.Clock, d)
 }
 
 func (a *Agent) currentHeartbeatTimeout() time.Duration {

@@ -240,7 +240,7 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 		}
 		return func(ctx context.Context) (any, error) {
 			// Let the RUNNING reply reach Ironic before the machine goes.
-			if err := a.sleep(ctx, a.opts.ShutdownDelay); err != nil {
+			if err := a.sleep(ctx, a.opts.Hooks.ShutdownDelay); err != nil {
 				return nil, err
 			}
 			if err := a.syncClocksBeforeShutdown(ctx); err != nil {

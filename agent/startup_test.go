@@ -19,7 +19,7 @@ func TestStartupWaitsUseClock(t *testing.T) {
 	a := &Agent{
 		cfg: &config.Config{DiskWaitAttempts: 10, DiskWaitDelay: 3 * time.Second},
 		log: slog.New(slog.DiscardHandler),
-		opts: Options{
+		opts: Options{Hooks: Hooks{
 			Clock:         clock,
 			InterfaceWait: time.Minute,
 			Inventory: func(context.Context) (*inventory.Inventory, error) {
@@ -27,7 +27,7 @@ func TestStartupWaitsUseClock(t *testing.T) {
 				return &inventory.Inventory{}, nil
 			},
 			Disks: func(context.Context) ([]inventory.Disk, error) { return nil, nil },
-		},
+		}},
 	}
 	ctx := context.Background()
 	start := time.Now()
