@@ -26,6 +26,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/collector"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/shacrypt"
 	"github.com/ironic-go/ironic-agent/internal/sntp"
@@ -34,7 +35,8 @@ import (
 	"github.com/ironic-go/ironic-agent/lldp"
 )
 
-// Options are what the agent is built from. Only Config is required.
+// Options are what the agent is built from. Only Config is required: the
+// zero value of every other field is IPA's behaviour on the real machine.
 type Options struct {
 	Config *config.Config
 	Log    *slog.Logger
@@ -44,6 +46,32 @@ type Options struct {
 	// Managers are extra hardware managers registered at build time; the
 	// generic manager and the executable-steps manager are always added.
 	Managers []func() hwmgr.Manager
+	// Rescue serves the rescuer's logins once finalize_rescue stopped the
+	// API (and after a restart on a rescued machine), until ctx ends; nil:
+	// the agent only stays alive.
+	Rescue func(ctx context.Context, password *shacrypt.Hash) error
+	// StateRoot prefixes the paths the agent itself writes or checks
+	// (/etc/.rescued, the rescue password); "" means "/".
+	StateRoot string
+	// EFIVars is the efivarfs directory boot entries are written to; "":
+	// /sys/firmware/efi/efivars.
+	EFIVars string
+	// SkipRAIDAssembly leaves the machine's md arrays alone at start.
+	// Otherwise they are assembled as IPA's initialize does, on the live
+	// machine, for an agent not confined to allowed devices. Tests that
+	// run the agent on the host set it.
+	SkipRAIDAssembly bool
+	// DisableMultipath makes no multipath maps of the disks reached over
+	// several SCSI paths. Otherwise the maps are made as IPA's initialize
+	// does (same rule as SkipRAIDAssembly).
+	DisableMultipath bool
+	// Hooks replace the machine, the network and time in tests.
+	Hooks Hooks
+}
+
+// Hooks are the agent's test seams. The zero value is the real machine:
+// every nil or zero field below says what it is replaced by.
+type Hooks struct {
 	// Machine powers off, reboots and flushes; nil: the real host.
 	Machine Machine
 	// Inventory collects the inventory; nil: collector.Collect below
@@ -58,7 +86,8 @@ type Options struct {
 	// Listener is used instead of listening on listen_host:listen_port.
 	Listener net.Listener
 	// Backoff (lookup and inspection retries) and Clock (start-up waits
-	// and deadlines, heartbeats) replace time and randomness in tests.
+	// and deadlines, heartbeats, the shutdown's wait) replace time and
+	// randomness.
 	Backoff ironic.Backoff
 	Clock   Clock
 	// Ready is called with the API's base URL once it is listening.
@@ -68,16 +97,6 @@ type Options struct {
 	// ShutdownDelay is how long power_off and run_image wait before acting,
 	// so their HTTP reply reaches Ironic (1 s).
 	ShutdownDelay time.Duration
-	// Rescue serves the rescuer's logins once finalize_rescue stopped the
-	// API (and after a restart on a rescued machine), until ctx ends; nil:
-	// the agent only stays alive.
-	Rescue func(ctx context.Context, password *shacrypt.Hash) error
-	// StateRoot prefixes the paths the agent itself writes or checks
-	// (/etc/.rescued, the rescue password); "" means "/".
-	StateRoot string
-	// EFIVars is the efivarfs directory boot entries are written to; "":
-	// /sys/firmware/efi/efivars.
-	EFIVars string
 	// NTP measures the clock's offset from ntp_server; nil: the SNTP
 	// client on port 123. The clock itself is set through Machine.
 	NTP func(ctx context.Context, server string) (sntp.Sample, error)
@@ -86,13 +105,6 @@ type Options struct {
 	// netlink, or none when the inventory is not this machine's (a fixture
 	// tree, or Inventory given).
 	LockdownNICs func(ctx context.Context) error
-	// AssembleRAID assembles the machine's md arrays at start, as IPA's
-	// initialize (the agent of `ironic-agent run`; never in tests that
-	// run the agent on the host).
-	AssembleRAID bool
-	// EnableMultipath makes multipath maps of the disks reached over
-	// several SCSI paths, as IPA's initialize (same rule as AssembleRAID).
-	EnableMultipath bool
 }
 
 // Agent is one running agent.
@@ -129,11 +141,14 @@ type Agent struct {
 	// lockedDown: system.lockdown ran; Run brings the NICs down once the
 	// API stopped and does not return until its context ends.
 	lockedDown bool
-	// injectedInventory: Options.Inventory was given, so the inventory may
+	// injectedInventory: Options.Hooks.Inventory was given, so the inventory may
 	// not describe this machine (see defaultLockdownNICs).
 	injectedInventory bool
 	// multipathMu serialises enableMultipath and watchMultipath's passes.
 	multipathMu sync.Mutex
+	// lookupMu serialises processLookup: its token decisions and the
+	// token files, which are not done under mu.
+	lookupMu sync.Mutex
 }
 
 // New builds an agent. It loads the hardware managers; nothing is sent
@@ -147,17 +162,17 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.LogRing == nil {
 		opts.LogRing = NewLogRing(1 << 20)
 	}
-	if opts.Machine == nil {
-		opts.Machine = HostMachine{}
+	if opts.Hooks.Machine == nil {
+		opts.Hooks.Machine = HostMachine{}
 	}
-	if opts.Clock == nil {
-		opts.Clock = realClock{}
+	if opts.Hooks.Clock == nil {
+		opts.Hooks.Clock = clock.Real{}
 	}
-	if opts.InterfaceWait == 0 {
-		opts.InterfaceWait = 60 * time.Second
+	if opts.Hooks.InterfaceWait == 0 {
+		opts.Hooks.InterfaceWait = 60 * time.Second
 	}
-	if opts.ShutdownDelay == 0 {
-		opts.ShutdownDelay = time.Second
+	if opts.Hooks.ShutdownDelay == 0 {
+		opts.Hooks.ShutdownDelay = time.Second
 	}
 	if opts.StateRoot == "" {
 		opts.StateRoot = "/"
@@ -166,28 +181,28 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		cfg:              cfg,
 		log:              opts.Log,
 		ring:             opts.LogRing,
-		machine:          opts.Machine,
+		machine:          opts.Hooks.Machine,
 		opts:             opts,
 		tokens:           &api.Tokens{},
 		heartbeatTimeout: 300 * time.Second,
 		stopServing:      make(chan struct{}),
 	}
-	a.injectedInventory = opts.Inventory != nil
-	if opts.LockdownNICs == nil {
-		a.opts.LockdownNICs = a.defaultLockdownNICs
+	a.injectedInventory = opts.Hooks.Inventory != nil
+	if opts.Hooks.LockdownNICs == nil {
+		a.opts.Hooks.LockdownNICs = a.defaultLockdownNICs
 	}
-	if opts.Inventory == nil {
-		a.opts.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
+	if opts.Hooks.Inventory == nil {
+		a.opts.Hooks.Inventory = func(ctx context.Context) (*inventory.Inventory, error) {
 			return collector.Collect(ctx, collector.Options{
 				Root: cfg.InventoryRoot, Logger: a.log, CollectLLDP: cfg.CollectLLDP, LLDPTimeout: cfg.LLDPTimeout,
 				LLDP: a.lldpCapturer(), SkipBMC: a.skipBMC(),
 			})
 		}
 	}
-	if opts.Disks == nil {
-		a.opts.Disks = func(ctx context.Context) ([]inventory.Disk, error) {
-			if opts.Inventory != nil {
-				inv, err := opts.Inventory(ctx)
+	if opts.Hooks.Disks == nil {
+		a.opts.Hooks.Disks = func(ctx context.Context) ([]inventory.Disk, error) {
+			if opts.Hooks.Inventory != nil {
+				inv, err := opts.Hooks.Inventory(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -196,12 +211,12 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 			return collector.Disks(ctx, collector.Options{Root: cfg.InventoryRoot, Logger: a.log})
 		}
 	}
-	if opts.BlockDevices == nil {
+	if opts.Hooks.BlockDevices == nil {
 		// The allowed devices are real /dev paths that steps erase and
 		// write, so their records come from the live machine even when the
 		// inventory is read from a fixture tree (--inventory-root): a
 		// recorded tree knows other devices, or stale sizes of the same names.
-		a.opts.BlockDevices = func(ctx context.Context, names []string) ([]inventory.Disk, error) {
+		a.opts.Hooks.BlockDevices = func(ctx context.Context, names []string) ([]inventory.Disk, error) {
 			return collector.BlockDevices(ctx, collector.Options{Logger: a.log}, names)
 		}
 	}
@@ -335,7 +350,7 @@ func (a *Agent) Inventory(ctx context.Context) (*inventory.Inventory, error) {
 
 func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, error) {
 	a.enableMultipath(ctx)
-	inv, err := a.opts.Inventory(ctx)
+	inv, err := a.opts.Hooks.Inventory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -349,12 +364,12 @@ func (a *Agent) refreshInventory(ctx context.Context) (*inventory.Inventory, err
 // when the agent is confined, else the inventory's disks.
 func (a *Agent) Disks(ctx context.Context) ([]inventory.Disk, error) {
 	if len(a.cfg.AllowedDevices) > 0 {
-		return a.opts.BlockDevices(ctx, a.cfg.AllowedDevices)
+		return a.opts.Hooks.BlockDevices(ctx, a.cfg.AllowedDevices)
 	}
 	// Listed afresh each time, as IPA lists block devices for every erase:
 	// disks can appear after start-up (RAID volumes, slow controllers).
 	a.enableMultipath(ctx)
-	return a.opts.Disks(ctx)
+	return a.opts.Hooks.Disks(ctx)
 }
 
 // Node returns the node last received (lookup or a command's node
@@ -393,8 +408,18 @@ func (a *Agent) SetPartitionUUIDs(v map[string]any) {
 	a.mu.Unlock()
 }
 
-// processLookup applies a lookup reply (IPA's process_lookup_data).
+// processLookup applies a lookup reply (IPA's process_lookup_data): the
+// node and config under mu, then the agent token, whose keeping across
+// restarts reads and writes files and so runs outside mu.
 func (a *Agent) processLookup(res *ironic.LookupResult) {
+	a.lookupMu.Lock()
+	defer a.lookupMu.Unlock()
+	a.applyLookupConfig(res)
+	a.applyLookupToken(res)
+}
+
+// applyLookupConfig records the reply's node and config.
+func (a *Agent) applyLookupConfig(res *ironic.LookupResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.node = res.Node
@@ -410,6 +435,11 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	if res.Config.HeartbeatTimeout > 0 {
 		a.heartbeatTimeout = time.Duration(res.Config.HeartbeatTimeout * float64(time.Second))
 	}
+}
+
+// applyLookupToken takes the reply's agent token, keeping it for a
+// restarted process of this boot.
+func (a *Agent) applyLookupToken(res *ironic.LookupResult) {
 	tok := res.Config.AgentToken
 	switch {
 	case tok == nil:
@@ -417,21 +447,7 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 			a.log.Error("Ironic requires an agent token but sent none")
 		}
 	case *tok == "******":
-		// Issued once per operation: a later lookup gets the mask and
-		// must never replace the token already held.
-		if a.tokens.Token() == "" {
-			if kept := a.loadToken(res.NodeUUID); kept != "" {
-				a.tokens.SetToken(kept)
-				a.log.Info("lookup returned the masked token; using the one an earlier agent process of this boot kept")
-				a.reportInterruptedStep(res.NodeUUID)
-				return
-			}
-		}
-		if a.tokens.Token() == "" {
-			a.log.Error("Ironic sent a masked agent token and this agent holds none (restarted mid-operation?); commands will be refused until a new operation issues one")
-		} else {
-			a.log.Info("lookup returned the masked token; keeping the one held")
-		}
+		a.takeMaskedToken(res.NodeUUID)
 	case len(*tok) >= 32:
 		a.tokens.SetToken(*tok)
 		a.saveToken(res.NodeUUID, *tok)
@@ -439,6 +455,24 @@ func (a *Agent) processLookup(res *ironic.LookupResult) {
 	default:
 		a.log.Warn("ignoring an agent token shorter than 32 characters", "length", len(*tok))
 	}
+}
+
+// takeMaskedToken handles the "******" mask. A token is issued once per
+// operation: a later lookup gets the mask and must never replace the token
+// already held; with none held, the one an earlier process of this boot
+// kept is used, and the step that process did not finish is reported.
+func (a *Agent) takeMaskedToken(uuid string) {
+	if a.tokens.Token() != "" {
+		a.log.Info("lookup returned the masked token; keeping the one held")
+		return
+	}
+	if kept := a.loadToken(uuid); kept != "" {
+		a.tokens.SetToken(kept)
+		a.log.Info("lookup returned the masked token; using the one an earlier agent process of this boot kept")
+		a.reportInterruptedStep(uuid)
+		return
+	}
+	a.log.Error("Ironic sent a masked agent token and this agent holds none (restarted mid-operation?); commands will be refused until a new operation issues one")
 }
 
 // StopServing ends the API (rescue): Run returns.
@@ -455,12 +489,33 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn("this machine was rescued (/etc/.rescued exists): not serving the API")
 		return a.serveRescue(ctx)
 	}
+	stopWatch, err := a.startup(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopWatch()
+	apiVersion, err := a.findNode(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := a.serve(ctx, apiVersion)
+	if err != nil {
+		return err
+	}
+	return a.shutdown(ctx, s, a.waitForStop(ctx, s))
+}
+
+// startup readies the machine as IPA's start does: the clock, the command
+// executor, the hardware initialisation delay, the md arrays and the
+// multipath maps. It returns the stop of the multipath path checker,
+// which runs until Run returns.
+func (a *Agent) startup(ctx context.Context) (stopWatch func(), err error) {
 	// First, as in IPA: lookup, the TLS certificate and downloads need
 	// the right time; started_at is then read from the clock as set.
 	if err := a.syncClockAtStart(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	a.startedAt = a.opts.Clock.Now()
+	a.startedAt = a.opts.Hooks.Clock.Now()
 	a.exec = command.NewExecutor(ctx, a.extensions(), a.log, func(*command.Result) {
 		if a.hb != nil {
 			a.hb.Force()
@@ -469,7 +524,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if d := a.cfg.HardwareInitializationDelay; d > 0 {
 		a.log.Info("hardware initialization delay", "delay", d)
 		if err := a.sleep(ctx, d); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	a.assembleRAID(ctx)
@@ -479,9 +534,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	mpCtx, stopMP := context.WithCancel(ctx)
 	mpDone := make(chan struct{})
 	go func() { defer close(mpDone); a.watchMultipath(mpCtx) }()
-	defer func() { stopMP(); <-mpDone }()
+	return func() { stopMP(); <-mpDone }, nil
+}
+
+// findNode waits for the root disk and the network, inspects when asked
+// to, and looks the node up in Ironic. It returns Ironic's API version
+// (zero when standalone).
+func (a *Agent) findNode(ctx context.Context) (ironic.Version, error) {
+	var apiVersion ironic.Version
 	if err := a.waitForRootDisk(ctx); err != nil {
-		return err
+		return apiVersion, err
 	}
 	var inv *inventory.Inventory
 	var err error
@@ -492,7 +554,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		inv, err = a.waitForInterfaces(ctx)
 	}
 	if err != nil {
-		return err
+		return apiVersion, err
 	}
 	a.logVLANs(inv)
 
@@ -501,32 +563,43 @@ func (a *Agent) Run(ctx context.Context) error {
 		inv = a.waitForDHCP(ctx, inv)
 		inspectedUUID = a.inspect(ctx, inv)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return apiVersion, ctx.Err()
 		}
 	}
-
-	var apiVersion ironic.Version
-	if !a.cfg.Standalone {
-		macs := inv.MACs()
-		a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
-		res, err := a.ironic.LookupNode(ctx, a.opts.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
-		if err != nil {
-			return fmt.Errorf("lookup: %w", err)
-		}
-		a.processLookup(res)
-		a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
-		apiVersion = a.ironic.APIVersion(ctx)
+	if a.cfg.Standalone {
+		return apiVersion, nil
 	}
+	macs := inv.MACs()
+	a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
+	res, err := a.ironic.LookupNode(ctx, a.opts.Hooks.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
+	if err != nil {
+		return apiVersion, fmt.Errorf("lookup: %w", err)
+	}
+	a.processLookup(res)
+	a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
+	return a.ironic.APIVersion(ctx), nil
+}
 
+// serving is the API server and the heartbeat loop while the agent serves.
+type serving struct {
+	srv      *http.Server
+	serveErr chan error
+	stopHB   context.CancelFunc
+	hbDone   chan struct{}
+}
+
+// serve starts the API (with TLS when configured) and, once it listens,
+// the heartbeats.
+func (a *Agent) serve(ctx context.Context, apiVersion ironic.Version) (*serving, error) {
 	tlsCfg, err := a.setupTLS(ctx, apiVersion)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ln := a.opts.Listener
+	ln := a.opts.Hooks.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", net.JoinHostPort(a.cfg.ListenHost, strconv.Itoa(a.cfg.ListenPort)))
 		if err != nil {
-			return fmt.Errorf("API listener on %s port %d: %w", a.cfg.ListenHost, a.cfg.ListenPort, err)
+			return nil, fmt.Errorf("API listener on %s port %d: %w", a.cfg.ListenHost, a.cfg.ListenPort, err)
 		}
 	}
 	if tlsCfg != nil {
@@ -536,58 +609,71 @@ func (a *Agent) Run(ctx context.Context) error {
 		// Made before the API serves: finished async commands force a
 		// heartbeat through it.
 		a.hb = NewHeartbeater(a.sendHeartbeat, a.currentHeartbeatTimeout, a.log)
-		a.hb.Clock = a.opts.Clock
-		if a.opts.Backoff.Float64 != nil {
-			a.hb.Float64 = a.opts.Backoff.Float64
+		a.hb.Clock = a.opts.Hooks.Clock
+		if a.opts.Hooks.Backoff.Float64 != nil {
+			a.hb.Float64 = a.opts.Hooks.Backoff.Float64
 		}
 	}
-	srv := &http.Server{
+	s := &serving{serveErr: make(chan error, 1), hbDone: make(chan struct{})}
+	s.srv = &http.Server{
 		Handler: (&api.Server{Exec: a.exec, Tokens: a.tokens, Version: version.Version(),
 			StartedAt: func() time.Time { return a.startedAt }, Log: a.log}).Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
 	}
 	a.log.Info("agent API listening", "address", ln.Addr().String(), "scheme", scheme, "callback_url", a.callbackURL)
-	if a.opts.Ready != nil {
-		a.opts.Ready(scheme + "://" + ln.Addr().String())
+	if a.opts.Hooks.Ready != nil {
+		a.opts.Hooks.Ready(scheme + "://" + ln.Addr().String())
 	}
 
-	hbCtx, stopHB := context.WithCancel(ctx)
-	hbDone := make(chan struct{})
+	var hbCtx context.Context
+	hbCtx, s.stopHB = context.WithCancel(ctx)
 	if a.hb != nil {
 		// First heartbeat once the API listens, as IPA does.
-		go func() { defer close(hbDone); a.hb.Run(hbCtx) }()
+		go func() { defer close(s.hbDone); a.hb.Run(hbCtx) }()
 	} else {
-		close(hbDone)
+		close(s.hbDone)
 	}
+	return s, nil
+}
 
-	var runErr error
+// waitForStop blocks until ctx ends, a command stops the API, or the
+// server fails; it returns the server's failure.
+func (a *Agent) waitForStop(ctx context.Context, s *serving) error {
 	select {
 	case <-ctx.Done():
 		a.log.Info("shutting down")
 	case <-a.stopServing:
 		a.log.Info("stopped serving on request")
-	case err := <-serveErr:
-		runErr = fmt.Errorf("API server: %w", err)
+	case err := <-s.serveErr:
+		return fmt.Errorf("API server: %w", err)
 	}
-	stopHB()
-	<-hbDone
+	return nil
+}
+
+// shutdown stops the heartbeats and the API, gives a running command a
+// little time, then locks the machine down or serves the rescuer when a
+// command asked for it. runErr is the server's failure, returned as is.
+func (a *Agent) shutdown(ctx context.Context, s *serving, runErr error) error {
+	s.stopHB()
+	<-s.hbDone
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(shutCtx)
+	_ = s.srv.Shutdown(shutCtx)
 	waitDone := make(chan struct{})
 	go func() { a.exec.Wait(); close(waitDone) }()
+	timeout, stop := a.opts.Hooks.Clock.After(10 * time.Second)
 	select {
 	case <-waitDone:
-	case <-time.After(10 * time.Second):
+	case <-timeout:
 		a.log.Warn("async command still running at shutdown")
 	}
+	stop()
 	if runErr == nil && a.isLockedDown() {
 		a.lockdownSystem(ctx)
 	}
@@ -599,7 +685,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // sleep waits d on the agent's clock, or until ctx ends.
 func (a *Agent) sleep(ctx context.Context, d time.Duration) error {
-	return sleep(ctx, a.opts.Clock, d)
+	return clock.SleepOn(ctx, a.opts.Hooks.Clock, d)
 }
 
 func (a *Agent) currentHeartbeatTimeout() time.Duration {

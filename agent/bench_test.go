@@ -35,8 +35,9 @@ func BenchmarkStartupToAPIReady(b *testing.B) {
 		f.mu.Unlock()
 		ready := make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
-		a, err := New(ctx, Options{Config: cfg, Log: slog.New(slog.DiscardHandler), Listener: ln, Machine: &fakeMachine{}, StateRoot: b.TempDir(),
-			Ready: func(string) { close(ready) }})
+		a, err := New(ctx, Options{Config: cfg, Log: slog.New(slog.DiscardHandler), StateRoot: b.TempDir(),
+			SkipRAIDAssembly: true, DisableMultipath: true,
+			Hooks: Hooks{Listener: ln, Machine: &fakeMachine{}, Ready: func(string) { close(ready) }}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func (a *Agent) syncClock(ctx context.Context) error {
 	if server == "" {
 		return nil
 	}
-	query := a.opts.NTP
+	query := a.opts.Hooks.NTP
 	if query == nil {
 		query = sntp.Client{}.Query
 	}

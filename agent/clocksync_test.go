@@ -56,7 +56,7 @@ func machineActions(m *fakeMachine) string {
 func TestClockSetAtStartAndBeforeShutdown(t *testing.T) {
 	m := &fakeMachine{}
 	ntp := newFakeNTP(time.Hour, nil)
-	ra := standalone(t, Options{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond},
+	ra := standalone(t, Options{Hooks: Hooks{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond}},
 		map[string]string{"ntp_server": "[2001:db8::123]"})
 	if got := <-ntp.asked; got != "[2001:db8::123]" {
 		t.Errorf("asked %q", got)
@@ -80,7 +80,7 @@ func TestClockSetAtStartAndBeforeShutdown(t *testing.T) {
 func TestNoNTPServerLeavesTheClock(t *testing.T) {
 	m := &fakeMachine{}
 	ntp := newFakeNTP(time.Hour, nil)
-	standalone(t, Options{Machine: m, NTP: ntp.query}, nil)
+	standalone(t, Options{Hooks: Hooks{Machine: m, NTP: ntp.query}}, nil)
 	select {
 	case s := <-ntp.asked:
 		t.Errorf("asked %q without ntp_server", s)
@@ -97,7 +97,7 @@ func TestNoNTPServerLeavesTheClock(t *testing.T) {
 func TestClockSyncFailureGoesOn(t *testing.T) {
 	m := &fakeMachine{}
 	ntp := newFakeNTP(0, errors.New("no reply"))
-	ra := standalone(t, Options{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond},
+	ra := standalone(t, Options{Hooks: Hooks{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond}},
 		map[string]string{"ntp_server": "192.0.2.1"})
 	if !strings.Contains(ra.log.String(), "clock not set; going on") {
 		t.Errorf("no log of the failure")
@@ -120,9 +120,10 @@ func TestFailIfClockNotSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &fakeMachine{}
-	a, err := New(t.Context(), Options{Config: cfg, Machine: m, Log: slog.New(slog.DiscardHandler),
-		NTP: newFakeNTP(0, errors.New("no reply")).query, Inventory: testInventory, StateRoot: t.TempDir(),
-		Ready: func(string) { t.Error("the API served") }})
+	a, err := New(t.Context(), Options{Config: cfg, Log: slog.New(slog.DiscardHandler), StateRoot: t.TempDir(),
+		SkipRAIDAssembly: true, DisableMultipath: true,
+		Hooks: Hooks{Machine: m, NTP: newFakeNTP(0, errors.New("no reply")).query, Inventory: testInventory,
+			Ready: func(string) { t.Error("the API served") }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestFailIfClockNotSet(t *testing.T) {
 	}
 
 	ntp := newFakeNTP(0, nil)
-	ra := standalone(t, Options{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond},
+	ra := standalone(t, Options{Hooks: Hooks{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond}},
 		map[string]string{"ntp_server": "192.0.2.1", "fail_if_clock_not_set": "true"})
 	ntp.fail(errors.New("no reply")) // read by the power_off below, after the start-up query
 	code, r := call(t, ra, "standby.power_off", map[string]any{})
@@ -154,7 +155,7 @@ func TestFailIfClockNotSet(t *testing.T) {
 func TestFixtureTreeLeavesTheClock(t *testing.T) {
 	m := &fakeMachine{}
 	ntp := newFakeNTP(time.Hour, nil)
-	ra := standalone(t, Options{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond},
+	ra := standalone(t, Options{Hooks: Hooks{Machine: m, NTP: ntp.query, ShutdownDelay: time.Millisecond}},
 		map[string]string{"ntp_server": "192.0.2.1", "inventory_root": t.TempDir()})
 	code, r := call(t, ra, "standby.power_off", map[string]any{})
 	if code != 200 || r["command_status"] != "SUCCEEDED" {

@@ -12,7 +12,6 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/bootloader"
-	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -240,7 +239,7 @@ func (a *Agent) bindShutdown(which string) func(command.Params) (command.Func, e
 		}
 		return func(ctx context.Context) (any, error) {
 			// Let the RUNNING reply reach Ironic before the machine goes.
-			if err := a.sleep(ctx, a.opts.ShutdownDelay); err != nil {
+			if err := a.sleep(ctx, a.opts.Hooks.ShutdownDelay); err != nil {
 				return nil, err
 			}
 			if err := a.syncClocksBeforeShutdown(ctx); err != nil {
@@ -462,7 +461,7 @@ func (a *Agent) biosBootloaderInstallEnabled() bool {
 }
 
 // installGrub runs _install_grub2 on the install disk (chosen as the image
-// writer chose it).
+// writer chose it): bootloader.Install does the disk work.
 func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootUUID, efiUUID, prepUUID, targetBootMode *string) error {
 	disks, err := a.installDisks(ctx)
 	if err != nil {
@@ -473,58 +472,10 @@ func (a *Agent) installGrub(ctx context.Context, inv *inventory.Inventory, rootU
 	if err != nil {
 		return bootloader.DeviceNotFound(err)
 	}
-	// grub-install writes the MBR and the embedding area: the same guard
-	// as every other write, checked before anything is mounted from it.
-	if err := guard.Check(dev.Name); err != nil {
-		return bootloader.GrubError(dev.Name, err)
-	}
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	var holders, mdUUIDs []string
-	var sys *raid.System
-	if raid.IsMDDevice(dev.Name) {
-		// IPA's prepare_boot_partitions_for_softraid for BIOS: GRUB's
-		// core image needs a BIOS boot partition on each GPT holder.
-		// (For UEFI, Grub.Install makes the ESP mirror.)
-		if sys, err = a.generic.raidSystem(); err != nil {
-			return err
-		}
-		if holders = sys.HolderDisks(dev.Name); len(holders) == 0 {
-			return bootloader.DeviceNotFound(fmt.Errorf("software RAID device %s: no holder disks found", dev.Name))
-		}
-		if str(efiUUID) == "" {
-			if err := sys.AddBIOSBootPartitions(ctx, holders); err != nil {
-				return err
-			}
-		}
-		if mdUUIDs, err = sys.ArrayUUIDs(ctx); err != nil {
-			return err
-		}
-	}
-	gi := bootloader.NewGrub(a.log)
-	efi := str(efiUUID)
-	gi.EFIBootSetup = func(ctx context.Context) (bool, error) {
-		// IPA's _efi_boot_setup: only a UEFI ramdisk with efibootmgr can
-		// make NVRAM entries; here, one with efivarfs.
-		if inv.Boot.CurrentBootMode != "uefi" {
-			return false, nil
-		}
-		if !a.uefiVarsAvailable() {
-			return false, nil
-		}
-		return a.manageUEFI(ctx, dev.Name, efi)
-	}
-	if sys != nil && inv.Boot.CurrentBootMode == "uefi" && a.uefiVarsAvailable() {
-		store := a.efivars()
-		gi.NVRAM = &store
-	}
-	return gi.Install(ctx, bootloader.GrubRequest{
-		Disk: dev.Name, Holders: holders, MDUUIDs: mdUUIDs, RAID: sys, RootUUID: str(rootUUID), EFIUUID: str(efiUUID), PRePUUID: str(prepUUID),
-		TargetBootMode: str(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskBIOS: inv.Boot.CurrentBootMode != "uefi",
+	return bootloader.Install(ctx, bootloader.Request{
+		Disk: dev.Name, Guard: guard, RootUUID: deref(rootUUID), EFIUUID: deref(efiUUID), PRePUUID: deref(prepUUID),
+		TargetBootMode: deref(targetBootMode), CPUArch: inv.CPU.Architecture, RamdiskUEFI: inv.Boot.CurrentBootMode == "uefi",
+		RAID: a.generic.raidSystem, UEFIVars: a.uefiVars, Log: a.log,
 	})
 }
 
@@ -539,9 +490,13 @@ func (a *Agent) uefiBootSetup(ctx context.Context, efiPartUUID *string) (bool, e
 	if err != nil {
 		return false, bootloader.DeviceNotFound(err)
 	}
-	uuid := ""
-	if efiPartUUID != nil {
-		uuid = *efiPartUUID
+	return a.manageUEFI(ctx, dev.Name, deref(efiPartUUID))
+}
+
+// deref is a JSON string parameter's value, "" when null or absent.
+func deref(p *string) string {
+	if p == nil {
+		return ""
 	}
-	return a.manageUEFI(ctx, dev.Name, uuid)
+	return *p
 }

@@ -72,7 +72,7 @@ func listCommands(t *testing.T, ra *runningAgent) []string {
 
 func TestStandbyCommands(t *testing.T) {
 	m := &fakeMachine{}
-	ra := standalone(t, Options{Machine: m, ShutdownDelay: time.Millisecond, BlockDevices: nil}, nil)
+	ra := standalone(t, Options{Hooks: Hooks{Machine: m, ShutdownDelay: time.Millisecond, BlockDevices: nil}}, nil)
 
 	code, r := call(t, ra, "standby.get_partition_uuids", map[string]any{})
 	if code != 200 || r["command_status"] != "SUCCEEDED" || string(mustJSON(r["command_result"])) != "{}" {
@@ -259,8 +259,9 @@ func TestFinalizeRescue(t *testing.T) {
 				t.Errorf("Options.Rescue got %q, the file holds %q", h, pw)
 			}
 			// A restarted agent goes straight to the rescue logins.
-			a, err := New(t.Context(), Options{Config: ra.agent.cfg, StateRoot: root, Rescue: rescue, Inventory: testInventory,
-				Machine: &fakeMachine{}, Ready: func(string) { t.Error("a rescued agent served its API") }})
+			a, err := New(t.Context(), Options{Config: ra.agent.cfg, StateRoot: root, Rescue: rescue,
+				SkipRAIDAssembly: true, DisableMultipath: true,
+				Hooks: Hooks{Inventory: testInventory, Machine: &fakeMachine{}, Ready: func(string) { t.Error("a rescued agent served its API") }}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -429,7 +430,7 @@ func TestWaitForRootDisk(t *testing.T) {
 		i.Disks = []inventory.Disk{{Name: "/dev/sda", Size: 8 << 30}}
 		return i, err
 	}
-	ra = standalone(t, Options{Inventory: big}, map[string]string{"disk_wait_attempts": "3", "disk_wait_delay": "0.01"})
+	ra = standalone(t, Options{Hooks: Hooks{Inventory: big}}, map[string]string{"disk_wait_attempts": "3", "disk_wait_delay": "0.01"})
 	if strings.Contains(ra.log.String(), "root disk candidate") {
 		t.Errorf("waited despite a disk of 8 GiB:\n%s", ra.log.String())
 	}

@@ -468,7 +468,7 @@ type runningAgent struct {
 // startAgent runs an agent against apiURL on a loopback port.
 func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAgent {
 	t.Helper()
-	ln := opts.Listener
+	ln := opts.Hooks.Listener
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -496,18 +496,20 @@ func startAgent(t *testing.T, flags map[string]string, opts Options) *runningAge
 	opts.Config = cfg
 	opts.Log = slog.New(slog.NewTextHandler(io.MultiWriter(logs, ring), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.LogRing = ring
-	opts.Listener = ln
-	if opts.Inventory == nil {
-		opts.Inventory = testInventory
+	// The host's md arrays and multipath maps are not the test's.
+	opts.SkipRAIDAssembly, opts.DisableMultipath = true, true
+	opts.Hooks.Listener = ln
+	if opts.Hooks.Inventory == nil {
+		opts.Hooks.Inventory = testInventory
 	}
-	if opts.Machine == nil {
-		opts.Machine = &fakeMachine{}
+	if opts.Hooks.Machine == nil {
+		opts.Hooks.Machine = &fakeMachine{}
 	}
 	if opts.StateRoot == "" {
 		opts.StateRoot = t.TempDir()
 	}
 	ready := make(chan string, 1)
-	opts.Ready = func(u string) { ready <- u }
+	opts.Hooks.Ready = func(u string) { ready <- u }
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := New(ctx, opts)
 	if err != nil {
@@ -694,7 +696,7 @@ func TestAgentRestartMidCleaning(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	first := startAgent(t, map[string]string{"api_url": f.srv.URL, "state_dir": state}, Options{Listener: ln,
+	first := startAgent(t, map[string]string{"api_url": f.srv.URL, "state_dir": state}, Options{Hooks: Hooks{Listener: ln},
 		Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return slow }}})
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -714,7 +716,7 @@ func TestAgentRestartMidCleaning(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast := &testManager{}
-	startAgent(t, map[string]string{"api_url": f.srv.URL, "state_dir": state}, Options{Listener: ln2,
+	startAgent(t, map[string]string{"api_url": f.srv.URL, "state_dir": state}, Options{Hooks: Hooks{Listener: ln2},
 		Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return fast }}})
 	if st, le := waitState(t, f, "available", "clean failed"); st != "available" {
 		t.Fatalf("state %s: %s", st, le)

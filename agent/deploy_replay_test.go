@@ -126,7 +126,7 @@ func TestIronic214DirectDeploySequence(t *testing.T) {
 		i.Boot.CurrentBootMode = "uefi"
 		return i, err
 	}
-	ra := standalone(t, Options{Machine: m, ShutdownDelay: time.Millisecond, Inventory: inv,
+	ra := standalone(t, Options{Hooks: Hooks{Machine: m, ShutdownDelay: time.Millisecond, Inventory: inv},
 		Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return img }}}, nil)
 
 	r := ironicPost(t, ra.url, string(readTestdata(t, "deploy.get_deploy_steps.request.json")), true)

@@ -5,22 +5,21 @@ import (
 	"os"
 
 	"github.com/ironic-go/ironic-agent/deploy/bootloader"
-	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
 )
 
 // manageUEFI makes the NVRAM boot entries for the image on dev in the
-// agent's efivarfs (bootloader.ManageUEFI); on an md array, after moving
+// agent's efivarfs (bootloader.SetupUEFI); on an md array, after moving
 // its ESP to a mirror on the holder disks.
 func (a *Agent) manageUEFI(ctx context.Context, dev string, efiPartUUID string) (bool, error) {
-	var sys *raid.System
-	if raid.IsMDDevice(dev) {
-		var err error
-		if sys, err = a.generic.raidSystem(); err != nil {
-			return false, err
-		}
-	}
-	return bootloader.ManageUEFI(ctx, a.log, a.efivars(), dev, efiPartUUID, sys)
+	return bootloader.SetupUEFI(ctx, a.log, a.efivars(), dev, efiPartUUID, a.generic.raidSystem)
+}
+
+// uefiVars is bootloader.Request.UEFIVars: the agent's store, and whether
+// boot entries can be written to it.
+func (a *Agent) uefiVars() (efivar.Store, bool) {
+	ok := a.uefiVarsAvailable()
+	return a.efivars(), ok
 }
 
 // efivars is where the agent reads and writes UEFI variables.

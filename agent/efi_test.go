@@ -48,7 +48,7 @@ func TestInstallBootloaderUEFI(t *testing.T) {
 		i.Boot.CurrentBootMode = "uefi"
 		return i, err
 	}
-	ra := standalone(t, Options{Inventory: inv, EFIVars: s.Dir}, map[string]string{"allowed_devices": loop})
+	ra := standalone(t, Options{EFIVars: s.Dir, Hooks: Hooks{Inventory: inv}}, map[string]string{"allowed_devices": loop})
 	_, r := call(t, ra, "poll.set_node_info", map[string]any{"node_info": map[string]any{
 		"node": map[string]any{"uuid": "u-1", "properties": map[string]any{"root_device": map[string]any{"name": loop}}}}})
 	if r["command_status"] != "SUCCEEDED" {

@@ -136,7 +136,7 @@ func TestGuardSpecialFilesystemsConfig(t *testing.T) {
 		if !guard {
 			flags["guard_special_filesystems"] = "false"
 		}
-		ra := standalone(t, Options{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}, flags)
+		ra := standalone(t, Options{Hooks: Hooks{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}}, flags)
 		_, err := ra.agent.generic.ExecuteStep(context.Background(), "erase_devices_metadata", hwmgr.Request{Node: map[string]any{"uuid": "n1"}})
 		var pe *erase.ProtectedDeviceError
 		switch {

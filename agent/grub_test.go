@@ -123,7 +123,7 @@ func deployPartitionImage(t *testing.T, dev, url string, sum [32]byte, c grubCas
 		i.CPU.Architecture = "x86_64"
 		return i, err
 	}
-	ra := standalone(t, Options{Inventory: inv}, map[string]string{"allowed_devices": dev, "enable_bios_bootloader_install": "true"})
+	ra := standalone(t, Options{Hooks: Hooks{Inventory: inv}}, map[string]string{"allowed_devices": dev, "enable_bios_bootloader_install": "true"})
 	id := "grub-img-" + c.bootMode + "-" + c.label
 	node := map[string]any{"uuid": "n1",
 		"properties":    map[string]any{"root_device": map[string]any{"name": dev}, "capabilities": "disk_label:" + c.label},

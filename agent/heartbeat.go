@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -64,7 +65,7 @@ type Heartbeater struct {
 
 // NewHeartbeater returns a heartbeater with the real clock and randomness.
 func NewHeartbeater(send func(context.Context) error, timeout func() time.Duration, log *slog.Logger) *Heartbeater {
-	return &Heartbeater{Send: send, Timeout: timeout, Clock: realClock{}, Float64: rand.Float64, Log: log, force: make(chan struct{}, 1)}
+	return &Heartbeater{Send: send, Timeout: timeout, Clock: clock.Real{}, Float64: rand.Float64, Log: log, force: make(chan struct{}, 1)}
 }
 
 // Force asks for a heartbeat soon (after an async command ended), so Ironic

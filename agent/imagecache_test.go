@@ -58,7 +58,7 @@ func TestPrepareImageCacheOnLoop(t *testing.T) {
 	sum := sha256.Sum256(img)
 	var gets atomic.Int32
 	url := countingImageServer(t, img, &gets)
-	ra := standalone(t, Options{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}, map[string]string{
+	ra := standalone(t, Options{Hooks: Hooks{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}}, map[string]string{
 		"allowed_devices": dev, "image_download_connection_retries": "0", "image_download_connection_retry_interval": "0"})
 	node := map[string]any{"uuid": "n1", "properties": map[string]any{"root_device": map[string]any{"name": dev}}}
 

@@ -43,14 +43,14 @@ func (a *Agent) isLockedDown() bool {
 // down agent. A NIC that cannot be brought down is logged, as IPA does.
 func (a *Agent) lockdownSystem(ctx context.Context) {
 	a.log.Info("locking down the system after the API stopped")
-	if err := a.opts.LockdownNICs(ctx); err != nil {
+	if err := a.opts.Hooks.LockdownNICs(ctx); err != nil {
 		a.log.Warn("could not bring every interface down", "error", err)
 	}
 	a.log.Info("system locked down: waiting, not serving, until the agent is stopped")
 	<-ctx.Done()
 }
 
-// defaultLockdownNICs is Options.LockdownNICs when none is given: the
+// defaultLockdownNICs is Options.Hooks.LockdownNICs when none is given: the
 // machine's candidate NICs (IPA's netutils.list_interfaces: physical
 // devices, bonds, VLANs) brought down through netlink. An agent whose
 // inventory is a fixture tree or was handed in (tests) is not on the

@@ -62,11 +62,11 @@ func TestLockdownBringsNICsDownInANamespace(t *testing.T) {
 	ns.Veth(veth, peer, "lkp"+id)
 	ns.Veth(veth2, peer, "lkq"+id)
 	calls := 0
-	ra := standalone(t, Options{LockdownNICs: func(context.Context) error {
+	ra := standalone(t, Options{Hooks: Hooks{LockdownNICs: func(context.Context) error {
 		calls++
 		// "nope" stands for a NIC that vanished: logged, the others still go down.
 		return ns.Do(func() error { return LinksDown([]string{veth, "nope" + id, veth2}, t.Logf) })
-	}}, nil)
+	}}}, nil)
 	start := time.Now()
 	lockDown(t, ra)
 	t.Logf("lockdown to unreachable: %v", time.Since(start))

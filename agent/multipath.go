@@ -9,11 +9,11 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/devmapper"
 )
 
-// multipathOn says whether the agent keeps multipath maps: only when asked
-// (Options.EnableMultipath), on the live machine, for an agent that is
-// not confined to allowed devices.
+// multipathOn says whether the agent keeps multipath maps: unless
+// Options.DisableMultipath, on the live machine, for an agent that is not
+// confined to allowed devices.
 func (a *Agent) multipathOn() bool {
-	return a.opts.EnableMultipath && a.liveMachine() && len(a.cfg.AllowedDevices) == 0
+	return !a.opts.DisableMultipath && a.liveMachine() && len(a.cfg.AllowedDevices) == 0
 }
 
 // enableMultipath makes the machine's multipath maps, as IPA's initialize

@@ -78,7 +78,7 @@ func TestPartitionImageUEFIResult(t *testing.T) {
 		i.CPU.Architecture = "x86_64"
 		return i, err
 	}
-	ra := standalone(t, Options{Inventory: inv}, map[string]string{"allowed_devices": dev})
+	ra := standalone(t, Options{Hooks: Hooks{Inventory: inv}}, map[string]string{"allowed_devices": dev})
 	res := writePartitionImageStep(t, ra, dev, ext4Image(t, 32<<20), "uefi", map[string]any{"swap_mb": 8})
 	if res.Status != "SUCCEEDED" {
 		t.Fatalf("write_image %s %s", res.Status, res.Error)

@@ -75,7 +75,7 @@ func TestWriteImageDeployStepOnLoop(t *testing.T) {
 	img := mbrTestImage(8<<20+512, 0xdeadbeef)
 	sum := sha256.Sum256(img)
 	url := imageServerForTest(t, img)
-	ra := standalone(t, Options{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}, map[string]string{"allowed_devices": dev})
+	ra := standalone(t, Options{Hooks: Hooks{Machine: &fakeMachine{}, ShutdownDelay: time.Millisecond}}, map[string]string{"allowed_devices": dev})
 
 	code, r := call(t, ra, "deploy.get_deploy_steps", map[string]any{"node": map[string]any{"uuid": "n1"}, "ports": []any{}})
 	if code != 200 || !strings.Contains(string(mustJSON(r["command_result"])), `"write_image"`) {

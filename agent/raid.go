@@ -125,11 +125,11 @@ func createdResult(c raid.Created) any {
 
 // assembleRAID is IPA's initialize: `mdadm --assemble --scan` before the
 // disks are listed, so arrays made earlier (by create_configuration or
-// an installed OS) appear in the inventory. Only when asked
-// (Options.AssembleRAID), on the live machine, for an agent that is not
+// an installed OS) appear in the inventory. Unless
+// Options.SkipRAIDAssembly, on the live machine, for an agent that is not
 // confined to allowed devices.
 func (a *Agent) assembleRAID(ctx context.Context) {
-	if !a.opts.AssembleRAID || !a.liveMachine() || len(a.cfg.AllowedDevices) > 0 {
+	if a.opts.SkipRAIDAssembly || !a.liveMachine() || len(a.cfg.AllowedDevices) > 0 {
 		return
 	}
 	s := &raid.System{Root: "/", Runner: blockdev.ExecRunner{}, Guard: blockdev.NewGuard(nil), Log: a.log}

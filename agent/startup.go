@@ -43,7 +43,7 @@ func (a *Agent) waitForRootDisk(ctx context.Context) error {
 // waitForInterfaces collects the inventory until it lists an interface
 // with a MAC, for up to InterfaceWait (IPA waits 60 s, then goes on).
 func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, error) {
-	deadline := a.opts.Clock.Now().Add(a.opts.InterfaceWait)
+	deadline := a.opts.Hooks.Clock.Now().Add(a.opts.Hooks.InterfaceWait)
 	for {
 		inv, err := a.refreshInventory(ctx)
 		if err != nil {
@@ -52,12 +52,12 @@ func (a *Agent) waitForInterfaces(ctx context.Context) (*inventory.Inventory, er
 		if len(inv.MACs()) > 0 {
 			return inv, nil
 		}
-		if a.opts.Clock.Now().After(deadline) {
-			a.log.Warn("no network interface with a MAC address found; going on", "waited", a.opts.InterfaceWait)
+		if a.opts.Hooks.Clock.Now().After(deadline) {
+			a.log.Warn("no network interface with a MAC address found; going on", "waited", a.opts.Hooks.InterfaceWait)
 			return inv, nil
 		}
 		a.log.Info("waiting for a network interface with a MAC address")
-		if err := a.sleep(ctx, min(5*time.Second, a.opts.InterfaceWait)); err != nil {
+		if err := a.sleep(ctx, min(5*time.Second, a.opts.Hooks.InterfaceWait)); err != nil {
 			return nil, err
 		}
 	}
@@ -96,9 +96,9 @@ func (a *Agent) waitForDHCP(ctx context.Context, inv *inventory.Inventory) *inve
 		}
 		return found
 	}
-	deadline := a.opts.Clock.Now().Add(timeout)
+	deadline := a.opts.Hooks.Clock.Now().Add(timeout)
 	for !ready(inv) {
-		if a.opts.Clock.Now().After(deadline) {
+		if a.opts.Hooks.Clock.Now().After(deadline) {
 			a.log.Warn("no IPv4 address from DHCP before inspection; going on", "waited", timeout, "bootif", pxe)
 			return inv
 		}
@@ -140,7 +140,7 @@ func (a *Agent) inspect(ctx context.Context, inv *inventory.Inventory) string {
 			return lldp.InspectionRawFrom(ctx, inv, a.cfg.LLDPTimeout, a.log, a.lldpCapturer()), nil
 		},
 		Log:       a.log,
-		Backoff:   a.opts.Backoff,
+		Backoff:   a.opts.Hooks.Backoff,
 		Timeout:   a.cfg.LookupTimeout,
 		RequestID: a.cfg.GlobalRequestID,
 	})

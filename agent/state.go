@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ironic-go/ironic-agent/agent/agenttls"
 )
 
@@ -23,19 +25,17 @@ import (
 // stopped. A reboot (where Ironic issues a fresh token) starts clean.
 
 // nodeStateDir is <state_dir>/<node uuid>; the UUID comes from Ironic and
-// is checked before it names a directory.
-func (a *Agent) nodeStateDir(uuid string) (string, error) {
-	ok := len(uuid) > 0 && len(uuid) <= 64
-	for _, c := range uuid {
-		ok = ok && (c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')
-	}
-	if !ok {
-		return "", fmt.Errorf("node uuid %q is not a UUID", uuid)
+// is checked before it names a directory: only the plain forms (36
+// characters with dashes, or 32 hex digits) are taken, not uuid.Parse's
+// braced or urn: ones.
+func (a *Agent) nodeStateDir(nodeUUID string) (string, error) {
+	if _, err := uuid.Parse(nodeUUID); err != nil || (len(nodeUUID) != 36 && len(nodeUUID) != 32) {
+		return "", fmt.Errorf("node uuid %q is not a UUID", nodeUUID)
 	}
 	if a.cfg == nil || a.cfg.StateDir == "" {
 		return "", errors.New("no state directory")
 	}
-	return filepath.Join(a.cfg.StateDir, uuid), nil
+	return filepath.Join(a.cfg.StateDir, nodeUUID), nil
 }
 
 // saveToken keeps the token of this boot for the node.

@@ -65,3 +65,22 @@ func TestRestartReportsInterruptedStep(t *testing.T) {
 		t.Errorf("the running-step record outlived its step")
 	}
 }
+
+func TestNodeStateDirNames(t *testing.T) {
+	a := &Agent{cfg: &config.Config{StateDir: "/run/state"}}
+	for u, ok := range map[string]bool{
+		"7a4e2d68-77e0-4c92-8ed4-b147911c59ad":   true,
+		"7A4E2D68-77E0-4C92-8ED4-B147911C59AD":   true,
+		"7a4e2d6877e04c928ed4b147911c59ad":       true,
+		"":                                       false,
+		"n1":                                     false,
+		"../7a4e2d68-77e0-4c92-8ed4-b147911c5":   false,
+		"{7a4e2d68-77e0-4c92-8ed4-b147911c59ad}": false,
+		"urn:uuid:7a4e2d68-77e0-4c92-8ed4-b147911c59ad": false,
+	} {
+		dir, err := a.nodeStateDir(u)
+		if (err == nil) != ok {
+			t.Errorf("nodeStateDir(%q) = %q, %v; want accepted %v", u, dir, err, ok)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // sysReader reads files below one root directory on behalf of the disk
@@ -21,13 +23,13 @@ import (
 type sysReader struct {
 	root   string
 	log    *slog.Logger
-	warned map[string]bool
+	warned logging.Once
 	// trace records the paths used, for capture-fixture (nil otherwise).
 	trace *tracer
 }
 
 func newSysReader(root string, log *slog.Logger) *sysReader {
-	return &sysReader{root: root, log: log, warned: map[string]bool{}}
+	return &sysReader{root: root, log: log}
 }
 
 // abs turns a root-relative path into a host path.
@@ -39,11 +41,7 @@ func (r *sysReader) abs(rel string) string {
 // unless one was logged for that file already (a file that failed to read
 // is not warned about again as missing).
 func (r *sysReader) warnOnce(rel, reason string) {
-	if r.warned[rel] {
-		return
-	}
-	r.warned[rel] = true
-	r.log.Warn("disk inventory: value unknown", "file", "/"+rel, "reason", reason)
+	r.warned.Warn(r.log, rel, "disk inventory: value unknown", "file", "/"+rel, "reason", reason)
 }
 
 // maxAttr bounds a sysfs attribute read; VPD pages are the largest at a

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/clock"
 )
 
 // LookupConfig is the "config" part of a lookup reply: the keys Ironic
@@ -229,14 +231,7 @@ func (b Backoff) SleepOrReal(ctx context.Context, d time.Duration) error {
 	if b.Sleep != nil {
 		return b.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.SleepOn(ctx, clock.Real{}, d)
 }
 
 // Float returns the injected random number, else a uniform one in [0, 1).

@@ -64,8 +64,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	a, err := agent.New(ctx, agent.Options{Config: cfg, Log: log, LogRing: ring, AssembleRAID: true, EnableMultipath: true,
-		Rescue: rescueServer(log, cfg.StateDir)})
+	a, err := agent.New(ctx, agent.Options{Config: cfg, Log: log, LogRing: ring, Rescue: rescueServer(log, cfg.StateDir)})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@
 // probes (UUIDs, labels, the ESP), metadata wiping, and the Runner for the
 // external programs that have no Go path.
 //
-// Imports go one way: deploy/image, deploy/partition, deploy/erase and
-// deploy/bootloader import blockdev; blockdev imports none of them.
+// Imports go one way: every other deploy package except ata, nvme and
+// qcow2 imports blockdev; blockdev imports none of them (see deploy's
+// package doc for the whole order).
 package blockdev

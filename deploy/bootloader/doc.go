@@ -5,6 +5,8 @@
 // through efivarfs for the loaders on the ESP. It keeps no agent state:
 // the agent binds it to the install_bootloader command.
 //
-// Imports go one way: bootloader imports deploy/blockdev (and
-// internal/efivar), never deploy/image, deploy/partition or deploy/erase.
+// Imports go one way: bootloader imports deploy/blockdev, deploy/raid
+// (a software RAID install device: holders, BIOS boot partitions, the ESP
+// mirror; raid in turn imports deploy/partition and deploy/mkfs) and
+// internal/efivar; never deploy/image or deploy/erase.
 package bootloader

@@ -121,37 +121,9 @@ func DeviceNotFound(err error) error {
 // install device, on each of its holder disks (the caller has given GPT
 // holders their BIOS boot partitions).
 func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
-	root, err := blockdev.FindPartitionByUUID(r.Disk, r.RootUUID)
-	if err != nil {
-		return DeviceNotFound(err)
-	}
-	if len(r.Holders) == 0 && r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
-		gi.Log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
-		return nil
-	}
-	var esp string
-	if r.EFIUUID != "" {
-		if esp, err = blockdev.FindPartitionByUUID(r.Disk, r.EFIUUID); err != nil {
-			return DeviceNotFound(err)
-		}
-	}
-	// Firmware cannot read an ESP inside an md array: for UEFI on
-	// software RAID, GRUB goes to the ESP mirror on the holder disks.
-	var holderESPs []holderESP
-	if esp != "" && len(r.Holders) > 0 {
-		if r.RAID == nil {
-			return GrubError(r.Disk, fmt.Errorf("software RAID device %s: no RAID system to make the ESP mirror with", r.Disk))
-		}
-		if esp, holderESPs, err = relocateESP(ctx, gi.Log, r.RAID, r.Disk, esp); err != nil {
-			return GrubError(r.Disk, err)
-		}
-	}
-	grubDisk := r.Disk
-	if r.PRePUUID != "" {
-		// On Power, GRUB goes straight into the PReP partition.
-		if grubDisk, err = blockdev.FindPartitionByUUID(r.Disk, r.PRePUUID); err != nil {
-			return DeviceNotFound(err)
-		}
+	t, err := gi.locate(ctx, r)
+	if err != nil || t == nil {
+		return err
 	}
 	dir, err := os.MkdirTemp(gi.TempDir, "ironic-agent-root-")
 	if err != nil {
@@ -169,26 +141,7 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 		}
 		os.Remove(dir)
 	}()
-
-	fstype, err := probeFSType(root)
-	if err != nil {
-		return GrubError(r.Disk, err)
-	}
-	if err := m.mount(root, dir, fstype, 0, ""); err != nil {
-		return GrubError(r.Disk, err)
-	}
-	for _, fs := range []string{"/dev", "/proc", "/run"} {
-		if err := os.MkdirAll(dir+fs, 0o755); err != nil {
-			return GrubError(r.Disk, err)
-		}
-		if err := m.mount(fs, dir+fs, "", unix.MS_BIND, ""); err != nil {
-			return GrubError(r.Disk, err)
-		}
-	}
-	if err := os.MkdirAll(dir+"/sys", 0o755); err != nil {
-		return GrubError(r.Disk, err)
-	}
-	if err := m.mount("none", dir+"/sys", "sysfs", 0, ""); err != nil {
+	if err := mountRoot(m, t.root, dir); err != nil {
 		return GrubError(r.Disk, err)
 	}
 	ch := &chroot{dir: dir, log: gi.Log}
@@ -196,20 +149,8 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 	if _, err := os.Stat(filepath.Join(dir, "usr/sbin/grub2-install")); err == nil {
 		bin = "grub2"
 	}
-	// As in IPA, the image's EFI assets are not preserved on software
-	// RAID: manage_uefi has had its chance with the image's ESP.
-	if esp != "" && len(holderESPs) == 0 {
-		done, err := gi.tryPreserveEFIAssets(ctx, ch, m, dir, bin, esp, r)
-		if err != nil {
-			return GrubError(r.Disk, err)
-		}
-		if done {
-			if err := appendESPToFstab(dir, r.EFIUUID, esp); err != nil {
-				gi.Log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
-			}
-			gi.Log.Info("boot loader set up from the EFI assets of the image", "device", r.Disk)
-			return nil
-		}
+	if done, err := gi.useEFIAssets(ctx, ch, m, dir, bin, t, r); err != nil || done {
+		return err
 	}
 	// ESP-resident files (grubenv) listed in the image's fstab, as IPA
 	// mounts them; undone with "umount -a -t vfat" below.
@@ -218,64 +159,172 @@ func (gi *Grub) Install(ctx context.Context, r GrubRequest) (err error) {
 	}
 	m.chrootVfat, m.vfatAt = ch, len(m.targets)
 	efiTarget, biosTarget := grubPlatforms(r.CPUArch)
-	if esp != "" {
-		mnt := filepath.Join(dir, "boot/efi")
-		if err := os.MkdirAll(mnt, 0o755); err != nil {
-			return GrubError(r.Disk, err)
-		}
-		if err := m.mount(esp, mnt, "vfat", 0, ""); err != nil {
-			return GrubError(r.Disk, err)
-		}
-		gi.Log.Warn("GRUB2 will be installed for UEFI on the EFI system partition with grub-install, which does not place Secure Boot signed binaries", "partition", esp)
-		args := []string{"--efi-directory=/boot/efi"}
-		if efiTarget != "" {
-			args = append([]string{"--target=" + efiTarget}, args...)
-		}
-		// IPA runs both and ignores their failures: the first also
-		// writes an NVRAM entry (impossible without EFI variables), the
-		// second puts GRUB at the removable-media path firmware falls
-		// back to. We fail only when neither worked.
-		_, err1 := ch.run(ctx, nil, bin+"-install", args...)
-		if err1 != nil {
-			gi.Log.Warn("ignoring GRUB2 boot loader installation failure", "error", err1)
-		}
-		_, err2 := ch.run(ctx, nil, bin+"-install", append(args, "--removable")...)
-		if err2 != nil {
-			gi.Log.Warn("ignoring GRUB2 boot loader installation failure", "error", err2)
-		}
-		if err1 != nil && err2 != nil {
-			return GrubError(r.Disk, errors.Join(err1, err2))
-		}
-		if len(holderESPs) > 0 && gi.NVRAM != nil {
-			if err := raidBootEntries(ctx, gi.Log, *gi.NVRAM, mnt, holderESPs); err != nil {
-				return GrubError(r.Disk, err)
-			}
-		}
+	if t.esp != "" {
+		err = gi.installUEFI(ctx, ch, m, dir, bin, efiTarget, t)
 	} else {
-		var args []string
-		if biosTarget != "" {
-			args = append(args, "--target="+biosTarget)
-		}
-		disks := []string{grubDisk}
-		if len(r.Holders) > 0 {
-			disks = r.Holders
-		}
-		for _, d := range disks {
-			gi.Log.Info("installing GRUB2", "device", d)
-			if _, err := ch.run(ctx, nil, bin+"-install", append(slices.Clone(args), d)...); err != nil {
-				return GrubError(r.Disk, err)
-			}
-		}
+		err = gi.installBIOS(ctx, ch, bin, biosTarget, t)
+	}
+	if err != nil {
+		return GrubError(r.Disk, err)
 	}
 	if err := configureGrub(ctx, ch, bin, r.MDUUIDs); err != nil {
 		return GrubError(r.Disk, err)
 	}
-	if esp != "" {
-		if err := appendESPToFstab(dir, r.EFIUUID, esp); err != nil {
+	if t.esp != "" {
+		if err := appendESPToFstab(dir, r.EFIUUID, t.esp); err != nil {
 			gi.Log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
 		}
 	}
 	gi.Log.Info("GRUB2 successfully installed", "device", r.Disk)
+	return nil
+}
+
+// useEFIAssets sets the boot up from the image's own EFI assets when it
+// carries them (IPA's _preserve_efi_assets); done reports that it did. As
+// in IPA, they are not used on software RAID: manage_uefi has had its
+// chance with the image's ESP.
+func (gi *Grub) useEFIAssets(ctx context.Context, ch *chroot, m *mountStack, dir, bin string, t *grubTarget, r GrubRequest) (done bool, err error) {
+	if t.esp == "" || len(t.holderESPs) > 0 {
+		return false, nil
+	}
+	done, err = gi.tryPreserveEFIAssets(ctx, ch, m, dir, bin, t.esp, r)
+	if err != nil {
+		return false, GrubError(r.Disk, err)
+	}
+	if done {
+		if err := appendESPToFstab(dir, r.EFIUUID, t.esp); err != nil {
+			gi.Log.Warn("failed to add the EFI system partition to /etc/fstab", "error", err)
+		}
+		gi.Log.Info("boot loader set up from the EFI assets of the image", "device", r.Disk)
+	}
+	return done, nil
+}
+
+// grubTarget is where Install puts GRUB: the image's root partition, its
+// ESP (for UEFI), the disks GRUB is installed to (for BIOS) and, for UEFI
+// on software RAID, the holders' ESP mirror.
+type grubTarget struct {
+	root       string
+	esp        string
+	grubDisk   string
+	holders    []string
+	holderESPs []holderESP
+}
+
+// locate finds the partitions of r (IPA's DeviceNotFound when one is
+// missing) and, for UEFI on software RAID, makes the holders' ESP mirror.
+// A nil target and no error: a boot loader is already there (BIOS).
+func (gi *Grub) locate(ctx context.Context, r GrubRequest) (*grubTarget, error) {
+	root, err := blockdev.FindPartitionByUUID(r.Disk, r.RootUUID)
+	if err != nil {
+		return nil, DeviceNotFound(err)
+	}
+	if len(r.Holders) == 0 && r.RamdiskBIOS && r.EFIUUID == "" && r.PRePUUID == "" && bootloaderLoaded(r.Disk) {
+		gi.Log.Info("skipping installation of the boot loader: the device is already marked bootable", "device", r.Disk)
+		return nil, nil
+	}
+	t := &grubTarget{root: root, grubDisk: r.Disk, holders: r.Holders}
+	if r.EFIUUID != "" {
+		if t.esp, err = blockdev.FindPartitionByUUID(r.Disk, r.EFIUUID); err != nil {
+			return nil, DeviceNotFound(err)
+		}
+	}
+	// Firmware cannot read an ESP inside an md array: for UEFI on
+	// software RAID, GRUB goes to the ESP mirror on the holder disks.
+	if t.esp != "" && len(r.Holders) > 0 {
+		if r.RAID == nil {
+			return nil, GrubError(r.Disk, fmt.Errorf("software RAID device %s: no RAID system to make the ESP mirror with", r.Disk))
+		}
+		if t.esp, t.holderESPs, err = relocateESP(ctx, gi.Log, r.RAID, r.Disk, t.esp); err != nil {
+			return nil, GrubError(r.Disk, err)
+		}
+	}
+	if r.PRePUUID != "" {
+		// On Power, GRUB goes straight into the PReP partition.
+		if t.grubDisk, err = blockdev.FindPartitionByUUID(r.Disk, r.PRePUUID); err != nil {
+			return nil, DeviceNotFound(err)
+		}
+	}
+	return t, nil
+}
+
+// mountRoot mounts the root partition at dir, with /dev, /proc and /run
+// bound and sysfs mounted, as IPA does before it chroots.
+func mountRoot(m *mountStack, root, dir string) error {
+	fstype, err := probeFSType(root)
+	if err != nil {
+		return err
+	}
+	if err := m.mount(root, dir, fstype, 0, ""); err != nil {
+		return err
+	}
+	for _, fs := range []string{"/dev", "/proc", "/run"} {
+		if err := os.MkdirAll(dir+fs, 0o755); err != nil {
+			return err
+		}
+		if err := m.mount(fs, dir+fs, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir+"/sys", 0o755); err != nil {
+		return err
+	}
+	return m.mount("none", dir+"/sys", "sysfs", 0, "")
+}
+
+// installUEFI mounts the ESP at /boot/efi and runs grub-install for UEFI,
+// then, on software RAID, writes a boot entry per holder's ESP.
+func (gi *Grub) installUEFI(ctx context.Context, ch *chroot, m *mountStack, dir, bin, efiTarget string, t *grubTarget) error {
+	mnt := filepath.Join(dir, "boot/efi")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		return err
+	}
+	if err := m.mount(t.esp, mnt, "vfat", 0, ""); err != nil {
+		return err
+	}
+	gi.Log.Warn("GRUB2 will be installed for UEFI on the EFI system partition with grub-install, which does not place Secure Boot signed binaries", "partition", t.esp)
+	args := []string{"--efi-directory=/boot/efi"}
+	if efiTarget != "" {
+		args = append([]string{"--target=" + efiTarget}, args...)
+	}
+	// IPA runs both and ignores their failures: the first also writes an
+	// NVRAM entry (impossible without EFI variables), the second puts GRUB
+	// at the removable-media path firmware falls back to. We fail only
+	// when neither worked.
+	_, err1 := ch.run(ctx, nil, bin+"-install", args...)
+	if err1 != nil {
+		gi.Log.Warn("ignoring GRUB2 boot loader installation failure", "error", err1)
+	}
+	_, err2 := ch.run(ctx, nil, bin+"-install", append(args, "--removable")...)
+	if err2 != nil {
+		gi.Log.Warn("ignoring GRUB2 boot loader installation failure", "error", err2)
+	}
+	if err1 != nil && err2 != nil {
+		return errors.Join(err1, err2)
+	}
+	if len(t.holderESPs) > 0 && gi.NVRAM != nil {
+		return raidBootEntries(ctx, gi.Log, *gi.NVRAM, mnt, t.holderESPs)
+	}
+	return nil
+}
+
+// installBIOS runs grub-install for BIOS on the disk (or PReP partition),
+// or on each holder disk of a software RAID install device.
+func (gi *Grub) installBIOS(ctx context.Context, ch *chroot, bin, biosTarget string, t *grubTarget) error {
+	var args []string
+	if biosTarget != "" {
+		args = append(args, "--target="+biosTarget)
+	}
+	disks := []string{t.grubDisk}
+	if len(t.holders) > 0 {
+		disks = t.holders
+	}
+	for _, d := range disks {
+		gi.Log.Info("installing GRUB2", "device", d)
+		if _, err := ch.run(ctx, nil, bin+"-install", append(slices.Clone(args), d)...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@
 // discard, and metadata wiping, each
 // device asked of the Guard first.
 //
-// Imports go one way: erase imports deploy/blockdev, never deploy/image,
-// deploy/partition or deploy/bootloader.
+// Imports go one way: erase imports deploy/blockdev, deploy/ata and
+// deploy/nvme, never deploy/image, deploy/partition, deploy/raid or
+// deploy/bootloader.
 package erase

@@ -31,6 +31,14 @@ func (e *Eraser) openNVMe(dev string) (nvmeDevice, error) {
 // nvmeErase formats an NVMe namespace with the strongest secure-erase
 // setting its controller reports (IPA's _nvme_erase).
 func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error) {
+	return e.withNVMe(ctx, dev, func(d nvme.Device, id nvme.Controller) (DeviceResult, error) {
+		return e.nvmeFormat(ctx, dev, d, id)
+	})
+}
+
+// withNVMe opens dev, reads its controller's Identify data and runs fn
+// with both; the device is closed when fn returns.
+func (e *Eraser) withNVMe(ctx context.Context, dev string, fn func(nvme.Device, nvme.Controller) (DeviceResult, error)) (DeviceResult, error) {
 	d, err := e.openNVMe(dev)
 	if err != nil {
 		return DeviceResult{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
@@ -40,7 +48,7 @@ func (e *Eraser) nvmeErase(ctx context.Context, dev string) (DeviceResult, error
 	if err != nil {
 		return DeviceResult{}, err
 	}
-	return e.nvmeFormat(ctx, dev, d, id)
+	return fn(d, id)
 }
 
 // nvmeIdentify reads the controller's Identify data (IPA: `nvme id-ctrl`).

@@ -42,19 +42,12 @@ func nvmeSanitizeAction(id nvme.Controller) (sanact uint8, method string, ok boo
 // nvmeExpress is the express erase of an NVMe namespace: sanitize when
 // the controller offers crypto or block erase, else IPA's format.
 func (e *Eraser) nvmeExpress(ctx context.Context, dev string) (DeviceResult, error) {
-	d, err := e.openNVMe(dev)
-	if err != nil {
-		return DeviceResult{}, fmt.Errorf("failed to fetch NVMe capabilities for device %s: %w", dev, err)
-	}
-	defer d.Close()
-	id, err := e.nvmeIdentify(ctx, dev, d)
-	if err != nil {
-		return DeviceResult{}, err
-	}
-	if sanact, method, ok := nvmeSanitizeAction(id); ok {
-		return e.nvmeSanitize(ctx, dev, d, sanact, method)
-	}
-	return e.nvmeFormat(ctx, dev, d, id)
+	return e.withNVMe(ctx, dev, func(d nvme.Device, id nvme.Controller) (DeviceResult, error) {
+		if sanact, method, ok := nvmeSanitizeAction(id); ok {
+			return e.nvmeSanitize(ctx, dev, d, sanact, method)
+		}
+		return e.nvmeFormat(ctx, dev, d, id)
+	})
 }
 
 // nvmeSanitize starts a sanitize and polls the Sanitize Status log until

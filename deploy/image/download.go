@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -312,23 +313,9 @@ func (f *remoteFile) connect(ctx context.Context) (*http.Response, context.Cance
 			return nil, nil, err
 		}
 		f.o.Logger.Warn("unable to connect to the image server, retrying", "url", f.url, "attempt", attempt+1, "error", err)
-		if err := sleep(ctx, f.o.RetryInterval); err != nil {
+		if err := clock.Sleep(ctx, f.o.RetryInterval); err != nil {
 			return nil, nil, err
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -435,7 +422,7 @@ func (s *streamReader) close() {
 func (s *streamReader) resume() error {
 	for {
 		s.resumes++
-		if err := sleep(s.ctx, s.f.o.RetryInterval); err != nil {
+		if err := clock.Sleep(s.ctx, s.f.o.RetryInterval); err != nil {
 			return err
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
@@ -511,7 +498,7 @@ func (f *remoteFile) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 			if errors.Is(err, errChanged) || ctx.Err() != nil || (errors.As(err, &se) && se.fatal()) {
 				return int(got), errors.Join(err, ctx.Err())
 			}
-			if err := sleep(ctx, f.o.RetryInterval); err != nil {
+			if err := clock.Sleep(ctx, f.o.RetryInterval); err != nil {
 				return int(got), err
 			}
 			continue
@@ -521,7 +508,7 @@ func (f *remoteFile) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 		cancel()
 		got += int64(n)
 		if err != nil && got < want {
-			if err := sleep(ctx, f.o.RetryInterval); err != nil {
+			if err := clock.Sleep(ctx, f.o.RetryInterval); err != nil {
 				return int(got), err
 			}
 		}

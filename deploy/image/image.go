@@ -21,6 +21,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/qcow2"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
@@ -230,7 +231,7 @@ func WriteImage(ctx context.Context, info *ImageInfo, device string, opts WriteO
 			return nil, err
 		}
 		opts.Logger.Warn("image write attempt failed, retrying", "image", info.ID, "attempt", attempt, "error", err)
-		if err := sleep(ctx, dl.RetryInterval); err != nil {
+		if err := clock.Sleep(ctx, dl.RetryInterval); err != nil {
 			return nil, err
 		}
 	}
@@ -315,18 +316,8 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The time limit covers the transfer only (IPA checks it per chunk
-	// received): the timer is stopped once the last byte is in, so the
-	// final sync is never cut by it.
-	stopLimit := func() {}
-	if dl.MaxDuration > 0 {
-		var cancelCause context.CancelCauseFunc
-		ctx, cancelCause = context.WithCancelCause(ctx)
-		limit := time.AfterFunc(dl.MaxDuration, func() { cancelCause(errMaxDuration{dl.MaxDuration}) })
-		stopLimit = func() { limit.Stop() }
-		defer stopLimit()
-		defer cancelCause(nil)
-	}
+	ctx, stopLimit, release := transferLimit(ctx, dl.MaxDuration)
+	defer release()
 	var received atomic.Int64
 	src, err := openSource(ctx, info.URLs, dl, &received, opts.AllowLocalFiles)
 	if err != nil {
@@ -345,27 +336,12 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	defer ah.Wait()
 	hr := &hashingReader{r: timedReader{src.stream, &clock.receive, &clock.reads}, h: ah}
 	outer := bufio.NewReaderSize(hr, SniffLen)
-	head, perr := outer.Peek(SniffLen)
-	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
-		return nil, downloadFailure(ctx, info.ID, perr)
+	c, inner, decoder, head, closeDec, err := sniff(ctx, outer, info.ID)
+	if err != nil {
+		return nil, err
 	}
-	res = &WriteResult{Device: device, URL: src.name, Algorithm: sum.Algorithm, Compression: DetectCompression(head)}
-	inner := outer
-	var decoder io.Reader
-	if res.Compression != CompressionNone {
-		d, closeDec, err := newDecoder(res.Compression, outer)
-		if err != nil {
-			return nil, errInvalidImage(fmt.Sprintf("image %s: %s header: %v", info.ID, res.Compression, err), err)
-		}
-		defer closeDec()
-		decoder = d
-		inner = bufio.NewReaderSize(d, SniffLen)
-		head, perr = inner.Peek(SniffLen)
-		if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
-			return nil, errInvalidImage(fmt.Sprintf("image %s: decompressing %s: %v", info.ID, res.Compression, perr), perr)
-		}
-	}
-	res.Format = DetectFormat(head)
+	defer closeDec()
+	res = &WriteResult{Device: device, URL: src.name, Algorithm: sum.Algorithm, Compression: c, Format: DetectFormat(head)}
 	if err := checkFormat(info, res.Format, opts); err != nil {
 		return nil, err
 	}
@@ -375,107 +351,199 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 		return nil, errWrite(device, err)
 	}
 	defer dev.Close()
-	if res.Compression == CompressionNone && rawLike(res.Format) && src.size >= 0 && dev.Size() >= 0 && src.size > dev.Size() {
-		if opts.TooLarge != nil {
-			return nil, opts.TooLarge(src.size, dev.Size())
-		}
-		return nil, errInvalidImage(fmt.Sprintf("image %s is %d bytes, larger than %s (%d bytes)", info.ID, src.size, device, dev.Size()), nil)
+	if err := checkFits(res, src.size, dev.Size(), info.ID, device, opts); err != nil {
+		return nil, err
 	}
-	var writerHash hash.Hash
-	if res.Compression == CompressionNone && rawLike(res.Format) {
-		// Every byte of the file goes to the disk in order, the sniffed
-		// ones included: let the writer's hash stage hash them all.
-		h = newHash(sum.Algorithm)
-		hr.h, writerHash = nil, timedHash{h, &clock.hash}
-	}
-	w, err := newDiskWriter(dev, device, opts.DeviceZeroed, writerHash, &clock)
+	w, writerHash, err := newImageWriter(dev, device, res, hr, &h, sum.Algorithm, &clock, opts)
 	if err != nil {
 		return nil, errWrite(device, err)
 	}
 	stopProgress := startProgress(ctx, opts, &received, src.size, w, start)
 	defer stopProgress(false)
 
-	var fra *forwardReaderAt
-	var copyErr error
 	copyStart := time.Now()
-	switch {
-	case rawLike(res.Format):
-		_, copyErr = w.ReadFrom(inner)
-	case res.Format == FormatQcow2:
-		if res.Compression == CompressionNone {
-			fra = newForwardReaderAt(ctx, outer, src.random)
-			copyErr = convertQcow2(ctx, fra, src.size, w, dev.Size(), info.ID, opts.TooLarge)
-		} else {
-			fra = newForwardReaderAt(ctx, inner, nil)
-			copyErr = convertQcow2(ctx, fra, -1, w, dev.Size(), info.ID, opts.TooLarge)
-		}
-		if copyErr == nil {
-			copyErr = fra.Drain()
-		}
-	default:
-		copyErr = errInvalidImage(fmt.Sprintf("image %s is in %s format, which this agent cannot write", info.ID, res.Format), nil)
-	}
-	if copyErr == nil && decoder != nil {
-		// The decoder must reach its end (it checks its own CRC there).
-		_, copyErr = io.Copy(io.Discard, inner)
-	}
-	if copyErr == nil {
-		// Hash whatever follows (nothing, for a well-formed file).
-		_, copyErr = io.Copy(io.Discard, outer)
-	}
+	fra, copyErr := copyImage(ctx, res, outer, inner, decoder, src, w, dev.Size(), info.ID, opts)
 	copyTime := time.Since(copyStart)
 	stopLimit()
 	if copyErr != nil {
 		w.abort()
-		var e *ipaerror.Error
-		if errors.As(copyErr, &e) {
-			return nil, copyErr
-		}
-		if errors.Is(copyErr, qcow2.ErrCorrupt) || errors.Is(copyErr, qcow2.ErrUnsupported) {
-			return nil, errInvalidImage(fmt.Sprintf("image %s: %v", info.ID, copyErr), copyErr)
-		}
-		if ctx.Err() != nil {
-			if e := downloadFailure(ctx, info.ID, copyErr); e.Type == "ImageDownloadTimeoutError" {
-				return nil, e
-			}
-			return nil, ctx.Err()
-		}
-		if isWriteFailure(copyErr) {
-			return nil, errWrite(device, copyErr)
-		}
-		return nil, errDownload(info.ID, copyErr)
+		return nil, copyFailure(ctx, copyErr, info.ID, device)
 	}
 	if err := w.Close(); err != nil {
 		return nil, errWrite(device, err)
 	}
-	res.FileBytes = received.Load()
-	res.DiskBytes = w.Size()
-	res.ZeroedBytes = w.zeroOut.Load()
-	res.SkipBytes = w.skipped.Load()
+	res.FileBytes, res.DiskBytes = received.Load(), w.Size()
+	res.ZeroedBytes, res.SkipBytes = w.zeroOut.Load(), w.skipped.Load()
 	res.Resumes = src.resumes()
 	if fra != nil {
 		res.Refetched = fra.Refetched
 	}
 	ah.Wait()
-	res.Digest = fmt.Sprintf("%x", h.Sum(nil))
-	res.Verified = sum.Expected != ""
-	if res.Verified && res.Digest != sum.Expected {
-		return nil, errChecksum(src.name, info.ID, sum.Expected, res.Digest)
+	if err := verify(res, h, sum, src.name, info.ID); err != nil {
+		return nil, err
 	}
 	syncStart := time.Now()
-	warn, err := dev.Finish(ctx)
-	if err != nil {
+	if err := finishDevice(ctx, dev, res, opts); err != nil {
 		return nil, errWrite(device, err)
 	}
 	res.Stages = clock.times(copyTime, time.Since(syncStart), writerHash == nil, hashImplementation(sum.Algorithm))
-	if warn != "" {
-		res.Warnings = append(res.Warnings, warn)
-		opts.Logger.Warn(warn)
-	}
 	res.Duration = time.Since(start)
 	stopProgress(true)
 	opts.Logger.Info("image written", "image", info.ID, "device", device, "summary", res.Summary(), "stages", res.Stages.String())
 	return res, nil
+}
+
+// transferLimit bounds the transfer by d (0: no bound). The time limit
+// covers the transfer only (IPA checks it per chunk received): stop ends
+// it once the last byte is in, so the final sync is never cut by it;
+// release frees the limit's context.
+func transferLimit(ctx context.Context, d time.Duration) (_ context.Context, stop, release func()) {
+	if d <= 0 {
+		return ctx, func() {}, func() {}
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	limit := time.AfterFunc(d, func() { cancelCause(errMaxDuration{d}) })
+	stop = func() { limit.Stop() }
+	return ctx, stop, func() { cancelCause(nil); stop() }
+}
+
+// verify records the image's digest in res and checks it against the
+// expected checksum, when there is one.
+func verify(res *WriteResult, h hash.Hash, sum Checksum, url, id string) error {
+	res.Digest = fmt.Sprintf("%x", h.Sum(nil))
+	res.Verified = sum.Expected != ""
+	if res.Verified && res.Digest != sum.Expected {
+		return errChecksum(url, id, sum.Expected, res.Digest)
+	}
+	return nil
+}
+
+// newImageWriter makes the disk writer. A raw, uncompressed image's bytes
+// all go to the disk in order, the sniffed ones included: the writer's
+// hash stage hashes them, with a fresh hash put in *h, and the reader
+// hashes nothing. writerHash is that stage's hash, nil otherwise.
+func newImageWriter(dev *deviceFile, device string, res *WriteResult, hr *hashingReader, h *hash.Hash, algorithm string,
+	clock *stageClock, opts *WriteOptions) (w *diskWriter, writerHash hash.Hash, err error) {
+	if res.Compression == CompressionNone && rawLike(res.Format) {
+		*h = newHash(algorithm)
+		hr.h, writerHash = nil, timedHash{*h, &clock.hash}
+	}
+	w, err = newDiskWriter(dev, device, opts.DeviceZeroed, writerHash, clock)
+	return w, writerHash, err
+}
+
+// sniff reads the head of the file and detects its compression; for a
+// compressed file it starts the decoder and returns the head of what that
+// yields. inner is what the copy reads; closeDec is always safe to call.
+func sniff(ctx context.Context, outer *bufio.Reader, id string) (c Compression, inner *bufio.Reader, decoder io.Reader, head []byte, closeDec func(), err error) {
+	head, perr := outer.Peek(SniffLen)
+	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
+		return "", nil, nil, nil, nil, downloadFailure(ctx, id, perr)
+	}
+	c = DetectCompression(head)
+	if c == CompressionNone {
+		return c, outer, nil, head, func() {}, nil
+	}
+	inner, decoder, head, closeDec, err = decompress(outer, c, id)
+	return c, inner, decoder, head, closeDec, err
+}
+
+// finishDevice syncs the device (dev.Finish) and records its warning.
+func finishDevice(ctx context.Context, dev *deviceFile, res *WriteResult, opts *WriteOptions) error {
+	warn, err := dev.Finish(ctx)
+	if err != nil {
+		return err
+	}
+	if warn != "" {
+		res.Warnings = append(res.Warnings, warn)
+		opts.Logger.Warn(warn)
+	}
+	return nil
+}
+
+// decompress starts the decoder of a compressed image and sniffs the head
+// of what it yields.
+func decompress(outer *bufio.Reader, c Compression, id string) (inner *bufio.Reader, decoder io.Reader, head []byte, closeDec func(), err error) {
+	d, closeDec, err := newDecoder(c, outer)
+	if err != nil {
+		return nil, nil, nil, nil, errInvalidImage(fmt.Sprintf("image %s: %s header: %v", id, c, err), err)
+	}
+	inner = bufio.NewReaderSize(d, SniffLen)
+	head, perr := inner.Peek(SniffLen)
+	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
+		closeDec()
+		return nil, nil, nil, nil, errInvalidImage(fmt.Sprintf("image %s: decompressing %s: %v", id, c, perr), perr)
+	}
+	return inner, d, head, closeDec, nil
+}
+
+// checkFits refuses a raw, uncompressed image larger than the device
+// before anything is written (the size is known from the server).
+func checkFits(res *WriteResult, srcSize, devSize int64, id, device string, opts *WriteOptions) error {
+	if res.Compression != CompressionNone || !rawLike(res.Format) || srcSize < 0 || devSize < 0 || srcSize <= devSize {
+		return nil
+	}
+	if opts.TooLarge != nil {
+		return opts.TooLarge(srcSize, devSize)
+	}
+	return errInvalidImage(fmt.Sprintf("image %s is %d bytes, larger than %s (%d bytes)", id, srcSize, device, devSize), nil)
+}
+
+// copyImage writes the image's contents to w: raw bytes as they come, a
+// qcow2 image converted (reading back through src's ranges when the file
+// is not compressed). It then reads the rest, so the decoder checks its
+// CRC and every byte of the file is hashed. fra is the qcow2 reader, nil
+// for a raw image.
+func copyImage(ctx context.Context, res *WriteResult, outer, inner *bufio.Reader, decoder io.Reader, src *source, w *diskWriter,
+	devSize int64, id string, opts *WriteOptions) (fra *forwardReaderAt, err error) {
+	switch {
+	case rawLike(res.Format):
+		_, err = w.ReadFrom(inner)
+	case res.Format == FormatQcow2:
+		if res.Compression == CompressionNone {
+			fra = newForwardReaderAt(ctx, outer, src.random)
+			err = convertQcow2(ctx, fra, src.size, w, devSize, id, opts.TooLarge)
+		} else {
+			fra = newForwardReaderAt(ctx, inner, nil)
+			err = convertQcow2(ctx, fra, -1, w, devSize, id, opts.TooLarge)
+		}
+		if err == nil {
+			err = fra.Drain()
+		}
+	default:
+		err = errInvalidImage(fmt.Sprintf("image %s is in %s format, which this agent cannot write", id, res.Format), nil)
+	}
+	if err == nil && decoder != nil {
+		// The decoder must reach its end (it checks its own CRC there).
+		_, err = io.Copy(io.Discard, inner)
+	}
+	if err == nil {
+		// Hash whatever follows (nothing, for a well-formed file).
+		_, err = io.Copy(io.Discard, outer)
+	}
+	return fra, err
+}
+
+// copyFailure is the IPA error of a failed copy: the image's fault, the
+// time limit's, the device's or the download's.
+func copyFailure(ctx context.Context, err error, id, device string) error {
+	var e *ipaerror.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, qcow2.ErrCorrupt) || errors.Is(err, qcow2.ErrUnsupported) {
+		return errInvalidImage(fmt.Sprintf("image %s: %v", id, err), err)
+	}
+	if ctx.Err() != nil {
+		if e := downloadFailure(ctx, id, err); e.Type == "ImageDownloadTimeoutError" {
+			return e
+		}
+		return ctx.Err()
+	}
+	if isWriteFailure(err) {
+		return errWrite(device, err)
+	}
+	return errDownload(id, err)
 }
 
 // writeFailure marks errors that come from the device, not the source.

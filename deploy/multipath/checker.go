@@ -63,7 +63,7 @@ type Checker struct {
 
 	mu      sync.Mutex
 	pending map[string]chan error // probes from an earlier pass, by device
-	said    map[string]bool       // warnings already logged once
+	said    logging.Once          // warnings already logged once
 }
 
 // probeJob is one path of one map to check.
@@ -166,7 +166,7 @@ func (c *Checker) keep(ctx context.Context, ctl Control, name string, paths []in
 	}
 	targets, states, err := mapStatus(ctl, name)
 	if err != nil {
-		c.warnOnce(log, "status "+name, "multipath: cannot read a map's paths; not checked", "map", name, "error", err)
+		c.said.Warn(log, "status "+name, "multipath: cannot read a map's paths; not checked", "map", name, "error", err)
 		return nil
 	}
 	sectors := targets[0].Length
@@ -188,7 +188,7 @@ func (c *Checker) keep(ctx context.Context, ctl Control, name string, paths []in
 			continue
 		}
 		if uint64(p.Sectors) != sectors {
-			c.warnOnce(log, "size "+name+" "+p.Name, "multipath: a path to a map's LUN has another size; not added", "map", name, "path", p.Name,
+			c.said.Warn(log, "size "+name+" "+p.Name, "multipath: a path to a map's LUN has another size; not added", "map", name, "path", p.Name,
 				"sectors", p.Sectors, "map_sectors", sectors)
 			continue
 		}
@@ -263,21 +263,6 @@ func (c *Checker) donePending(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, name)
-}
-
-// warnOnce logs a warning the first time key is seen, so a pass every
-// few seconds does not repeat it.
-func (c *Checker) warnOnce(log *slog.Logger, key, msg string, args ...any) {
-	c.mu.Lock()
-	seen := c.said[key]
-	if c.said == nil {
-		c.said = map[string]bool{}
-	}
-	c.said[key] = true
-	c.mu.Unlock()
-	if !seen {
-		log.Warn(msg, args...)
-	}
 }
 
 // mapStatus reads the map's one multipath target and its paths.

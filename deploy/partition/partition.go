@@ -419,22 +419,8 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 		return nil, fmt.Errorf("%s has %d-byte sectors, which do not divide a MiB", dev, sector)
 	}
 
-	if o.PreserveEphemeral {
-		if parts, err = existingLayout(dev, label, parts, sector); err != nil {
-			return nil, fmt.Errorf("preserve_ephemeral: %w", err)
-		}
-		log.Info("preserving the partition table and the ephemeral partition", "device", dev)
-	} else {
-		if err := checkFits(dev, label, parts, size, sector); err != nil {
-			return nil, err
-		}
-		if _, err := blockdev.WipeMetadata(ctx, o.Guard, dev); err != nil {
-			return nil, fmt.Errorf("metadata wipe of %s: %w", dev, err)
-		}
-		if err := writePartitionTable(ctx, o.Guard, dev, label, parts, size, sector); err != nil {
-			return nil, err
-		}
-		log.Info("partitioned disk", "device", dev, "label", label, "partitions", roleList(parts))
+	if parts, err = partitionDisk(ctx, o, log, label, parts, size, sector); err != nil {
+		return nil, err
 	}
 	res := &PartitionImageResult{Label: label, Partitions: parts, Paths: map[string]string{}}
 	for _, p := range parts {
@@ -450,84 +436,138 @@ func WorkOnDisk(ctx context.Context, o PartitionImageOptions) (*PartitionImageRe
 		}
 		res.Paths[p.Role] = path
 	}
-	mkfs := func(part string, args ...string) error {
-		if err := o.Guard.Check(part); err != nil {
-			return err
-		}
-		if _, err := runner.Run(ctx, args[0], append(args[1:], part)...); err != nil {
-			return err
-		}
-		return nil
+	if err := fillPartitions(ctx, o, runner, log, res.Paths, iso, format); err != nil {
+		return nil, err
 	}
-	if esp, ok := res.Paths[RoleESP]; ok {
+	if err := rescanPartitions(ctx, dev, parts, sector, res.Paths); err != nil {
+		return nil, err
+	}
+	if err := readPartitionUUIDs(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// partitionDisk writes the planned table (after a metadata wipe), or, to
+// preserve the ephemeral partition, takes the disk's existing layout. It
+// returns the partitions as they are on the disk.
+func partitionDisk(ctx context.Context, o PartitionImageOptions, log *slog.Logger, label string, parts []PlannedPartition, size int64, sector int) ([]PlannedPartition, error) {
+	dev := o.Device
+	if o.PreserveEphemeral {
+		parts, err := existingLayout(dev, label, parts, sector)
+		if err != nil {
+			return nil, fmt.Errorf("preserve_ephemeral: %w", err)
+		}
+		log.Info("preserving the partition table and the ephemeral partition", "device", dev)
+		return parts, nil
+	}
+	if err := checkFits(dev, label, parts, size, sector); err != nil {
+		return nil, err
+	}
+	if _, err := blockdev.WipeMetadata(ctx, o.Guard, dev); err != nil {
+		return nil, fmt.Errorf("metadata wipe of %s: %w", dev, err)
+	}
+	if err := writePartitionTable(ctx, o.Guard, dev, label, parts, size, sector); err != nil {
+		return nil, err
+	}
+	log.Info("partitioned disk", "device", dev, "label", label, "partitions", roleList(parts))
+	return parts, nil
+}
+
+// fillPartitions writes each partition of paths (by role) in IPA's order:
+// the ESP's FAT, the config drive, the root (o.WriteRoot), swap and the
+// ephemeral filesystem (unless preserved).
+func fillPartitions(ctx context.Context, o PartitionImageOptions, runner blockdev.Runner, log *slog.Logger, paths map[string]string, iso []byte, format string) error {
+	if esp, ok := paths[RoleESP]; ok {
 		// IPA's mkfs.vfat -n efi-part, in Go.
 		if err := fsmake.FAT(ctx, o.Guard, esp, "efi-part"); err != nil {
-			return nil, fmt.Errorf("EFI system partition: %w", err)
+			return fmt.Errorf("EFI system partition: %w", err)
 		}
 	}
-	if cd, ok := res.Paths[RoleConfigDrive]; ok {
+	if cd, ok := paths[RoleConfigDrive]; ok {
 		if err := writeImageToPartition(o.Guard, cd, iso); err != nil {
-			return nil, fmt.Errorf("config drive partition: %w", err)
+			return fmt.Errorf("config drive partition: %w", err)
 		}
 		log.Info("config drive written", "partition", cd, "bytes", len(iso))
 	}
-	root := res.Paths[RoleRoot]
 	if o.WriteRoot != nil {
-		if err := o.WriteRoot(ctx, root); err != nil {
-			return nil, err
+		if err := o.WriteRoot(ctx, paths[RoleRoot]); err != nil {
+			return err
 		}
 	}
-	if swap, ok := res.Paths[RoleSwap]; ok {
+	if swap, ok := paths[RoleSwap]; ok {
 		// IPA's mkswap -L swap1, in Go.
 		if err := fsmake.Swap(ctx, o.Guard, swap, "swap1"); err != nil {
-			return nil, fmt.Errorf("swap partition: %w", err)
+			return fmt.Errorf("swap partition: %w", err)
 		}
 	}
-	if eph, ok := res.Paths[RoleEphemeral]; ok && !o.PreserveEphemeral {
-		var err error
-		if format == "vfat" || format == "msdos" {
-			// IPA's mkfs.<vfat|msdos> -n ephemeral0, in Go.
-			err = fsmake.FAT(ctx, o.Guard, eph, "ephemeral0")
-		} else {
-			args := []string{"mkfs." + format}
-			if format == "ext3" || format == "ext4" {
-				args = append(args, "-F")
-			}
-			err = mkfs(eph, append(args, "-L", "ephemeral0")...)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ephemeral partition: %w", err)
+	if eph, ok := paths[RoleEphemeral]; ok && !o.PreserveEphemeral {
+		if err := makeEphemeral(ctx, o.Guard, runner, eph, format); err != nil {
+			return fmt.Errorf("ephemeral partition: %w", err)
 		}
 	}
-	// Rescan (IPA's trigger_device_rescan) so udev sees the new
-	// filesystems; a kernel without a parser for the label drops the
-	// partitions on a re-read, so they are added back with BLKPG.
+	return nil
+}
+
+// makeEphemeral makes the ephemeral partition's filesystem, labelled
+// ephemeral0: FAT in Go, anything else with its mkfs program.
+func makeEphemeral(ctx context.Context, g *blockdev.Guard, runner blockdev.Runner, eph, format string) error {
+	if format == "vfat" || format == "msdos" {
+		// IPA's mkfs.<vfat|msdos> -n ephemeral0, in Go.
+		return fsmake.FAT(ctx, g, eph, "ephemeral0")
+	}
+	args := []string{"mkfs." + format}
+	if format == "ext3" || format == "ext4" {
+		args = append(args, "-F")
+	}
+	args = append(args, "-L", "ephemeral0")
+	if err := g.Check(eph); err != nil {
+		return err
+	}
+	if _, err := runner.Run(ctx, args[0], append(args[1:], eph)...); err != nil {
+		return err
+	}
+	return nil
+}
+
+// rescanPartitions re-reads dev's table (IPA's trigger_device_rescan) so
+// udev sees the new filesystems; a kernel without a parser for the label
+// drops the partitions on a re-read, so they are added back with BLKPG
+// and waited for.
+func rescanPartitions(ctx context.Context, dev string, parts []PlannedPartition, sector int, paths map[string]string) error {
 	if f, err := os.Open(dev); err == nil {
 		_ = blockdev.RereadPartitions(ctx, f)
 		f.Close()
 	}
 	for _, p := range parts {
 		if err := kernelKnowsPartition(dev, p.Number, sector); err != nil {
-			return nil, err
+			return err
 		}
-		if err := waitForDevice(ctx, res.Paths[p.Role]); err != nil {
-			return nil, err
+		if err := waitForDevice(ctx, paths[p.Role]); err != nil {
+			return err
 		}
 	}
-	if res.RootUUID, err = blockdev.BlockUUID(root); err != nil {
-		return nil, err
+	return nil
+}
+
+// readPartitionUUIDs records the filesystem UUIDs of the root, the ESP and
+// the PReP partition in res.
+func readPartitionUUIDs(res *PartitionImageResult) error {
+	var err error
+	if res.RootUUID, err = blockdev.BlockUUID(res.Paths[RoleRoot]); err != nil {
+		return err
 	}
 	if esp, ok := res.Paths[RoleESP]; ok {
 		if res.ESPUUID, err = blockdev.BlockUUID(esp); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if prep, ok := res.Paths[RolePReP]; ok {
 		if res.PRePUUID, err = blockdev.BlockUUID(prep); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // existingLayout is the plan as the table already on dev holds it, for

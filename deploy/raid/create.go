@@ -11,6 +11,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/partition"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -226,12 +227,7 @@ func (s *System) sleep(ctx context.Context) error {
 	if d == 0 {
 		d = time.Second
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
+	return clock.Sleep(ctx, d)
 }
 
 // ignoreOnCreate is IPA's _create_raid_ignore_list: with volumes skipped

@@ -49,6 +49,7 @@
 //     version (blockdev.Probe); members come from sysfs (slaves/), not from
 //     scanning every device with mdadm --examine.
 //
-// Imports: deploy/blockdev, deploy/partition, inventory/hints and
-// ipaerror; never agent.
+// Imports: deploy/blockdev, deploy/partition, deploy/mkfs,
+// inventory/hints and ipaerror; never agent. deploy/bootloader imports
+// raid, never the reverse.
 package raid

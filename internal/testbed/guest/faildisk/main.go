@@ -206,11 +206,14 @@ func run(ctx context.Context) error {
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stdout, b.log), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ready := make(chan string, 1)
 	a, err := agent.New(ctx, agent.Options{
-		Config: cfg, Log: log, Machine: noMachine{}, StateRoot: state,
-		Inventory: func(context.Context) (*inventory.Inventory, error) {
-			return &inventory.Inventory{Interfaces: []inventory.Interface{{Name: "eth9", MACAddress: mac}}}, nil
+		Config: cfg, Log: log, StateRoot: state, SkipRAIDAssembly: true, DisableMultipath: true,
+		Hooks: agent.Hooks{
+			Machine: noMachine{},
+			Inventory: func(context.Context) (*inventory.Inventory, error) {
+				return &inventory.Inventory{Interfaces: []inventory.Interface{{Name: "eth9", MACAddress: mac}}}, nil
+			},
+			Ready: func(u string) { ready <- u },
 		},
-		Ready: func(u string) { ready <- u },
 	})
 	if err != nil {
 		return err
