@@ -16,7 +16,7 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/generic-steps.golden.json")
 
 // notImplemented are the steps of IPA 13's generic lists this agent does
-// not list (README: "Steps and IPA 13"): GPU burn-in and
+// not list (docs/steps.md): GPU burn-in and
 // bootc.
 var notImplemented = []string{"burnin_gpu", "execute_bootc_install"}
 

@@ -132,7 +132,7 @@ func (HostMachine) WriteRTC(ctx context.Context) error {
 // (getrusage's ru_maxrss: the kernel's VmHWM of the process) and of the
 // largest program it ran and waited for; -1 when getrusage fails. Logged as
 // the machine goes down, it is the agent's own high-water mark of a whole
-// inspection, cleaning or deploy (README: IPA 13 side by side).
+// inspection, cleaning or deploy (docs/testing.md: IPA side by side).
 func peakRSS() (self, children int64) {
 	get := func(who int) int64 {
 		var ru syscall.Rusage

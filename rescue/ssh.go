@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -124,7 +124,7 @@ type winsize struct{ cols, rows uint32 }
 
 // acceptedEnv are the environment variables a client may set (sshd's
 // usual AcceptEnv).
-var acceptedEnv = regexp.MustCompile(`^(LANG|LC_[A-Z_]+)$`)
+var acceptedEnv = lazyregexp.New(`^(LANG|LC_[A-Z_]+)$`)
 
 func (s *session) run(ctx context.Context, reqs <-chan *ssh.Request) {
 	defer s.ch.Close()

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -674,7 +674,7 @@ func appendESPToFstab(root, efiUUID, esp string) error {
 }
 
 // grubCmdline is the GRUB_CMDLINE_LINUX line of /etc/default/grub.
-var grubCmdline = regexp.MustCompile(`GRUB_CMDLINE_LINUX="(.*)"`)
+var grubCmdline = lazyregexp.New(`GRUB_CMDLINE_LINUX="(.*)"`)
 
 // addMDUUIDs appends rd.md.uuid=<uuid> for each array to
 // GRUB_CMDLINE_LINUX in the image's /etc/default/grub, as IPA's re.sub

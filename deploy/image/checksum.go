@@ -39,7 +39,7 @@ func newHash(algo string) hash.Hash {
 	case "sha256":
 		// Ironic's default os_hash_algo; on CPUs without AVX2, QEMU's
 		// qemu64 among them, crypto/sha256's generic code halved the
-		// image write's speed (README, "IPA 13 side by side").
+		// image write's speed (docs/testing.md: IPA side by side).
 		return fastsha2.New256()
 	case "sha384":
 		return sha512.New384()

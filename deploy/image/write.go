@@ -26,7 +26,7 @@ const (
 // write, not their sum, so four buffers keep the download one buffer ahead
 // of two writes in flight (the second queued in the device while the
 // first completes); six measured no faster with scripts/bench-image.sh on
-// our machine and cost 8 MiB more (README, Images).
+// our machine and cost 8 MiB more (docs/performance.md: image writing).
 const (
 	writeBufs  = 4
 	writeDepth = 2

@@ -42,3 +42,11 @@ func (r *Regexp) MatchString(s string) bool { return r.re().MatchString(s) }
 
 // FindStringSubmatch is regexp.Regexp.FindStringSubmatch.
 func (r *Regexp) FindStringSubmatch(s string) []string { return r.re().FindStringSubmatch(s) }
+
+// FindSubmatch is regexp.Regexp.FindSubmatch.
+func (r *Regexp) FindSubmatch(b []byte) [][]byte { return r.re().FindSubmatch(b) }
+
+// ReplaceAllFunc is regexp.Regexp.ReplaceAllFunc.
+func (r *Regexp) ReplaceAllFunc(src []byte, repl func([]byte) []byte) []byte {
+	return r.re().ReplaceAllFunc(src, repl)
+}

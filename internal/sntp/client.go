@@ -6,9 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"net"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +40,7 @@ type Client struct {
 
 // hostnameRE is IPA's _VALID_NTP_SERVER_RE: what it lets reach ntpdate or
 // chronyd when the value is not an IP address.
-var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9.:_-]+$`)
+var hostnameRE = lazyregexp.New(`^[a-zA-Z0-9.:_-]+$`)
 
 // ParseServer checks an ntp_server value as IPA does: one IP address or
 // host name of at most 253 characters (no list, no port). An IPv6 literal

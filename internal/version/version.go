@@ -12,7 +12,7 @@
 package version
 
 import (
-	"regexp"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"runtime/debug"
 )
 
@@ -68,7 +68,7 @@ func Commit() string {
 }
 
 // releaseTag matches git describe output that starts at a release tag.
-var releaseTag = regexp.MustCompile(`^v?(\d+\.\d+\.\d+)(-\d+-g[0-9a-f]+)?(-dirty)?$`)
+var releaseTag = lazyregexp.New(`^v?(\d+\.\d+\.\d+)(-\d+-g[0-9a-f]+)?(-dirty)?$`)
 
 func release(describe string) string {
 	if m := releaseTag.FindStringSubmatch(describe); m != nil {
