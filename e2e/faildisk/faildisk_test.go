@@ -51,6 +51,7 @@ var scenarios = []string{
 // QEMU runs under TCG on shared cores) and fails naming each scenario the
 // guest reports failed or never reported.
 func TestFailingDisks(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine (several minutes under TCG)")
 	}

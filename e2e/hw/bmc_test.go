@@ -26,6 +26,7 @@ import (
 // for a BMC without a LAN channel: QEMU 7.2's simulator does not implement
 // Get Channel Info, so "0.0.0.0", "::/0" and no bmc_mac.
 func TestDeviceInQEMU(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine (1-3 minutes under TCG)")
 	}

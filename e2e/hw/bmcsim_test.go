@@ -24,6 +24,7 @@ import (
 // ipmi_sim offers no SHA-256 suite, and ipmitool's default (17) costs each
 // command about 9 s of probing before it falls back.
 func TestIPMISimOverLAN(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	for _, p := range []string{"ipmi_sim", "ipmitool", "qemu-system-x86_64"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("SKIPPED: needs %s (openipmi, ipmitool, qemu-system-x86; in test.sh)", p)

@@ -46,6 +46,7 @@ func needIPA(t *testing.T) {
 // only one; IPA_EXTRA_APPEND adds kernel parameters (e.g.
 // systemd.journald.forward_to_console=1 to see the whole boot).
 func TestIPABootsToLookup(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	needIPA(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 // capture joins that group (the agent sets no promiscuous mode). The
 // virtio NIC hears nothing and must say so.
 func TestLLDPIntoEmulatedNIC(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine (1-3 minutes under TCG)")
 	}

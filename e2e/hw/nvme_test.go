@@ -30,6 +30,7 @@ const recording = "../testdata/qemu-7.2-nvme.json"
 // refusals of both, and erase_devices must take IPA's user-data erase
 // (SES 1).
 func TestNativeNVMeInQEMU(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine (about a minute under TCG)")
 	}

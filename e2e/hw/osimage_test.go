@@ -160,6 +160,7 @@ func bootDisk(t *testing.T, fw qemu.Firmware, image, cd string, osKind, cdKind q
 // its GRUB the kernel, and the OS reads an ISO 9660 config drive on a
 // SATA disk.
 func TestBIOSDiskBoots(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	o, dir := buildOS(t)
 	img := filepath.Join(dir, "bios.raw")
 	if err := o.BIOSDisk(t.Context(), dir, img); err != nil {
@@ -175,6 +176,7 @@ func TestBIOSDiskBoots(t *testing.T) {
 // GPT image's removable-media loader from a SCSI disk, and the OS reads a
 // FAT config drive on an NVMe disk.
 func TestUEFIDiskBoots(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	o, dir := buildOS(t)
 	img := filepath.Join(dir, "uefi.raw")
 	if err := o.UEFIDisk(t.Context(), dir, img); err != nil {

@@ -25,6 +25,7 @@ import (
 // erase error. The host then finds the disk file all zeros. The security
 // commands' refusals are recorded in the same boot and must be aborts.
 func TestATAEraseInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine (about a minute under TCG)")
 	}

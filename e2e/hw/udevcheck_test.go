@@ -27,6 +27,7 @@ import (
 // the one derived from sysfs alone, and every by_path must be udev's
 // ID_PATH: the claim that the agent needs no udev, checked against udev.
 func TestDisksAgreeWithUdevInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a VM under emulation (about 1-2 minutes)")
 	}

@@ -50,6 +50,7 @@ import (
 // ironicStandIn): Ironic itself runs on the host's loopback in e2e, and
 // cannot reach the guest's IPv6 address there.
 func TestIPv6InVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots virtual machines")
 	}

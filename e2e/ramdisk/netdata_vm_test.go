@@ -39,6 +39,7 @@ import (
 // restored, heartbeats go on over the other NIC; when the namespace's tap
 // goes down for 5 s and up, they come back.
 func TestNetworkDataInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots virtual machines")
 	}
@@ -101,6 +102,7 @@ func TestNetworkDataInVM(t *testing.T) {
 // on VLAN 100: the init makes eth0.100 and takes a lease on it, as an IPA
 // image with DIB's dhcp-all-interfaces does.
 func TestNetworkDataDynamicInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
 	}

@@ -27,6 +27,7 @@ import (
 // Then power_off, posted from the namespace, syncs again and writes the
 // guest's RTC before the guest powers off. Only the guest's clocks change.
 func TestNTPInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
 	}

@@ -21,6 +21,7 @@ import (
 // The init learns the VLAN, loads 8021q, creates eth0.100, takes a lease
 // on it, and the inventory the guest prints lists eth0.100 with it.
 func TestVLANInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
 	}

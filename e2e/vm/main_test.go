@@ -140,6 +140,7 @@ func runMain(m *testing.M) int {
 
 func needQEMU(t *testing.T) {
 	t.Helper()
+	qemu.SkipUnlessRoot(t)
 	for _, p := range []string{"/usr/bin/qemu-system-x86_64", qemu.OVMFCode} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("SKIPPED: needs qemu-system-x86 and ovmf (in test.sh; run it as root to install): %v", err)

@@ -24,6 +24,7 @@ import (
 // (CONFIG_FW_LOADER_COMPRESS_XZ), and the missing one must fail at once,
 // not after the 60 s a user-space helper fallback would wait.
 func TestFirmwareLoads(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	requireVM(t, "xz")
 	ctx := t.Context()
 	cache, err := ramdisk.CacheDir()

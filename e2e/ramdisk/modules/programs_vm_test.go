@@ -15,6 +15,7 @@ import (
 // the agent's environment. It fails naming each program that does not
 // start: not on PATH, a library or the loader missing, or a non-zero exit.
 func TestProgramsStart(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	requireVM(t)
 	rd, err := qemu.BuildGuestRamdisk(t.Context(), "./internal/testbed/guest/programs", nil)
 	if err != nil {

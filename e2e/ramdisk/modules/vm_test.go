@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 // init reports it could not load, and when the count the init loaded is
 // not the count the build put in.
 func TestLoadEveryModule(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
 	requireVM(t)
 	ctx := t.Context()
 	rd, err := qemu.BuildRamdisk(ctx)
