@@ -22,8 +22,8 @@
 //     device's holders) and UEFI boot entries.
 //   - injectfiles: the inject_files step.
 //   - burnin: the burn-in steps (CPU, memory, disk).
-//   - internal/configdrivetest: config drives for the tests;
-//     nvme/nvmevm: the VM test of the NVMe path.
+//   - internal/configdrivetest: config drives for the tests (the VM test
+//     of the NVMe path is in e2e/hw).
 //
 // Imports go one way, from the leaves up:
 //
