@@ -451,7 +451,7 @@ func (a *Agent) applyLookupToken(res *ironic.LookupResult) {
 	case len(*tok) >= 32:
 		a.tokens.SetToken(*tok)
 		a.saveToken(res.NodeUUID, *tok)
-		a.log.Info("agent token received")
+		a.log.Info(EventTokenReceived)
 	default:
 		a.log.Warn("ignoring an agent token shorter than 32 characters", "length", len(*tok))
 	}
@@ -463,7 +463,7 @@ func (a *Agent) applyLookupToken(res *ironic.LookupResult) {
 // kept is used, and the step that process did not finish is reported.
 func (a *Agent) takeMaskedToken(uuid string) {
 	if a.tokens.Token() != "" {
-		a.log.Info("lookup returned the masked token; keeping the one held")
+		a.log.Info(EventMaskedTokenKept)
 		return
 	}
 	if kept := a.loadToken(uuid); kept != "" {
@@ -576,7 +576,7 @@ func (a *Agent) findNode(ctx context.Context) (ironic.Version, error) {
 		return apiVersion, fmt.Errorf("lookup: %w", err)
 	}
 	a.processLookup(res)
-	a.log.Info("lookup succeeded", "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
+	a.log.Info(EventLookupSucceeded, "node", res.NodeUUID, "heartbeat_timeout", res.Config.HeartbeatTimeout)
 	return a.ironic.APIVersion(ctx), nil
 }
 
@@ -626,7 +626,7 @@ func (a *Agent) serve(ctx context.Context, apiVersion ironic.Version) (*serving,
 	if tlsCfg != nil {
 		scheme = "https"
 	}
-	a.log.Info("agent API listening", "address", ln.Addr().String(), "scheme", scheme, "callback_url", a.callbackURL)
+	a.log.Info(EventAPIListening, "address", ln.Addr().String(), "scheme", scheme, "callback_url", a.callbackURL)
 	if a.opts.Hooks.Ready != nil {
 		a.opts.Hooks.Ready(scheme + "://" + ln.Addr().String())
 	}

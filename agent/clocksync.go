@@ -38,7 +38,7 @@ func (a *Agent) syncClock(ctx context.Context) error {
 	if err := a.machine.StepClock(s.Offset); err != nil {
 		return fmt.Errorf("clock sync with %s: %w", server, err)
 	}
-	a.log.Info("clock set from NTP", "ntp_server", server, "address", s.Server.String(),
+	a.log.Info(EventClockSetFromNTP, "ntp_server", server, "address", s.Server.String(),
 		"offset", s.Offset, "delay", s.Delay, "stratum", s.Stratum)
 	return nil
 }

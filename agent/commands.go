@@ -167,7 +167,7 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 				a.log.Error("step refused", "kind", kind, "error", malformed)
 				return nil, ipaerror.New("CommandExecutionError", 500, "Command execution failed", malformed)
 			}
-			a.log.Info("executing step", "kind", kind, "step", name)
+			a.log.Info(EventExecutingStep, "kind", kind, "step", name)
 			// Cleared when the step ends, unless the agent's shutdown cut it
 			// short (it failed with the context gone): that one did not
 			// finish either.
@@ -184,7 +184,7 @@ func (a *Agent) bindExecuteStep(kind string) func(command.Params) (command.Func,
 				a.log.Error("step failed", "kind", kind, "step", name, "error", err)
 				return nil, stepError(kind, fmt.Sprintf("%s step %s failed: %v", kind, name, err))
 			}
-			a.log.Info("step completed", "kind", kind, "step", name)
+			a.log.Info(EventStepCompleted, "kind", kind, "step", name)
 			return map[string]any{kind + "_result": res, kind + "_step": rawJSON(rawStep)}, nil
 		}, nil
 	}

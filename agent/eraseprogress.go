@@ -52,12 +52,12 @@ func (p *eraseProgress) report(now time.Time) {
 	p.mu.Unlock()
 	elapsed := now.Sub(p.start).Round(time.Second)
 	if len(devs) == 0 {
-		p.log.Info("erase progress", "written", "nothing reported yet", "elapsed", elapsed)
+		p.log.Info(EventEraseProgress, "written", "nothing reported yet", "elapsed", elapsed)
 		return
 	}
 	for _, d := range slices.Sorted(maps.Keys(devs)) {
 		s := devs[d]
-		p.log.Info("erase progress", "device", d, "pass", s.pass, "passes", s.passes, "bytes", s.done, "total", s.total, "elapsed", elapsed)
+		p.log.Info(EventEraseProgress, "device", d, "pass", s.pass, "passes", s.passes, "bytes", s.done, "total", s.total, "elapsed", elapsed)
 	}
 }
 

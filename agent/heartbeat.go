@@ -93,9 +93,9 @@ func (h *Heartbeater) Run(ctx context.Context) {
 		s.interval = nextHeartbeatInterval(err == nil, h.Timeout(), h.Float64())
 		if err == nil {
 			s.forced = false
-			log.Info("heartbeat successful", "next_in", s.interval.Round(time.Millisecond))
+			log.Info(EventHeartbeatSuccessful, "next_in", s.interval.Round(time.Millisecond))
 		} else {
-			log.Warn("heartbeat failed", "error", err, "retry_in", s.interval.Round(time.Millisecond))
+			log.Warn(EventHeartbeatFailed, "error", err, "retry_in", s.interval.Round(time.Millisecond))
 		}
 	}
 	beat()

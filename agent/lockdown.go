@@ -46,7 +46,7 @@ func (a *Agent) lockdownSystem(ctx context.Context) {
 	if err := a.opts.Hooks.LockdownNICs(ctx); err != nil {
 		a.log.Warn("could not bring every interface down", "error", err)
 	}
-	a.log.Info("system locked down: waiting, not serving, until the agent is stopped")
+	a.log.Info(EventLockedDown)
 	<-ctx.Done()
 }
 

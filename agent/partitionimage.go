@@ -102,6 +102,6 @@ func (a *Agent) writePartitionImage(ctx context.Context, info *image.ImageInfo, 
 		return nil, ce
 	}
 	uuids := res.UUIDs(inv.CPU.Architecture)
-	a.log.Info("partition image written", "device", dev, "partitions", uuids["partitions"], "root_uuid", res.RootUUID, "efi_system_partition_uuid", res.ESPUUID)
+	a.log.Info(EventPartitionImageWritten, "device", dev, "partitions", uuids["partitions"], "root_uuid", res.RootUUID, "efi_system_partition_uuid", res.ESPUUID)
 	return uuids, nil
 }

@@ -86,14 +86,14 @@ func (a *Agent) prepareImage(ctx context.Context, info *image.ImageInfo, configd
 		opts.PermittedFormats = lc.PermittedImageFormats
 	}
 	opts.Progress = func(p image.WriteProgress) {
-		a.log.Info("writing image", "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))
+		a.log.Info(EventWritingImage, "image", info.ID, "device", disk.Name, "received", p.Received, "total", p.Total, "written", p.Written, "elapsed", p.Elapsed.Round(time.Second))
 	}
 	if info.ImageType == "partition" {
 		return a.preparePartitionImage(ctx, info, disk.Name, configdrive, guard, opts)
 	}
 	if a.images.hit(info.ID, disk.Name) {
 		// IPA's "don't write image again if already cached".
-		a.log.Info("image already written to the device by this agent, not writing it again", "image", info.ID, "device", disk.Name)
+		a.log.Info(EventImageAlreadyWritten, "image", info.ID, "device", disk.Name)
 	} else if err := a.writeWholeDiskImage(ctx, info, disk.Name, guard, opts); err != nil {
 		return "", err
 	}

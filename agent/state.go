@@ -197,6 +197,6 @@ func (a *Agent) reportInterruptedStep(uuid string) {
 	}
 	msg := fmt.Sprintf("the agent process was restarted while it ran %s step %s; the step's outcome is unknown", rs.Kind, rs.Step)
 	a.exec.RecordFailed("execute_"+rs.Kind+"_step", stepError(rs.Kind, msg))
-	a.log.Error("reporting the step an earlier agent process did not finish as failed", "kind", rs.Kind, "step", rs.Step)
+	a.log.Error(EventUnfinishedStepFailed, "kind", rs.Kind, "step", rs.Step)
 	_ = os.Remove(path)
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 )
 
 // lifecycle is one node's way through inspection, cleaning and deploy on
@@ -165,17 +167,17 @@ func TestFastTrack(t *testing.T) {
 	log := a.Log()
 	// One lookup, one token for the whole flow: Ironic keeps the token of
 	// a fast-trackable node across operations.
-	if got := strings.Count(log, "lookup succeeded"); got != 1 {
+	if got := strings.Count(log, logtext.Msg(agent.EventLookupSucceeded)); got != 1 {
 		t.Errorf("agent (pid %d) looked up %d times, want once", pid, got)
 	}
-	if got := strings.Count(log, "agent token received"); got != 1 {
+	if got := strings.Count(log, logtext.Msg(agent.EventTokenReceived)); got != 1 {
 		t.Errorf("agent (pid %d) received %d tokens, want one", pid, got)
 	}
-	if strings.Contains(log, "heartbeat failed") {
+	if strings.Contains(log, logtext.Msg(agent.EventHeartbeatFailed)) {
 		t.Errorf("a heartbeat of the fast-track agent failed")
 	}
 	for _, kind := range []string{"clean", "deploy"} {
-		if !strings.Contains(log, `msg="step completed" kind=`+kind) {
+		if !strings.Contains(log, logtext.Msg(agent.EventStepCompleted)+` kind=`+kind) {
 			t.Errorf("agent log shows no completed %s step: the agent started for inspection did not serve it", kind)
 		}
 	}

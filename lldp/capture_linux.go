@@ -95,7 +95,7 @@ func Capture(ctx context.Context, ifaces []string, timeout time.Duration, logger
 			switch {
 			case err == nil:
 				got[l.name] = ParseFrame(frame)
-				logger.Info("LLDP frame received", "interface", l.name, "bytes", len(frame),
+				logger.Info(EventFrameReceived, "interface", l.name, "bytes", len(frame),
 					"after", time.Since(start).Round(time.Millisecond))
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				got[l.name] = []inventory.LLDPTLV{}

@@ -96,7 +96,7 @@ func Serve(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("rescue: SSH server on %s: %w", cfg.SSHAddr, err)
 		}
 	}
-	cfg.Log.Info("rescue: SSH server listening", "address", ln.Addr().String(), "user", User,
+	cfg.Log.Info(EventSSHListening, "address", ln.Addr().String(), "user", User,
 		"host_key", ssh.FingerprintSHA256(srv.hostKey.PublicKey()))
 	return srv.serve(ctx, ln)
 }

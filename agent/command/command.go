@@ -262,7 +262,7 @@ func (e *Executor) Execute(name string, params Params) (*Result, error) {
 		v, err := e.call(fn)
 		r.finish(short, true, v, err)
 		st, _, _ := r.Snapshot()
-		e.log.Info("async command finished", "command", short, "id", r.id, "status", st)
+		e.log.Info(EventAsyncCommandFinished, "command", short, "id", r.id, "status", st)
 		if e.onDone != nil {
 			e.onDone(r)
 		}

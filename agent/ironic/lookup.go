@@ -289,7 +289,7 @@ func (c *Client) LookupNode(ctx context.Context, b Backoff, macs []string, nodeU
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c.log().Warn("lookup failed; retrying", "attempt", n, "error", err)
+		c.log().Warn(EventLookupRetrying, "attempt", n, "error", err)
 		wait := LookupWait(b, n, interval)
 		if IsConflict(err) {
 			wait += conflictWait(conflicts)

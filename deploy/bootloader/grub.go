@@ -320,7 +320,7 @@ func (gi *Grub) installBIOS(ctx context.Context, ch *chroot, bin, biosTarget str
 		disks = t.holders
 	}
 	for _, d := range disks {
-		gi.Log.Info("installing GRUB2", "device", d)
+		gi.Log.Info(EventInstallingGRUB2, "device", d)
 		if _, err := ch.run(ctx, nil, bin+"-install", append(slices.Clone(args), d)...); err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func relocateESP(ctx context.Context, log *slog.Logger, sys *raid.System, md, sr
 			return "", nil, err
 		}
 	}
-	log.Info("relocating the EFI system partition to the ESP mirror", "from", src, "to", mirror, "identity", id)
+	log.Info(EventRelocatingESP, "from", src, "to", mirror, "identity", id)
 	if err := sys.FormatESP(mirror, id); err != nil {
 		return "", nil, err
 	}

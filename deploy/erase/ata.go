@@ -43,7 +43,7 @@ func (e *Eraser) ataErase(ctx context.Context, dev string) (DeviceResult, bool, 
 		return DeviceResult{}, false, nil
 	}
 	sec := id.Security()
-	e.log().Info("ATA security state", "device", dev, "model", id.Model(), "security", sec.String())
+	e.log().Info(EventATASecurityState, "device", dev, "model", id.Model(), "security", sec.String())
 	if !sec.Supported {
 		return DeviceResult{}, false, nil
 	}

@@ -65,7 +65,7 @@ func (e *Eraser) timed(step, dev string, erase func() (DeviceResult, error)) (De
 		e.log().Error("device erase failed", "step", step, "device", dev, "seconds", r.Seconds, "error", err)
 		return r, err
 	}
-	e.log().Info("device erase finished", "step", step, "device", dev, "method", r.Method, "detail", r.Detail, "bytes", r.Bytes, "seconds", r.Seconds)
+	e.log().Info(EventDeviceEraseFinished, "step", step, "device", dev, "method", r.Method, "detail", r.Detail, "bytes", r.Bytes, "seconds", r.Seconds)
 	return r, nil
 }
 

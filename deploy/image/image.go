@@ -389,7 +389,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	res.Stages = clock.times(copyTime, time.Since(syncStart), writerHash == nil, hashImplementation(sum.Algorithm))
 	res.Duration = time.Since(start)
 	stopProgress(true)
-	opts.Logger.Info("image written", "image", info.ID, "device", device, "summary", res.Summary(), "stages", res.Stages.String())
+	opts.Logger.Info(EventImageWritten, "image", info.ID, "device", device, "summary", res.Summary(), "stages", res.Stages.String())
 	return res, nil
 }
 

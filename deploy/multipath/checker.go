@@ -211,7 +211,7 @@ func (c *Checker) keep(ctx context.Context, ctl Control, name string, paths []in
 			log.Warn("multipath: cannot add paths to their map", "map", name, "add", pathNames(add), "error", err)
 			m.Paths = members
 		} else {
-			log.Info("multipath path added to its map", "map", name, "added", pathNames(add), "paths", pathNames(m.Paths))
+			log.Info(EventPathAdded, "map", name, "added", pathNames(add), "paths", pathNames(m.Paths))
 		}
 	}
 	if len(gone) > 0 || len(m.Paths) != len(members) {

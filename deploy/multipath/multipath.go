@@ -167,7 +167,7 @@ func Assemble(ctx context.Context, dm Mapper, paths []inventory.MultipathPath, l
 			log.Warn("multipath: cannot make the map; its paths stay separate disks", "wwid", m.Name, "paths", pathNames(m.Paths), "error", err)
 			continue
 		}
-		log.Info("multipath map made", "device", d.Path, "wwid", m.Name, "paths", pathNames(m.Paths), "sectors", m.Sectors)
+		log.Info(EventMapMade, "device", d.Path, "wwid", m.Name, "paths", pathNames(m.Paths), "sectors", m.Sectors)
 		made = append(made, d.Path)
 	}
 	return made

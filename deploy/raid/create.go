@@ -194,7 +194,7 @@ func CreateArgs(v Volume) []string {
 // not list (a member still settling when the array started), three
 // attempts each.
 func (s *System) createArray(ctx context.Context, v Volume) error {
-	s.log().Info("creating md device", "device", v.Device, "name", v.Name, "level", v.Level, "components", v.Components)
+	s.log().Info(EventCreatingMD, "device", v.Device, "name", v.Name, "level", v.Level, "components", v.Components)
 	if _, err := s.mdadm(ctx, CreateArgs(v)...); err != nil {
 		return softwareRAIDError(err, "Failed to create md device %s on %s: %v", v.Device, strings.Join(v.Components, " "), err)
 	}

@@ -321,5 +321,5 @@ func (s *System) Assemble(ctx context.Context) {
 		return
 	}
 	arrays, _ := s.MDDevices()
-	s.log().Info("md arrays assembled", "arrays", arrays)
+	s.log().Info(EventArraysAssembled, "arrays", arrays)
 }

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/lldp"
 )
 
 // TestLLDPIntoEmulatedNIC runs `ironic-agent lldp` in the agent ramdisk in
@@ -81,7 +83,7 @@ func TestLLDPIntoEmulatedNIC(t *testing.T) {
 			heard = l.Text
 		case strings.Contains(l.Text, "(nothing heard)"):
 			silent = l.Text
-		case strings.Contains(l.Text, "LLDP frame received"):
+		case strings.Contains(l.Text, logtext.Msg(lldp.EventFrameReceived)):
 			received = l.Text
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
 	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -110,7 +111,7 @@ func TestATAEraseInVM(t *testing.T) {
 	if res.Error != "" || res.Method != erase.MethodOverwrite || strings.Contains(res.Detail, "secure erase failed") || res.Bytes != 2*int64(sata.SizeMB)<<20 {
 		t.Errorf("erase result %+v", res)
 	}
-	if l, ok := vm.Find("ATA security state"); !ok || !strings.Contains(l.Text, "not supported") {
+	if l, ok := vm.Find(logtext.Msg(erase.EventATASecurityState)); !ok || !strings.Contains(l.Text, "not supported") {
 		t.Errorf("no log of the security state read through IDENTIFY (%q)", l.Text)
 	}
 	disk, err := os.ReadFile(m.DiskPath(sata.ID))

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -181,11 +183,11 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc ipv6Case) {
 	var ra, lease, resolv string
 	for _, l := range vm.Lines() {
 		switch {
-		case strings.Contains(l.Text, `msg="IPv6 router advertisement"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventIPv6RouterAdvertisement)):
 			ra = l.Text
-		case strings.Contains(l.Text, `msg="IPv6 address"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventIPv6Address)):
 			lease = l.Text
-		case strings.Contains(l.Text, `msg="resolv.conf written"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventResolvConfWritten)):
 			resolv = l.Text
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -213,22 +215,22 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	// let the agent start.
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
-	if _, err := vm.WaitFor(wctx, `msg="DHCP lease" component=init component=network link=eth0.100 address=10.84.0.`); err != nil {
+	if _, err := vm.WaitFor(wctx, logtext.Msg(netup.EventDHCPLease)+` component=init component=network link=eth0.100 address=10.84.0.`); err != nil {
 		fail("no lease on eth0.100: %v", err)
 	}
 	var starts, routes []string
 	var resolv, lease, ra string
 	for _, l := range vm.Lines() {
 		switch {
-		case strings.Contains(l.Text, `msg="DHCP start"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventDHCPStart)):
 			starts = append(starts, l.Text)
-		case strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0 "):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventDHCPLease)) && strings.Contains(l.Text, "link=eth0 "):
 			lease = l.Text
-		case strings.Contains(l.Text, `msg="IPv6 router advertisement"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventIPv6RouterAdvertisement)):
 			ra = l.Text
-		case strings.Contains(l.Text, `msg=routes`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventRoutes)):
 			routes = append(routes, l.Text)
-		case strings.Contains(l.Text, `msg="resolv.conf written"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventResolvConfWritten)):
 			resolv = l.Text
 		}
 	}
@@ -427,11 +429,11 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc netda
 	var applied, resolv, dhcp string
 	for _, l := range vm.Lines() {
 		switch {
-		case strings.Contains(l.Text, `msg="network data applied"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventNetworkDataApplied)):
 			applied = l.Text
-		case strings.Contains(l.Text, `msg="resolv.conf written"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventResolvConfWritten)):
 			resolv = l.Text
-		case strings.Contains(l.Text, `msg="DHCP start"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventDHCPStart)):
 			dhcp = l.Text
 		}
 	}

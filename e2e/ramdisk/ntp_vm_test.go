@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -63,7 +66,7 @@ func TestNTPInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Kill)
-	l, err := vm.WaitFor(ctx, `msg="clock set from NTP"`)
+	l, err := vm.WaitFor(ctx, logtext.Msg(agent.EventClockSetFromNTP))
 	hostNow := time.Now()
 	if err != nil {
 		t.Fatalf("%v\n%s\ndnsmasq:\n%s", err, consoleTail(vm), dlog())
@@ -88,10 +91,10 @@ func TestNTPInVM(t *testing.T) {
 
 	// power_off syncs again, writes the RTC (hwclock --systohc), and
 	// powers off. The agent's API is reached from the namespace.
-	if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
+	if _, err := vm.WaitFor(ctx, logtext.Msg(agent.EventAPIListening)); err != nil {
 		t.Fatalf("%v\n%s", err, consoleTail(vm))
 	}
-	lease, _ := vm.Find(`msg="DHCP lease"`)
+	lease, _ := vm.Find(logtext.Msg(netup.EventDHCPLease))
 	guestIP := regexp.MustCompile(`address=(10\.79\.0\.\d+)`).FindStringSubmatch(lease.Text)
 	if guestIP == nil {
 		t.Fatalf("no lease address in %q", lease.Text)
@@ -103,7 +106,7 @@ func TestNTPInVM(t *testing.T) {
 	t.Logf("VM ran %v; %d SNTP replies", vm.Elapsed().Round(time.Second), answered.Load())
 	var steps int
 	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, `msg="clock set from NTP"`) {
+		if strings.Contains(l.Text, logtext.Msg(agent.EventClockSetFromNTP)) {
 			steps++
 		}
 		if strings.Contains(l.Text, "hardware clock") || strings.Contains(l.Text, "clock not set") {

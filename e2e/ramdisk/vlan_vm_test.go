@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -104,13 +106,13 @@ func vlanVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, param string, f
 	lines := vm.Lines()
 	for i, l := range lines {
 		switch {
-		case strings.Contains(l.Text, `msg="802.1Q module`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventVLANModuleReady)), strings.Contains(l.Text, logtext.Msg(netup.EventVLANModule)+" "):
 			module = l.Text
-		case strings.Contains(l.Text, `msg="VLANs from LLDP"`) && strings.Contains(l.Text, "link=eth0 "):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventVLANsFromLLDP)) && strings.Contains(l.Text, "link=eth0 "):
 			learned = l.Text
-		case strings.Contains(l.Text, `msg="VLAN interface created"`):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventVLANInterfaceCreated)):
 			created = l.Text
-		case strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0.100"):
+		case strings.Contains(l.Text, logtext.Msg(netup.EventDHCPLease)) && strings.Contains(l.Text, "link=eth0.100"):
 			lease = l.Text
 		case strings.Contains(l.Text, `"name": "eth0.100"`):
 			// The inventory's interface object: its IPv4 address follows

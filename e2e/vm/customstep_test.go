@@ -12,7 +12,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -92,7 +94,7 @@ func TestVMCustomDeployStep(t *testing.T) {
 		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
 			Args: map[string]any{"label": label}}}}, m, qemu.Options{}, 6*time.Minute)
 	reportSeconds(t, took, "deploy_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "deploy_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

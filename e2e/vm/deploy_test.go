@@ -17,7 +17,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -84,12 +87,12 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive},
 		m, qemu.Options{}, 6*time.Minute)
 	hb := "?"
-	if l, ok := vm.Find("heartbeat successful"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	reportSeconds(t, took, "deploy_s")
 	reportSecondsText(t, hb, "deploy_first_heartbeat_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "deploy_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "deploy_agent_started_uptime_s")
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -93,7 +95,7 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	methods := map[string]string{}
 	wiped := 0
 	for _, l := range vm.Lines() {
-		if !strings.Contains(l.Text, `msg="device erase finished"`) {
+		if !strings.Contains(l.Text, logtext.Msg(erase.EventDeviceEraseFinished)) {
 			continue
 		}
 		step, dev, method := logField(l.Text, "step"), logField(l.Text, "device"), logField(l.Text, "method")

@@ -14,7 +14,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	agentironic "github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -175,8 +178,8 @@ func TestVMFastTrack(t *testing.T) {
 		t.Errorf("fast track: %d boots, %d agent starts, %d lookups; want one of each", len(fast.boots), count("agent started"), count("lookup succeeded"))
 	}
 	conflict := "none"
-	if l, ok := vm.Find("lookup failed; retrying"); ok {
-		if done, found := vm.Find("lookup succeeded"); found {
+	if l, ok := vm.Find(logtext.Msg(agentironic.EventLookupRetrying)); ok {
+		if done, found := vm.Find(logtext.Msg(agent.EventLookupSucceeded)); found {
 			conflict = fmt.Sprintf("%.1fs from the failed lookup to the one that succeeded (%s)", (done.At - l.At).Seconds(), lineError(l.Text))
 		}
 	}

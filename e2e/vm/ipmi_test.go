@@ -12,8 +12,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -190,7 +193,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		t.Fatal(err)
 	}
 	reportSeconds(t, time.Since(start), "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
 	waitPower("power off")
 	offCtx, offCancel := context.WithTimeout(ctx, time.Minute)
 	defer offCancel()
@@ -230,7 +233,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	vm = bmc.VM()
 	hb := "?"
-	if l, ok := vm.Find("heartbeat successful"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	reportSeconds(t, time.Since(start), "cleaning_s")

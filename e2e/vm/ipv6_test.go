@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -57,7 +61,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 			}
 		},
 		cleaned: func(t *testing.T, vm *qemu.VM) {
-			if l, ok := vm.Find(`msg="DHCPv6 lease"`); !ok || !strings.Contains(l.Text, "address="+guest) {
+			if l, ok := vm.Find(logtext.Msg(netup.EventDHCPv6Lease)); !ok || !strings.Contains(l.Text, "address="+guest) {
 				t.Errorf("no DHCPv6 lease for %s in the guest's log: %q", guest, l.Text)
 			}
 		},
@@ -186,7 +190,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	opts := next(&m)
 	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
 	reportSeconds(t, took, lc.name, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), lc.name, "inspection_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), lc.name, "inspection_agent_started_uptime_s")
 	data, err := inspector.Data(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +227,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 		t.Fatal(err)
 	}
 	hb := "?"
-	if l, ok := vm.Find("heartbeat successful"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = l.At.Round(100 * time.Millisecond).String()
 	}
 	reportSeconds(t, time.Since(start), lc.name, "cleaning_s")

@@ -13,9 +13,12 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/rescue"
 )
 
 // TestVMLifecycleBIOS is a machine's whole life with Ironic driving it
@@ -138,7 +141,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 	step = time.Now()
 	vm = p.phaseWith("rescue", nodes.ProvisionStateOpts{Target: nodes.TargetRescue, RescuePassword: rescuePassword}, "rescue", 8*time.Minute)
 	lctx, lcancel := context.WithTimeout(ctx, time.Minute)
-	_, err = vm.WaitFor(lctx, "rescue: SSH server listening")
+	_, err = vm.WaitFor(lctx, logtext.Msg(rescue.EventSSHListening))
 	lcancel()
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +268,7 @@ func checkRescueBoot(t *testing.T, vm *qemu.VM, bed *pxeBed, nodeUUID string) {
 // called back on (its "agent API listening" line's callback_url).
 func guestAddress(t *testing.T, vm *qemu.VM) string {
 	t.Helper()
-	l, ok := vm.Find("agent API listening")
+	l, ok := vm.Find(logtext.Msg(agent.EventAPIListening))
 	_, url, found := strings.Cut(l.Text, "callback_url=https://")
 	host, _, _ := strings.Cut(url, ":")
 	if !ok || !found || !strings.HasPrefix(host, "10.99.0.") {

@@ -20,9 +20,12 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/e2e/metal3hw"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -103,7 +106,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 		" ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, lldp, 5*time.Minute)
 	reportSeconds(t, took, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
 	vm.Kill()
 	inv := nodes.GetInventory(ctx, api, node.UUID)
 	if inv.Err != nil {
@@ -148,7 +151,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	if _, ok := vm.Find("reboot: Power down"); ok {
 		t.Error("the VM powered off at the end of a deploy with disable_power_off")
 	}
-	if _, ok := vm.Find("system locked down"); !ok {
+	if _, ok := vm.Find(logtext.Msg(agent.EventLockedDown)); !ok {
 		t.Error("the agent never logged that it locked the system down")
 	}
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil {

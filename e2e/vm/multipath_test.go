@@ -15,7 +15,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/deploy/multipath"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -96,7 +100,7 @@ func TestVMMultipath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, ok := vm.Find(`msg="multipath map made"`); !ok || logField(l.Text, "paths") != pathNames(paths...) || logField(l.Text, "wwid") != mpathWWID {
+	if l, ok := vm.Find(logtext.Msg(multipath.EventMapMade)); !ok || logField(l.Text, "paths") != pathNames(paths...) || logField(l.Text, "wwid") != mpathWWID {
 		t.Errorf("the agent did not log the map over %s (found %v): %q", pathNames(paths...), ok, l.Text)
 	}
 	vm.Kill()
@@ -122,7 +126,7 @@ func TestVMMultipath(t *testing.T) {
 	cleanTime := time.Since(start)
 	erased := map[string]int{}
 	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, `msg="device erase finished"`) {
+		if strings.Contains(l.Text, logtext.Msg(erase.EventDeviceEraseFinished)) {
 			erased[logField(l.Text, "device")]++
 		}
 	}
@@ -163,7 +167,7 @@ func TestVMMultipath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, `msg="writing image"`) {
+		if strings.Contains(l.Text, logtext.Msg(agent.EventWritingImage)) {
 			if dev := logField(l.Text, "device"); dev != mapName {
 				t.Errorf("the image went to %s, want the map %s: %s", dev, mapName, l.Text)
 			}
@@ -316,7 +320,7 @@ func changePaths(t *testing.T, ctx context.Context, vm *qemu.VM, lun qemu.Disk) 
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	made, err := vm.WaitFor(wctx, `msg="multipath map made"`)
+	made, err := vm.WaitFor(wctx, logtext.Msg(multipath.EventMapMade))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +350,7 @@ func changePaths(t *testing.T, ctx context.Context, vm *qemu.VM, lun qemu.Disk) 
 	if got := logField(gone.Text, "paths"); got != first.Name {
 		t.Errorf("the map's paths after %s left: %q, want %q", second.Name, got, first.Name)
 	}
-	added := step("second path plugged back", func() error { return vm.PlugPath(wctx, lun.ID, 1) }, `msg="multipath path added to its map"`)
+	added := step("second path plugged back", func() error { return vm.PlugPath(wctx, lun.ID, 1) }, logtext.Msg(multipath.EventPathAdded))
 	back := lunPath{Name: logField(added.Text, "added")}
 	if back.Major, back.Minor, err = sdDev(back.Name); err != nil {
 		t.Fatalf("the path that came back: %v: %s", err, added.Text)

@@ -18,8 +18,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -220,7 +222,7 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 			d.bmc.BootDevice(), vm.Machine.Kernel, vm.Machine.NetBoot, strings.Join(d.bmc.Events(), "; "))
 	}
 	hb := "?"
-	if l, ok := ramdiskVM.Find("heartbeat successful"); ok {
+	if l, ok := ramdiskVM.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	r := waitOSReport(t, ctx, d.bmc, vm, img)

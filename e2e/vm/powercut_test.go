@@ -19,8 +19,12 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/agent/command"
+	"github.com/ironic-go/ironic-agent/deploy/image"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -230,7 +234,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		t.Fatal(err)
 	}
 	vm := pc.bootOf(0)
-	progress := pc.waitLine(vm, 5*time.Minute, func(l string) bool { return strings.Contains(l, `msg="erase progress" device=`) },
+	progress := pc.waitLine(vm, 5*time.Minute, func(l string) bool { return strings.Contains(l, logtext.Msg(agent.EventEraseProgress)+` device=`) },
 		"clean", "erase_devices")
 	t.Logf("cleaning boot: first erase progress: %s", logFields(progress.Text))
 	reportSeconds(t, progress.At, "cleaning_first_erase_progress_s")
@@ -289,7 +293,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	}
 	vm = pc.bootOf(boots)
 	progress = pc.waitLine(vm, 5*time.Minute, func(l string) bool {
-		return strings.Contains(l, `msg="writing image"`) && logInt(l, "written") > 0
+		return strings.Contains(l, logtext.Msg(agent.EventWritingImage)) && logInt(l, "written") > 0
 	}, "deploy", "write_image")
 	written := logInt(progress.Text, "written")
 	t.Logf("deploy boot: first write progress: %s", logFields(progress.Text))
@@ -324,10 +328,10 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	}
 	deployed := time.Since(start)
 	pc.freshBoot(vm)
-	if _, ok := vm.Find(`msg="image written"`); !ok {
+	if _, ok := vm.Find(logtext.Msg(image.EventImageWritten)); !ok {
 		t.Error("the deploy retry reached active without the agent writing the image")
 	}
-	if l, ok := vm.Find("image already written"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventImageAlreadyWritten)); ok {
 		t.Errorf("the deploy retry took the cut boot's image as written: %s", l.Text)
 	}
 	// Ironic ends the deploy by booting the node from its disk.
@@ -454,15 +458,15 @@ func (pc powerCut) waitFailed(state string) *nodes.Node {
 // commands failed.
 func (pc powerCut) freshBoot(vm *qemu.VM) {
 	pc.t.Helper()
-	if l, ok := vm.Find("earlier agent process did not finish"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventUnfinishedStepFailed)); ok {
 		pc.t.Errorf("the boot after the cut reports a step of the cut boot: %s", l.Text)
 	}
-	if _, ok := vm.Find(`msg="agent token received"`); !ok {
+	if _, ok := vm.Find(logtext.Msg(agent.EventTokenReceived)); !ok {
 		pc.t.Error("the boot after the cut got no agent token from its lookup")
 	}
 	var commands []string
 	for _, l := range vm.Lines() {
-		if !strings.Contains(l.Text, `msg="async command finished"`) {
+		if !strings.Contains(l.Text, logtext.Msg(command.EventAsyncCommandFinished)) {
 			continue
 		}
 		commands = append(commands, logField(l.Text, "command")+" "+logField(l.Text, "status"))
@@ -564,7 +568,7 @@ func allZero(t *testing.T, path string) bool {
 // erase_devices_metadata).
 func stepCompleted(vm *qemu.VM, kind, step string) (qemu.Line, bool) {
 	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, `msg="step completed"`) && logField(l.Text, "kind") == kind && logField(l.Text, "step") == step {
+		if strings.Contains(l.Text, logtext.Msg(agent.EventStepCompleted)) && logField(l.Text, "kind") == kind && logField(l.Text, "step") == step {
 			return l, true
 		}
 	}

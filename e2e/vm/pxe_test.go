@@ -18,8 +18,12 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -446,12 +450,12 @@ func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcP
 		t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(bmc.Events(), "; "))
 	}
 	hb := "?"
-	if l, ok := vm.Find("heartbeat successful"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	t.Logf("%s: %s, %d power-on(s)", what, want, bmc.Boots()-boots)
 	reportSeconds(t, time.Since(start), what+"_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), what, "agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), what, "agent_started_uptime_s")
 	reportSecondsText(t, hb, what, "first_heartbeat_s")
 	return vm
 }
@@ -629,10 +633,10 @@ func checkBootIF(t *testing.T, vm *qemu.VM) {
 	t.Helper()
 	lease := ""
 	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, `msg="DHCP lease"`) {
+		if strings.Contains(l.Text, logtext.Msg(netup.EventDHCPLease)) {
 			lease = l.Text
 		}
-		if strings.Contains(l.Text, `msg="network ready"`) {
+		if strings.Contains(l.Text, logtext.Msg(rdinit.EventNetworkReady)) {
 			break
 		}
 	}
@@ -646,7 +650,7 @@ func checkBootIF(t *testing.T, vm *qemu.VM) {
 // other NIC's.
 func checkAgentAddress(t *testing.T, vm *qemu.VM) {
 	t.Helper()
-	l, ok := vm.Find("agent API listening")
+	l, ok := vm.Find(logtext.Msg(agent.EventAPIListening))
 	if !ok || !strings.Contains(l.Text, "callback_url=https://10.99.0.") {
 		t.Errorf("the agent's callback URL is not on the provisioning network: %q", l.Text)
 	}

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/erase"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -65,7 +69,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		vm := boot(t, ctx, m, qemu.Options{})
-		if _, err := vm.WaitFor(ctx, `msg="agent API listening"`); err != nil {
+		if _, err := vm.WaitFor(ctx, logtext.Msg(agent.EventAPIListening)); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		reportSeconds(t, time.Since(start), what, "agent_api_up_s")
@@ -138,7 +142,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 	// assembled checks that the agent assembled both arrays at start-up.
 	assembled := func(vm *qemu.VM, what string) {
 		t.Helper()
-		if l, ok := vm.Find(`msg="md arrays assembled"`); ok {
+		if l, ok := vm.Find(logtext.Msg(raid.EventArraysAssembled)); ok {
 			t.Logf("%s: %s", what, l.Text)
 		} else {
 			t.Errorf("%s: the agent did not assemble the arrays at start-up", what)
@@ -172,7 +176,7 @@ func TestVMSoftwareRAID(t *testing.T) {
 	}
 	reportSeconds(t, time.Since(step), "erase_devices_metadata_keeping_root_s")
 	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, `msg="device erase finished"`) && !strings.Contains(l.Text, "skipped") {
+		if strings.Contains(l.Text, logtext.Msg(erase.EventDeviceEraseFinished)) && !strings.Contains(l.Text, "skipped") {
 			t.Errorf("erase_devices_metadata keeping root erased a device: %s", l.Text)
 		}
 	}

@@ -8,7 +8,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -70,15 +74,15 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": "/dev/md0"}})
 	deployed := raidDeploy(t, ctx, m, uuid, ops, applyRAIDStep())
 
-	if _, ok := deployed.Find(`msg="executing step" kind=deploy step=apply_configuration`); !ok {
+	if _, ok := deployed.Find(logtext.Msg(agent.EventExecutingStep) + ` kind=deploy step=apply_configuration`); !ok {
 		t.Errorf("the agent did not run apply_configuration as a deploy step")
 	}
 	for _, l := range deployed.Lines() {
-		if strings.Contains(l.Text, "step=apply_configuration") || strings.Contains(l.Text, `msg="creating md device"`) {
+		if strings.Contains(l.Text, "step=apply_configuration") || strings.Contains(l.Text, logtext.Msg(raid.EventCreatingMD)) {
 			t.Logf("agent: %s", l.Text)
 		}
 	}
-	if _, ok := deployed.Find(`msg="creating md device" device=/dev/md0`); !ok {
+	if _, ok := deployed.Find(logtext.Msg(raid.EventCreatingMD) + ` device=/dev/md0`); !ok {
 		t.Errorf("apply_configuration did not create /dev/md0")
 	}
 	n, err := s.ironic.GetNode(ctx, uuid)
@@ -90,10 +94,10 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	} else {
 		t.Logf("Ironic's raid_config after the deploy step: %v", lds[0])
 	}
-	if l, ok := deployed.Find(`msg="partition image written" device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p2") {
+	if l, ok := deployed.Find(logtext.Msg(agent.EventPartitionImageWritten) + ` device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p2") {
 		t.Errorf("the partition image was not laid out on /dev/md0 with its root on /dev/md0p2: %q", l.Text)
 	}
-	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
+	if _, ok := deployed.Find(logtext.Msg(bootloader.EventRelocatingESP) + ` from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the ESP from /dev/md0p1 to a mirror on the holders")
 	}
 
@@ -240,7 +244,7 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	if _, ok := vm.Find(`step=burnin_cpu`); !ok {
 		t.Errorf("the agent never ran burnin_cpu: the ramdisk did not serve the servicing")
 	}
-	if _, ok := vm.Find(`msg="creating md device"`); ok {
+	if _, ok := vm.Find(logtext.Msg(raid.EventCreatingMD)); ok {
 		t.Errorf("the agent created an md array although servicing failed")
 	}
 	vm.Kill()

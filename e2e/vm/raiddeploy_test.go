@@ -15,8 +15,12 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -154,7 +158,7 @@ func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, 
 		t.Errorf("node raid_config after cleaning = %v, want the %d logical disks", n.RAIDConfig, len(l.config.LogicalDisks))
 	}
 	for i := range l.config.LogicalDisks {
-		want := fmt.Sprintf(`msg="creating md device" device=/dev/md%d`, i)
+		want := logtext.Msg(raid.EventCreatingMD) + fmt.Sprintf(" device=/dev/md%d", i)
 		if _, ok := vm.Find(want); !ok {
 			t.Errorf("the agent's log has no %q", want)
 		}
@@ -296,7 +300,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 	defer cancel()
 	img := deployedOSImage(t, ctx, (*osimage.OS).UEFIDisk)
 	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", newAgentPort(t), newMACs(t), twoDiskRAID(), img, nil)
-	if _, ok := deployed.Find(`msg="relocating the EFI system partition to the ESP mirror" from=/dev/md0p1`); !ok {
+	if _, ok := deployed.Find(logtext.Msg(bootloader.EventRelocatingESP) + ` from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
 
@@ -532,7 +536,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	l := raidLayout{disks: 2, sizeMB: 3 << 10, config: metal3SoftwareRAID(2)}
 	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
-		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
+		if _, ok := deployed.Find(logtext.Msg(bootloader.EventInstallingGRUB2) + ` device=` + holder); !ok {
 			t.Errorf("the agent did not install GRUB on %s", holder)
 		}
 	}
@@ -561,11 +565,11 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info/root_gb", Value: "1"})
 	deployed = raidDeploy(t, ctx, m, uuid, append(ops, rootfsUUID(partUUID)...))
-	if l, ok := deployed.Find(`msg="partition image written" device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p1") {
+	if l, ok := deployed.Find(logtext.Msg(agent.EventPartitionImageWritten) + ` device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p1") {
 		t.Errorf("the partition image was not laid out on /dev/md0 with its root on /dev/md0p1: %q", l.Text)
 	}
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
-		if _, ok := deployed.Find(`msg="installing GRUB2" device=` + holder); !ok {
+		if _, ok := deployed.Find(logtext.Msg(bootloader.EventInstallingGRUB2) + ` device=` + holder); !ok {
 			t.Errorf("partition image: the agent did not install GRUB on %s", holder)
 		}
 	}

@@ -18,7 +18,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/deploy/bootloader"
+	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -118,7 +121,7 @@ func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
 	l := metal3RAID10()
 	m, deployed, _ := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, d := range m.Disks {
-		if _, ok := deployed.Find(`msg="installing GRUB2" device=/dev/` + d.ID); !ok {
+		if _, ok := deployed.Find(logtext.Msg(bootloader.EventInstallingGRUB2) + ` device=/dev/` + d.ID); !ok {
 			t.Errorf("the agent did not install GRUB on /dev/%s", d.ID)
 		}
 	}
@@ -243,7 +246,7 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		if strings.Join(levels, ",") != "1,"+c.level {
 			t.Errorf("RAID-%s: Ironic's raid_config after cleaning has levels %v, want 1 and %s (%v)", c.level, levels, c.level, n.RAIDConfig)
 		}
-		if _, ok := vm.Find(`msg="creating md device" device=/dev/md1`); !ok {
+		if _, ok := vm.Find(logtext.Msg(raid.EventCreatingMD) + ` device=/dev/md1`); !ok {
 			t.Errorf("RAID-%s: the agent's log has no creation of /dev/md1", c.level)
 		}
 

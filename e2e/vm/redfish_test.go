@@ -16,8 +16,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -323,20 +326,20 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 		} else if a, _ := json.Marshal(got); !bytes.Contains(a, []byte(redfishStaticAddress)) {
 			t.Errorf("%s: the ISO's network_data.json is not the node's: %s", what, a)
 		}
-		if l, ok := vm.Find(`msg="network data" `); !ok || !strings.Contains(l.Text, "device=/dev/sr0 type=iso9660") {
+		if l, ok := vm.Find(logtext.Msg(netup.EventNetworkData) + " "); !ok || !strings.Contains(l.Text, "device=/dev/sr0 type=iso9660") {
 			t.Errorf("%s: the init did not read network data from the virtual CD: %q", what, l.Text)
 		} else {
 			t.Logf("%s: %s", what, l.Text)
 			reportSeconds(t, l.At, what, "network_data_s")
 		}
-		if l, ok := vm.Find(`msg="static address" `); !ok || !strings.Contains(l.Text, "link=eth0 address="+redfishStaticAddress+"/24") {
+		if l, ok := vm.Find(logtext.Msg(netup.EventStaticAddress) + " "); !ok || !strings.Contains(l.Text, "link=eth0 address="+redfishStaticAddress+"/24") {
 			t.Errorf("%s: the init did not set the static address: %q", what, l.Text)
 		}
-		if l, ok := vm.Find("agent API listening"); lookup && (!ok || !strings.Contains(l.Text, "://"+redfishStaticAddress+":")) {
+		if l, ok := vm.Find(logtext.Msg(agent.EventAPIListening)); lookup && (!ok || !strings.Contains(l.Text, "://"+redfishStaticAddress+":")) {
 			t.Errorf("%s: the agent does not call back on the static address: %q", what, l.Text)
 		}
 		for _, l := range vm.Lines() {
-			if strings.Contains(l.Text, `msg="DHCP lease"`) {
+			if strings.Contains(l.Text, logtext.Msg(netup.EventDHCPLease)) {
 				t.Errorf("%s: the init ran DHCP on a DHCP-less boot: %s", what, l.Text)
 			}
 		}
@@ -379,7 +382,7 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 	// Ironic 21.4 writes ipa-global-request-id into PXE configurations
 	// only (pxe_utils), not into the ISOs.
 	checkParsed(t, vm, "api_url", "agent_token")
-	if _, ok := vm.Find("lookup returned the masked token; keeping the one held"); !ok {
+	if _, ok := vm.Find(logtext.Msg(agent.EventMaskedTokenKept)); !ok {
 		t.Error("the agent did not keep the token from the ISO at lookup")
 	}
 	checkNetwork("cleaning", vm, ib, true)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -56,7 +58,7 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 		cleaned: func(t *testing.T, vm *qemu.VM) {
 			lease := ""
 			for _, l := range vm.Lines() {
-				if strings.Contains(l.Text, `msg="DHCP lease"`) && strings.Contains(l.Text, "link=eth0.100 ") {
+				if strings.Contains(l.Text, logtext.Msg(netup.EventDHCPLease)) && strings.Contains(l.Text, "link=eth0.100 ") {
 					lease = l.Text
 				}
 			}

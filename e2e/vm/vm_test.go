@@ -16,9 +16,12 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/collector"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -56,8 +59,8 @@ func TestVMCaptureFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	reportSeconds(t, vm.Elapsed(), "vm_run_s")
-	reportSecondsText(t, uptimeAt(vm, "ironic-agent init"), "init_uptime_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventInit)), "init_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "agent_started_uptime_s")
 	var tgz []byte
 	select {
 	case tgz = <-uploads:
@@ -131,7 +134,7 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	enrolled := time.Since(start)
 	data := s.inspectionData(t, ctx, port.NodeUUID, 2*time.Minute)
 	reportSeconds(t, enrolled, "discovered_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "agent_started_uptime_s")
 	if data["auto_discovered"] != true {
 		t.Errorf("auto_discovered = %v, want true", data["auto_discovered"])
 	}
@@ -197,7 +200,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	// (a) inspection.
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
 	reportSeconds(t, took, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "inspection_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
 	// Inspector ends inspection by powering the node off; the fake power
@@ -209,12 +212,12 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
 	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 6*time.Minute)
 	hb := "?"
-	if l, ok := vm.Find("heartbeat successful"); ok {
+	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	reportSeconds(t, took, "cleaning_s")
 	reportSecondsText(t, hb, "cleaning_first_heartbeat_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "cleaning_agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "cleaning_agent_started_uptime_s")
 	// The disk files are read while QEMU has them open; stop it first.
 	vm.Kill()
 	for _, d := range m.Disks {
@@ -259,7 +262,7 @@ func TestVMISOUEFI(t *testing.T) {
 		t.Fatal(err)
 	}
 	reportSeconds(t, vm.Elapsed(), "iso_boot_to_poweroff_s")
-	reportSecondsText(t, uptimeAt(vm, "agent started"), "agent_started_uptime_s")
+	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "agent_started_uptime_s")
 	for _, want := range []string{`"product_name": "LabServer 9000 (LAB-SKU-1)"`, `"current_boot_mode": "uefi"`,
 		`"serial": "LAB-NVME-0001"`, `boot_method=vmedia`, `status="exit 0"`} {
 		if _, ok := vm.Find(want); !ok {

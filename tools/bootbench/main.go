@@ -36,8 +36,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -178,7 +181,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		_, err = vm.WaitFor(wctx, "heartbeat successful")
+		_, err = vm.WaitFor(wctx, logtext.Msg(agent.EventHeartbeatSuccessful))
 		cancel()
 		if err == nil {
 			_, err = ic.WaitState(ctx, node.UUID, "available", 3*time.Minute)
@@ -295,27 +298,27 @@ func split(lines []qemu.Line) (phases, error) {
 		}
 		return 0, l, fmt.Errorf("%q has no uptime: %s", what, l.Text)
 	}
-	u0, l0, err := uptimeOf("ironic-agent init")
+	u0, l0, err := uptimeOf(logtext.Msg(rdinit.EventInit))
 	if err != nil {
 		return phases{}, err
 	}
-	u1, _, err := uptimeOf("modules loaded")
+	u1, _, err := uptimeOf(logtext.Msg(rdinit.EventModulesLoaded))
 	if err != nil {
 		return phases{}, err
 	}
-	u2, _, err := uptimeOf("network ready")
+	u2, _, err := uptimeOf(logtext.Msg(rdinit.EventNetworkReady))
 	if err != nil {
 		return phases{}, err
 	}
-	u3, _, err := uptimeOf("agent started")
+	u3, _, err := uptimeOf(logtext.Msg(rdinit.EventAgentStarted))
 	if err != nil {
 		return phases{}, err
 	}
-	lk, ok := find("lookup succeeded")
+	lk, ok := find(logtext.Msg(agent.EventLookupSucceeded))
 	if !ok {
 		return phases{}, errors.New("the console never showed the lookup")
 	}
-	hb, ok := find("heartbeat successful")
+	hb, ok := find(logtext.Msg(agent.EventHeartbeatSuccessful))
 	if !ok {
 		return phases{}, errors.New("the console never showed a heartbeat")
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -70,10 +72,10 @@ var (
 func loadResults(lines []qemu.Line) (failed [][2]string, loaded int, summary string) {
 	for _, l := range lines {
 		switch {
-		case strings.Contains(l.Text, "msg=module ") && finitErr.MatchString(l.Text):
+		case strings.Contains(l.Text, logtext.Msg(rdinit.EventModule)+" ") && finitErr.MatchString(l.Text):
 			m := finitErr.FindStringSubmatch(l.Text)
 			failed = append(failed, [2]string{strings.TrimSuffix(path.Base(m[1]), ".ko"), strings.Trim(m[2], `"`)})
-		case strings.Contains(l.Text, `msg="modules loaded"`):
+		case strings.Contains(l.Text, logtext.Msg(rdinit.EventModulesLoaded)):
 			summary = strings.TrimSpace(l.Text)
 			if m := countRE.FindStringSubmatch(l.Text); m != nil {
 				loaded, _ = strconv.Atoi(m[1])

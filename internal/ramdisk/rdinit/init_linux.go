@@ -61,7 +61,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		// operator who set it should see that nothing took it.
 		log.Warn("kernel parameter ip= not applied: the network comes from DHCP, router advertisements or a config drive's network data", "ip", v)
 	}
-	log.Info("ironic-agent init", "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
+	log.Info(EventInit, "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
 	if _, err := setFallbackHostname(cfg.HostnameFile); err != nil {
 		log.Warn("fallback host name", "name", FallbackHostname, "error", err)
 	}
@@ -69,7 +69,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	t := time.Now()
 	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs, onPanic)
 	for _, e := range errs {
-		log.Warn("module", "error", e)
+		log.Warn(EventModule, "error", e)
 	}
 	var slowest []string
 	for _, m := range st.slowest {
@@ -77,7 +77,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}
 	// The slowest ones say where boot time goes (probing, firmware); the
 	// scans are the price of coldplug without udev.
-	log.Info("modules loaded", "count", st.loaded, "seconds", secs(time.Since(t)), "parallel", st.maxParallel,
+	log.Info(EventModulesLoaded, "count", st.loaded, "seconds", secs(time.Since(t)), "parallel", st.maxParallel,
 		"scans", st.scans, "scan_seconds", secs(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", uptime())
 	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
 		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
@@ -122,7 +122,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	if err := nw.Up(ctx); err != nil {
 		log.Warn("network", "error", err)
 	}
-	log.Info("network ready", "seconds", secs(time.Since(t)), "uptime", uptime())
+	log.Info(EventNetworkReady, "seconds", secs(time.Since(t)), "uptime", uptime())
 	if blockCount < 0 {
 		blockCount = <-settled
 	}

@@ -42,7 +42,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 		if err != nil {
 			log.Error("start agent", "argv", strings.Join(argv, " "), "error", err)
 		} else {
-			log.Info("agent started", "pid", pid, "argv", strings.Join(argv, " "), "uptime", uptime())
+			log.Info(EventAgentStarted, "pid", pid, "argv", strings.Join(argv, " "), "uptime", uptime())
 			status = reapUntil(pid)
 			log.Info("agent exited", "argv", strings.Join(argv, " "), "status", describe(status), "seconds", secs(time.Since(t)))
 		}

@@ -67,7 +67,7 @@ func (n *Network) ipv6(ctx context.Context, l netlink.Link) error {
 		n.log.Info("no IPv6 router advertisement", "link", name, "seconds", secs(time.Since(t)), "error", err)
 		return fmt.Errorf("ipv6 on %s: %w", name, err)
 	}
-	n.log.Info("IPv6 router advertisement", "link", name, "managed", ra.Managed, "other", ra.Other, "slaac", ra.slaac(),
+	n.log.Info(EventIPv6RouterAdvertisement, "link", name, "managed", ra.Managed, "other", ra.Other, "slaac", ra.slaac(),
 		"router_lifetime", ra.RouterLifetime.Seconds(), "dns", fmt.Sprint(ra.DNS), "seconds", secs(time.Since(t)))
 	n.setResolver(raResolver(name, ra))
 	n.spawn(func() { n.watchRA(ctx, conn, name) })
@@ -105,7 +105,7 @@ func (n *Network) ipv6(ctx context.Context, l netlink.Link) error {
 	if err != nil {
 		return fmt.Errorf("ipv6 on %s: no global address: %w", name, err)
 	}
-	n.log.Info("IPv6 address", "link", name, "address", a.IPNet, "seconds", secs(time.Since(t)), "uptime", uptime())
+	n.log.Info(EventIPv6Address, "link", name, "address", a.IPNet, "seconds", secs(time.Since(t)), "uptime", uptime())
 	return nil
 }
 
@@ -238,7 +238,7 @@ func (n *Network) dhcpv6(ctx, wctx context.Context, c *nclient6.Client, l netlin
 	if err != nil {
 		return fmt.Errorf("dhcpv6 on %s: %w", name, err)
 	}
-	n.log.Info("DHCPv6 lease", "link", name, "address", lease.addr.IPv6Addr, "server", reply.Options.ServerID(),
+	n.log.Info(EventDHCPv6Lease, "link", name, "address", lease.addr.IPv6Addr, "server", reply.Options.ServerID(),
 		"dns", fmt.Sprint(reply.Options.DNS()), "seconds", secs(time.Since(t)), "uptime", uptime())
 	n.spawn(func() { n.renewV6(ctx, c, l, lease) })
 	return nil

@@ -144,7 +144,7 @@ func LoadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata
 	for _, w := range d.Warnings {
 		log.Warn("network data: not applied", "device", dev, "what", w)
 	}
-	log.Info("network data", "device", dev, "type", fstype, "links", len(d.Links), "networks", len(d.Networks),
+	log.Info(EventNetworkData, "device", dev, "type", fstype, "links", len(d.Links), "networks", len(d.Networks),
 		"seconds", secs(time.Since(t)))
 	return d, nil
 }
@@ -278,7 +278,7 @@ func (n *Network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 			done <- result{n.runDHCP(ctx, links, parents, "")}
 		})
 	}
-	n.log.Info("network data applied", "links", len(made), "static", static, "dynamic", dynamic,
+	n.log.Info(EventNetworkDataApplied, "links", len(made), "static", static, "dynamic", dynamic,
 		"errors", len(errs), "seconds", secs(time.Since(t)))
 	if static > 0 || dynamic == 0 {
 		// The dynamic ones go on in the background.
@@ -487,7 +487,7 @@ func (n *Network) staticNetwork(link netlink.Link, nw networkdata.Network) error
 	if err := netlink.AddrReplace(link, addr); err != nil {
 		return fmt.Errorf("add address %s: %w", nw.Address, err)
 	}
-	n.log.Info("static address", "network", nw.ID, "link", name, "address", nw.Address.String())
+	n.log.Info(EventStaticAddress, "network", nw.ID, "link", name, "address", nw.Address.String())
 	return n.networkRoutes(link, nw)
 }
 
@@ -517,7 +517,7 @@ func (n *Network) networkRoutes(link netlink.Link, nw networkdata.Network) error
 		}
 	}
 	if len(routes) > 0 {
-		n.log.Info("routes", "network", nw.ID, "link", name, "gateway", gatewayString(nw.Gateway), "routes", len(routes))
+		n.log.Info(EventRoutes, "network", nw.ID, "link", name, "gateway", gatewayString(nw.Gateway), "routes", len(routes))
 	}
 	if !nw.Kind.IPv6() && nw.Gateway.IsValid() || slices.ContainsFunc(nw.Routes, func(r networkdata.Route) bool {
 		return r.Destination.Bits() == 0 && r.Destination.Addr().Is4()

@@ -245,7 +245,7 @@ func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 	// (virtio at once, a real NIC after autonegotiation, often seconds).
 	t0 := time.Now()
 	up := waitCarrier(ctx, "/sys/class/net/"+name+"/carrier", carrierWait)
-	n.log.Info("DHCP start", "link", name, "carrier", up, "carrier_seconds", secs(time.Since(t0)))
+	n.log.Info(EventDHCPStart, "link", name, "carrier", up, "carrier_seconds", secs(time.Since(t0)))
 	c, err := nclient4.New(name, opts...)
 	if err != nil {
 		return fmt.Errorf("dhcp on %s: %w", name, err)
@@ -272,7 +272,7 @@ func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 		c.Close()
 		return fmt.Errorf("dhcp on %s: %w", name, err)
 	}
-	n.log.Info("DHCP lease", "link", name, "address", lease.ACK.YourIPAddr, "server", lease.ACK.ServerIdentifier(),
+	n.log.Info(EventDHCPLease, "link", name, "address", lease.ACK.YourIPAddr, "server", lease.ACK.ServerIdentifier(),
 		"router", lease.ACK.Router(), "seconds", secs(time.Since(t)), "uptime", uptime())
 	n.spawn(func() { n.renew(ctx, c, l, lease) })
 	return nil
@@ -400,7 +400,7 @@ func (n *Network) setResolverLocked(s resolverSource) error {
 	if err := os.WriteFile(n.cfg.ResolvConf, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", n.cfg.ResolvConf, err)
 	}
-	n.log.Info("resolv.conf written", "file", n.cfg.ResolvConf, "from", s.Key,
+	n.log.Info(EventResolvConfWritten, "file", n.cfg.ResolvConf, "from", s.Key,
 		"content", strings.ReplaceAll(strings.TrimSpace(text[strings.IndexByte(text, '\n')+1:]), "\n", "; "))
 	return nil
 }

@@ -127,7 +127,7 @@ func (n *Network) lldpVLANs(ctx context.Context, names []string) map[string][]in
 		for _, id := range bad {
 			n.log.Warn("LLDP neighbour announces a VLAN ID outside 1-4094: not created", "link", name, "vlan", id)
 		}
-		n.log.Info("VLANs from LLDP", "link", name, "vlans", fmt.Sprint(ids), "heard", len(heard[name]) > 0,
+		n.log.Info(EventVLANsFromLLDP, "link", name, "vlans", fmt.Sprint(ids), "heard", len(heard[name]) > 0,
 			"seconds", secs(time.Since(t)))
 		out[name] = ids
 	}
@@ -183,7 +183,7 @@ func (n *Network) addVLAN(parent netlink.Link, id int, mac net.HardwareAddr) (ne
 		n.log.Info("VLAN interface exists already", "link", name)
 		return nil, nil
 	}
-	n.ensureModule(&n.vlanModuleOnce, vlanModule, "802.1Q module")
+	n.ensureModule(&n.vlanModuleOnce, vlanModule, EventVLANModule)
 	v := &netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: parent.Attrs().Index, HardwareAddr: mac}, VlanId: id}
 	if err := netlink.LinkAdd(v); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {
@@ -198,7 +198,7 @@ func (n *Network) addVLAN(parent netlink.Link, id int, mac net.HardwareAddr) (ne
 	if err := netlink.LinkSetUp(l); err != nil {
 		return nil, fmt.Errorf("set %s up: %w", name, err)
 	}
-	n.log.Info("VLAN interface created", "link", name, "parent", parent.Attrs().Name, "vlan", id)
+	n.log.Info(EventVLANInterfaceCreated, "link", name, "parent", parent.Attrs().Name, "vlan", id)
 	return l, nil
 }
 

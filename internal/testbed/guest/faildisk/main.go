@@ -39,6 +39,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/dmtest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"golang.org/x/sys/unix"
 )
@@ -652,10 +653,10 @@ func scenarios(b *bed) []scenario {
 		{name: "write_image_slow_disk", table: delayed(4000), command: exec,
 			params: b.writeImage(b.imageInfo("raw-3", "disk.raw", "raw", nil), nil),
 			// One line at the end; more say the write was seen running.
-			want: "SUCCEEDED", timeout: 5 * time.Minute, check: progressLines(`msg="writing image"`, 2)},
+			want: "SUCCEEDED", timeout: 5 * time.Minute, check: progressLines(logtext.Msg(agent.EventWritingImage), 2)},
 		{name: "write_image_stuck_disk", table: linear(), command: exec, during: stallOnWrite(25 * time.Second),
 			params: b.writeImage(b.imageInfo("raw-6", "disk.raw", "raw", nil), nil),
-			want:   "SUCCEEDED", check: progressLines(`msg="writing image"`, 3)},
+			want:   "SUCCEEDED", check: progressLines(logtext.Msg(agent.EventWritingImage), 3)},
 		{name: "erase_devices_metadata_error_at_start", table: errorRange(0, 8), command: clean,
 			params: b.cleanStep("erase_devices_metadata", nil),
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}, check: notErased},
@@ -690,10 +691,10 @@ func scenarios(b *bed) []scenario {
 			table: []devmapper.Target{dmtest.Delay(0, 16<<20/512, baseDisk, 0, 1500),
 				devmapper.Linear(16<<20/512, diskSectors-16<<20/512, baseDisk, 16<<20/512)},
 			params: b.cleanStep("erase_devices", eraseOpts),
-			want:   "SUCCEEDED", wantLog: []string{`msg="erase progress"`}},
+			want:   "SUCCEEDED", wantLog: []string{logtext.Msg(agent.EventEraseProgress)}},
 		{name: "erase_devices_stuck_disk", table: linear(), command: clean, during: stallOnWrite(25 * time.Second),
 			params: b.cleanStep("erase_devices", eraseOpts),
-			want:   "SUCCEEDED", check: progressLines(`msg="erase progress"`, 2)},
+			want:   "SUCCEEDED", check: progressLines(logtext.Msg(agent.EventEraseProgress), 2)},
 		{name: "configdrive_error_in_partition", table: errorRange(cdStart, 8), command: exec,
 			params: b.writeImage(b.imageInfo("raw-4", "disk.raw", "raw", nil), b.images+"/configdrive.iso"),
 			want:   "FAILED", wantErr: []string{b.loop, anyOffset, eio}},

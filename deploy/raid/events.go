@@ -1,0 +1,13 @@
+// Log events of this package that tests wait for on the console: the e2e
+// VM tests match these messages (with internal/testbed/logtext.Msg), so
+// they refer to the constants, and a reworded message breaks the build,
+// not a VM test. Change a message's text only together with its tests.
+
+package raid
+
+const (
+	// EventCreatingMD is logged when an md array is being created.
+	EventCreatingMD = "creating md device"
+	// EventArraysAssembled is logged when existing md arrays were assembled.
+	EventArraysAssembled = "md arrays assembled"
+)
