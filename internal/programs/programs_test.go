@@ -41,10 +41,10 @@ func TestRegistryWellFormed(t *testing.T) {
 // literal, with every name each can run: the test fails on a new one
 // until it is listed here, and on a listed name the registry lacks.
 var dynamicSites = map[string][]string{
-	// WorkOnDisk's mkfs helper: mkfs.<ephemeral_format> for the formats
+	// makeEphemeral: mkfs.<ephemeral_format> for the formats
 	// Ironic documents that are not written in Go (deploy/mkfs writes FAT
 	// and swap).
-	"deploy/partition/partition.go: runner.Run(ctx, args[0], append(args[1:], part)...)": {
+	"deploy/partition/partition.go: runner.Run(ctx, args[0], append(args[1:], eph)...)": {
 		"mkfs.ext2", "mkfs.ext3", "mkfs.ext4", "mkfs.xfs",
 	},
 }
