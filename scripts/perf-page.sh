@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/performance.md from figures measured now: runs
-# scripts/bench-inventory.sh and, as root, scripts/bench-image.sh, keeps
+# scripts/bench-inventory.sh, builds the ramdisk (its size) and, as root,
+# scripts/bench-image.sh, keeps
 # their output, adds the METRIC lines of the latest ./test.sh run, and runs
 # tools/perfpage, which stamps the page with the commit, the date and the
 # machine. Nobody types a figure into the page.
@@ -23,6 +24,20 @@ files=()
 log "scripts/bench-inventory.sh ${INVENTORY_RUNS:-100} > $PERF_DIR/bench-inventory.out"
 scripts/bench-inventory.sh "${INVENTORY_RUNS:-100}" | tee "$PERF_DIR/bench-inventory.out"
 files+=("$PERF_DIR/bench-inventory.out")
+
+# The ramdisk an operator boots (make ramdisk): its kernel and initramfs.
+log "go run ./cmd/mkramdisk -out $PERF_DIR/ramdisk"
+go run ./cmd/mkramdisk -out "$PERF_DIR/ramdisk" >"$PERF_DIR/mkramdisk.log" 2>&1 ||
+	{ cat "$PERF_DIR/mkramdisk.log" >&2; exit 1; }
+mib() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.2f", b / 1048576 }'; }
+kernel_mib=$(mib "$PERF_DIR/ramdisk/ironic-agent.kernel")
+initramfs_mib=$(mib "$PERF_DIR/ramdisk/ironic-agent.initramfs")
+{
+	echo "METRIC name=ramdisk.kernel_mib value=$kernel_mib unit=MiB"
+	echo "METRIC name=ramdisk.initramfs_mib value=$initramfs_mib unit=MiB"
+	echo "METRIC name=ramdisk.total_mib value=$(awk -v a="$kernel_mib" -v b="$initramfs_mib" 'BEGIN { printf "%.2f", a + b }') unit=MiB"
+} | tee "$PERF_DIR/ramdisk.out"
+files+=("$PERF_DIR/ramdisk.out")
 
 if [ -n "${SKIP_IMAGE:-}" ]; then
 	log "SKIP_IMAGE set: no image benchmark"

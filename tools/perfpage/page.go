@@ -39,8 +39,15 @@ var benchmarks = []benchmark{
 			"served over loopback HTTP onto a loop device, sha256 verified and synced, as raw, qcow2 and zstd. The " +
 			"limit is `curl | dd oflag=direct` of the same raw image in the same run; qcow2 is set beside " +
 			"`qemu-img convert`, zstd beside `curl | zstd -d | dd`.",
-		commands: []string{"sudo scripts/bench-image.sh"},
+		commands: []string{"scripts/bench-image.sh (as root)"},
 		target:   "raw at 0.85 of `curl | dd` or better; qcow2 at 0.70 of raw or better.",
+	},
+	{
+		prefix: "ramdisk", title: "The ramdisk",
+		what: "The kernel and initramfs `make ramdisk` builds (`cmd/mkramdisk`): Debian's kernel, the module " +
+			"manifest with its firmware, the programs of the registry and the agent as `/init`. IPA 13's ramdisk, " +
+			"built from Debian's packages, is measured beside it by the side-by-side tests (IPA_SIDE_BY_SIDE=1).",
+		commands: []string{"scripts/perf-page.sh"},
 	},
 	{
 		prefix: "agent", title: "The agent binary",
@@ -52,7 +59,7 @@ var benchmarks = []benchmark{
 		what: "The phases of the `e2e/vm` scenarios, each a QEMU machine driven by a real Ironic: inspection, cleaning, " +
 			"deploy and the boots between them, from Ironic's request to the state it waits for, as the tests " +
 			"measure them. They run under the race detector with the rest of the suite, so they move with the load.",
-		commands: []string{"sudo ./test.sh", "sudo go test -race -run 'TestVM' ./e2e/vm/"},
+		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
 	},
 }
 

@@ -16,7 +16,7 @@ const (
 	testRound = `METRIC name=vm.lifecycle_bios.inspection_s value=31.2 unit=s package=example.com/e2e/vm test=TestVMLifecycle/bios
 METRIC name=vm.deploy_s value=80 unit=s package=example.com/e2e/vm test=TestVMDeploy
 METRIC name=vm.lifecycle_bios.inspection_s value=30.5 unit=s package=example.com/e2e/vm test=TestVMLifecycle/bios
-METRIC name=ramdisk.build_s value=12 unit=s package=example.com/internal/ramdisk test=TestBuild
+METRIC name=builder.build_s value=12 unit=s package=example.com/internal/ramdisk test=TestBuild
 METRIC name=Bad value=1 unit=s
 `
 	inventoryOutput = `binary: 9000000 bytes
@@ -77,7 +77,7 @@ func TestRenderGolden(t *testing.T) {
 		"| `vm.lifecycle_bios.inspection_s` | 30.5 s |  |  | `TestVMLifecycle/bios` |",
 		"| `inventory.agent.wall_ms` | 20.1 ms | 15.5 ms | 25 ms |",
 		"## Image writing\n\n", "Not measured in this run.",
-		"## `ramdisk`",
+		"## `builder`",
 		"Measured at commit `0123456789ab`, 2030-01-02 04:05 UTC, on Example CPU @ 2.00GHz (2 cores, 11.0 GiB memory), Linux 6.1.0-test; load average 1.50 1.20 0.90 when the page was written.",
 		"- `go-test.metrics`: 4 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
 	} {
