@@ -2,7 +2,6 @@ package hw
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -32,7 +31,7 @@ func TestIPMISimOverLAN(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	m := ipmiSimMachine(t, filepath.Join(t.TempDir(), "vm"))
+	m := bmcsim.OpenIPMIMachine(t, filepath.Join(t.TempDir(), "vm"))
 	start := time.Now()
 	s, err := bmcsim.StartIPMISim(ctx, m, qemu.Options{})
 	if err != nil {
@@ -93,39 +92,4 @@ func TestIPMISimOverLAN(t *testing.T) {
 		t.Errorf("power status after power-off: %q", out)
 	}
 	t.Logf("events: %s", strings.Join(s.Events(), "; "))
-}
-
-// ipmiSimMachine is a machine with no disks and NICs whose BMC is ipmi_sim
-// on 127.77.0.9.
-func ipmiSimMachine(t *testing.T, dir string) qemu.Machine {
-	m := qemu.DefaultMachine(qemu.BIOS)
-	m.Dir = dir
-	m.Disks, m.NICs, m.MemoryMB, m.CPUs = nil, nil, 128, 1
-	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0x1234, ProductID: 0x0beb, LANAddress: "127.77.0.9", LANPort: freeHostPort(t, "udp", "127.77.0.9"),
-		LANMAC: "02:00:00:77:00:09", User: "admin", Password: "s3cret", VMPort: freeHostPort(t, "tcp", "127.0.0.1")}
-	return m
-}
-
-// freeHostPort is a port nobody listens on now.
-func freeHostPort(t *testing.T, network, host string) int {
-	t.Helper()
-	var a net.Addr
-	if network == "udp" {
-		c, err := net.ListenPacket(network, host+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a = c.LocalAddr()
-		c.Close()
-	} else {
-		l, err := net.Listen(network, host+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a = l.Addr()
-		l.Close()
-	}
-	_, p, _ := net.SplitHostPort(a.String())
-	n, _ := net.LookupPort(network, p)
-	return n
 }

@@ -1,7 +1,6 @@
 package bmcsim
 
 import (
-	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -66,41 +65,8 @@ func FuzzParseControl(f *testing.F) {
 	})
 }
 
-func openIPMIMachine(t *testing.T, dir string) qemu.Machine {
-	m := qemu.DefaultMachine(qemu.BIOS)
-	m.Dir = dir
-	m.Disks, m.NICs, m.MemoryMB, m.CPUs = nil, nil, 128, 1
-	m.BMC = &qemu.BMC{Kind: qemu.BMCOpenIPMI, MfgID: 0x1234, ProductID: 0x0beb, LANAddress: "127.77.0.9", LANPort: freePort(t, "udp", "127.77.0.9"),
-		LANMAC: "02:00:00:77:00:09", User: "admin", Password: "s3cret", VMPort: freePort(t, "tcp", "127.0.0.1")}
-	return m
-}
-
-// freePort is a port nobody listens on now.
-func freePort(t *testing.T, network, host string) int {
-	t.Helper()
-	var a net.Addr
-	if network == "udp" {
-		c, err := net.ListenPacket(network, host+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a = c.LocalAddr()
-		c.Close()
-	} else {
-		l, err := net.Listen(network, host+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a = l.Addr()
-		l.Close()
-	}
-	_, p, _ := net.SplitHostPort(a.String())
-	n, _ := net.LookupPort(network, p)
-	return n
-}
-
 func TestIPMISimConfig(t *testing.T) {
-	m := openIPMIMachine(t, "/work/vm")
+	m := OpenIPMIMachine(t, "/work/vm")
 	c, err := ipmiSimConfig(m)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +100,7 @@ func TestIPMISimConfig(t *testing.T) {
 		func(b *qemu.BMC) { b.Password = `pass"word` },
 		func(b *qemu.BMC) { b.User = "" },
 	} {
-		m := openIPMIMachine(t, "/work/vm")
+		m := OpenIPMIMachine(t, "/work/vm")
 		bad(m.BMC)
 		if _, err := ipmiSimConfig(m); err == nil {
 			t.Errorf("BMC %+v accepted", *m.BMC)
