@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 )
 
 type sshServer struct {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/raid"
 	"github.com/ironic-go/ironic-agent/internal/efivar"
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 

@@ -6,12 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 )
 
 // Sample is one server's answer: how far the local clock is behind it.

@@ -12,8 +12,9 @@
 package version
 
 import (
-	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 	"runtime/debug"
+
+	"github.com/ironic-go/ironic-agent/internal/lazyregexp"
 )
 
 // Base is the release reported when the build is not stamped from a

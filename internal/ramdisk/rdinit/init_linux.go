@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 )
@@ -61,7 +61,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		// operator who set it should see that nothing took it.
 		log.Warn("kernel parameter ip= not applied: the network comes from DHCP, router advertisements or a config drive's network data", "ip", v)
 	}
-	log.Info(EventInit, "uptime", uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
+	log.Info(EventInit, "uptime", logging.Uptime(), "command", strings.Join(cfg.Command, " "), "exit", cfg.Exit)
 	if _, err := setFallbackHostname(cfg.HostnameFile); err != nil {
 		log.Warn("fallback host name", "name", FallbackHostname, "error", err)
 	}
@@ -73,12 +73,12 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}
 	var slowest []string
 	for _, m := range st.slowest {
-		slowest = append(slowest, m.name+"="+secs(m.took))
+		slowest = append(slowest, m.name+"="+logging.Seconds(m.took))
 	}
 	// The slowest ones say where boot time goes (probing, firmware); the
 	// scans are the price of coldplug without udev.
-	log.Info(EventModulesLoaded, "count", st.loaded, "seconds", secs(time.Since(t)), "parallel", st.maxParallel,
-		"scans", st.scans, "scan_seconds", secs(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", uptime())
+	log.Info(EventModulesLoaded, "count", st.loaded, "seconds", logging.Seconds(time.Since(t)), "parallel", st.maxParallel,
+		"scans", st.scans, "scan_seconds", logging.Seconds(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", logging.Uptime())
 	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
 		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
 			log.Warn("mount efivarfs", "error", err)
@@ -122,29 +122,13 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	if err := nw.Up(ctx); err != nil {
 		log.Warn("network", "error", err)
 	}
-	log.Info(EventNetworkReady, "seconds", secs(time.Since(t)), "uptime", uptime())
+	log.Info(EventNetworkReady, "seconds", logging.Seconds(time.Since(t)), "uptime", logging.Uptime())
 	if blockCount < 0 {
 		blockCount = <-settled
 	}
-	log.Info("block devices settled", "count", blockCount, "uptime", uptime())
-	log.Info("starting agent", "init_seconds", secs(time.Since(start)), "uptime", uptime())
+	log.Info("block devices settled", "count", blockCount, "uptime", logging.Uptime())
+	log.Info("starting agent", "init_seconds", logging.Seconds(time.Since(start)), "uptime", logging.Uptime())
 	return supervise(ctx, log, cfg, console, onPanic)
-}
-
-func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
-
-// uptime is the kernel's, so boot measurements include the firmware and
-// kernel phases.
-func uptime() string {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
 }
 
 func mountAll() []error {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // supervise runs the agent as a child process and, as PID 1 must, reaps
@@ -42,9 +44,9 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 		if err != nil {
 			log.Error("start agent", "argv", strings.Join(argv, " "), "error", err)
 		} else {
-			log.Info(EventAgentStarted, "pid", pid, "argv", strings.Join(argv, " "), "uptime", uptime())
+			log.Info(EventAgentStarted, "pid", pid, "argv", strings.Join(argv, " "), "uptime", logging.Uptime())
 			status = reapUntil(pid)
-			log.Info("agent exited", "argv", strings.Join(argv, " "), "status", describe(status), "seconds", secs(time.Since(t)))
+			log.Info("agent exited", "argv", strings.Join(argv, " "), "status", describe(status), "seconds", logging.Seconds(time.Since(t)))
 		}
 		ok := err == nil && status.Exited() && status.ExitStatus() == 0
 		if ok && cfg.UploadURL != "" {

@@ -17,6 +17,8 @@ import (
 	"github.com/insomniacslk/dhcp/iana"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 // enableIPv6 sets the link's IPv6 sysctls so the kernel accepts router
@@ -64,11 +66,11 @@ func (n *Network) ipv6(ctx context.Context, l netlink.Link) error {
 	ra, err := n.firstRA(wctx, conn, name)
 	if err != nil {
 		conn.Close()
-		n.log.Info("no IPv6 router advertisement", "link", name, "seconds", secs(time.Since(t)), "error", err)
+		n.log.Info("no IPv6 router advertisement", "link", name, "seconds", logging.Seconds(time.Since(t)), "error", err)
 		return fmt.Errorf("ipv6 on %s: %w", name, err)
 	}
 	n.log.Info(EventIPv6RouterAdvertisement, "link", name, "managed", ra.Managed, "other", ra.Other, "slaac", ra.slaac(),
-		"router_lifetime", ra.RouterLifetime.Seconds(), "dns", fmt.Sprint(ra.DNS), "seconds", secs(time.Since(t)))
+		"router_lifetime", ra.RouterLifetime.Seconds(), "dns", fmt.Sprint(ra.DNS), "seconds", logging.Seconds(time.Since(t)))
 	n.setResolver(raResolver(name, ra))
 	n.spawn(func() { n.watchRA(ctx, conn, name) })
 
@@ -105,7 +107,7 @@ func (n *Network) ipv6(ctx context.Context, l netlink.Link) error {
 	if err != nil {
 		return fmt.Errorf("ipv6 on %s: no global address: %w", name, err)
 	}
-	n.log.Info(EventIPv6Address, "link", name, "address", a.IPNet, "seconds", secs(time.Since(t)), "uptime", uptime())
+	n.log.Info(EventIPv6Address, "link", name, "address", a.IPNet, "seconds", logging.Seconds(time.Since(t)), "uptime", logging.Uptime())
 	return nil
 }
 
@@ -239,7 +241,7 @@ func (n *Network) dhcpv6(ctx, wctx context.Context, c *nclient6.Client, l netlin
 		return fmt.Errorf("dhcpv6 on %s: %w", name, err)
 	}
 	n.log.Info(EventDHCPv6Lease, "link", name, "address", lease.addr.IPv6Addr, "server", reply.Options.ServerID(),
-		"dns", fmt.Sprint(reply.Options.DNS()), "seconds", secs(time.Since(t)), "uptime", uptime())
+		"dns", fmt.Sprint(reply.Options.DNS()), "seconds", logging.Seconds(time.Since(t)), "uptime", logging.Uptime())
 	n.spawn(func() { n.renewV6(ctx, c, l, lease) })
 	return nil
 }

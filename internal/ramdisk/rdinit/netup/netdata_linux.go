@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
 
@@ -126,7 +127,7 @@ func LoadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata
 	t := time.Now()
 	dev, fstype := findConfigDrive("/sys/class/block", "/dev", publisher)
 	if dev == "" {
-		log.Info("no config drive", "label", configDriveLabel, ParamPublisherID, publisher, "seconds", secs(time.Since(t)))
+		log.Info("no config drive", "label", configDriveLabel, ParamPublisherID, publisher, "seconds", logging.Seconds(time.Since(t)))
 		return nil, nil
 	}
 	b, err := readNetworkData(dev, fstype, mountDir)
@@ -145,7 +146,7 @@ func LoadNetworkData(log *slog.Logger, mountDir, publisher string) (*networkdata
 		log.Warn("network data: not applied", "device", dev, "what", w)
 	}
 	log.Info(EventNetworkData, "device", dev, "type", fstype, "links", len(d.Links), "networks", len(d.Networks),
-		"seconds", secs(time.Since(t)))
+		"seconds", logging.Seconds(time.Since(t)))
 	return d, nil
 }
 
@@ -279,7 +280,7 @@ func (n *Network) applyNetworkData(ctx context.Context, d *networkdata.Data) err
 		})
 	}
 	n.log.Info(EventNetworkDataApplied, "links", len(made), "static", static, "dynamic", dynamic,
-		"errors", len(errs), "seconds", secs(time.Since(t)))
+		"errors", len(errs), "seconds", logging.Seconds(time.Since(t)))
 	if static > 0 || dynamic == 0 {
 		// The dynamic ones go on in the background.
 		return errors.Join(errs...)

@@ -15,8 +15,6 @@ package netup
 import (
 	"fmt"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -85,21 +83,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// secs and uptime format the durations of the log lines as rdinit's do.
-func secs(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
-
-// uptime is the kernel's, so boot measurements include the firmware and
-// kernel phases.
-func uptime() string {
-	b, err := os.ReadFile("/proc/uptime")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
 
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
 
@@ -245,7 +246,7 @@ func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 	// (virtio at once, a real NIC after autonegotiation, often seconds).
 	t0 := time.Now()
 	up := waitCarrier(ctx, "/sys/class/net/"+name+"/carrier", carrierWait)
-	n.log.Info(EventDHCPStart, "link", name, "carrier", up, "carrier_seconds", secs(time.Since(t0)))
+	n.log.Info(EventDHCPStart, "link", name, "carrier", up, "carrier_seconds", logging.Seconds(time.Since(t0)))
 	c, err := nclient4.New(name, opts...)
 	if err != nil {
 		return fmt.Errorf("dhcp on %s: %w", name, err)
@@ -265,7 +266,7 @@ func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 	cancel()
 	if err != nil {
 		c.Close()
-		n.log.Info("no DHCP lease", "link", name, "seconds", secs(time.Since(t)), "error", err)
+		n.log.Info("no DHCP lease", "link", name, "seconds", logging.Seconds(time.Since(t)), "error", err)
 		return fmt.Errorf("dhcp on %s: %w", name, err)
 	}
 	if err := n.apply(l, lease.ACK); err != nil {
@@ -273,7 +274,7 @@ func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 		return fmt.Errorf("dhcp on %s: %w", name, err)
 	}
 	n.log.Info(EventDHCPLease, "link", name, "address", lease.ACK.YourIPAddr, "server", lease.ACK.ServerIdentifier(),
-		"router", lease.ACK.Router(), "seconds", secs(time.Since(t)), "uptime", uptime())
+		"router", lease.ACK.Router(), "seconds", logging.Seconds(time.Since(t)), "uptime", logging.Uptime())
 	n.spawn(func() { n.renew(ctx, c, l, lease) })
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/lldp"
 )
@@ -128,7 +129,7 @@ func (n *Network) lldpVLANs(ctx context.Context, names []string) map[string][]in
 			n.log.Warn("LLDP neighbour announces a VLAN ID outside 1-4094: not created", "link", name, "vlan", id)
 		}
 		n.log.Info(EventVLANsFromLLDP, "link", name, "vlans", fmt.Sprint(ids), "heard", len(heard[name]) > 0,
-			"seconds", secs(time.Since(t)))
+			"seconds", logging.Seconds(time.Since(t)))
 		out[name] = ids
 	}
 	return out
@@ -214,7 +215,7 @@ func (n *Network) ensureModule(once *sync.Once, name, what string) {
 		if err := n.loadModule(name); err != nil {
 			n.log.Warn(what, "error", err)
 		} else {
-			n.log.Info(what+" ready", "module", name, "seconds", secs(time.Since(t)))
+			n.log.Info(what+" ready", "module", name, "seconds", logging.Seconds(time.Since(t)))
 		}
 	})
 }
