@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/programs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	if *cache == "" {
-		c, err := ramdisk.CacheDir()
+		c, err := cachedir.Dir()
 		if err != nil {
 			return err
 		}

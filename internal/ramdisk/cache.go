@@ -100,12 +100,12 @@ func cacheKey(opts Options, extra []string) (string, error) {
 	h := sha256.New()
 	line := func(f string, a ...any) { fmt.Fprintf(h, f+"\n", a...) }
 	line("%s", cacheFormat)
-	sum, err := FileSHA256(opts.Agent)
+	sum, err := cachedir.FileSHA256(opts.Agent)
 	if err != nil {
 		return "", err
 	}
 	line("agent %s", sum)
-	if sum, err = FileSHA256(opts.Kernel.Vmlinuz); err != nil {
+	if sum, err = cachedir.FileSHA256(opts.Kernel.Vmlinuz); err != nil {
 		return "", err
 	}
 	line("kernel %s %s %s", opts.Kernel.Package, opts.Kernel.Version, sum)
@@ -125,13 +125,13 @@ func cacheKey(opts Options, extra []string) (string, error) {
 		}
 	}
 	for _, dst := range slices.Sorted(maps.Keys(opts.Files)) {
-		if sum, err = FileSHA256(opts.Files[dst]); err != nil {
+		if sum, err = cachedir.FileSHA256(opts.Files[dst]); err != nil {
 			return "", err
 		}
 		line("file %s %s", dst, sum)
 	}
 	if fileExists(caBundle) {
-		if sum, err = FileSHA256(caBundle); err != nil {
+		if sum, err = cachedir.FileSHA256(caBundle); err != nil {
 			return "", err
 		}
 		line("ca %s", sum)
@@ -140,18 +140,4 @@ func cacheKey(opts Options, extra []string) (string, error) {
 		line("extra %s", e)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
-}
-
-// FileSHA256 is the hex SHA-256 of the file at p (cache keys, entry checks).
-func FileSHA256(p string) (string, error) { return cachedir.FileSHA256(p) }
-
-// LockFile takes an exclusive flock on path (see cachedir.Lock).
-func LockFile(ctx context.Context, path string) (unlock func(), err error) {
-	return cachedir.Lock(ctx, path)
-}
-
-// PruneCache removes the entries (directories) below root nobody used for
-// maxAge, except keep (see cachedir.Cache.Prune).
-func PruneCache(root, keep string, maxAge time.Duration) {
-	cachedir.Cache{Root: root, MaxAge: maxAge}.Prune(keep)
 }

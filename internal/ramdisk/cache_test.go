@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
 
@@ -208,17 +209,17 @@ func TestBuildCachedKey(t *testing.T) {
 
 func TestLockFileContext(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "l.lock")
-	unlock, err := LockFile(context.Background(), p)
+	unlock, err := cachedir.Lock(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := LockFile(ctx, p); err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
+	if _, err := cachedir.Lock(ctx, p); err == nil || !strings.Contains(err.Error(), "waiting for the lock") {
 		t.Errorf("second lock while held: %v", err)
 	}
 	unlock()
-	unlock2, err := LockFile(context.Background(), p)
+	unlock2, err := cachedir.Lock(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

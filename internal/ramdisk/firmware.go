@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 )
@@ -95,7 +96,7 @@ func fetchPackages(ctx context.Context, base, components string, pkgs []string) 
 		if deb == "" {
 			return nil, fmt.Errorf("ramdisk: packages: apt-get download %s left no %s_*.deb in %s", p, p, debs)
 		}
-		sum, err := FileSHA256(deb)
+		sum, err := cachedir.FileSHA256(deb)
 		if err != nil {
 			return nil, err
 		}

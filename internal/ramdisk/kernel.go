@@ -26,19 +26,6 @@ type Kernel struct {
 	ModulesDir string // lib/modules/<Version>
 }
 
-// CacheDir is where downloaded kernels are kept between runs: $IRONIC_AGENT_CACHE,
-// else the user cache directory ($XDG_CACHE_HOME or ~/.cache) /ironic-agent.
-func CacheDir() (string, error) {
-	if d := os.Getenv("IRONIC_AGENT_CACHE"); d != "" {
-		return d, nil
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("ramdisk: no cache directory (set IRONIC_AGENT_CACHE): %w", err)
-	}
-	return filepath.Join(d, "ironic-agent"), nil
-}
-
 // run executes an external program (apt and dpkg have no Go equivalent) and
 // puts its command line, exit status and stderr into the error.
 func run(ctx context.Context, dir string, name string, args ...string) ([]byte, error) {

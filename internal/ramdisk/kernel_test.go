@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 	"github.com/klauspost/compress/zstd"
 )
@@ -115,7 +116,7 @@ func TestExtractVmlinuxErrors(t *testing.T) {
 // TestPVHOfDebianKernel extracts the cached Debian kernel (the one the VM
 // tests boot) and finds its PVH entry.
 func TestPVHOfDebianKernel(t *testing.T) {
-	cache, err := CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		t.Skipf("SKIPPED: no cache directory: %v", err)
 	}

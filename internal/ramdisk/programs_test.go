@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/programs"
 )
 
@@ -145,7 +146,7 @@ func TestBuildCarriesEveryProgram(t *testing.T) {
 			t.Skipf("SKIPPED: needs %s (a Debian host): %v", p, err)
 		}
 	}
-	cache, err := CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

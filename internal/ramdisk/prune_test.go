@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 )
 
 func TestPruneCache(t *testing.T) {
@@ -27,7 +29,7 @@ func TestPruneCache(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(root, "old.lock"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	PruneCache(root, "keep", 48*time.Hour)
+	cachedir.Cache{Root: root, MaxAge: 48 * time.Hour}.Prune("keep")
 	ents, _ := os.ReadDir(root)
 	var left []string
 	for _, e := range ents {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -27,7 +28,7 @@ func TestFirmwareLoads(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	requireVM(t, "xz")
 	ctx := t.Context()
-	cache, err := ramdisk.CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		t.Fatal(err)
 	}

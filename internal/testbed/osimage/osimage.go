@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
@@ -74,7 +75,7 @@ type OS struct {
 // ($IRONIC_AGENT_KERNEL_PACKAGE, else Debian's current one, from the
 // ramdisk's download cache) and its modules.
 func Build(ctx context.Context, dir string) (*OS, error) {
-	cache, err := ramdisk.CacheDir()
+	cache, err := cachedir.Dir()
 	if err != nil {
 		return nil, err
 	}
