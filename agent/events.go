@@ -34,6 +34,12 @@ const (
 	EventPartitionImageWritten = "partition image written"
 	// EventEraseProgress is logged when progress of a device erase.
 	EventEraseProgress = "erase progress"
+	// EventWaitingForDHCP is logged when inspection waits for IPv4 addresses from DHCP (ipa-inspection-dhcp-*), naming the interfaces without one.
+	EventWaitingForDHCP = "waiting for IPv4 addresses from DHCP before inspection"
+	// EventDHCPWaitTimedOut is logged when interfaces still had no IPv4 address at ipa-inspection-dhcp-wait-timeout; inspection goes on.
+	EventDHCPWaitTimedOut = "interfaces without an IPv4 address at the DHCP wait's timeout; inspecting anyway"
+	// EventDHCPAddressesReady is logged when every interface inspection waited for has an IPv4 address.
+	EventDHCPAddressesReady = "IPv4 addresses from DHCP ready for inspection"
 	// EventLockedDown is logged when the agent locked the system down.
 	EventLockedDown = "system locked down: waiting, not serving, until the agent is stopped"
 )

@@ -76,30 +76,38 @@ func NormalizeBOOTIF(s string) string {
 
 // waitForDHCP waits, before inspection, until the PXE interface (or every
 // interface with inspection_dhcp_all_interfaces) has an IPv4 address,
-// polling every 2 s for up to inspection_dhcp_wait_timeout. Without BOOTIF
-// and without the all-interfaces option there is nothing to wait for.
+// polling every 2 s for up to inspection_dhcp_wait_timeout, as IPA's
+// inspector.wait_for_dhcp does. Without BOOTIF and without the
+// all-interfaces option there is nothing to wait for, which IPA warns of.
 func (a *Agent) waitForDHCP(ctx context.Context, inv *inventory.Inventory) *inventory.Inventory {
 	timeout := a.cfg.InspectionDHCPWaitTimeout
-	pxe := NormalizeBOOTIF(a.cfg.BootIF)
-	if timeout <= 0 || (pxe == "" && !a.cfg.InspectionDHCPAllInterfaces) {
+	if timeout <= 0 {
 		return inv
 	}
-	ready := func(inv *inventory.Inventory) bool {
-		found := false
+	pxe := NormalizeBOOTIF(a.cfg.BootIF)
+	all := a.cfg.InspectionDHCPAllInterfaces
+	if pxe == "" && !all {
+		a.log.Warn("no PXE boot interface known (no BOOTIF): not waiting for its IPv4 address before inspection")
+		return inv
+	}
+	missing := func(inv *inventory.Inventory) []string {
+		var names []string
 		for _, i := range inv.Interfaces {
-			if a.cfg.InspectionDHCPAllInterfaces || strings.EqualFold(i.MACAddress, pxe) {
-				found = true
-				if i.IPv4Address == nil {
-					return false
-				}
+			if (all || strings.EqualFold(i.MACAddress, pxe)) && i.IPv4Address == nil {
+				names = append(names, i.Name)
 			}
 		}
-		return found
+		return names
 	}
+	waiting := missing(inv)
+	if len(waiting) == 0 {
+		return inv
+	}
+	a.log.Info(EventWaitingForDHCP, "interfaces", waiting, "all_interfaces", all, "bootif", pxe, "timeout", timeout)
 	deadline := a.opts.Hooks.Clock.Now().Add(timeout)
-	for !ready(inv) {
+	for len(waiting) > 0 {
 		if a.opts.Hooks.Clock.Now().After(deadline) {
-			a.log.Warn("no IPv4 address from DHCP before inspection; going on", "waited", timeout, "bootif", pxe)
+			a.log.Warn(EventDHCPWaitTimedOut, "interfaces", waiting, "waited", timeout, "bootif", pxe)
 			return inv
 		}
 		if a.sleep(ctx, 2*time.Second) != nil {
@@ -108,7 +116,9 @@ func (a *Agent) waitForDHCP(ctx context.Context, inv *inventory.Inventory) *inve
 		if fresh, err := a.refreshInventory(ctx); err == nil {
 			inv = fresh
 		}
+		waiting = missing(inv)
 	}
+	a.log.Info(EventDHCPAddressesReady, "all_interfaces", all, "bootif", pxe)
 	return inv
 }
 

@@ -29,6 +29,10 @@ const (
 	defaultModuleJobs = 1
 	maxModuleJobs     = 64
 	defaultDHCPWait   = 60 * time.Second
+	// defaultDHCPRetry paces the background DHCP attempts after the
+	// first window (dhclient's "retry" is 300 s; a shorter pause costs a
+	// few DISCOVERs and gives a late server's address sooner).
+	defaultDHCPRetry  = 30 * time.Second
 	defaultLLDPWait   = 30 * time.Second // IPA's lldp_timeout
 	defaultCommand    = "run"
 	exitRestart       = "restart"
@@ -74,7 +78,7 @@ func Params() []Param {
 		{ParamUpload, "", "an http(s) URL: POST a tar.gz of " + ParamUploadDir + " there once the command exits (captures a machine over the network)"},
 		{ParamUploadDir, "", "the directory to upload; goes with " + ParamUpload},
 		{ParamDHCP, "all", "NICs to run DHCP on: all, none, or MACs comma-separated; with network data, the NICs the document does not name (then none by default)"},
-		{ParamDHCPTimeout, secs(defaultDHCPWait), "seconds to wait for the first lease"},
+		{ParamDHCPTimeout, secs(defaultDHCPWait), "seconds of the first DHCP attempt on each NIC; a NIC without a lease then keeps trying every " + secs(defaultDHCPRetry) + " s"},
 		{ParamModules, "", "extra kernel modules to load, comma-separated; all for every module in the ramdisk"},
 		{ParamModuleJobs, strconv.Itoa(defaultModuleJobs), fmt.Sprintf("modules loaded at once (1 to %d)", maxModuleJobs)},
 		{ParamDebug, "0", "1: log DHCP exchanges"},
@@ -171,7 +175,7 @@ func splitList(s string) []string {
 // the parameter, never a silent default.
 func ParseConfig(c Cmdline) (Config, error) {
 	cfg := Config{Command: []string{defaultCommand}, ModuleJobs: defaultModuleJobs, NetworkData: true,
-		Config: netup.Config{DHCPTimeout: defaultDHCPWait, ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile,
+		Config: netup.Config{DHCPTimeout: defaultDHCPWait, DHCPRetry: defaultDHCPRetry, ResolvConf: DefaultResolvConf, HostnameFile: DefaultHostnameFile,
 			LLDPTimeout: defaultLLDPWait, IPv6: true, IPv6Conf: DefaultIPv6Conf}}
 	// IPA's parameters first: they never stop the init (the agent reports
 	// its own parameters' bad values), so a bad one of ours below cannot

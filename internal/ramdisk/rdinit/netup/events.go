@@ -10,6 +10,8 @@ const (
 	EventDHCPStart = "DHCP start"
 	// EventDHCPLease is logged when a link has a DHCP lease.
 	EventDHCPLease = "DHCP lease"
+	// EventDHCPRetrying is logged when a link's first DHCP attempt ended without a lease and DHCP goes on in the background.
+	EventDHCPRetrying = "no DHCP lease yet; trying again in the background"
 	// EventDHCPv6Lease is logged when a link has a DHCPv6 lease.
 	EventDHCPv6Lease = "DHCPv6 lease"
 	// EventIPv6RouterAdvertisement is logged when a router advertisement was heard on a link.

@@ -36,7 +36,12 @@ func TestVLANDHCPHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DHCPTimeout = 30 * time.Second
+	if _, ok := rdinit.ParseCmdline(cmdline)[rdinit.ParamDHCPTimeout]; !ok {
+		cfg.DHCPTimeout = 30 * time.Second
+	}
+	if d, err := time.ParseDuration(os.Getenv("RDINIT_DHCP_RETRY")); err == nil {
+		cfg.DHCPRetry = d
+	}
 	// The files the init writes go to the test's directory: this process
 	// runs in a network namespace, which does not isolate files.
 	cfg.ResolvConf, cfg.HostnameFile = filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "hostname")

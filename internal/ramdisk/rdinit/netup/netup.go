@@ -38,8 +38,11 @@ type Config struct {
 	// name get DHCP (glean's fallback, see applyNetworkData).
 	DHCPGiven   bool
 	DHCPTimeout time.Duration
-	Debug       bool   // log DHCP exchanges
-	BootIF      string // MAC from BOOTIF, "" if absent
+	// DHCPRetry is the pause between the background attempts on a link
+	// whose first DHCPTimeout passed without a lease (0: no more tries).
+	DHCPRetry time.Duration
+	Debug     bool   // log DHCP exchanges
+	BootIF    string // MAC from BOOTIF, "" if absent
 	// IPv6 configures the NICs from router advertisements too (SLAAC,
 	// DHCPv6) alongside DHCPv4.
 	IPv6 bool

@@ -234,8 +234,36 @@ func (n *Network) selected(mac string) bool {
 }
 
 // dhcp gets a lease on l, configures it, and keeps renewing it in the
-// background. It returns once the first lease is configured or failed.
+// background. It returns once the first lease is configured or failed;
+// after a failure it goes on trying in the background every
+// cfg.DHCPRetry, as dhclient does after its timeout in IPA's images: a
+// DHCP server that comes late (a second network, a switch port still in
+// spanning-tree learning) still gives the NIC its address, which
+// ipa-inspection-dhcp-all-interfaces waits for and a lookup can use.
 func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
+	err := n.dhcpWindow(ctx, l)
+	if err != nil && n.cfg.DHCPRetry > 0 && ctx.Err() == nil {
+		name := l.Attrs().Name
+		n.log.Info(EventDHCPRetrying, "link", name, "pause", n.cfg.DHCPRetry)
+		n.spawn(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(n.cfg.DHCPRetry):
+				}
+				if n.dhcpWindow(ctx, l) == nil {
+					return
+				}
+			}
+		})
+	}
+	return err
+}
+
+// dhcpWindow is one attempt at a lease on l, for up to cfg.DHCPTimeout;
+// a lease is configured and renewed in the background.
+func (n *Network) dhcpWindow(ctx context.Context, l netlink.Link) error {
 	name := l.Attrs().Name
 	opts := []nclient4.ClientOpt{nclient4.WithTimeout(2 * time.Second), nclient4.WithRetry(1 << 20)}
 	if n.cfg.Debug {

@@ -206,3 +206,49 @@ func TestBootIFLateServer(t *testing.T) {
 		t.Errorf("the first NIC lost its lease")
 	}
 }
+
+// TestDHCPRetryAfterFirstWindow runs the init's network step on two NICs
+// with a 4 s first DHCP window (two DISCOVERs: one lost while the first
+// dnsmasq starts still leaves time): the first NIC's server answers at
+// once, the second's starts only 8 s later, after that NIC's window.
+// Up returns with the first lease, and the second NIC still gets its
+// address from the background attempts (1 s apart here), as a late
+// server's NIC does under dhclient in IPA's images, which
+// ipa-inspection-dhcp-all-interfaces then waits for.
+func TestDHCPRetryAfterFirstWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: waits for a late DHCP server (about 16 s)")
+	}
+	netnstest.RequireRoot(t, "dnsmasq")
+	keepHostFiles(t)
+	id := netnstest.ID(t)
+	srv := netnstest.NewNetns(t, "rdrts-"+id)
+	cli := netnstest.NewNetns(t, "rdrtc-"+id)
+	early, late := "rre"+id, "rrl"+id
+	srv.Veth("rse"+id, cli, early)
+	srv.Veth("rsl"+id, cli, late)
+	srv.IP("addr", "add", "10.87.3.1/24", "dev", "rse"+id)
+	srv.IP("addr", "add", "10.87.4.1/24", "dev", "rsl"+id)
+	startDnsmasq(t, srv.Name, "rse"+id, "--dhcp-range=10.87.3.50,10.87.3.60,2m", "--no-ping")
+	timer := time.AfterFunc(8*time.Second, func() {
+		startDnsmasq(t, srv.Name, "rsl"+id, "--dhcp-range=10.87.4.50,10.87.4.60,2m", "--no-ping")
+	})
+	defer timer.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", cli.Name, os.Args[0], "-test.run=^TestVLANDHCPHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), "RDINIT_VLAN_HOLD=16s", "RDINIT_DHCP_RETRY=1s",
+		"RDINIT_VLAN_HELPER="+early+","+late+" "+t.TempDir()+" ironic_agent.ipv6=0 ironic_agent.dhcp_timeout=4")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	if !strings.Contains(out, EventDHCPRetrying) || !strings.Contains(out, "ADDRESS "+late+" 10.87.4.") {
+		t.Errorf("want the late NIC's first window to end without a lease and a background attempt to get one from 10.87.4.0/24")
+	}
+	if !strings.Contains(out, "ADDRESS "+early+" 10.87.3.") {
+		t.Errorf("the first NIC has no lease")
+	}
+}
