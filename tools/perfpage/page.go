@@ -128,6 +128,36 @@ type entry struct {
 	source string
 }
 
+// limitOf is the limit set beside e: its limit= field or, when the line
+// names its limit's metric (limit_from=), that metric's last value in the
+// same source, the same run, since a bound from another run bounds
+// nothing. ok is false when the named metric is not in that source; an
+// error says the named metric has another unit.
+func limitOf(e entry, sources []source) (v float64, ok bool, err error) {
+	from := e.m.Get(metric.LimitFromKey)
+	if from == "" {
+		return e.m.Limit, true, nil
+	}
+	i := slices.IndexFunc(sources, func(s source) bool { return s.name == e.source })
+	if i < 0 {
+		return math.NaN(), false, nil
+	}
+	found := false
+	var lim metric.Metric
+	for _, m := range sources[i].metrics {
+		if m.Name == from {
+			lim, found = m, true
+		}
+	}
+	if !found {
+		return math.NaN(), false, nil
+	}
+	if lim.Unit != e.m.Unit {
+		return math.NaN(), false, fmt.Errorf("%s: %s %s is in %s, the figure in %s", e.source, metric.LimitFromKey, from, lim.Unit, e.m.Unit)
+	}
+	return lim.Value, true, nil
+}
+
 // latest picks the value of each name, in the order names first appear:
 // from the first source that has the name (sources come in order of
 // precedence: ./test.sh's main round before its rounds against other
@@ -229,7 +259,15 @@ func render(w io.Writer, sources []source, st stamp) error {
 		b.WriteString("\n")
 		for _, r := range rows {
 			m := r.m
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |", m.Name, withUnit(m.Value, m.Unit), withUnit(m.Limit, m.Unit), withUnit(m.Target, m.Unit))
+			lim, ok, err := limitOf(r, sources)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			limit := withUnit(lim, m.Unit)
+			if !ok {
+				limit = "not measured"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |", m.Name, withUnit(m.Value, m.Unit), limit, withUnit(m.Target, m.Unit))
 			if withTest {
 				if t := m.Get("test"); t != "" {
 					fmt.Fprintf(&b, " `%s` |", t)
