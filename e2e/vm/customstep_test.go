@@ -5,16 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
-	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -31,17 +28,10 @@ const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "p
 // way an operator adds a step to a ramdisk.
 func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
 	t.Helper()
-	root, err := qemu.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	bin, manifest := filepath.Join(dir, "install_coreos"), filepath.Join(dir, "install_coreos.json")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./internal/testbed/guest/installstep")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the step: %v: %s", err, out)
+	if err := qemu.BuildStatic(ctx, "./internal/testbed/guest/installstep", bin); err != nil {
+		t.Fatalf("build the step: %v", err)
 	}
 	if err := os.WriteFile(manifest, []byte(customStepManifest), 0o644); err != nil {
 		t.Fatal(err)
@@ -94,7 +84,7 @@ func TestVMCustomDeployStep(t *testing.T) {
 		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
 			Args: map[string]any{"label": label}}}}, m, qemu.Options{}, 6*time.Minute)
 	reportSeconds(t, took, "deploy_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "deploy_agent_started_uptime_s")
+	reportAgentStarted(t, vm, "bios", "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

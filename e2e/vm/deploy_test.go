@@ -18,7 +18,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/agent"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
@@ -91,8 +90,8 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	reportSeconds(t, took, "deploy_s")
-	reportSecondsText(t, hb, "deploy_first_heartbeat_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "deploy_agent_started_uptime_s")
+	reportFirstHeartbeat(t, c.firmware, hb, "deploy_first_heartbeat_s")
+	reportAgentStarted(t, vm, c.firmware, "deploy_agent_started_uptime_s")
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

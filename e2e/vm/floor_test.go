@@ -1,0 +1,204 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/internal/testbed/standin"
+)
+
+// The floors: the limits the scenarios' figures stand beside on
+// docs/performance.md, measured in the same run by tests of their own and
+// named vm.floor.<what>_<firmware>_s; a figure's line names its floor
+// (metric.LimitFrom) and tools/perfpage takes the floor's value from the
+// same metrics file.
+
+// kernelBootFloor names the time from QEMU's start to the first line of a
+// do-nothing init (TestVMKernelBootFloor), the floor under the agent's
+// first heartbeat on the same firmware.
+func kernelBootFloor(fw qemu.Firmware) string {
+	return metric.Name("vm", "floor", "kernel_boot_"+string(fw)+"_s")
+}
+
+// initUptimeFloor names the guest's uptime when that init ran, the floor
+// under the uptime at which the agent started.
+func initUptimeFloor(fw qemu.Firmware) string {
+	return metric.Name("vm", "floor", "init_uptime_"+string(fw)+"_s")
+}
+
+// cleaningFloor names the time automated cleaning takes in the suite's
+// Ironic with a stand-in agent that answers at once (TestVMCleaningFloor):
+// the floor Ironic's own polling sets under cleaning with the agent.
+func cleaningFloor() string { return metric.Name("vm", "floor", "cleaning_standin_s") }
+
+// bootFloorReady is the line internal/testbed/guest/bootfloor prints.
+const bootFloorReady = "bootfloor: ready"
+
+// reportFirstHeartbeat reports the first heartbeat of a ramdisk booted
+// directly (QEMU's -kernel, as serviceMachine boots it) on fw, as found on
+// the console ("12.3s", or "?": nothing), beside the kernel-boot floor.
+func reportFirstHeartbeat(t *testing.T, fw string, heartbeat string, figure ...string) {
+	t.Helper()
+	reportSecondsTextLimit(t, heartbeat, kernelBootFloor(qemu.Firmware(fw)), figure...)
+}
+
+// reportAgentStarted reports the guest's uptime at which the agent
+// started in vm, a ramdisk booted directly on fw, beside the floor of a
+// do-nothing init's.
+func reportAgentStarted(t *testing.T, vm *qemu.VM, fw string, figure ...string) {
+	t.Helper()
+	reportSecondsTextLimit(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), initUptimeFloor(qemu.Firmware(fw)), figure...)
+}
+
+// TestVMKernelBootFloor boots, on each firmware, the agent's VM shape
+// (serviceMachine: the same disks, NICs, memory and kernel) with the
+// agent's initramfs and, laid over its /init, internal/testbed/guest/bootfloor,
+// which prints one line and powers off. The time from QEMU's start to that
+// line, measured as the scenarios measure the first heartbeat, is what
+// the firmware, the kernel and the unpacking of the same initramfs take:
+// the floor (vm.floor.kernel_boot_<firmware>_s) the agent's boot to its
+// first heartbeat cannot beat; the guest's uptime then is the floor under
+// the uptime the agent starts at. It runs in every round: a figure's
+// floor comes from its own round's metrics file.
+func TestVMKernelBootFloor(t *testing.T) {
+	rd := ramdisk(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	init := filepath.Join(t.TempDir(), "bootfloor")
+	if err := qemu.BuildStatic(ctx, "./internal/testbed/guest/bootfloor", init); err != nil {
+		t.Fatal(err)
+	}
+	for _, fw := range []qemu.Firmware{qemu.BIOS, qemu.UEFI} {
+		t.Run(string(fw), func(t *testing.T) {
+			m := serviceMachine(t, rd, string(fw), newAgentPort(t), newMACs(t))
+			if err := m.CreateDisks(); err != nil {
+				t.Fatal(err)
+			}
+			m.Initrd = filepath.Join(m.Dir, "bootfloor.initramfs")
+			if err := overlayInit(rd.InitrdFor(m.Firmware), init, m.Initrd); err != nil {
+				t.Fatal(err)
+			}
+			vm := boot(t, ctx, m, qemu.Options{})
+			l, err := vm.WaitFor(ctx, bootFloorReady)
+			if err != nil {
+				t.Fatalf("the do-nothing init never reported: %v", err)
+			}
+			if err := vm.Wait(ctx); err != nil {
+				t.Fatalf("the do-nothing init did not power off: %v", err)
+			}
+			metric.Seconds(t, kernelBootFloor(fw), l.At)
+			up := uptimeAt(vm, bootFloorReady)
+			if up == "?" {
+				t.Fatalf("the ready line %q has no uptime", l.Text)
+			}
+			reportSecondsTextAs(t, up, initUptimeFloor(fw))
+		})
+	}
+}
+
+// TestVMCleaningFloor takes a node of the suite's Ironic through automated
+// cleaning, as TestVMInspectCleanBIOS does (the same node shape, the same
+// request, timed from it to available), with internal/testbed/standin on
+// the host in place of the VM: it looks the node up and heartbeats as the
+// agent does, on its schedule, and reports the generic manager's clean
+// steps, each of which it answers at once. What remains is Ironic's own
+// pace, the floor (vm.floor.cleaning_standin_s) under cleaning with the
+// agent. It runs in every round: each series paces cleaning its own way.
+func TestVMCleaningFloor(t *testing.T) {
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	macs := newMACs(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(newAgentPort(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-floor-clean", InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	start := time.Now()
+	wait, done, _ := provisionStates(nodes.TargetProvide)
+	requestState(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, wait, 2*time.Minute)
+	// Started when the test would boot the VM (bootFor).
+	agent := standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: macs[:], Listener: ln, TLS: s.series.RequiresTLS()})
+	actx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- agent.Run(actx) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("stand-in: %v", err)
+		}
+	}()
+	if _, err := s.ironic.WaitState(ctx, node.UUID, done, 6*time.Minute); err != nil {
+		t.Fatalf("%v; the stand-in got %v", err, agent.Received())
+	}
+	took := time.Since(start)
+	var names []string
+	for _, c := range agent.Received() {
+		names = append(names, fmt.Sprintf("%s at %.1fs", c.Name, c.At.Sub(start).Seconds()))
+	}
+	t.Logf("commands: %s", strings.Join(names, ", "))
+	metric.Seconds(t, cleaningFloor(), took)
+}
+
+// overlayInit writes to out the initramfs base followed by a second
+// archive holding init as /init: the kernel unpacks both, the second
+// over the first, so the machine unpacks the same initramfs and runs
+// init instead of the agent's.
+func overlayInit(base, init, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := os.Open(base)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	n, err := io.Copy(f, b)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", base, err)
+	}
+	// The kernel reads the next archive's header at a 4-byte boundary and
+	// skips the zeros before it.
+	if _, err := f.Write(make([]byte, (512-n%512)%512)); err != nil {
+		return err
+	}
+	bin, err := os.Open(init)
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	st, err := bin.Stat()
+	if err != nil {
+		return err
+	}
+	w := initramfs.NewWriter(f)
+	if err := w.CharDev("dev/console", 0o600, 5, 1); err != nil {
+		return err
+	}
+	if err := w.File("init", 0o755, st.Size(), bin); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
