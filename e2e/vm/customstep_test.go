@@ -28,23 +28,31 @@ const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "p
 // way an operator adds a step to a ramdisk.
 func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
 	t.Helper()
+	return stepRamdisk(t, ctx, "./internal/testbed/guest/installstep", "install_coreos", customStepManifest)
+}
+
+// stepRamdisk builds the agent ramdisk with the static program of pkg as
+// the executable step name, manifest beside it, in the agent's default
+// steps directory.
+func stepRamdisk(t *testing.T, ctx context.Context, pkg, name, manifest string) *qemu.Ramdisk {
+	t.Helper()
 	dir := t.TempDir()
-	bin, manifest := filepath.Join(dir, "install_coreos"), filepath.Join(dir, "install_coreos.json")
-	if err := qemu.BuildStatic(ctx, "./internal/testbed/guest/installstep", bin); err != nil {
+	bin, mf := filepath.Join(dir, name), filepath.Join(dir, name+".json")
+	if err := qemu.BuildStatic(ctx, pkg, bin); err != nil {
 		t.Fatalf("build the step: %v", err)
 	}
-	if err := os.WriteFile(manifest, []byte(customStepManifest), 0o644); err != nil {
+	if err := os.WriteFile(mf, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	rd, err := qemu.BuildGuestRamdisk(ctx, "", map[string]string{
-		"etc/ironic-agent/steps.d/install_coreos":      bin,
-		"etc/ironic-agent/steps.d/install_coreos.json": manifest,
+		"etc/ironic-agent/steps.d/" + name:           bin,
+		"etc/ironic-agent/steps.d/" + name + ".json": mf,
 	})
 	if err != nil {
 		t.Fatalf("build the ramdisk with the step: %v", err)
 	}
-	t.Logf("ramdisk with the step: %s", sizes(rd))
+	t.Logf("ramdisk with the step %s: %s", name, sizes(rd))
 	reportSeconds(t, time.Since(start), "ramdisk_build_s")
 	return rd
 }

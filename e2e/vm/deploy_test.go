@@ -45,6 +45,11 @@ type deployCase struct {
 	unique int
 	// configDrive goes with the deploy request when set.
 	configDrive any
+	// fetchDirect boots a ramdisk with the fetch_direct step and runs it
+	// before write_image: the image from the same server onto the same
+	// disk as `curl | dd oflag=direct` would, the limit beside the
+	// agent's write (TestVMDeployThroughputBIOS).
+	fetchDirect bool
 }
 
 // deployVM is scenario (d): a direct deploy of an available node whose
@@ -57,6 +62,9 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
+	if c.fetchDirect {
+		rd = fetchDirectRamdisk(t, ctx)
+	}
 	m := serviceMachine(t, rd, c.firmware, c.port, c.macs)
 	if c.adjust != nil {
 		c.adjust(&m)
@@ -83,8 +91,11 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive},
-		m, qemu.Options{}, 6*time.Minute)
+	req := nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive}
+	if c.fetchDirect {
+		req.DeploySteps = []nodes.DeployStep{fetchDirectStep(t, ops)}
+	}
+	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, req, m, qemu.Options{}, 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
@@ -92,6 +103,9 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	reportSeconds(t, took, "deploy_s")
 	reportFirstHeartbeat(t, c.firmware, hb, "deploy_first_heartbeat_s")
 	reportAgentStarted(t, vm, c.firmware, "deploy_agent_started_uptime_s")
+	if c.fetchDirect {
+		reportThroughput(t, vm)
+	}
 	// Ironic ends the deploy by asking the agent to power off.
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -194,6 +208,28 @@ func TestVMDeployBIOS(t *testing.T) {
 		// which the fake management interface refuses; noop accepts it.
 		management: "noop",
 		image:      img, same: [][2]int{{0, len(img)}},
+	})
+}
+
+// TestVMDeployThroughputBIOS is TestVMDeployBIOS with a 96 MiB image and,
+// in the same VM before write_image, the fetch_direct step
+// (internal/testbed/guest/fetchdirect, `curl | dd oflag=direct` in the
+// ramdisk, which carries neither): the agent's write of the image from
+// the image server to the disk (downloaded, verified and synced), beside
+// the same bytes from the same server to the same disk with nothing but
+// O_DIRECT writes.
+func TestVMDeployThroughputBIOS(t *testing.T) {
+	seriesIndependent(t) // the write is the agent's, whatever the series
+	// Random bytes throughout: zeros would let a writer skip them.
+	img := make([]byte, 96<<20)
+	_, _ = rand.NewChaCha8([32]byte{'v', 'm', 't'}).Read(img)
+	copy(img[:512], mbrImage())
+	deployVM(t, deployCase{
+		firmware: "bios", macs: newMACs(t), port: newAgentPort(t),
+		props:      map[string]any{"capabilities": "boot_mode:bios"},
+		management: "noop",
+		image:      img, same: [][2]int{{0, len(img)}},
+		fetchDirect: true,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,6 +156,81 @@ func TestVMCleaningFloor(t *testing.T) {
 	}
 	t.Logf("commands: %s", strings.Join(names, ", "))
 	metric.Seconds(t, cleaningFloor(), took)
+}
+
+// fetchDirectManifest is the steps-directory manifest of
+// internal/testbed/guest/fetchdirect: a deploy step run only when the
+// deploy request asks for it.
+const fetchDirectManifest = `{"step": "fetch_direct", "interface": "deploy", "priority": 0,
+ "clean": false, "deploy": true, "timeout": 600,
+ "argsinfo": {"url": {"description": "the image to fetch", "required": true},
+  "proxy": {"description": "the HTTP proxy to fetch it through", "required": false}}}
+`
+
+// fetchDirectRamdisk is the agent ramdisk with the fetch_direct step.
+func fetchDirectRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
+	t.Helper()
+	return stepRamdisk(t, ctx, "./internal/testbed/guest/fetchdirect", "fetch_direct", fetchDirectManifest)
+}
+
+// fetchDirectStep is the deploy step that fetches the image the node
+// updates ops deploy (its image_source, through its image_http_proxy) the
+// `curl | dd` way, after the ramdisk is up (deploy.deploy, 100) and before
+// write_image (80).
+func fetchDirectStep(t *testing.T, ops nodes.UpdateOpts) nodes.DeployStep {
+	t.Helper()
+	args := map[string]any{}
+	for _, op := range ops {
+		o, ok := op.(nodes.UpdateOperation)
+		if !ok {
+			continue
+		}
+		switch o.Path {
+		case "/instance_info/image_source":
+			args["url"] = o.Value
+		case "/driver_info/image_http_proxy":
+			args["proxy"] = o.Value
+		}
+	}
+	if args["url"] == nil {
+		t.Fatal("the deploy's node updates name no image_source")
+	}
+	return nodes.DeployStep{Interface: nodes.InterfaceDeploy, Step: "fetch_direct", Priority: 85, Args: args}
+}
+
+var (
+	// fetchDirectLine is fetchdirect's console line.
+	fetchDirectLine = regexp.MustCompile(`fetchdirect: wrote ([0-9]+) bytes to \S+ in ([0-9.]+) s`)
+	// imageWrittenLine is the agent's summary of a write (deploy/image's
+	// WriteResult.Summary).
+	imageWrittenLine = regexp.MustCompile(`image, ([0-9]+) bytes on disk\) written to \S+ in ([0-9.]+)s`)
+)
+
+// reportThroughput reports the agent's write of the image in vm as MB/s,
+// beside fetch_direct's of the same image in the same VM.
+func reportThroughput(t *testing.T, vm *qemu.VM) {
+	t.Helper()
+	rate := func(re *regexp.Regexp, what string) (float64, bool) {
+		for _, l := range vm.Lines() {
+			if m := re.FindStringSubmatch(l.Text); m != nil {
+				n, _ := strconv.ParseFloat(m[1], 64)
+				s, _ := strconv.ParseFloat(m[2], 64)
+				if s > 0 {
+					return n / s / 1e6, true
+				}
+			}
+		}
+		t.Errorf("the console has no %s line (%s)", what, re)
+		return 0, false
+	}
+	dd, okDD := rate(fetchDirectLine, "fetch_direct")
+	agent, okAgent := rate(imageWrittenLine, "image written")
+	if okDD {
+		reportValue(t, dd, "MB/s", "fetch_direct_mb_s")
+	}
+	if okAgent && okDD {
+		metric.Report(t, metricName(t, "write_image_mb_s"), agent, "MB/s", metric.Limit(dd))
+	}
 }
 
 // overlayInit writes to out the initramfs base followed by a second
