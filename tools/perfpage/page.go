@@ -58,7 +58,18 @@ var benchmarks = []benchmark{
 		prefix: "vm", title: "VM scenarios",
 		what: "The phases of the `e2e/vm` scenarios, each a QEMU machine driven by a real Ironic: inspection, cleaning, " +
 			"deploy and the boots between them, from Ironic's request to the state it waits for, as the tests " +
-			"measure them. They run under the race detector with the rest of the suite, so they move with the load.",
+			"measure them. They run under the race detector with the rest of the suite, so they move with the load; " +
+			"the limits, measured in the same run, move with it. The limits (docs/testing.md, Benchmarks) are floors " +
+			"measured by tests of their own, the `vm.floor.*` rows: a first heartbeat stands beside the same kernel and " +
+			"initramfs booted in the same VM shape on the same firmware with a do-nothing init " +
+			"(`internal/testbed/guest/bootfloor`), timed the same way, and the uptime the agent starts at beside that " +
+			"init's; cleaning stands beside the same cleaning through the same Ironic with a stand-in agent that " +
+			"heartbeats on the agent's schedule and answers every command at once (`internal/testbed/standin`), the " +
+			"pace of Ironic's own polling; the deploy's write throughput stands beside `curl | dd oflag=direct` done " +
+			"in the same VM, from the same image server to the same disk, by a deploy step " +
+			"(`internal/testbed/guest/fetchdirect`, since the ramdisk carries neither curl nor dd). A limit named " +
+			"by a figure comes from the same metrics file only; \"not measured\" says that run lacked it. Other " +
+			"phases have no limit yet.",
 		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
 	},
 }
