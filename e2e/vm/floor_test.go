@@ -48,6 +48,11 @@ func initUptimeFloor(fw qemu.Firmware) string {
 // the floor Ironic's own polling sets under cleaning with the agent.
 func cleaningFloor() string { return metric.Name("vm", "floor", "cleaning_standin_s") }
 
+// deployFloor names the time a deploy takes in the suite's Ironic with
+// the stand-in agent (TestVMDeployFloor): the floor under
+// TestVMDeployBIOS's deploy.
+func deployFloor() string { return metric.Name("vm", "floor", "deploy_standin_s") }
+
 // bootFloorReady is the line internal/testbed/guest/bootfloor prints.
 const bootFloorReady = "bootfloor: ready"
 
@@ -113,6 +118,66 @@ func TestVMKernelBootFloor(t *testing.T) {
 	}
 }
 
+// runStandIn starts internal/testbed/standin for the node of macs on a
+// port of the test's, as the test would boot the VM (bootFor), and stops
+// it when the test ends.
+func runStandIn(t *testing.T, ctx context.Context, s *suite, macs [2]string) *standin.Agent {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(newAgentPort(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: macs[:], Listener: ln, TLS: s.series.RequiresTLS()})
+	actx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- agent.Run(actx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("stand-in: %v", err)
+		}
+	})
+	return agent
+}
+
+// standInFlow asks for the provision-state change opts, runs the stand-in
+// once Ironic waits for a ramdisk and waits for the state the change ends
+// in: the time from the request to that state, as provisionBoot times it.
+func standInFlow(t *testing.T, ctx context.Context, s *suite, uuid string, opts nodes.ProvisionStateOpts, macs [2]string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	wait, done, _ := provisionStates(opts.Target)
+	requestState(t, ctx, s.ironic, uuid, opts, wait, 2*time.Minute)
+	agent := runStandIn(t, ctx, s, macs)
+	if _, err := s.ironic.WaitState(ctx, uuid, done, 6*time.Minute); err != nil {
+		t.Fatalf("%v; the stand-in got %v", err, agent.Received())
+	}
+	took := time.Since(start)
+	var names []string
+	for _, c := range agent.Received() {
+		names = append(names, fmt.Sprintf("%s at %.1fs", c.Name, c.At.Sub(start).Seconds()))
+	}
+	t.Logf("commands: %s", strings.Join(names, ", "))
+	return took
+}
+
+// TestVMDeployFloor deploys TestVMDeployBIOS's node (the same properties,
+// interfaces, image server and root-device hint) through the suite's
+// Ironic with internal/testbed/standin in place of the VM, timed from the
+// request to active as TestVMDeployBIOS times its deploy: Ironic's own
+// pace, the floor (vm.floor.deploy_standin_s) under that deploy. It runs
+// in every round.
+func TestVMDeployFloor(t *testing.T) {
+	s := services(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	c := deployCase{firmware: "bios", macs: newMACs(t), props: map[string]any{"capabilities": "boot_mode:bios"},
+		management: "noop", image: mbrImage()}
+	m := qemu.Machine{GuestFwd: map[string]string{}}
+	node, _ := availableForDeploy(t, ctx, s, c, &m)
+	metric.Seconds(t, deployFloor(), standInFlow(t, ctx, s, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}, c.macs))
+}
+
 // TestVMCleaningFloor takes a node of the suite's Ironic through automated
 // cleaning, as TestVMInspectCleanBIOS does (the same node shape, the same
 // request, timed from it to available), with internal/testbed/standin on
@@ -126,35 +191,9 @@ func TestVMCleaningFloor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	macs := newMACs(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(newAgentPort(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-floor-clean", InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
-	start := time.Now()
-	wait, done, _ := provisionStates(nodes.TargetProvide)
-	requestState(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, wait, 2*time.Minute)
-	// Started when the test would boot the VM (bootFor).
-	agent := standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: macs[:], Listener: ln, TLS: s.series.RequiresTLS()})
-	actx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- agent.Run(actx) }()
-	defer func() {
-		stop()
-		if err := <-ran; err != nil {
-			t.Errorf("stand-in: %v", err)
-		}
-	}()
-	if _, err := s.ironic.WaitState(ctx, node.UUID, done, 6*time.Minute); err != nil {
-		t.Fatalf("%v; the stand-in got %v", err, agent.Received())
-	}
-	took := time.Since(start)
-	var names []string
-	for _, c := range agent.Received() {
-		names = append(names, fmt.Sprintf("%s at %.1fs", c.Name, c.At.Sub(start).Seconds()))
-	}
-	t.Logf("commands: %s", strings.Join(names, ", "))
+	took := standInFlow(t, ctx, s, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, macs)
 	metric.Seconds(t, cleaningFloor(), took)
 }
 

@@ -63,7 +63,7 @@ var benchmarks = []benchmark{
 			"measured by tests of their own, the `vm.floor.*` rows: a first heartbeat stands beside the same kernel and " +
 			"initramfs booted in the same VM shape on the same firmware with a do-nothing init " +
 			"(`internal/testbed/guest/bootfloor`), timed the same way, and the uptime the agent starts at beside that " +
-			"init's; cleaning stands beside the same cleaning through the same Ironic with a stand-in agent that " +
+			"init's; cleaning and the BIOS deploy stand beside the same flow through the same Ironic with a stand-in agent that " +
 			"heartbeats on the agent's schedule and answers every command at once (`internal/testbed/standin`), the " +
 			"pace of Ironic's own polling; the deploy's write throughput stands beside `curl | dd oflag=direct` done " +
 			"in the same VM, from the same image server to the same disk, by a deploy step " +
