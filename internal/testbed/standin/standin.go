@@ -87,6 +87,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var err error
 	a.managers, err = hwmgr.Load(ctx, []func() hwmgr.Manager{func() hwmgr.Manager { return &agent.GenericManager{} }}, a.log)
 	if err != nil {
+		cfg.Listener.Close()
 		return fmt.Errorf("standin: %w", err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
