@@ -241,6 +241,8 @@ func TestVMDeployThroughputBIOS(t *testing.T) {
 		props:      map[string]any{"capabilities": "boot_mode:bios"},
 		management: "noop",
 		image:      img, same: [][2]int{{0, len(img)}},
+		// Within the smallest disk: the check reads it on every disk.
+		unique:      2 << 20,
 		fetchDirect: true,
 	})
 }
