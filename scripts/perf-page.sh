@@ -11,7 +11,9 @@
 #                            #      PERF_DIR (where the scripts' output is kept;
 #                            #      default: a new /tmp/ironic-agent-perf.*),
 #                            #      INVENTORY_RUNS (100), SKIP_IMAGE (set: no image
-#                            #      benchmark), and bench-image.sh's (SIZE_MIB, RUNS, ...)
+#                            #      benchmark), IMAGE_OUT (an earlier bench-image.sh
+#                            #      output to use instead of running it), and
+#                            #      bench-image.sh's (SIZE_MIB, RUNS, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +41,11 @@ initramfs_mib=$(mib "$PERF_DIR/ramdisk/ironic-agent.initramfs")
 } | tee "$PERF_DIR/ramdisk.out"
 files+=("$PERF_DIR/ramdisk.out")
 
-if [ -n "${SKIP_IMAGE:-}" ]; then
+if [ -n "${IMAGE_OUT:-}" ]; then
+	[ -s "$IMAGE_OUT" ] || { log "IMAGE_OUT=$IMAGE_OUT: no such file or empty"; exit 1; }
+	log "image benchmark from $IMAGE_OUT (IMAGE_OUT)"
+	files+=("$IMAGE_OUT")
+elif [ -n "${SKIP_IMAGE:-}" ]; then
 	log "SKIP_IMAGE set: no image benchmark"
 elif [ "$(id -u)" != 0 ]; then
 	log "not root: no image benchmark (it needs loop devices)"

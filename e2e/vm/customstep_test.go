@@ -5,16 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
-	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -31,30 +28,31 @@ const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "p
 // way an operator adds a step to a ramdisk.
 func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
 	t.Helper()
-	root, err := qemu.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return stepRamdisk(t, ctx, "./internal/testbed/guest/installstep", "install_coreos", customStepManifest)
+}
+
+// stepRamdisk builds the agent ramdisk with the static program of pkg as
+// the executable step name, manifest beside it, in the agent's default
+// steps directory.
+func stepRamdisk(t *testing.T, ctx context.Context, pkg, name, manifest string) *qemu.Ramdisk {
+	t.Helper()
 	dir := t.TempDir()
-	bin, manifest := filepath.Join(dir, "install_coreos"), filepath.Join(dir, "install_coreos.json")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./internal/testbed/guest/installstep")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the step: %v: %s", err, out)
+	bin, mf := filepath.Join(dir, name), filepath.Join(dir, name+".json")
+	if err := qemu.BuildStatic(ctx, pkg, bin); err != nil {
+		t.Fatalf("build the step: %v", err)
 	}
-	if err := os.WriteFile(manifest, []byte(customStepManifest), 0o644); err != nil {
+	if err := os.WriteFile(mf, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	rd, err := qemu.BuildGuestRamdisk(ctx, "", map[string]string{
-		"etc/ironic-agent/steps.d/install_coreos":      bin,
-		"etc/ironic-agent/steps.d/install_coreos.json": manifest,
+		"etc/ironic-agent/steps.d/" + name:           bin,
+		"etc/ironic-agent/steps.d/" + name + ".json": mf,
 	})
 	if err != nil {
 		t.Fatalf("build the ramdisk with the step: %v", err)
 	}
-	t.Logf("ramdisk with the step: %s", sizes(rd))
+	t.Logf("ramdisk with the step %s: %s", name, sizes(rd))
 	reportSeconds(t, time.Since(start), "ramdisk_build_s")
 	return rd
 }
@@ -94,7 +92,7 @@ func TestVMCustomDeployStep(t *testing.T) {
 		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
 			Args: map[string]any{"label": label}}}}, m, qemu.Options{}, 6*time.Minute)
 	reportSeconds(t, took, "deploy_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "deploy_agent_started_uptime_s")
+	reportAgentStarted(t, vm, "bios", "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/agent"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
@@ -193,7 +192,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		t.Fatal(err)
 	}
 	reportSeconds(t, time.Since(start), "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
+	reportAgentStarted(t, vm, fw, "inspection_agent_started_uptime_s")
 	waitPower("power off")
 	offCtx, offCancel := context.WithTimeout(ctx, time.Minute)
 	defer offCancel()
@@ -237,7 +236,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
 	reportSeconds(t, time.Since(start), "cleaning_s")
-	reportSecondsText(t, hb, "cleaning_first_heartbeat_s")
+	reportFirstHeartbeat(t, fw, hb, "cleaning_first_heartbeat_s")
 	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
 	reportSeconds(t, time.Since(testStart), "whole_test_s")
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/ironic-go/ironic-agent/agent"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
@@ -190,7 +189,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	opts := next(&m)
 	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
 	reportSeconds(t, took, lc.name, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), lc.name, "inspection_agent_started_uptime_s")
+	reportAgentStarted(t, vm, "bios", lc.name, "inspection_agent_started_uptime_s")
 	data, err := inspector.Data(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +230,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 		hb = l.At.Round(100 * time.Millisecond).String()
 	}
 	reportSeconds(t, time.Since(start), lc.name, "cleaning_s")
-	reportSecondsText(t, hb, lc.name, "cleaning_first_heartbeat_s")
+	reportFirstHeartbeat(t, "bios", hb, lc.name, "cleaning_first_heartbeat_s")
 	lc.cleaned(t, vm)
 	vm.Kill()
 	if b := readAt(t, disk, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {

@@ -23,7 +23,6 @@ import (
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/deploy/mkfs"
 	"github.com/ironic-go/ironic-agent/e2e/metal3hw"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
@@ -106,7 +105,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 		" ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, lldp, 5*time.Minute)
 	reportSeconds(t, took, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
+	reportAgentStarted(t, vm, "bios", "inspection_agent_started_uptime_s")
 	vm.Kill()
 	inv := nodes.GetInventory(ctx, api, node.UUID)
 	if inv.Err != nil {

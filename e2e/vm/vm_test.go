@@ -59,8 +59,8 @@ func TestVMCaptureFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	reportSeconds(t, vm.Elapsed(), "vm_run_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventInit)), "init_uptime_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "agent_started_uptime_s")
+	reportSecondsTextLimit(t, uptimeAt(vm, logtext.Msg(rdinit.EventInit)), initUptimeFloor(qemu.BIOS), "init_uptime_s")
+	reportAgentStarted(t, vm, "bios", "agent_started_uptime_s")
 	var tgz []byte
 	select {
 	case tgz = <-uploads:
@@ -134,7 +134,7 @@ func TestVMDiscoveryUEFI(t *testing.T) {
 	enrolled := time.Since(start)
 	data := s.inspectionData(t, ctx, port.NodeUUID, 2*time.Minute)
 	reportSeconds(t, enrolled, "discovered_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "agent_started_uptime_s")
+	reportAgentStarted(t, vm, "uefi", "agent_started_uptime_s")
 	if data["auto_discovered"] != true {
 		t.Errorf("auto_discovered = %v, want true", data["auto_discovered"])
 	}
@@ -200,7 +200,7 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	// (a) inspection.
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
 	reportSeconds(t, took, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
+	reportAgentStarted(t, vm, "bios", "inspection_agent_started_uptime_s")
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
 	// Inspector ends inspection by powering the node off; the fake power
@@ -215,9 +215,9 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	reportSeconds(t, took, "cleaning_s")
-	reportSecondsText(t, hb, "cleaning_first_heartbeat_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "cleaning_agent_started_uptime_s")
+	reportSecondsLimit(t, took, cleaningFloor(), "cleaning_s")
+	reportFirstHeartbeat(t, "bios", hb, "cleaning_first_heartbeat_s")
+	reportAgentStarted(t, vm, "bios", "cleaning_agent_started_uptime_s")
 	// The disk files are read while QEMU has them open; stop it first.
 	vm.Kill()
 	for _, d := range m.Disks {

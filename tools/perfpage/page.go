@@ -58,7 +58,18 @@ var benchmarks = []benchmark{
 		prefix: "vm", title: "VM scenarios",
 		what: "The phases of the `e2e/vm` scenarios, each a QEMU machine driven by a real Ironic: inspection, cleaning, " +
 			"deploy and the boots between them, from Ironic's request to the state it waits for, as the tests " +
-			"measure them. They run under the race detector with the rest of the suite, so they move with the load.",
+			"measure them. They run under the race detector with the rest of the suite, so they move with the load; " +
+			"the limits, measured in the same run, move with it. The limits (docs/testing.md, Benchmarks) are floors " +
+			"measured by tests of their own, the `vm.floor.*` rows: a first heartbeat stands beside the same kernel and " +
+			"initramfs booted in the same VM shape on the same firmware with a do-nothing init " +
+			"(`internal/testbed/guest/bootfloor`), timed the same way, and the uptime the agent starts at beside that " +
+			"init's; cleaning and the BIOS deploy stand beside the same flow through the same Ironic with a stand-in agent that " +
+			"heartbeats on the agent's schedule and answers every command at once (`internal/testbed/standin`), the " +
+			"pace of Ironic's own polling; the deploy's write throughput stands beside `curl | dd oflag=direct` done " +
+			"in the same VM, from the same image server to the same disk, by a deploy step " +
+			"(`internal/testbed/guest/fetchdirect`, since the ramdisk carries neither curl nor dd). A limit named " +
+			"by a figure comes from the same metrics file only; \"not measured\" says that run lacked it. Other " +
+			"phases have no limit yet.",
 		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
 	},
 }
@@ -126,6 +137,36 @@ type stamp struct {
 type entry struct {
 	m      metric.Metric
 	source string
+}
+
+// limitOf is the limit set beside e: its limit= field or, when the line
+// names its limit's metric (limit_from=), that metric's last value in the
+// same source, the same run, since a bound from another run bounds
+// nothing. ok is false when the named metric is not in that source; an
+// error says the named metric has another unit.
+func limitOf(e entry, sources []source) (v float64, ok bool, err error) {
+	from := e.m.Get(metric.LimitFromKey)
+	if from == "" {
+		return e.m.Limit, true, nil
+	}
+	i := slices.IndexFunc(sources, func(s source) bool { return s.name == e.source })
+	if i < 0 {
+		return math.NaN(), false, nil
+	}
+	found := false
+	var lim metric.Metric
+	for _, m := range sources[i].metrics {
+		if m.Name == from {
+			lim, found = m, true
+		}
+	}
+	if !found {
+		return math.NaN(), false, nil
+	}
+	if lim.Unit != e.m.Unit {
+		return math.NaN(), false, fmt.Errorf("%s: %s %s is in %s, the figure in %s", e.source, metric.LimitFromKey, from, lim.Unit, e.m.Unit)
+	}
+	return lim.Value, true, nil
 }
 
 // latest picks the value of each name, in the order names first appear:
@@ -229,7 +270,15 @@ func render(w io.Writer, sources []source, st stamp) error {
 		b.WriteString("\n")
 		for _, r := range rows {
 			m := r.m
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |", m.Name, withUnit(m.Value, m.Unit), withUnit(m.Limit, m.Unit), withUnit(m.Target, m.Unit))
+			lim, ok, err := limitOf(r, sources)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			limit := withUnit(lim, m.Unit)
+			if !ok {
+				limit = "not measured"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |", m.Name, withUnit(m.Value, m.Unit), limit, withUnit(m.Target, m.Unit))
 			if withTest {
 				if t := m.Get("test"); t != "" {
 					fmt.Fprintf(&b, " `%s` |", t)

@@ -18,6 +18,9 @@ METRIC name=vm.deploy_s value=80 unit=s package=example.com/e2e/vm test=TestVMDe
 METRIC name=vm.lifecycle_bios.inspection_s value=30.5 unit=s package=example.com/e2e/vm test=TestVMLifecycle/bios
 METRIC name=builder.build_s value=12 unit=s package=example.com/internal/ramdisk test=TestBuild
 METRIC name=Bad value=1 unit=s
+METRIC name=vm.deploy_bios.first_heartbeat_s value=12.9 unit=s limit_from=vm.floor.kernel_boot_bios_s package=example.com/e2e/vm test=TestVMDeployBIOS
+METRIC name=vm.floor.kernel_boot_bios_s value=4.2 unit=s package=example.com/e2e/vm test=TestVMKernelBootFloor/bios
+METRIC name=vm.deploy_uefi.first_heartbeat_s value=30 unit=s limit_from=vm.floor.kernel_boot_uefi_s package=example.com/e2e/vm test=TestVMDeployUEFI
 `
 	inventoryOutput = `binary: 9000000 bytes
 ironic-agent inventory: runs=100 wall_ms_median=20.1
@@ -43,8 +46,8 @@ func testSources(t *testing.T) []source {
 
 func TestReadSource(t *testing.T) {
 	s := testSources(t)
-	if len(s[0].metrics) != 4 || s[0].skipped != 1 {
-		t.Errorf("round: %d metrics, %d skipped; want 4 and 1", len(s[0].metrics), s[0].skipped)
+	if len(s[0].metrics) != 7 || s[0].skipped != 1 {
+		t.Errorf("round: %d metrics, %d skipped; want 7 and 1", len(s[0].metrics), s[0].skipped)
 	}
 	if len(s[1].metrics) != 2 || s[1].skipped != 0 || s[1].metrics[0].Limit != 15.5 {
 		t.Errorf("script output: %+v", s[1])
@@ -79,7 +82,9 @@ func TestRenderGolden(t *testing.T) {
 		"## Image writing\n\n", "Not measured in this run.",
 		"## `builder`",
 		"Measured at commit `0123456789ab`, 2030-01-02 04:05 UTC, on Example CPU @ 2.00GHz (2 cores, 11.0 GiB memory), Linux 6.1.0-test; load average 1.50 1.20 0.90 when the page was written.",
-		"- `go-test.metrics`: 4 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
+		"- `go-test.metrics`: 7 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
+		"| `vm.deploy_bios.first_heartbeat_s` | 12.9 s | 4.2 s |  | `TestVMDeployBIOS` |",
+		"| `vm.deploy_uefi.first_heartbeat_s` | 30 s | not measured |  | `TestVMDeployUEFI` |",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the page lacks %q", s)
@@ -105,5 +110,26 @@ func TestLatestFirstSourceWins(t *testing.T) {
 	names, by := latest([]source{main, series})
 	if strings.Join(names, ",") != "vm.a,vm.b" || by["vm.a"].m.Value != 2 || by["vm.b"].m.Value != 4 || by["vm.b"].source != series.name {
 		t.Errorf("names %v, values %+v", names, by)
+	}
+}
+
+// A limit named by limit_from comes from the figure's own file, the same
+// run: the same name in another file is not its limit; a limit of another
+// unit is refused.
+func TestLimitFromSameRun(t *testing.T) {
+	main, _ := readSource("go-test.metrics", strings.NewReader("METRIC name=vm.a_s value=10 unit=s limit_from=vm.floor_s\n"))
+	other, _ := readSource("go-test-ironic-2026.1.metrics", strings.NewReader("METRIC name=vm.floor_s value=3 unit=s\nMETRIC name=vm.b_s value=9 unit=s limit_from=vm.floor_s\n"))
+	var out bytes.Buffer
+	if err := render(&out, []source{main, other}, stamp{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| `vm.a_s` | 10 s | not measured |", "| `vm.b_s` | 9 s | 3 s |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the page lacks %q:\n%s", want, out.String())
+		}
+	}
+	bad, _ := readSource("go-test.metrics", strings.NewReader("METRIC name=vm.a_s value=10 unit=s limit_from=vm.floor_mib\nMETRIC name=vm.floor_mib value=3 unit=MiB\n"))
+	if err := render(&out, []source{bad}, stamp{}); err == nil || !strings.Contains(err.Error(), "vm.floor_mib") {
+		t.Errorf("a limit in MiB beside a figure in s: err = %v", err)
 	}
 }

@@ -11,7 +11,11 @@
 //
 // limit is the same quantity measured in the same run by the bound the
 // figure is compared with (the tools alone, curl | dd, the kernel's own
-// boot); target is the goal the project sets for the figure.
+// boot); target is the goal the project sets for the figure. A figure
+// whose bound is measured elsewhere in the run (another test, a VM of its
+// own) names that bound's metric instead: limit_from=<name> (LimitFrom),
+// and tools/perfpage sets beside the figure the value that metric has in
+// the same metrics file, so a limit never comes from another run.
 package metric
 
 import (
@@ -50,6 +54,14 @@ func Limit(v float64) Option { return func(m *Metric) { m.Limit = v } }
 // Target is the goal set for the figure.
 func Target(v float64) Option { return func(m *Metric) { m.Target = v } }
 
+// LimitFromKey is the extra field naming the metric that is a figure's
+// limit, when the bound is measured apart from the figure in the same run.
+const LimitFromKey = "limit_from"
+
+// LimitFrom names the metric, measured in the same run, that is the
+// figure's limit (the line carries limit_from=name).
+func LimitFrom(name string) Option { return func(m *Metric) { m.Set(LimitFromKey, name) } }
+
 var (
 	nameRE = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 	unitRE = regexp.MustCompile(`^[A-Za-z%][A-Za-z0-9%/_]*$`)
@@ -83,6 +95,17 @@ func (m Metric) Validate() error {
 	for _, kv := range m.Extra {
 		if !keyRE.MatchString(kv[0]) || kv[1] == "" || strings.ContainsAny(kv[1], " \t\n") {
 			errs = append(errs, fmt.Errorf("field %q=%q: want a lower-case key and a value without spaces", kv[0], kv[1]))
+		}
+	}
+	if lf := m.Get(LimitFromKey); lf != "" {
+		if !nameRE.MatchString(lf) {
+			errs = append(errs, fmt.Errorf("%s=%q: want a metric name", LimitFromKey, lf))
+		}
+		if lf == m.Name {
+			errs = append(errs, fmt.Errorf("%s=%q names the figure itself", LimitFromKey, lf))
+		}
+		if !math.IsNaN(m.Limit) {
+			errs = append(errs, fmt.Errorf("both limit=%s and %s=%s: give one", Number(m.Limit), LimitFromKey, lf))
 		}
 	}
 	return errors.Join(errs...)

@@ -84,3 +84,26 @@ func TestNumber(t *testing.T) {
 		}
 	}
 }
+
+// A limit measured apart from the figure is named by limit_from, which
+// must be another metric's name and not come with limit= too.
+func TestLimitFrom(t *testing.T) {
+	r := &recorder{TB: t}
+	Report(r, "vm.deploy_bios.first_heartbeat_s", 12.9, "s", LimitFrom("vm.floor.kernel_boot_bios_s"))
+	want := "METRIC name=vm.deploy_bios.first_heartbeat_s value=12.9 unit=s limit_from=vm.floor.kernel_boot_bios_s"
+	if len(r.logs) != 1 || r.logs[0] != want || len(r.errs) > 0 {
+		t.Errorf("logged %q, errors %q; want %q", r.logs, r.errs, want)
+	}
+	if m, ok := Parse(want); !ok || m.Get(LimitFromKey) != "vm.floor.kernel_boot_bios_s" {
+		t.Errorf("Parse(%q) = %v %v", want, m, ok)
+	}
+	for _, bad := range []Metric{
+		New("vm.a_s", 1, "s", LimitFrom("Not A Name")),
+		New("vm.a_s", 1, "s", LimitFrom("vm.a_s")),
+		New("vm.a_s", 1, "s", Limit(2), LimitFrom("vm.b_s")),
+	} {
+		if bad.Validate() == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}

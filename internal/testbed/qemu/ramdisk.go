@@ -177,6 +177,17 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	return rd, nil
 }
 
+// BuildStatic links a static binary of the repository's package pkg
+// (./internal/testbed/guest/...) at out, as the ramdisk's programs are
+// linked: for a test that puts a program of its own into a guest.
+func BuildStatic(ctx context.Context, pkg, out string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	return goBuild(ctx, root, out, pkg)
+}
+
 // goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)
 // at out; go build leaves an up-to-date out alone.
 func goBuild(ctx context.Context, root, out, pkg string) error {

@@ -11,24 +11,21 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/guest/diskserial"
 )
 
 // input is the part of the agent's step input this step uses.
 type input struct {
 	Node struct {
-		UUID       string `json:"uuid"`
-		Properties struct {
-			RootDevice struct {
-				Serial string `json:"serial"`
-			} `json:"root_device"`
-		} `json:"properties"`
+		UUID string `json:"uuid"`
+		diskserial.RootHint
 	} `json:"node"`
 	Args struct {
 		Label string `json:"label"`
@@ -52,11 +49,11 @@ func run(stdin io.Reader, stdout io.Writer, sysBlock, dev string) error {
 	if err := json.NewDecoder(stdin).Decode(&in); err != nil {
 		return fmt.Errorf("read the step input on stdin: %w", err)
 	}
-	serial := in.Node.Properties.RootDevice.Serial
+	serial := in.Node.Serial()
 	if serial == "" || in.Node.UUID == "" {
 		return errors.New("the node has no uuid or no properties.root_device.serial")
 	}
-	name, err := diskBySerial(sysBlock, serial)
+	name, err := diskserial.Find(sysBlock, serial)
 	if err != nil {
 		return err
 	}
@@ -81,27 +78,3 @@ func run(stdin io.Reader, stdout io.Writer, sysBlock, dev string) error {
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"device": path, "bytes": len(m)})
 }
-
-// diskBySerial finds the block device whose serial is serial: virtio-blk
-// and NVMe show it as text, SCSI and ATA disks in VPD page 0x80 (a 4-byte
-// header, then the serial, maybe padded).
-func diskBySerial(sysBlock, serial string) (string, error) {
-	ents, err := os.ReadDir(sysBlock)
-	if err != nil {
-		return "", fmt.Errorf("list block devices: %w", err)
-	}
-	for _, e := range ents {
-		d := filepath.Join(sysBlock, e.Name())
-		for _, p := range []string{"serial", "device/serial"} {
-			if b, err := os.ReadFile(filepath.Join(d, p)); err == nil && trim(b) == serial {
-				return e.Name(), nil
-			}
-		}
-		if b, err := os.ReadFile(filepath.Join(d, "device/vpd_pg80")); err == nil && len(b) > 4 && trim(b[4:]) == serial {
-			return e.Name(), nil
-		}
-	}
-	return "", fmt.Errorf("no block device in %s has serial %q", sysBlock, serial)
-}
-
-func trim(b []byte) string { return string(bytes.Trim(b, " \t\n\x00")) }
