@@ -78,8 +78,8 @@ func TestVMCustomDeployStep(t *testing.T) {
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
 
 	noClean := false
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/deploy_interface", Value: "custom-agent"},
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},

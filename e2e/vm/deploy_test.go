@@ -67,7 +67,7 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 
 	// Available without cleaning: this test is about the deploy.
 	noClean := false
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs[:]...)
 	if c.management != "" {
 		if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 			nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: c.management},

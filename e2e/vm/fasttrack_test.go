@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,8 +66,8 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, name s
 	}
 
 	// enroll needs only the suite's client: here, this flow's Ironic.
-	node := enroll(t, ctx, &suite{ironic: f.ironic}, ironic.NodeSpec{Name: name, InspectInterface: "agent",
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, f.macs)
+	node := ironic.Enroll(t, ctx, f.ironic, ironic.NodeSpec{Name: name, InspectInterface: "agent",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, f.macs[:]...)
 	start := time.Now()
 	phase := start
 	step := func(target nodes.TargetProvisionState, args string) {
@@ -135,29 +134,9 @@ func TestVMFastTrack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	in, err := ironic.Install(ctx, s.series)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(theSuite.dir, "fast-track-ironic")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ft, err := ironic.Start(ctx, in.Config(ironic.Config{Dir: dir, IronicPort: fastTrackIronicPort, FastTrack: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ft.Close() })
-	mark := ft.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("fast-track Ironic's logs during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	c, err := ironic.NewClient(ft.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ft := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "fast-track-ironic"), Series: s.series,
+		IronicPort: fastTrackIronicPort, FastTrack: true})
+	c := ft.Ironic
 
 	fast := &vmFlow{ironic: c, port: fastTrackIronicPort, fast: true, macs: newMACs(t)}
 	fastTime := fast.run(t, ctx, rd, "vm-fast-track", fastTrackAgentPort)

@@ -129,32 +129,10 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 		})
 		return c, err
 	}
-	dir := filepath.Join(theSuite.dir, "services-"+lc.name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now()
-	svc, err := ironic.Start(ctx, ironic.Config{Dir: dir, Netns: lc.ns.Name, Host: lc.host, Dial: dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close() })
+	svc := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "services-"+lc.name), Netns: lc.ns.Name, Host: lc.host, Dial: dial})
 	t.Logf("Ironic and ironic-inspector up in the namespace at %s, %s", svc.IronicURL, svc.InspectorURL)
-	reportSeconds(t, time.Since(t0), lc.name, "services_up_s")
-	mark := svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	client, err := svc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inspector, err := svc.InspectorClient()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reportSeconds(t, svc.Took, lc.name, "services_up_s")
+	client, inspector := svc.Ironic, svc.Inspector
 
 	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-" + lc.name
@@ -182,8 +160,8 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
 	base := "http://" + lc.urlHost
 
-	node := enroll(t, ctx, &suite{ironic: client}, ironic.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs)
+	node := ironic.Enroll(t, ctx, client, ironic.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs[:]...)
 
 	// Inspection.
 	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common

@@ -202,39 +202,23 @@ func services(t *testing.T) *suite {
 		if s.series, s.svcErr = ironic.SeriesFromEnv(); s.svcErr != nil {
 			return
 		}
-		var in *ironic.Installed
-		if in, s.svcErr = ironic.Install(ctx, s.series); s.svcErr != nil {
-			return
-		}
-		d := filepath.Join(s.dir, "services")
-		if s.svcErr = os.MkdirAll(d, 0o755); s.svcErr != nil {
-			return
-		}
 		// The ipmi hardware type where ipmitool is installed: its power
 		// interface runs it when the conductor loads it. The series' root
 		// filesystems carry it (ironic-conductor depends on it).
 		_, noIPMItool := exec.LookPath("ipmitool")
-		cfg := in.Config(ironic.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
-			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
-		cfg.IPMI = noIPMItool == nil || !cfg.Series.Host()
-		s.services, s.svcErr = ironic.Start(ctx, cfg)
-		if s.svcErr != nil {
-			return
+		var st *ironic.Stack
+		st, s.svcErr = ironic.StartStack(ctx, ironic.Config{Dir: filepath.Join(s.dir, "services"), Series: s.series,
+			IronicPort: ironicPort, InspectorPort: inspectorPort,
+			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort),
+			IPMI:                 noIPMItool == nil || !s.series.Host()})
+		if s.svcErr == nil {
+			s.services, s.ironic, s.inspector = st.Services, st.Ironic, st.Inspector
 		}
-		if s.ironic, s.svcErr = ironic.NewClient(s.services.IronicURL); s.svcErr != nil {
-			return
-		}
-		s.inspector, s.svcErr = ironic.NewInspectorClient(s.services.InspectorURL)
 	})
 	if s.svcErr != nil {
 		t.Fatalf("start Ironic and ironic-inspector: %v", s.svcErr)
 	}
-	mark := s.services.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
-		}
-	})
+	ironic.LogOnFailure(t, s.services)
 	return s
 }
 

@@ -98,8 +98,8 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	noClean := false
 	// Ironic's own inspection, as Metal3 runs it, also where the series
 	// still has ironic-inspector (2025.1).
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 
 	// 1. Inspection.
 	m.Append = "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort) + "/v1/continue_inspection" +

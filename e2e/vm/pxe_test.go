@@ -154,22 +154,13 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := ironic.Install(ctx, series)
-	if err != nil {
-		return nil, err
-	}
 	pn, err := netbed.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
 	if err != nil {
 		return nil, err
 	}
 	b := &pxeBed{net: pn, images: map[string]string{}}
-	svcDir := filepath.Join(dir, "services")
-	if err := os.MkdirAll(svcDir, 0o755); err != nil {
-		b.Close()
-		return nil, err
-	}
 	host := pxeNet.Addr().String()
-	b.svc, err = ironic.Start(ctx, in.Config(ironic.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
+	st, err := ironic.StartStack(ctx, ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
 		NetBoot: &ironic.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,
@@ -180,18 +171,14 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32",
 				"bootx64.efi": grubNetLoader},
 			InspectionParams: pxeInspectionParams,
-		}}))
+		}})
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	b.s = &suite{series: series}
-	if b.s.ironic, err = b.svc.Client(); err == nil && series.HasInspector() {
-		b.s.inspector, err = b.svc.InspectorClient()
-	}
-	if err == nil {
-		err = pn.Serve(pxeHTTP, b)
-	}
+	b.svc = st.Services
+	b.s = &suite{series: series, ironic: st.Ironic, inspector: st.Inspector}
+	err = pn.Serve(pxeHTTP, b)
 	if err == nil {
 		err = pn.StartDHCP(netbed.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
@@ -371,8 +358,8 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
 		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
 	}
-	p.node = enroll(t, ctx, p.s, ironic.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
-		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs)
+	p.node = ironic.Enroll(t, ctx, p.s.ironic, ironic.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
+		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs[:]...)
 	return p
 }
 

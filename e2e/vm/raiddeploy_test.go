@@ -86,7 +86,7 @@ func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec
 	noClean := false
 	spec.AutomatedClean = &noClean
 	spec.Properties = map[string]any{"capabilities": "boot_mode:" + fw}
-	node := enroll(t, ctx, s, spec, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, spec, macs[:]...)
 	ifaces := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/raid_interface", Value: "agent"}}
 	if fw == "bios" {
 		// At the end of a BIOS deploy Ironic sets the boot device to

@@ -133,7 +133,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	}
 	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
-	r.node = enroll(t, ctx, r.s, spec, [2]string{r.mac, ""})
+	r.node = ironic.Enroll(t, ctx, r.s.ironic, spec, r.mac)
 	if networkData != nil {
 		// network_data is API 1.66.
 		svc := *r.s.ironic.Service

@@ -194,8 +194,8 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		writeAt(t, p, 16<<20, pattern(4096, 0x5a))
 	}
 
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 
 	// (a) inspection.
 	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
