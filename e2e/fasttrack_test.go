@@ -141,11 +141,7 @@ func TestFastTrack(t *testing.T) {
 	imageURL := srv.URL + "/" + filepath.Base(raw)
 
 	ft := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{FastTrack: true}))
-	c, err := ironic.NewClient(ft.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast := &lifecycle{s: s, ironic: c, ironicURL: ft.IronicURL, fast: true}
+	fast := &lifecycle{s: s, ironic: ft.Ironic, ironicURL: ft.IronicURL, fast: true}
 	slow := &lifecycle{s: s, ironic: s.ironic, ironicURL: s.services.IronicURL}
 	if s.series.HasInspector() {
 		fast.inspectInterface, fast.inspectionURL = "inspector", ft.InspectorURL+"/v1/continue"

@@ -216,10 +216,7 @@ func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	ctx := t.Context()
 	split := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{Split: true, NoInspector: true}))
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
-	c, err := ironic.NewClient(split.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := split.Ironic
 	const mac = "52:54:e2:1a:00:02"
 	n, steps, started, finished, marked := slowManualCleanOn(t, c, "e2e-api-down", mac, 5*time.Second)
 	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps, APIURL: split.IronicURL})

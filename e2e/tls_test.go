@@ -32,10 +32,7 @@ func TestIronicTLS(t *testing.T) {
 		t.Fatalf("Ironic's URL is %s, want https", svc.IronicURL)
 	}
 	t.Logf("Ironic over https up in %s (dbsync %s)", svc.Timings.Ironic.Round(time.Millisecond), svc.Timings.DBSync.Round(time.Millisecond))
-	c, err := svc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := svc.Ironic
 
 	t.Run("cafile", func(t *testing.T) {
 		start := time.Now()

@@ -87,13 +87,14 @@ func TestVMCustomDeployStep(t *testing.T) {
 	}).Err; err != nil {
 		t.Fatal(err)
 	}
-	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 
 	const label = "metal3-custom-deploy"
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
-		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
-			Args: map[string]any{"label": label}}}}, m, qemu.Options{}, 6*time.Minute)
-	reportSeconds(t, took, "deploy_s")
+	deploy := l.Deploy(6*time.Minute, nodes.DeployStep{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
+		Args: map[string]any{"label": label}})
+	vm := deploy.VM
+	reportSeconds(t, deploy.Took, "deploy_s")
 	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

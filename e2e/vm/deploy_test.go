@@ -75,7 +75,8 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 			t.Fatal(err)
 		}
 	}
-	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 
 	img := c.image
 	ops := append(serveImage(t, &m, img),
@@ -84,8 +85,8 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive},
-		m, qemu.Options{}, 6*time.Minute)
+	deploy := l.To(nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: c.configDrive}, 6*time.Minute)
+	vm, took := deploy.VM, deploy.Took
 	hb := "?"
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())

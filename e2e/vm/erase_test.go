@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
-
 	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
@@ -85,7 +83,8 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 
 	// enroll needs only the suite's client: here, this test's Ironic.
 	node := ironic.Enroll(t, ctx, client, ironic.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
-	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 15*time.Minute)
+	cleaning := kernelLifecycle(t, ctx, client, node.UUID, m).Provide(15 * time.Minute)
+	vm, took := cleaning.VM, cleaning.Took
 	n, err := client.GetNode(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)

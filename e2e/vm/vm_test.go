@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/ironic-go/ironic-agent/agent"
@@ -198,24 +197,24 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 
 	// (a) inspection.
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
-	reportSeconds(t, took, "inspection_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	inspection := l.Inspect(5 * time.Minute)
+	reportSeconds(t, inspection.Took, "inspection_s")
+	reportSecondsText(t, uptimeAt(inspection.VM, logtext.Msg(rdinit.EventAgentStarted)), "inspection_agent_started_uptime_s")
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
-	// Inspector ends inspection by powering the node off; the fake power
-	// interface cannot, so the test does. Cleaning boots the ramdisk
-	// afresh, as Ironic's PXE boot would (no inspection callback).
-	vm.Kill()
-
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
-	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 6*time.Minute)
+	// Inspector ends inspection by powering the node off; the fake power
+	// interface cannot, so the driver stops that boot and boots the
+	// ramdisk afresh, as Ironic's PXE boot would (no inspection callback).
+	l.machine.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
+	cleaning := l.Provide(6 * time.Minute)
+	vm := cleaning.VM
 	hb := "?"
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	reportSeconds(t, took, "cleaning_s")
+	reportSeconds(t, cleaning.Took, "cleaning_s")
 	reportSecondsText(t, hb, "cleaning_first_heartbeat_s")
 	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "cleaning_agent_started_uptime_s")
 	// The disk files are read while QEMU has them open; stop it first.
