@@ -38,10 +38,10 @@ func TestAgentInspectEnrolledNode(t *testing.T) {
 	s.needAgentInspection(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:1e:00:01"
-	n := s.enroll(t, "e2e-agent-inspect", mac, ironic.NodeSpec{
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-agent-inspect",
 		InspectInterface: "agent",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
-	})
+	}, mac)
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
@@ -19,39 +16,6 @@ import (
 // running: cleaning a 64 MiB loop device takes seconds, heartbeats come
 // every 3-6 s.
 const stepTimeout = 2 * time.Minute
-
-// enroll creates a fake-hardware node with one port (mac), takes it to
-// manageable and deletes it when the test ends.
-func (s *suite) enroll(t *testing.T, name, mac string, spec ironic.NodeSpec) *nodes.Node {
-	t.Helper()
-	return enrollOn(t, s.ironic, name, mac, spec)
-}
-
-// enrollOn is enroll against the Ironic of client c.
-func enrollOn(t *testing.T, c *ironic.Client, name, mac string, spec ironic.NodeSpec) *nodes.Node {
-	t.Helper()
-	ctx := t.Context()
-	spec.Name = name
-	n, err := c.CreateNode(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.DeleteNode(context.Background(), n.UUID); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			t.Logf("deleting node %s: %v", n.UUID, err)
-		}
-	})
-	if _, err := c.CreatePort(ctx, n.UUID, mac, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitState(ctx, n.UUID, "manageable", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 // writeStep drops an executable clean step into dir: a manifest and a
 // shell script.
@@ -87,7 +51,7 @@ func TestFailingCleanStep(t *testing.T) {
 	steps := filepath.Join(t.TempDir(), "steps.d")
 	writeStep(t, steps, "e2e_flash_firmware", "cat >/dev/null; echo '"+complaint+"' >&2; exit 3")
 	dev := loopDevice(t, 16<<20)
-	n := s.enroll(t, "e2e-clean-failure", mac, ironic.NodeSpec{})
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-clean-failure"}, mac)
 	logsBefore, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "deploy_logs", "*"))
 	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_flash_firmware"}}})
 	if err != nil {

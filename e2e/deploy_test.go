@@ -51,7 +51,7 @@ func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf str
 	ctx := t.Context()
 	md5sum, sha := fileSums(t, sumsOf)
 	no := false
-	n := s.enroll(t, name, mac, ironic.NodeSpec{
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: name,
 		AutomatedClean: &no,
 		Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
 		InstanceInfo: map[string]any{
@@ -62,7 +62,7 @@ func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf str
 			"image_disk_format":   format,
 			"root_gb":             1,
 		},
-	})
+	}, mac)
 	for _, step := range []struct {
 		target nodes.TargetProvisionState
 		state  string

@@ -62,7 +62,7 @@ func TestAutomatedCleaning(t *testing.T) {
 	ctx := t.Context()
 	dev := gptDisk(t)
 	const mac = "52:54:e2:0a:00:01"
-	n := s.enroll(t, "e2e-automated-clean", mac, ironic.NodeSpec{})
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-automated-clean"}, mac)
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestManualCleaning(t *testing.T) {
 	ctx := t.Context()
 	gpt, ext4 := gptDisk(t), ext4Disk(t)
 	const mac = "52:54:e2:0b:00:01"
-	n := s.enroll(t, "e2e-manual-clean", mac, ironic.NodeSpec{})
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-manual-clean"}, mac)
 	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 		l.phases = append(l.phases, fmt.Sprintf("%s %s", what, time.Since(phase).Round(time.Millisecond)))
 		phase = time.Now()
 	}
-	n := enrollOn(t, l.ironic, name, mac, ironic.NodeSpec{
+	n := ironic.Enroll(t, t.Context(), l.ironic, ironic.NodeSpec{Name: name,
 		InspectInterface: l.inspectInterface,
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 		InstanceInfo: map[string]any{
@@ -60,7 +60,7 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 			"image_disk_format":   "raw",
 			"root_gb":             1,
 		},
-	})
+	}, mac)
 	mark("enrol")
 	agent := func() *agentProc {
 		if l.fast && len(l.agents) > 0 {
@@ -140,12 +140,8 @@ func TestFastTrack(t *testing.T) {
 	t.Cleanup(srv.Close)
 	imageURL := srv.URL + "/" + filepath.Base(raw)
 
-	ft := s.startOwnIronic(t, "fast-track", ironic.Config{FastTrack: true})
-	c, err := ironic.NewClient(ft.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast := &lifecycle{s: s, ironic: c, ironicURL: ft.IronicURL, fast: true}
+	ft := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{FastTrack: true}))
+	fast := &lifecycle{s: s, ironic: ft.Ironic, ironicURL: ft.IronicURL, fast: true}
 	slow := &lifecycle{s: s, ironic: s.ironic, ironicURL: s.services.IronicURL}
 	if s.series.HasInspector() {
 		fast.inspectInterface, fast.inspectionURL = "inspector", ft.InspectorURL+"/v1/continue"

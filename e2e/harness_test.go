@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +27,7 @@ func TestHarnessStateMachine(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	no := false
-	n := s.enroll(t, "harness-sm", "52:54:e2:00:00:01", ironic.NodeSpec{AutomatedClean: &no})
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "harness-sm", AutomatedClean: &no}, "52:54:e2:00:00:01")
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +47,7 @@ func TestHarnessStandIn(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:00:00:02"
-	n := s.enroll(t, "harness-standin", mac, ironic.NodeSpec{})
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "harness-standin"}, mac)
 
 	var mu sync.Mutex
 	var commands []map[string]any
@@ -168,30 +166,4 @@ func standInHeartbeat(ctx context.Context, ironicURL, uuid, token, callback, ver
 	var b strings.Builder
 	_, _ = io.Copy(&b, resp.Body)
 	return resp.StatusCode, b.String()
-}
-
-// startOwnIronic starts an Ironic of the test's own (cfg on the suite's
-// series, in a temp dir named name) beside the suite's, shows its logs if
-// the test fails and stops it when the test ends.
-func (s *suite) startOwnIronic(t *testing.T, name string, cfg ironic.Config) *ironic.Services {
-	t.Helper()
-	cfg.Dir = filepath.Join(t.TempDir(), name)
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := ironic.Start(t.Context(), s.config(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, f := range svc.LogFiles() {
-				if b, err := os.ReadFile(f); err == nil {
-					t.Logf("----- %s (last 16 KiB) -----\n%s", filepath.Base(f), tailBytes(b, 16<<10))
-				}
-			}
-		}
-		_ = svc.Close()
-	})
-	return svc
 }

@@ -207,10 +207,10 @@ func TestInspectEnrolledNode(t *testing.T) {
 	s.needInspector(t)
 	ctx := t.Context()
 	const mac = "52:54:e2:0e:00:01"
-	n := s.enroll(t, "e2e-inspect", mac, ironic.NodeSpec{
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-inspect",
 		InspectInterface: "inspector",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
-	})
+	}, mac)
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
 	}

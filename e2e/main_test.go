@@ -124,19 +124,12 @@ func (s *suite) setUp(ctx context.Context) error {
 		}
 	}
 	s.buildTime = time.Since(start)
-	svcDir := filepath.Join(s.dir, "services")
-	if err := os.MkdirAll(svcDir, 0o755); err != nil {
-		return err
-	}
-	s.services, err = ironic.Start(ctx, s.config(ironic.Config{Dir: svcDir}))
+	st, err := ironic.StartStack(ctx, s.config(ironic.Config{Dir: filepath.Join(s.dir, "services")}))
 	if err != nil {
 		return err
 	}
-	if s.ironic, err = ironic.NewClient(s.services.IronicURL); err != nil {
-		return err
-	}
-	s.inspector, err = ironic.NewInspectorClient(s.services.InspectorURL)
-	return err
+	s.services, s.ironic, s.inspector = st.Services, st.Ironic, st.Inspector
+	return nil
 }
 
 // config fills in the series (and its root filesystem) of c.

@@ -60,7 +60,7 @@ func TestDeployPartitionImage(t *testing.T) {
 	md5sum, sha := fileSums(t, raw)
 	no := false
 	start := time.Now()
-	n := s.enroll(t, "e2e-deploy-partition", mac, ironic.NodeSpec{
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-deploy-partition",
 		AutomatedClean: &no,
 		Properties: map[string]any{
 			"root_device":  map[string]any{"name": dev},
@@ -76,7 +76,7 @@ func TestDeployPartitionImage(t *testing.T) {
 			"root_gb":             1,
 			"swap_mb":             64,
 		},
-	})
+	}, mac)
 	if err := nodes.Update(ctx, s.ironic.Service, n.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
 	}).Err; err != nil {

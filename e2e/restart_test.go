@@ -45,7 +45,7 @@ func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Durat
 func slowManualCleanOn(t *testing.T, c *ironic.Client, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
 	t.Helper()
 	steps, started, finished, marked = markerSteps(t, sleep)
-	n = enrollOn(t, c, name, mac, ironic.NodeSpec{})
+	n = ironic.Enroll(t, t.Context(), c, ironic.NodeSpec{Name: name}, mac)
 	err := c.Provision(t.Context(), n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
 		{Interface: nodes.InterfaceDeploy, Step: "e2e_slow"},
 		{Interface: nodes.InterfaceDeploy, Step: "e2e_mark"},
@@ -94,7 +94,7 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 	writeStepManifest(t, steps, "e2e_after_reboot", "cat >/dev/null; touch "+marked,
 		`{"step": "e2e_after_reboot", "interface": "deploy", "priority": 40, "clean": true}`)
 	dev := loopDevice(t, 16<<20)
-	n := s.enroll(t, "e2e-restart-reboot", mac, ironic.NodeSpec{})
+	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-restart-reboot"}, mac)
 	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +214,9 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
 	ctx := t.Context()
-	split := s.startOwnIronic(t, "split", ironic.Config{Split: true, NoInspector: true})
+	split := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{Split: true, NoInspector: true}))
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
-	c, err := ironic.NewClient(split.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := split.Ironic
 	const mac = "52:54:e2:1a:00:02"
 	n, steps, started, finished, marked := slowManualCleanOn(t, c, "e2e-api-down", mac, 5*time.Second)
 	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps, APIURL: split.IronicURL})

@@ -27,15 +27,12 @@ import (
 // cases: starting one costs seconds.
 func TestIronicTLS(t *testing.T) {
 	s := need(t)
-	svc := s.startOwnIronic(t, "ironic-tls", ironic.Config{NoInspector: true, TLS: true})
+	svc := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{NoInspector: true, TLS: true}))
 	if !strings.HasPrefix(svc.IronicURL, "https://") {
 		t.Fatalf("Ironic's URL is %s, want https", svc.IronicURL)
 	}
 	t.Logf("Ironic over https up in %s (dbsync %s)", svc.Timings.Ironic.Round(time.Millisecond), svc.Timings.DBSync.Round(time.Millisecond))
-	c, err := svc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := svc.Ironic
 
 	t.Run("cafile", func(t *testing.T) {
 		start := time.Now()
@@ -104,7 +101,7 @@ func cleanOverTLS(t *testing.T, s *suite, c *ironic.Client, ironicURL, mac strin
 	steps := filepath.Join(t.TempDir(), "steps.d")
 	marker := filepath.Join(t.TempDir(), "ran")
 	writeStep(t, steps, "e2e_tls_step", "cat >/dev/null; touch "+marker)
-	n := enrollOn(t, c, "e2e-tls-"+strings.ReplaceAll(mac[12:], ":", ""), mac, ironic.NodeSpec{})
+	n := ironic.Enroll(t, t.Context(), c, ironic.NodeSpec{Name: "e2e-tls-" + strings.ReplaceAll(mac[12:], ":", "")}, mac)
 	err := c.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_tls_step"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -76,8 +76,8 @@ func TestVMCustomDeployStep(t *testing.T) {
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
 
 	noClean := false
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-custom-step", AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/deploy_interface", Value: "custom-agent"},
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
@@ -85,13 +85,14 @@ func TestVMCustomDeployStep(t *testing.T) {
 	}).Err; err != nil {
 		t.Fatal(err)
 	}
-	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 
 	const label = "metal3-custom-deploy"
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive,
-		DeploySteps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
-			Args: map[string]any{"label": label}}}}, m, qemu.Options{}, 6*time.Minute)
-	reportSeconds(t, took, "deploy_s")
+	deploy := l.Deploy(6*time.Minute, nodes.DeployStep{Interface: nodes.InterfaceDeploy, Step: "install_coreos", Priority: 80,
+		Args: map[string]any{"label": label}})
+	vm := deploy.VM
+	reportSeconds(t, deploy.Took, "deploy_s")
 	reportAgentStarted(t, vm, "bios", "deploy_agent_started_uptime_s")
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)

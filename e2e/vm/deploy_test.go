@@ -77,7 +77,8 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	if c.fetchDirect {
 		req.DeploySteps = []nodes.DeployStep{fetchDirectStep(t, ops)}
 	}
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, req, m, qemu.Options{}, 6*time.Minute)
+	deploy := kernelLifecycle(t, ctx, s.ironic, node.UUID, m).To(req, 6*time.Minute)
+	vm, took := deploy.VM, deploy.Took
 	hb := "?"
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
@@ -134,7 +135,7 @@ func deployVM(t *testing.T, c deployCase) qemu.Machine {
 func availableForDeploy(t *testing.T, ctx context.Context, s *suite, c deployCase, m *qemu.Machine) (*nodes.Node, nodes.UpdateOpts) {
 	t.Helper()
 	noClean := false
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-deploy-" + c.firmware, AutomatedClean: &noClean, Properties: c.props}, c.macs[:]...)
 	if c.management != "" {
 		if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 			nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: c.management},
@@ -142,7 +143,7 @@ func availableForDeploy(t *testing.T, ctx context.Context, s *suite, c deployCas
 			t.Fatal(err)
 		}
 	}
-	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	kernelLifecycle(t, ctx, s.ironic, node.UUID, *m).Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	ops := append(serveImage(t, m, c.image),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
 	)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
-
 	"github.com/ironic-go/ironic-agent/deploy/erase"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
@@ -42,7 +40,10 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	_, client := ownIronic(t, ctx, "erase-services", ironic.Config{IronicPort: eraseIronicPort, NoInspector: true, DefaultErasePriorities: true})
+	own := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "erase-services"), IronicPort: eraseIronicPort,
+		NoInspector: true, DefaultErasePriorities: true})
+	reportSeconds(t, own.Took, "ironic_start_s")
+	client := own.Ironic
 
 	macs := newMACs(t)
 	eraseAgentPort := newAgentPort(t)
@@ -81,8 +82,9 @@ func TestVMEraseDevicesDefaults(t *testing.T) {
 	}
 
 	// enroll needs only the suite's client: here, this test's Ironic.
-	node := enroll(t, ctx, &suite{ironic: client}, ironic.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
-	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 15*time.Minute)
+	node := ironic.Enroll(t, ctx, client, ironic.NodeSpec{Name: "vm-erase", Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
+	cleaning := kernelLifecycle(t, ctx, client, node.UUID, m).Provide(15 * time.Minute)
+	vm, took := cleaning.VM, cleaning.Took
 	n, err := client.GetNode(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -153,37 +155,4 @@ func logField(line, key string) string {
 	}
 	v, _, _ := strings.Cut(rest, " ")
 	return v
-}
-
-// ownIronic starts an Ironic of the test's own from cfg (Dir is set to
-// name below the suite's directory), installing Debian's packages when
-// missing; it stops with the test, and on failure its logs of the test go
-// to the test's log.
-func ownIronic(t *testing.T, ctx context.Context, name string, cfg ironic.Config) (*ironic.Services, *ironic.Client) {
-	t.Helper()
-	start := time.Now()
-	cfg.Dir = filepath.Join(theSuite.dir, name)
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ironic.EnsurePackages(ctx); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := ironic.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
-	mark := svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Ironic's logs during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	client, err := ironic.NewClient(svc.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reportSeconds(t, time.Since(start), "ironic_start_s")
-	return svc, client
 }

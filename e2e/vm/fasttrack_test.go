@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,71 +27,44 @@ var (
 	fastTrackAgentPort  = portOffset() + 9552
 )
 
-// vmFlow is one node's way from enrolment to active on one Ironic, with
-// a boot per operation (fast off) or one boot for all (fast on).
-type vmFlow struct {
-	ironic *ironic.Client
-	// port is the Ironic API port the guest reaches at guestHost.
-	port   int
-	fast   bool
-	macs   [2]string
-	phases []string
-	boots  []*qemu.VM
-}
-
-// run takes a SeaBIOS VM through agent inspection, automated cleaning
-// (erase_devices_metadata on its six disks) and a whole-disk deploy, and
-// returns the time from the inspect request to active.
-func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, name string, agentPort int) time.Duration {
+// inspectCleanDeploy takes a node named name, enrolled on Ironic c
+// (its API on port at guestHost), through agent inspection, automated
+// cleaning (erase_devices_metadata on its six disks) and a whole-disk
+// deploy in a SeaBIOS VM, booting the ramdisk for each step or, with fast
+// track, once. It returns the lifecycle, each step's time and the time
+// from the inspect request to active.
+func inspectCleanDeploy(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, c *ironic.Client, port int, fast bool, macs [2]string, name string, agentPort int) (*lifecycle, []string, time.Duration) {
 	t.Helper()
-	m := serviceMachine(t, rd, "bios", agentPort, f.macs)
+	m := serviceMachine(t, rd, "bios", agentPort, macs)
 	m.Dir = filepath.Join(vmDir(t), name)
-	m.GuestFwd = map[string]string{guestHost + ":" + strconv.Itoa(f.port): "127.0.0.1:" + strconv.Itoa(f.port)}
+	m.GuestFwd = map[string]string{guestHost + ":" + strconv.Itoa(port): "127.0.0.1:" + strconv.Itoa(port)}
 	img := mbrImage()
 	imgAddr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
 	}))
 	m.GuestFwd[guestHost+":80"] = imgAddr
-	api := "http://" + guestHost + ":" + strconv.Itoa(f.port)
+	api := "http://" + guestHost + ":" + strconv.Itoa(port)
 	// What Ironic 35 passes: an inspection boot gets only the callback,
 	// unless fast track is on, when it also gets the API URL
 	// (prepare_managed_inspection); a cleaning or deploy boot gets the API.
 	inspectArgs := "ipa-inspection-callback-url=" + api + "/v1/continue_inspection"
 	agentArgs := strings.Join([]string{"ipa-api-url=" + api, "ipa-advertise-host=127.0.0.1",
-		"ipa-advertise-port=" + strconv.Itoa(agentPort), "ipa-lookup-timeout=900", "ironic_agent.dhcp=" + f.macs[0]}, " ")
-	if f.fast {
+		"ipa-advertise-port=" + strconv.Itoa(agentPort), "ipa-lookup-timeout=900", "ironic_agent.dhcp=" + macs[0]}, " ")
+	if fast {
 		inspectArgs += " " + agentArgs
 	} else {
-		inspectArgs += " ironic_agent.dhcp=" + f.macs[0]
+		inspectArgs += " ironic_agent.dhcp=" + macs[0]
 	}
 
-	// enroll needs only the suite's client: here, this flow's Ironic.
-	node := enroll(t, ctx, &suite{ironic: f.ironic}, ironic.NodeSpec{Name: name, InspectInterface: "agent",
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, f.macs)
+	node := ironic.Enroll(t, ctx, c, ironic.NodeSpec{Name: name, InspectInterface: "agent",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
+	l := kernelLifecycle(t, ctx, c, node.UUID, m)
+	l.fastTrack = fast
+	var phases []string
 	start := time.Now()
-	phase := start
-	step := func(target nodes.TargetProvisionState, args string) {
-		t.Helper()
-		opts := nodes.ProvisionStateOpts{Target: target}
-		if f.fast && len(f.boots) > 0 {
-			// The agent that runs serves this operation too.
-			provision(t, ctx, f.ironic, node.UUID, opts, 6*time.Minute)
-		} else {
-			// A boot per operation: the previous one ends (fake power
-			// does not), and the ramdisk boots with this operation's
-			// parameters.
-			if len(f.boots) > 0 {
-				f.boots[len(f.boots)-1].Kill()
-			}
-			m.Append = args
-			vm, _ := provisionBoot(t, ctx, f.ironic, node.UUID, opts, m, qemu.Options{}, 6*time.Minute)
-			f.boots = append(f.boots, vm)
-		}
-		f.phases = append(f.phases, fmt.Sprintf("%s %.1fs", target, time.Since(phase).Seconds()))
-		phase = time.Now()
-	}
-	step(nodes.TargetInspect, inspectArgs)
-	if err := nodes.Update(ctx, f.ironic.Service, node.UUID, append(imageInfo("http://"+imgAddr+"/image.raw", img),
+	l.machine.Append = inspectArgs
+	phases = append(phases, fmt.Sprintf("inspect %.1fs", l.Inspect(6*time.Minute).Took.Seconds()))
+	if err := nodes.Update(ctx, c.Service, node.UUID, append(imageInfo("http://"+imgAddr+"/image.raw", img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
 		// At the end of a BIOS deploy Ironic sets the boot device to
@@ -101,18 +73,19 @@ func (f *vmFlow) run(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, name s
 	)).Err; err != nil {
 		t.Fatal(err)
 	}
-	step(nodes.TargetProvide, agentArgs)
-	step(nodes.TargetActive, agentArgs)
+	l.machine.Append = agentArgs
+	phases = append(phases, fmt.Sprintf("provide %.1fs", l.Provide(6*time.Minute).Took.Seconds()))
+	phases = append(phases, fmt.Sprintf("active %.1fs", l.Deploy(6*time.Minute).Took.Seconds()))
 	total := time.Since(start)
 	// Ironic ends the deploy by having the agent power the VM off.
-	last := f.boots[len(f.boots)-1]
-	if err := last.Wait(ctx); err != nil {
+	boots := l.Boots()
+	if err := boots[len(boots)-1].Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAt(t, m.DiskPath(deployTargetID(t, m)), 0, len(img)); !bytes.Equal(got, img) {
 		t.Errorf("%s: the disk does not hold the image", name)
 	}
-	return total
+	return l, phases, total
 }
 
 // TestVMFastTrack measures fast track ([deploy]fast_track, Metal3's
@@ -135,36 +108,15 @@ func TestVMFastTrack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	in, err := ironic.Install(ctx, s.series)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(theSuite.dir, "fast-track-ironic")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ft, err := ironic.Start(ctx, in.Config(ironic.Config{Dir: dir, IronicPort: fastTrackIronicPort, FastTrack: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ft.Close() })
-	mark := ft.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("fast-track Ironic's logs during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	c, err := ironic.NewClient(ft.IronicURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ft := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "fast-track-ironic"), Series: s.series,
+		IronicPort: fastTrackIronicPort, FastTrack: true})
+	c := ft.Ironic
 
-	fast := &vmFlow{ironic: c, port: fastTrackIronicPort, fast: true, macs: newMACs(t)}
-	fastTime := fast.run(t, ctx, rd, "vm-fast-track", fastTrackAgentPort)
+	fast, fastPhases, fastTime := inspectCleanDeploy(t, ctx, rd, c, fastTrackIronicPort, true, newMACs(t), "vm-fast-track", fastTrackAgentPort)
 	if t.Failed() {
 		return
 	}
-	vm := fast.boots[0]
+	vm := fast.Boots()[0]
 	count := func(what string) int {
 		n := 0
 		for _, l := range vm.Lines() {
@@ -174,8 +126,8 @@ func TestVMFastTrack(t *testing.T) {
 		}
 		return n
 	}
-	if len(fast.boots) != 1 || count("agent started") != 1 || count("lookup succeeded") != 1 {
-		t.Errorf("fast track: %d boots, %d agent starts, %d lookups; want one of each", len(fast.boots), count("agent started"), count("lookup succeeded"))
+	if len(fast.Boots()) != 1 || count("agent started") != 1 || count("lookup succeeded") != 1 {
+		t.Errorf("fast track: %d boots, %d agent starts, %d lookups; want one of each", len(fast.Boots()), count("agent started"), count("lookup succeeded"))
 	}
 	conflict := "none"
 	if l, ok := vm.Find(logtext.Msg(agentironic.EventLookupRetrying)); ok {
@@ -184,10 +136,9 @@ func TestVMFastTrack(t *testing.T) {
 		}
 	}
 
-	slow := &vmFlow{ironic: s.ironic, port: ironicPort, macs: newMACs(t)}
-	slowTime := slow.run(t, ctx, rd, "vm-no-fast-track", fastTrackAgentPort)
-	t.Logf("fast track (one boot): %s; lookup conflict: %s", strings.Join(fast.phases, ", "), conflict)
-	t.Logf("without fast track (%d boots): %s", len(slow.boots), strings.Join(slow.phases, ", "))
+	slow, slowPhases, slowTime := inspectCleanDeploy(t, ctx, rd, s.ironic, ironicPort, false, newMACs(t), "vm-no-fast-track", fastTrackAgentPort)
+	t.Logf("fast track (one boot): %s; lookup conflict: %s", strings.Join(fastPhases, ", "), conflict)
+	t.Logf("without fast track (%d boots): %s", len(slow.Boots()), strings.Join(slowPhases, ", "))
 	reportSeconds(t, fastTime, "inspect_to_active_s")
 	reportSeconds(t, slowTime, "inspect_to_active_without_fast_track_s")
 }

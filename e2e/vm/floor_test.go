@@ -119,7 +119,7 @@ func TestVMKernelBootFloor(t *testing.T) {
 }
 
 // runStandIn starts internal/testbed/standin for the node of macs on a
-// port of the test's, as the test would boot the VM (bootFor), and stops
+// port of the test's, where the lifecycle driver would boot the VM, and stops
 // it when the test ends.
 func runStandIn(t *testing.T, ctx context.Context, s *suite, macs [2]string) *standin.Agent {
 	t.Helper()
@@ -142,12 +142,16 @@ func runStandIn(t *testing.T, ctx context.Context, s *suite, macs [2]string) *st
 
 // standInFlow asks for the provision-state change opts, runs the stand-in
 // once Ironic waits for a ramdisk and waits for the state the change ends
-// in: the time from the request to that state, as provisionBoot times it.
+// in: the time from the request to that state, as the lifecycle driver times it.
 func standInFlow(t *testing.T, ctx context.Context, s *suite, uuid string, opts nodes.ProvisionStateOpts, macs [2]string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	wait, done, _ := provisionStates(opts.Target)
-	requestState(t, ctx, s.ironic, uuid, opts, wait, 2*time.Minute)
+	// The lifecycle's request, and in place of its ramdisk boot the
+	// stand-in, once Ironic waits for one.
+	wait, done := kernelLifecycle(t, ctx, s.ironic, uuid, qemu.Machine{}).request(opts)
+	if _, err := s.ironic.WaitState(ctx, uuid, wait, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	agent := runStandIn(t, ctx, s, macs)
 	if _, err := s.ironic.WaitState(ctx, uuid, done, 6*time.Minute); err != nil {
 		t.Fatalf("%v; the stand-in got %v", err, agent.Received())
@@ -191,8 +195,8 @@ func TestVMCleaningFloor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	macs := newMACs(t)
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-floor-clean", InspectInterface: s.inspectInterface(),
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-floor-clean", InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 	took := standInFlow(t, ctx, s, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, macs)
 	metric.Seconds(t, cleaningFloor(), took)
 }

@@ -107,8 +107,8 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m qem
 	m.Dir = filepath.Join(vmDir(t), a.name)
 	m.Append = strings.Join([]string{s.inspectionArgs(), "ipa-collect-lldp=1", "ipa-lldp-timeout=10",
 		"ipa-inspection-collectors=" + sideCollectors, "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-"), a.extra}, " ")
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "side-" + a.name + "-" + string(m.Firmware), InspectInterface: s.inspectInterface(),
-		Properties: map[string]any{"capabilities": "boot_mode:" + m.Firmware}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "side-" + a.name + "-" + string(m.Firmware), InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:" + m.Firmware}}, macs[:]...)
 	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		t.Fatal(err)
 	}

@@ -156,14 +156,13 @@ func newSideDeployBed(t *testing.T, ctx context.Context) *sideDeployBed {
 	if !series.TokenOnGET() || series.HasInspector() {
 		t.Skipf("SKIPPED: IPA 13 cleans and deploys only against an Ironic that sends the token on its GETs, and the one-boot flow uses Ironic's own inspection: IRONIC_SERIES=2026.1 (this run: %s)", series)
 	}
-	in, err := ironic.Install(ctx, series)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// One Ironic per test: TestVMIPADeploy and TestVMIPAMemory in one run
 	// each start their own, and a second in the same directory finds the
 	// first one's database.
-	_, client := ownIronic(t, ctx, "ipa-deploy-ironic-"+t.Name(), in.Config(ironic.Config{IronicPort: sideDeployIronicPort, FastTrack: true}))
+	own := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "ipa-deploy-ironic-"+t.Name()), Series: series,
+		IronicPort: sideDeployIronicPort, FastTrack: true})
+	reportSeconds(t, own.Took, "ironic_start_s")
+	client := own.Ironic
 	imgs, err := sideImages()
 	if err != nil {
 		t.Fatalf("the 1 GiB images: %v", err)
@@ -227,8 +226,8 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	m.Append = strings.Join([]string{"ipa-inspection-callback-url=" + api + "/v1/continue_inspection", "ipa-api-url=" + api,
 		"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(agentPort), "ipa-lookup-timeout=900", agent.extra}, " ")
 
-	node := enroll(t, ctx, &suite{ironic: b.ironic}, ironic.NodeSpec{Name: "side-deploy-" + name, InspectInterface: "agent",
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, b.ironic, ironic.NodeSpec{Name: "side-deploy-" + name, InspectInterface: "agent",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 	defer func() { _ = b.ironic.DeleteNode(context.Background(), node.UUID) }()
 	if err := b.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
 		return r, err

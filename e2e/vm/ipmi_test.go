@@ -104,8 +104,8 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	// enroll's "manage" makes Ironic validate the credentials and read the
 	// power state over IPMI.
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-ipmi-" + fw, InspectInterface: s.inspectInterface(), IPMI: driverInfo,
-		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-ipmi-" + fw, InspectInterface: s.inspectInterface(), IPMI: driverInfo,
+		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, macs[:]...)
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.PowerState != "power off" {
 		t.Fatalf("power state after manage: %+v, %v; want power off", n, err)
 	}

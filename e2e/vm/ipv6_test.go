@@ -43,7 +43,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--enable-ra", "--dhcp-range=fd00:7c::10,fd00:7c::20,64,10m",
 		"--dhcp-host=id:00:03:00:01:"+macs[0]+",["+guest+"]")
 
-	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
+	netnsInspectCleanDeploy(t, ctx, rd, netnsScenario{
 		name: "ipv6", ns: ns, host: host, urlHost: "[" + host + "]", macs: macs,
 		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICTap},
 		agentURL: "https://[" + guest + "]:9999", common: " ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60",
@@ -67,7 +67,7 @@ func TestVMIPv6InspectCleanDeploy(t *testing.T) {
 	})
 }
 
-// lifecycleNetns is the start of a runNetnsLifecycle test: the ramdisk, a
+// lifecycleNetns is the start of a netnsInspectCleanDeploy test: the ramdisk, a
 // context of 15 minutes, Ironic's packages, and a namespace (named after
 // prefix) with a tap for the VM.
 func lifecycleNetns(t *testing.T, prefix string) (*qemu.Ramdisk, context.Context, *netbed.Netns) {
@@ -91,10 +91,10 @@ func lifecycleNetns(t *testing.T, prefix string) (*qemu.Ramdisk, context.Context
 	return rd, ctx, ns
 }
 
-// netnsLifecycle is one run of runNetnsLifecycle: a provisioning network
-// in a namespace the test made, reached by the guest through boot's
-// options.
-type netnsLifecycle struct {
+// netnsScenario is one run of netnsInspectCleanDeploy: a provisioning
+// network in a namespace the test made, reached by the guest through
+// boot's options.
+type netnsScenario struct {
 	name string // of the node and the machine
 	ns   *netbed.Netns
 	// host is the namespace's address Ironic, inspector and the image
@@ -113,12 +113,12 @@ type netnsLifecycle struct {
 	cleaned   func(t *testing.T, vm *qemu.VM)
 }
 
-// runNetnsLifecycle runs Ironic and ironic-inspector in lc.ns, listening
+// netnsInspectCleanDeploy runs Ironic and ironic-inspector in lc.ns, listening
 // on lc.host only, enrolls a node, and takes it through inspection,
 // cleaning (lookup, heartbeats, Ironic calling the agent back,
 // erase_devices_metadata) and a deploy of a raw image served from the
 // namespace, one VM boot each, checking what went over the network.
-func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc netnsLifecycle) {
+func netnsInspectCleanDeploy(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc netnsScenario) {
 	t.Helper()
 	inNS := &netnstest.Netns{Name: lc.ns.Name}
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
@@ -128,32 +128,10 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 		})
 		return c, err
 	}
-	dir := filepath.Join(theSuite.dir, "services-"+lc.name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now()
-	svc, err := ironic.Start(ctx, ironic.Config{Dir: dir, Netns: lc.ns.Name, Host: lc.host, Dial: dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Close() })
+	svc := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "services-"+lc.name), Netns: lc.ns.Name, Host: lc.host, Dial: dial})
 	t.Logf("Ironic and ironic-inspector up in the namespace at %s, %s", svc.IronicURL, svc.InspectorURL)
-	reportSeconds(t, time.Since(t0), lc.name, "services_up_s")
-	mark := svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
-		}
-	})
-	client, err := svc.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inspector, err := svc.InspectorClient()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reportSeconds(t, svc.Took, lc.name, "services_up_s")
+	client, inspector := svc.Ironic, svc.Inspector
 
 	m := qemu.DefaultMachine(qemu.BIOS)
 	m.Name = "ironic-agent-" + lc.name
@@ -166,30 +144,24 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
-	// One boot at a time: what the last one left (a switch reading the
-	// namespace's tap) goes before the next boot's is made.
-	prev := func() {}
-	t.Cleanup(func() { prev() })
-	next := func(m *qemu.Machine) qemu.Options {
-		prev()
-		opts, done := lc.boot(m)
-		prev = done
-		return opts
-	}
 	// Something for cleaning's metadata erase to remove.
 	disk := m.DiskPath("vblk")
 	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
 	base := "http://" + lc.urlHost
 
-	node := enroll(t, ctx, &suite{ironic: client}, ironic.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs)
+	node := ironic.Enroll(t, ctx, client, ironic.NodeSpec{Name: "vm-" + lc.name, InspectInterface: "inspector",
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, lc.macs[:]...)
+	// One boot at a time: what the last one left (a switch reading the
+	// namespace's tap) goes before the next boot's is made.
+	l := kernelLifecycle(t, ctx, client, node.UUID, m)
+	l.options = lc.boot
+	t.Cleanup(l.Stop)
 
 	// Inspection.
-	m.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common
-	opts := next(&m)
-	vm, took := provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, opts, 5*time.Minute)
-	reportSeconds(t, took, lc.name, "inspection_s")
-	reportAgentStarted(t, vm, "bios", lc.name, "inspection_agent_started_uptime_s")
+	l.machine.Append = "ipa-inspection-callback-url=" + base + ":5050/v1/continue" + lc.common
+	inspection := l.Inspect(5 * time.Minute)
+	reportSeconds(t, inspection.Took, lc.name, "inspection_s")
+	reportAgentStarted(t, inspection.VM, "bios", lc.name, "inspection_agent_started_uptime_s")
 	data, err := inspector.Data(ctx, node.UUID)
 	if err != nil {
 		t.Fatal(err)
@@ -203,15 +175,13 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 		}
 	}
 	lc.inspected(t, ifaces)
-	vm.Kill()
 
 	// Cleaning: lookup, heartbeats, Ironic calling the agent back.
-	start := time.Now()
-	m.Append = "ipa-api-url=" + base + ":6385" + lc.common
-	opts = next(&m)
-	vm = bootFor(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, opts)
+	l.machine.Append = "ipa-api-url=" + base + ":6385" + lc.common
 	// Ironic keeps the callback URL of the heartbeats while cleaning and
 	// forgets it at the end.
+	start := time.Now()
+	vm := l.Start(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
 	agentURL := ""
 	if _, err := client.WaitFor(ctx, node.UUID, 5*time.Minute, "an agent_url", func(n *nodes.Node) bool {
 		agentURL, _ = n.DriverInternalInfo["agent_url"].(string)
@@ -241,9 +211,9 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	// Deploy: the image from an HTTP server on the namespace's address
 	// (Ironic checks the URL from there too), written to the disk.
 	img := mbrImage()
-	var l net.Listener
+	var ln net.Listener
 	if err := inNS.Do(func() (err error) {
-		l, err = net.Listen("tcp", net.JoinHostPort(lc.host, "8080"))
+		ln, err = net.Listen("tcp", net.JoinHostPort(lc.host, "8080"))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -251,7 +221,7 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	imgSrv := &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(img))
 	})}
-	go func() { _ = imgSrv.Serve(l) }()
+	go func() { _ = imgSrv.Serve(ln) }()
 	t.Cleanup(func() { _ = imgSrv.Close() })
 	// At the end of a BIOS deploy Ironic sets the boot device to disk,
 	// which the fake management interface refuses.
@@ -260,11 +230,10 @@ func runNetnsLifecycle(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc n
 	if err := nodes.Update(ctx, client.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	opts = next(&m)
-	vm, took = provisionBoot(t, ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}, m, opts, 6*time.Minute)
-	reportSeconds(t, took, lc.name, "deploy_s")
+	deploy := l.Deploy(6 * time.Minute)
+	reportSeconds(t, deploy.Took, lc.name, "deploy_s")
 	// Ironic ends the deploy by asking the agent to power off.
-	if err := vm.Wait(ctx); err != nil {
+	if err := deploy.VM.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAt(t, disk, 0, len(img)); !bytes.Equal(got, img) {

@@ -32,7 +32,7 @@ import (
 // deployed OS again. No test code starts QEMU: every boot is a power-on
 // Ironic sends to the BMC, and every ramdisk boot comes from the network
 // through Ironic's iPXE configuration.
-func TestVMLifecycleBIOS(t *testing.T) { lifecycle(t, "bios", 0) }
+func TestVMLifecycleBIOS(t *testing.T) { lifecycleScenario(t, "bios", 0) }
 
 // TestVMLifecycleUEFI is TestVMLifecycleBIOS under OVMF: the firmware's
 // own PXE gets snponly.efi over TFTP from dnsmasq, which as iPXE comes
@@ -40,11 +40,11 @@ func TestVMLifecycleBIOS(t *testing.T) { lifecycle(t, "bios", 0) }
 // entry the agent writes from the image's BOOTX64.CSV.
 func TestVMLifecycleUEFI(t *testing.T) {
 	slowScenario(t)
-	lifecycle(t, "uefi", 1)
+	lifecycleScenario(t, "uefi", 1)
 }
 
-// lifecycle runs the scenario for firmware fw on pxeNode n.
-func lifecycle(t *testing.T, fw string, n int) {
+// lifecycleScenario runs the scenario for firmware fw on pxeNode n.
+func lifecycleScenario(t *testing.T, fw string, n int) {
 	testStart := time.Now()
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Skip("SKIPPED: needs ssh (Debian package openssh-client; in test.sh)")
@@ -80,8 +80,8 @@ func lifecycle(t *testing.T, fw string, n int) {
 	// callback and powers the machine on; the agent reads the BMC over
 	// KCS.
 	step := time.Now()
-	vm := p.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
-	p.waitOff("inspection")
+	vm := p.l.Inspect(10*time.Minute).report(t, "inspection")
+	p.l.WaitOff("inspection")
 	mark("inspection", step)
 	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
 	inv, _ := data["inventory"].(map[string]any)
@@ -110,8 +110,8 @@ func lifecycle(t *testing.T, fw string, n int) {
 	// Cleaning: the ramdisk looks the node up at ipa-api-url, heartbeats
 	// with the global request id, and runs erase_devices_metadata.
 	step = time.Now()
-	vm = p.phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
-	p.waitOff("cleaning")
+	vm = p.l.Provide(10*time.Minute).report(t, "cleaning")
+	p.l.WaitOff("cleaning")
 	mark("cleaning", step)
 	cmdline = checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
 	checkParam(t, cmdline, "ipa-api-url", "http://"+pxeNet.Addr().String()+":6385")
@@ -139,7 +139,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 	// Rescue: Ironic network-boots the ramdisk, whose agent takes the
 	// hashed password in finalize_rescue; then logins as rescue.
 	step = time.Now()
-	vm = p.phaseWith("rescue", nodes.ProvisionStateOpts{Target: nodes.TargetRescue, RescuePassword: rescuePassword}, "rescue", 8*time.Minute)
+	vm = p.l.Rescue(8*time.Minute, rescuePassword).report(t, "rescue")
 	lctx, lcancel := context.WithTimeout(ctx, time.Minute)
 	_, err = vm.WaitFor(lctx, logtext.Msg(rescue.EventSSHListening))
 	lcancel()
@@ -174,7 +174,7 @@ func lifecycle(t *testing.T, fw string, n int) {
 	// same config drive.
 	step = time.Now()
 	boots := bmc.Boots()
-	p.phase("unrescue", nodes.TargetUnrescue, "active", 5*time.Minute)
+	p.l.Unrescue(5*time.Minute).report(t, "unrescue")
 	osVM = diskBoot(t, ctx, bmc, boots)
 	waitOSReport(t, ctx, bmc, osVM, img)
 	mark("unrescue and the OS's boot", step)

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
-
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
@@ -202,122 +200,24 @@ func services(t *testing.T) *suite {
 		if s.series, s.svcErr = ironic.SeriesFromEnv(); s.svcErr != nil {
 			return
 		}
-		var in *ironic.Installed
-		if in, s.svcErr = ironic.Install(ctx, s.series); s.svcErr != nil {
-			return
-		}
-		d := filepath.Join(s.dir, "services")
-		if s.svcErr = os.MkdirAll(d, 0o755); s.svcErr != nil {
-			return
-		}
 		// The ipmi hardware type where ipmitool is installed: its power
 		// interface runs it when the conductor loads it. The series' root
 		// filesystems carry it (ironic-conductor depends on it).
 		_, noIPMItool := exec.LookPath("ipmitool")
-		cfg := in.Config(ironic.Config{Dir: d, IronicPort: ironicPort, InspectorPort: inspectorPort,
-			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort)})
-		cfg.IPMI = noIPMItool == nil || !cfg.Series.Host()
-		s.services, s.svcErr = ironic.Start(ctx, cfg)
-		if s.svcErr != nil {
-			return
+		var st *ironic.Stack
+		st, s.svcErr = ironic.StartStack(ctx, ironic.Config{Dir: filepath.Join(s.dir, "services"), Series: s.series,
+			IronicPort: ironicPort, InspectorPort: inspectorPort,
+			InspectorCallbackURL: "http://" + guestHost + ":" + strconv.Itoa(inspectorPort),
+			IPMI:                 noIPMItool == nil || !s.series.Host()})
+		if s.svcErr == nil {
+			s.services, s.ironic, s.inspector = st.Services, st.Ironic, st.Inspector
 		}
-		if s.ironic, s.svcErr = ironic.NewClient(s.services.IronicURL); s.svcErr != nil {
-			return
-		}
-		s.inspector, s.svcErr = ironic.NewInspectorClient(s.services.InspectorURL)
 	})
 	if s.svcErr != nil {
 		t.Fatalf("start Ironic and ironic-inspector: %v", s.svcErr)
 	}
-	mark := s.services.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
-		}
-	})
+	ironic.LogOnFailure(t, s.services)
 	return s
-}
-
-// provisionStates are, for a provision-state change to target, the state
-// in which Ironic waits for the ramdisk it boots for it (empty: it boots
-// none) and the state the change ends in.
-func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok bool) {
-	switch target {
-	case nodes.TargetManage:
-		return "", "manageable", true
-	case nodes.TargetInspect:
-		return "inspect wait", "manageable", true
-	case nodes.TargetProvide:
-		// With automated cleaning off the node goes straight to
-		// available; provision waits for that alone.
-		return "clean wait", "available", true
-	case nodes.TargetClean:
-		return "clean wait", "manageable", true
-	case nodes.TargetActive:
-		return "wait call-back", "active", true
-	case nodes.TargetService:
-		return "service wait", "active", true
-	case nodes.TargetRescue:
-		return "rescue wait", "rescue", true
-	}
-	return "", "", false
-}
-
-// provision asks Ironic (c) to take node uuid to opts.Target and waits up
-// to timeout for the state the change ends in, booting nothing: for a
-// change no ramdisk serves (manage; provide with automated cleaning off),
-// or one the ramdisk already running serves (fast track).
-func provision(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, timeout time.Duration) *nodes.Node {
-	t.Helper()
-	_, done, ok := provisionStates(opts.Target)
-	if !ok {
-		t.Fatalf("provision %s: no known end state for target %q", uuid, opts.Target)
-	}
-	return requestState(t, ctx, c, uuid, opts, done, timeout)
-}
-
-// bootFor asks Ironic (c) to take node uuid to opts.Target and, once
-// Ironic waits for the ramdisk, boots m with bootOpts, as Ironic's power-on
-// would (the fake power interface boots nothing); the VM stops when the
-// test ends. Not before: a ramdisk that booted before Ironic "rebooted"
-// the node could be handed an agent token the reboot then wipes.
-func bootFor(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, m qemu.Machine, bootOpts qemu.Options) *qemu.VM {
-	t.Helper()
-	wait, _, _ := provisionStates(opts.Target)
-	if wait == "" {
-		t.Fatalf("provision %s: Ironic boots no ramdisk for target %q", uuid, opts.Target)
-	}
-	requestState(t, ctx, c, uuid, opts, wait, 2*time.Minute)
-	return boot(t, ctx, m, bootOpts)
-}
-
-// requestState asks for the provision-state change opts and waits up to
-// timeout for state.
-func requestState(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, state string, timeout time.Duration) *nodes.Node {
-	t.Helper()
-	if err := c.Provision(ctx, uuid, opts); err != nil {
-		t.Fatal(err)
-	}
-	n, err := c.WaitState(ctx, uuid, state, timeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// provisionBoot is one provision-state change served by a ramdisk boot
-// (inspect, provide to clean, deploy, service, ...): bootFor, then the wait
-// of up to timeout for the state the change ends in. It returns the VM,
-// still running, and the time from the request to that state.
-func provisionBoot(t *testing.T, ctx context.Context, c *ironic.Client, uuid string, opts nodes.ProvisionStateOpts, m qemu.Machine, bootOpts qemu.Options, timeout time.Duration) (*qemu.VM, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	vm := bootFor(t, ctx, c, uuid, opts, m, bootOpts)
-	_, done, _ := provisionStates(opts.Target)
-	if _, err := c.WaitState(ctx, uuid, done, timeout); err != nil {
-		t.Fatal(err)
-	}
-	return vm, time.Since(start)
 }
 
 // lldpNeighbour puts a switch's lldpd, announcing peer, at the far end of

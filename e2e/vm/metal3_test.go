@@ -97,16 +97,18 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	noClean := false
 	// Ironic's own inspection, as Metal3 runs it, also where the series
 	// still has ironic-inspector (2025.1).
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-metal3", InspectInterface: "agent", AutomatedClean: &noClean,
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 
 	// 1. Inspection.
 	m.Append = "ipa-inspection-callback-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort) + "/v1/continue_inspection" +
 		" ipa-collect-lldp=1 ipa-lldp-timeout=10 " + bootif + " ironic_agent.dhcp=" + macs[0]
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, lldp, 5*time.Minute)
-	reportSeconds(t, took, "inspection_s")
-	reportAgentStarted(t, vm, "bios", "inspection_agent_started_uptime_s")
-	vm.Kill()
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	l.options = func(*qemu.Machine) (qemu.Options, func()) { return lldp, nil }
+	inspection := l.Inspect(5 * time.Minute)
+	reportSeconds(t, inspection.Took, "inspection_s")
+	reportAgentStarted(t, inspection.VM, "bios", "inspection_agent_started_uptime_s")
+	l.Stop()
 	inv := nodes.GetInventory(ctx, api, node.UUID)
 	if inv.Err != nil {
 		t.Fatalf("GET /v1/nodes/%s/inventory: %v", node.UUID, inv.Err)
@@ -127,7 +129,7 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	imgAddr := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "image.raw", time.Time{}, bytes.NewReader(fatImg))
 	}))
-	m.GuestFwd[guestHost+":80"] = imgAddr
+	l.machine.GuestFwd[guestHost+":80"] = imgAddr
 	ops := append(imageInfo("http://"+imgAddr+"/image.raw", fatImg),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
@@ -140,11 +142,12 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	if err := nodes.Update(ctx, api, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	provision(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	cd := metal3ConfigDrive(node.UUID)
-	m.Append = agentArgs(metal3AgentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, m, lldp, 8*time.Minute)
-	reportSeconds(t, took, "deploy_s")
+	l.machine.Append = agentArgs(metal3AgentPort) + " ironic_agent.dhcp=" + macs[0]
+	deploy := l.To(nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, 8*time.Minute)
+	vm := deploy.VM
+	reportSeconds(t, deploy.Took, "deploy_s")
 	// Ironic locked the agent down instead of powering the VM off: the VM
 	// still runs, its agent said so and answers no more.
 	if _, ok := vm.Find("reboot: Power down"); ok {
@@ -185,14 +188,15 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 			{"path": metal3Injected, "partition": 1, "content": base64.StdEncoding.EncodeToString([]byte(content))},
 		}}},
 	}
-	vm, took = provisionBoot(t, ctx, &ironic.Client{Service: api}, node.UUID,
-		nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, m, lldp, 8*time.Minute)
+	l.ironic = &ironic.Client{Service: api}
+	servicing := l.To(nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, 8*time.Minute)
+	vm = servicing.VM
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil {
 		t.Fatal(err)
 	} else if n.LastError != "" {
 		t.Errorf("last_error after servicing: %s", n.LastError)
 	}
-	reportSeconds(t, took, "servicing_s")
+	reportSeconds(t, servicing.Took, "servicing_s")
 	for _, want := range []string{"burnin_cpu", "inject_files"} {
 		if _, ok := vm.Find(want); !ok {
 			t.Errorf("the console never mentioned the service step %s", want)

@@ -73,8 +73,8 @@ func TestVMMultipath(t *testing.T) {
 	writeAt(t, lun, 0, pattern(64<<10, 0xa5))
 	writeAt(t, lun, -(64 << 10), pattern(64<<10, 0xa5))
 
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-multipath", InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
 	}).Err; err != nil {

@@ -107,7 +107,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	b.m = m
 
 	noClean := false
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-osboot-" + fw, AutomatedClean: &noClean,
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-osboot-" + fw, AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil},
 		IPMI: map[string]any{
 			"ipmi_address": bmcAddress, "ipmi_port": m.BMC.LANPort,
@@ -116,7 +116,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 			"deploy_kernel":     "http://" + b.images + "/deploy.kernel",
 			"deploy_ramdisk":    "http://" + b.images + "/deploy.initramfs",
 			"image_http_proxy":  "http://" + guestHost + ":80",
-		}}, macs)
+		}}, macs[:]...)
 	b.node = node.UUID
 	if err := s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
 		t.Fatal(err)

@@ -130,8 +130,10 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 	defer cancel()
 	testStart := time.Now()
 
-	_, client := ownIronic(t, ctx, "powercut-services-"+fw.name, ironic.Config{IronicPort: powerCutIronicPort, NoInspector: true,
-		IPMI: true, EraseDevicesPriority: 10, CallbackTimeout: fw.callbackTimeout})
+	own := ironic.StartForTest(t, ctx, ironic.Config{Dir: filepath.Join(theSuite.dir, "powercut-services-"+fw.name), IronicPort: powerCutIronicPort,
+		NoInspector: true, IPMI: true, EraseDevicesPriority: 10, CallbackTimeout: fw.callbackTimeout})
+	reportSeconds(t, own.Took, "ironic_start_s")
+	client := own.Ironic
 
 	img := fw.image(t, ctx)
 	var rate atomic.Int64
@@ -195,7 +197,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		"ipa-lookup-timeout=900", "ipa-disk-wait-attempts=1", "ironic_agent.dhcp=" + macs[0],
 	}, " "))
 
-	node, err := client.CreateNode(ctx, ironic.NodeSpec{Name: "vm-powercut-" + fw.name,
+	node := ironic.Enroll(t, ctx, client, ironic.NodeSpec{Name: "vm-powercut-" + fw.name,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw.name, "vendor": nil},
 		IPMI: map[string]any{
 			"ipmi_address": m.BMC.LANAddress, "ipmi_port": m.BMC.LANPort,
@@ -204,16 +206,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 			"ipmi_cipher_suite": 3,
 			"deploy_kernel":     "http://" + images + "/deploy.kernel",
 			"deploy_ramdisk":    "http://" + images + "/deploy.initramfs",
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.DeleteNode(context.Background(), node.UUID) })
-	for i, mac := range macs {
-		if _, err := client.CreatePort(ctx, node.UUID, mac, i == 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+		}}, macs[:]...)
 	provision := func(target nodes.TargetProvisionState, want string, timeout time.Duration) *nodes.Node {
 		t.Helper()
 		if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
@@ -225,7 +218,6 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		}
 		return n
 	}
-	provision(nodes.TargetManage, "manageable", time.Minute)
 	pc := powerCut{t: t, ctx: ctx, client: client, node: node.UUID, bmc: bmc, m: m, callbackTimeout: fw.callbackTimeout}
 
 	// 1. Cleaning, cut mid-erase.

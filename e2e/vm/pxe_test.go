@@ -154,22 +154,13 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := ironic.Install(ctx, series)
-	if err != nil {
-		return nil, err
-	}
 	pn, err := netbed.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
 	if err != nil {
 		return nil, err
 	}
 	b := &pxeBed{net: pn, images: map[string]string{}}
-	svcDir := filepath.Join(dir, "services")
-	if err := os.MkdirAll(svcDir, 0o755); err != nil {
-		b.Close()
-		return nil, err
-	}
 	host := pxeNet.Addr().String()
-	b.svc, err = ironic.Start(ctx, in.Config(ironic.Config{Dir: svcDir, Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
+	st, err := ironic.StartStack(ctx, ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
 		NetBoot: &ironic.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,
@@ -180,18 +171,14 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32",
 				"bootx64.efi": grubNetLoader},
 			InspectionParams: pxeInspectionParams,
-		}}))
+		}})
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	b.s = &suite{series: series}
-	if b.s.ironic, err = b.svc.Client(); err == nil && series.HasInspector() {
-		b.s.inspector, err = b.svc.InspectorClient()
-	}
-	if err == nil {
-		err = pn.Serve(pxeHTTP, b)
-	}
+	b.svc = st.Services
+	b.s = &suite{series: series, ironic: st.Ironic, inspector: st.Inspector}
+	err = pn.Serve(pxeHTTP, b)
 	if err == nil {
 		err = pn.StartDHCP(netbed.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
@@ -253,8 +240,8 @@ func TestVMPXELinuxBIOS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	p := newPXENode(t, ctx, "bios", pxeLinuxNode, "pxe")
-	vm := p.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
-	p.waitOff("inspection")
+	vm := p.l.Inspect(10*time.Minute).report(t, "inspection")
+	p.l.WaitOff("inspection")
 	data := p.s.inspectionData(t, ctx, p.node.UUID, time.Minute)
 	hyp := "01-" + strings.ReplaceAll(p.macs[0], ":", "-")
 	if got := data["boot_interface"]; got != hyp {
@@ -287,6 +274,8 @@ type pxeNode struct {
 	node *nodes.Node
 	macs [2]string
 	disk string // the host file of the machine's only disk
+	// l drives the node: IPMI power, network boots.
+	l *lifecycle
 }
 
 // newPXENode skips unless the network-boot tests can run, and makes
@@ -371,8 +360,9 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
 		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
 	}
-	p.node = enroll(t, ctx, p.s, ironic.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
-		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs)
+	p.node = ironic.Enroll(t, ctx, p.s.ironic, ironic.NodeSpec{Name: fmt.Sprintf("vm-pxe-%s-%d", fw, n), InspectInterface: p.s.inspectInterface(),
+		IPMI: driverInfo, BootInterface: bootInterface, Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}, p.macs[:]...)
+	p.l = &lifecycle{t: t, ctx: ctx, ironic: p.s.ironic, node: p.node.UUID, power: ipmiPower, boot: netBoot, bmc: p.bmc}
 	return p
 }
 
@@ -390,75 +380,6 @@ const pxeTarget = "LAB-VBLK-0001"
 var pxeLoaders = map[string]string{"/usr/lib/ipxe/undionly.kpxe": "ipxe", "/usr/lib/ipxe/snponly.efi": "ipxe",
 	"/usr/lib/ipxe/qemu/efi-virtio.rom": "ipxe-qemu", "/usr/lib/PXELINUX/pxelinux.0": "pxelinux",
 	"/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common", grubNetLoader: "grub-efi-amd64-bin"}
-
-// waitOff waits until Ironic reports the node off after what, and checks
-// the machine is.
-func (p *pxeNode) waitOff(what string) { waitNodeOff(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what) }
-
-// phase has Ironic take the node to target and waits for state want; it
-// returns the VM of the first power-on on the way.
-func (p *pxeNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *qemu.VM {
-	p.t.Helper()
-	return p.phaseWith(what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
-}
-
-// phaseWith is phase with the whole request (a config drive, a rescue
-// password).
-func (p *pxeNode) phaseWith(what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *qemu.VM {
-	p.t.Helper()
-	return bmcPhase(p.t, p.ctx, p.s, p.node.UUID, p.bmc, what, opts, want, timeout)
-}
-
-// bmcPower is what the tests read of a simulated BMC's power (IPMISim,
-// RedfishBMC).
-type bmcPower interface {
-	On() bool
-	Boots() int
-	VMOfBoot(n int) *qemu.VM
-	Events() []string
-}
-
-// waitNodeOff waits until Ironic reports node off after what, and checks
-// the machine behind bmc is.
-func waitNodeOff(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string) {
-	t.Helper()
-	if _, err := s.ironic.WaitFor(ctx, node, 2*time.Minute, "power off after "+what, func(n *nodes.Node) bool {
-		return n.PowerState == "power off" && n.TargetPowerState == ""
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if bmc.On() {
-		t.Errorf("%s: Ironic reports power off, the machine runs", what)
-	}
-}
-
-// bmcPhase has Ironic carry out opts on node and waits for state want; it
-// returns the VM of the first power-on on the way, which the BMC started
-// for Ironic.
-func bmcPhase(t *testing.T, ctx context.Context, s *suite, node string, bmc bmcPower, what string, opts nodes.ProvisionStateOpts, want string, timeout time.Duration) *qemu.VM {
-	t.Helper()
-	boots := bmc.Boots()
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node, opts); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node, want, timeout); err != nil {
-		t.Fatal(err)
-	}
-	vm := bmc.VMOfBoot(boots + 1)
-	if vm == nil {
-		t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", what, strings.Join(bmc.Events(), "; "))
-	}
-	hb := "?"
-	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
-		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
-	}
-	t.Logf("%s: %s, %d power-on(s)", what, want, bmc.Boots()-boots)
-	reportSeconds(t, time.Since(start), what+"_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), what, "agent_started_uptime_s")
-	reportSecondsText(t, hb, what, "first_heartbeat_s")
-	return vm
-}
 
 // setDeployImage makes the whole-disk image whose boot prints a marker
 // (SeaBIOS: an MBR image's boot sector prints diskBootMarker; OVMF: its

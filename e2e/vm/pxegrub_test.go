@@ -53,8 +53,8 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 	writeAt(t, p.disk, 0, pattern(64<<10, 0xa5))
 	grub := watchFile(t, ctx, filepath.Join(bed.svc.TFTPRoot(), node.UUID, "config"))
 
-	vm := p.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
-	p.waitOff("inspection")
+	vm := p.l.Inspect(10*time.Minute).report(t, "inspection")
+	p.l.WaitOff("inspection")
 	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
 	inv, _ := data["inventory"].(map[string]any)
 	checkInventory(t, inv, p.m)
@@ -72,8 +72,8 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 	}
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
 
-	vm = p.phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
-	p.waitOff("cleaning")
+	vm = p.l.Provide(10*time.Minute).report(t, "cleaning")
+	p.l.WaitOff("cleaning")
 	cmdline = p.checkGRUBBoot(vm, grub.last())
 	checkParam(t, cmdline, "ipa-api-url", "http://"+pxeNet.Addr().String()+":6385")
 	checkParsed(t, vm, "api_url", "global_request_id")

@@ -14,7 +14,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
-	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // applyRAIDStep is the deploy step that builds software RAID at deploy
@@ -66,13 +65,14 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	s := services(t)
 	macs := newMACs(t)
 	m := raidMachine(t, "uefi", newAgentPort(t), macs, raidLayout{disks: 2, sizeMB: 3 << 10})
-	uuid := raidNode(t, ctx, "uefi", macs, ironic.NodeSpec{Name: "vm-raid-apply-uefi", InspectInterface: s.inspectInterface()})
-	provision(t, ctx, s.ironic, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
-	ops := append(serveImage(t, &m, img),
+	lc := raidNode(t, ctx, m, macs, ironic.NodeSpec{Name: "vm-raid-apply-uefi", InspectInterface: s.inspectInterface()})
+	uuid := lc.node
+	lc.Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	ops := append(serveImage(t, &lc.machine, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info/root_gb", Value: "1"},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": "/dev/md0"}})
-	deployed := raidDeploy(t, ctx, m, uuid, ops, applyRAIDStep())
+	deployed := deployOntoMD0(lc, ops, applyRAIDStep())
 
 	if _, ok := deployed.Find(logtext.Msg(agent.EventExecutingStep) + ` kind=deploy step=apply_configuration`); !ok {
 		t.Errorf("the agent did not run apply_configuration as a deploy step")
@@ -116,24 +116,11 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 	// What an inspection reports afterwards: the agent assembles the
 	// arrays at start (as IPA's initialize) and lists the RAID-1 as a
 	// disk (md127 then, with no mdadm.conf) beside its holders.
-	for _, to := range []struct {
-		target nodes.TargetProvisionState
-		state  string
-	}{{nodes.TargetDeleted, "available"}, {nodes.TargetManage, "manageable"}, {nodes.TargetInspect, "inspect wait"}} {
-		if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: to.target}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.ironic.WaitState(ctx, uuid, to.state, 2*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start := time.Now()
-	m.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, m, qemu.Options{})
-	if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm.Kill()
+	lc.Change(nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, 2*time.Minute)
+	lc.Change(nodes.ProvisionStateOpts{Target: nodes.TargetManage}, 2*time.Minute)
+	lc.machine.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
+	inspection := lc.Inspect(5 * time.Minute)
+	lc.Stop()
 	disks, _ := inspectedInventory(t, ctx, s, uuid)["disks"].([]any)
 	sizes := map[string]float64{}
 	for _, d := range disks {
@@ -142,7 +129,7 @@ func TestVMSoftwareRAIDApplyUEFI(t *testing.T) {
 		sizes[name], _ = dm["size"].(float64)
 	}
 	t.Logf("inspection: inventory disks %v", sizes)
-	reportSeconds(t, time.Since(start), "inspection_s")
+	reportSeconds(t, inspection.Took, "inspection_s")
 	root := false
 	for name, size := range sizes {
 		// The RAID-1 holds each holder's disk from 551 MiB on: a little
@@ -185,7 +172,8 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 
 	macs := newMACs(t)
 	m := raidMachine(t, "bios", newAgentPort(t), macs, raidLayout{disks: 2, sizeMB: 2 << 10})
-	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-service"})
+	lc := raidNode(t, ctx, m, macs, ironic.NodeSpec{Name: "vm-raid-service"})
+	uuid := lc.node
 	// Adoption takes the node to active without a deploy; the deploy
 	// interface validates the image (Ironic asks the HTTP server for it).
 	ops := append(serveImage(t, &m, make([]byte, 1<<20)),
@@ -230,8 +218,9 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 
 	// 2. After burnin_cpu, with the agent up.
 	start = time.Now()
-	vm := bootFor(t, ctx, api, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetService,
-		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}}, m, qemu.Options{})
+	lc.ironic = api
+	vm := lc.Start(nodes.ProvisionStateOpts{Target: nodes.TargetService,
+		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}})
 	serviced(start, "servicing with burnin_cpu, apply_configuration", "step returned invalid value: wait call-back")
 	if _, ok := vm.Find(`Malformed deploy_step, no \"step\" key: {}`); !ok {
 		t.Errorf("the agent did not fail Ironic's empty deploy step as malformed")

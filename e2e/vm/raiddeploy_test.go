@@ -80,15 +80,16 @@ func raidMachine(t *testing.T, fw string, port int, macs [2]string, l raidLayout
 
 // raidNode enrolls the node of a RAID test for machine m: raid_interface
 // agent, automated cleaning off, and (BIOS) the noop management
-// interface; spec names it and may ask for an inspect interface.
-func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec ironic.NodeSpec) string {
+// interface; spec names it and may ask for an inspect interface. It
+// returns the node's lifecycle, fake power booting m.
+func raidNode(t *testing.T, ctx context.Context, m qemu.Machine, macs [2]string, spec ironic.NodeSpec) *lifecycle {
 	s := services(t)
 	noClean := false
 	spec.AutomatedClean = &noClean
-	spec.Properties = map[string]any{"capabilities": "boot_mode:" + fw}
-	node := enroll(t, ctx, s, spec, macs)
+	spec.Properties = map[string]any{"capabilities": "boot_mode:" + string(m.Firmware)}
+	node := ironic.Enroll(t, ctx, s.ironic, spec, macs[:]...)
 	ifaces := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/raid_interface", Value: "agent"}}
-	if fw == "bios" {
+	if m.Firmware == qemu.BIOS {
 		// At the end of a BIOS deploy Ironic sets the boot device to
 		// disk, which the fake management interface refuses.
 		ifaces = append(ifaces, nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"})
@@ -96,40 +97,30 @@ func raidNode(t *testing.T, ctx context.Context, fw string, macs [2]string, spec
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ifaces).Err; err != nil {
 		t.Fatal(err)
 	}
-	return node.UUID
+	return kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
 }
 
-// raidClean sets the node's target_raid_config to config (nil: leaves it)
-// and runs a manual cleaning with steps in machine m, which it boots and
-// kills. It returns the node as cleaning left it and the agent's VM.
-func raidClean(t *testing.T, ctx context.Context, m qemu.Machine, uuid string, config *nodes.RAIDConfigOpts, steps ...nodes.CleanStep) (*nodes.Node, *qemu.VM) {
-	s := services(t)
+// raidCleaning sets the node's target_raid_config to config (nil: leaves
+// it) and has l run a manual cleaning with steps, reported as
+// manual_cleaning_<steps>_s; the boot is stopped after it (the fake power
+// interface cannot power the VM off).
+func raidCleaning(l *lifecycle, config *nodes.RAIDConfigOpts, steps ...nodes.CleanStep) step {
+	t := l.t
+	t.Helper()
 	if config != nil {
-		if err := nodes.SetRAIDConfig(ctx, s.ironic.Service, uuid, *config).ExtractErr(); err != nil {
+		if err := nodes.SetRAIDConfig(l.ctx, l.ironic.Service, l.node, *config).ExtractErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: steps}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, qemu.Options{})
-	n, err := s.ironic.WaitState(ctx, uuid, "manageable", 10*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cleaning := l.Clean(10*time.Minute, steps...)
 	var names []string
 	for _, st := range steps {
 		names = append(names, st.Step)
 	}
-	t.Logf("%s: manual cleaning (%s)", m.Firmware, strings.Join(names, ", "))
-	reportSeconds(t, time.Since(start), "manual_cleaning_"+strings.Join(names, "_")+"_s")
-	// The fake power interface cannot power the VM off.
-	vm.Kill()
-	return n, vm
+	t.Logf("%s: manual cleaning (%s)", l.machine.Firmware, strings.Join(names, ", "))
+	reportSeconds(t, cleaning.Took, "manual_cleaning_"+strings.Join(names, "_")+"_s")
+	l.Stop()
+	return cleaning
 }
 
 // metal3CleanSteps are the manual cleaning Metal3 runs for a host with
@@ -148,65 +139,51 @@ func metal3CleanSteps() []nodes.CleanStep {
 // steps (delete_configuration, erase_devices_metadata,
 // create_configuration), provide, and a deploy of img with root-device
 // hints naming the RAID-1 (/dev/md0). It returns the machine, powered
-// off by the agent at the end of the deploy, the deploy's VM and the node.
-func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, l raidLayout, img []byte, extra nodes.UpdateOpts) (qemu.Machine, *qemu.VM, string) {
-	s := services(t)
-	m := raidMachine(t, fw, port, macs, l)
-	uuid := raidNode(t, ctx, fw, macs, ironic.NodeSpec{Name: "vm-raid-" + fw})
-	n, vm := raidClean(t, ctx, m, uuid, &l.config, metal3CleanSteps()...)
-	if lds, _ := n.RAIDConfig["logical_disks"].([]any); len(lds) != len(l.config.LogicalDisks) {
-		t.Errorf("node raid_config after cleaning = %v, want the %d logical disks", n.RAIDConfig, len(l.config.LogicalDisks))
+// off by the agent at the end of the deploy, the deploy's VM and the
+// node's lifecycle.
+func raidCleanAndDeploy(t *testing.T, ctx context.Context, fw string, port int, macs [2]string, layout raidLayout, img []byte, extra nodes.UpdateOpts) (qemu.Machine, *qemu.VM, *lifecycle) {
+	m := raidMachine(t, fw, port, macs, layout)
+	l := raidNode(t, ctx, m, macs, ironic.NodeSpec{Name: "vm-raid-" + fw})
+	cleaning := raidCleaning(l, &layout.config, metal3CleanSteps()...)
+	if lds, _ := cleaning.Node.RAIDConfig["logical_disks"].([]any); len(lds) != len(layout.config.LogicalDisks) {
+		t.Errorf("node raid_config after cleaning = %v, want the %d logical disks", cleaning.Node.RAIDConfig, len(layout.config.LogicalDisks))
 	}
-	for i := range l.config.LogicalDisks {
+	for i := range layout.config.LogicalDisks {
 		want := logtext.Msg(raid.EventCreatingMD) + fmt.Sprintf(" device=/dev/md%d", i)
-		if _, ok := vm.Find(want); !ok {
+		if _, ok := cleaning.VM.Find(want); !ok {
 			t.Errorf("the agent's log has no %q", want)
 		}
 	}
 
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "available", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	ops := append(serveImage(t, &m, img),
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	ops := append(serveImage(t, &l.machine, img),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"name": "/dev/md0"}})
-	return m, raidDeploy(t, ctx, m, uuid, append(ops, extra...)), uuid
+	return l.machine, deployOntoMD0(l, append(ops, extra...)), l
 }
 
-// raidDeploy applies ops to the available node and deploys it onto its
-// root-device hints (/dev/md0) in machine m, with the deploy steps steps
-// besides the usual ones. It returns the deploy's VM, powered off by the
-// agent.
-func raidDeploy(t *testing.T, ctx context.Context, m qemu.Machine, uuid string, ops nodes.UpdateOpts, steps ...nodes.DeployStep) *qemu.VM {
-	s := services(t)
-	if err := nodes.Update(ctx, s.ironic.Service, uuid, ops).Err; err != nil {
+// deployOntoMD0 applies ops to the available node and has l deploy it
+// onto its root-device hints (/dev/md0), with the deploy steps steps
+// besides the usual ones, reported as deploy_md0_s. It returns the
+// deploy's VM, powered off by the agent.
+func deployOntoMD0(l *lifecycle, ops nodes.UpdateOpts, steps ...nodes.DeployStep) *qemu.VM {
+	t := l.t
+	t.Helper()
+	if err := nodes.Update(l.ctx, l.ironic.Service, l.node, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: steps}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "wait call-back", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm := boot(t, ctx, m, qemu.Options{})
-	if _, err := s.ironic.WaitState(ctx, uuid, "active", 8*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	reportSeconds(t, time.Since(start), "deploy_md0_s")
-	for _, l := range vm.Lines() {
-		if strings.Contains(l.Text, "/dev/md") && (strings.Contains(l.Text, "image") || strings.Contains(l.Text, "ESP") ||
-			strings.Contains(l.Text, "EFI") || strings.Contains(l.Text, "GRUB") || strings.Contains(l.Text, "boot partition") ||
-			strings.Contains(l.Text, "partition")) {
-			t.Logf("agent: %s", l.Text)
+	deploy := l.Deploy(8*time.Minute, steps...)
+	reportSeconds(t, deploy.Took, "deploy_md0_s")
+	for _, line := range deploy.VM.Lines() {
+		if strings.Contains(line.Text, "/dev/md") && (strings.Contains(line.Text, "image") || strings.Contains(line.Text, "ESP") ||
+			strings.Contains(line.Text, "EFI") || strings.Contains(line.Text, "GRUB") || strings.Contains(line.Text, "boot partition") ||
+			strings.Contains(line.Text, "partition")) {
+			t.Logf("agent: %s", line.Text)
 		}
 	}
-	if err := vm.Wait(ctx); err != nil {
+	if err := deploy.VM.Wait(l.ctx); err != nil {
 		t.Fatal(err)
 	}
-	return vm
+	return deploy.VM
 }
 
 // bootDisks boots the deployed machine from its disks (no ramdisk), with
@@ -299,7 +276,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	img := deployedOSImage(t, ctx, (*osimage.OS).UEFIDisk)
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "uefi", newAgentPort(t), newMACs(t), twoDiskRAID(), img, nil)
+	m, deployed, lc := raidCleanAndDeploy(t, ctx, "uefi", newAgentPort(t), newMACs(t), twoDiskRAID(), img, nil)
 	if _, ok := deployed.Find(logtext.Msg(bootloader.EventRelocatingESP) + ` from=/dev/md0p1`); !ok {
 		t.Errorf("the agent did not move the image's ESP from /dev/md0p1 to a mirror")
 	}
@@ -316,7 +293,7 @@ func TestVMDeploySoftwareRAIDUEFI(t *testing.T) {
 	if got := bootedFrom([]string{other}); got != other {
 		t.Errorf("with %s removed, the OS came through the entry of %s's ESP, want %s's", first, got, other)
 	}
-	raidUndeployAndClean(t, ctx, m, uuid)
+	raidUndeployAndClean(t, ctx, lc)
 }
 
 // holderESPs checks that each of the holder disks ids has an ESP (type
@@ -451,8 +428,8 @@ func noMDSuperblocks(t *testing.T, ctx context.Context, m qemu.Machine, before [
 // deploy left (the arrays' members: metadata 1.2 for the data arrays, 1.0
 // for the ESP mirror), holds an md superblock at the place of any
 // version, and mdadm finds none on the disks.
-func raidUndeployAndClean(t *testing.T, ctx context.Context, m qemu.Machine, uuid string) {
-	s := services(t)
+func raidUndeployAndClean(t *testing.T, ctx context.Context, l *lifecycle) {
+	m := l.machine
 	regions := mdRegions(t, m)
 	members := 0
 	for _, r := range regions {
@@ -463,19 +440,9 @@ func raidUndeployAndClean(t *testing.T, ctx context.Context, m qemu.Machine, uui
 	if members != 6 {
 		t.Errorf("before cleaning: %d partitions carry an md superblock, want 6 (the root, data and ESP arrays' members)", members)
 	}
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "available", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "manageable", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	raidClean(t, ctx, m, uuid, nil,
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, 2*time.Minute)
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute)
+	raidCleaning(l, nil,
 		nodes.CleanStep{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
 		nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
 	noMDSuperblocks(t, ctx, m, regions)
@@ -534,7 +501,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	o, dir := deployedOS(t, ctx)
 	img, rootUUID := softwareRAIDImage(t, ctx, o, dir)
 	l := raidLayout{disks: 2, sizeMB: 3 << 10, config: metal3SoftwareRAID(2)}
-	m, deployed, uuid := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
+	m, deployed, lc := raidCleanAndDeploy(t, ctx, "bios", newAgentPort(t), newMACs(t), l, img, rootfsUUID(rootUUID))
 	for _, holder := range []string{"/dev/vda", "/dev/vdb"} {
 		if _, ok := deployed.Find(logtext.Msg(bootloader.EventInstallingGRUB2) + ` device=` + holder); !ok {
 			t.Errorf("the agent did not install GRUB on %s", holder)
@@ -545,13 +512,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	}
 
 	// The partition image onto the same arrays.
-	s := services(t)
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "available", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	lc.Change(nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, 2*time.Minute)
 	part, partImg := deployedOSPartitionImage(t, ctx, o, dir)
 	partUUID, err := blockdev.BlockUUID(part)
 	if err != nil {
@@ -564,7 +525,7 @@ func TestVMDeploySoftwareRAIDBIOS(t *testing.T) {
 	ops := append(imageInfo("http://"+addr+"/root.img", partImg),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_type", Value: "partition"},
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info/root_gb", Value: "1"})
-	deployed = raidDeploy(t, ctx, m, uuid, append(ops, rootfsUUID(partUUID)...))
+	deployed = deployOntoMD0(lc, append(ops, rootfsUUID(partUUID)...))
 	if l, ok := deployed.Find(logtext.Msg(agent.EventPartitionImageWritten) + ` device=/dev/md0 `); !ok || !strings.Contains(l.Text, "/dev/md0p1") {
 		t.Errorf("the partition image was not laid out on /dev/md0 with its root on /dev/md0p1: %q", l.Text)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
-	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // metal3RAID10 is the other layout Metal3 allows beside metal3SoftwareRAID:
@@ -220,7 +219,8 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 	l := raidLayout{disks: 4, sizeMB: 1536, config: raidParityConfig(nodes.RAID5, "vda", "vdb", "vdc")}
 	m := raidMachine(t, "bios", newAgentPort(t), macs, l)
 	agentAppend := m.Append
-	uuid := raidNode(t, ctx, "bios", macs, ironic.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
+	lc := raidNode(t, ctx, m, macs, ironic.NodeSpec{Name: "vm-raid-parity", InspectInterface: s.inspectInterface()})
+	uuid := lc.node
 
 	var regions []mdRegion
 	for _, c := range []struct {
@@ -235,8 +235,9 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 			{Interface: nodes.InterfaceRAID, Step: "create_configuration"},
 		}},
 	} {
-		m.Append = agentAppend
-		n, vm := raidClean(t, ctx, m, uuid, &c.config, c.steps...)
+		lc.machine.Append = agentAppend
+		cleaning := raidCleaning(lc, &c.config, c.steps...)
+		n, vm := cleaning.Node, cleaning.VM
 		var levels []string
 		lds, _ := n.RAIDConfig["logical_disks"].([]any)
 		for _, ld := range lds {
@@ -293,20 +294,9 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 		// What an inspection reports: both arrays as disks (the agent
 		// assembles them at start, as IPA's initialize; mdadm names them
 		// md127 and md126 then, with no mdadm.conf), and their members.
-		if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.ironic.WaitState(ctx, uuid, "inspect wait", time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		m.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
-		vm = boot(t, ctx, m, qemu.Options{})
-		if _, err := s.ironic.WaitState(ctx, uuid, "manageable", 5*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		reportSeconds(t, time.Since(start), "raid", c.level, "inspection_s")
-		vm.Kill()
+		lc.machine.Append = s.inspectionArgs() + " ipa-disk-wait-attempts=1 no_timer_check ironic_agent.dhcp=" + macs[0]
+		reportSeconds(t, lc.Inspect(5*time.Minute).Took, "raid", c.level, "inspection_s")
+		lc.Stop()
 		sizes := map[string]int64{}
 		disks, _ := inspectedInventory(t, ctx, s, uuid)["disks"].([]any)
 		for _, d := range disks {
@@ -333,8 +323,8 @@ func TestVMSoftwareRAIDParity(t *testing.T) {
 			}
 		}
 	}
-	m.Append = agentAppend
-	raidClean(t, ctx, m, uuid, nil,
+	lc.machine.Append = agentAppend
+	raidCleaning(lc, nil,
 		nodes.CleanStep{Interface: nodes.InterfaceRAID, Step: "delete_configuration"},
 		nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
 	noMDSuperblocks(t, ctx, m, regions)

@@ -41,6 +41,8 @@ type redfishNode struct {
 	node *nodes.Node
 	mac  string
 	disk string
+	// l drives the node: Redfish power, virtual media.
+	l *lifecycle
 }
 
 // redfishMAC is the MAC of redfishNode n's NIC.
@@ -133,7 +135,8 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	}
 	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
-	r.node = enroll(t, ctx, r.s, spec, [2]string{r.mac, ""})
+	r.node = ironic.Enroll(t, ctx, r.s.ironic, spec, r.mac)
+	r.l = &lifecycle{t: t, ctx: ctx, ironic: r.s.ironic, node: r.node.UUID, power: redfishPower, boot: virtualMedia, bmc: r.bmc}
 	if networkData != nil {
 		// network_data is API 1.66.
 		svc := *r.s.ironic.Service
@@ -172,17 +175,6 @@ func redfishESP(t *testing.T, ctx context.Context) string {
 	}
 	return esp
 }
-
-// phase has Ironic take the node to target and waits for state want; it
-// returns the VM of the first power-on on the way.
-func (r *redfishNode) phase(what string, target nodes.TargetProvisionState, want string, timeout time.Duration) *qemu.VM {
-	r.t.Helper()
-	return bmcPhase(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what, nodes.ProvisionStateOpts{Target: target}, want, timeout)
-}
-
-// waitOff waits until Ironic reports the node off after what, and checks
-// the machine is.
-func (r *redfishNode) waitOff(what string) { waitNodeOff(r.t, r.ctx, r.s, r.node.UUID, r.bmc, what) }
 
 // isoBoot is what Ironic put into the ISO vm booted from.
 type isoBoot struct {
@@ -350,8 +342,8 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 
 	// Inspection: Ironic's inspector interface has the boot interface
 	// build the ISO with the inspection callback and powers on.
-	vm := r.phase("inspection", nodes.TargetInspect, "manageable", 10*time.Minute)
-	r.waitOff("inspection")
+	vm := r.l.Inspect(10*time.Minute).report(t, "inspection")
+	r.l.WaitOff("inspection")
 	ib := r.checkISOBoot(vm)
 	checkParam(t, ib.cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
@@ -372,8 +364,8 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 
 	// Cleaning: a new ISO with the API URL and the token Ironic made
 	// before the boot (virtual media's pregenerated token).
-	vm = r.phase("cleaning", nodes.TargetProvide, "available", 10*time.Minute)
-	r.waitOff("cleaning")
+	vm = r.l.Provide(10*time.Minute).report(t, "cleaning")
+	r.l.WaitOff("cleaning")
 	ib = r.checkISOBoot(vm)
 	checkParam(t, ib.cmdline, "ipa-api-url", ironicURL)
 	if tok := kernelParam(ib.cmdline, "ipa-agent-token"); len(tok) < 32 {
@@ -394,7 +386,7 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 	// override to Hdd (Continuous) and powers the disk on.
 	img := setDeployImage(t, ctx, s, r.bed, r.node.UUID, fw, m.Dir, fmt.Sprintf("redfish-image-%s-%d.raw", fw, n))
 	bootsBefore := r.bmc.Boots()
-	vm = r.phase("deploy", nodes.TargetActive, "active", 10*time.Minute)
+	vm = r.l.Deploy(10*time.Minute).report(t, "deploy")
 	ib = r.checkISOBoot(vm)
 	checkNetwork("deploy", vm, ib, true)
 	if !r.bmc.On() || r.bmc.Boots() != bootsBefore+2 {

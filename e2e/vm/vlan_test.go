@@ -30,7 +30,7 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 	netnstest.StartDnsmasq(t, ns.Name, ns.Tap, "--dhcp-range=10.98.0.50,10.98.0.60,10m", "--no-ping",
 		"--dhcp-host="+macs[0]+","+guest)
 	var switches []*netbed.BondSwitch
-	runNetnsLifecycle(t, ctx, rd, netnsLifecycle{
+	netnsInspectCleanDeploy(t, ctx, rd, netnsScenario{
 		name: "vlan", ns: ns, host: host, urlHost: host, macs: macs,
 		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICStream},
 		agentURL: "https://" + guest + ":9999",

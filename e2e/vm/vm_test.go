@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/ironic-go/ironic-agent/agent"
@@ -194,28 +193,28 @@ func TestVMInspectCleanBIOS(t *testing.T) {
 		writeAt(t, p, 16<<20, pattern(4096, 0x5a))
 	}
 
-	node := enroll(t, ctx, s, ironic.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
-		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs)
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-bios", InspectInterface: s.inspectInterface(),
+		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 
 	// (a) inspection.
-	vm, took := provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, m, qemu.Options{}, 5*time.Minute)
-	reportSeconds(t, took, "inspection_s")
-	reportAgentStarted(t, vm, "bios", "inspection_agent_started_uptime_s")
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	inspection := l.Inspect(5 * time.Minute)
+	reportSeconds(t, inspection.Took, "inspection_s")
+	reportAgentStarted(t, inspection.VM, "bios", "inspection_agent_started_uptime_s")
 	checkInventory(t, inspectedInventory(t, ctx, s, node.UUID), m)
 
-	// Inspector ends inspection by powering the node off; the fake power
-	// interface cannot, so the test does. Cleaning boots the ramdisk
-	// afresh, as Ironic's PXE boot would (no inspection callback).
-	vm.Kill()
-
 	// (c) automated cleaning: erase_devices_metadata (priority 99).
-	m.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
-	vm, took = provisionBoot(t, ctx, s.ironic, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, m, qemu.Options{}, 6*time.Minute)
+	// Inspector ends inspection by powering the node off; the fake power
+	// interface cannot, so the driver stops that boot and boots the
+	// ramdisk afresh, as Ironic's PXE boot would (no inspection callback).
+	l.machine.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
+	cleaning := l.Provide(6 * time.Minute)
+	vm := cleaning.VM
 	hb := "?"
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	reportSecondsLimit(t, took, cleaningFloor(), "cleaning_s")
+	reportSecondsLimit(t, cleaning.Took, cleaningFloor(), "cleaning_s")
 	reportFirstHeartbeat(t, "bios", hb, "cleaning_first_heartbeat_s")
 	reportAgentStarted(t, vm, "bios", "cleaning_agent_started_uptime_s")
 	// The disk files are read while QEMU has them open; stop it first.
