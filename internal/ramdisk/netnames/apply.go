@@ -3,7 +3,6 @@ package netnames
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 )
 
@@ -36,14 +35,27 @@ type Result struct {
 // class/net, in name order. An interface that cannot be read is an error
 // naming it; the others are still planned.
 func Plans(sysRoot string, scheme Scheme, policies bool) ([]Plan, []error) {
-	ents, err := os.ReadDir(sysRoot + "/class/net")
+	return plans(sysfs{root: sysRoot}, scheme, policies)
+}
+
+// Trace tells visit every path below sysRoot that naming the NICs reads
+// under the newest scheme (dir: a directory listed), so a capture of a
+// machine (collector.Capture) holds what udev's net_id needs to name its
+// NICs again.
+func Trace(sysRoot string, visit func(rel string, dir bool)) []error {
+	_, errs := plans(sysfs{root: sysRoot, visit: visit}, schemes[len(schemes)-1], true)
+	return errs
+}
+
+func plans(s sysfs, scheme Scheme, policies bool) ([]Plan, []error) {
+	ents, err := s.list("class/net")
 	if err != nil {
 		return nil, []error{fmt.Errorf("netnames: %w", err)}
 	}
 	var plans []Plan
 	var errs []error
 	for _, e := range ents {
-		id, err := Compute(sysRoot, e.Name(), scheme)
+		id, err := compute(s, e.Name(), scheme)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -3,7 +3,6 @@ package netnames
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -68,10 +67,14 @@ var specialUSB = []struct {
 // at all (no class/net entry); a name net_id cannot compute is left "", as
 // udev leaves the property unset.
 func Compute(sysRoot, ifname string, scheme Scheme) (ID, error) {
-	s := sysfs{root: sysRoot}
+	return compute(sysfs{root: sysRoot}, ifname, scheme)
+}
+
+func compute(s sysfs, ifname string, scheme Scheme) (ID, error) {
 	if ifname == "" || strings.ContainsAny(ifname, "/") || ifname == "." || ifname == ".." {
 		return ID{}, fmt.Errorf("netnames: interface name %q is not one", ifname)
 	}
+	s.seen("class/net/"+ifname, false)
 	dev, err := s.resolve("class/net/" + ifname)
 	if err != nil {
 		return ID{}, fmt.Errorf("netnames: %s: %w", ifname, err)
@@ -301,7 +304,7 @@ func (n *netID) virtfn(pcidev string) (pf, suffix string, ok bool) {
 	if err != nil {
 		return "", "", false
 	}
-	ents, err := os.ReadDir(n.s.root + "/" + pf)
+	ents, err := n.s.list(pf)
 	if err != nil {
 		return "", "", false
 	}
@@ -536,7 +539,7 @@ func (n *netID) sun(dev string) (uint32, bool) {
 // pcidev's or a parent PCI device's; noDomain when s390's function_id
 // found it (its slot names carry no domain).
 func (n *netID) hotplugSlot(pcidev string) (slot uint32, noDomain, ok bool) {
-	ents, err := os.ReadDir(n.s.root + "/bus/pci/slots")
+	ents, err := n.s.list("bus/pci/slots")
 	if err != nil {
 		return 0, false, false
 	}

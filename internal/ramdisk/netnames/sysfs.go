@@ -15,7 +15,28 @@ import (
 // followed by this code, never by the kernel, so a link pointing out of
 // the tree (a fixture's, or a hostile one) is an error, not a read of the
 // host's files.
-type sysfs struct{ root string }
+type sysfs struct {
+	root string
+	// visit, when set, is told every path read below root (dir: listed),
+	// so a capture can copy what naming needs (see Trace).
+	visit func(rel string, dir bool)
+}
+
+func (s sysfs) seen(rel string, dir bool) {
+	if s.visit != nil {
+		s.visit(rel, dir)
+	}
+}
+
+// list returns the entries of directory rel, sorted by name.
+func (s sysfs) list(rel string) ([]os.DirEntry, error) {
+	s.seen(rel, true)
+	p, err := s.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(filepath.Join(s.root, filepath.FromSlash(p)))
+}
 
 // maxLinks bounds the links followed in one path, as the kernel's 40.
 const maxLinks = 40
@@ -70,6 +91,7 @@ func (s sysfs) resolve(p string) (string, error) {
 // newline (as sd-device reads one); ok is false when it cannot be read,
 // which for sysfs includes attributes the driver does not support.
 func (s sysfs) read(dev, name string) (string, bool) {
+	s.seen(dev+"/"+name, false)
 	p, err := s.resolve(dev + "/" + name)
 	if err != nil {
 		return "", false
@@ -84,6 +106,7 @@ func (s sysfs) read(dev, name string) (string, bool) {
 // readBytes returns up to n bytes of attribute name (binary ones: a PCI
 // function's config space).
 func (s sysfs) readBytes(dev, name string, n int) ([]byte, bool) {
+	s.seen(dev+"/"+name, false)
 	p, err := s.resolve(dev + "/" + name)
 	if err != nil {
 		return nil, false
@@ -100,6 +123,7 @@ func (s sysfs) readBytes(dev, name string, n int) ([]byte, bool) {
 
 // exists reports whether p (relative to dev) is there, links followed.
 func (s sysfs) exists(dev, name string) bool {
+	s.seen(dev+"/"+name, false)
 	p, err := s.resolve(dev + "/" + name)
 	if err != nil {
 		return false
@@ -110,6 +134,7 @@ func (s sysfs) exists(dev, name string) bool {
 
 // subsystem is the name of the subsystem dev belongs to ("" for none).
 func (s sysfs) subsystem(dev string) string {
+	s.seen(dev+"/subsystem", false)
 	p, err := s.resolve(dev + "/subsystem")
 	if err != nil {
 		return ""

@@ -1,7 +1,6 @@
 package netnames
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -13,30 +12,12 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netid"
 )
 
 // udevadmRun runs `udevadm test-builtin net_id` on iface of the sysfs tree
 // sys ("" for the machine's) under scheme and returns its properties.
 type udevadmRun func(t *testing.T, sys, iface, scheme string) map[string]string
-
-// parseProps reads udevadm's KEY=VALUE lines.
-func parseProps(out []byte) map[string]string {
-	props := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.HasPrefix(k, "ID_NET_") {
-			props[k] = v
-		}
-	}
-	return props
-}
-
-// udevadmEnv: NET_NAMING_SCHEME wins over the kernel command line;
-// SYSTEMD_DEVICE_VERIFY_SYSFS=0 lets sd-device read a tree that is not
-// sysfs (systemd's own tests set it for theirs).
-func udevadmEnv(scheme string) []string {
-	return []string{"NET_NAMING_SCHEME=" + scheme, "SYSTEMD_DEVICE_VERIFY_SYSFS=0"}
-}
 
 // hostUdevadm is the host's udevadm (Debian bookworm: systemd 252), in a
 // private mount namespace with the tree bound over /sys there only.
@@ -58,14 +39,14 @@ func hostUdevadm(t *testing.T) udevadmRun {
 			cmd = exec.CommandContext(ctx, "unshare", append([]string{"--mount", "--propagation", "private", "--",
 				"sh", "-ec", `mount --bind "$1" /sys; shift; exec "$@"`, "sh", sys}, argv...)...)
 		}
-		cmd.Env = append(os.Environ(), udevadmEnv(scheme)...)
+		cmd.Env = append(os.Environ(), netid.Env(scheme)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("udevadm on %s of %s: %v: %s", iface, sys, err, stderr.Bytes())
 		}
-		return parseProps(out)
+		return netid.Props(out)
 	}
 }
 
@@ -88,12 +69,11 @@ func forkyUdevadm(t *testing.T) udevadmRun {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		out, err := ironic.OutputWithSys(ctx, rfs.Dir, sys, udevadmEnv(scheme),
-			"udevadm", "test-builtin", "net_id", "/sys/class/net/"+iface)
+		props, err := netid.InRoot(ctx, rfs.Dir, sys, iface, scheme)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return parseProps(out)
+		return props
 	}
 }
 
