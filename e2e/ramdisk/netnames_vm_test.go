@@ -23,10 +23,12 @@ import (
 )
 
 // nicPlacements are NICs where servers have them, beside the harness's
-// first NIC (virtio on the root bus, the capture's way out): a NIC with
-// an ACPI index, a card in a PCIe slot, a two-function card, and a NIC
-// behind a PCI bridge in a PCIe slot. Each is the QEMU devices down to
-// the NIC; the addresses stay clear of the harness's (0x03 on).
+// first NIC (virtio on the root bus, the capture's way out): NICs with an
+// ACPI index on the root bus (where q35 gives the guest none) and in a
+// root port (onboard: eno2), a card in a PCIe slot, a two-function card,
+// and a NIC behind a PCI bridge in a PCIe slot (the bridge's SHPC slot 1:
+// ens1). Each is the QEMU devices down to the NIC; the addresses stay
+// clear of the harness's (0x03 on).
 var nicPlacements = []struct {
 	mac     string
 	devices []string
@@ -37,6 +39,7 @@ var nicPlacements = []struct {
 	{"52:54:00:aa:00:04", []string{"virtio-net-pci,addr=0x12.1"}},
 	{"52:54:00:aa:00:05", []string{"pcie-root-port,id=rp2,bus=pcie.0,addr=0x13,chassis=2,slot=6",
 		"pcie-pci-bridge,id=br1,bus=rp2", "e1000,bus=br1,addr=0x1"}},
+	{"52:54:00:aa:00:06", []string{"pcie-root-port,id=rp3,bus=pcie.0,addr=0x14,chassis=3,slot=7", "e1000e,bus=rp3,acpi-index=2"}},
 }
 
 // nicNamesMachine is the machine of nicPlacements.
@@ -94,6 +97,14 @@ func TestNICNamesInVM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The machine keeps exercising every kind of name.
+		for _, why := range []string{"onboard", "slot", "path"} {
+			if !slices.ContainsFunc(vm.Lines(), func(l qemu.Line) bool {
+				return strings.Contains(l.Text, logtext.Msg(rdinit.EventNICRenamed)) && strings.Contains(l.Text, `why="99-default.link: `+why+`"`)
+			}) {
+				t.Errorf("no NIC named by its %s name", why)
+			}
+		}
 		logNaming(t, vm)
 		dir := filepath.Join(t.TempDir(), "fixture")
 		if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
@@ -149,7 +160,7 @@ func TestNICNamesInVM(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		if want := []string{"eth0", "eth1", "eth2", "eth3", "eth4", "eth5"}; !slices.Equal(names, want) {
+		if want := []string{"eth0", "eth1", "eth2", "eth3", "eth4", "eth5", "eth6"}; !slices.Equal(names, want) {
 			t.Errorf("net.ifnames=0: inventory NIC names %q, want %q", names, want)
 		}
 	})
