@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -64,6 +65,15 @@ func Capture(ctx context.Context, dir string, opts Options, recorders ...Fixture
 
 	cp := &copier{src: "/", dst: rootDir}
 	var errs []error
+	// What udev's net_id reads to name the NICs (package netnames), so the
+	// tree can be named again, by netnames and by udevadm.
+	errs = append(errs, netnames.Trace("/sys", func(rel string, dir bool) {
+		k := accessRead
+		if dir {
+			k = accessDir
+		}
+		opts.trace.add("sys/"+rel, k)
+	})...)
 	paths := opts.trace.list()
 	// Files and links first, then directory listings fill in the entries
 	// nobody read as empty placeholders, so listings stay complete.

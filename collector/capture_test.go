@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 )
 
 // TestCaptureReproducesLive captures this machine and checks that the
@@ -64,6 +66,12 @@ func TestCaptureReproducesLive(t *testing.T) {
 	xt, xerrt := ExtraHardware(ctx, root, replayed)
 	if !reflect.DeepEqual(xl, xt) || (xerrl == nil) != (xerrt == nil) {
 		t.Errorf("ExtraHardware: tree %+v, %v; live %+v, %v", xt, xerrt, xl, xerrl)
+	}
+	// The tree holds what naming the NICs reads: the same names as here.
+	nlive, errl := netnames.Plans("/sys", netnames.Default(), true)
+	ntree, errt := netnames.Plans(filepath.Join(dir, "root", "sys"), netnames.Default(), true)
+	if !reflect.DeepEqual(nlive, ntree) || len(errl) != len(errt) {
+		t.Errorf("NIC names: tree %+v, %v; live %+v, %v", ntree, errt, nlive, errl)
 	}
 	saved, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
 	if err != nil || string(saved) != a.String() {

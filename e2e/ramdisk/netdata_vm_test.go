@@ -471,7 +471,9 @@ func netdataMachine(t *testing.T, rd *qemu.Ramdisk, doc string, iso bool, params
 	writeConfigDrive(t, m.DiskPath("config"), doc, iso)
 	m.NICs = nil
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.Append = params + " ipa-disk-wait-attempts=0 ironic_agent.exit=poweroff"
+	// net.ifnames=0: the checks name the NIC eth0 (TestNICNamesInVM
+	// covers the predictable names).
+	m.Append = params + " ipa-disk-wait-attempts=0 ironic_agent.exit=poweroff net.ifnames=0"
 	return m
 }
 

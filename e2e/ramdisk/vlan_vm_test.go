@@ -90,7 +90,9 @@ func vlanVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, param string, f
 	m.Disks = nil
 	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:21", Backend: "stream"}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	m.Append = param + " ironic_agent.cmd=inventory ironic_agent.exit=poweroff ironic_agent.dhcp_timeout=30"
+	// net.ifnames=0: the checks name the NIC eth0 (TestNICNamesInVM
+	// covers the predictable names).
+	m.Append = param + " ironic_agent.cmd=inventory ironic_agent.exit=poweroff ironic_agent.dhcp_timeout=30 net.ifnames=0"
 	vm, err := qemu.Start(ctx, m, qemu.Options{Tap: qemuEnd})
 	if err != nil {
 		t.Fatal(err)

@@ -71,13 +71,13 @@ func sideAgents(t *testing.T, fw string, macs [2]string) []sideAgent {
 		ipaInitrd = ipa.InitrdRaw
 	}
 	return []sideAgent{
-		// net.ifnames=0: the kernel's NIC names, as in our ramdisk (which has
-		// no udev to rename them), so what is keyed by name (lldp_raw,
-		// numa_topology's nics, inspector's interfaces) compares.
+		// net.ifnames=0 on both: the kernel's NIC names, so what is keyed
+		// by name (lldp_raw, numa_topology's nics, inspector's interfaces)
+		// compares with the recorded documents.
 		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), unpackedSize: size(ipa.InitrdRaw), extra: "net.ifnames=0",
 			heartbeatLine: "sleeping before next heartbeat"},
 		{name: "ours", kernel: ours.KernelFor(qemu.Firmware(fw)), initrd: ours.InitrdFor(qemu.Firmware(fw)), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
-			extra: "ironic_agent.dhcp=" + macs[0], heartbeatLine: "heartbeat successful"},
+			extra: "ironic_agent.dhcp=" + macs[0] + " net.ifnames=0", heartbeatLine: "heartbeat successful"},
 	}
 }
 

@@ -324,7 +324,7 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 			t.Logf("%s: %s", what, l.Text)
 			reportSeconds(t, l.At, what, "network_data_s")
 		}
-		if l, ok := vm.Find(logtext.Msg(netup.EventStaticAddress) + " "); !ok || !strings.Contains(l.Text, "link=eth0 address="+redfishStaticAddress+"/24") {
+		if l, ok := vm.Find(logtext.Msg(netup.EventStaticAddress) + " "); !ok || !strings.Contains(l.Text, " address="+redfishStaticAddress+"/24") {
 			t.Errorf("%s: the init did not set the static address: %q", what, l.Text)
 		}
 		if l, ok := vm.Find(logtext.Msg(agent.EventAPIListening)); lookup && (!ok || !strings.Contains(l.Text, "://"+redfishStaticAddress+":")) {

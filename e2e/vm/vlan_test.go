@@ -34,7 +34,8 @@ func TestVMVLANInspectCleanDeploy(t *testing.T) {
 		name: "vlan", ns: ns, host: host, urlHost: host, macs: macs,
 		nic:      qemu.NIC{Model: "virtio-net-pci", MAC: macs[0], Backend: qemu.NICStream},
 		agentURL: "https://" + guest + ":9999",
-		common:   fmt.Sprintf(" ipa-enable-vlan-interfaces=%s.%d ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60", macs[0], vid),
+		// net.ifnames=0: the checks name the VLAN link after the kernel's eth0.
+		common: fmt.Sprintf(" ipa-enable-vlan-interfaces=%s.%d ipa-disk-wait-attempts=2 ironic_agent.dhcp_timeout=60 net.ifnames=0", macs[0], vid),
 		boot: func(m *qemu.Machine) (qemu.Options, func()) {
 			sw, ends, err := netbed.StartBondSwitch(1, ns.File, vid, false)
 			if err != nil {

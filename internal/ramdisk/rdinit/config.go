@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 )
 
@@ -57,6 +58,15 @@ const (
 	ParamLLDPTimeout = netup.ParamLLDPTimeout // seconds to listen for LLDP (IPA's default 30)
 )
 
+// systemd's parameters for the NICs' names, which the init honours as
+// IPA's images' udev does (see package netnames). systemd reads a dash and
+// an underscore in a parameter's name as the same character.
+const (
+	ParamIfnames          = "net.ifnames"       // 0: keep the kernel's names (eth0, ...)
+	ParamNamingScheme     = "net.naming_scheme" // systemd's naming scheme (default: forky's, v261)
+	paramNamingSchemeDash = "net.naming-scheme" // the same, as systemd also spells it
+)
+
 // Param describes one kernel parameter the init reads, for the
 // configuration reference (tools/refdocs writes docs/configuration.md from
 // Params). Names and defaults are the constants ParseConfig uses, so the
@@ -88,6 +98,10 @@ func Params() []Param {
 		{ParamVLANs, "", "VLAN interfaces to create and run DHCP on before the agent starts: IFACE.VLAN, MAC.VLAN, IFACE or all (VLANs learnt from LLDP), comma-separated"},
 		{ParamCollectLLDP, "false", "with IFACE or all in " + ParamVLANs + ": learn the VLANs from LLDP"},
 		{ParamLLDPTimeout, secs(defaultLLDPWait), "seconds to listen for LLDP when learning VLANs"},
+		{ParamIfnames, "1", "0: keep the kernel's NIC names (eth0, ...) instead of systemd's predictable names (eno1, ens3, enp1s0, ...) as IPA's images give them; " +
+			"a Dell iDRAC's or IBM IMM's USB NIC is still named idrac or ibmimm, as udev's rules name it"},
+		{ParamNamingScheme, netnames.DefaultScheme, "systemd's naming scheme for the predictable names (also spelt " + paramNamingSchemeDash + "): latest or one of " +
+			strings.Join(netnames.SchemeNames(), ", ") + "; another is logged and the default used, as systemd does"},
 	}
 }
 
@@ -149,6 +163,13 @@ type Config struct {
 	// boot), as IPA's images decide (ironic-python-agent-builder's
 	// ironic-python-agent-resolve-configdrive.sh).
 	PublisherID string
+	// Ifnames renames the NICs as udev does in IPA's images (package
+	// netnames) under NamingScheme; net.ifnames=0 turns it off.
+	Ifnames      bool
+	NamingScheme netnames.Scheme
+	// NamingProblems are bad values of systemd's naming parameters: like
+	// systemd, the init says so and goes on with its default.
+	NamingProblems []error
 }
 
 // The ramdisk's own files, written by ParseConfig's configuration.
@@ -181,6 +202,7 @@ func ParseConfig(c Cmdline) (Config, error) {
 	// its own parameters' bad values), so a bad one of ours below cannot
 	// hide them.
 	cfg.VLANs, cfg.VLANProblems = netup.ParseVLANs(c[ParamVLANs])
+	cfg.Ifnames, cfg.NamingScheme, cfg.NamingProblems = parseNaming(c)
 	if v, ok := c[ParamCollectLLDP]; ok {
 		b, err := pyconv.ParseBool(v)
 		if err != nil {
@@ -285,6 +307,34 @@ func ParseConfig(c Cmdline) (Config, error) {
 		cfg.BootIF = mac
 	}
 	return cfg, nil
+}
+
+// parseNaming reads net.ifnames= (systemd's boolean; a bad value leaves
+// naming on, as systemd does) and net.naming_scheme= (an unknown scheme
+// gives the default, as systemd does), each bad value a problem to log.
+func parseNaming(c Cmdline) (on bool, scheme netnames.Scheme, problems []error) {
+	on, scheme = true, netnames.Default()
+	if v, ok := c[ParamIfnames]; ok {
+		switch strings.ToLower(v) {
+		case "0", "no", "n", "false", "f", "off":
+			on = false
+		case "1", "yes", "y", "true", "t", "on", "":
+		default:
+			problems = append(problems, fmt.Errorf("%s=%q: want a boolean (0 or 1); NICs renamed", ParamIfnames, v))
+		}
+	}
+	for _, k := range []string{ParamNamingScheme, paramNamingSchemeDash} {
+		v, ok := c[k]
+		if !ok {
+			continue
+		}
+		s, err := netnames.ParseScheme(v)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("%s=%q: %v; using %s", k, v, err, s.Name))
+		}
+		scheme = s
+	}
+	return on, scheme, problems
 }
 
 // lookForConfigDrive reports whether the init looks for a config drive's

@@ -159,3 +159,25 @@ func TestParseConfigVLANs(t *testing.T) {
 		t.Errorf("%+v %v", cfg, err)
 	}
 }
+
+func TestParseNaming(t *testing.T) {
+	for _, c := range []struct {
+		cmdline  string
+		on       bool
+		scheme   string
+		problems int
+	}{
+		{"", true, "v261", 0},
+		{"net.ifnames=0", false, "v261", 0},
+		{"net.ifnames=off net.naming_scheme=v255", false, "v255", 0},
+		{"net.naming-scheme=latest", true, "v261", 0},
+		{"net.ifnames=maybe net.naming-scheme=v256", true, "v261", 2},
+		// A bad parameter of the init's own stops its parsing, not this.
+		{"ironic_agent.exit=never net.naming_scheme=v247", true, "v247", 0},
+	} {
+		cfg, _ := ParseConfig(ParseCmdline(c.cmdline))
+		if cfg.Ifnames != c.on || cfg.NamingScheme.Name != c.scheme || len(cfg.NamingProblems) != c.problems {
+			t.Errorf("%q: ifnames %v scheme %s problems %v; want %v %s %d", c.cmdline, cfg.Ifnames, cfg.NamingScheme.Name, cfg.NamingProblems, c.on, c.scheme, c.problems)
+		}
+	}
+}

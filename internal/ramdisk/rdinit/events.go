@@ -12,6 +12,20 @@ const (
 	EventModule = "module"
 	// EventModulesLoaded is logged when the kernel modules are loaded.
 	EventModulesLoaded = "modules loaded"
+	// EventNICRenamed is logged for each NIC given its predictable name
+	// (link, name, why: the rule or policy).
+	EventNICRenamed = "NIC renamed"
+	// EventNICNotRenamed is logged for each NIC whose rename failed
+	// (link, name, why, error).
+	EventNICNotRenamed = "NIC not renamed"
+	// EventNICKept is logged for each NIC that keeps the kernel's name
+	// (link, why).
+	EventNICKept = "NIC keeps its name"
+	// EventNICNaming is logged for a NIC that could not be read or a bad
+	// naming parameter.
+	EventNICNaming = "NIC naming"
+	// EventNICsNamed is logged once the NICs are named.
+	EventNICsNamed = "NICs named"
 	// EventNetworkReady is logged when the network is up.
 	EventNetworkReady = "network ready"
 	// EventAgentStarted is logged when the init started the agent (its uptime).

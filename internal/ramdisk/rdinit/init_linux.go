@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 )
@@ -85,6 +86,11 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		}
 	}
 
+	// The NICs' names before anything reads them: the network set-up,
+	// the operator's parameters (ipa-enable-vlan-interfaces) and the
+	// agent's inventory name NICs as IPA's images do.
+	nameNICs(log, "/sys", cfg)
+
 	settled := make(chan int, 1)
 	go func() {
 		defer Recover(onPanic)
@@ -129,6 +135,38 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	log.Info("block devices settled", "count", blockCount, "uptime", logging.Uptime())
 	log.Info("starting agent", "init_seconds", logging.Seconds(time.Since(start)), "uptime", logging.Uptime())
 	return supervise(ctx, log, cfg, console, onPanic)
+}
+
+// nameNICs renames the NICs as udev does in IPA's images (package
+// netnames): net_id's names under cfg's naming scheme, by the policy of
+// systemd's .link files, unless net.ifnames=0. Every rename, and every
+// one that failed with its reason, is logged.
+func nameNICs(log *slog.Logger, sys string, cfg Config) {
+	for _, e := range cfg.NamingProblems {
+		log.Warn(EventNICNaming, "error", e)
+	}
+	plans, errs := netnames.Plans(sys, cfg.NamingScheme, cfg.Ifnames)
+	for _, e := range errs {
+		log.Warn(EventNICNaming, "error", e)
+	}
+	renamed := 0
+	for _, r := range netnames.Apply(netnames.Netlink{}, plans) {
+		switch {
+		case r.Err != nil && r.AltName:
+			log.Warn("NIC alternative name not added", "link", r.Interface, "name", r.Name, "error", r.Err)
+		case r.Err != nil:
+			log.Warn(EventNICNotRenamed, "link", r.Interface, "name", r.Name, "why", r.Why, "error", r.Err)
+		case !r.AltName:
+			renamed++
+			log.Info(EventNICRenamed, "link", r.Interface, "name", r.Name, "why", r.Why)
+		}
+	}
+	for _, p := range plans {
+		if p.Name == "" {
+			log.Info(EventNICKept, "link", p.Interface, "why", p.Why, "scheme", p.Scheme)
+		}
+	}
+	log.Info(EventNICsNamed, "renamed", renamed, "nics", len(plans), "ifnames", cfg.Ifnames, "scheme", cfg.NamingScheme.Name)
 }
 
 func mountAll() []error {

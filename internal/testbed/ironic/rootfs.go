@@ -279,14 +279,20 @@ const chrootInner = "/srv/ironictest"
 // chrootInner. The mounts exist only in that namespace and go away with its
 // last process, so no exit path can leave one on the host.
 func chrootCommand(ctx context.Context, root, work string, argv ...string) *exec.Cmd {
+	return chrootSysCommand(ctx, root, work, "", argv...)
+}
+
+// chrootSysCommand is chrootCommand with, when sys is set, the directory
+// sys bound at /sys instead of the kernel's sysfs.
+func chrootSysCommand(ctx context.Context, root, work, sys string, argv ...string) *exec.Cmd {
 	setup := `set -e
-r=$1; w=$2; shift 2
+r=$1; w=$2; s=$3; shift 3
 mount -t proc proc "$r/proc"
-mount -t sysfs sysfs "$r/sys"
+if [ -n "$s" ]; then mount --bind "$s" "$r/sys"; else mount -t sysfs sysfs "$r/sys"; fi
 mount --rbind /dev "$r/dev"
 if [ -n "$w" ]; then mount --bind "$w" "$r` + chrootInner + `"; fi
 exec chroot "$r" "$@"`
-	args := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", setup, "sh", root, work}, argv...)
+	args := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", setup, "sh", root, work, sys}, argv...)
 	cmd := exec.CommandContext(ctx, "unshare", args...)
 	// The host's environment (GOFLAGS, a PATH into /root/go) means nothing
 	// in the chroot; only test.sh's mark of the run's processes goes in,
@@ -306,6 +312,24 @@ func RunInRoot(ctx context.Context, root string, argv ...string) error {
 		return fmt.Errorf("testbed ironic: in %s: %w", root, err)
 	}
 	return nil
+}
+
+// OutputWithSys runs argv chrooted into the root filesystem root (as
+// RunInRoot) with the directory sys bound at /sys instead of the kernel's
+// sysfs, so a program of that Debian release (udevadm) reads a sysfs tree
+// a test made or recorded; env is added to the command's environment. It
+// returns the command's standard output; the error carries its standard
+// error.
+func OutputWithSys(ctx context.Context, root, sys string, env []string, argv ...string) ([]byte, error) {
+	cmd := chrootSysCommand(ctx, root, "", sys, argv...)
+	cmd.Env = append(cmd.Env, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("testbed ironic: in %s with /sys from %s: %s: %w: %s", root, sys, strings.Join(argv, " "), err, stderr.Bytes())
+	}
+	return out, nil
 }
 
 // rootfsVersions asks dpkg inside root for the installed versions of pkgs.

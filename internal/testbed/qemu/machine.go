@@ -134,6 +134,11 @@ type Machine struct {
 	HostFwd map[int]int
 	// Dir holds the disk files, the OVMF variables and the logs.
 	Dir string
+	// ExtraArgs are QEMU arguments added as they are, for devices the
+	// fields above do not model (PCIe root ports, bridges, NICs with an
+	// ACPI index or several functions); their PCI addresses must stay
+	// clear of the slots the harness hands out from 0x03 on.
+	ExtraArgs []string
 	// BMC, when set, adds QEMU's simulated BMC behind an ISA KCS
 	// interface, which the guest's ipmi_si finds through ACPI and exposes as
 	// /dev/ipmi0.
@@ -342,6 +347,7 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		return nil, err
 	}
 	a = append(a, bmc...)
+	a = append(a, m.ExtraArgs...)
 	if m.Firmware == UEFI {
 		a = append(a,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
