@@ -59,12 +59,16 @@ type deployCase struct {
 // powered-off machine, disks and NVRAM as the deploy left them.
 func deployVM(t *testing.T, c deployCase) qemu.Machine {
 	rd := ramdisk(t)
+	if c.fetchDirect {
+		// Built before the deploy's clock starts: on a loaded machine the
+		// build alone takes minutes.
+		bctx, bcancel := context.WithTimeout(t.Context(), 15*time.Minute)
+		rd = fetchDirectRamdisk(t, bctx)
+		bcancel()
+	}
 	s := services(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	if c.fetchDirect {
-		rd = fetchDirectRamdisk(t, ctx)
-	}
 	m := serviceMachine(t, rd, c.firmware, c.port, c.macs)
 	if c.adjust != nil {
 		c.adjust(&m)
