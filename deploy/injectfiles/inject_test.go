@@ -72,11 +72,12 @@ func TestFormatURL(t *testing.T) {
 
 // loopDisk makes a GPT loop disk: partition 1 ext4 labelled ESP (not FAT:
 // the test machine's kernel may have no vfat), partition 2 ext4 (label
-// root) holding /etc.
-func loopDisk(t *testing.T) string {
+// root) holding /etc, whose etc/escape is an absolute link to outside, a
+// directory of the test's own.
+func loopDisk(t *testing.T) (dev, outside string) {
 	t.Helper()
 	looptest.RequireTools(t, "sgdisk", "mkfs.ext4", "partprobe")
-	dev := looptest.Attach(t, 64<<20, "--partscan")
+	dev = looptest.Attach(t, 64<<20, "--partscan")
 	looptest.Run(t, "sgdisk", "-n", "1:2048:+16M", "-t", "1:ef00", "-c", "1:esp-part", "-n", "2:0:0", "-t", "2:8300", "-c", "2:root-part", dev)
 	looptest.Run(t, "partprobe", dev)
 	p1, p2 := blockdev.PartitionPath(dev, 1), blockdev.PartitionPath(dev, 2)
@@ -91,11 +92,14 @@ func loopDisk(t *testing.T) string {
 		t.Fatal(err)
 	}
 	// An absolute link inside the image must not lead a write out of it.
-	if err := os.Symlink("/tmp", filepath.Join(tree, "etc/escape")); err != nil {
+	// An absolute link out of the image, to a directory of this test's
+	// own: a write that followed it would land there.
+	outside = t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(tree, "etc/escape")); err != nil {
 		t.Fatal(err)
 	}
 	looptest.Run(t, "mkfs.ext4", "-q", "-F", "-L", "root", "-d", tree, p2)
-	return dev
+	return dev, outside
 }
 
 // readBack mounts part read-only and returns what fn saw.
@@ -118,7 +122,7 @@ func readBack(t *testing.T, part string, fn func(dir string)) {
 }
 
 func TestInjectOnLoop(t *testing.T) {
-	dev := loopDisk(t)
+	dev, outside := loopDisk(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("fetched " + r.URL.Path))
 	}))
@@ -191,8 +195,8 @@ func TestInjectOnLoop(t *testing.T) {
 			t.Fatalf("%s: left mounted:\n%s", tc.files, mounts)
 		}
 	}
-	if _, err := os.Stat("/tmp/x"); err == nil {
-		t.Errorf("a write escaped through the image's absolute link to /tmp/x")
+	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+		t.Errorf("a write escaped through the image's absolute link to %s", outside)
 	}
 }
 
