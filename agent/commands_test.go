@@ -13,11 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/shacrypt"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
+	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -32,39 +33,36 @@ func standalone(t *testing.T, opts Options, flags map[string]string) *runningAge
 	return startAgent(t, all, opts)
 }
 
-// call posts a command with wait=true and returns the decoded result.
-func call(t *testing.T, ra *runningAgent, name string, params any) (int, map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"name": name, "params": params})
-	resp, err := http.Post(ra.url+"/v1/commands/?wait=true&agent_token="+standaloneToken, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	data, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatalf("%s: %s", name, data)
-	}
-	return resp.StatusCode, out
+// api is the agent's API as Ironic calls it: the token on every POST,
+// none on GET (as Ironic before 29).
+func (ra *runningAgent) api() *agentclient.Client {
+	return &agentclient.Client{Base: ra.url, Token: standaloneToken, NoTokenOnList: true}
 }
 
-func listCommands(t *testing.T, ra *runningAgent) []string {
+// call posts a command with wait=true and returns the HTTP status and
+// the decoded reply.
+func call(t *testing.T, ra *runningAgent, name string, params any) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Get(ra.url + "/v1/commands/")
+	r, err := ra.api().Post(t.Context(), name, params, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var doc struct {
-		Commands []struct {
-			Name   string `json:"command_name"`
-			Status string `json:"command_status"`
-		} `json:"commands"`
+	var out map[string]any
+	if err := json.Unmarshal(r.Body, &out); err != nil {
+		t.Fatalf("%s: HTTP %d %s", name, r.HTTPStatus, r.Body)
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&doc)
+	return r.HTTPStatus, out
+}
+
+// listCommands is the command list as name:status.
+func listCommands(t *testing.T, ra *runningAgent) []string {
+	t.Helper()
+	code, cmds, err := ra.api().List(t.Context())
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /v1/commands/: HTTP %d, %v", code, err)
+	}
 	var out []string
-	for _, c := range doc.Commands {
+	for _, c := range cmds {
 		out = append(out, c.Name+":"+c.Status)
 	}
 	return out
@@ -312,27 +310,18 @@ func TestInspectionThenLookup(t *testing.T) {
 	for _, tc := range []struct {
 		status   int
 		wantUUID string
-	}{{200, "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"}, {400, ""}} {
-		var mu sync.Mutex
-		var posted map[string]any
-		insp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			defer mu.Unlock()
-			_ = json.NewDecoder(r.Body).Decode(&posted)
-			w.WriteHeader(tc.status)
-			if tc.status == 200 {
-				w.Write([]byte(`{"uuid": "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"}`))
-			} else {
-				w.Write([]byte(`{"error": {"message": "Could not find a node"}}`))
-			}
-		}))
-		f := newFakeIronic(t)
-		startAgent(t, map[string]string{"api_url": f.srv.URL, "inspection_callback_url": insp.URL + "/v1/continue",
+	}{{200, recordedNode}, {400, ""}} {
+		// The inspector knows the node, or (as fakeironic does without
+		// one) refuses the data with a 400.
+		inspector := &fakeironic.Server{NodeUUID: tc.wantUUID}
+		insp := httptest.NewServer(inspector)
+		f, _, url := newIronic(t, false)
+		startAgent(t, map[string]string{"api_url": url, "inspection_callback_url": insp.URL + "/v1/continue",
 			"inspection_collectors": "default,logs,pci-devices,numa-topology"}, Options{})
 		var lookup string
-		for _, r := range f.requests() {
-			if strings.HasPrefix(r.path, "/v1/lookup") {
-				lookup = r.path
+		for _, r := range f.Requests() {
+			if r.Path == "/v1/lookup" {
+				lookup = r.URI
 			}
 		}
 		want := "/v1/lookup?addresses=52%3A54%3Aa9%3A7e%3A01%3A01"
@@ -342,11 +331,15 @@ func TestInspectionThenLookup(t *testing.T) {
 		if lookup != want {
 			t.Errorf("inspector %d: lookup %q, want %q", tc.status, lookup, want)
 		}
-		mu.Lock()
+		var posted map[string]any
+		if reqs := inspector.Requests(); len(reqs) != 1 || reqs[0].Path != "/v1/continue" || reqs[0].Status != tc.status {
+			t.Errorf("inspector %d: requests %+v", tc.status, reqs)
+		} else if err := json.Unmarshal(reqs[0].Body, &posted); err != nil {
+			t.Errorf("inspection data %.200s: %v", reqs[0].Body, err)
+		}
 		if posted["error"] != nil || posted["inventory"] == nil || posted["logs"] == nil {
 			t.Errorf("inspection data error=%v inventory=%v logs? %v", posted["error"], posted["inventory"] != nil, posted["logs"] != nil)
 		}
-		mu.Unlock()
 		insp.Close()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
@@ -51,65 +51,38 @@ func (m *writeImageManager) ExecuteStep(_ context.Context, step string, req hwmg
 	return map[string]string{"result": fmt.Sprintf("prepare_image: image (%s) written to device /dev/loop9 root_uuid=0x1234abcd", info["id"])}, nil
 }
 
-// ironicPost sends a command the way Ironic 21.4's agent_client does.
-func ironicPost(t *testing.T, base, body string, wait bool) cmdResult {
+// ironicPost sends a command document the way Ironic 21.4's agent_client
+// does.
+func ironicPost(t *testing.T, ra *runningAgent, body string, wait bool) agentclient.Reply {
 	t.Helper()
-	u := fmt.Sprintf("%s/v1/commands/?wait=%t&agent_token=%s", base, wait, standaloneToken)
-	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	r, err := ra.api().PostDocument(t.Context(), []byte(body), wait)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	var r cmdResult
-	if resp.StatusCode != 200 || json.Unmarshal(data, &r) != nil {
-		t.Fatalf("POST: %d %s", resp.StatusCode, data)
+	if r.HTTPStatus != http.StatusOK || r.Status == "" {
+		t.Fatalf("POST: %d %s", r.HTTPStatus, r.Body)
 	}
-	return r
-}
-
-func ironicGet(t *testing.T, base string) []cmdResult {
-	t.Helper()
-	resp, err := http.Get(base + "/v1/commands/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var doc struct {
-		Commands []cmdResult `json:"commands"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc.Commands
+	return *r
 }
 
 // pollLast waits, as the conductor does over heartbeats or its
 // command_wait_interval polling, until the last command named name is done.
-func pollLast(t *testing.T, base, name string) cmdResult {
+func pollLast(t *testing.T, ra *runningAgent, name string) agentclient.Reply {
 	t.Helper()
-	return pollLastFor(t, base, name, 30*time.Second)
+	return pollLastFor(t, ra, name, 30*time.Second)
 }
 
 // pollLastFor is pollLast with its own deadline (GRUB installs are slow
 // under -race on two cores).
-func pollLastFor(t *testing.T, base, name string, wait time.Duration) cmdResult {
+func pollLastFor(t *testing.T, ra *runningAgent, name string, wait time.Duration) agentclient.Reply {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		cmds := ironicGet(t, base)
-		for i := len(cmds) - 1; i >= 0; i-- {
-			if cmds[i].Name == name {
-				if cmds[i].Status != "RUNNING" {
-					return cmds[i]
-				}
-				break
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	r, err := ra.api().WaitDone(ctx, name, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s never finished", name)
-	return cmdResult{}
+	return *r
 }
 
 // TestIronic214DirectDeploySequence replays the agent side of a direct
@@ -129,7 +102,7 @@ func TestIronic214DirectDeploySequence(t *testing.T) {
 	ra := standalone(t, Options{Hooks: Hooks{Machine: m, ShutdownDelay: time.Millisecond, Inventory: inv},
 		Managers: []func() hwmgr.Manager{func() hwmgr.Manager { return img }}}, nil)
 
-	r := ironicPost(t, ra.url, string(readTestdata(t, "deploy.get_deploy_steps.request.json")), true)
+	r := ironicPost(t, ra, string(readTestdata(t, "deploy.get_deploy_steps.request.json")), true)
 	if r.Name != "get_deploy_steps" || r.Status != "SUCCEEDED" || !bytes.Contains(r.Result, []byte(`"FakeImageManager":[{"step":"write_image","priority":0,"interface":"deploy","reboot_requested":false}]`)) {
 		t.Fatalf("get_deploy_steps %+v %s", r, r.Result)
 	}
@@ -137,7 +110,7 @@ func TestIronic214DirectDeploySequence(t *testing.T) {
 		Versions json.RawMessage `json:"hardware_manager_version"`
 	}
 	_ = json.Unmarshal(r.Result, &steps)
-	if cmds := ironicGet(t, ra.url); len(cmds) != 1 || cmds[0].Name != "get_deploy_steps" {
+	if cmds := listCommands(t, ra); len(cmds) != 1 || cmds[0] != "get_deploy_steps:SUCCEEDED" {
 		t.Fatalf("freshly booted list %+v", cmds)
 	}
 
@@ -150,11 +123,11 @@ func TestIronic214DirectDeploySequence(t *testing.T) {
 	_ = json.Unmarshal(steps.Versions, &versions)
 	params["deploy_version"] = versions
 	body, _ := json.Marshal(req)
-	r = ironicPost(t, ra.url, string(body), false)
+	r = ironicPost(t, ra, string(body), false)
 	if r.Name != "execute_deploy_step" || r.Status == "" {
 		t.Fatalf("execute_deploy_step %+v", r)
 	}
-	r = pollLast(t, ra.url, "execute_deploy_step")
+	r = pollLast(t, ra, "execute_deploy_step")
 	var res struct {
 		Result map[string]string `json:"deploy_result"`
 		Step   map[string]any    `json:"deploy_step"`
@@ -170,27 +143,23 @@ func TestIronic214DirectDeploySequence(t *testing.T) {
 	}
 	img.mu.Unlock()
 
-	r = ironicPost(t, ra.url, `{"name": "standby.get_partition_uuids", "params": {}}`, true)
+	r = ironicPost(t, ra, `{"name": "standby.get_partition_uuids", "params": {}}`, true)
 	if r.Status != "SUCCEEDED" || string(r.Result) != "{}" {
 		t.Errorf("get_partition_uuids %+v %s", r, r.Result)
 	}
-	r = ironicPost(t, ra.url, string(readTestdata(t, "image.install_bootloader.request.json")), false)
+	r = ironicPost(t, ra, string(readTestdata(t, "image.install_bootloader.request.json")), false)
 	if r.Name != "install_bootloader" {
 		t.Errorf("install_bootloader %+v", r)
 	}
-	if r = pollLast(t, ra.url, "install_bootloader"); r.Status != "SUCCEEDED" {
+	if r = pollLast(t, ra, "install_bootloader"); r.Status != "SUCCEEDED" {
 		t.Errorf("install_bootloader (whole disk, no efibootmgr) %+v %s", r, r.Error)
 	}
-	r = ironicPost(t, ra.url, `{"name": "standby.power_off", "params": {}}`, false)
+	r = ironicPost(t, ra, `{"name": "standby.power_off", "params": {}}`, false)
 	if r.Name != "power_off" {
 		t.Errorf("power_off %+v", r)
 	}
-	pollLast(t, ra.url, "power_off")
-	var names []string
-	for _, c := range ironicGet(t, ra.url) {
-		names = append(names, c.Name+":"+c.Status)
-	}
-	if got := strings.Join(names, ","); got != "get_deploy_steps:SUCCEEDED,execute_deploy_step:SUCCEEDED,get_partition_uuids:SUCCEEDED,install_bootloader:SUCCEEDED,power_off:SUCCEEDED" {
+	pollLast(t, ra, "power_off")
+	if got := strings.Join(listCommands(t, ra), ","); got != "get_deploy_steps:SUCCEEDED,execute_deploy_step:SUCCEEDED,get_partition_uuids:SUCCEEDED,install_bootloader:SUCCEEDED,power_off:SUCCEEDED" {
 		t.Errorf("command list %s", got)
 	}
 	m.mu.Lock()

@@ -14,13 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ironic-go/ironic-agent/deploy/bootloader"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/inventory"
+	"golang.org/x/sys/unix"
 )
+
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
 
 // buildGrubRoot makes the partition image's root tree (grubimage.Tree).
 func buildGrubRoot(t *testing.T) string {
@@ -98,15 +102,15 @@ func deployAndInstallGrub(t *testing.T, dev, url string, sum [32]byte, c grubCas
 
 // installBootloader sends image.install_bootloader as prepare_instance_boot
 // does and waits for it; no mount the installer made may be left.
-func installBootloader(t *testing.T, ra *runningAgent, rootUUID string, efi any, bootMode string, ignore any) cmdResult {
+func installBootloader(t *testing.T, ra *runningAgent, rootUUID string, efi any, bootMode string, ignore any) agentclient.Reply {
 	t.Helper()
 	params := map[string]any{"root_uuid": rootUUID, "efi_system_part_uuid": efi, "prep_boot_part_uuid": nil, "target_boot_mode": bootMode}
 	if ignore != nil {
 		params["ignore_bootloader_failure"] = ignore
 	}
 	body, _ := json.Marshal(map[string]any{"name": "image.install_bootloader", "params": params})
-	ironicPost(t, ra.url, string(body), false)
-	res := pollLastFor(t, ra.url, "install_bootloader", 3*time.Minute)
+	ironicPost(t, ra, string(body), false)
+	res := pollLastFor(t, ra, "install_bootloader", 3*time.Minute)
 	noLeftoverMounts(t, os.Getenv("TMPDIR"))
 	return res
 }
@@ -140,8 +144,8 @@ func deployPartitionImage(t *testing.T, dev, url string, sum [32]byte, c grubCas
 		"ports":          []any{},
 		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
 	}})
-	ironicPost(t, ra.url, string(body), false)
-	res := pollLast(t, ra.url, "execute_deploy_step")
+	ironicPost(t, ra, string(body), false)
+	res := pollLast(t, ra, "execute_deploy_step")
 	if res.Status != "SUCCEEDED" {
 		t.Fatalf("write_image %s: %s", res.Status, res.Error)
 	}

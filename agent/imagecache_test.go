@@ -12,6 +12,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent/hwmgr"
 	"github.com/ironic-go/ironic-agent/deploy/image"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
@@ -62,7 +63,7 @@ func TestPrepareImageCacheOnLoop(t *testing.T) {
 		"allowed_devices": dev, "image_download_connection_retries": "0", "image_download_connection_retry_interval": "0"})
 	node := map[string]any{"uuid": "n1", "properties": map[string]any{"root_device": map[string]any{"name": dev}}}
 
-	deployImage := func(id string, stream bool, hash string) cmdResult {
+	deployImage := func(id string, stream bool, hash string) agentclient.Reply {
 		t.Helper()
 		info := map[string]any{
 			"id": id, "urls": []string{url}, "disk_format": "raw", "container_format": "bare",
@@ -74,11 +75,11 @@ func TestPrepareImageCacheOnLoop(t *testing.T) {
 			"ports":          []any{},
 			"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
 		}})
-		ironicPost(t, ra.url, string(body), false)
-		return pollLast(t, ra.url, "execute_deploy_step")
+		ironicPost(t, ra, string(body), false)
+		return pollLast(t, ra, "execute_deploy_step")
 	}
 	good := hex.EncodeToString(sum[:])
-	expect := func(what string, res cmdResult, ok bool, wantGets int32) {
+	expect := func(what string, res agentclient.Reply, ok bool, wantGets int32) {
 		t.Helper()
 		if ok && res.Status != "SUCCEEDED" || !ok && res.Status != "FAILED" {
 			t.Fatalf("%s: %s %s", what, res.Status, res.Error)

@@ -19,14 +19,13 @@ func lockDown(t *testing.T, ra *runningAgent) {
 	if code != 200 || r["command_status"] != "SUCCEEDED" {
 		t.Fatalf("system.lockdown: %d %v", code, r)
 	}
-	client := &http.Client{Timeout: 2 * time.Second}
+	api := ra.api()
+	api.HTTP = &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := client.Get(ra.url + "/v1/commands/")
-		if err != nil {
+		if _, _, err := api.List(t.Context()); err != nil {
 			break // what Ironic waits for: AgentConnectionFailed
 		}
-		resp.Body.Close()
 		if time.Now().After(deadline) {
 			t.Fatal("the agent still answers 10 s after system.lockdown")
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/inventory"
 )
@@ -40,7 +41,7 @@ func ext4Image(t *testing.T, size int64) []byte {
 
 // writePartitionImageStep runs write_image for a partition image with the
 // given extra image_info fields and returns the finished command.
-func writePartitionImageStep(t *testing.T, ra *runningAgent, dev string, img []byte, bootMode string, extra map[string]any) cmdResult {
+func writePartitionImageStep(t *testing.T, ra *runningAgent, dev string, img []byte, bootMode string, extra map[string]any) agentclient.Reply {
 	t.Helper()
 	sum := sha256.Sum256(img)
 	info := map[string]any{
@@ -59,8 +60,8 @@ func writePartitionImageStep(t *testing.T, ra *runningAgent, dev string, img []b
 		"ports":          []any{},
 		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
 	}})
-	ironicPost(t, ra.url, string(body), false)
-	return pollLast(t, ra.url, "execute_deploy_step")
+	ironicPost(t, ra, string(body), false)
+	return pollLast(t, ra, "execute_deploy_step")
 }
 
 // TestPartitionImageUEFIResult: a UEFI partition image gets an ESP; the

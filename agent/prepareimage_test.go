@@ -94,8 +94,8 @@ func TestWriteImageDeployStepOnLoop(t *testing.T) {
 		"ports":          []any{},
 		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
 	}})
-	ironicPost(t, ra.url, string(body), false)
-	res := pollLast(t, ra.url, "execute_deploy_step")
+	ironicPost(t, ra, string(body), false)
+	res := pollLast(t, ra, "execute_deploy_step")
 	if res.Status != "SUCCEEDED" {
 		t.Fatalf("write_image %s: %s", res.Status, res.Error)
 	}
@@ -133,21 +133,18 @@ func TestWriteImageDeployStepOnLoop(t *testing.T) {
 		"ports":          []any{},
 		"deploy_version": map[string]any{"generic_hardware_manager": GenericManagerVersion},
 	}})
-	ironicPost(t, ra.url, string(body), false)
-	res = pollLast(t, ra.url, "execute_deploy_step")
+	ironicPost(t, ra, string(body), false)
+	res = pollLast(t, ra, "execute_deploy_step")
 	if res.Status != "FAILED" || !strings.Contains(string(res.Error), "No partitions found on the device "+dev+" after writing the image.") {
 		t.Errorf("image without partitions: %s %s", res.Status, res.Error)
 	}
 
 	// Bad image_info is a 400 with IPA's words, before anything runs.
-	b, _ := json.Marshal(map[string]any{"name": "standby.prepare_image", "params": map[string]any{"image_info": map[string]any{"id": "x"}}})
-	resp, err := http.Post(ra.url+"/v1/commands/?wait=true&agent_token="+standaloneToken, "application/json", bytes.NewReader(b))
+	bad, err := ra.api().Post(t.Context(), "standby.prepare_image", map[string]any{"image_info": map[string]any{"id": "x"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(data), `Image is missing 'urls' field.`) {
-		t.Errorf("invalid image_info: %d %s", resp.StatusCode, data)
+	if bad.HTTPStatus != 400 || !strings.Contains(string(bad.Body), `Image is missing 'urls' field.`) {
+		t.Errorf("invalid image_info: %d %s", bad.HTTPStatus, bad.Body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,9 +13,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ironic-go/ironic-agent/inventory"
-
 	"github.com/ironic-go/ironic-agent/collector/internal/udev"
+	"github.com/ironic-go/ironic-agent/collector/internal/vpdtest"
+	"github.com/ironic-go/ironic-agent/inventory"
 )
 
 var updateDiskFixtures = flag.Bool("update-disks", false, "rewrite collector/testdata/disks/* from the tree descriptions in disks_fixture_test.go")
@@ -69,7 +70,7 @@ func qemuTree() *fsTree {
 	tr.attr(virtio2+"/vendor", "0x1af4")
 	host0 := tr.scsiHost(virtio2, 0, "virtio_scsi")
 	sda := tr.scsiDevice(host0, scsiSpec{hctl: "0:0:3:0", vendor: "LABVEND", model: "LAB-SCSI-HDD", rev: "2.5+",
-		vpd80: vpdPage(0x80, []byte("LAB-SCSI-0001")),
+		vpd80: vpdtest.Page(0x80, []byte("LAB-SCSI-0001")),
 		vpd83: vpd83(asciiDesig(0x00, "LAB-SCSI-0001"), naaDesig("5000c500a1b2c3d4")),
 		wwid:  "naa.5000c500a1b2c3d4"})
 	tr.block(sda+"/block/sda", sda, blockSpec{devno: "8:0", bytes: 128 * mib, rotational: 1})
@@ -85,7 +86,7 @@ func qemuTree() *fsTree {
 		"E:ID_SCSI_SERIAL=LAB-SCSI-0001", "E:ID_BUS=scsi",
 		"E:ID_PATH=pci-0000:00:04.0-scsi-0:0:3:0", "E:ID_PATH_TAG=pci-0000_00_04_0-scsi-0_0_3_0")
 	sdb := tr.scsiDevice(host0, scsiSpec{hctl: "0:0:4:2", vendor: "LABVEND", model: "LAB-SCSI-SSD", rev: "2.5+",
-		vpd80: vpdPage(0x80, []byte("LAB-SCSI-0002")),
+		vpd80: vpdtest.Page(0x80, []byte("LAB-SCSI-0002")),
 		vpd83: vpd83(asciiDesig(0x00, "LAB-SCSI-0002"), naaDesig("5002538e00000a01")),
 		wwid:  "naa.5002538e00000a01"})
 	tr.block(sdb+"/block/sdb", sdb, blockSpec{devno: "8:16", bytes: 96 * mib, rotational: 0})
@@ -131,13 +132,13 @@ func qemuTree() *fsTree {
 	sata := []struct {
 		port               int
 		dev, model, serial string
-		wwn                string
+		wwn                uint64
 		bytes              int64
 		rotational         int
 		devno              string
 	}{
-		{3, "sdc", "LAB SATA HDD", "LAB-SATA-0001", "5000cca000000b01", 192 * mib, 1, "8:32"},
-		{4, "sdd", "LAB SATA SSD", "LAB-SATA-0002", "5001b44000000b02", 224 * mib, 0, "8:48"},
+		{3, "sdc", "LAB SATA HDD", "LAB-SATA-0001", 0x5000cca000000b01, 192 * mib, 1, "8:32"},
+		{4, "sdd", "LAB SATA SSD", "LAB-SATA-0002", 0x5001b44000000b02, 224 * mib, 0, "8:48"},
 	}
 	for i := 1; i <= 6; i++ {
 		ata := tr.device(ahci+"/ata"+itoa(i), "")
@@ -149,12 +150,13 @@ func qemuTree() *fsTree {
 	for _, s := range sata {
 		ata := ahci + "/ata" + itoa(s.port)
 		host := ata + "/host" + itoa(s.port)
-		t10 := "ATA     " + padTo(s.model, 40) + padTo(s.serial, 20)
+		wwn := fmt.Sprintf("%016x", s.wwn)
+		t10 := "ATA     " + vpdtest.Pad(s.model, 40) + vpdtest.Pad(s.serial, 20)
 		d := tr.scsiDevice(host, scsiSpec{hctl: itoa(s.port) + ":0:0:0", vendor: "ATA", model: s.model, rev: "2.5+",
-			vpd80: vpdPage(0x80, []byte(padTo(s.serial, 20))),
-			vpd83: vpd83(asciiDesig(0x01, t10), naaDesig(s.wwn)),
-			vpd89: identifyPageHex(s.model, s.serial, s.wwn),
-			wwid:  "naa." + s.wwn})
+			vpd80: vpdtest.Page(0x80, []byte(vpdtest.Pad(s.serial, 20))),
+			vpd83: vpd83(asciiDesig(0x01, t10), naaDesig(wwn)),
+			vpd89: vpdtest.IdentifyPage(s.model, s.serial, s.wwn),
+			wwid:  "naa." + wwn})
 		disk := tr.block(d+"/block/"+s.dev, d, blockSpec{devno: s.devno, bytes: s.bytes, rotational: s.rotational})
 		// One partition each: partitions have no queue/ of their own.
 		part := disk + "/" + s.dev + "1"
@@ -171,12 +173,12 @@ func qemuTree() *fsTree {
 			"S:disk/by-path/pci-0000:00:1f.2-ata-"+itoa(s.port)+".0",
 			"S:disk/by-id/ata-"+cleanModel+"_"+s.serial,
 			"S:disk/by-path/pci-0000:00:1f.2-ata-"+itoa(s.port),
-			"S:disk/by-id/wwn-0x"+s.wwn,
+			"S:disk/by-id/wwn-0x"+wwn,
 			"E:ID_ATA=1", "E:ID_TYPE=disk", "E:ID_BUS=ata",
-			"E:ID_MODEL="+cleanModel, "E:ID_MODEL_ENC="+udev.Encode(padTo(s.model, 40)),
+			"E:ID_MODEL="+cleanModel, "E:ID_MODEL_ENC="+udev.Encode(vpdtest.Pad(s.model, 40)),
 			"E:ID_REVISION=2.5+",
 			"E:ID_SERIAL="+cleanModel+"_"+s.serial, "E:ID_SERIAL_SHORT="+s.serial,
-			"E:ID_WWN=0x"+s.wwn, "E:ID_WWN_WITH_EXTENSION=0x"+s.wwn,
+			"E:ID_WWN=0x"+wwn, "E:ID_WWN_WITH_EXTENSION=0x"+wwn,
 			"E:ID_PATH=pci-0000:00:1f.2-ata-"+itoa(s.port)+".0",
 			"E:ID_PATH_ATA_COMPAT=pci-0000:00:1f.2-ata-"+itoa(s.port))
 	}
@@ -195,15 +197,6 @@ func qemuTree() *fsTree {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-// identifyPageHex is identifyPage with the WWN given as hex digits.
-func identifyPageHex(model, serial, wwnHex string) []byte {
-	var w uint64
-	for _, c := range wwnHex {
-		w = w<<4 | uint64(unhex(byte(c)))
-	}
-	return identifyPage(model, serial, w)
-}
 
 func sp(s string) *string { return &s }
 func ip(i int) *int       { return &i }
@@ -270,7 +263,7 @@ func serverTree() *fsTree {
 	end0 := port0 + "/end_device-0:0"
 	sasDev(end0, "0x5000c50012345601", 0)
 	sda := tr.scsiDevice(end0, scsiSpec{hctl: "0:0:0:0", vendor: "SEAGATE", model: "ST1200MM0088", rev: "N004",
-		vpd80: vpdPage(0x80, []byte("SAS-SERIAL-0001")),
+		vpd80: vpdtest.Page(0x80, []byte("SAS-SERIAL-0001")),
 		vpd83: vpd83(
 			[]byte{0x61, 0x93, 0x00, 0x08, 0x50, 0x00, 0xc5, 0x00, 0x12, 0x34, 0x56, 0x02}, // target port NAA (SAS)
 			naaDesig("600a0b800012345600000000abcdef01"),
@@ -297,7 +290,7 @@ func serverTree() *fsTree {
 	end1 := port10 + "/end_device-0:1:0"
 	sasDev(end1, "0x5000c50012345701", 4)
 	sdb := tr.scsiDevice(end1, scsiSpec{hctl: "0:0:1:0", vendor: "SEAGATE", model: "ST1200MM0088", rev: "N004",
-		vpd80: vpdPage(0x80, []byte("SAS-SERIAL-0002")),
+		vpd80: vpdtest.Page(0x80, []byte("SAS-SERIAL-0002")),
 		vpd83: vpd83(naaDesig("5000c50012345703")),
 		wwid:  "naa.5000c50012345703"})
 	sdbBlk := tr.block(sdb+"/block/sdb", sdb, blockSpec{devno: "8:16", bytes: 1200 * 1000 * mib, rotational: 1, logical: 512, physical: 4096})
@@ -337,7 +330,7 @@ func serverTree() *fsTree {
 		rp := tr.device(host1+"/"+rport, "")
 		hctl := "1:0:" + itoa(i) + ":0"
 		d := tr.scsiDevice(rp, scsiSpec{hctl: hctl, vendor: "NETAPP", model: "INF-01-00", rev: "0880",
-			vpd80: vpdPage(0x80, []byte("SV12345678")),
+			vpd80: vpdtest.Page(0x80, []byte("SV12345678")),
 			vpd83: vpd83(naaDesig(lunWWN)),
 			wwid:  "naa." + lunWWN})
 		tgt := filepath.Dir(d)
@@ -370,7 +363,7 @@ func serverTree() *fsTree {
 	usbIf := tr.device(usbDev+"/2-1:1.0", "sys/bus/usb")
 	host6 := tr.scsiHost(usbIf, 6, "usb-storage")
 	stick := tr.scsiDevice(host6, scsiSpec{hctl: "6:0:0:0", vendor: "SanDisk", model: "Cruzer Blade", rev: "1.00",
-		vpd80: vpdPage(0x80, []byte("4C530001231120115142")),
+		vpd80: vpdtest.Page(0x80, []byte("4C530001231120115142")),
 		vpd83: vpd83(asciiDesig(0x01, "SanDisk Cruzer Blade    4C530001231120115142"))})
 	sde := tr.block(stick+"/block/sde", stick, blockSpec{devno: "8:64", bytes: 16 * 1000 * mib, rotational: 1})
 	tr.attr(sde+"/removable", 1)

@@ -16,6 +16,10 @@ import (
 	"github.com/ironic-go/ironic-agent/collector/internal/udev"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 // lsblkDev is one device as lsblk prints it.
 type lsblkDev = lsblktest.Device
 

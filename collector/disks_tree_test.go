@@ -3,6 +3,7 @@ package collector
 import (
 	"encoding/hex"
 	"fmt"
+	"github.com/ironic-go/ironic-agent/collector/internal/vpdtest"
 	"os"
 	"path"
 	"path/filepath"
@@ -170,8 +171,8 @@ func (tr *fsTree) scsiDevice(targetParent string, s scsiSpec) string {
 	tgt := tr.device(fmt.Sprintf("%s/target%s:%s:%s", targetParent, hctl[0], hctl[1], hctl[2]), "sys/bus/scsi")
 	d := tr.device(tgt+"/"+s.hctl, "sys/bus/scsi")
 	tr.attr(d+"/type", s.typ)
-	tr.attr(d+"/vendor", padTo(s.vendor, 8))
-	tr.attr(d+"/model", padTo(s.model, 16))
+	tr.attr(d+"/vendor", vpdtest.Pad(s.vendor, 8))
+	tr.attr(d+"/model", vpdtest.Pad(s.model, 16))
 	tr.attr(d+"/rev", s.rev)
 	tr.attr(d+"/scsi_level", 6)
 	for name, page := range map[string][]byte{"vpd_pg80": s.vpd80, "vpd_pg83": s.vpd83, "vpd_pg89": s.vpd89} {
@@ -212,7 +213,7 @@ func vpd83(desigs ...[]byte) []byte {
 	for _, d := range desigs {
 		p = append(p, d...)
 	}
-	return vpdPage(0x83, p)
+	return vpdtest.Page(0x83, p)
 }
 
 const mib = 1 << 20

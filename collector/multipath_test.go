@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/collector/internal/vpdtest"
 	"github.com/ironic-go/ironic-agent/inventory"
 	"github.com/ironic-go/ironic-agent/inventory/hints"
 )
@@ -47,7 +48,7 @@ func TestMultipathPathsUnheld(t *testing.T) {
 			page = vpd83(asciiDesig(0x01, "QEMU    QEMU HARDDISK   LAB-0003"))
 		}
 		d := tr.scsiDevice(host, scsiSpec{hctl: "2:0:" + itoa(i) + ":0", vendor: "QEMU", model: "QEMU HARDDISK", rev: "2.5+",
-			vpd80: vpdPage(0x80, []byte("LAB-MP-0001")), vpd83: page})
+			vpd80: vpdtest.Page(0x80, []byte("LAB-MP-0001")), vpd83: page})
 		tr.block(d+"/block/"+name, d, blockSpec{devno: "8:" + itoa(16*i), bytes: 64 * mib})
 	}
 	root := t.TempDir()

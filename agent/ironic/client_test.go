@@ -10,21 +10,13 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-func testdata(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("../testdata/ironic-21.4/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
+)
 
 // fakeBackoff records the sleeps and advances a fake clock.
 type fakeBackoff struct {
@@ -63,57 +55,24 @@ func TestLookupWait(t *testing.T) {
 	}
 }
 
-// ironic214 replays the recorded Ironic 21.4 answers; lookups fail
-// according to script before succeeding.
-type ironic214 struct {
-	t      *testing.T
-	mu     sync.Mutex
-	script []int // status per lookup attempt before the real answer
-	calls  []*http.Request
-	bodies []map[string]any
-	issued bool
-}
+// The node and token of the recorded lookup.
+const (
+	recordedNode  = "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"
+	recordedToken = "tiFtwpghhKF8HV0FrSMOh3aAsw31mpadirCo2f7hKu0"
+)
 
-func (f *ironic214) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, r)
-	var body map[string]any
-	if b, _ := io.ReadAll(r.Body); len(b) > 0 {
-		_ = json.Unmarshal(b, &body)
-	}
-	f.bodies = append(f.bodies, body)
-	switch {
-	case r.URL.Path == "/":
-		w.Write(testdata(f.t, "root.json"))
-	case r.URL.Path == "/v1/lookup":
-		if len(f.script) > 0 {
-			code := f.script[0]
-			f.script = f.script[1:]
-			w.WriteHeader(code)
-			w.Write(testdata(f.t, "lookup-404.json"))
-			return
-		}
-		if f.issued {
-			w.Write(testdata(f.t, "lookup-masked.json"))
-			return
-		}
-		f.issued = true
-		w.Write(testdata(f.t, "lookup.json"))
-	case strings.HasPrefix(r.URL.Path, "/v1/heartbeat/"):
-		if body["agent_token"] != "good-token" {
-			w.WriteHeader(400)
-			w.Write(testdata(f.t, "heartbeat-wrong-token.json"))
-			return
-		}
-		w.WriteHeader(202)
-	}
+// ironic214 serves Ironic 21.4's recorded answers for the recorded node,
+// its token masked after the first lookup, lookups failing with the
+// statuses of failures first.
+func ironic214(t *testing.T, failures ...int) (*fakeironic.Server, *httptest.Server) {
+	f := &fakeironic.Server{NodeUUID: recordedNode, Token: recordedToken, MaskToken: true, LookupFailures: failures}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv
 }
 
 func TestLookupRetriesAndToken(t *testing.T) {
-	f := &ironic214{t: t, script: []int{404, 500, 409, 404}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	f, srv := ironic214(t, 404, 500, 409, 404)
 	c, err := NewClient([]string{srv.URL + "/"}, srv.Client(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +82,7 @@ func TestLookupRetriesAndToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.NodeUUID != "ff890ff6-6023-4f5f-9d87-4a3f87f7e551" || *res.Config.AgentToken != "tiFtwpghhKF8HV0FrSMOh3aAsw31mpadirCo2f7hKu0" || res.Config.HeartbeatTimeout != 10 {
+	if res.NodeUUID != recordedNode || *res.Config.AgentToken != recordedToken || res.Config.HeartbeatTimeout != 10 {
 		t.Errorf("lookup result %+v", res)
 	}
 	if res.Config.PermittedImageFormats[2] != "iso" || !*res.Config.EnableBIOSBootloaderInstall {
@@ -139,33 +98,34 @@ func TestLookupRetriesAndToken(t *testing.T) {
 			t.Errorf("sleeps %v, want %v", fb.sleeps, want)
 		}
 	}
-	if f.calls[0].URL.Path != "/" {
-		t.Errorf("first call %s, want version discovery", f.calls[0].URL)
+	calls := f.Requests()
+	if calls[0].URI != "/" {
+		t.Errorf("first call %s, want version discovery", calls[0].URI)
 	}
-	for _, r := range f.calls[1:] {
-		if r.URL.RawQuery != "addresses=52%3A54%3Aa9%3A7e%3A01%3A01%2C52%3A54%3Aa9%3A7e%3A01%3A02" ||
-			r.Header.Get("X-OpenStack-Ironic-API-Version") != "1.62" || r.Header.Get("Accept") != "application/json" {
-			t.Errorf("lookup request %s %v", r.URL, r.Header)
+	for _, r := range calls[1:] {
+		if r.URI != "/v1/lookup?addresses=52%3A54%3Aa9%3A7e%3A01%3A01%2C52%3A54%3Aa9%3A7e%3A01%3A02" ||
+			r.Version != "1.62" || r.Header.Get("Accept") != "application/json" {
+			t.Errorf("lookup request %s %v", r.URI, r.Header)
 		}
 	}
 	// A second lookup gets the mask; the caller keeps its token (agent
 	// tests check that); here the reply must still parse.
 	res2, err := c.Lookup(context.Background(), []string{"52:54:a9:7e:01:01"}, res.NodeUUID)
-	if err != nil || *res2.Config.AgentToken != "******" {
+	if err != nil || *res2.Config.AgentToken != fakeironic.MaskedToken {
 		t.Fatalf("%v %+v", err, res2)
 	}
-	if got := f.calls[len(f.calls)-1].URL.Query().Get("node_uuid"); got != res.NodeUUID {
-		t.Errorf("node_uuid %q", got)
+	calls = f.Requests()
+	if got := calls[len(calls)-1].URI; !strings.HasSuffix(got, "&node_uuid="+res.NodeUUID) {
+		t.Errorf("lookup %q, want node_uuid", got)
 	}
 }
 
 func TestLookupTimeout(t *testing.T) {
-	f := &ironic214{t: t, script: make([]int, 1000)}
-	for i := range f.script {
-		f.script[i] = 404
+	failures := make([]int, 1000)
+	for i := range failures {
+		failures[i] = 404
 	}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	f, srv := ironic214(t, failures...)
 	c, _ := NewClient([]string{srv.URL}, srv.Client(), "1.82")
 	fb := &fakeBackoff{now: time.Unix(0, 0)}
 	_, err := c.LookupNode(context.Background(), fb.backoff(0.5), []string{"aa:bb:cc:dd:ee:ff"}, "", 100*time.Second, time.Second)
@@ -179,13 +139,13 @@ func TestLookupTimeout(t *testing.T) {
 	if total > 100*time.Second {
 		t.Errorf("slept %v beyond the lookup timeout", total)
 	}
-	if f.calls[0].URL.Path == "/" {
+	if f.Requests()[0].Path == "/" {
 		t.Errorf("version discovery despite ipa-ironic-api-version")
 	}
 }
 
 func TestHeartbeatBodies(t *testing.T) {
-	f := &ironic214{t: t}
+	f := &fakeironic.Server{NodeUUID: "uuid-1", Token: "good-token"}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	cases := []struct {
@@ -199,10 +159,12 @@ func TestHeartbeatBodies(t *testing.T) {
 	for _, c := range cases {
 		cl, _ := NewClient([]string{srv.URL}, srv.Client(), c.version)
 		_ = cl.SendHeartbeat(context.Background(), "uuid-1", Heartbeat{CallbackURL: "https://192.0.2.1:9999", Token: "good-token", AgentVersion: "0.1.0", VerifyCA: "PEM"})
-		f.mu.Lock()
-		got, _ := json.Marshal(f.bodies[len(f.bodies)-1])
-		hv := f.calls[len(f.calls)-1].Header.Get("X-OpenStack-Ironic-API-Version")
-		f.mu.Unlock()
+		calls := f.Requests()
+		last := calls[len(calls)-1]
+		var body map[string]any
+		_ = json.Unmarshal(last.Body, &body)
+		got, _ := json.Marshal(body) // keys sorted
+		hv := last.Version
 		if string(got) != c.want {
 			t.Errorf("at %s: %s, want %s", c.version, got, c.want)
 		}
@@ -245,9 +207,7 @@ func TestVersionDiscoveryFallback(t *testing.T) {
 }
 
 func TestMultipleURLs(t *testing.T) {
-	f := &ironic214{t: t}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	_, srv := ironic214(t)
 	c, _ := NewClient([]string{"http://127.0.0.1:1", srv.URL}, srv.Client(), "")
 	if v := c.APIVersion(context.Background()); v != (Version{1, 82}) {
 		t.Fatalf("version %v", v)

@@ -2,7 +2,6 @@ package ironic
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -15,9 +14,7 @@ import (
 // failure resets, and tenacity's wait_random_exponential(min=interval)
 // comes on top (here at its minimum, the 1 s interval).
 func TestLookupConflictPausesAsIPA13(t *testing.T) {
-	f := &ironic214{t: t, script: []int{409, 409, 404, 409, 409}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	_, srv := ironic214(t, 409, 409, 404, 409, 409)
 	c, err := NewClient([]string{srv.URL}, srv.Client(), "1.82")
 	if err != nil {
 		t.Fatal(err)

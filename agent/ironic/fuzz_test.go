@@ -1,8 +1,9 @@
 package ironic
 
 import (
-	"os"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 )
 
 // FuzzParseLookup feeds arbitrary lookup replies: a reply is either
@@ -10,7 +11,7 @@ import (
 // with an error, never a panic.
 func FuzzParseLookup(f *testing.F) {
 	for _, name := range []string{"lookup.json", "lookup-masked.json", "lookup-404.json", "root.json"} {
-		if b, err := os.ReadFile("../testdata/ironic-21.4/" + name); err == nil {
+		if b, err := fakeironic.Recorded(name); err == nil {
 			f.Add(b)
 		}
 	}
@@ -32,7 +33,7 @@ func FuzzParseLookup(f *testing.F) {
 // FuzzErrorText: any error body gives some text, never a panic.
 func FuzzErrorText(f *testing.F) {
 	for _, name := range []string{"heartbeat-wrong-token.json", "lookup-404.json"} {
-		if b, err := os.ReadFile("../testdata/ironic-21.4/" + name); err == nil {
+		if b, err := fakeironic.Recorded(name); err == nil {
 			f.Add(b)
 		}
 	}

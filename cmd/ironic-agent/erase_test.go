@@ -8,8 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
+
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
 
 // eraseCLI runs the erase command with stdin, not the test's own stdin
 // (a terminal when a developer runs go test would be asked).
@@ -58,35 +63,8 @@ func TestEraseFileFull(t *testing.T) {
 }
 
 func TestEraseLoopMetadata(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root: attaches a loop device")
-	}
-	for _, tool := range []string{"losetup", "sgdisk", "mkfs.ext4", "blkid", "partx"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("SKIPPED: needs %s", tool)
-		}
-	}
-	img := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	// Retried: other test binaries attach loop devices at the same time.
-	var dev string
-	for i := 0; ; i++ {
-		out, err := exec.Command("losetup", "--find", "--show", "--partscan", img).CombinedOutput()
-		if err == nil {
-			dev = strings.TrimSpace(string(out))
-			break
-		}
-		if i == 5 {
-			t.Fatalf("losetup: %v\n%s", err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	looptest.RequireRoot(t, "sgdisk", "mkfs.ext4", "blkid", "partx")
+	dev := looptest.Attach(t, 64<<20, "--partscan")
 	for _, c := range [][]string{{"sgdisk", "-n", "1:2048:+16M", dev}, {"partx", "-u", dev}, {"mkfs.ext4", "-q", "-F", dev + "p1"}} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v %s", c, err, out)

@@ -12,6 +12,10 @@ import (
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 func TestGuardRefusesUnlisted(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.img")

@@ -16,6 +16,10 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 func TestCPU(t *testing.T) {
 	res, err := CPU(context.Background(), CPUOptions{Workers: 2, Duration: 300 * time.Millisecond})
 	if err != nil || res.Workers != 2 || res.Rounds == 0 || res.Seconds < 0.3 {

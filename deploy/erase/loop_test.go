@@ -18,6 +18,10 @@ import (
 	"github.com/ironic-go/ironic-agent/inventory"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 // buildDisk makes a GPT disk on a fresh loop device with an ext4, a vfat
 // and an "LVM" partition (a PV label written by hand: LABELONE in sector
 // 1 and the LVM2 type), and returns the device and its partitions.

@@ -2,14 +2,11 @@ package image
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/partition"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 // BenchmarkWorkOnDisk is a whole partition image deploy on a loop device:
@@ -19,14 +16,7 @@ import (
 // "layout-only" case leaves root empty and measures the partitioning and
 // mkfs overhead alone.
 func BenchmarkWorkOnDisk(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("SKIPPED: needs root: attaches loop devices")
-	}
-	for _, tool := range []string{"losetup", "mkfs.ext4"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			b.Skipf("SKIPPED: needs %s", tool)
-		}
-	}
+	looptest.RequireRoot(b, "mkfs.ext4")
 	img := testImage(128<<20, 11)
 	srv := newImageServerOn(b, partServerLo, partServerHi)
 	url := srv.put("root.img", img)
@@ -40,7 +30,7 @@ func BenchmarkWorkOnDisk(b *testing.B) {
 		{"layout-only-uefi", partition.PartitionLayout{RootMiB: 256, SwapMiB: 64, EphemeralMiB: 64, BootMode: "uefi"}, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			dev := benchLoop(b, 1<<30)
+			dev := looptest.Attach(b, 1<<30, "--partscan")
 			g := blockdev.NewGuard([]string{dev})
 			opts := testOptions(dev)
 			opts.Guard = g
@@ -60,24 +50,4 @@ func BenchmarkWorkOnDisk(b *testing.B) {
 			}
 		})
 	}
-}
-
-// benchLoop attaches a sparse file to a loop device with partition
-// scanning for a benchmark.
-func benchLoop(b *testing.B, size int64) string {
-	b.Helper()
-	p := filepath.Join(b.TempDir(), "disk.img")
-	if err := os.WriteFile(p, nil, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.Truncate(p, size); err != nil {
-		b.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "--find", "--show", "--partscan", p).CombinedOutput()
-	if err != nil {
-		b.Fatalf("losetup: %v %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	b.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
-	return dev
 }

@@ -19,6 +19,10 @@ import (
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 // Partition images on loop devices over sparse files: the layout is
 // compared with what IPA's own parted command line writes on a second
 // loop device, the filesystems with blkid, the contents by hash.

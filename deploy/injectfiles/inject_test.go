@@ -19,6 +19,10 @@ import (
 	"github.com/ironic-go/ironic-agent/ipaerror"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 func TestParse(t *testing.T) {
 	files, err := Parse(json.RawMessage(`[{"path": "/etc/a", "content": "YQ=="}]`),
 		json.RawMessage(`[{"path": "/etc/b", "deleted": true}, {"path": "/c", "partition": 2, "mode": 384, "dirmode": 448, "owner": 0}]`))

@@ -15,6 +15,10 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 func sparse(t *testing.T, name string, size int64) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)

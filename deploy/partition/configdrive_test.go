@@ -22,6 +22,10 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
+// TestMain runs the tests in a private mount namespace: their mounts and
+// loop devices go with the test binary, even when it is killed.
+func TestMain(m *testing.M) { looptest.Main(m.Run) }
+
 func TestLoadConfigDrive(t *testing.T) {
 	iso := configdrivetest.MakeISO(t)
 	enc := configdrivetest.GzipBase64(t, iso)

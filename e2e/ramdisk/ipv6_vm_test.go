@@ -8,19 +8,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
@@ -48,8 +46,8 @@ import (
 // the recorded Ironic is 1.68 or later), and that URL answers from the
 // namespace to a client verifying the agent's certificate, as Ironic does,
 // against the IPv6 address. The Ironic and inspector APIs are a stand-in
-// in this test, answering with Ironic 21.4's recorded lookup (see
-// ironicStandIn): Ironic itself runs on the host's loopback in e2e, and
+// in this test, answering with Ironic 21.4's recorded lookup (fakeironic,
+// see ironicStandIn): Ironic itself runs on the host's loopback in e2e, and
 // cannot reach the guest's IPv6 address there.
 func TestIPv6InVM(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
@@ -230,73 +228,24 @@ func deref(s *string) string {
 	return *s
 }
 
-// ironicStandIn answers the agent's calls as Ironic 21.4 and
-// ironic-inspector do, with the responses recorded from Debian's ironic
-// 21.4.4 (agent/testdata/ironic-21.4): API version discovery, lookup,
-// heartbeat and the inspection callback. It keeps each request's body.
-type ironicStandIn struct {
-	mu     sync.Mutex
-	bodies map[string][]byte // "heartbeat", "continue", "lookup"
-	seen   []string
-	got    chan string
-	// when holds the time of every call of a kind, from holds the
-	// clients' addresses.
-	when map[string][]time.Time
-	from map[string]bool
-}
+// ironicStandIn is the test bed's fake Ironic 21.4 (fakeironic), which
+// also answers ironic-inspector's callback, served inside a namespace on
+// both APIs' ports: API version discovery, lookup, heartbeat and the
+// inspection data, each request recorded.
+type ironicStandIn struct{ *fakeironic.Server }
 
-func startIronicStandIn(t *testing.T, ns, addr string) *ironicStandIn {
+// The node of the recorded lookup, and its agent token.
+const (
+	standInNode  = "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"
+	standInToken = "tiFtwpghhKF8HV0FrSMOh3aAsw31mpadirCo2f7hKu0"
+)
+
+// standInPaths are the paths of the kinds of calls the tests wait on.
+var standInPaths = map[string]string{"heartbeat": "/v1/heartbeat/" + standInNode, "continue": "/v1/continue", "lookup": "/v1/lookup"}
+
+func startIronicStandIn(t *testing.T, ns, addr string) ironicStandIn {
 	t.Helper()
-	dir := filepath.Join("..", "..", "agent", "testdata", "ironic-21.4")
-	root, err := os.ReadFile(filepath.Join(dir, "root.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lookup, err := os.ReadFile(filepath.Join(dir, "lookup.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &ironicStandIn{bodies: map[string][]byte{}, got: make(chan string, 16), when: map[string][]time.Time{}, from: map[string]bool{}}
-	record := func(kind string, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-		s.mu.Lock()
-		s.seen = append(s.seen, r.Method+" "+r.URL.Path)
-		s.when[kind] = append(s.when[kind], time.Now())
-		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-			s.from[host] = true
-		}
-		if kind != "" {
-			if _, ok := s.bodies[kind]; !ok {
-				s.bodies[kind] = b
-				s.got <- kind
-			}
-		}
-		s.mu.Unlock()
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		record("", r)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(root)
-	})
-	mux.HandleFunc("GET /v1/lookup", func(w http.ResponseWriter, r *http.Request) {
-		record("lookup", r)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(lookup)
-	})
-	mux.HandleFunc("POST /v1/heartbeat/{uuid}", func(w http.ResponseWriter, r *http.Request) {
-		record("heartbeat", r)
-		w.WriteHeader(http.StatusAccepted)
-	})
-	mux.HandleFunc("POST /v1/continue", func(w http.ResponseWriter, r *http.Request) {
-		record("continue", r)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"uuid": "ff890ff6-6023-4f5f-9d87-4a3f87f7e551"}`))
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		record("", r)
-		http.NotFound(w, r)
-	})
+	s := ironicStandIn{&fakeironic.Server{NodeUUID: standInNode, Token: standInToken}}
 	for _, port := range []string{"6385", "5050"} {
 		var l net.Listener
 		err := (&netnstest.Netns{Name: ns}).Do(func() (err error) {
@@ -306,51 +255,52 @@ func startIronicStandIn(t *testing.T, ns, addr string) *ironicStandIn {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: s.Server, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(l) }()
 		t.Cleanup(func() { _ = srv.Close() })
 	}
 	return s
 }
 
-// wait returns the first body of the kind, waiting up to max.
-func (s *ironicStandIn) wait(ctx context.Context, kind string, max time.Duration) ([]byte, error) {
-	deadline := time.After(max)
-	for {
-		s.mu.Lock()
-		b, ok := s.bodies[kind]
-		s.mu.Unlock()
-		if ok {
-			return b, nil
-		}
-		select {
-		case <-s.got:
-		case <-deadline:
-			return nil, fmt.Errorf("no %s within %v", kind, max)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+// wait returns the body of the first accepted call of the kind, waiting
+// up to max.
+func (s ironicStandIn) wait(ctx context.Context, kind string, max time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	r, err := s.First(ctx, standInPaths[kind])
+	if err != nil {
+		return nil, fmt.Errorf("no %s within %v: %w", kind, max, err)
 	}
+	return r.Body, nil
 }
 
 // calls returns the times of every call of the kind so far.
-func (s *ironicStandIn) calls(kind string) []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.when[kind]...)
+func (s ironicStandIn) calls(kind string) []time.Time {
+	var out []time.Time
+	for _, r := range s.Requests() {
+		if r.Path == standInPaths[kind] {
+			out = append(out, r.At)
+		}
+	}
+	return out
 }
 
 // clients returns the addresses the calls came from.
-func (s *ironicStandIn) clients() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.from))
+func (s ironicStandIn) clients() []string {
+	var out []string
+	for _, r := range s.Requests() {
+		out = append(out, r.From)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-func (s *ironicStandIn) paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.seen...)
+func (s ironicStandIn) paths() []string {
+	var out []string
+	for _, r := range s.Requests() {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
 }
 
 // getTLSInNetns GETs https://addr/path from inside namespace ns, trusting

@@ -481,7 +481,7 @@ func netdataMachine(t *testing.T, rd *qemu.Ramdisk, doc string, iso bool, params
 // (5 minutes) and for its inspection data to inspector (a minute more),
 // and returns the heartbeat's time since QEMU started and the inventory's
 // interfaces; fail reports what did not come.
-func heartbeatAndInventory(ctx context.Context, vm *qemu.VM, ironic, inspector *ironicStandIn, fail func(string, ...any)) (time.Duration, []inspectedNIC) {
+func heartbeatAndInventory(ctx context.Context, vm *qemu.VM, ironic, inspector ironicStandIn, fail func(string, ...any)) (time.Duration, []inspectedNIC) {
 	if _, err := ironic.wait(ctx, "heartbeat", 5*time.Minute); err != nil {
 		fail("no heartbeat: %v; Ironic's stand-in saw %v, the inspector's %v", err, ironic.paths(), inspector.paths())
 	}
@@ -498,7 +498,7 @@ func heartbeatAndInventory(ctx context.Context, vm *qemu.VM, ironic, inspector *
 }
 
 // waitHeartbeats waits for n heartbeats after since.
-func waitHeartbeats(ctx context.Context, s *ironicStandIn, since time.Time, n int, max time.Duration) error {
+func waitHeartbeats(ctx context.Context, s ironicStandIn, since time.Time, n int, max time.Duration) error {
 	deadline := time.Now().Add(max)
 	for {
 		got := 0

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/collector/internal/vpdtest"
 )
 
 func mustHex(t testing.TB, s string) []byte {
@@ -15,24 +17,19 @@ func mustHex(t testing.TB, s string) []byte {
 	return b
 }
 
-// vpdPage builds a VPD page: header plus payload.
-func vpdPage(code byte, payload []byte) []byte {
-	return append([]byte{0, code, byte(len(payload) >> 8), byte(len(payload))}, payload...)
-}
-
 func TestParseVPD80(t *testing.T) {
-	s, err := parseVPD80(vpdPage(0x80, []byte("LAB-SATA-0001       ")))
+	s, err := parseVPD80(vpdtest.Page(0x80, []byte("LAB-SATA-0001       ")))
 	if err != nil || s != "LAB-SATA-0001       " {
 		t.Fatalf("got %q, %v", s, err)
 	}
 	// NUL padding ends the serial, as for scsi_id's C strings.
-	if s, err := parseVPD80(vpdPage(0x80, []byte("ABC123\x00\x00\x00\x00"))); err != nil || s != "ABC123" {
+	if s, err := parseVPD80(vpdtest.Page(0x80, []byte("ABC123\x00\x00\x00\x00"))); err != nil || s != "ABC123" {
 		t.Errorf("NUL-padded serial: %q, %v", s, err)
 	}
 	for name, page := range map[string][]byte{
 		"short header": {0, 0x80, 0},
-		"wrong page":   vpdPage(0x83, []byte("x")),
-		"truncated":    vpdPage(0x80, []byte("LAB-SATA-0001"))[:10],
+		"wrong page":   vpdtest.Page(0x83, []byte("x")),
+		"truncated":    vpdtest.Page(0x80, []byte("LAB-SATA-0001"))[:10],
 	} {
 		if _, err := parseVPD80(page); err == nil {
 			t.Errorf("%s: no error", name)
@@ -108,40 +105,15 @@ func TestSCSIIDFromVPD83Bad(t *testing.T) {
 	}
 }
 
-// identifyPage builds a VPD 0x89 page whose IDENTIFY data carries model,
-// serial and WWN the way an ATA drive stores them.
-func identifyPage(model, serial string, wwn uint64) []byte {
-	id := make([]byte, 512)
-	put := func(word int, s string, n int) {
-		s = padTo(s, n)
-		for i := 0; i < n/2; i++ {
-			id[2*(word+i)] = s[2*i+1]
-			id[2*(word+i)+1] = s[2*i]
-		}
-	}
-	put(10, serial, 20)
-	put(27, model, 40)
-	if wwn != 0 {
-		id[87*2], id[87*2+1] = 0x00, 0x41 // word 87: bits 14 and 8 set
-		for i := 0; i < 4; i++ {
-			w := uint16(wwn >> (48 - 16*i))
-			id[2*(108+i)], id[2*(108+i)+1] = byte(w), byte(w>>8)
-		}
-	}
-	payload := make([]byte, 56, 56+512)
-	copy(payload[4:], "linux   libata          1234")
-	return vpdPage(0x89, append(payload, id...))
-}
-
 func TestParseVPD89(t *testing.T) {
-	got, err := parseVPD89(identifyPage("LAB SATA HDD", "LAB-SATA-0001", 0x5000cca000000b01))
+	got, err := parseVPD89(vpdtest.IdentifyPage("LAB SATA HDD", "LAB-SATA-0001", 0x5000cca000000b01))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Model != padTo("LAB SATA HDD", 40) || got.Serial != padTo("LAB-SATA-0001", 20) {
 		t.Errorf("got %+v", got)
 	}
-	if _, err := parseVPD89(identifyPage("m", "s", 0)[:300]); err == nil {
+	if _, err := parseVPD89(vpdtest.IdentifyPage("m", "s", 0)[:300]); err == nil {
 		t.Error("truncated page: no error")
 	}
 }
@@ -149,7 +121,7 @@ func TestParseVPD89(t *testing.T) {
 // FuzzVPD80 and FuzzVPD83: arbitrary pages never panic, and what decodes
 // stays inside the page.
 func FuzzVPD80(f *testing.F) {
-	f.Add(vpdPage(0x80, []byte("LAB-SATA-0001       ")))
+	f.Add(vpdtest.Page(0x80, []byte("LAB-SATA-0001       ")))
 	f.Add([]byte{0, 0x80, 0xff, 0xff})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, page []byte) {
@@ -186,7 +158,7 @@ func FuzzVPD83(f *testing.F) {
 }
 
 func FuzzVPD89(f *testing.F) {
-	f.Add(identifyPage("LAB SATA HDD", "LAB-SATA-0001", 0x5000cca000000b01))
+	f.Add(vpdtest.IdentifyPage("LAB SATA HDD", "LAB-SATA-0001", 0x5000cca000000b01))
 	f.Add([]byte{0, 0x89, 0x02, 0x38})
 	f.Fuzz(func(t *testing.T, page []byte) {
 		id, err := parseVPD89(page)

@@ -27,6 +27,9 @@ type Client struct {
 	// HTTP is the client to use (one that trusts the agent's
 	// certificate, for TLS); nil: http.DefaultClient.
 	HTTP *http.Client
+	// NoTokenOnList sends no token on GET /v1/commands/, as Ironic
+	// before 29 polls.
+	NoTokenOnList bool
 }
 
 // Reply is the agent's answer to one command (IPA's CommandResult), with
@@ -49,14 +52,14 @@ func (c *Client) http() *http.Client {
 }
 
 // commandsURL is /v1/commands/ with wait (when set) and the token, in
-// Ironic's order.
+// Ironic's order; a list (no wait) carries no token with NoTokenOnList.
 func (c *Client) commandsURL(wait *bool) string {
 	u, sep := c.Base+"/v1/commands/", "?"
 	if wait != nil {
 		u += sep + "wait=" + strconv.FormatBool(*wait)
 		sep = "&"
 	}
-	if c.Token != "" {
+	if c.Token != "" && (wait != nil || !c.NoTokenOnList) {
 		u += sep + "agent_token=" + url.QueryEscape(c.Token)
 	}
 	return u
@@ -73,6 +76,19 @@ func (c *Client) Post(ctx context.Context, name string, params any, wait bool) (
 	if err != nil {
 		return nil, err
 	}
+	return c.PostDocument(ctx, body, wait)
+}
+
+// PostDocument sends body, a whole command document ({"name": ...,
+// "params": ...}, such as one recorded from Ironic), as Post does.
+func (c *Client) PostDocument(ctx context.Context, body []byte, wait bool) (*Reply, error) {
+	var doc struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Name == "" {
+		return nil, fmt.Errorf("the command document %.200q has no name (%v)", body, err)
+	}
+	name := doc.Name
 	req, err := http.NewRequestWithContext(ctx, "POST", c.commandsURL(&wait), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -132,6 +148,38 @@ func (c *Client) List(ctx context.Context) (int, []Reply, error) {
 		return resp.StatusCode, nil, fmt.Errorf("GET /v1/commands/: %w", err)
 	}
 	return resp.StatusCode, list.Commands, nil
+}
+
+// WaitDone polls List every interval, as Ironic's conductor does over
+// heartbeats or its command_wait_interval, until the last command named
+// name (the command_name: "install_bootloader") has ended, and returns
+// it; it fails when List does or ctx ends first.
+func (c *Client) WaitDone(ctx context.Context, name string, interval time.Duration) (*Reply, error) {
+	for {
+		code, cmds, err := c.List(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s did not end: %w", name, ctx.Err())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("waiting for %s: %w", name, err)
+		}
+		if code != http.StatusOK {
+			return nil, fmt.Errorf("waiting for %s: GET /v1/commands/: HTTP %d", name, code)
+		}
+		for i := len(cmds) - 1; i >= 0; i-- {
+			if cmds[i].Name == name {
+				if cmds[i].Status != "RUNNING" {
+					return &cmds[i], nil
+				}
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s did not end: %w", name, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
 }
 
 // WaitReady polls List every interval until it answers 200, ctx ends, or

@@ -91,6 +91,8 @@ func TestCommandsURL(t *testing.T) {
 		{Client{Base: "http://a:1"}, nil, "http://a:1/v1/commands/"},
 		{Client{Base: "http://a:1", Token: "t&k"}, nil, "http://a:1/v1/commands/?agent_token=t%26k"},
 		{Client{Base: "http://a:1", Token: "tok"}, &yes, "http://a:1/v1/commands/?wait=true&agent_token=tok"},
+		{Client{Base: "http://a:1", Token: "tok", NoTokenOnList: true}, nil, "http://a:1/v1/commands/"},
+		{Client{Base: "http://a:1", Token: "tok", NoTokenOnList: true}, &yes, "http://a:1/v1/commands/?wait=true&agent_token=tok"},
 	} {
 		if got := c.c.commandsURL(c.wait); got != c.want {
 			t.Errorf("commandsURL = %s, want %s", got, c.want)
@@ -121,5 +123,45 @@ func TestListAndWaitReady(t *testing.T) {
 	gone := &Client{Base: srv.URL, Token: "wrong"}
 	if err := gone.WaitReady(ctx, 20*time.Millisecond, func() bool { return true }); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("WaitReady of a gone agent: %v", err)
+	}
+}
+
+func TestPostDocument(t *testing.T) {
+	srv := fakeAgent(t, nil)
+	c := &Client{Base: srv.URL, Token: "tok"}
+	r, err := c.PostDocument(t.Context(), []byte(`{"name": "deploy.x", "params": {"recorded": true}}`), true)
+	if err != nil || r.Status != "SUCCEEDED" || string(r.Result) != `{"recorded": true}` {
+		t.Errorf("PostDocument = %+v, %v", r, err)
+	}
+	if _, err := c.PostDocument(t.Context(), []byte(`{"params": {}}`), true); err == nil || !strings.Contains(err.Error(), "has no name") {
+		t.Errorf("a document without a name: %v", err)
+	}
+}
+
+// WaitDone polls until the last command of the name has ended; an
+// earlier one of the same name that ended does not count.
+func TestWaitDone(t *testing.T) {
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		last := "RUNNING"
+		if polls.Add(1) >= 3 {
+			last = "FAILED"
+		}
+		_, _ = w.Write([]byte(`{"commands": [{"command_name": "a", "command_status": "SUCCEEDED"},
+			{"command_name": "b", "command_status": "SUCCEEDED"}, {"command_name": "a", "command_status": "` + last + `"}]}`))
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c := &Client{Base: srv.URL}
+	r, err := c.WaitDone(ctx, "a", time.Millisecond)
+	if err != nil || r.Status != "FAILED" || polls.Load() != 3 {
+		t.Errorf("WaitDone = %+v, %v after %d polls", r, err, polls.Load())
+	}
+	short, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel2()
+	polls.Store(-1000)
+	if _, err := c.WaitDone(short, "a", time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not end") {
+		t.Errorf("WaitDone of a command that runs on: %v", err)
 	}
 }

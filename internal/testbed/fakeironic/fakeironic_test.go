@@ -1,48 +1,62 @@
 package fakeironic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// The embedded documents are the agent's recordings, byte for byte.
-func TestDocumentsAreTheRecordings(t *testing.T) {
-	ents, err := recorded.ReadDir("testdata/ironic-21.4")
-	if err != nil {
-		t.Fatal(err)
+// Every document the server answers with is embedded and is JSON.
+func TestRecorded(t *testing.T) {
+	for _, name := range []string{"root.json", "lookup.json", "lookup-404.json", "lookup-masked.json",
+		"heartbeat-wrong-token.json", "get_clean_steps.request.json"} {
+		b, err := Recorded(name)
+		if err != nil || !json.Valid(b) {
+			t.Errorf("%s: %v, valid JSON %v", name, err, json.Valid(b))
+		}
 	}
-	for _, e := range ents {
-		want, err := os.ReadFile("../../../agent/testdata/ironic-21.4/" + e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(document(e.Name()), want) {
-			t.Errorf("testdata/ironic-21.4/%s differs from agent/testdata/ironic-21.4's", e.Name())
-		}
+	if _, err := Recorded("nope.json"); err == nil || !strings.Contains(err.Error(), `"nope.json"`) {
+		t.Errorf("an unknown document: %v", err)
 	}
 }
 
-func get(t *testing.T, url string) (int, map[string]any) {
+// send sends a request as the agent does, with the API version header,
+// and returns the status and body.
+func send(t *testing.T, method, url, body string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(versionHeader, "1.68")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// get GETs url and decodes the document.
+func get(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	code, b := send(t, "GET", url, "")
 	var doc map[string]any
-	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("%s: %v: %s", url, err, b)
 	}
-	return resp.StatusCode, doc
+	return code, doc
 }
 
 func TestLookupAndHeartbeat(t *testing.T) {
@@ -52,6 +66,12 @@ func TestLookupAndHeartbeat(t *testing.T) {
 	defer srv.Close()
 	if code, doc := get(t, srv.URL+"/"); code != 200 || doc["default_version"] == nil {
 		t.Errorf("GET / = %d %v", code, doc)
+	}
+	// Without the version header, Ironic knows no lookup.
+	if resp, err := http.Get(srv.URL + "/v1/lookup?addresses=52:54:00:00:00:01"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("lookup without a version: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	code, doc := get(t, srv.URL+"/v1/lookup?addresses=52:54:00:00:00:01")
 	node, _ := doc["node"].(map[string]any)
@@ -69,15 +89,9 @@ func TestLookupAndHeartbeat(t *testing.T) {
 		t.Errorf("driver_internal_info %v, want the recorded one", d)
 	}
 	post := func(token string) int {
-		resp, err := http.Post(srv.URL+"/v1/heartbeat/"+f.NodeUUID, "application/json",
-			strings.NewReader(`{"callback_url": "http://10.0.2.15:9999", "agent_token": "`+token+`"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return heartbeat(t, srv.URL+"/v1/heartbeat/"+f.NodeUUID, `{"callback_url": "http://10.0.2.15:9999", "agent_token": "`+token+`"}`)
 	}
-	if c := post("wrong"); c != http.StatusUnauthorized {
+	if c := post("wrong"); c != http.StatusBadRequest {
 		t.Errorf("heartbeat with a wrong token: HTTP %d", c)
 	}
 	if c := post("tok"); c != http.StatusAccepted {
@@ -85,7 +99,7 @@ func TestLookupAndHeartbeat(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	err := f.Wait(ctx, func(l []time.Time, h []Heartbeat) bool { return len(l) == 1 && len(h) == 1 })
+	err := f.Wait(ctx, func(l []time.Time, h []Heartbeat) bool { return len(l) == 2 && len(h) == 1 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +129,94 @@ func TestUnknownNode(t *testing.T) {
 	}
 	if len(f.Lookups()) != 2 {
 		t.Errorf("%d lookups recorded, want 2", len(f.Lookups()))
+	}
+}
+
+// heartbeat posts body to url and returns the status.
+func heartbeat(t *testing.T, url, body string) int {
+	t.Helper()
+	code, _ := send(t, "POST", url, body)
+	return code
+}
+
+// The programmed answers: failing lookups first, the token masked after
+// the first real lookup, a refused heartbeat, an API that is down, and
+// every request recorded with its answer.
+func TestProgrammedAnswers(t *testing.T) {
+	var seen atomic.Int32
+	f := &Server{NodeUUID: "u-1", Token: "tok", MaskToken: true, LookupFailures: []int{500, 409},
+		CheckHeartbeat: func(body map[string]any) string {
+			if body["callback_url"] != "https://a" {
+				return "Detected change in ramdisk provided callback_url"
+			}
+			return ""
+		},
+		OnHeartbeat: func(Heartbeat) { seen.Add(1) }}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	var codes, tokens []string
+	for range 4 {
+		code, doc := get(t, srv.URL+"/v1/lookup")
+		codes = append(codes, strconv.Itoa(code))
+		if conf, ok := doc["config"].(map[string]any); ok {
+			tokens = append(tokens, conf["agent_token"].(string))
+		}
+	}
+	if strings.Join(codes, ",") != "500,409,200,200" || strings.Join(tokens, ",") != "tok,"+MaskedToken {
+		t.Errorf("lookups answered %v with tokens %v", codes, tokens)
+	}
+	hb := srv.URL + "/v1/heartbeat/u-1"
+	if c := heartbeat(t, hb, `{"agent_token": "tok", "callback_url": "https://b"}`); c != http.StatusBadRequest {
+		t.Errorf("a refused heartbeat: HTTP %d", c)
+	}
+	if c := heartbeat(t, hb, `{"agent_token": "tok", "callback_url": "https://a"}`); c != http.StatusAccepted {
+		t.Errorf("a heartbeat: HTTP %d", c)
+	}
+	f.SetDown(true)
+	if c := heartbeat(t, hb, `{"agent_token": "tok", "callback_url": "https://a"}`); c != http.StatusServiceUnavailable {
+		t.Errorf("a heartbeat while down: HTTP %d", c)
+	}
+	f.SetDown(false)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if r, err := f.First(ctx, "/v1/heartbeat/u-1"); err != nil || !strings.Contains(string(r.Body), "https://a") {
+		t.Fatalf("the first accepted heartbeat: %+v, %v", r, err)
+	}
+	for seen.Load() != 1 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Errorf("OnHeartbeat ran %d times, want once (for the accepted heartbeat)", n)
+	}
+	if h := f.Heartbeats(); len(h) != 1 || len(f.Requests()) != 7 {
+		t.Errorf("%d heartbeats accepted of %d requests, want 1 of 7", len(h), len(f.Requests()))
+	}
+	if r := f.Requests()[0]; r.Version != "1.68" || r.URI != "/v1/lookup" || r.From != "127.0.0.1" || r.Status != 500 {
+		t.Errorf("first request recorded as %+v", r)
+	}
+}
+
+// The inspector's callback finds the node, or refuses data of an
+// unknown machine.
+func TestContinue(t *testing.T) {
+	for _, f := range []*Server{{NodeUUID: "u-1"}, {}} {
+		srv := httptest.NewServer(f)
+		resp, err := http.Post(srv.URL+"/v1/continue", "application/json", strings.NewReader(`{"inventory": {}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		want := http.StatusOK
+		if f.NodeUUID == "" {
+			want = http.StatusBadRequest
+		}
+		if resp.StatusCode != want || f.NodeUUID != "" && string(b) != `{"uuid": "u-1"}` {
+			t.Errorf("node %q: HTTP %d %s", f.NodeUUID, resp.StatusCode, b)
+		}
+		if r := f.Requests(); len(r) != 1 || string(r[0].Body) != `{"inventory": {}}` {
+			t.Errorf("recorded %+v", r)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
@@ -253,12 +254,7 @@ func TestTakeFindsNetworkChanges(t *testing.T) {
 // TestTakeFindsLoopDevice leaves a loop device attached across the second
 // snapshot, as a leaky test would, then detaches it.
 func TestTakeFindsLoopDevice(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root: attaches a loop device")
-	}
-	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skipf("SKIPPED: needs losetup (util-linux, test.sh APT_PACKAGES): %v", err)
-	}
+	looptest.RequireRoot(t)
 	// Files from the fake tree, loop devices from the kernel's sysfs.
 	root := fakeRoot(t)
 	if err := os.Symlink("/sys", filepath.Join(root, "sys-real")); err != nil {
@@ -271,18 +267,7 @@ func TestTakeFindsLoopDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := take(t, Options{Root: root})
-	img := filepath.Join(t.TempDir(), "leak.img")
-	writeFile(t, img, strings.Repeat("\x00", 1<<20))
-	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup --find --show %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
-		}
-	})
+	dev := looptest.Attach(t, 1<<20)
 	// Other tests on the machine attach their own devices meanwhile: only
 	// ours is required.
 	wantDiff(t, Diff(before, take(t, Options{Root: root})), map[string]bool{"loop " + dev: true}, false)
