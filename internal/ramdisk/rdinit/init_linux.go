@@ -91,10 +91,17 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		defer Recover(onPanic)
 		settled <- settleBlock(ctx, 300*time.Millisecond, 10*time.Second)
 	}()
+	// waitBlock waits for the block devices once, for whoever needs
+	// them first: the one value settled carries is received once.
 	blockCount := -1
+	waitBlock := func() {
+		if blockCount < 0 {
+			blockCount = <-settled
+		}
+	}
 	if cmdline[ParamBootMethod] == vmedia.BootMethodVmedia {
 		// The media are block devices: wait for them.
-		blockCount = <-settled
+		waitBlock()
 	}
 	if params := vmedia.Load(ctx, log, cmdline, vmedia.Options{SysBlock: "/sys/class/block", SysUSB: "/sys/bus/usb/devices",
 		DevDir: "/dev", MountDir: VirtualMediaMount, Etc: "/etc", Publisher: cfg.PublisherID, USBWait: 10 * time.Second,
@@ -105,9 +112,10 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	t = time.Now()
 	var data *networkdata.Data
 	if look, why := cfg.lookForConfigDrive(); look {
-		// The config drive is a block device: wait for them, then look
-		// for it before any NIC is configured.
-		blockCount = <-settled
+		// The config drive is a block device: wait for them (unless
+		// virtual media did), then look for it before any NIC is
+		// configured.
+		waitBlock()
 		d, err := netup.LoadNetworkData(log, ConfigDriveMount, cfg.PublisherID)
 		if err != nil {
 			// Bad network data must not leave the machine silent: say
@@ -134,9 +142,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		log.Warn("network", "error", err)
 	}
 	log.Info(EventNetworkReady, "seconds", logging.Seconds(time.Since(t)), "uptime", logging.Uptime())
-	if blockCount < 0 {
-		blockCount = <-settled
-	}
+	waitBlock()
 	log.Info("block devices settled", "count", blockCount, "uptime", logging.Uptime())
 	log.Info("starting agent", "init_seconds", logging.Seconds(time.Since(start)), "uptime", logging.Uptime())
 	return supervise(ctx, log, cfg, console, onPanic)

@@ -284,17 +284,31 @@ func copyFile(src, dst string) error {
 	return nil
 }
 
-// waitUSBStorage waits, at most o.USBWait, until every USB mass-storage
-// interface (class 08) has its disk: a BMC's virtual stick may enumerate
-// after the init's coldplug ended (usb_storage is then loaded here), and
-// usb-storage scans a device only a second after binding it.
+// usbQuiet is how long the USB devices must stay the same before the
+// bus is taken as enumerated: the hub driver finds a device on a port some
+// time after its host controller's driver loaded.
+const usbQuiet = time.Second
+
+// waitUSBStorage waits, at most o.USBWait, until the USB devices have
+// stayed the same for usbQuiet and every USB mass-storage interface (class
+// 08) has its disk: a BMC's virtual stick may enumerate after the init's
+// coldplug ended (usb_storage is then loaded here), and usb-storage scans
+// a device only a second after binding it. A machine without USB does not
+// wait.
 func waitUSBStorage(ctx context.Context, log *slog.Logger, o Options) {
 	t := time.Now()
 	deadline := t.Add(o.USBWait)
 	loaded := false
+	lastCount, changed := -1, t
 	for {
 		var unbound, waiting []string
 		ents, _ := os.ReadDir(o.SysUSB)
+		if len(ents) != lastCount {
+			lastCount, changed = len(ents), time.Now()
+		}
+		if len(ents) > 0 && time.Since(changed) < usbQuiet {
+			waiting = append(waiting, "enumeration")
+		}
 		for _, e := range ents {
 			dir := filepath.Join(o.SysUSB, e.Name())
 			if b, err := os.ReadFile(filepath.Join(dir, "bInterfaceClass")); err != nil || strings.TrimSpace(string(b)) != "08" {
@@ -315,8 +329,8 @@ func waitUSBStorage(ctx context.Context, log *slog.Logger, o Options) {
 			}
 		}
 		if len(unbound)+len(waiting) == 0 {
-			if time.Since(t) > 100*time.Millisecond {
-				log.Info("virtual media: USB mass storage ready", "seconds", logging.Seconds(time.Since(t)))
+			if len(ents) > 0 {
+				log.Info("virtual media: USB devices settled", "devices", len(ents), "seconds", logging.Seconds(time.Since(t)))
 			}
 			return
 		}

@@ -266,11 +266,20 @@ func TestWaitUSBStorage(t *testing.T) {
 	if strings.Join(loads, ",") != "usb_storage" {
 		t.Errorf("modules loaded: %v", loads)
 	}
-	if !strings.Contains(logBuf.String(), `"virtual media: USB mass storage without a disk" unbound="" scanning=2-1:1.0`) {
+	if !strings.Contains(logBuf.String(), `"virtual media: USB mass storage without a disk" unbound="" scanning=enumeration,2-1:1.0`) {
 		t.Errorf("log: %s", logBuf.String())
 	}
-	// Its disk appears: no wait.
+	// Its disk appears: the wait is the bus's quiet second.
 	os.MkdirAll(filepath.Join(iface, "host6/target6:0:0/6:0:0:0/block/sdb"), 0o755)
+	logBuf.Reset()
+	o.USBWait = 10 * time.Second
+	start := time.Now()
+	waitUSBStorage(context.Background(), slog.New(slog.NewTextHandler(&logBuf, nil)), o)
+	if !strings.Contains(logBuf.String(), `"virtual media: USB devices settled" devices=2`) || time.Since(start) > 5*time.Second {
+		t.Errorf("log: %s", logBuf.String())
+	}
+	// No USB at all: no wait, nothing said.
+	o = fakeSys(t, nil)
 	logBuf.Reset()
 	waitUSBStorage(context.Background(), slog.New(slog.NewTextHandler(&logBuf, nil)), o)
 	if logBuf.Len() != 0 {
