@@ -292,16 +292,17 @@ const usbQuiet = time.Second
 // waitUSBStorage waits, at most o.USBWait, until the USB devices have
 // stayed the same for usbQuiet and every USB mass-storage interface (class
 // 08) has its disk: a BMC's virtual stick may enumerate after the init's
-// coldplug ended (usb_storage is then loaded here), and usb-storage scans
+// coldplug ended (usb_storage, then sd_mod or sr_mod for its SCSI device,
+// are then loaded here), and usb-storage scans
 // a device only a second after binding it. A machine without USB does not
 // wait.
 func waitUSBStorage(ctx context.Context, log *slog.Logger, o Options) {
 	t := time.Now()
 	deadline := t.Add(o.USBWait)
-	loaded := false
+	loaded := map[string]bool{}
 	lastCount, changed := -1, t
 	for {
-		var unbound, waiting []string
+		var unbound, waiting, need []string
 		ents, _ := os.ReadDir(o.SysUSB)
 		if len(ents) != lastCount {
 			lastCount, changed = len(ents), time.Now()
@@ -320,12 +321,32 @@ func waitUSBStorage(ctx context.Context, log *slog.Logger, o Options) {
 			}
 			if disks, _ := filepath.Glob(filepath.Join(dir, "host*", "target*", "*", "block", "*")); len(disks) == 0 {
 				waiting = append(waiting, e.Name())
+				// Its SCSI device needs the disk (or CD-ROM) driver,
+				// which the coldplug loaded only if such a device
+				// existed then.
+				types, _ := filepath.Glob(filepath.Join(dir, "host*", "target*", "*", "type"))
+				for _, f := range types {
+					if b, err := os.ReadFile(f); err == nil {
+						switch strings.TrimSpace(string(b)) {
+						case "0":
+							need = append(need, "sd_mod")
+						case "5":
+							need = append(need, "sr_mod")
+						}
+					}
+				}
 			}
 		}
-		if len(unbound) > 0 && !loaded && o.LoadModule != nil {
-			loaded = true
-			if err := o.LoadModule("usb_storage"); err != nil {
-				log.Error("virtual media: USB mass storage driver not loaded", "interfaces", strings.Join(unbound, ","), "error", err)
+		if len(unbound) > 0 {
+			need = append(need, "usb_storage")
+		}
+		for _, m := range need {
+			if loaded[m] || o.LoadModule == nil {
+				continue
+			}
+			loaded[m] = true
+			if err := o.LoadModule(m); err != nil {
+				log.Error("virtual media: USB mass storage driver not loaded", "module", m, "error", err)
 			}
 		}
 		if len(unbound)+len(waiting) == 0 {

@@ -245,8 +245,8 @@ func TestLoadNoMedia(t *testing.T) {
 }
 
 // TestWaitUSBStorage: a mass-storage interface without a driver has
-// usb_storage loaded, and one still scanning is waited for, at most
-// USBWait, then named.
+// usb_storage loaded, then sd_mod for its SCSI disk, and one still
+// without its disk is waited for, at most USBWait, then named.
 func TestWaitUSBStorage(t *testing.T) {
 	o := fakeSys(t, nil)
 	iface := filepath.Join(o.SysUSB, "2-1:1.0")
@@ -258,12 +258,18 @@ func TestWaitUSBStorage(t *testing.T) {
 	var loads []string
 	o.LoadModule = func(name string) error {
 		loads = append(loads, name)
-		return os.Mkdir(filepath.Join(iface, "driver"), 0o755) // bound, not scanned yet
+		if name == "usb_storage" {
+			// Bound; its SCSI disk is there, without its driver.
+			os.MkdirAll(filepath.Join(iface, "host6/target6:0:0/6:0:0:0"), 0o755)
+			os.WriteFile(filepath.Join(iface, "host6/target6:0:0/6:0:0:0/type"), []byte("0\n"), 0o644)
+			return os.Mkdir(filepath.Join(iface, "driver"), 0o755)
+		}
+		return nil
 	}
 	o.USBWait = 300 * time.Millisecond
 	var logBuf bytes.Buffer
 	waitUSBStorage(context.Background(), slog.New(slog.NewTextHandler(&logBuf, nil)), o)
-	if strings.Join(loads, ",") != "usb_storage" {
+	if strings.Join(loads, ",") != "usb_storage,sd_mod" {
 		t.Errorf("modules loaded: %v", loads)
 	}
 	if !strings.Contains(logBuf.String(), `"virtual media: USB mass storage without a disk" unbound="" scanning=enumeration,2-1:1.0`) {
