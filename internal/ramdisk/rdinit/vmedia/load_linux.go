@@ -63,6 +63,9 @@ func Load(ctx context.Context, log *slog.Logger, cmdline map[string]string, o Op
 		log.Info("no virtual media boot device with configuration", "labels", ConfigDriveLabel+","+BootISOLabel)
 	}
 	dev, vol, ok := find(log, o, ParametersLabel)
+	if ok {
+		labelLink(log, o.DevDir, dev)
+	}
 	if !ok {
 		// IPA's fallback: the device a BMC names "virtual media".
 		dev, vol, ok = findByModel(log, o)
@@ -98,6 +101,25 @@ func Load(ctx context.Context, log *slog.Logger, cmdline map[string]string, o Op
 	log.Info(EventParameters, "device", dev, "file", ParametersFile, "count", len(params),
 		"keys", strings.Join(keys, ","), "overriding", strings.Join(overridden, ","), "seconds", logging.Seconds(time.Since(t)))
 	return params
+}
+
+// labelLink makes /dev/disk/by-label/ir-vfd-dev, the link udev would
+// make for the parameters' medium: the erase steps pass over the device it
+// names, as IPA's do, since the medium is the BMC's and read-only.
+func labelLink(log *slog.Logger, devDir, dev string) {
+	link := filepath.Join(devDir, "disk", "by-label", ParametersLabel)
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		log.Error("virtual media: label link not made", "link", link, "device", dev, "error", err)
+		return
+	}
+	rel, err := filepath.Rel(filepath.Dir(link), dev)
+	if err != nil {
+		rel = dev
+	}
+	os.Remove(link)
+	if err := os.Symlink(rel, link); err != nil {
+		log.Error("virtual media: label link not made", "link", link, "device", dev, "error", err)
+	}
 }
 
 // readLimited reads a file of at most limit bytes: parameters.txt is a

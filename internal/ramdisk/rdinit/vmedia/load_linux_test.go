@@ -156,6 +156,11 @@ func TestFind(t *testing.T) {
 		// Listed after sdb, which was taken.
 		t.Errorf("vda1 looked at after the medium was found")
 	}
+	// The link udev would make, which the erase steps look for.
+	labelLink(log, o.DevDir, filepath.Join(o.DevDir, "sdb"))
+	if got, _ := os.Readlink(filepath.Join(o.DevDir, "disk/by-label/ir-vfd-dev")); got != "../../sdb" {
+		t.Errorf("by-label link points to %q, want ../../sdb", got)
+	}
 	// Without the stick, the partition is passed over too.
 	os.Remove(filepath.Join(o.SysBlock, "sdb"))
 	logBuf.Reset()
