@@ -35,7 +35,7 @@ func fsLabel(b []byte) string {
 // FSLabel returns the label of the filesystem on dev ("" if it has none
 // or none is recognised), what `mount LABEL=...` matches.
 func FSLabel(dev string) (string, error) {
-	head, err := readFSHead(dev)
+	head, err := ReadFSHead(dev)
 	if err != nil {
 		return "", err
 	}

@@ -101,8 +101,9 @@ func partitionParent(part string) (string, int, error) {
 	return "/dev/" + filepath.Base(filepath.Dir(real)), n, nil
 }
 
-// readFSHead reads the first fsProbeLen bytes of dev (fewer if smaller).
-func readFSHead(dev string) ([]byte, error) {
+// ReadFSHead reads the first bytes of dev (fewer if smaller), enough for
+// every file system probe of this package: labels, UUIDs, ISO 9660 and FAT.
+func ReadFSHead(dev string) ([]byte, error) {
 	f, err := os.Open(dev)
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func readFSHead(dev string) ([]byte, error) {
 // BlockUUID is IPA's block_uuid: the filesystem UUID of a partition, or
 // its PARTUUID when no filesystem UUID is found.
 func BlockUUID(part string) (string, error) {
-	head, err := readFSHead(part)
+	head, err := ReadFSHead(part)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +171,7 @@ func FindPartitionByUUID(disk, uuid string) (string, error) {
 		if strings.EqualFold(partUUID(t, p.Number), uuid) {
 			return path, nil
 		}
-		head, err := readFSHead(path)
+		head, err := ReadFSHead(path)
 		if err != nil {
 			continue // not visible to the kernel: cannot be the one mounted
 		}
@@ -184,7 +185,7 @@ func FindPartitionByUUID(disk, uuid string) (string, error) {
 // FSType names the filesystem found on dev ("ext4" for ext2/3/4, "" if
 // none is recognised).
 func FSType(dev string) (string, error) {
-	head, err := readFSHead(dev)
+	head, err := ReadFSHead(dev)
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,7 @@ func TestReadErrorsNameDeviceOffsetErrno(t *testing.T) {
 	for name, f := range map[string]func() error{
 		"ReadPartTable": func() error { _, err := ReadPartTable(dir, 512); return err },
 		"Probe":         func() error { _, err := Probe(dir); return err },
-		"readFSHead":    func() error { _, err := readFSHead(dir); return err },
+		"ReadFSHead":    func() error { _, err := ReadFSHead(dir); return err },
 	} {
 		err := f()
 		if err == nil {

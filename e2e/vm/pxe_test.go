@@ -124,7 +124,7 @@ func provisioningNetwork(t *testing.T) *pxeBed {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
 		start := time.Now()
-		s.pxe, s.pxeErr = startPXEBed(ctx, filepath.Join(s.dir, "provisioning"))
+		s.pxe, s.pxeErr = startPXEBed(ctx, filepath.Join(s.dir, "provisioning"), "pxe", false)
 		if s.pxeErr == nil {
 			reportSuiteSeconds(t, time.Since(start), "pxe_bed_up_s")
 		}
@@ -143,7 +143,9 @@ func provisioningNetwork(t *testing.T) *pxeBed {
 	return s.pxe
 }
 
-func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
+// startPXEBed starts a provisioning network in namespace name-PID, its
+// Ironic serving its API over HTTPS with a CA of its own when tls is set.
+func startPXEBed(ctx context.Context, dir, name string, tls bool) (*pxeBed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -154,13 +156,13 @@ func startPXEBed(ctx context.Context, dir string) (*pxeBed, error) {
 	if err != nil {
 		return nil, err
 	}
-	pn, err := netbed.NewProvNet(ctx, fmt.Sprintf("pxe-%d", os.Getpid()), pxeNet, filepath.Join(dir, "net"))
+	pn, err := netbed.NewProvNet(ctx, fmt.Sprintf("%s-%d", name, os.Getpid()), pxeNet, filepath.Join(dir, "net"))
 	if err != nil {
 		return nil, err
 	}
 	b := &pxeBed{net: pn, images: map[string]string{}}
 	host := pxeNet.Addr().String()
-	st, err := ironic.StartStack(ctx, ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true,
+	st, err := ironic.StartStack(ctx, ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true, TLS: tls,
 		NetBoot: &ironic.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,

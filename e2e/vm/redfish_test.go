@@ -17,7 +17,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/agent"
+	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
@@ -43,6 +45,9 @@ type redfishNode struct {
 	disk string
 	// l drives the node: Redfish power, virtual media.
 	l *lifecycle
+	// prebuilt: the node boots a prebuilt ISO (driver_info deploy_iso),
+	// its parameters on the USB stick.
+	prebuilt bool
 }
 
 // redfishMAC is the MAC of redfishNode n's NIC.
@@ -52,11 +57,26 @@ func redfishMAC(n int) string { return fmt.Sprintf("52:54:00:6d:%02x:01", 0x30+n
 // it: dnsmasq ignores its MAC (netbed.DHCP.Ignore).
 const redfishDHCPLess = 2
 
+// redfishCase is what a virtual-media scenario changes.
+type redfishCase struct {
+	// dhcpLess gives the node network_data (a static address) and no
+	// DHCP server answers it.
+	dhcpLess    bool
+	networkData map[string]any // set from dhcpLess
+	// tls runs the scenario on a provisioning network of its own whose
+	// Ironic serves HTTPS and puts its CA on the ISOs ([agent]api_ca_file).
+	tls bool
+	// removable sets driver_info deploy_iso to a prebuilt ISO with no
+	// ipa-* parameters and config_via_removable: the parameters come on
+	// the BMC's USB stick.
+	removable bool
+}
+
 // newRedfishNode skips unless the virtual-media tests can run, and makes
-// machine n under firmware fw behind its Redfish BMC, enrolled with
-// networkData (nil: none) as the node's network_data.
-func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, networkData map[string]any) *redfishNode {
+// machine n under firmware fw behind its Redfish BMC, enrolled as c says.
+func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfishCase) *redfishNode {
 	t.Helper()
+	networkData := c.networkData
 	rd := ramdisk(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: a provisioning network in a namespace, Ironic, dnsmasq and the BMC in it")
@@ -65,15 +85,20 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	if fw == "uefi" {
 		need["grub-mkimage"], need["mkfs.fat"], need["mcopy"] = "grub-common", "dosfstools", "mtools"
 	}
-	for p, pkg := range need {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", p, pkg)
-		}
-	}
 	files := map[string]string{"/usr/lib/ISOLINUX/isolinux.bin": "isolinux", "/usr/lib/syslinux/modules/bios/ldlinux.c32": "syslinux-common",
 		"/usr/lib/python3/dist-packages/sushy/__init__.py": "python3-sushy"}
 	if fw == "uefi" {
 		files["/usr/lib/grub/x86_64-efi/linuxefi.mod"] = "grub-efi-amd64-bin"
+	}
+	if c.removable {
+		// ramdisk.ISO's tools, and mtools to read the stick.
+		need["grub-mkrescue"], need["xorriso"], need["mformat"], need["mtype"] = "grub-common", "xorriso", "mtools", "mtools"
+		files["/usr/lib/grub/i386-pc/cdboot.img"] = "grub-pc-bin"
+	}
+	for p, pkg := range need {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", p, pkg)
+		}
 	}
 	for f, pkg := range files {
 		if _, err := os.Stat(f); err != nil {
@@ -83,8 +108,13 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	if series, err := ironic.SeriesFromEnv(); err != nil || !series.Host() {
 		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v)", series, err)
 	}
-	bed := provisioningNetwork(t)
-	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n)}
+	var bed *pxeBed
+	if c.tls {
+		bed = tlsProvisioningNetwork(t)
+	} else {
+		bed = provisioningNetwork(t)
+	}
+	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable}
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
 	m.Dir = vmDir(t)
@@ -132,6 +162,19 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, network
 	if fw == "uefi" {
 		// The ESP Ironic 21.4 puts into a UEFI ISO as its El Torito image.
 		driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx))
+	}
+	if c.removable {
+		// The project's own ISO (make iso) with boot_method=vmedia and
+		// no ipa-* parameter: Ironic builds nothing and can put the
+		// parameters only on the removable medium.
+		iso := filepath.Join(m.Dir, ramdiskpkg.ISOName)
+		if err := ramdiskpkg.ISO(ctx, rd.Kernel, rd.Initrd, "", iso); err != nil {
+			t.Fatalf("prebuilt ISO: %v", err)
+		}
+		delete(driverInfo, "deploy_kernel")
+		delete(driverInfo, "deploy_ramdisk")
+		driverInfo["deploy_iso"] = bed.serveImage("prebuilt-"+fw+".iso", iso)
+		driverInfo["config_via_removable"] = true
 	}
 	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
@@ -182,6 +225,9 @@ type isoBoot struct {
 	cmdline string // the ramdisk's kernel parameters in the boot loader's configuration
 	files   string // the ISO's file list
 	iso     string
+	// params are the parameters Ironic gave the ramdisk: the kernel
+	// line, or parameters.txt on the USB stick of a prebuilt ISO's boot.
+	params string
 }
 
 // checkISOBoot checks that vm booted the ISO Ironic built and the BMC
@@ -214,6 +260,10 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	if r.m.Firmware == "uefi" {
 		cfg, keyword = "/EFI/BOOT/grub.cfg", "linuxefi"
 	}
+	if r.prebuilt {
+		// ramdisk.ISO's GRUB entry: "linux /boot/vmlinuz PARAMS".
+		cfg, keyword = "/boot/grub/grub.cfg", "linux"
+	}
 	for l := range strings.Lines(isoinfo("-R", "-x", cfg)) {
 		if f := strings.Fields(l); len(f) > 1 && f[0] == keyword {
 			ib.cmdline = strings.Join(f[1:], " ")
@@ -222,6 +272,14 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	if ib.cmdline == "" {
 		t.Fatalf("no %s line in the ISO's %s", keyword, cfg)
 	}
+	ib.params = ib.cmdline
+	if r.prebuilt {
+		ib.params = r.checkStick(vm)
+		if !slices.Contains(strings.Fields(ib.cmdline), "boot_method=vmedia") || strings.Contains(ib.cmdline, "ipa-") {
+			t.Errorf("the prebuilt ISO's kernel line: %s; want boot_method=vmedia and no ipa-* parameter", ib.cmdline)
+		}
+		return ib
+	}
 	// Ironic's isolinux/grub template, its kernel_append_params
 	// ([redfish]) and what virtual media always adds.
 	for _, w := range append(strings.Fields(pxeKernelParams), "boot_method=vmedia", "ipa-debug=1") {
@@ -229,7 +287,65 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 			t.Errorf("the ISO's kernel line lacks %q: %s", w, ib.cmdline)
 		}
 	}
+	if _, ok := vm.Find(logtext.Msg(vmedia.EventNoParameters)); !ok {
+		t.Error("the init did not say it found no virtual media parameters device")
+	}
 	return ib
+}
+
+// checkStick checks that vm booted with the USB stick Ironic inserted
+// (config_via_removable) and that the init merged its parameters.txt, and
+// returns that file.
+func (r *redfishNode) checkStick(vm *qemu.VM) string {
+	t := r.t
+	t.Helper()
+	if vm.Machine.USBStick == "" || !slices.Contains(vm.Cmdline, "usb-storage,bus=xhci.0,drive=usbstick,removable=on") {
+		t.Fatalf("the ramdisk boot had no USB stick: %s", qemu.ShellQuote(vm.Cmdline))
+	}
+	out, err := exec.CommandContext(r.ctx, "mtype", "-i", vm.Machine.USBStick, "::parameters.txt").Output()
+	if err != nil {
+		t.Fatalf("parameters.txt on the USB stick %s: %v", vm.Machine.USBStick, err)
+	}
+	if l, ok := vm.Find(logtext.Msg(vmedia.EventParameters) + " "); !ok || !strings.Contains(l.Text, "device=/dev/sd") || !strings.Contains(l.Text, "ipa-api-url") && !strings.Contains(l.Text, "ipa-inspection-callback-url") {
+		t.Errorf("the init did not merge the stick's parameters: %q", l.Text)
+	} else {
+		t.Logf("%s", l.Text)
+		reportSeconds(t, l.At, "vmedia_parameters_s")
+	}
+	return string(out)
+}
+
+// checkTLSConfig checks that Ironic ([agent]api_ca_file) put its CA and
+// the agent's configuration naming it on the ISO, that the init copied
+// them into /etc, and that the agent verified Ironic with that CA.
+func (r *redfishNode) checkTLSConfig(what string, vm *qemu.VM, ib isoBoot) {
+	t := r.t
+	t.Helper()
+	for _, f := range []string{"/etc/ironic-python-agent/ironic.crt", "/etc/ironic-python-agent.d/ironic-tls.conf"} {
+		if !strings.Contains(ib.files, f) {
+			t.Errorf("%s: the ISO lacks %s: %s", what, f, ib.files)
+		}
+	}
+	for _, d := range []string{"device=/dev/sr0 from=/etc/ironic-python-agent to=/etc/ironic-python-agent files=ironic.crt",
+		"device=/dev/sr0 from=/etc/ironic-python-agent.d to=/etc/ironic-python-agent.d files=ironic-tls.conf"} {
+		i := slices.IndexFunc(vm.Lines(), func(l qemu.Line) bool {
+			return strings.Contains(l.Text, logtext.Msg(vmedia.EventConfigCopied)+" ") && strings.Contains(l.Text, d)
+		})
+		if i < 0 {
+			t.Errorf("%s: the init did not copy %s", what, d)
+		} else {
+			reportSeconds(t, vm.Lines()[i].At, what, "vmedia_config_s")
+		}
+	}
+	if strings.Contains(ib.params, "ipa-insecure") {
+		t.Errorf("%s: Ironic asked for no certificate check: %s", what, ib.params)
+	}
+	if l, ok := vm.Find("option=cafile "); !ok || !strings.Contains(l.Text, "/etc/ironic-python-agent.d/ironic-tls.conf") {
+		t.Errorf("%s: the agent did not take cafile from the copied ironic-tls.conf: %q", what, l.Text)
+	}
+	if l, ok := vm.Find("option=insecure "); ok {
+		t.Errorf("%s: the agent's insecure is not its default: %q", what, l.Text)
+	}
 }
 
 // kernelParam is the value of name on cmdline, "" if absent.
@@ -255,7 +371,7 @@ func kernelParam(cmdline, name string) string {
 // one adds only the DHCP that every other VM test has.
 func TestVMRedfishVirtualMediaBIOS(t *testing.T) {
 	slowScenario(t)
-	redfishLifecycle(t, "bios", 0, false)
+	redfishLifecycle(t, "bios", 0, redfishCase{})
 }
 
 // TestVMRedfishVirtualMediaUEFI is the same under OVMF: Ironic's UEFI ISO
@@ -263,7 +379,7 @@ func TestVMRedfishVirtualMediaBIOS(t *testing.T) {
 // which reads the grub.cfg Ironic wrote.
 func TestVMRedfishVirtualMediaUEFI(t *testing.T) {
 	slowScenario(t)
-	redfishLifecycle(t, "uefi", 1, false)
+	redfishLifecycle(t, "uefi", 1, redfishCase{})
 }
 
 // TestVMRedfishDHCPLessBIOS is the DHCP-less boot through Ironic: the
@@ -272,35 +388,98 @@ func TestVMRedfishVirtualMediaUEFI(t *testing.T) {
 // config-2 (Ironic 21.4 makes the virtual-media ISO the config drive), and
 // dnsmasq ignores the machine. The init finds the label on the CD, sets
 // the static address, and inspection, cleaning and the deploy run over it.
-func TestVMRedfishDHCPLessBIOS(t *testing.T) { redfishLifecycle(t, "bios", redfishDHCPLess, true) }
+func TestVMRedfishDHCPLessBIOS(t *testing.T) {
+	redfishLifecycle(t, "bios", redfishDHCPLess, redfishCase{dhcpLess: true})
+}
+
+// TestVMRedfishTLSBIOS is a virtual-media lifecycle against an Ironic
+// whose API is HTTPS only, with a CA made for the test that no ramdisk
+// carries: Ironic's [agent]api_ca_file puts the CA and an
+// ironic-python-agent.d file naming it (cafile) on each ISO it builds, the
+// init copies both into /etc as IPA does, and the agent verifies Ironic's
+// certificate with it through lookup, cleaning and the deploy, with no
+// ipa-insecure. The provisioning network and its Ironic are the test's own.
+func TestVMRedfishTLSBIOS(t *testing.T) {
+	seriesIndependent(t)
+	redfishLifecycle(t, "bios", redfishTLSNode, redfishCase{tls: true})
+}
+
+// TestVMRedfishRemovableConfigBIOS boots the project's prebuilt ISO (make
+// iso, with no ipa-* parameter) as the node's deploy_iso, with
+// config_via_removable: Ironic writes the ramdisk's parameters (API URL,
+// token, inspection callback) into parameters.txt on a vfat image labelled
+// ir-vfd-dev and inserts it in the BMC's virtual USB stick, which the BMC
+// attaches as a removable USB disk on xHCI; the init finds it, merges the
+// parameters, and inspection, cleaning and the deploy run on them. Slow
+// (E2E_VM_SLOW): a whole lifecycle, whose init code TestVMRedfishTLSBIOS
+// runs too.
+func TestVMRedfishRemovableConfigBIOS(t *testing.T) {
+	slowScenario(t)
+	redfishLifecycle(t, "bios", redfishRemovableNode, redfishCase{removable: true})
+}
+
+// The machines of the TLS and removable-medium scenarios.
+const (
+	redfishTLSNode       = 3
+	redfishRemovableNode = 4
+)
+
+// tlsProvisioningNetwork is a provisioning network of t's own whose Ironic
+// serves HTTPS with a CA of its own (ironic.Config.TLS).
+func tlsProvisioningNetwork(t *testing.T) *pxeBed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	start := time.Now()
+	bed, err := startPXEBed(ctx, filepath.Join(t.TempDir(), "provisioning"), "pxetls", true)
+	if err != nil {
+		t.Fatalf("TLS provisioning network: %v", err)
+	}
+	reportSeconds(t, time.Since(start), "tls_bed_up_s")
+	mark := bed.svc.Mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
+			t.Logf("dnsmasq log (end):\n%s", tail(bed.net.DHCPLog(), 40))
+		}
+		bed.Close()
+	})
+	return bed
+}
 
 // redfishStaticAddress is the DHCP-less machine's address.
 const redfishStaticAddress = "10.99.0.62"
 
-func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
+func redfishLifecycle(t *testing.T, fw string, n int, c redfishCase) {
 	testStart := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
 	defer cancel()
-	var networkData map[string]any
+	dhcpLess := c.dhcpLess
 	if dhcpLess {
-		networkData = map[string]any{
+		c.networkData = map[string]any{
 			"links": []any{map[string]any{"id": "prov0", "type": "phy", "ethernet_mac_address": redfishMAC(n), "mtu": 1500}},
 			"networks": []any{map[string]any{"id": "prov-ipv4", "network_id": "provisioning", "type": "ipv4", "link": "prov0",
 				"ip_address": redfishStaticAddress, "netmask": "255.255.255.0", "routes": []any{}}},
 			"services": []any{},
 		}
 	}
-	r := newRedfishNode(t, ctx, fw, n, networkData)
+	r := newRedfishNode(t, ctx, fw, n, c)
 	s, m, disk := r.s, r.m, r.disk
 	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
 	ironicURL := "http://" + pxeNet.Addr().String() + ":6385"
+	if c.tls {
+		ironicURL = "https://" + pxeNet.Addr().String() + ":6385"
+	}
 
 	// checkNetwork checks how the boot got its address; lookup: the agent
 	// knew Ironic's URL, so its callback URL is the address's.
 	checkNetwork := func(what string, vm *qemu.VM, ib isoBoot, lookup bool) {
 		t.Helper()
+		if c.tls {
+			r.checkTLSConfig(what, vm, ib)
+		}
 		if !dhcpLess {
-			if ib.label != "VMEDIA_BOOT_ISO" {
+			if ib.label != "VMEDIA_BOOT_ISO" && !c.removable {
 				t.Errorf("%s: ISO volume id %q, want Ironic's VMEDIA_BOOT_ISO", what, ib.label)
 			}
 			if lookup {
@@ -345,11 +524,26 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 	vm := r.l.Inspect(10*time.Minute).report(t, "inspection")
 	r.l.WaitOff("inspection")
 	ib := r.checkISOBoot(vm)
-	checkParam(t, ib.cmdline, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
+	checkParam(t, ib.params, "ipa-inspection-callback-url", "http://"+pxeNet.Addr().String()+":5050/v1/continue")
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
 	checkNetwork("inspection", vm, ib, false)
 	data := s.inspectionData(t, ctx, r.node.UUID, time.Minute)
 	inv, _ := data["inventory"].(map[string]any)
+	if c.removable {
+		// The stick is a disk of the inventory, as in IPA's: Ironic's
+		// vfat image (100 KiB in 21.4, 1440 KiB later). The machine's
+		// own disks are checked without it.
+		disks, _ := inv["disks"].([]any)
+		kept := slices.DeleteFunc(slices.Clone(disks), func(d any) bool {
+			dm, _ := d.(map[string]any)
+			size, _ := dm["size"].(float64)
+			return size > 0 && size <= 1440<<10
+		})
+		if len(kept) != len(disks)-1 {
+			t.Errorf("inventory: the USB stick (Ironic's vfat image) is not among the disks: %v", disks)
+		}
+		inv["disks"] = kept
+	}
 	checkInventory(t, inv, m)
 	ifaces, _ := inv["interfaces"].([]any)
 	for _, i := range ifaces {
@@ -367,8 +561,8 @@ func redfishLifecycle(t *testing.T, fw string, n int, dhcpLess bool) {
 	vm = r.l.Provide(10*time.Minute).report(t, "cleaning")
 	r.l.WaitOff("cleaning")
 	ib = r.checkISOBoot(vm)
-	checkParam(t, ib.cmdline, "ipa-api-url", ironicURL)
-	if tok := kernelParam(ib.cmdline, "ipa-agent-token"); len(tok) < 32 {
+	checkParam(t, ib.params, "ipa-api-url", ironicURL)
+	if tok := kernelParam(ib.params, "ipa-agent-token"); len(tok) < 32 {
 		t.Errorf("cleaning ISO: ipa-agent-token %q, want Ironic's pregenerated token", tok)
 	}
 	// Ironic 21.4 writes ipa-global-request-id into PXE configurations

@@ -34,7 +34,7 @@ func TestManifest(t *testing.T) {
 		"bnx2x", "mlx4_en", "mlx5_core", "qede", "be2net", "enic", "sfc", "nfp", "atlantic", "r8169", "ena", "gve",
 		"hns3", "bonding", "8021q", "ahci", "nvme", "megaraid_sas", "mpt3sas", "mpi3mr", "smartpqi", "hpsa", "aacraid",
 		"qla2xxx", "lpfc", "virtio_pci", "virtio_blk", "virtio_scsi", "virtio_net", "virtio_rng", "vmw_pvscsi",
-		"sd_mod", "sr_mod", "sg", "usb_storage", "uas", "dm_mod", "dm_multipath", "dm_service_time", "dm_round_robin",
+		"sd_mod", "sr_mod", "sg", "xhci_pci", "usb_storage", "uas", "dm_mod", "dm_multipath", "dm_service_time", "dm_round_robin",
 		"md_mod", "raid0", "raid1",
 		"raid10", "raid456", "ipmi_si", "ipmi_ssif", "ipmi_devintf", "e1000", "efivarfs", "vfat", "nls_cp437",
 		"nls_ascii"} {

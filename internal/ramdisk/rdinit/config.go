@@ -2,6 +2,7 @@ package rdinit
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
 )
 
 // Kernel command line parameters read by the init. Dotted names are ignored
@@ -43,6 +45,11 @@ const (
 	restartBackoffMin = 2 * time.Second
 	restartBackoffMax = 60 * time.Second
 )
+
+// ParamBootMethod is Ironic's: vmedia when it booted the ramdisk from
+// virtual media, whose configuration and parameters are then taken
+// (package vmedia).
+const ParamBootMethod = vmedia.ParamBootMethod
 
 // ParamPublisherID is Ironic's: the publisher ID of the virtual-media ISO
 // it built, whose config drive is the only one to take.
@@ -94,7 +101,9 @@ func Params() []Param {
 		{ParamDebug, "0", "1: log DHCP exchanges"},
 		{ParamIPv6, "1", "0: no IPv6 (router advertisements, SLAAC, DHCPv6)"},
 		{ParamNetworkData, "1", "0: do not look for a config drive's network_data.json"},
-		{ParamPublisherID, "", "Ironic's virtual-media ISO publisher ID: only a config drive with this ISO 9660 publisher ID is taken"},
+		{ParamPublisherID, "", "Ironic's virtual-media ISO publisher ID: only a config drive (or boot ISO) with this ISO 9660 publisher ID is taken"},
+		{ParamBootMethod, "", "Ironic's; " + vmedia.BootMethodVmedia + " (a virtual-media boot): the boot ISO's etc/ironic-python-agent and etc/ironic-python-agent.d are copied into /etc, and parameters.txt of the medium labelled " +
+			vmedia.ParametersLabel + " is merged into the command line, its values winning, for the init and the agent"},
 		{ParamVLANs, "", "VLAN interfaces to create and run DHCP on before the agent starts: IFACE.VLAN, MAC.VLAN, IFACE or all (VLANs learnt from LLDP), comma-separated"},
 		{ParamCollectLLDP, "false", "with IFACE or all in " + ParamVLANs + ": learn the VLANs from LLDP"},
 		{ParamLLDPTimeout, secs(defaultLLDPWait), "seconds to listen for LLDP when learning VLANs"},
@@ -170,6 +179,9 @@ type Config struct {
 	// NamingProblems are bad values of systemd's naming parameters: like
 	// systemd, the init says so and goes on with its default.
 	NamingProblems []error
+	// KernelCmdline, when set, is the file `ironic-agent run` reads as
+	// the kernel command line (MergedCmdline).
+	KernelCmdline string
 }
 
 // The ramdisk's own files, written by ParseConfig's configuration.
@@ -180,6 +192,12 @@ const (
 	// ConfigDriveMount is where the config drive is mounted, read-only,
 	// while its network data is read.
 	ConfigDriveMount = "/run/ironic-agent/config-2"
+	// VirtualMediaMount holds the mounts of virtual media while their
+	// configuration and parameters are read.
+	VirtualMediaMount = "/run/ironic-agent/vmedia"
+	// MergedCmdline is the kernel command line with virtual media's
+	// parameters after it, which the agent reads (run --kernel-cmdline).
+	MergedCmdline = "/run/ironic-agent/cmdline"
 )
 
 func splitList(s string) []string {
@@ -351,4 +369,15 @@ func (c Config) lookForConfigDrive() (look bool, why string) {
 		return false, "network boot (BOOTIF without " + ParamPublisherID + "): no config drive taken"
 	}
 	return true, ""
+}
+
+// agentArgv is the command line of the agent process: the configured
+// command, and for the agent itself (run) the merged kernel command line
+// when there is one.
+func agentArgv(cfg Config) []string {
+	argv := append([]string{"ironic-agent"}, cfg.Command...)
+	if cfg.KernelCmdline != "" && cfg.Command[0] == defaultCommand {
+		argv = slices.Concat(argv[:2], []string{"--kernel-cmdline", cfg.KernelCmdline}, argv[2:])
+	}
+	return argv
 }

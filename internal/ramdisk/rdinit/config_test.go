@@ -181,3 +181,21 @@ func TestParseNaming(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentArgv: the agent reads the merged command line of a
+// virtual-media boot with parameters; other commands get no flag.
+func TestAgentArgv(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  []string
+		file string
+		want string
+	}{
+		{[]string{"run"}, "", "ironic-agent run"},
+		{[]string{"run", "--debug"}, MergedCmdline, "ironic-agent run --kernel-cmdline /run/ironic-agent/cmdline --debug"},
+		{[]string{"inventory"}, MergedCmdline, "ironic-agent inventory"},
+	} {
+		if got := strings.Join(agentArgv(Config{Command: tc.cmd, KernelCmdline: tc.file}), " "); got != tc.want {
+			t.Errorf("%v %q: %q, want %q", tc.cmd, tc.file, got, tc.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
 )
 
 // ModuleList is the file, inside the initramfs, naming the modules to load
@@ -96,13 +97,31 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		defer Recover(onPanic)
 		settled <- settleBlock(ctx, 300*time.Millisecond, 10*time.Second)
 	}()
+	// waitBlock waits for the block devices once, for whoever needs
+	// them first: the one value settled carries is received once.
+	blockCount := -1
+	waitBlock := func() {
+		if blockCount < 0 {
+			blockCount = <-settled
+		}
+	}
+	if cmdline[ParamBootMethod] == vmedia.BootMethodVmedia {
+		// The media are block devices: wait for them.
+		waitBlock()
+	}
+	if params := vmedia.Load(ctx, log, cmdline, vmedia.Options{SysBlock: "/sys/class/block", SysUSB: "/sys/bus/usb/devices",
+		DevDir: "/dev", MountDir: VirtualMediaMount, Etc: "/etc", Publisher: cfg.PublisherID, USBWait: 10 * time.Second,
+		LoadModule: func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) },
+	}); len(params) > 0 {
+		cfg = mergeVirtualMedia(log, cfg, string(raw), params)
+	}
 	t = time.Now()
 	var data *networkdata.Data
-	blockCount := -1
 	if look, why := cfg.lookForConfigDrive(); look {
-		// The config drive is a block device: wait for them, then look
-		// for it before any NIC is configured.
-		blockCount = <-settled
+		// The config drive is a block device: wait for them (unless
+		// virtual media did), then look for it before any NIC is
+		// configured.
+		waitBlock()
 		d, err := netup.LoadNetworkData(log, ConfigDriveMount, cfg.PublisherID)
 		if err != nil {
 			// Bad network data must not leave the machine silent: say
@@ -129,9 +148,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		log.Warn("network", "error", err)
 	}
 	log.Info(EventNetworkReady, "seconds", logging.Seconds(time.Since(t)), "uptime", logging.Uptime())
-	if blockCount < 0 {
-		blockCount = <-settled
-	}
+	waitBlock()
 	log.Info("block devices settled", "count", blockCount, "uptime", logging.Uptime())
 	log.Info("starting agent", "init_seconds", logging.Seconds(time.Since(start)), "uptime", logging.Uptime())
 	return supervise(ctx, log, cfg, console, onPanic)
@@ -167,6 +184,27 @@ func nameNICs(log *slog.Logger, sys string, cfg Config) {
 		}
 	}
 	log.Info(EventNICsNamed, "renamed", renamed, "nics", len(plans), "ifnames", cfg.Ifnames, "scheme", cfg.NamingScheme.Name)
+}
+
+// mergeVirtualMedia is the configuration from the kernel command line raw
+// with params (virtual media's parameters.txt) after it, so its values win
+// as in IPA's get_agent_params: the init's network takes them (VLANs,
+// BOOTIF, network data), and the agent reads the merged line from
+// MergedCmdline instead of /proc/cmdline. What the init did before
+// (modules, the host name) stays as the kernel's line said.
+func mergeVirtualMedia(log *slog.Logger, cfg Config, raw string, params map[string]string) Config {
+	merged := vmedia.AppendParameters(raw, params)
+	// 0600: it holds the agent's token.
+	if err := os.WriteFile(MergedCmdline, []byte(merged), 0o600); err != nil {
+		log.Error("virtual media parameters not passed to the agent", "file", MergedCmdline, "error", err)
+		return cfg
+	}
+	c, err := ParseConfig(ParseCmdline(merged))
+	if err != nil {
+		log.Error("kernel command line with virtual media parameters", "error", err)
+	}
+	c.KernelCmdline = MergedCmdline
+	return c
 }
 
 func mountAll() []error {

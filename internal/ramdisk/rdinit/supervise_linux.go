@@ -33,7 +33,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 	backoff := restartBackoffMin
 	for {
 		t := time.Now()
-		argv := append([]string{"ironic-agent"}, cfg.Command...)
+		argv := agentArgv(cfg)
 		pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 			Dir:   "/",
 			Env:   env,

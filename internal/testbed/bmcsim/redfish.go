@@ -72,8 +72,9 @@ type RedfishConfig struct {
 // it, and each power-on boots what the boot override says. An inserted
 // image is downloaded at once, from inside the BMC's network namespace,
 // into the machine's directory; a power-on with target Cd boots that file
-// as the machine's CD. The boot mode (Legacy or UEFI) is the firmware of
-// the next power-on (SeaBIOS or OVMF).
+// as the machine's CD, and an image in the USB stick is attached to every
+// boot as a removable USB disk (qemu.Machine.USBStick). The boot mode
+// (Legacy or UEFI) is the firmware of the next power-on (SeaBIOS or OVMF).
 type RedfishBMC struct {
 	machinePower
 	machine qemu.Machine
@@ -219,7 +220,7 @@ func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 		target = RedfishBootNone
 	}
 	desc := fmt.Sprintf("boot %s, %s, %s", target, b.enabled, b.mode)
-	m.Kernel, m.Initrd, m.ISO, m.NetBoot = "", "", "", false
+	m.Kernel, m.Initrd, m.ISO, m.NetBoot, m.USBStick = "", "", "", false, ""
 	switch target {
 	case RedfishBootNone, RedfishBootHdd:
 	case RedfishBootPxe:
@@ -236,6 +237,12 @@ func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 		desc += " from " + cd.image
 	default:
 		return m, desc, fmt.Errorf("boot override target %q is not simulated", target)
+	}
+	// The stick is attached whatever the boot: Ironic's configuration
+	// for the ramdisk (config_via_removable) is read from it, not booted.
+	if usb := b.media[RedfishMediaUsbStick]; usb.inserted {
+		m.USBStick = usb.file
+		desc += ", USB stick " + usb.image
 	}
 	return m, desc, nil
 }

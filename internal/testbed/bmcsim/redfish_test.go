@@ -467,3 +467,28 @@ func TestRedfishWithSushy(t *testing.T) {
 // debianPython is Debian's interpreter, whose dist-packages hold
 // python3-sushy (a python3 earlier on PATH, pyenv's say, does not).
 const debianPython = "/usr/bin/python3"
+
+// TestRedfishUSBStickAttached is Ironic's config_via_removable: the
+// parameters' image in the USB stick is attached to the Cd boot as a
+// removable USB disk, and no longer once ejected.
+func TestRedfishUSBStickAttached(t *testing.T) {
+	b := newRedfishBed(t, "bios")
+	usb := redfishManager + "/VirtualMedia/UsbStick"
+	b.want("POST", usb+"/Actions/VirtualMedia.InsertMedia", `{"Image": "`+b.images.URL+`/redfish/image-node.img", "Inserted": true, "WriteProtected": true}`, 204)
+	b.want("POST", redfishManager+"/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia", `{"Image": "`+b.images.URL+`/redfish/boot-node.iso"}`, 204)
+	b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}`, 204)
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "On"}`, 204)
+	_, stick := b.bmc.Media(RedfishMediaUsbStick)
+	if m := b.booted[0]; m.USBStick != stick || stick == "" || m.ISO == "" {
+		t.Errorf("the Cd boot attached USB stick %q (ISO %q), want %q", m.USBStick, m.ISO, stick)
+	}
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "ForceOff"}`, 204)
+	b.want("POST", usb+"/Actions/VirtualMedia.EjectMedia", `{}`, 204)
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "On"}`, 204)
+	if m := b.booted[len(b.booted)-1]; m.USBStick != "" {
+		t.Errorf("a boot after the eject attached USB stick %q", m.USBStick)
+	}
+	if events := strings.Join(b.bmc.Events(), "; "); !strings.Contains(events, ", USB stick "+b.images.URL+"/redfish/image-node.img)") {
+		t.Errorf("events do not name the stick: %s", events)
+	}
+}

@@ -182,6 +182,12 @@ func ironicConf(c Config, dir string) string {
 	if !c.Series.RequiresTLS() {
 		w("require_tls = false")
 	}
+	if c.TLS {
+		// The CA the agent needs for the HTTPS API: Ironic puts it (and
+		// an ironic-python-agent.d file naming it) on the virtual-media
+		// ISOs it builds.
+		w("api_ca_file = %s", p("etc", "tls", tlsCA))
+	}
 	// Ironic stores each agent's auto-TLS certificate here; the default is
 	// below /var/lib/ironic.
 	w("certificates_path = %s", p("state", "certificates"))

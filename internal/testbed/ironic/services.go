@@ -92,7 +92,8 @@ type Config struct {
 	// CA made for this run and a certificate for Host, written to
 	// Dir/etc/tls (Services.TLS names them); the clients of Client and
 	// HTTPClient trust that CA. ironic-inspector stays on http and trusts
-	// the CA toward Ironic. Off: plain http, as before.
+	// the CA toward Ironic; [agent]api_ca_file puts it on virtual-media
+	// ISOs. Off: plain http, as before.
 	TLS bool
 	// FastTrack sets [deploy]fast_track (Metal3's default): one agent boot
 	// serves inspection, cleaning and deploy; ironic-inspector then leaves

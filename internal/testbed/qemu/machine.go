@@ -120,6 +120,10 @@ type Machine struct {
 	Kernel   string // none and no ISO: the firmware boots from the disks
 	Initrd   string
 	ISO      string // boot this CD image instead of Kernel/Initrd
+	// USBStick, when set, is a raw image attached read-only as a
+	// removable USB mass-storage device on an xHCI controller: a BMC's
+	// virtual USB stick.
+	USBStick string
 	Append   string // kernel command line (after the console settings)
 	// Monitor is the path of a Unix socket for QEMU's human monitor
 	// (VM.Monitor: set_link to pull a NIC's cable); "" for none.
@@ -342,6 +346,12 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		return nil, err
 	}
 	a = append(a, nics...)
+	if m.USBStick != "" {
+		// After the NICs: the other devices keep their PCI slots.
+		a = append(a, "-device", "qemu-xhci,id=xhci,addr="+slots.take(),
+			"-drive", "file="+qemuEscape(m.USBStick)+",if=none,id=usbstick,format=raw,readonly=on",
+			"-device", "usb-storage,bus=xhci.0,drive=usbstick,removable=on")
+	}
 	bmc, err := m.bmcArgs()
 	if err != nil {
 		return nil, err

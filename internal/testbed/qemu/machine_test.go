@@ -172,3 +172,23 @@ func TestArgsMultipath(t *testing.T) {
 		t.Errorf("the image is not opened exactly twice:\n%s", cl)
 	}
 }
+
+// TestArgsUSBStick: the stick is a read-only removable usb-storage on an
+// xHCI controller in the slot after the NICs, which keep theirs.
+func TestArgsUSBStick(t *testing.T) {
+	m := DefaultMachine("bios")
+	m.Dir = "/work/vm"
+	m.NICs[0].Backend = "fd"
+	m.USBStick = "/work/vm/bmc/image.img"
+	a, err := m.Args(RelayCommand, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := strings.Join(a, " ") + " "
+	for _, want := range []string{"virtio-net-pci,addr=0x07,", "e1000,addr=0x08,", "-device qemu-xhci,id=xhci,addr=0x09 ",
+		"-drive file=/work/vm/bmc/image.img,if=none,id=usbstick,format=raw,readonly=on -device usb-storage,bus=xhci.0,drive=usbstick,removable=on "} {
+		if !strings.Contains(cl, want) {
+			t.Errorf("lacks %q:\n%s", want, cl)
+		}
+	}
+}

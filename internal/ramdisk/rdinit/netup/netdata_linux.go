@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -18,9 +17,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
 )
 
 // bondModule is the kernel module of bond links.
@@ -28,14 +27,10 @@ const bondModule = "bonding"
 
 // configDriveLabel is the label of a config drive (vfat or ISO 9660), as
 // glean looks for it; FAT labels are often written upper case.
-const configDriveLabel = "config-2"
+const configDriveLabel = vmedia.ConfigDriveLabel
 
 // networkDataPath is the file inside a config drive.
 const networkDataPath = "openstack/latest/network_data.json"
-
-// configDriveHead is how much of a block device is read to recognise a
-// config drive: ISO 9660's primary volume descriptor is at 32 KiB.
-const configDriveHead = 16*2048 + 2048
 
 // findConfigDrive returns the block device (/dev/NAME) whose filesystem is
 // labelled config-2 and whose ISO 9660 publisher ID is publisher (without
@@ -63,41 +58,15 @@ func findConfigDrive(sysBlock, devDir, publisher string) (dev, fstype string) {
 			continue
 		}
 		p := filepath.Join(devDir, name)
-		head, err := readHead(p, configDriveHead)
+		vol, err := vmedia.Probe(p)
 		if err != nil {
 			continue // an empty CD-ROM drive, a device gone
 		}
-		if fs := configDriveType(head); fs != "" && strings.EqualFold(blockdev.ISOPublisherID(head), publisher) {
-			return p, fs
+		if vol.FSType != "" && strings.EqualFold(vol.Label, configDriveLabel) && strings.EqualFold(vol.Publisher, publisher) {
+			return p, vol.FSType
 		}
 	}
 	return "", ""
-}
-
-// configDriveType is the mount type of a filesystem labelled config-2
-// whose first bytes are head, or "".
-func configDriveType(head []byte) string {
-	if strings.EqualFold(blockdev.ISOVolumeID(head), configDriveLabel) {
-		return "iso9660"
-	}
-	if strings.EqualFold(blockdev.FATLabel(head), configDriveLabel) {
-		return "vfat"
-	}
-	return ""
-}
-
-func readHead(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	m, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
-	}
-	return b[:m], nil
 }
 
 // readNetworkData mounts the config drive dev read-only at dir, reads its
@@ -108,8 +77,8 @@ func readNetworkData(dev, fstype, dir string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.Remove(dir)
-	if err := unix.Mount(dev, dir, fstype, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mount %s (%s) on %s: %w", dev, fstype, dir, err)
+	if err := vmedia.MountReadOnly(dev, fstype, dir); err != nil {
+		return nil, err
 	}
 	defer unix.Unmount(dir, 0)
 	b, err := os.ReadFile(filepath.Join(dir, networkDataPath))
