@@ -38,11 +38,10 @@ var (
 )
 
 // pxeKernelParams is [pxe]kernel_append_params: Ironic's default (nofb
-// nomodeset vga=normal) plus what an operator adds for a serial console;
-// panic=-1 makes a guest panic a power-off the BMC sees, and
-// cryptomgr.notests saves the kernel's crypto self-tests under TCG (as the
-// harness's own kernel boots do).
-const pxeKernelParams = "nofb nomodeset vga=normal console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests"
+// nomodeset vga=normal) plus the test machines' own (qemu.KernelArgs: a
+// serial console, a guest panic as a power-off the BMC sees, no crypto
+// self-tests, no IO-APIC timer check under TCG).
+const pxeKernelParams = "nofb nomodeset vga=normal " + qemu.KernelArgs
 
 // pxeInspectionParams is [inspector]extra_kernel_params: one more
 // collector, so the test sees the parameter reach the agent.

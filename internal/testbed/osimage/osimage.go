@@ -58,10 +58,10 @@ func modules() []string {
 		"isofs", "vfat", "nls_cp437", "nls_utf8", "nls_ascii", "nls_iso8859_1"}
 }
 
-// KernelArgs is the kernel command line the images' GRUB passes: the
-// serial console, and a panic (no init, a bad initramfs) that ends the
-// VM at once (internal/testbed/qemu runs QEMU with -no-reboot).
-const KernelArgs = "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests"
+// KernelArgs is the kernel command line the images' GRUB passes: the test
+// machines' (qemu.KernelArgs), so a panic (no init, a bad initramfs) ends
+// the VM at once.
+const KernelArgs = qemu.KernelArgs
 
 // OS is a built kernel and initramfs.
 type OS struct {

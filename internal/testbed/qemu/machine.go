@@ -20,6 +20,18 @@ import (
 	"strings"
 )
 
+// KernelArgs start the kernel command line of every boot of a test
+// machine, whoever passes it (QEMU's -kernel, Ironic's network boot and
+// ISOs, a deployed image's GRUB): the serial console; panic=-1, so a guest
+// panic ends the VM (QEMU runs with -no-reboot) where a test sees it;
+// cryptomgr.notests, as the kernel's self-tests of its crypto algorithms
+// (crypto_algapi_init, the KDF, every CRC module the init loads) cost
+// about 0.6 s of emulated time a boot and check the kernel's code, not the
+// machine or the agent; and no_timer_check, as under TCG on a busy host
+// the kernel's check of the IO-APIC timer can miss its ticks and panic
+// ("IO-APIC + timer doesn't work"), which no real server does.
+const KernelArgs = "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests no_timer_check"
+
 // DiskKind is how a disk is attached: QEMU's device name.
 type DiskKind string
 
@@ -403,12 +415,7 @@ func (m *Machine) bootArgs() []string {
 	if m.Kernel == "" {
 		return nil
 	}
-	// cryptomgr.notests: the kernel's self-tests of its crypto
-	// algorithms (crypto_algapi_init, the KDF, and every CRC module the
-	// init loads) cost about 0.6 s of emulated time a boot; they check
-	// the kernel's code, not the machine or the agent.
-	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd,
-		"-append", "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests " + m.Append}
+	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", KernelArgs + " " + m.Append}
 }
 
 // diskArgs are the drives and devices of m.Disks, with the virtio-scsi

@@ -41,7 +41,7 @@ func TestArgs(t *testing.T) {
 		"virtio-net-pci,addr=0x07,netdev=n0,mac=52:54:00:12:34:01,romfile=",
 		"tap,id=n1,fd=3 -device e1000,addr=0x08,netdev=n1,mac=52:54:00:12:34:02,romfile=",
 		"if=pflash,format=raw,unit=0,readonly=on,file=" + OVMFCode,
-		"console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests ipa-api-url=http://10.0.2.100:6385",
+		"console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests no_timer_check ipa-api-url=http://10.0.2.100:6385",
 	} {
 		if !strings.Contains(cl, want) {
 			t.Errorf("command line lacks %q:\n%s", want, cl)
