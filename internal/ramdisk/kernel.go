@@ -144,6 +144,32 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	if _, err := run(ctx, "", "dpkg-deb", "-x", deb, x); err != nil {
 		return nil, fmt.Errorf("ramdisk: extract the kernel: %w", err)
 	}
+	// Debian's kernels from 6.17 on split the image package: the bzImage
+	// and the modules are in linux-binary-<version> and
+	// linux-modules-<version>, which it depends on.
+	if !fileExists(filepath.Join(x, "boot", "vmlinuz-"+ver)) {
+		out, err := run(ctx, "", "dpkg-deb", "-f", deb, "Depends")
+		if err != nil {
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
+		for _, part := range splitKernelParts(string(out), ver) {
+			pdeb, err := findDeb(debs, part)
+			if err == nil && pdeb == "" {
+				if err = aptGetDownload(ctx, aptDir, debs, []string{part}); err == nil {
+					pdeb, err = findDeb(debs, part)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ramdisk: download %s: %w", part, err)
+			}
+			if pdeb == "" {
+				return nil, fmt.Errorf("ramdisk: apt-get download %s left no %s_*.deb in %s", part, part, debs)
+			}
+			if _, err := run(ctx, "", "dpkg-deb", "-x", pdeb, x); err != nil {
+				return nil, fmt.Errorf("ramdisk: extract the kernel: %w", err)
+			}
+		}
+	}
 	if err := os.Rename(filepath.Join(x, "boot", "vmlinuz-"+ver), filepath.Join(tmp, "vmlinuz")); err != nil {
 		return nil, fmt.Errorf("ramdisk: %s has no boot/vmlinuz-%s: %w", deb, ver, err)
 	}
@@ -174,6 +200,19 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 		return nil, fmt.Errorf("ramdisk: %s has no modules.order", k.ModulesDir)
 	}
 	return k, nil
+}
+
+// splitKernelParts returns the linux-binary-<ver> and linux-modules-<ver>
+// packages a split kernel image package depends on (its Depends field).
+func splitKernelParts(depends, ver string) []string {
+	var out []string
+	for d := range strings.SplitSeq(depends, ",") {
+		name, _, _ := strings.Cut(strings.TrimSpace(d), " ")
+		if name == "linux-binary-"+ver || name == "linux-modules-"+ver {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func findDeb(dir, pkg string) (string, error) {

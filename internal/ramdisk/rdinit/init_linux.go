@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -180,7 +181,8 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 		return loadStats{}, []error{fmt.Errorf("module list: %w", err)}
 	}
 	entries := parseModuleList(string(data))
-	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic}
+	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic,
+		present: func(name string) bool { _, err := os.Stat(filepath.Join("/sys/module", name)); return err == nil }}
 	coldplug := false
 	for _, e := range entries {
 		l.byName[e.name] = e

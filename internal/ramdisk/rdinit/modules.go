@@ -223,6 +223,11 @@ type loader struct {
 	jobs int
 	// onPanic receives a panic of a load goroutine (see Recover).
 	onPanic func(error)
+	// present says whether a module is in the kernel (/sys/module/NAME);
+	// nil skips the check. A load that returned ENODEV (a Hyper-V or Xen
+	// bus outside its hypervisor) leaves nothing there, and its
+	// dependents cannot link: they are passed over as it was.
+	present func(name string) bool
 }
 
 // loadStats is what a loader run did.
@@ -268,6 +273,15 @@ func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 		return true
 	}
 	start := func(e modEntry) {
+		if l.present != nil {
+			for _, d := range e.deps {
+				if _, inList := l.byName[d]; inList && done[d] && !l.present(d) {
+					done[e.name] = true
+					st.loaded++ // as its dependency: nothing to drive here
+					return
+				}
+			}
+		}
 		running++
 		st.maxParallel = max(st.maxParallel, running)
 		go func() {
@@ -279,20 +293,27 @@ func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 	}
 	jobs := max(1, l.jobs)
 	startReady := func() {
-		var waiting []modEntry
-		for _, e := range pending {
-			if running < jobs && ready(e) {
-				start(e)
-			} else {
-				waiting = append(waiting, e)
+		// Again while a pass passes a module over: that may ready others.
+		for again := true; again; {
+			again = false
+			var waiting []modEntry
+			for _, e := range pending {
+				if running < jobs && ready(e) {
+					n := running
+					start(e)
+					again = again || running == n
+				} else {
+					waiting = append(waiting, e)
+				}
 			}
+			pending = waiting
 		}
-		pending = waiting
-		if running == 0 && len(pending) > 0 {
+		for running == 0 && len(pending) > 0 {
 			// A dependency that can never finish first (a soft-dependency
 			// cycle): load it anyway; the kernel says what is missing.
-			start(pending[0])
+			e := pending[0]
 			pending = pending[1:]
+			start(e)
 		}
 	}
 	scan := func() {

@@ -286,3 +286,24 @@ func TestModuleFileNames(t *testing.T) {
 		t.Errorf("list entry: %+v", e)
 	}
 }
+
+// A bus driver that returns ENODEV outside its hypervisor (hv_vmbus)
+// leaves nothing in the kernel: its dependents are passed over, not
+// loaded and failed with unknown symbols.
+func TestLoaderPassesOverDependentsOfAbsentBus(t *testing.T) {
+	es := parseModuleList("/m/hv_vmbus.ko\t\tacpi*:VMBUS:*\n/m/hv_netvsc.ko\thv_vmbus\tvmbus:*\n/m/hv_utils.ko\thv_vmbus\tvmbus:*\n/m/e1000.ko\t\tpci:*\n")
+	var loaded []string
+	l := &loader{entries: es, byName: map[string]modEntry{}, jobs: 1,
+		load:    func(p string) error { loaded = append(loaded, p); return nil },
+		present: func(name string) bool { return name != "hv_vmbus" }}
+	for _, e := range es {
+		l.byName[e.name] = e
+	}
+	st := l.run(nil, false)
+	if len(st.errs) != 0 || st.loaded != 4 {
+		t.Errorf("errors %v, loaded %d", st.errs, st.loaded)
+	}
+	if want := []string{"/m/hv_vmbus.ko", "/m/e1000.ko"}; !slices.Equal(loaded, want) {
+		t.Errorf("loaded %v, want %v", loaded, want)
+	}
+}
