@@ -170,11 +170,25 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 			}
 		}
 	}
-	if err := os.Rename(filepath.Join(x, "boot", "vmlinuz-"+ver), filepath.Join(tmp, "vmlinuz")); err != nil {
+	// The split packages put the bzImage beside the modules.
+	vmlinuz := filepath.Join(x, "boot", "vmlinuz-"+ver)
+	if !fileExists(vmlinuz) {
+		vmlinuz = filepath.Join(x, "usr/lib/modules", ver, "vmlinuz")
+	}
+	if err := os.Rename(vmlinuz, filepath.Join(tmp, "vmlinuz")); err != nil {
 		return nil, fmt.Errorf("ramdisk: %s has no boot/vmlinuz-%s: %w", deb, ver, err)
 	}
-	if err := os.Rename(filepath.Join(x, "boot", "config-"+ver), filepath.Join(tmp, "config")); err != nil {
-		return nil, fmt.Errorf("ramdisk: %s has no boot/config-%s: %w", deb, ver, err)
+	// The split packages ship no configuration: the build then cannot
+	// tell whether the kernel decompresses modules, and decompresses
+	// them (an empty file says so, see DecompressedSuffix).
+	config := filepath.Join(x, "boot", "config-"+ver)
+	if !fileExists(config) {
+		if err := os.WriteFile(config, nil, 0o644); err != nil {
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
+	}
+	if err := os.Rename(config, filepath.Join(tmp, "config")); err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
 	}
 	// bookworm ships /lib/modules, later releases /usr/lib/modules.
 	mods := filepath.Join(x, "lib/modules", ver)
