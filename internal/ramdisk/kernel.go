@@ -183,6 +183,9 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	// them (an empty file says so, see DecompressedSuffix).
 	config := filepath.Join(x, "boot", "config-"+ver)
 	if !fileExists(config) {
+		if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+			return nil, fmt.Errorf("ramdisk: %w", err)
+		}
 		if err := os.WriteFile(config, nil, 0o644); err != nil {
 			return nil, fmt.Errorf("ramdisk: %w", err)
 		}
