@@ -61,17 +61,7 @@ func TestDeployPartitionImage(t *testing.T) {
 	start := time.Now()
 	n := s.partitionNode(t, "e2e-deploy-partition", mac, dev, srv.URL+"/root.img", raw, map[string]any{"swap_mb": 64})
 	iso := configDriveISO(t)
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: gzipBase64(t, iso)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, a := s.deployActive(t, n.UUID, mac, dev, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: gzipBase64(t, iso)})
 	t.Logf("partition image deploy: %s from enrolment to active", time.Since(start).Round(time.Millisecond))
 
 	// IPA's order: swap, config drive, root last.
@@ -165,6 +155,27 @@ func (s *suite) partitionNode(t *testing.T, name, mac, dev, url, raw string, ext
 		t.Fatal(err)
 	}
 	return n
+}
+
+// deployActive asks Ironic for opts, starts the agent confined to dev
+// once the node waits for it, and returns the node once active, and the
+// agent (its log is in the failure otherwise).
+func (s *suite) deployActive(t *testing.T, node, mac, dev string, opts nodes.ProvisionStateOpts) (*nodes.Node, *agentProc) {
+	t.Helper()
+	ctx := t.Context()
+	if err := s.ironic.Provision(ctx, node, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node, "wait call-back", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
+	got, err := s.ironic.WaitState(ctx, node, "active", stepTimeout)
+	if err != nil {
+		log, _ := os.ReadFile(a.logPath)
+		t.Fatalf("%v\nagent log:\n%s", err, log)
+	}
+	return got, a
 }
 
 // blkid reads one tag of dev with blkid's low-level probe.
@@ -261,18 +272,7 @@ func deployFlavor(t *testing.T, s *suite, f grubimage.Flavor, mac string) {
 			{"path": "/etc/injected/by-path.txt", "content": base64.StdEncoding.EncodeToString([]byte(byPath))},
 			{"path": "/root/by-label.txt", "partition": "LABEL=img-root", "content": base64.StdEncoding.EncodeToString([]byte(byLabel)), "mode": 0o600},
 		}}}}
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: steps}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout)
-	if err != nil {
-		log, _ := os.ReadFile(a.logPath)
-		t.Fatalf("%v\nagent log:\n%s", err, log)
-	}
+	got, a := s.deployActive(t, n.UUID, mac, dev, nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: steps})
 	t.Logf("%s partition image deploy: %s from enrolment to active", f.Name, time.Since(start).Round(time.Millisecond))
 
 	root := dev + "p1"

@@ -143,10 +143,7 @@ func XFS(ctx context.Context, root, path string, size int64) error {
 		return err
 	}
 	defer os.Remove(pf)
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		return err
-	}
-	if err := os.Truncate(path, size); err != nil {
+	if err := sparse(path, size); err != nil {
 		return err
 	}
 	if out, err := exec.CommandContext(ctx, "mkfs.xfs", "-q", "-f", "-L", "img-root", "-p", pf, path).CombinedOutput(); err != nil {
@@ -239,10 +236,7 @@ func Btrfs(ctx context.Context, f Flavor, root, path string, size int64) (err er
 	if f.Subvolume == "" {
 		return fmt.Errorf("grubimage: flavor %s: a btrfs root without a subvolume", f.Name)
 	}
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		return err
-	}
-	if err := os.Truncate(path, size); err != nil {
+	if err := sparse(path, size); err != nil {
 		return err
 	}
 	if err := cmd(ctx, "mkfs.btrfs", "-q", "-f", "-L", "img-root", path); err != nil {

@@ -173,14 +173,20 @@ func TreeFor(ctx context.Context, root string, f Flavor) error {
 // Ext4 makes an ext4 filesystem image of size bytes labelled img-root from
 // the tree at root, written to path.
 func Ext4(ctx context.Context, root, path string, size int64) error {
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		return err
-	}
-	if err := os.Truncate(path, size); err != nil {
+	if err := sparse(path, size); err != nil {
 		return err
 	}
 	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", root, path).CombinedOutput(); err != nil {
 		return fmt.Errorf("mkfs.ext4 -d %s %s: %v: %s", root, path, err, out)
 	}
 	return nil
+}
+
+// sparse makes path an empty file of size bytes, a file system's image to
+// be.
+func sparse(path string, size int64) error {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		return err
+	}
+	return os.Truncate(path, size)
 }
