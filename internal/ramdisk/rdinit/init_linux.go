@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -180,7 +181,8 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 		return loadStats{}, []error{fmt.Errorf("module list: %w", err)}
 	}
 	entries := parseModuleList(string(data))
-	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic}
+	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic,
+		present: func(name string) bool { _, err := os.Stat(filepath.Join("/sys/module", name)); return err == nil }}
 	coldplug := false
 	for _, e := range entries {
 		l.byName[e.name] = e
@@ -215,7 +217,13 @@ func finit(path string) error {
 	// EEXIST: already loaded (built in or a dependency loaded twice).
 	// ENODEV: the driver has no hardware here (ipmi_si with no BMC,
 	// efivarfs under BIOS), which is normal on a generic ramdisk.
-	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENODEV) {
+	// A compressed module (kept so by the build when the kernel has
+	// CONFIG_MODULE_DECOMPRESS) is decompressed by the kernel itself.
+	flags := 0
+	if compressedModule(path) {
+		flags = unix.MODULE_INIT_COMPRESSED_FILE
+	}
+	if err := unix.FinitModule(int(f.Fd()), "", flags); err != nil && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("finit_module %s: %w", path, err)
 	}
 	return nil

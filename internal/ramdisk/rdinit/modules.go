@@ -38,7 +38,7 @@ func parseModuleList(data string) []modEntry {
 		if e.path == "" {
 			continue
 		}
-		e.name = strings.ReplaceAll(strings.TrimSuffix(path.Base(e.path), ".ko"), "-", "_")
+		e.name = moduleName(e.path)
 		if len(f) > 1 {
 			for d := range strings.SplitSeq(f[1], ",") {
 				if d = strings.TrimSpace(d); d != "" {
@@ -55,6 +55,34 @@ func parseModuleList(data string) []modEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// moduleSuffixes are the module file names the list may hold: plain, and
+// compressed for the kernel to decompress (compressedModule).
+var moduleSuffixes = [...]string{".ko.xz", ".ko.zst", ".ko.gz", ".ko"}
+
+// moduleName is the kernel's name of the module file at p.
+func moduleName(p string) string {
+	base := path.Base(p)
+	for _, s := range moduleSuffixes {
+		if b, ok := strings.CutSuffix(base, s); ok {
+			base = b
+			break
+		}
+	}
+	return strings.ReplaceAll(base, "-", "_")
+}
+
+// compressedModule says whether the module file at p is compressed
+// (.ko.xz, .ko.zst, .ko.gz): finit_module then needs
+// MODULE_INIT_COMPRESSED_FILE.
+func compressedModule(p string) bool {
+	for _, s := range moduleSuffixes[:3] {
+		if strings.HasSuffix(p, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // deviceDriver reports whether the module is a driver the kernel would
@@ -195,6 +223,11 @@ type loader struct {
 	jobs int
 	// onPanic receives a panic of a load goroutine (see Recover).
 	onPanic func(error)
+	// present says whether a module is in the kernel (/sys/module/NAME);
+	// nil skips the check. A load that returned ENODEV (a Hyper-V or Xen
+	// bus outside its hypervisor) leaves nothing there, and its
+	// dependents cannot link: they are passed over as it was.
+	present func(name string) bool
 }
 
 // loadStats is what a loader run did.
@@ -240,6 +273,15 @@ func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 		return true
 	}
 	start := func(e modEntry) {
+		if l.present != nil {
+			for _, d := range e.deps {
+				if _, inList := l.byName[d]; inList && done[d] && !l.present(d) {
+					done[e.name] = true
+					st.loaded++ // as its dependency: nothing to drive here
+					return
+				}
+			}
+		}
 		running++
 		st.maxParallel = max(st.maxParallel, running)
 		go func() {
@@ -251,20 +293,27 @@ func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 	}
 	jobs := max(1, l.jobs)
 	startReady := func() {
-		var waiting []modEntry
-		for _, e := range pending {
-			if running < jobs && ready(e) {
-				start(e)
-			} else {
-				waiting = append(waiting, e)
+		// Again while a pass passes a module over: that may ready others.
+		for again := true; again; {
+			again = false
+			var waiting []modEntry
+			for _, e := range pending {
+				if running < jobs && ready(e) {
+					n := running
+					start(e)
+					again = again || running == n
+				} else {
+					waiting = append(waiting, e)
+				}
 			}
+			pending = waiting
 		}
-		pending = waiting
-		if running == 0 && len(pending) > 0 {
+		for running == 0 && len(pending) > 0 {
 			// A dependency that can never finish first (a soft-dependency
 			// cycle): load it anyway; the kernel says what is missing.
-			start(pending[0])
+			e := pending[0]
 			pending = pending[1:]
+			start(e)
 		}
 	}
 	scan := func() {

@@ -267,3 +267,43 @@ func TestLoadModule(t *testing.T) {
 		t.Errorf("failed load: %v", err)
 	}
 }
+
+func TestModuleFileNames(t *testing.T) {
+	for p, want := range map[string]struct {
+		name       string
+		compressed bool
+	}{
+		"/lib/modules/v/kernel/drivers/scsi/hv_storvsc.ko":     {"hv_storvsc", false},
+		"/lib/modules/v/kernel/drivers/net/xen-netfront.ko.xz": {"xen_netfront", true},
+		"/lib/modules/v/kernel/fs/btrfs/btrfs.ko.zst":          {"btrfs", true},
+		"/lib/modules/v/kernel/lib/libcrc32c.ko.gz":            {"libcrc32c", true},
+	} {
+		if n, c := moduleName(p), compressedModule(p); n != want.name || c != want.compressed {
+			t.Errorf("%s: %s %v, want %s %v", p, n, c, want.name, want.compressed)
+		}
+	}
+	if e := parseModuleList("/lib/modules/v/a-b.ko.xz\tdep\tpci:v*\n"); len(e) != 1 || e[0].name != "a_b" {
+		t.Errorf("list entry: %+v", e)
+	}
+}
+
+// A bus driver that returns ENODEV outside its hypervisor (hv_vmbus)
+// leaves nothing in the kernel: its dependents are passed over, not
+// loaded and failed with unknown symbols.
+func TestLoaderPassesOverDependentsOfAbsentBus(t *testing.T) {
+	es := parseModuleList("/m/hv_vmbus.ko\t\tacpi*:VMBUS:*\n/m/hv_netvsc.ko\thv_vmbus\tvmbus:*\n/m/hv_utils.ko\thv_vmbus\tvmbus:*\n/m/e1000.ko\t\tpci:*\n")
+	var loaded []string
+	l := &loader{entries: es, byName: map[string]modEntry{}, jobs: 1,
+		load:    func(p string) error { loaded = append(loaded, p); return nil },
+		present: func(name string) bool { return name != "hv_vmbus" }}
+	for _, e := range es {
+		l.byName[e.name] = e
+	}
+	st := l.run(nil, false)
+	if len(st.errs) != 0 || st.loaded != 4 {
+		t.Errorf("errors %v, loaded %d", st.errs, st.loaded)
+	}
+	if want := []string{"/m/hv_vmbus.ko", "/m/e1000.ko"}; !slices.Equal(loaded, want) {
+		t.Errorf("loaded %v, want %v", loaded, want)
+	}
+}
