@@ -25,6 +25,7 @@ STATICCHECK_VERSION=v0.8.2
 IRONIC_SERIES_EXTRA=${IRONIC_SERIES_EXTRA-2026.1}
 # Debian packages the tests use. Keep one per line, sorted.
 APT_PACKAGES=(
+	btrfs-progs
 	bzip2
 	cpio
 	curl
@@ -66,6 +67,7 @@ APT_PACKAGES=(
 	time
 	udev
 	util-linux
+	xfsprogs
 	xorriso
 	xz-utils
 	zstd

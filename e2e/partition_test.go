@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,49 +58,10 @@ func TestDeployPartitionImage(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dev := deployDisk(t)
 	const mac = "52:54:e2:d0:00:05"
-	md5sum, sha := fileSums(t, raw)
-	no := false
 	start := time.Now()
-	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-deploy-partition",
-		AutomatedClean: &no,
-		Properties: map[string]any{
-			"root_device":  map[string]any{"name": dev},
-			"capabilities": "boot_mode:bios,disk_label:msdos",
-		},
-		InstanceInfo: map[string]any{
-			"image_source":        srv.URL + "/root.img",
-			"image_checksum":      md5sum,
-			"image_os_hash_algo":  "sha256",
-			"image_os_hash_value": sha,
-			"image_disk_format":   "raw",
-			"image_type":          "partition",
-			"root_gb":             1,
-			"swap_mb":             64,
-		},
-	}, mac)
-	if err := nodes.Update(ctx, s.ironic.Service, n.UUID, nodes.UpdateOpts{
-		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
-	}).Err; err != nil {
-		t.Fatal(err)
-	}
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	n := s.partitionNode(t, "e2e-deploy-partition", mac, dev, srv.URL+"/root.img", raw, map[string]any{"swap_mb": 64})
 	iso := configDriveISO(t)
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: gzipBase64(t, iso)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "wait call-back", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, a := s.deployActive(t, n.UUID, mac, dev, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: gzipBase64(t, iso)})
 	t.Logf("partition image deploy: %s from enrolment to active", time.Since(start).Round(time.Millisecond))
 
 	// IPA's order: swap, config drive, root last.
@@ -152,6 +114,70 @@ func TestDeployPartitionImage(t *testing.T) {
 	}
 }
 
+// partitionNode enrolls an available BIOS node (noop management: in BIOS
+// mode Ironic ends with set_boot_device(disk), which fake management
+// refuses) to deploy the partition image raw, served at url, onto dev
+// with root_gb 1 and the instance_info fields of extra.
+func (s *suite) partitionNode(t *testing.T, name, mac, dev, url, raw string, extra map[string]any) *nodes.Node {
+	t.Helper()
+	ctx := t.Context()
+	md5sum, sha := fileSums(t, raw)
+	info := map[string]any{
+		"image_source":        url,
+		"image_checksum":      md5sum,
+		"image_os_hash_algo":  "sha256",
+		"image_os_hash_value": sha,
+		"image_disk_format":   "raw",
+		"image_type":          "partition",
+		"root_gb":             1,
+	}
+	for k, v := range extra {
+		info[k] = v
+	}
+	no := false
+	n := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: name,
+		AutomatedClean: &no,
+		Properties: map[string]any{
+			"root_device":  map[string]any{"name": dev},
+			"capabilities": "boot_mode:bios,disk_label:msdos",
+		},
+		InstanceInfo: info,
+	}, mac)
+	if err := nodes.Update(ctx, s.ironic.Service, n.UUID, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/management_interface", Value: "noop"},
+	}).Err; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// deployActive asks Ironic for opts, starts the agent confined to dev
+// once the node waits for it, and returns the node once active, and the
+// agent (its log is in the failure otherwise).
+func (s *suite) deployActive(t *testing.T, node, mac, dev string, opts nodes.ProvisionStateOpts) (*nodes.Node, *agentProc) {
+	t.Helper()
+	ctx := t.Context()
+	if err := s.ironic.Provision(ctx, node, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ironic.WaitState(ctx, node, "wait call-back", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
+	got, err := s.ironic.WaitState(ctx, node, "active", stepTimeout)
+	if err != nil {
+		log, _ := os.ReadFile(a.logPath)
+		t.Fatalf("%v\nagent log:\n%s", err, log)
+	}
+	return got, a
+}
+
 // blkid reads one tag of dev with blkid's low-level probe.
 func blkid(t *testing.T, dev, tag string) string {
 	t.Helper()
@@ -194,4 +220,99 @@ func gzipBase64(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// TestDeployPartitionImageFlavors deploys, as TestDeployPartitionImage,
+// partition images laid out as other distributions lay theirs out, with
+// inject_files as a deploy step (priority 50: after write_image and
+// install_bootloader, while the agent still runs):
+//   - rhel: an XFS root with grub2-install, grub2-mkconfig and /boot/grub2;
+//   - suse: a btrfs root in the default subvolume @/.snapshots/1/snapshot,
+//     with other subvolumes beside it, and the same grub2-* names.
+//
+// The agent mounts each root (the default subvolume on btrfs), runs the
+// image's grub2-install for BIOS and grub2-mkconfig, and writes one file
+// found by path (the partition holding /etc) and one on the partition
+// named LABEL=img-root. The root is then mounted read-only here: the menu
+// names the root's UUID and kernel (through the subvolume on btrfs) and
+// the injected files hold their content.
+func TestDeployPartitionImageFlavors(t *testing.T) {
+	s := need(t)
+	for i, f := range []grubimage.Flavor{grubimage.RHEL(), grubimage.SUSE()} {
+		t.Run(f.Name, func(t *testing.T) {
+			if m := grubimage.MissingFor(f); m != "" {
+				t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
+			}
+			deployFlavor(t, s, f, fmt.Sprintf("52:54:e2:d0:00:%02x", 0x10+i))
+		})
+	}
+}
+
+func deployFlavor(t *testing.T, s *suite, f grubimage.Flavor, mac string) {
+	ctx := t.Context()
+	tree, imgDir := t.TempDir(), t.TempDir()
+	start := time.Now()
+	if err := grubimage.TreeFor(ctx, tree, f); err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(imgDir, "root.img")
+	// mkfs.xfs makes nothing smaller than 300 MiB.
+	if err := grubimage.Make(ctx, f, tree, raw, 320<<20); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s image built in %s", f.Name, time.Since(start).Round(time.Millisecond))
+	srv := httptest.NewServer(http.FileServer(http.Dir(imgDir)))
+	t.Cleanup(srv.Close)
+	dev := deployDisk(t)
+	start = time.Now()
+	n := s.partitionNode(t, "e2e-deploy-partition-"+f.Name, mac, dev, srv.URL+"/root.img", raw, nil)
+	byPath, byLabel := "injected by path into "+f.Name+"\n", "injected by label into "+f.Name+"\n"
+	steps := []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "inject_files", Priority: 50, Args: map[string]any{
+		"files": []map[string]any{
+			{"path": "/etc/injected/by-path.txt", "content": base64.StdEncoding.EncodeToString([]byte(byPath))},
+			{"path": "/root/by-label.txt", "partition": "LABEL=img-root", "content": base64.StdEncoding.EncodeToString([]byte(byLabel)), "mode": 0o600},
+		}}}}
+	got, a := s.deployActive(t, n.UUID, mac, dev, nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: steps})
+	t.Logf("%s partition image deploy: %s from enrolment to active", f.Name, time.Since(start).Round(time.Millisecond))
+
+	root := dev + "p1"
+	rootUUID := blkid(t, root, "UUID")
+	if got.DriverInternalInfo["root_uuid_or_disk_id"] != rootUUID || rootUUID == "" {
+		t.Errorf("Ironic recorded root_uuid_or_disk_id %v, the root filesystem is %q", got.DriverInternalInfo["root_uuid_or_disk_id"], rootUUID)
+	}
+	if blkid(t, root, "TYPE") != f.FS || blkid(t, root, "LABEL") != "img-root" {
+		t.Errorf("%s does not hold the image's %s filesystem", root, f.FS)
+	}
+	head, _ := readStart(t, dev, 512)
+	if head[0] != 0xeb || !bytes.Contains(head[:440], []byte("GRUB")) {
+		t.Errorf("no GRUB boot code in the MBR: % x", head[:16])
+	}
+	log, _ := os.ReadFile(a.logPath)
+	for _, want := range []string{"grub2-install --target=i386-pc " + dev, "grub2-mkconfig -o /boot/grub2/grub.cfg", "GRUB2 successfully installed",
+		"inject_files: file written"} {
+		if !bytes.Contains(log, []byte(want)) {
+			t.Errorf("agent log lacks %q", want)
+		}
+	}
+
+	mnt := t.TempDir()
+	run(t, "mount", "-o", "ro", root, mnt)
+	t.Cleanup(func() { run(t, "umount", mnt) })
+	cfg, err := os.ReadFile(filepath.Join(mnt, "boot/grub2/grub.cfg"))
+	kernel := "/boot/vmlinuz-" + grubimage.KernelVersion
+	if f.Subvolume != "" {
+		// GRUB reads btrfs from the top of the file system.
+		kernel = "/" + f.Subvolume + kernel
+	}
+	if err != nil || !strings.Contains(string(cfg), rootUUID) || !strings.Contains(string(cfg), "linux\t"+kernel) {
+		t.Errorf("/boot/grub2/grub.cfg (%v) does not boot %s from %s:\n%s", err, kernel, rootUUID, cfg)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "boot/grub2/i386-pc/core.img")); err != nil {
+		t.Errorf("grub2-install left no core image in /boot/grub2: %v", err)
+	}
+	for p, want := range map[string]string{"etc/injected/by-path.txt": byPath, "root/by-label.txt": byLabel} {
+		if b, err := os.ReadFile(filepath.Join(mnt, p)); err != nil || string(b) != want {
+			t.Errorf("/%s: %q (%v), want %q", p, b, err, want)
+		}
+	}
 }

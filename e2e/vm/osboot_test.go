@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -22,13 +23,16 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
-// Ports of the deployed-OS tests, n = 0 (BIOS) or 1 (UEFI): the agent's
-// API hostfwd, and the BMC's LAN (UDP) and VM (TCP) ports.
+// Ports of the deployed-OS tests, n = 0 (BIOS), 1 (UEFI), 2 and 3
+// (TestVMOSBootFlavors): the agent's API hostfwd, and the BMC's LAN (UDP)
+// and VM (TCP) ports. They overlap across beds (the agent's of 3 is the
+// BMC VM port of 0), which the package's tests, run one at a time, allow.
 var (
 	osBootAgentPort = portOffset() + 9570
 	osBootLANPort   = portOffset() + 9572
@@ -107,7 +111,7 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 	b.m = m
 
 	noClean := false
-	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "vm-osboot-" + fw, AutomatedClean: &noClean,
+	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: fmt.Sprintf("vm-osboot-%s-%d", fw, n), AutomatedClean: &noClean,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil},
 		IPMI: map[string]any{
 			"ipmi_address": bmcAddress, "ipmi_port": m.BMC.LANPort,
@@ -134,6 +138,10 @@ type osBootImage struct {
 	partition bool   // a partition image (root_gb 1)
 	hostname  string // the config drive's
 	userData  string
+	// steps are deploy steps of the request; props are node properties
+	// set with the instance_info.
+	steps []nodes.DeployStep
+	props map[string]any
 }
 
 // deploy deploys img with a config drive (see deployOS) onto the disk
@@ -191,6 +199,9 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/instance_info", Value: info},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": d.serial}},
 	}
+	for k, v := range img.props {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/" + k, Value: v})
+	}
 	if err := nodes.Update(ctx, d.s.ironic.Service, d.node, ops).Err; err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +211,7 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 		MetaData: map[string]any{"uuid": d.node, "hostname": img.hostname, "name": img.hostname},
 		UserData: img.userData,
 	}
-	if err := d.s.ironic.Provision(ctx, d.node, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
+	if err := d.s.ironic.Provision(ctx, d.node, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd, DeploySteps: img.steps}); err != nil {
 		t.Fatal(err)
 	}
 	ramdiskVM, err = d.bmc.WaitBoot(ctx, boots)
@@ -319,5 +330,78 @@ func TestVMOSBootUEFI(t *testing.T) {
 	}
 	if l, ok := vm.Find("BdsDxe: loading"); ok {
 		t.Logf("OVMF: %s", l.Text[strings.Index(l.Text, "BdsDxe"):])
+	}
+}
+
+// TestVMOSBootFlavors deploys, under SeaBIOS as TestVMOSBootBIOS,
+// partition images laid out as other distributions lay theirs out
+// (internal/testbed/osimage/grubimage): RHEL's XFS root with grub2-* tools and
+// /boot/grub2, SUSE's btrfs root in the default subvolume
+// @/.snapshots/1/snapshot. The ramdisk mounts each root (its xfs and
+// btrfs modules) and runs the image's grub2-install and grub2-mkconfig;
+// inject_files, a deploy step after install_bootloader, writes one file
+// the node's properties name (found by path) and one its arguments name
+// (on LABEL=img-root). The machine then boots the disk through that GRUB
+// into the OS, which reads the config drive; the disk, mounted read-only
+// here afterwards, holds both files.
+func TestVMOSBootFlavors(t *testing.T) {
+	// Two beds, each deploying a 320 MiB image under emulation.
+	slowScenario(t)
+	qemu.SkipUnlessRoot(t)
+	// A bed each (n = 2, 3: a BMC of its own): the node of the first,
+	// active, may outlive its test in Ironic, whose power sync keeps
+	// asking its BMC to power on.
+	for i, f := range []grubimage.Flavor{grubimage.RHEL(), grubimage.SUSE()} {
+		t.Run(f.Name, func(t *testing.T) {
+			if m := grubimage.MissingFor(f); m != "" {
+				t.Skipf("SKIPPED: the partition image needs %s (test.sh APT_PACKAGES)", m)
+			}
+			osBootFlavor(t, f, 2+i)
+		})
+	}
+}
+
+func osBootFlavor(t *testing.T, f grubimage.Flavor, n int) {
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
+	defer cancel()
+	b := newOSBootBed(t, ctx, "bios", n)
+	start := time.Now()
+	// mkfs.xfs makes nothing smaller than 300 MiB.
+	if err := b.os.PartitionImageFor(ctx, b.dir, filepath.Join(b.dir, "root.img"), 320<<20, f); err != nil {
+		t.Fatal(err)
+	}
+	reportSeconds(t, time.Since(start), f.Name, "image_build_s")
+	byProp, byStep := "from the node's properties, "+f.Name+"\n", "from the step's arguments, "+f.Name+"\n"
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	vm := b.deploy(t, ctx, osBootImage{file: "root.img", format: "raw", partition: true, hostname: "osboot-" + f.Name,
+		userData: "#!/bin/sh\necho " + f.Name + "\n",
+		props:    map[string]any{"inject_files": []map[string]any{{"path": "/etc/injected/by-property.txt", "content": b64(byProp)}}},
+		steps: []nodes.DeployStep{{Interface: nodes.InterfaceDeploy, Step: "inject_files", Priority: 50, Args: map[string]any{
+			"files": []map[string]any{{"path": "/root/by-step.txt", "partition": "LABEL=img-root", "content": b64(byStep)}}}}}})
+	if _, ok := vm.Find("vmlinuz-" + grubimage.KernelVersion); !ok {
+		t.Errorf("the OS did not boot through the grub.cfg the agent's grub2-mkconfig wrote")
+	}
+	for _, d := range b.m.Disks {
+		if d.Serial != deployTarget {
+			continue
+		}
+		// IPA's order: the config drive, then the root.
+		loop := looptest.AttachFile(t, b.m.DiskPath(d.ID), "--read-only")
+		// BLKPG: the kernel's own partition scan of a loop device does
+		// not always make the nodes.
+		looptest.Run(t, "partx", "-a", loop)
+		root := loop + "p2"
+		looptest.WaitFor(t, root)
+		if got := looptest.BlkidProbe(t, root); !strings.Contains("\n"+got+"\n", "\nTYPE="+f.FS+"\n") {
+			t.Fatalf("%s: %s, want the image's %s root", root, got, f.FS)
+		}
+		mnt := t.TempDir()
+		looptest.Run(t, "mount", "-o", "ro", root, mnt)
+		defer looptest.Run(t, "umount", mnt)
+		for p, want := range map[string]string{"etc/injected/by-property.txt": byProp, "root/by-step.txt": byStep} {
+			if got, err := os.ReadFile(filepath.Join(mnt, p)); err != nil || string(got) != want {
+				t.Errorf("/%s on the deployed root: %q (%v), want %q", p, got, err, want)
+			}
+		}
 	}
 }

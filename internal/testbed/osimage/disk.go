@@ -303,12 +303,19 @@ func QCOW2(ctx context.Context, raw, out string) error {
 }
 
 // PartitionImage writes to out the root file system of a partition image
-// (ext4, labelled img-root): internal/testbed/osimage/grubimage's tree, whose GRUB the
+// (Debian's: ext4, labelled img-root): internal/testbed/osimage/grubimage's tree, whose GRUB the
 // agent installs, with this OS's kernel and initramfs as the kernel
 // grub-mkconfig finds in /boot, and GRUB's menu on the serial port.
 func (o *OS) PartitionImage(ctx context.Context, dir, out string, size int64) error {
-	tree := filepath.Join(dir, "partition-root")
-	if err := grubimage.Tree(ctx, tree); err != nil {
+	return o.PartitionImageFor(ctx, dir, out, size, grubimage.Debian())
+}
+
+// PartitionImageFor is PartitionImage laid out as f says: an XFS root
+// with grub2-* tools (grubimage.RHEL), a btrfs root in a subvolume
+// (grubimage.SUSE; building it needs root privileges).
+func (o *OS) PartitionImageFor(ctx context.Context, dir, out string, size int64, f grubimage.Flavor) error {
+	tree := filepath.Join(dir, "partition-root-"+f.Name)
+	if err := grubimage.TreeFor(ctx, tree, f); err != nil {
 		return err
 	}
 	for dst, src := range map[string]string{"vmlinuz-": o.Kernel, "initrd.img-": o.Initrd} {
@@ -321,7 +328,7 @@ func (o *OS) PartitionImage(ctx context.Context, dir, out string, size int64) er
 	if err := os.WriteFile(filepath.Join(tree, "etc/default/grub"), []byte(def), 0o644); err != nil {
 		return fmt.Errorf("osimage: %w", err)
 	}
-	return grubimage.Ext4(ctx, tree, out, size)
+	return grubimage.Make(ctx, f, tree, out, size)
 }
 
 // SoftwareRAIDBIOSDisk writes to out a raw whole-disk image for BIOS as

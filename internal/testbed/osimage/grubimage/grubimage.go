@@ -72,13 +72,18 @@ func canonical(p string) string {
 	return p
 }
 
-// Tree fills root with the image's files.
+// Tree fills root with the files of Debian's image.
 func Tree(ctx context.Context, root string) error {
+	return TreeFor(ctx, root, Debian())
+}
+
+// TreeFor fills root with the files of f's image.
+func TreeFor(ctx context.Context, root string, f Flavor) error {
 	if m := Missing(); m != "" {
 		return fmt.Errorf("%s is not installed", m)
 	}
-	// A merged-/usr layout, as Debian's.
-	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc/default", "boot/grub", "dev", "proc", "sys", "run", "tmp"} {
+	// A merged-/usr layout, as Debian's and RHEL's.
+	for _, d := range []string{"usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc/default", "boot/" + f.grubDir(), "dev", "proc", "sys", "run", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
@@ -148,7 +153,7 @@ func Tree(ctx context.Context, root string) error {
 	}
 	files := map[string][]byte{
 		"etc/default/grub": []byte("GRUB_DEFAULT=0\nGRUB_TIMEOUT=1\nGRUB_DISTRIBUTOR=Testos\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n"),
-		"etc/fstab":        []byte("LABEL=img-root / ext4 defaults 0 1\n"),
+		"etc/fstab":        []byte(f.fstab()),
 		"etc/os-release":   []byte("NAME=Testos\nID=testos\n"),
 		// Stand-ins: grub-mkconfig's 10_linux lists them.
 		"boot/vmlinuz-" + KernelVersion:    bytes.Repeat([]byte{0x4d, 0x5a}, 4096),
@@ -159,20 +164,29 @@ func Tree(ctx context.Context, root string) error {
 			return err
 		}
 	}
+	if f.GRUB2 {
+		return grub2Names(root)
+	}
 	return nil
 }
 
 // Ext4 makes an ext4 filesystem image of size bytes labelled img-root from
 // the tree at root, written to path.
 func Ext4(ctx context.Context, root, path string, size int64) error {
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		return err
-	}
-	if err := os.Truncate(path, size); err != nil {
+	if err := sparse(path, size); err != nil {
 		return err
 	}
 	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", "img-root", "-d", root, path).CombinedOutput(); err != nil {
 		return fmt.Errorf("mkfs.ext4 -d %s %s: %v: %s", root, path, err, out)
 	}
 	return nil
+}
+
+// sparse makes path an empty file of size bytes, a file system's image to
+// be.
+func sparse(path string, size int64) error {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		return err
+	}
+	return os.Truncate(path, size)
 }
