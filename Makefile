@@ -12,16 +12,18 @@ agent:
 # build/ramdisk/ironic-agent.kernel + ironic-agent.initramfs: Debian's kernel
 # (apt-get download, cached in $XDG_CACHE_HOME/ironic-agent) and an initramfs
 # whose /init is a static ironic-agent. No root needed.
+# KERNEL picks the kernel flavour: bookworm, trixie (the default), newest.
+KERNEL ?= trixie
 ramdisk:
-	go run ./cmd/mkramdisk -out build/ramdisk
+	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)"
 
 # Boot the ramdisk in QEMU: every module of the manifest loads, and the
 # kernel loads every firmware file in it (e2e/ramdisk/modules).
 ramdisk-check:
-	go test -count=1 ./e2e/ramdisk/modules/
+	RAMDISK_KERNEL="$(KERNEL)" go test -count=1 ./e2e/ramdisk/modules/
 
 # The same plus build/ramdisk/ironic-agent.iso for virtual media (needs
 # grub-mkrescue: grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools).
 # Kernel parameters for the boot entry: make iso CMDLINE="ipa-api-url=..."
 iso:
-	go run ./cmd/mkramdisk -out build/ramdisk -iso -cmdline "$(CMDLINE)"
+	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)" -iso -cmdline "$(CMDLINE)"

@@ -3,7 +3,7 @@
 // ironic-agent plus the kernel modules the hardware needs, and optionally a
 // bootable ISO for virtual media. It needs no root.
 //
-//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel-package linux-image-...]
+//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...]
 //
 // With -cached the ramdisk goes into the shared content-keyed cache
 // (ramdisk.BuildCached) instead of -out, and -json prints where: the VM
@@ -43,10 +43,11 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mkramdisk", flag.ContinueOnError)
 	out := fs.String("out", "build/ramdisk", "output directory")
-	pkg := fs.String("kernel-package", "", "Debian kernel package (default: the one linux-image-amd64 depends on)")
+	flavour := fs.String("kernel", ramdisk.DefaultKernelFlavour, "kernel flavour, the Debian release the kernel and firmware come from: "+flavourNames())
+	pkg := fs.String("kernel-package", "", "Debian kernel package of the flavour's suites (default: the one their linux-image-amd64 depends on)")
 	cache := fs.String("cache", "", "download cache (default: $IRONIC_AGENT_CACHE or $XDG_CACHE_HOME/ironic-agent)")
 	agent := fs.String("agent", "", "prebuilt static ironic-agent binary (default: build ./cmd/ironic-agent)")
-	mods := fs.String("modules", "", "comma-separated kernel modules, replacing the default list")
+	mods := fs.String("modules", "", "comma-separated kernel modules, replacing the manifest (its subtrees too)")
 	add := fs.String("add-modules", "", "comma-separated kernel modules added to the list")
 	iso := fs.Bool("iso", false, "also build "+ramdisk.ISOName+" with grub-mkrescue")
 	cmdline := fs.String("cmdline", "", "kernel parameters for the ISO's boot entry (e.g. ipa-api-url=...)")
@@ -85,7 +86,11 @@ func run(ctx context.Context, args []string) error {
 		}
 		*cache = c
 	}
-	k, err := ramdisk.FetchKernel(ctx, *cache, *pkg)
+	fl, err := ramdisk.LookupKernelFlavour(*flavour)
+	if err != nil {
+		return err
+	}
+	k, err := ramdisk.FetchKernel(ctx, *cache, fl, *pkg)
 	if err != nil {
 		return err
 	}
@@ -98,19 +103,15 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	var names []string
+	opts := ramdisk.Options{Kernel: k, Agent: *agent, AddModules: split(*add), Files: files}
 	if *mods != "" {
-		names = split(*mods)
-	} else {
-		names = ramdisk.DefaultModules()
+		opts.Modules = split(*mods)
 	}
-	names = append(names, split(*add)...)
-	opts := ramdisk.Options{Kernel: k, Agent: *agent, Modules: names, Files: files}
 	if *firmware {
-		if opts.Firmware, err = ramdisk.FetchFirmware(ctx, *cache, ramdisk.FirmwarePackages()); err != nil {
+		if opts.Firmware, err = ramdisk.FetchFirmware(ctx, *cache, fl, ramdisk.FirmwarePackages()); err != nil {
 			return err
 		}
-		if opts.FirmwareIndex, err = ramdisk.FirmwareIndex(ctx, *cache, opts.Firmware); err != nil {
+		if opts.FirmwareIndex, err = ramdisk.FirmwareIndex(ctx, *cache, fl, opts.Firmware); err != nil {
 			return err
 		}
 	}
@@ -131,18 +132,25 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	ks, is := size(res.Kernel), size(res.Initramfs)
 	if *asJSON {
+		if err := ramdisk.CheckBudget(ks, is); err != nil {
+			return err
+		}
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*ramdisk.Result
-			KernelPackage, KernelVersion string
-		}{res, k.Package, k.Version})
+			KernelFlavour, KernelPackage, KernelVersion string
+		}{res, k.Flavour, k.Package, k.Version})
 	}
-	ks, is, as := size(res.Kernel), size(res.Initramfs), size(res.Agent)
-	fmt.Printf("kernel     %s (%s, %s)\n", res.Kernel, k.Package, mib(ks))
+	as := size(res.Agent)
+	fmt.Printf("kernel     %s (%s: %s, %s)\n", res.Kernel, k.Flavour, k.Package, mib(ks))
 	fmt.Printf("initramfs  %s (%s; %s unpacked; %d modules)\n", res.Initramfs, mib(is), mib(res.Uncompressed), len(res.Modules))
 	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
-	fmt.Printf("kernel + initramfs: %s\n", mib(ks+is))
+	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), ramdisk.SizeBudget>>20)
 	printReport(os.Stdout, res.Report, ks)
+	if err := ramdisk.CheckBudget(ks, is); err != nil {
+		return err
+	}
 	if *iso {
 		p := filepath.Join(*out, ramdisk.ISOName)
 		if err := ramdisk.ISO(ctx, res.Kernel, res.Initramfs, *cmdline, p); err != nil {
@@ -162,6 +170,9 @@ func printReport(w io.Writer, r ramdisk.Report, kernelSize int64) {
 	fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", "kernel (bzImage)", 1, "", mib(kernelSize))
 	for _, s := range r.Sizes {
 		fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", s.Item, s.Files, mib(s.Bytes), mib(s.Gzip))
+	}
+	for _, x := range r.Excluded {
+		fmt.Fprintf(w, "excluded: %-40s %4d modules of this kernel (%s)\n", x.Pattern, x.Modules, x.Reason)
 	}
 	if len(r.Builtin) > 0 {
 		fmt.Fprintf(w, "built into the kernel (nothing to load): %s\n", strings.Join(r.Builtin, ", "))
@@ -184,6 +195,15 @@ func printReport(w io.Writer, r ramdisk.Report, kernelSize int64) {
 			fmt.Fprintf(w, "  %s: %s\n", m, strings.Join(byMod[m], " "))
 		}
 	}
+}
+
+// flavourNames lists the kernel flavours for -kernel's help.
+func flavourNames() string {
+	var names []string
+	for _, f := range ramdisk.KernelFlavours() {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func split(s string) []string {

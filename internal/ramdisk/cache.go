@@ -19,7 +19,7 @@ import (
 
 // cacheFormat changes whenever an entry's layout or meaning changes, so an
 // older entry is never taken for a newer one.
-const cacheFormat = "ironic-agent ramdisk cache 3"
+const cacheFormat = "ironic-agent ramdisk cache 4"
 
 // cacheEntryMaxAge is how long an entry nobody used is kept: every agent
 // change makes a new entry (about 26 MiB), and a day is more than any test
@@ -109,11 +109,14 @@ func cacheKey(opts Options, extra []string) (string, error) {
 		return "", err
 	}
 	line("kernel %s %s %s", opts.Kernel.Package, opts.Kernel.Version, sum)
-	names := opts.Modules
-	if names == nil {
-		names = DefaultModules()
+	if opts.Modules == nil {
+		mh := sha256.Sum256([]byte(modulesManifest))
+		line("manifest %s", hex.EncodeToString(mh[:]))
+		for _, e := range opts.Manifest {
+			line("manifest entry %+v", e)
+		}
 	}
-	line("modules %s", strings.Join(names, ","))
+	line("modules %s add %s", strings.Join(opts.Modules, ","), strings.Join(opts.AddModules, ","))
 	// The manifest's optional marks change what is an error, not the
 	// output; the firmware packages are keyed by content.
 	for _, p := range opts.Firmware {

@@ -2,6 +2,7 @@ package ramdisk
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -50,24 +51,60 @@ func (p FirmwarePackage) lookup(name string) (host, archived string, ok bool) {
 const firmwareDebianComponents = "main non-free-firmware"
 
 // FetchFirmware downloads the Debian packages pkgs (see FirmwarePackages)
-// into cacheDir/firmware/debs and extracts each into
-// cacheDir/firmware/pkg/<sha256 of the .deb>, so a new package version is
-// a new directory and never mixed with an older one. Packages already
-// downloaded are reused without asking apt, as FetchKernel does.
+// of kernel flavour f's suites into cacheDir/firmware/<flavour>/debs and
+// extracts each into cacheDir/firmware/<flavour>/pkg/<sha256 of the .deb>,
+// so a new package version is a new directory and never mixed with an
+// older one. Packages already downloaded are reused without asking apt,
+// as FetchKernel does. The firmware comes from the kernel's own release:
+// its drivers ask for the file names that release ships.
 //
-// The build host's apt sources may lack the non-free-firmware component,
-// and this must not change them: apt runs with a configuration of its own
-// (sources, lists and caches below cacheDir/firmware/apt) built from the
-// host's mirrors and suites (HostDebianSources) with the components main
-// and non-free-firmware.
-func FetchFirmware(ctx context.Context, cacheDir string, pkgs []string) ([]FirmwarePackage, error) {
-	return fetchPackages(ctx, filepath.Join(cacheDir, "firmware"), firmwareDebianComponents, pkgs)
+// The build host's apt sources may lack the non-free-firmware component
+// and the flavour's suites, and this must not change them: apt runs with
+// the flavour's configuration of its own (flavourApt: sources, lists and
+// caches below cacheDir/apt/<flavour>) built from the host's mirrors
+// (HostDebianSources) with the components main and non-free-firmware.
+//
+// A package marked optional that the flavour's suites lack (a package
+// one release split off another: firmware-intel-misc from
+// firmware-misc-nonfree in Debian 13) is left out; a required one that is
+// missing fails the download.
+func FetchFirmware(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []ManifestEntry) ([]FirmwarePackage, error) {
+	base := filepath.Join(cacheDir, "firmware", f.Name)
+	var names []string
+	for _, p := range pkgs {
+		if p.Optional {
+			deb, err := findDeb(filepath.Join(base, "debs"), p.Name)
+			if err != nil {
+				return nil, err
+			}
+			if deb == "" {
+				aptDir, err := flavourApt(ctx, cacheDir, f)
+				if err != nil {
+					return nil, err
+				}
+				if !aptHasPackage(ctx, aptDir, p.Name) {
+					continue
+				}
+			}
+		}
+		names = append(names, p.Name)
+	}
+	return fetchPackages(ctx, base, names, func(ctx context.Context) (string, error) {
+		return flavourApt(ctx, cacheDir, f)
+	})
 }
 
-// fetchPackages downloads pkgs from the archive components of the host's
-// mirrors into base/debs (apt's configuration and lists below base/apt)
+// aptHasPackage says whether the private apt configuration in aptDir has
+// a candidate for pkg.
+func aptHasPackage(ctx context.Context, aptDir, pkg string) bool {
+	out, err := run(ctx, "", "apt-cache", append(privateApt(aptDir), "policy", pkg)...)
+	return err == nil && bytes.Contains(out, []byte("Candidate:")) && !bytes.Contains(out, []byte("Candidate: (none)"))
+}
+
+// fetchPackages downloads pkgs into base/debs with the private apt
+// configuration aptDir returns (called only when a package is missing)
 // and extracts each into base/pkg/<sha256 of the .deb>; see FetchFirmware.
-func fetchPackages(ctx context.Context, base, components string, pkgs []string) ([]FirmwarePackage, error) {
+func fetchPackages(ctx context.Context, base string, pkgs []string, aptDir func(context.Context) (string, error)) ([]FirmwarePackage, error) {
 	debs := filepath.Join(base, "debs")
 	if err := os.MkdirAll(debs, 0o755); err != nil {
 		return nil, fmt.Errorf("ramdisk: packages: %w", err)
@@ -83,7 +120,11 @@ func fetchPackages(ctx context.Context, base, components string, pkgs []string) 
 		}
 	}
 	if len(missing) > 0 {
-		if err := aptDownload(ctx, base, debs, components, missing); err != nil {
+		dir, err := aptDir(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := aptGetDownload(ctx, dir, debs, missing); err != nil {
 			return nil, err
 		}
 	}
@@ -136,25 +177,31 @@ func extractDeb(ctx context.Context, deb, dir string) error {
 	return nil
 }
 
-// aptDownload runs apt-get update and download with a private
-// configuration below base for the archive components (see FetchFirmware).
-func aptDownload(ctx context.Context, base, debs, components string, pkgs []string) error {
+// hostApt writes a private apt configuration below base/apt for the
+// archive components of the host's own suites and fetches its lists; it
+// returns the directory (see privateApt).
+func hostApt(ctx context.Context, base, components string) (string, error) {
 	srcs, err := HostDebianSources("/etc/apt")
 	if err != nil {
-		return err
+		return "", err
 	}
 	aptDir := filepath.Join(base, "apt")
 	list, err := writeSources(aptDir, srcs, components)
 	if err != nil {
-		return err
+		return "", err
 	}
-	opts := privateApt(aptDir)
-	if _, err := run(ctx, "", "apt-get", append(slices.Clone(opts), "-qq", "update")...); err != nil {
-		return fmt.Errorf("ramdisk: packages: package lists for %s: %w", list, err)
+	if _, err := run(ctx, "", "apt-get", append(privateApt(aptDir), "-qq", "update")...); err != nil {
+		return "", fmt.Errorf("ramdisk: packages: package lists for %s: %w", list, err)
 	}
+	return aptDir, nil
+}
+
+// aptGetDownload downloads pkgs into debs with the private apt
+// configuration in aptDir.
+func aptGetDownload(ctx context.Context, aptDir, debs string, pkgs []string) error {
 	// apt drops privileges to _apt for downloads when it can; let it write.
 	_ = os.Chmod(debs, 0o777)
-	if _, err := run(ctx, debs, "apt-get", append(append(slices.Clone(opts), "download"), pkgs...)...); err != nil {
+	if _, err := run(ctx, debs, "apt-get", append(append(privateApt(aptDir), "download"), pkgs...)...); err != nil {
 		return fmt.Errorf("ramdisk: packages: download: %w", err)
 	}
 	return nil
@@ -163,7 +210,7 @@ func aptDownload(ctx context.Context, base, debs, components string, pkgs []stri
 // writeSources makes aptDir's directories and its sources.list: each of
 // srcs with the components.
 func writeSources(aptDir string, srcs []string, components string) (string, error) {
-	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+	for _, d := range []string{"lists/partial", "cache/archives/partial", "preferences.d"} {
 		if err := os.MkdirAll(filepath.Join(aptDir, d), 0o755); err != nil {
 			return "", fmt.Errorf("ramdisk: packages: %w", err)
 		}
@@ -187,6 +234,9 @@ func privateApt(aptDir string) []string {
 		"-o", "Dir::Etc::SourceParts=-",
 		"-o", "Dir::State::Lists=" + filepath.Join(aptDir, "lists"),
 		"-o", "Dir::Cache=" + filepath.Join(aptDir, "cache"),
+		// Not the host's pins either (writePreferences may write some).
+		"-o", "Dir::Etc::Preferences=" + filepath.Join(aptDir, "preferences"),
+		"-o", "Dir::Etc::PreferencesParts=" + filepath.Join(aptDir, "preferences.d"),
 		// Not the host's installed packages, and not its lock: this apt
 		// touches nothing but the files above.
 		"-o", "Dir::State::Status=/dev/null",
@@ -214,16 +264,21 @@ func contentsTarget() []string {
 
 // FirmwareIndex returns which Debian packages ship each firmware file
 // (name below /lib/firmware -> packages): the non-free-firmware
-// component's Contents-all of the host's suites, fetched once into
-// cacheDir/firmware/apt-contents (with the same private apt configuration
-// as FetchFirmware), plus the files of pkgs. main's Contents (34 MiB) is
-// not fetched: the only package in main that ships kernel firmware is
-// firmware-linux-free, which firmware-packages.txt lists.
-func FirmwareIndex(ctx context.Context, cacheDir string, pkgs []FirmwarePackage) (map[string][]string, error) {
-	aptDir := filepath.Join(cacheDir, "firmware", "apt-contents")
+// component's Contents-all of kernel flavour f's suites, fetched once
+// into cacheDir/firmware/<flavour>/apt-contents (with a private apt
+// configuration like FetchFirmware's), plus the files of pkgs. main's
+// Contents (34 MiB) is not fetched: the only package in main that ships
+// kernel firmware is firmware-linux-free, which firmware-packages.txt
+// lists.
+func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []FirmwarePackage) (map[string][]string, error) {
+	aptDir := filepath.Join(cacheDir, "firmware", f.Name, "apt-contents")
 	files, _ := filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
 	if len(files) == 0 {
-		srcs, err := HostDebianSources("/etc/apt")
+		hostSrcs, err := HostDebianSources("/etc/apt")
+		if err != nil {
+			return nil, err
+		}
+		srcs, err := flavourSources(hostSrcs, f)
 		if err != nil {
 			return nil, err
 		}

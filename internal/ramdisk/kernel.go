@@ -20,10 +20,44 @@ import (
 
 // Kernel is an extracted Debian kernel package.
 type Kernel struct {
+	Flavour    string // the KernelFlavour's name
 	Package    string // e.g. linux-image-6.1.0-48-amd64
 	Version    string // e.g. 6.1.0-48-amd64 (uname -r)
 	Vmlinuz    string // the bzImage
 	ModulesDir string // lib/modules/<Version>
+	// Config is the kernel's build configuration (boot/config-<Version>).
+	Config string
+}
+
+// DecompressedSuffix returns the module file suffix the kernel
+// decompresses itself at finit_module (MODULE_INIT_COMPRESSED_FILE):
+// ".ko.xz", ".ko.zst" or ".ko.gz" for a kernel built with
+// CONFIG_MODULE_DECOMPRESS and that compression, else "" (the build then
+// decompresses the modules; Debian 12's are not compressed at all).
+func (k *Kernel) DecompressedSuffix() (string, error) {
+	b, err := os.ReadFile(k.Config)
+	if err != nil {
+		return "", fmt.Errorf("ramdisk: kernel configuration: %w", err)
+	}
+	return decompressedSuffix(string(b)), nil
+}
+
+func decompressedSuffix(config string) string {
+	set := map[string]bool{}
+	for line := range strings.SplitSeq(config, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && v == "y" {
+			set[k] = true
+		}
+	}
+	if !set["CONFIG_MODULE_DECOMPRESS"] {
+		return ""
+	}
+	for opt, suffix := range map[string]string{"CONFIG_MODULE_COMPRESS_XZ": ".ko.xz", "CONFIG_MODULE_COMPRESS_ZSTD": ".ko.zst", "CONFIG_MODULE_COMPRESS_GZIP": ".ko.gz"} {
+		if set[opt] {
+			return suffix
+		}
+	}
+	return ""
 }
 
 // run executes an external program (apt and dpkg have no Go equivalent) and
@@ -41,44 +75,43 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 
 var dependsRE = regexp.MustCompile(`(?m)^\s*Depends:\s*(linux-image-[0-9][^\s]*)`)
 
-// ResolveKernelPackage returns the versioned kernel package the
-// linux-image-amd64 meta package depends on (the current Debian kernel).
-func ResolveKernelPackage(ctx context.Context) (string, error) {
-	out, err := run(ctx, "", "apt-cache", "depends", "linux-image-amd64")
+// resolveKernelPackage returns the versioned kernel package the
+// linux-image-amd64 meta package depends on in the private apt
+// configuration aptDir: the flavour's current kernel.
+func resolveKernelPackage(ctx context.Context, aptDir, flavour string) (string, error) {
+	out, err := run(ctx, "", "apt-cache", append(privateApt(aptDir), "depends", "linux-image-amd64")...)
 	if err != nil {
-		return "", fmt.Errorf("ramdisk: resolve the kernel package (run apt-get update?): %w", err)
+		return "", fmt.Errorf("ramdisk: resolve the kernel package of flavour %s: %w", flavour, err)
 	}
 	m := dependsRE.FindSubmatch(out)
 	if m == nil {
-		return "", fmt.Errorf("ramdisk: apt-cache depends linux-image-amd64 names no linux-image-<version> package:\n%s", out)
+		return "", fmt.Errorf("ramdisk: linux-image-amd64 of flavour %s names no linux-image-<version> package:\n%s", flavour, out)
 	}
 	return string(m[1]), nil
 }
 
-// FetchKernel downloads pkg (or the current Debian kernel when pkg is "")
-// with apt-get download into cacheDir/debs and extracts it into
-// cacheDir/kernel/<version>. Both steps are skipped when already done, so CI
-// downloads the package once per machine.
-func FetchKernel(ctx context.Context, cacheDir, pkg string) (*Kernel, error) {
-	var err error
+// FetchKernel downloads pkg (or, when pkg is "", the package flavour f's
+// linux-image-amd64 depends on) from f's suites with apt-get download and
+// its private configuration (flavourApt) into cacheDir/debs, and extracts
+// it into cacheDir/kernel/<version>. Both steps are skipped when already
+// done, so CI downloads the package once per machine.
+func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg string) (*Kernel, error) {
+	aptDir, err := flavourApt(ctx, cacheDir, f)
+	if err != nil {
+		return nil, err
+	}
 	if pkg == "" {
-		if pkg, err = ResolveKernelPackage(ctx); err != nil && os.Geteuid() == 0 {
-			// A fresh machine (or container) may have no package lists yet.
-			if _, uerr := run(ctx, "", "apt-get", "-o", "DPkg::Lock::Timeout=900", "update", "-qq"); uerr != nil {
-				return nil, fmt.Errorf("%w; and %w", err, uerr)
-			}
-			pkg, err = ResolveKernelPackage(ctx)
-		}
-		if err != nil {
+		if pkg, err = resolveKernelPackage(ctx, aptDir, f.Name); err != nil {
 			return nil, err
 		}
 	}
 	ver := strings.TrimSuffix(strings.TrimPrefix(pkg, "linux-image-"), "-unsigned")
-	k := &Kernel{Package: pkg, Version: ver}
+	k := &Kernel{Flavour: f.Name, Package: pkg, Version: ver}
 	dest := filepath.Join(cacheDir, "kernel", ver)
 	k.Vmlinuz = filepath.Join(dest, "vmlinuz")
 	k.ModulesDir = filepath.Join(dest, "lib/modules", ver)
-	if fileExists(k.Vmlinuz) && fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
+	k.Config = filepath.Join(dest, "config")
+	if fileExists(k.Vmlinuz) && fileExists(k.Config) && fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
 		return k, nil
 	}
 	debs := filepath.Join(cacheDir, "debs")
@@ -90,10 +123,7 @@ func FetchKernel(ctx context.Context, cacheDir, pkg string) (*Kernel, error) {
 		return nil, err
 	}
 	if deb == "" {
-		// apt drops privileges to _apt for downloads when it can; let it
-		// write here, or it warns and downloads as root anyway.
-		_ = os.Chmod(debs, 0o777)
-		if _, err := run(ctx, debs, "apt-get", "download", pkg); err != nil {
+		if err := aptGetDownload(ctx, aptDir, debs, []string{pkg}); err != nil {
 			return nil, fmt.Errorf("ramdisk: download the kernel: %w", err)
 		}
 		if deb, err = findDeb(debs, pkg); err != nil {
@@ -116,6 +146,9 @@ func FetchKernel(ctx context.Context, cacheDir, pkg string) (*Kernel, error) {
 	}
 	if err := os.Rename(filepath.Join(x, "boot", "vmlinuz-"+ver), filepath.Join(tmp, "vmlinuz")); err != nil {
 		return nil, fmt.Errorf("ramdisk: %s has no boot/vmlinuz-%s: %w", deb, ver, err)
+	}
+	if err := os.Rename(filepath.Join(x, "boot", "config-"+ver), filepath.Join(tmp, "config")); err != nil {
+		return nil, fmt.Errorf("ramdisk: %s has no boot/config-%s: %w", deb, ver, err)
 	}
 	// bookworm ships /lib/modules, later releases /usr/lib/modules.
 	mods := filepath.Join(x, "lib/modules", ver)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
 
@@ -21,13 +22,23 @@ import (
 func TestManifest(t *testing.T) {
 	m := Manifest()
 	names := map[string]ManifestEntry{}
+	var dirs []string
 	for _, e := range m {
-		names[e.Name] = e
-		if e.Comment == "" {
-			t.Errorf("%s: no comment naming the hardware", e.Name)
+		switch {
+		case e.Dir != "":
+			dirs = append(dirs, e.Dir)
+		case e.Exclude != "":
+			if e.Comment == "" {
+				t.Errorf("exclude %s: no reason", e.Exclude)
+			}
+		default:
+			names[e.Name] = e
+			if e.Comment == "" {
+				t.Errorf("%s: no comment naming the hardware", e.Name)
+			}
 		}
 		if e.Group == "" {
-			t.Errorf("%s: in no [group]", e.Name)
+			t.Errorf("%+v: in no [group]", e)
 		}
 	}
 	for _, want := range []string{"ice", "i40e", "iavf", "ixgbe", "igb", "igc", "e1000e", "bnxt_en", "tg3", "bnx2",
@@ -37,16 +48,133 @@ func TestManifest(t *testing.T) {
 		"sd_mod", "sr_mod", "sg", "usb_storage", "uas", "dm_mod", "dm_multipath", "dm_service_time", "dm_round_robin",
 		"md_mod", "raid0", "raid1",
 		"raid10", "raid456", "ipmi_si", "ipmi_ssif", "ipmi_devintf", "e1000", "efivarfs", "vfat", "nls_cp437",
-		"nls_ascii"} {
+		"nls_ascii",
+		// What servers have that an inclusion list forgot.
+		"xhci_pci", "ehci_pci", "ohci_pci", "uhci_hcd", "usbhid", "hid_generic", "xfs", "btrfs", "vmxnet3", "cxgb4",
+		"pm80xx", "isci", "mvsas", "mptsas", "ata_piix", "cdc_ether", "hv_storvsc", "hv_netvsc", "hv_vmbus",
+		"xen_blkfront", "xen_netfront", "mana"} {
 		if _, ok := names[want]; !ok {
 			t.Errorf("manifest lacks %s", want)
+		}
+	}
+	for _, want := range []string{"kernel/drivers/scsi", "kernel/drivers/ata", "kernel/drivers/nvme", "kernel/drivers/net/ethernet",
+		"kernel/drivers/usb/host", "kernel/drivers/usb/storage", "kernel/drivers/md", "kernel/drivers/block", "kernel/drivers/message/fusion"} {
+		if !slices.Contains(dirs, want) {
+			t.Errorf("manifest takes no subtree %s", want)
 		}
 	}
 	if e := names["hns3"]; !e.Optional || e.OptionalReason == "" {
 		t.Errorf("hns3 (arm64 only) is not optional with a reason: %+v", e)
 	}
-	if p := FirmwarePackages(); !slices.Contains(p, "firmware-misc-nonfree") || !slices.Contains(p, "firmware-bnx2x") {
-		t.Errorf("firmware packages: %v", p)
+	var fw []string
+	for _, p := range FirmwarePackages() {
+		fw = append(fw, p.Name)
+	}
+	if !slices.Contains(fw, "firmware-misc-nonfree") || !slices.Contains(fw, "firmware-bnx2x") || !slices.Contains(fw, "firmware-intel-misc") {
+		t.Errorf("firmware packages: %v", fw)
+	}
+}
+
+// TestSelectModules resolves a manifest with subtrees and exclusions
+// against a kernel tree: what each dir takes, what the exclusions leave
+// out (paths and name globs, never a named module), the groups, and the
+// dependency closure and per-group sizes of the build.
+func TestSelectModules(t *testing.T) {
+	dir := t.TempDir()
+	k := &Kernel{Package: "linux-image-test", Version: "6.12.0-test", Vmlinuz: filepath.Join(dir, "vmlinuz"),
+		ModulesDir: filepath.Join(dir, "lib/modules/6.12.0-test")}
+	write := func(rel string, data []byte) {
+		t.Helper()
+		p := filepath.Join(k.ModulesDir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(k.Vmlinuz, []byte("bzImage stand-in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mod := func(kv ...string) []byte { return kmodtest.Module(append([]string{"license=GPL"}, kv...)...) }
+	write("kernel/drivers/scsi/hba.ko", mod("alias=pci:v00001000d*", "depends=scsi_lib"))
+	write("kernel/drivers/scsi/scsi_lib.ko", mod())
+	write("kernel/drivers/scsi/scsi_debug.ko", mod())
+	write("kernel/drivers/scsi/pcmcia/card_cs.ko", mod())
+	write("kernel/drivers/scsi/old_cs.ko", mod())
+	write("kernel/drivers/net/ethernet/a/nic-a.ko", mod("alias=pci:v00008086d*", "depends=libnic"))
+	write("kernel/lib/libnic.ko", mod(strings.Repeat("x", 4000)))
+	write("kernel/drivers/net/wireless/wifi.ko", mod("alias=pci:v0000168cd*"))
+	write("kernel/drivers/input/kbd.ko", mod("alias=hid:b0003*"))
+	write("kernel/fs/xfs/xfs.ko", mod("depends=libcrc32c"))
+	write("kernel/lib/libcrc32c.ko", mod("softdep=pre: crc32c"))
+	write("modules.builtin", []byte("kernel/crypto/crc32c.ko\n"))
+	manifest := `
+[x]
+exclude kernel/drivers/net/wireless # Wi-Fi
+exclude kernel/drivers/input # input
+exclude kernel/drivers/scsi/pcmcia # PC Card
+exclude *_cs # PC Card
+exclude scsi_debug # fake disk
+[storage]
+dir kernel/drivers/scsi
+[nic]
+dir kernel/drivers/net/ethernet
+[fs]
+dir kernel/fs/xfs
+kbd # the BMC keyboard, excluded subtree or not
+`
+	entries, err := ParseManifest(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := kmod.Open(k.ModulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, group, rep, err := SelectModules(tree, entries, k.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hba", "scsi_lib", "nic_a", "xfs", "kbd"}; !slices.Equal(names, want) {
+		t.Errorf("selected %v, want %v", names, want)
+	}
+	if want := map[string]string{"hba": "storage", "scsi_lib": "storage", "nic_a": "nic", "xfs": "fs", "kbd": "fs"}; !reflect.DeepEqual(group, want) {
+		t.Errorf("groups %v, want %v", group, want)
+	}
+	wantExcl := []Exclusion{{"kernel/drivers/net/wireless", "Wi-Fi", 1}, {"kernel/drivers/input", "input", 1},
+		{"kernel/drivers/scsi/pcmcia", "PC Card", 1}, {"*_cs", "PC Card", 1}, {"scsi_debug", "fake disk", 1}}
+	if !reflect.DeepEqual(rep.Excluded, wantExcl) {
+		t.Errorf("exclusions %+v, want %+v", rep.Excluded, wantExcl)
+	}
+	// A dir with nothing below it is a mistake, unless optional.
+	bad, _ := ParseManifest("[x]\ndir kernel/drivers/nosuch\n")
+	if _, _, _, err := SelectModules(tree, bad, k.Version); err == nil || !strings.Contains(err.Error(), "kernel/drivers/nosuch has no module") {
+		t.Errorf("empty dir: %v", err)
+	}
+	// The build closes over the dependencies and books each group.
+	res, err := Build(context.Background(), Options{Kernel: k, Agent: staticBinary(t), Manifest: entries}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Modules {
+		got = append(got, m.Name)
+	}
+	if want := []string{"scsi_lib", "hba", "libnic", "nic_a", "libcrc32c", "xfs", "kbd"}; !slices.Equal(got, want) {
+		t.Errorf("modules %v, want %v (dependencies first)", got, want)
+	}
+	files := map[string]int{}
+	for _, s := range res.Sizes {
+		if strings.HasPrefix(s.Item, "modules ") {
+			files[s.Item] = s.Files
+			if s.Bytes <= 0 || s.Gzip <= 0 {
+				t.Errorf("%s: %d bytes, %d gzip", s.Item, s.Bytes, s.Gzip)
+			}
+		}
+	}
+	if want := map[string]int{"modules storage": 2, "modules (dependencies)": 2, "modules nic": 1, "modules fs": 2}; !reflect.DeepEqual(files, want) {
+		t.Errorf("size pieces %v, want %v", files, want)
 	}
 }
 

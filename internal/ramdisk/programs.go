@@ -74,7 +74,9 @@ func FetchPrograms(ctx context.Context, cacheDir string, progs []programs.Progra
 		if round > 10 {
 			return nil, fmt.Errorf("ramdisk: programs: library dependencies deeper than 10 packages: %s", strings.Join(want, ", "))
 		}
-		got, err := fetchPackages(ctx, base, "main", want)
+		got, err := fetchPackages(ctx, base, want, func(ctx context.Context) (string, error) {
+			return hostApt(ctx, base, "main")
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,6 @@ package ramdisk
 
 import (
 	"bytes"
-	"cmp"
 	"compress/gzip"
 	"context"
 	"debug/elf"
@@ -31,9 +30,15 @@ const ModuleListPath = "etc/ironic-agent/modules"
 
 // Options describe one initramfs.
 type Options struct {
-	Kernel  *Kernel
-	Agent   string   // path of the static ironic-agent binary
-	Modules []string // module names; nil means DefaultModules()
+	Kernel *Kernel
+	Agent  string // path of the static ironic-agent binary
+	// Modules are the only modules (module names); nil means the
+	// manifest, modules.txt, with its subtrees.
+	Modules []string
+	// AddModules are more module names, on top of Modules or the manifest.
+	AddModules []string
+	// Manifest replaces modules.txt (ParseManifest's entries); nil for it.
+	Manifest []ManifestEntry
 	// Firmware are the packages firmware files are taken from (see
 	// FetchFirmware): a file a module names goes in when one has it.
 	Firmware []FirmwarePackage
@@ -81,6 +86,9 @@ type Report struct {
 	// Programs are the files carried for the program registry
 	// (internal/programs): programs, libraries, the loader.
 	Programs []ProgramFile `json:",omitempty"`
+	// Excluded are the manifest's exclusions with the modules of this
+	// kernel each covers.
+	Excluded []Exclusion `json:",omitempty"`
 	// Sizes says what each piece of the initramfs costs.
 	Sizes []SizeItem `json:",omitempty"`
 }
@@ -103,6 +111,21 @@ type SizeItem struct {
 	Files int
 	Bytes int64
 	Gzip  int64
+}
+
+// SizeBudget is the most the kernel and the initramfs may weigh together:
+// what a server downloads over PXE or virtual media before the agent
+// starts, and what it holds in RAM while it runs.
+const SizeBudget = 48 << 20
+
+// CheckBudget fails when a kernel and an initramfs of these sizes (bytes)
+// weigh more than SizeBudget.
+func CheckBudget(kernel, initramfs int64) error {
+	if kernel+initramfs > SizeBudget {
+		return fmt.Errorf("ramdisk: kernel (%.2f MiB) + initramfs (%.2f MiB) = %.2f MiB, over the %d MiB budget: leave a subtree or a firmware package out (modules.txt, firmware-packages.txt) and see the size report",
+			float64(kernel)/(1<<20), float64(initramfs)/(1<<20), float64(kernel+initramfs)/(1<<20), SizeBudget>>20)
+	}
+	return nil
 }
 
 // caBundle is the build host's CA bundle, copied in for TLS to Ironic.
@@ -144,8 +167,8 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := manifestFor(opts.Modules)
-	names, group, rep, err := pickModules(tree, entries, opts.Kernel.Version)
+	entries := manifestFor(opts.Manifest, opts.Modules, opts.AddModules)
+	names, group, rep, err := SelectModules(tree, entries, opts.Kernel.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +204,13 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		return nil, err
 	}
 	modRoot := filepath.Join("lib/modules", opts.Kernel.Version)
-	if err := a.writeModules(mods, group, modRoot, opts.Kernel.ModulesDir); err != nil {
+	keep := ""
+	if opts.Kernel.Config != "" {
+		if keep, err = opts.Kernel.DecompressedSuffix(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.writeModules(mods, group, modRoot, opts.Kernel.ModulesDir, keep); err != nil {
 		return nil, err
 	}
 	if err := addFirmware(a.w, a.piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
@@ -190,7 +219,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := addPrograms(a.w, a.piece, opts.Programs, &res.Report); err != nil {
 		return nil, err
 	}
-	if err := a.writeOthers(moduleList(mods, entries, modRoot), opts.Files); err != nil {
+	if err := a.writeOthers(moduleList(mods, entries, modRoot, keep), opts.Files); err != nil {
 		return nil, err
 	}
 	if err := a.commit(); err != nil {
@@ -201,35 +230,8 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	return res, nil
 }
 
-// pickModules sorts the manifest's entries by what kernel tree has: the
-// names of the module files to put in with each one's manifest group, the
-// built-in and the absent optional ones for the report. A required module
-// the kernel has neither as a file nor built in fails the build.
-func pickModules(tree *kmod.Tree, entries []ManifestEntry, kernelVersion string) (names []string, group map[string]string, rep Report, err error) {
-	var absent []string
-	group = map[string]string{}
-	for _, e := range entries {
-		switch {
-		case tree.Has(e.Name):
-			names = append(names, e.Name)
-			group[kmod.Normalize(e.Name)] = cmp.Or(e.Group, "(not in the manifest)")
-		case tree.Builtin(e.Name):
-			rep.Builtin = append(rep.Builtin, e.Name)
-		case e.Optional:
-			rep.Absent = append(rep.Absent, e.Name+": "+e.OptionalReason)
-		default:
-			absent = append(absent, e.Name)
-		}
-	}
-	if len(absent) > 0 {
-		return nil, nil, Report{}, fmt.Errorf("ramdisk: module %s not found in kernel %s: neither a module file nor built in (mark it optional in the manifest with a reason, or drop it)",
-			strings.Join(absent, ", "), kernelVersion)
-	}
-	return names, group, rep, nil
-}
-
 // moduleList is the content of ModuleListPath for mods.
-func moduleList(mods []kmod.Module, entries []ManifestEntry, modRoot string) string {
+func moduleList(mods []kmod.Module, entries []ManifestEntry, modRoot, keep string) string {
 	onDemand := map[string]bool{}
 	for _, e := range entries {
 		onDemand[strings.ReplaceAll(e.Name, "-", "_")] = e.OnDemand
@@ -246,7 +248,7 @@ func moduleList(mods []kmod.Module, entries []ManifestEntry, modRoot string) str
 				aliases = append(aliases, a)
 			}
 		}
-		p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
+		p := filepath.Join(modRoot, modulePath(m.Path, keep))
 		flags := ""
 		if onDemand[strings.ReplaceAll(m.Name, "-", "_")] {
 			flags = "\tondemand"
@@ -337,8 +339,9 @@ func (a *archive) writeAgent(agent string) error {
 
 // writeModules writes mods, one piece per manifest group (dependencies
 // the manifest does not name on their own as one more), so the size
-// report can say what each group costs.
-func (a *archive) writeModules(mods []kmod.Module, group map[string]string, modRoot, modulesDir string) error {
+// report can say what each group costs. Modules compressed with keep
+// (Kernel.DecompressedSuffix) go in as shipped; the others decompressed.
+func (a *archive) writeModules(mods []kmod.Module, group map[string]string, modRoot, modulesDir, keep string) error {
 	var groups []string
 	byGroup := map[string][]kmod.Module{}
 	for _, m := range mods {
@@ -354,11 +357,7 @@ func (a *archive) writeModules(mods []kmod.Module, group map[string]string, modR
 	for _, g := range groups {
 		err := a.piece("modules "+g, len(byGroup[g]), func() error {
 			for _, m := range byGroup[g] {
-				// Compressed modules (.ko.xz, .ko.zst, .ko.gz) go in
-				// decompressed: finit_module takes them compressed only
-				// from kernels built with CONFIG_MODULE_DECOMPRESS, and
-				// the initramfs is compressed whole anyway.
-				p := filepath.Join(modRoot, kmod.PlainPath(m.Path))
+				p := filepath.Join(modRoot, modulePath(m.Path, keep))
 				if err := addModule(a.w, p, filepath.Join(modulesDir, m.Path)); err != nil {
 					return err
 				}
@@ -370,6 +369,20 @@ func (a *archive) writeModules(mods []kmod.Module, group map[string]string, modR
 		}
 	}
 	return nil
+}
+
+// modulePath is where the module at rel goes: as shipped when it is
+// compressed with keep, which the kernel decompresses itself at
+// finit_module (MODULE_INIT_COMPRESSED_FILE), saving the initramfs the
+// difference between XZ and gzip (about a third of the modules' share);
+// decompressed otherwise, since finit_module takes a compressed module
+// only from a kernel built with CONFIG_MODULE_DECOMPRESS for that
+// compression.
+func modulePath(rel, keep string) string {
+	if keep != "" && strings.HasSuffix(rel, keep) {
+		return rel
+	}
+	return kmod.PlainPath(rel)
 }
 
 // writeOthers writes the last piece, the module list, the build host's CA
@@ -471,7 +484,7 @@ func addFile(w *initramfs.Writer, dst, src string, perm uint32) error {
 }
 
 func addModule(w *initramfs.Writer, dst, src string) error {
-	if strings.HasSuffix(src, ".ko") {
+	if strings.HasSuffix(src, ".ko") || filepath.Ext(src) == filepath.Ext(dst) {
 		return addFile(w, dst, src, 0o644)
 	}
 	data, err := kmod.ReadModule(src)

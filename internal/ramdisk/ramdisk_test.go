@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -43,7 +44,28 @@ func fakeKernel(t *testing.T) *Kernel {
 	if err := os.WriteFile(filepath.Join(k.ModulesDir, "kernel/scsi_common.ko"), kmodtest.Module("license=GPL"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// One module below each subtree the manifest takes.
+	for i, d := range manifestDirs() {
+		p := filepath.Join(k.ModulesDir, d, fmt.Sprintf("subtree%d.ko", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, kmodtest.Module("license=GPL"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return k
+}
+
+// manifestDirs are the subtrees modules.txt takes.
+func manifestDirs() []string {
+	var out []string
+	for _, e := range Manifest() {
+		if e.Dir != "" {
+			out = append(out, e.Dir)
+		}
+	}
+	return out
 }
 
 // staticBinary builds a tiny static program to stand in for the agent.
@@ -74,7 +96,7 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Modules) != len(DefaultModules())+1 {
+	if len(res.Modules) != len(DefaultModules())+1+len(manifestDirs()) {
 		t.Errorf("modules: %v", res.Modules)
 	}
 	raw := gunzipFile(t, res.Initramfs)

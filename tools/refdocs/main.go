@@ -1,6 +1,7 @@
 // Command refdocs writes the generated parts of the reference pages in
-// docs/ from the code: every agent option, the lookup config keys and the
-// init's kernel parameters (docs/configuration.md), and the step tables
+// docs/ from the code: every agent option, the lookup config keys, the
+// init's kernel parameters, the ramdisk's kernel flavours and module
+// subtrees and exclusions (docs/configuration.md), and the step tables
 // (docs/steps.md). Only the text between a page's
 // <!-- BEGIN GENERATED name --> and <!-- END GENERATED name --> markers is
 // rewritten; prose outside them is left alone. A page that does not exist

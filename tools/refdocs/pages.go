@@ -76,7 +76,15 @@ The keys of the lookup reply's ` + "`config`" + ` the agent applies. Other keys 
 
 Read by the ramdisk's init before the agent starts.
 
-` + skeleton("", "init-params")
+` + skeleton("", "init-params") + `
+
+## Ramdisk build
+
+The kernel flavours ` + "`make ramdisk`" + ` can build with, and the kernel modules it carries
+(` + "`internal/ramdisk/modules.txt`" + `).
+
+` + skeleton("", "kernel-flavours") + `
+` + skeleton("", "module-subtrees")
 
 var stepsSkeleton = skeleton(`# Steps
 
@@ -104,7 +112,7 @@ func render(root string) ([]page, error) {
 		skeleton string
 		sections [][2]string
 	}{
-		{"configuration.md", configurationSkeleton, [][2]string{{"options", options}, {"lookup-config", lookup}, {"init-params", initSection()}}},
+		{"configuration.md", configurationSkeleton, [][2]string{{"options", options}, {"lookup-config", lookup}, {"init-params", initSection()}, {"kernel-flavours", kernelSection()}, {"module-subtrees", modulesSection()}}},
 		{"steps.md", stepsSkeleton, [][2]string{{"steps", steps}}},
 	}
 	var pages []page

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
@@ -182,6 +183,40 @@ func initSection() string {
 	for _, p := range rdinit.Params() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, codeCell(p.Default), cell(p.Meaning))
 	}
+	return b.String()
+}
+
+// kernelSection is the kernel flavours the ramdisk build offers.
+func kernelSection() string {
+	var b strings.Builder
+	b.WriteString("| `make ramdisk KERNEL=`, `mkramdisk -kernel`, `RAMDISK_KERNEL=` | Debian suites (kernel and firmware) | the kernel |\n| --- | --- | --- |\n")
+	for _, f := range ramdisk.KernelFlavours() {
+		name := code(f.Name)
+		if f.Name == ramdisk.DefaultKernelFlavour {
+			name += " (default)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, code(strings.Join(f.Suites, " ")), cell(f.About))
+	}
+	return b.String()
+}
+
+// modulesSection is what modules.txt takes (its subtrees) and leaves out
+// (its exclusions), with the reasons.
+func modulesSection() string {
+	var b strings.Builder
+	b.WriteString("Subtrees taken (every module below, minus the exclusions):\n\n| group | subtree of `lib/modules/<version>` | what |\n| --- | --- | --- |\n")
+	for _, e := range ramdisk.Manifest() {
+		if e.Dir != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(e.Group), code(e.Dir), cell(e.Comment))
+		}
+	}
+	b.WriteString("\nLeft out (a path: every module below it; else a module name pattern):\n\n| excluded | why |\n| --- | --- |\n")
+	for _, e := range ramdisk.Manifest() {
+		if e.Exclude != "" {
+			fmt.Fprintf(&b, "| %s | %s |\n", codeCell(e.Exclude), cell(e.Comment))
+		}
+	}
+	fmt.Fprintf(&b, "\nThe kernel and the initramfs together must stay within %d MiB, or the build fails.\n", ramdisk.SizeBudget>>20)
 	return b.String()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -34,7 +35,7 @@ func TestFirmwareLoads(t *testing.T) {
 	}
 	// The kernel the ramdisk is built with is the one FetchKernel has
 	// cached (the build fetched it, so this does not download).
-	k, err := ramdisk.FetchKernel(ctx, cache, os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"))
+	k, err := qemu.FetchKernel(ctx, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,11 @@ func TestFirmwareLoads(t *testing.T) {
 	}
 	want := map[string]string{"ironic-agent-xz-test.bin": sha(xzPlain)}
 	names := []string{"ironic-agent-xz-test.bin", "ironic-agent-absent.bin"}
-	pkgs, err := ramdisk.FetchFirmware(ctx, cache, ramdisk.FirmwarePackages())
+	flavour, err := qemu.KernelFlavour()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs, err := ramdisk.FetchFirmware(ctx, cache, flavour, ramdisk.FirmwarePackages())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,9 +74,6 @@ func TestFirmwareLoads(t *testing.T) {
 		dirs[p.Name] = p.Dir
 	}
 	for _, f := range rd.Firmware {
-		if strings.HasSuffix(f.Name, ".xz") {
-			continue // none today; the test file covers .xz
-		}
 		var data []byte
 		for _, root := range []string{"lib/firmware", "usr/lib/firmware"} {
 			if data, err = os.ReadFile(filepath.Join(dirs[f.Package], root, f.Name)); err == nil {
@@ -81,15 +83,44 @@ func TestFirmwareLoads(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s of %s: %v", f.Name, f.Package, err)
 		}
-		want[f.Name] = sha(data)
-		names = append(names, f.Name)
+		// Debian 13 and later ship firmware XZ-compressed: the kernel is
+		// asked for the plain name and hands back the decompressed bytes.
+		name := f.Name
+		if plain, ok := strings.CutSuffix(f.Name, ".xz"); ok {
+			cmd := exec.CommandContext(ctx, "xz", "-dc")
+			cmd.Stdin = bytes.NewReader(data)
+			if data, err = cmd.Output(); err != nil {
+				t.Fatalf("xz -dc %s of %s: %v", f.Name, f.Package, err)
+			}
+			name = plain
+		}
+		want[name] = sha(data)
+		names = append(names, name)
+	}
+	// The kernel's test module, decompressed as the build does with every
+	// module (Debian 13 ships them XZ-compressed).
+	tree, err := kmod.Open(k.ModulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := tree.Resolve([]string{"test_firmware"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tfData, err := kmod.ReadModule(filepath.Join(k.ModulesDir, tf[len(tf)-1].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testFirmwareKo := filepath.Join(work, "test_firmware.ko")
+	if err := os.WriteFile(testFirmwareKo, tfData, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	list := filepath.Join(work, "names")
 	if err := os.WriteFile(list, []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rd, err = qemu.BuildGuestRamdisk(ctx, "./internal/testbed/guest/firmware", map[string]string{
-		"lib/modules/test_firmware.ko":             filepath.Join(k.ModulesDir, "kernel/lib/test_firmware.ko"),
+		"lib/modules/test_firmware.ko":             testFirmwareKo,
 		"lib/firmware/ironic-agent-xz-test.bin.xz": xzFile + ".xz",
 		"etc/fwguest-names":                        list,
 	})

@@ -63,7 +63,7 @@ func TestLoadEveryModule(t *testing.T) {
 }
 
 var (
-	finitErr = regexp.MustCompile(`finit_module (\S+\.ko): (.*)$`)
+	finitErr = regexp.MustCompile(`finit_module (\S+)\.ko(?:\.xz|\.zst|\.gz)?: (.*)$`)
 	countRE  = regexp.MustCompile(`\bcount=(\d+)`)
 )
 
@@ -74,7 +74,7 @@ func loadResults(lines []qemu.Line) (failed [][2]string, loaded int, summary str
 		switch {
 		case strings.Contains(l.Text, logtext.Msg(rdinit.EventModule)+" ") && finitErr.MatchString(l.Text):
 			m := finitErr.FindStringSubmatch(l.Text)
-			failed = append(failed, [2]string{strings.TrimSuffix(path.Base(m[1]), ".ko"), strings.Trim(m[2], `"`)})
+			failed = append(failed, [2]string{path.Base(m[1]), strings.Trim(m[2], `"`)})
 		case strings.Contains(l.Text, logtext.Msg(rdinit.EventModulesLoaded)):
 			summary = strings.TrimSpace(l.Text)
 			if m := countRE.FindStringSubmatch(l.Text); m != nil {

@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -184,6 +186,27 @@ func Open(dir string) (*Tree, error) {
 func (t *Tree) Has(name string) bool {
 	_, ok := t.paths[Normalize(name)]
 	return ok
+}
+
+// Path returns the module file of name relative to the tree's directory,
+// or "" when the tree has none.
+func (t *Tree) Path(name string) string { return t.paths[Normalize(name)] }
+
+// Names returns the names of every module file of the tree, sorted.
+func (t *Tree) Names() []string { return slices.Sorted(maps.Keys(t.paths)) }
+
+// Below returns the names of the module files below dir (relative to the
+// tree's directory, e.g. kernel/drivers/scsi), sorted by path.
+func (t *Tree) Below(dir string) []string {
+	dir = strings.TrimSuffix(filepath.ToSlash(dir), "/") + "/"
+	var out []string
+	for n, p := range t.paths {
+		if strings.HasPrefix(filepath.ToSlash(p), dir) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(t.paths[a], t.paths[b]) })
+	return out
 }
 
 // Builtin reports whether name is compiled into the kernel

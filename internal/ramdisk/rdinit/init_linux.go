@@ -215,7 +215,13 @@ func finit(path string) error {
 	// EEXIST: already loaded (built in or a dependency loaded twice).
 	// ENODEV: the driver has no hardware here (ipmi_si with no BMC,
 	// efivarfs under BIOS), which is normal on a generic ramdisk.
-	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENODEV) {
+	// A compressed module (kept so by the build when the kernel has
+	// CONFIG_MODULE_DECOMPRESS) is decompressed by the kernel itself.
+	flags := 0
+	if compressedModule(path) {
+		flags = unix.MODULE_INIT_COMPRESSED_FILE
+	}
+	if err := unix.FinitModule(int(f.Fd()), "", flags); err != nil && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("finit_module %s: %w", path, err)
 	}
 	return nil

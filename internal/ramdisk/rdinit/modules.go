@@ -38,7 +38,7 @@ func parseModuleList(data string) []modEntry {
 		if e.path == "" {
 			continue
 		}
-		e.name = strings.ReplaceAll(strings.TrimSuffix(path.Base(e.path), ".ko"), "-", "_")
+		e.name = moduleName(e.path)
 		if len(f) > 1 {
 			for d := range strings.SplitSeq(f[1], ",") {
 				if d = strings.TrimSpace(d); d != "" {
@@ -55,6 +55,34 @@ func parseModuleList(data string) []modEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// moduleSuffixes are the module file names the list may hold: plain, and
+// compressed for the kernel to decompress (compressedModule).
+var moduleSuffixes = [...]string{".ko.xz", ".ko.zst", ".ko.gz", ".ko"}
+
+// moduleName is the kernel's name of the module file at p.
+func moduleName(p string) string {
+	base := path.Base(p)
+	for _, s := range moduleSuffixes {
+		if b, ok := strings.CutSuffix(base, s); ok {
+			base = b
+			break
+		}
+	}
+	return strings.ReplaceAll(base, "-", "_")
+}
+
+// compressedModule says whether the module file at p is compressed
+// (.ko.xz, .ko.zst, .ko.gz): finit_module then needs
+// MODULE_INIT_COMPRESSED_FILE.
+func compressedModule(p string) bool {
+	for _, s := range moduleSuffixes[:3] {
+		if strings.HasSuffix(p, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // deviceDriver reports whether the module is a driver the kernel would

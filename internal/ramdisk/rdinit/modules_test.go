@@ -267,3 +267,22 @@ func TestLoadModule(t *testing.T) {
 		t.Errorf("failed load: %v", err)
 	}
 }
+
+func TestModuleFileNames(t *testing.T) {
+	for p, want := range map[string]struct {
+		name       string
+		compressed bool
+	}{
+		"/lib/modules/v/kernel/drivers/scsi/hv_storvsc.ko":     {"hv_storvsc", false},
+		"/lib/modules/v/kernel/drivers/net/xen-netfront.ko.xz": {"xen_netfront", true},
+		"/lib/modules/v/kernel/fs/btrfs/btrfs.ko.zst":          {"btrfs", true},
+		"/lib/modules/v/kernel/lib/libcrc32c.ko.gz":            {"libcrc32c", true},
+	} {
+		if n, c := moduleName(p), compressedModule(p); n != want.name || c != want.compressed {
+			t.Errorf("%s: %s %v, want %s %v", p, n, c, want.name, want.compressed)
+		}
+	}
+	if e := parseModuleList("/lib/modules/v/a-b.ko.xz\tdep\tpci:v*\n"); len(e) != 1 || e[0].name != "a_b" {
+		t.Errorf("list entry: %+v", e)
+	}
+}

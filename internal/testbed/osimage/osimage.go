@@ -26,7 +26,6 @@ import (
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
-	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -72,14 +71,14 @@ type OS struct {
 
 // Build builds the OS into dir: the guest linked statically from this
 // repository, the kernel package the agent ramdisk uses
-// ($IRONIC_AGENT_KERNEL_PACKAGE, else Debian's current one, from the
-// ramdisk's download cache) and its modules.
+// (qemu.FetchKernel: $RAMDISK_KERNEL's flavour, from the ramdisk's
+// download cache) and its modules.
 func Build(ctx context.Context, dir string) (*OS, error) {
 	cache, err := cachedir.Dir()
 	if err != nil {
 		return nil, err
 	}
-	k, err := ramdisk.FetchKernel(ctx, cache, os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"))
+	k, err := qemu.FetchKernel(ctx, cache)
 	if err != nil {
 		return nil, fmt.Errorf("osimage: %w", err)
 	}

@@ -143,7 +143,11 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-cached", "-json", "-cache", cache, "-agent", bin, "-cache-key", "mkramdisk " + mkSum}
+	flavour, err := KernelFlavour()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-cached", "-json", "-cache", cache, "-agent", bin, "-cache-key", "mkramdisk " + mkSum, "-kernel", flavour.Name}
 	if p := os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"); p != "" {
 		args = append(args, "-kernel-package", p)
 	}
@@ -175,6 +179,30 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	}
 	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, filepath.Join(cache, "kernel", res.KernelVersion, "vmlinuz"))
 	return rd, nil
+}
+
+// KernelFlavourEnv names the kernel flavour the test bed's ramdisks and
+// OS images carry (ramdisk.KernelFlavours; unset: the default).
+const KernelFlavourEnv = "RAMDISK_KERNEL"
+
+// KernelFlavour returns the flavour $RAMDISK_KERNEL names.
+func KernelFlavour() (ramdisk.KernelFlavour, error) {
+	f, err := ramdisk.LookupKernelFlavour(os.Getenv(KernelFlavourEnv))
+	if err != nil {
+		return f, fmt.Errorf("qemu: $%s: %w", KernelFlavourEnv, err)
+	}
+	return f, nil
+}
+
+// FetchKernel returns the kernel the test bed's ramdisks carry: the
+// flavour's ($RAMDISK_KERNEL), or the package $IRONIC_AGENT_KERNEL_PACKAGE
+// names from its suites, from the download cache.
+func FetchKernel(ctx context.Context, cache string) (*ramdisk.Kernel, error) {
+	f, err := KernelFlavour()
+	if err != nil {
+		return nil, err
+	}
+	return ramdisk.FetchKernel(ctx, cache, f, os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"))
 }
 
 // goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)
