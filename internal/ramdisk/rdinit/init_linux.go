@@ -230,14 +230,19 @@ func finit(path string) error {
 // settleBlock waits until the set of block devices has not changed for
 // quiet, at most limit, and returns how many there are. Module loading
 // waits for the drivers' own asynchronous probing, so this is normally at
-// once.
+// once; USB mass storage is the exception (usbStoragePending).
 func settleBlock(ctx context.Context, quiet, limit time.Duration) int {
 	deadline := time.Now().Add(limit)
 	last, since := -1, time.Now()
+	sysfs := os.DirFS("/sys")
 	for {
 		ents, _ := os.ReadDir("/sys/block")
 		if len(ents) != last {
 			last, since = len(ents), time.Now()
+		}
+		// A USB disk usb_storage has not scanned yet is still coming.
+		if usbStoragePending(sysfs) > 0 {
+			since = time.Now()
 		}
 		if time.Since(since) >= quiet || time.Now().After(deadline) {
 			return last
