@@ -203,6 +203,15 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 		forced = append(forced, e)
 	}
 	st := l.run(forced, coldplug)
+	// USB disks come after usb_storage's delay_use, when the scans are
+	// over: wait for them, then load their drivers (sd_mod, sr_mod).
+	if coldplug && waitUSBStorageScan(os.DirFS("/sys"), 5*time.Second) {
+		more := l.run(nil, true)
+		st.loaded += more.loaded
+		st.scans += more.scans
+		st.scanTime += more.scanTime
+		st.errs = append(st.errs, more.errs...)
+	}
 	return st, append(errs, st.errs...)
 }
 

@@ -19,6 +19,9 @@ func TestUSBStoragePending(t *testing.T) {
 	if n := usbStoragePending(sys); n != 2 {
 		t.Errorf("pending %d, want 2 (2-2:1.0, 2-3:1.0)", n)
 	}
+	if n := usbStorageUnscanned(sys); n != 1 {
+		t.Errorf("unscanned %d, want 1 (2-2:1.0)", n)
+	}
 	if n := usbStoragePending(fstest.MapFS{}); n != 0 {
 		t.Errorf("no usb_storage: pending %d, want 0", n)
 	}
