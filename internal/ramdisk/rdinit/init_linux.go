@@ -281,6 +281,15 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 		forced = append(forced, e)
 	}
 	st := l.run(forced, coldplug)
+	// USB disks come after usb_storage's delay_use, when the scans are
+	// over: wait for them, then load their drivers (sd_mod, sr_mod).
+	if coldplug && waitUSBStorageScan(os.DirFS("/sys"), 5*time.Second) {
+		more := l.run(nil, true)
+		st.loaded += more.loaded
+		st.scans += more.scans
+		st.scanTime += more.scanTime
+		st.errs = append(st.errs, more.errs...)
+	}
 	return st, append(errs, st.errs...)
 }
 
@@ -308,14 +317,19 @@ func finit(path string) error {
 // settleBlock waits until the set of block devices has not changed for
 // quiet, at most limit, and returns how many there are. Module loading
 // waits for the drivers' own asynchronous probing, so this is normally at
-// once.
+// once; USB mass storage is the exception (usbStoragePending).
 func settleBlock(ctx context.Context, quiet, limit time.Duration) int {
 	deadline := time.Now().Add(limit)
 	last, since := -1, time.Now()
+	sysfs := os.DirFS("/sys")
 	for {
 		ents, _ := os.ReadDir("/sys/block")
 		if len(ents) != last {
 			last, since = len(ents), time.Now()
+		}
+		// A USB disk usb_storage has not scanned yet is still coming.
+		if usbStoragePending(sysfs) > 0 {
+			since = time.Now()
 		}
 		if time.Since(since) >= quiet || time.Now().After(deadline) {
 			return last

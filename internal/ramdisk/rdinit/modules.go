@@ -228,6 +228,9 @@ type loader struct {
 	// bus outside its hypervisor) leaves nothing there, and its
 	// dependents cannot link: they are passed over as it was.
 	present func(name string) bool
+	// started and done last from one run to the next: a later run (for
+	// devices that came late) loads only what is new.
+	started, done map[string]bool
 }
 
 // loadStats is what a loader run did.
@@ -245,9 +248,12 @@ type loadStats struct {
 // nothing is loading and a rescan finds nothing new.
 func (l *loader) run(forced []modEntry, coldplug bool) loadStats {
 	var st loadStats
-	started := map[string]bool{} // queued, loading or finished
-	done := map[string]bool{}    // finished, loaded or not
-	var pending []modEntry       // queued, waiting for dependencies
+	if l.started == nil {
+		l.started, l.done = map[string]bool{}, map[string]bool{}
+	}
+	started := l.started   // queued, loading or finished
+	done := l.done         // finished, loaded or not
+	var pending []modEntry // queued, waiting for dependencies
 	type result struct {
 		e    modEntry
 		took time.Duration

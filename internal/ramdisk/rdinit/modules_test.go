@@ -211,6 +211,24 @@ func TestLoaderParallel(t *testing.T) {
 // TestLoaderAllAndFailures: without coldplug every module loads; a failed
 // load is reported and does not stop the others, nor wedge what depends
 // on it.
+// TestLoaderLateDevices: a second run, for devices that came after the
+// first one's scans (USB disks after usb_storage's delay_use), loads
+// their drivers and nothing twice.
+func TestLoaderLateDevices(t *testing.T) {
+	l, k := newLoader(t, testList, []string{"pci:v00001AF4d00001004sv00001AF4sd00000008bc01sc00i00"},
+		map[string][]string{"virtio_pci": {"virtio:d00000008v00001AF4"}})
+	if st := l.run(nil, true); len(st.errs) != 0 || !k.loaded["virtio_scsi"] || k.loaded["sd_mod"] {
+		t.Fatalf("first run: loaded %v, errors %v", k.order, st.errs)
+	}
+	k.mu.Lock()
+	k.devices = append(k.devices, "scsi:t-0x00")
+	k.mu.Unlock()
+	st := l.run(nil, true)
+	if len(st.errs) != 0 || !k.loaded["sd_mod"] || !k.loaded["t10_pi"] {
+		t.Errorf("second run: loaded %v, errors %v", k.order, st.errs)
+	}
+}
+
 func TestLoaderAllAndFailures(t *testing.T) {
 	l, k := newLoader(t, testList, nil, nil)
 	k.fail["mlxfw"] = true

@@ -32,7 +32,11 @@ import (
 // ("IO-APIC + timer doesn't work"), which no real server does.
 const KernelArgs = "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests no_timer_check"
 
-// DiskKind is how a disk is attached: QEMU's device name.
+// DiskKind is how a disk is attached: QEMU's device name, or for a disk
+// behind an emulated server controller, that controller's. The controllers
+// are QEMU's emulations of real hardware, so the guest runs the Linux
+// driver a server with that card runs; each is created once per machine,
+// before its first disk.
 type DiskKind string
 
 // The disk kinds.
@@ -41,6 +45,21 @@ const (
 	DiskSCSI      DiskKind = "scsi-hd"    // on virtio-scsi
 	DiskNVMe      DiskKind = "nvme"       // an NVMe controller with one namespace
 	DiskSATA      DiskKind = "ide-hd"     // on the q35 AHCI
+	// A scsi-hd behind an LSI MegaRAID SAS 2108 (Dell PERC H700 class),
+	// Linux's megaraid_sas.
+	DiskMegaRAID DiskKind = "megasas-gen2"
+	// A scsi-hd behind an LSI SAS 1068 HBA, Linux's mptsas.
+	DiskMPTSAS DiskKind = "mptsas1068"
+	// A scsi-hd behind VMware's paravirtual SCSI, Linux's vmw_pvscsi.
+	DiskPVSCSI DiskKind = "pvscsi"
+	// A USB stick on the xHCI controller (qemu-xhci, Linux's xhci_pci):
+	// a scsi-hd behind a USB bulk-only device (usb-bot), usb_storage's.
+	DiskUSB DiskKind = "usb-xhci"
+	// The same stick on an ICH9 EHCI controller (Linux's ehci_pci).
+	DiskUSBEHCI DiskKind = "usb-ehci"
+	// An ide-hd on a PIIX3 IDE controller (Linux's ata_piix), as an old
+	// server's or a hypervisor's legacy IDE.
+	DiskPIIX DiskKind = "piix3-ide"
 )
 
 // Disk is one virtual disk, backed by a sparse raw file the harness creates.
@@ -48,14 +67,17 @@ type Disk struct {
 	ID     string // drive id and file name (ID.img)
 	Kind   DiskKind
 	SizeMB int
-	Serial string
-	WWN    string // 0x-prefixed 64-bit NAA (scsi-hd, ide-hd)
+	Serial string // also the USB serial number of a USB stick
+	WWN    string // 0x-prefixed 64-bit NAA (scsi-hd, ide-hd; any controller)
 	Vendor string // scsi-hd
 	Model  string // scsi-hd product, ide-hd model
 	// SCSITarget and SCSILun place a scsi-hd (hctl 0:0:target:lun).
 	SCSITarget, SCSILun int
 	// AHCIPort places an ide-hd on the q35 AHCI (bus ide.N).
 	AHCIPort int
+	// IDEPort places a DiskPIIX disk: channel IDEPort/2 (0 primary, 1
+	// secondary), unit IDEPort%2 (master, slave).
+	IDEPort int
 	// RotationRate: 1 = SSD, >1 = spinning (scsi-hd, ide-hd).
 	RotationRate int
 	// Paths > 1 presents a scsi-hd through that many SCSI devices (targets
@@ -87,9 +109,16 @@ const (
 	NICStream NICBackend = "stream"
 )
 
+// NICUSB is the model of a USB network adapter on the xHCI bus (QEMU's
+// usb-net, which Linux binds with cdc_ether over usbnet), as a BMC's
+// host interface shows up in the server's OS.
+const NICUSB = "usb-net"
+
 // NIC is one network card.
 type NIC struct {
-	Model   string // virtio-net-pci, e1000
+	// Model is QEMU's device: virtio-net-pci, e1000, e1000e, vmxnet3 (PCI,
+	// on a slot of their own), or NICUSB (on the xHCI bus).
+	Model   string
 	MAC     string
 	Backend NICBackend
 	// File is this NIC's own tap ("fd") or stream socket ("stream"),
@@ -133,10 +162,17 @@ type Machine struct {
 	Initrd   string
 	ISO      string // boot this CD image instead of Kernel/Initrd
 	// USBStick, when set, is a raw image attached read-only as a
-	// removable USB mass-storage device on an xHCI controller: a BMC's
-	// virtual USB stick.
+	// removable USB mass-storage device on the xHCI bus: a BMC's virtual
+	// USB stick.
 	USBStick string
-	Append   string // kernel command line (after the console settings)
+	// ISOOnUSB attaches ISO as a USB CD-ROM on the xHCI bus (a scsi-cd
+	// behind usb-storage), as a BMC's virtual media appears, instead of
+	// an ide-cd on the q35 AHCI.
+	ISOOnUSB bool
+	// USBKeyboard adds a USB keyboard on the xHCI bus (Linux's usbhid),
+	// which VM.Monitor's sendkey types on, as on a server's console.
+	USBKeyboard bool
+	Append      string // kernel command line (after the console settings)
 	// Monitor is the path of a Unix socket for QEMU's human monitor
 	// (VM.Monitor: set_link to pull a NIC's cable); "" for none.
 	Monitor string
@@ -157,7 +193,7 @@ type Machine struct {
 	ExtraArgs []string
 	// BMC, when set, adds QEMU's simulated BMC behind an ISA KCS
 	// interface, which the guest's ipmi_si finds through ACPI and exposes as
-	// /dev/ipmi0.
+	// /dev/ipmi0, or behind SMBus (BMC.SSIF).
 	BMC *BMC
 }
 
@@ -179,7 +215,11 @@ const (
 
 // BMC is the machine's IPMI BMC behind an ISA KCS interface.
 type BMC struct {
-	Kind      BMCKind
+	Kind BMCKind
+	// SSIF puts the BMC on the q35 ICH9 SMBus (QEMU's smbus-ipmi at
+	// address 0x10, described in ACPI) instead of KCS: the guest reaches
+	// it through i2c_i801 and ipmi_ssif, as on servers with an SSIF BMC.
+	SSIF      bool
 	MfgID     uint32 // IANA enterprise number
 	ProductID uint16
 	// LANAddress and LANPort are the UDP address of the LAN channel, the
@@ -282,6 +322,41 @@ func SideBySideMachine(firmware Firmware) Machine {
 	return m
 }
 
+// ServerMachine is DefaultMachine shaped like a server: its disks behind
+// QEMU's emulations of real controllers (LSI MegaRAID SAS 2108, LSI SAS
+// 1068, VMware PVSCSI, USB sticks on xHCI and EHCI, IDE on PIIX3, and
+// NVMe), NICs of real models (Intel 82574 e1000e, VMware vmxnet3, virtio,
+// and a BMC's USB network adapter), a USB keyboard and a BMC on SSIF. The
+// first NIC is the virtio one on slirp, for guestfwd. Every disk has a
+// serial, vendor and model; the SCSI and IDE ones a WWN.
+func ServerMachine(firmware Firmware) Machine {
+	m := DefaultMachine(firmware)
+	m.Name = "ironic-agent-server"
+	m.MemoryMB = 1536
+	m.Disks = []Disk{
+		{ID: "megaraid", Kind: DiskMegaRAID, SizeMB: 96, Serial: "LAB-MR-0001", WWN: "0x5000c500b1000001",
+			Vendor: "LABRAID", Model: "LAB-MR-VD0", SCSITarget: 0, RotationRate: 7200},
+		{ID: "mptsas", Kind: DiskMPTSAS, SizeMB: 80, Serial: "LAB-SAS-0001", WWN: "0x5000c500b2000001",
+			Vendor: "LABSAS", Model: "LAB-SAS-HDD", SCSITarget: 1, RotationRate: 10000},
+		{ID: "pvscsi", Kind: DiskPVSCSI, SizeMB: 72, Serial: "LAB-PV-0001", WWN: "0x6000c29000000001",
+			Vendor: "VMware", Model: "Virtual disk", SCSITarget: 2, RotationRate: 1},
+		{ID: "usbx", Kind: DiskUSB, SizeMB: 40, Serial: "LAB-USBX-0001", Vendor: "LabUSB", Model: "Stick 3.0"},
+		{ID: "usbe", Kind: DiskUSBEHCI, SizeMB: 48, Serial: "LAB-USBE-0001", Vendor: "LabUSB", Model: "Stick 2.0"},
+		{ID: "piix", Kind: DiskPIIX, SizeMB: 56, Serial: "LAB-IDE-0001", WWN: "0x5000cca0c0000001",
+			Model: "LAB IDE HDD", IDEPort: 0, RotationRate: 5400},
+		{ID: "nvme", Kind: DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-0101"},
+	}
+	m.NICs = []NIC{
+		{Model: "virtio-net-pci", MAC: "52:54:00:5e:00:01", Backend: NICUser},
+		{Model: "e1000e", MAC: "52:54:00:5e:00:02", Backend: NICIsolated},
+		{Model: "vmxnet3", MAC: "52:54:00:5e:00:03", Backend: NICIsolated},
+		{Model: NICUSB, MAC: "52:54:00:5e:00:04", Backend: NICIsolated},
+	}
+	m.USBKeyboard = true
+	m.BMC = &BMC{SSIF: true, MfgID: 674, ProductID: 0x0100}
+	return m
+}
+
 // OVMF firmware files of Debian's ovmf package.
 const (
 	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
@@ -342,10 +417,13 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		"-serial", "stdio", "-monitor", monitor(m.Monitor),
 	}
 	a = append(a, m.smbiosArgs()...)
-	a = append(a, m.bootArgs()...)
-	// Fixed PCI slots keep the by-path names the same on every run.
+	// Fixed PCI slots keep the by-path names the same on every run: each
+	// device or controller takes the next slot in the order of the
+	// machine's fields, so the same Machine always gets the same slots.
 	slots := &pciSlots{next: 3}
-	disks, err := m.diskArgs(slots)
+	ctrl := &controllers{slots: slots, made: map[string]bool{}}
+	a = append(a, m.bootArgs(ctrl)...)
+	disks, err := m.diskArgs(slots, ctrl)
 	if err != nil {
 		return nil, err
 	}
@@ -353,16 +431,20 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	// An entropy source: qemu64 has no RDRAND, and without one the guest's
 	// crypto/rand (DHCP transaction IDs, TLS keys) blocks for minutes.
 	a = append(a, "-device", "virtio-rng-pci,addr="+slots.take())
-	nics, err := m.nicArgs(slots, relay, tapFD)
+	nics, err := m.nicArgs(slots, ctrl, relay, tapFD)
 	if err != nil {
 		return nil, err
 	}
 	a = append(a, nics...)
+	if m.USBKeyboard {
+		a = append(a, ctrl.need(xhci)...)
+		a = append(a, "-device", "usb-kbd,id=kbd0,bus="+xhci.id+".0")
+	}
 	if m.USBStick != "" {
 		// After the NICs: the other devices keep their PCI slots.
-		a = append(a, "-device", "qemu-xhci,id=xhci,addr="+slots.take(),
-			"-drive", "file="+qemuEscape(m.USBStick)+",if=none,id=usbstick,format=raw,readonly=on",
-			"-device", "usb-storage,bus=xhci.0,drive=usbstick,removable=on")
+		a = append(a, ctrl.need(xhci)...)
+		a = append(a, "-drive", "file="+qemuEscape(m.USBStick)+",if=none,id=usbstick,format=raw,readonly=on",
+			"-device", "usb-storage,bus="+xhci.id+".0,drive=usbstick,removable=on")
 	}
 	bmc, err := m.bmcArgs()
 	if err != nil {
@@ -387,6 +469,38 @@ func (p *pciSlots) take() string {
 	return s
 }
 
+// controller is a PCI host adapter several devices share.
+type controller struct {
+	id, device string // the bus is id.0
+}
+
+// The shared controllers.
+var (
+	xhci     = controller{"xhci", "qemu-xhci"}
+	ehci     = controller{"ehci", "ich9-usb-ehci1"}
+	megasas  = controller{"megasas0", "megasas-gen2"}
+	mptsas   = controller{"mptsas0", "mptsas1068"}
+	pvscsi   = controller{"pvscsi0", "pvscsi"}
+	piix     = controller{"piix", "piix3-ide"}
+	virtscsi = controller{"scsi0", "virtio-scsi-pci"}
+)
+
+// controllers makes each shared controller once, on the next free slot,
+// when the first device on it asks for it.
+type controllers struct {
+	slots *pciSlots
+	made  map[string]bool
+}
+
+// need is the -device of c the first time, nothing later.
+func (cs *controllers) need(c controller) []string {
+	if cs.made[c.id] {
+		return nil
+	}
+	cs.made[c.id] = true
+	return []string{"-device", fmt.Sprintf("%s,id=%s,addr=%s", c.device, c.id, cs.slots.take())}
+}
+
 // smbiosArgs are the SMBIOS tables 0 to 3 and 11 of m.SMBIOS.
 func (m *Machine) smbiosArgs() []string {
 	s := m.SMBIOS
@@ -407,10 +521,15 @@ func (m *Machine) smbiosArgs() []string {
 
 // bootArgs boot the CD image, or the kernel and initramfs, or nothing
 // (the firmware boots from the disks or the network).
-func (m *Machine) bootArgs() []string {
+func (m *Machine) bootArgs(ctrl *controllers) []string {
 	if m.ISO != "" {
-		return []string{"-drive", "file=" + qemuEscape(m.ISO) + ",if=none,id=cd,media=cdrom,readonly=on",
-			"-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0"}
+		drive := []string{"-drive", "file=" + qemuEscape(m.ISO) + ",if=none,id=cd,media=cdrom,readonly=on"}
+		if m.ISOOnUSB {
+			// usb-storage makes a scsi-cd of a cdrom drive.
+			a := append(ctrl.need(xhci), drive...)
+			return append(a, "-device", "usb-storage,id=usbcd,bus="+xhci.id+".0,drive=cd,bootindex=0")
+		}
+		return append(drive, "-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0")
 	}
 	if m.Kernel == "" {
 		return nil
@@ -418,11 +537,10 @@ func (m *Machine) bootArgs() []string {
 	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", KernelArgs + " " + m.Append}
 }
 
-// diskArgs are the drives and devices of m.Disks, with the virtio-scsi
-// controller before the first scsi-hd.
-func (m *Machine) diskArgs(slots *pciSlots) ([]string, error) {
+// diskArgs are the drives and devices of m.Disks, with each controller
+// before its first disk.
+func (m *Machine) diskArgs(slots *pciSlots, ctrl *controllers) ([]string, error) {
 	var a []string
-	scsiBus := false
 	for _, d := range m.Disks {
 		drive := fmt.Sprintf("file=%s,if=none,id=d-%s,format=raw,cache=unsafe", qemuEscape(m.DiskPath(d.ID)), d.ID)
 		boot := ""
@@ -433,11 +551,29 @@ func (m *Machine) diskArgs(slots *pciSlots) ([]string, error) {
 		case DiskVirtioBlk:
 			a = append(a, "-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,addr=%s,drive=d-%s,serial=%s%s", slots.take(), d.ID, qemuEscape(d.Serial), boot))
 		case DiskSCSI:
-			if !scsiBus {
-				scsiBus = true
-				a = append(a, "-device", "virtio-scsi-pci,id=scsi0,addr="+slots.take())
-			}
+			a = append(a, ctrl.need(virtscsi)...)
 			a = append(a, m.scsiArgs(d, drive, boot)...)
+		case DiskMegaRAID, DiskMPTSAS, DiskPVSCSI:
+			c := map[DiskKind]controller{DiskMegaRAID: megasas, DiskMPTSAS: mptsas, DiskPVSCSI: pvscsi}[d.Kind]
+			a = append(a, ctrl.need(c)...)
+			a = append(a, "-drive", drive, "-device", scsiDeviceOn(c.id+".0", d, d.SCSITarget, "d-"+d.ID, boot))
+		case DiskUSB, DiskUSBEHCI:
+			c := xhci
+			if d.Kind == DiskUSBEHCI {
+				c = ehci
+			}
+			// usb-bot, not usb-storage: a bulk-only device with a scsi-hd
+			// of its own, so the stick has a vendor, product and serial as
+			// real ones do (usb-storage's inner disk is QEMU HARDDISK).
+			a = append(a, ctrl.need(c)...)
+			a = append(a, "-drive", drive,
+				"-device", fmt.Sprintf("usb-bot,id=bot-%s,bus=%s.0,serial=%s", d.ID, c.id, qemuEscape(d.Serial)),
+				"-device", scsiDeviceOn("bot-"+d.ID+".0", d, 0, "d-"+d.ID, boot))
+		case DiskPIIX:
+			a = append(a, ctrl.need(piix)...)
+			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
+				"ide-hd,bus=%s.%d,unit=%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
+				piix.id, d.IDEPort/2, d.IDEPort%2, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
 		case DiskNVMe:
 			a = append(a, "-drive", drive,
 				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, slots.take(), qemuEscape(d.Serial), boot),
@@ -474,7 +610,7 @@ func (m *Machine) scsiArgs(d Disk, drive, boot string) []string {
 // nicArgs are the netdevs and devices of m.NICs. NICs with their own file
 // get the descriptors after Options.Tap's (tapFD), in order (VM.Start
 // passes them so).
-func (m *Machine) nicArgs(slots *pciSlots, relay func(target string) string, tapFD int) ([]string, error) {
+func (m *Machine) nicArgs(slots *pciSlots, ctrl *controllers, relay func(target string) string, tapFD int) ([]string, error) {
 	var a []string
 	ownFD := 3
 	if tapFD >= 0 {
@@ -503,6 +639,15 @@ func (m *Machine) nicArgs(slots *pciSlots, relay func(target string) string, tap
 			if m.NetBoot {
 				rom += fmt.Sprintf(",bootindex=%d", i)
 			}
+		}
+		if n.Model == NICUSB {
+			// A USB device: a port on the bus, no PCI slot, no option ROM.
+			if n.PXE {
+				return nil, fmt.Errorf("qemu: NIC %s: a %s cannot network-boot", n.MAC, NICUSB)
+			}
+			a = append(a, ctrl.need(xhci)...)
+			a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,bus=%s.0,netdev=n%d,mac=%s", n.Model, xhci.id, i, n.MAC))
+			continue
 		}
 		a = append(a, "-netdev", nd, "-device", fmt.Sprintf("%s,addr=%s,netdev=n%d,mac=%s%s", n.Model, slots.take(), i, n.MAC, rom))
 	}
@@ -559,14 +704,29 @@ func (m *Machine) bmcArgs() ([]string, error) {
 	default:
 		return nil, fmt.Errorf("qemu: BMC kind %q: want \"\" (QEMU's) or %s", m.BMC.Kind, BMCOpenIPMI)
 	}
+	if m.BMC.SSIF {
+		// On q35's ICH9 SMBus, the only I2C bus; QEMU describes it in
+		// the ACPI tables under the SMBus controller.
+		return append(a, "-device", "smbus-ipmi,bmc=bmc0,address=0x10"), nil
+	}
 	return append(a, "-device", "isa-ipmi-kcs,bmc=bmc0"), nil
 }
 
-// scsiDevice is the scsi-hd device of d at SCSI target on the drive
-// (its -drive id), with boot (",bootindex=1" or "").
+// scsiDevice is the scsi-hd device of d on the virtio-scsi bus at SCSI
+// target on the drive (its -drive id), with boot (",bootindex=1" or "").
 func scsiDevice(d Disk, target int, drive, boot string) string {
-	return fmt.Sprintf("scsi-hd,bus=scsi0.0,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s,wwn=%s,vendor=%s,product=%s,rotation_rate=%d%s",
-		target, d.SCSILun, drive, qemuEscape(d.Serial), d.WWN, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate, boot)
+	return scsiDeviceOn(virtscsi.id+".0", d, target, drive, boot)
+}
+
+// scsiDeviceOn is scsiDevice on another SCSI bus. A disk without a WWN
+// gets none (QEMU's wwn=0 would be reported as one).
+func scsiDeviceOn(bus string, d Disk, target int, drive, boot string) string {
+	wwn := ""
+	if d.WWN != "" {
+		wwn = ",wwn=" + d.WWN
+	}
+	return fmt.Sprintf("scsi-hd,bus=%s,channel=0,scsi-id=%d,lun=%d,drive=%s,serial=%s%s,vendor=%s,product=%s,rotation_rate=%d%s",
+		bus, target, d.SCSILun, drive, qemuEscape(d.Serial), wwn, qemuEscape(d.Vendor), qemuEscape(d.Model), d.RotationRate, boot)
 }
 
 // pathDrive is the -drive of one path of a multipath disk: the disk's

@@ -192,3 +192,54 @@ func TestArgsUSBStick(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsServer: each controller of the server-shaped machine comes once,
+// on its own slot, before its first device; USB devices take a port on the
+// bus instead of a slot; the BMC sits on SMBus.
+func TestArgsServer(t *testing.T) {
+	m := ServerMachine(BIOS)
+	m.Dir = "/work/vm"
+	m.ISO, m.ISOOnUSB = "/work/agent.iso", true
+	a, err := m.Args(RelayCommand, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := strings.Join(a, " ")
+	for _, want := range []string{
+		"qemu-xhci,id=xhci,addr=0x03 -drive file=/work/agent.iso,if=none,id=cd,media=cdrom,readonly=on -device usb-storage,id=usbcd,bus=xhci.0,drive=cd,bootindex=0",
+		"megasas-gen2,id=megasas0,addr=0x04",
+		"scsi-hd,bus=megasas0.0,channel=0,scsi-id=0,lun=0,drive=d-megaraid,serial=LAB-MR-0001,wwn=0x5000c500b1000001,vendor=LABRAID,product=LAB-MR-VD0,rotation_rate=7200",
+		"mptsas1068,id=mptsas0,addr=0x05",
+		"scsi-hd,bus=mptsas0.0,channel=0,scsi-id=1,",
+		"pvscsi,id=pvscsi0,addr=0x06",
+		"usb-bot,id=bot-usbx,bus=xhci.0,serial=LAB-USBX-0001 -device scsi-hd,bus=bot-usbx.0,channel=0,scsi-id=0,lun=0,drive=d-usbx,serial=LAB-USBX-0001,vendor=LabUSB,product=Stick 3.0,",
+		"ich9-usb-ehci1,id=ehci,addr=0x07",
+		"usb-bot,id=bot-usbe,bus=ehci.0,",
+		"piix3-ide,id=piix,addr=0x08",
+		"ide-hd,bus=piix.0,unit=0,drive=d-piix,model=LAB IDE HDD,serial=LAB-IDE-0001,wwn=0x5000cca0c0000001,rotation_rate=5400",
+		"nvme,id=nvme-nvme,addr=0x09,",
+		"virtio-rng-pci,addr=0x0a",
+		"virtio-net-pci,addr=0x0b,netdev=n0,mac=52:54:00:5e:00:01,romfile=",
+		"e1000e,addr=0x0c,netdev=n1,",
+		"vmxnet3,addr=0x0d,netdev=n2,",
+		"usb-net,bus=xhci.0,netdev=n3,mac=52:54:00:5e:00:04",
+		"usb-kbd,id=kbd0,bus=xhci.0",
+		"ipmi-bmc-sim,id=bmc0,mfg_id=674,product_id=256 -device smbus-ipmi,bmc=bmc0,address=0x10",
+	} {
+		if !strings.Contains(cl, want) {
+			t.Errorf("command line lacks %q:\n%s", want, cl)
+		}
+	}
+	for _, once := range []string{"qemu-xhci", "ich9-usb-ehci1", "megasas-gen2,", "isa-ipmi-kcs"} {
+		if n := strings.Count(cl, once); n != map[string]int{"isa-ipmi-kcs": 0}[once]+map[bool]int{true: 1}[once != "isa-ipmi-kcs"] {
+			t.Errorf("%s %d times:\n%s", once, n, cl)
+		}
+	}
+	if strings.Contains(cl, "wwn=,") || strings.Contains(cl, "wwn= ") {
+		t.Errorf("an empty wwn= on the command line:\n%s", cl)
+	}
+	m.NICs[3].PXE = true
+	if _, err := m.Args(RelayCommand, -1); err == nil {
+		t.Error("a PXE usb-net accepted")
+	}
+}

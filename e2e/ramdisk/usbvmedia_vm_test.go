@@ -1,0 +1,105 @@
+package ramdisk_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+)
+
+// TestUSBVirtualMediaInVM boots the ramdisk as a server's BMC presents
+// virtual media: the ISO as a USB CD-ROM on the xHCI bus (a scsi-cd
+// behind usb-storage, which the firmware boots and Linux's xhci_pci,
+// usb_storage and sr_mod find), and the config drive (an ISO 9660
+// config-2 with network_data.json) as a USB stick on the same bus. No
+// DHCP server anywhere: the init takes the static address from the stick,
+// and the agent looks up and heartbeats from it to an Ironic stand-in on
+// the other side of the link.
+func TestUSBVirtualMediaInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	netnstest.RequireRoot(t, "qemu-system-x86_64", "xorriso", "grub-mkrescue", "mformat")
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	rd, err := qemu.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := netnstest.ID(t)
+	ns, err := netbed.NewNetns(ctx, "rdvu-"+id, "vmvu"+id, "02:11:22:33:44:c1", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	netnstest.Run(t, "ip", "-n", ns.Name, "addr", "add", "10.88.0.1/24", "dev", ns.Tap)
+	ironic := startIronicStandIn(t, ns.Name, "10.88.0.1")
+
+	const mac, static = "52:54:00:12:34:91", "10.88.0.20"
+	doc := `{"links": [{"id": "prov", "type": "phy", "ethernet_mac_address": "` + mac + `"}],
+	 "networks": [{"id": "v4", "type": "ipv4", "link": "prov", "ip_address": "` + static + `", "netmask": "255.255.255.0"}],
+	 "services": []}`
+	m := qemu.DefaultMachine(qemu.BIOS)
+	m.Name = "ironic-agent-usb-vmedia"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.MemoryMB = 768
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.Disks = []qemu.Disk{{ID: "config", Kind: qemu.DiskUSB, SizeMB: 1, Serial: "VMEDIA-CONFIG-1", Vendor: "LabBMC", Model: "Virtual Floppy"}}
+	writeConfigDrive(t, m.DiskPath("config"), doc, true)
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: mac, Backend: qemu.NICTap, File: ns.File}}
+	m.ISO, m.ISOOnUSB = filepath.Join(m.Dir, ramdiskpkg.ISOName), true
+	if err := ramdiskpkg.ISO(ctx, rd.Kernel, rd.Initrd,
+		"ipa-api-url=http://10.88.0.1:6385 ipa-inspection-callback-url=http://10.88.0.1:5050/v1/continue ipa-disk-wait-attempts=0 ironic_agent.exit=poweroff",
+		m.ISO); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
+	}
+	if _, err := ironic.wait(ctx, "heartbeat", 15*time.Minute); err != nil {
+		fail("no heartbeat: %v; the stand-in saw %v", err, ironic.paths())
+	}
+	first := vm.Elapsed()
+	if c := ironic.clients(); !slices.Equal(c, []string{static}) {
+		t.Errorf("Ironic was called from %v, want the static address %s only", c, static)
+	}
+	var found, applied, dhcp string
+	for _, l := range vm.Lines() {
+		switch {
+		case strings.Contains(l.Text, logtext.Msg(netup.EventNetworkDataApplied)):
+			applied = l.Text
+		case strings.Contains(l.Text, logtext.Msg(netup.EventDHCPStart)):
+			dhcp = l.Text
+		case strings.Contains(l.Text, logtext.Msg(netup.EventNetworkData)+" "):
+			found = l.Text
+		}
+	}
+	for _, l := range []string{found, applied} {
+		t.Logf("%s", strings.TrimSpace(l))
+	}
+	// The stick is a SCSI disk (sd), the boot CD-ROM sr0.
+	if !strings.Contains(found, "device=/dev/sd") || applied == "" || dhcp != "" {
+		t.Errorf("want the network data found on the USB stick, applied, and no DHCP:\nfound: %q\napplied: %q\nDHCP: %q", found, applied, dhcp)
+	}
+	t.Logf("VM: first heartbeat %v after QEMU start", first.Round(time.Second))
+	vm.Kill()
+}
