@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	ks, is := size(res.Kernel), size(res.Initramfs)
 	if *asJSON {
-		if err := ramdisk.CheckBudget(ks, is); err != nil {
+		if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes); err != nil {
 			return err
 		}
 		return json.NewEncoder(os.Stdout).Encode(struct {
@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string) error {
 	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
 	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), ramdisk.SizeBudget>>20)
 	printReport(os.Stdout, res.Report, ks)
-	if err := ramdisk.CheckBudget(ks, is); err != nil {
+	if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes); err != nil {
 		return err
 	}
 	if *iso {

@@ -119,8 +119,14 @@ type SizeItem struct {
 const SizeBudget = 48 << 20
 
 // CheckBudget fails when a kernel and an initramfs of these sizes (bytes)
-// weigh more than SizeBudget.
-func CheckBudget(kernel, initramfs int64) error {
+// weigh more than SizeBudget, the initramfs without its extra files
+// (ExtraFilesItem of report): what an operator adds is the operator's.
+func CheckBudget(kernel, initramfs int64, report []SizeItem) error {
+	for _, it := range report {
+		if it.Item == ExtraFilesItem {
+			initramfs -= it.Gzip
+		}
+	}
 	if kernel+initramfs > SizeBudget {
 		return fmt.Errorf("ramdisk: kernel (%.2f MiB) + initramfs (%.2f MiB) = %.2f MiB, over the %d MiB budget: leave a subtree or a firmware package out (modules.txt, firmware-packages.txt) and see the size report",
 			float64(kernel)/(1<<20), float64(initramfs)/(1<<20), float64(kernel+initramfs)/(1<<20), SizeBudget>>20)
@@ -385,14 +391,24 @@ func modulePath(rel, keep string) string {
 	return kmod.PlainPath(rel)
 }
 
-// writeOthers writes the last piece, the module list, the build host's CA
-// bundle and the extra files, then the archive's trailer.
+// ExtraFilesItem is the SizeItem of the extra files (Options.Files): the
+// operator's own, which the budget does not count.
+const ExtraFilesItem = "extra files"
+
+// writeOthers writes the last pieces, the module list and the build
+// host's CA bundle, then the extra files, then the archive's trailer.
 func (a *archive) writeOthers(list string, files map[string]string) error {
-	others := 1 + len(files)
+	others := 1
 	if fileExists(caBundle) {
 		others++
 	}
-	return a.piece("other (module list, CA bundle, extra files)", others, func() error {
+	trailer := func() error {
+		if err := a.w.Close(); err != nil {
+			return fmt.Errorf("ramdisk: write initramfs: %w", err)
+		}
+		return nil
+	}
+	err := a.piece("other (module list, CA bundle)", others, func() error {
 		if err := a.w.Bytes(ModuleListPath, 0o644, []byte(list)); err != nil {
 			return err
 		}
@@ -402,16 +418,21 @@ func (a *archive) writeOthers(list string, files map[string]string) error {
 				return err
 			}
 		}
+		if len(files) == 0 {
+			return trailer()
+		}
+		return nil
+	})
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	return a.piece(ExtraFilesItem, len(files), func() error {
 		for dst, src := range files {
 			if err := addFile(a.w, dst, src, 0o644); err != nil {
 				return err
 			}
 		}
-		// The archive's trailer.
-		if err := a.w.Close(); err != nil {
-			return fmt.Errorf("ramdisk: write initramfs: %w", err)
-		}
-		return nil
+		return trailer()
 	})
 }
 
