@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string) error {
 	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	firmware := fs.Bool("firmware", true, "add the firmware files the modules name, from Debian's firmware packages (main and non-free-firmware)")
+	budget := fs.Int("budget", ramdisk.SizeBudget>>20, "fail when the kernel and the initramfs, without the -file extras, weigh more than `MiB` (0: no limit, for a test's own guest program)")
 	progs := fs.Bool("programs", true, "add the programs the agent runs (internal/programs), with their libraries, from Debian's packages")
 	files := map[string]string{}
 	fs.Func("file", "extra file for the initramfs, `DST=SRC` (archive path = host path; repeatable)", func(v string) error {
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	ks, is := size(res.Kernel), size(res.Initramfs)
 	if *asJSON {
-		if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes); err != nil {
+		if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(*budget)<<20); err != nil {
 			return err
 		}
 		return json.NewEncoder(os.Stdout).Encode(struct {
@@ -146,9 +147,9 @@ func run(ctx context.Context, args []string) error {
 	fmt.Printf("kernel     %s (%s: %s, %s)\n", res.Kernel, k.Flavour, k.Package, mib(ks))
 	fmt.Printf("initramfs  %s (%s; %s unpacked; %d modules)\n", res.Initramfs, mib(is), mib(res.Uncompressed), len(res.Modules))
 	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
-	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), ramdisk.SizeBudget>>20)
+	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), *budget)
 	printReport(os.Stdout, res.Report, ks)
-	if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes); err != nil {
+	if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(*budget)<<20); err != nil {
 		return err
 	}
 	if *iso {

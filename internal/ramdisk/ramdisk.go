@@ -119,17 +119,21 @@ type SizeItem struct {
 const SizeBudget = 48 << 20
 
 // CheckBudget fails when a kernel and an initramfs of these sizes (bytes)
-// weigh more than SizeBudget, the initramfs without its extra files
-// (ExtraFilesItem of report): what an operator adds is the operator's.
-func CheckBudget(kernel, initramfs int64, report []SizeItem) error {
+// weigh more than budget (bytes; 0: no limit), the initramfs without its
+// extra files (ExtraFilesItem of report): what an operator adds is the
+// operator's.
+func CheckBudget(kernel, initramfs int64, report []SizeItem, budget int64) error {
+	if budget <= 0 {
+		return nil
+	}
 	for _, it := range report {
 		if it.Item == ExtraFilesItem {
 			initramfs -= it.Gzip
 		}
 	}
-	if kernel+initramfs > SizeBudget {
+	if kernel+initramfs > budget {
 		return fmt.Errorf("ramdisk: kernel (%.2f MiB) + initramfs (%.2f MiB) = %.2f MiB, over the %d MiB budget: leave a subtree or a firmware package out (modules.txt, firmware-packages.txt) and see the size report",
-			float64(kernel)/(1<<20), float64(initramfs)/(1<<20), float64(kernel+initramfs)/(1<<20), SizeBudget>>20)
+			float64(kernel)/(1<<20), float64(initramfs)/(1<<20), float64(kernel+initramfs)/(1<<20), budget>>20)
 	}
 	return nil
 }

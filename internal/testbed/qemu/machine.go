@@ -409,8 +409,13 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	if m.Firmware != BIOS && m.Firmware != UEFI {
 		return nil, fmt.Errorf("qemu: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
 	}
+	// thread=single: one host thread runs every vCPU. With a thread per
+	// vCPU (QEMU's default), a kernel's live patching of its own code
+	// (text_poke_bp's int3, static keys) can race another vCPU on a busy
+	// host: trixie's 6.12 kernel died early in boot with "Oops: int3" in
+	// sched_clock_cpu. The host's cores are shared by the suite anyway.
 	a := []string{
-		"-name", m.Name, "-machine", "q35", "-accel", "tcg",
+		"-name", m.Name, "-machine", "q35", "-accel", "tcg,thread=single",
 		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",

@@ -26,7 +26,7 @@ func TestArgs(t *testing.T) {
 	}
 	cl := strings.Join(a, " ")
 	for _, want := range []string{
-		"-machine q35 -accel tcg",
+		"-machine q35 -accel tcg,thread=single",
 		"-cpu qemu64,model-id=Lab Virtual CPU 9000 @ 2.00GHz",
 		"type=1,manufacturer=Lab Systems,product=Server,, Model 1,version=rev-A,serial=SYS-SERIAL-0001",
 		"uefi=on",
