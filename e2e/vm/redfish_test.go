@@ -399,12 +399,8 @@ func TestVMRedfishDHCPLessBIOS(t *testing.T) {
 // init copies both into /etc as IPA does, and the agent verifies Ironic's
 // certificate with it through lookup, cleaning and the deploy, with no
 // ipa-insecure. The provisioning network and its Ironic are the test's own.
-// Slow (E2E_VM_SLOW): a whole virtual-media lifecycle on a bed of its own;
-// the vmedia package's tests read the same media from images in the
-// default run.
 func TestVMRedfishTLSBIOS(t *testing.T) {
 	seriesIndependent(t)
-	slowScenario(t)
 	redfishLifecycle(t, "bios", redfishTLSNode, redfishCase{tls: true})
 }
 
@@ -415,7 +411,8 @@ func TestVMRedfishTLSBIOS(t *testing.T) {
 // ir-vfd-dev and inserts it in the BMC's virtual USB stick, which the BMC
 // attaches as a removable USB disk on xHCI; the init finds it, merges the
 // parameters, and inspection, cleaning and the deploy run on them. Slow
-// (E2E_VM_SLOW): a whole lifecycle.
+// (E2E_VM_SLOW): a whole lifecycle, whose init code TestVMRedfishTLSBIOS
+// runs too.
 func TestVMRedfishRemovableConfigBIOS(t *testing.T) {
 	slowScenario(t)
 	redfishLifecycle(t, "bios", redfishRemovableNode, redfishCase{removable: true})
