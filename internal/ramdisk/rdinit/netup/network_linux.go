@@ -17,6 +17,7 @@ import (
 	"github.com/insomniacslk/dhcp/dhcpv4/nclient4"
 	"github.com/vishvananda/netlink"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 )
@@ -246,12 +247,7 @@ func (n *Network) dhcp(ctx context.Context, l netlink.Link) error {
 		name := l.Attrs().Name
 		n.log.Info(EventDHCPRetrying, "link", name, "pause", n.cfg.DHCPRetry)
 		n.spawn(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(n.cfg.DHCPRetry):
-				}
+			for clock.Sleep(ctx, n.cfg.DHCPRetry) == nil {
 				if n.dhcpWindow(ctx, l) == nil {
 					return
 				}
