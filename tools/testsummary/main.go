@@ -2,7 +2,8 @@
 // writes what a plain `go test` of several packages shows (build errors,
 // each package's result line, the whole output of every test that failed),
 // then the slowest packages and tests of the run, so that a CI log says
-// where the time went; ./test.sh runs each of its go test rounds through it:
+// where the time went, and last the first lines of each failed test's last
+// log entries, so that its end says why they failed; ./test.sh runs each of its go test rounds through it:
 //
 //	go test -json ./... | testsummary [-top N] [-all] [-metrics FILE]
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -49,12 +50,29 @@ type round struct {
 	output   map[string]*bytes.Buffer
 	packages []result
 	tests    []result
+	// entries holds the first line of each log entry (file.go:N: ...) of
+	// each running test, and failures those of the top-level tests that
+	// failed, for the digest at the end of the summary.
+	entries  map[string][]string
+	failures []failure
 }
+
+// failure is a failed (or unfinished) top-level test and the first lines
+// of its log entries.
+type failure struct {
+	pkg, test string
+	entries   []string
+}
+
+// digestEntries is how many of a failed test's last log entries the
+// digest lists: its failure messages come last but for what the test
+// cleanups print after them (a service's log, a console's end).
+const digestEntries = 12
 
 // summarize reads go test's JSON events from r and writes the plain
 // account and the summary to w.
 func summarize(r io.Reader, w io.Writer, opts options) error {
-	rd := &round{w: w, opts: opts, output: map[string]*bytes.Buffer{}}
+	rd := &round{w: w, opts: opts, output: map[string]*bytes.Buffer{}, entries: map[string][]string{}}
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -74,6 +92,9 @@ func summarize(r io.Reader, w io.Writer, opts options) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	if err := rd.summary(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if err := rd.digest(); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
@@ -100,6 +121,7 @@ func (rd *round) line(line []byte) error {
 		if err := rd.metric(e); err != nil {
 			return err
 		}
+		rd.entry(e)
 		if rd.opts.all {
 			_, err := io.WriteString(rd.w, e.Output)
 			return err
@@ -156,11 +178,89 @@ func isFraming(s string) bool {
 	return false
 }
 
+// entryStart matches the first line of a test's log entry as the testing
+// package writes it: indented, then file.go:line: and the text.
+var entryStart = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: `)
+
+// entryWidth caps a digest line: a log entry's first line may be a long
+// command line or a JSON body.
+const entryWidth = 300
+
+// entry keeps the first line of a test's log entry, but for METRIC lines.
+func (rd *round) entry(e event) {
+	if e.Test == "" || !entryStart.MatchString(e.Output) {
+		return
+	}
+	if _, ok := metric.Parse(e.Output); ok {
+		return
+	}
+	l := strings.TrimSpace(e.Output)
+	if len(l) > entryWidth {
+		l = l[:entryWidth] + " [...]"
+	}
+	k := key(e.Package, e.Test)
+	rd.entries[k] = append(rd.entries[k], l)
+}
+
+// settleEntries does for the digest what finished does for the output:
+// a failed subtest's entries go to its parent, a failed top-level test's
+// are kept, the others dropped.
+func (rd *round) settleEntries(e event) {
+	k := key(e.Package, e.Test)
+	es := rd.entries[k]
+	delete(rd.entries, k)
+	if e.Action != "fail" {
+		return
+	}
+	if i := strings.LastIndex(e.Test, "/"); i > 0 {
+		pk := key(e.Package, e.Test[:i])
+		rd.entries[pk] = append(rd.entries[pk], es...)
+		return
+	}
+	rd.failures = append(rd.failures, failure{pkg: e.Package, test: e.Test, entries: es})
+}
+
+// digest lists, last of all, each failed or unfinished top-level test
+// with the first lines of its last log entries: a CI log is read from its
+// end, and a failed VM test's output ends in pages of service logs and
+// console that push its failure message out of sight.
+func (rd *round) digest() error {
+	for k, es := range rd.entries {
+		p, test, _ := strings.Cut(k, "\x00")
+		if test != "" && !strings.Contains(test, "/") {
+			rd.failures = append(rd.failures, failure{pkg: p, test: test + " (no result)", entries: es})
+		}
+	}
+	if len(rd.failures) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(rd.failures, func(a, b failure) int { return strings.Compare(a.pkg+" "+a.test, b.pkg+" "+b.test) })
+	if _, err := fmt.Fprintf(rd.w, "== why the tests failed (the first line of each of their last %d log entries; their whole output is above):\n", digestEntries); err != nil {
+		return err
+	}
+	for _, f := range rd.failures {
+		if _, err := fmt.Fprintf(rd.w, "--- %s (%s)\n", f.test, f.pkg); err != nil {
+			return err
+		}
+		es := f.entries
+		if len(es) > digestEntries {
+			es = es[len(es)-digestEntries:]
+		}
+		for _, l := range es {
+			if _, err := fmt.Fprintf(rd.w, "    %s\n", l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // finished settles the output of a test that has its result: a failed
 // subtest's goes into its parent's (which fails too, and is written whole
 // in the order it ran), a failed top-level test's is written, a passed or
 // skipped test's is dropped.
 func (rd *round) finished(e event) error {
+	rd.settleEntries(e)
 	k := key(e.Package, e.Test)
 	b := rd.output[k]
 	delete(rd.output, k)

@@ -49,7 +49,7 @@ func TestSummarizeGolden(t *testing.T) {
 		}
 	}
 	for _, shown := range []string{"undefined: undefined", "want 1, got 2", "printed to stdout by the test", "panic: test timed out after 3s",
-		"--- NO RESULT: TestHangs", "ok  \texample.com/round/ok", "FAIL\texample.com/round/fail", "[no test files]",
+		"--- NO RESULT: TestHangs", "--- TestBroken (example.com/round/fail)\n    fail_test.go:11: what the test saw before it failed\n    fail_test.go:13: want 1, got 2\n", "ok  \texample.com/round/ok", "FAIL\texample.com/round/fail", "[no test files]",
 		"== slowest tests (of 8: 5 passed, 2 failed, 1 skipped):\n     0.3 s  TestSlow (example.com/round/ok)\n"} {
 		if !strings.Contains(out.String(), shown) {
 			t.Errorf("the summary lacks %q", shown)
