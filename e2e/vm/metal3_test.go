@@ -153,9 +153,14 @@ func TestVMMetal3Lifecycle(t *testing.T) {
 	if _, ok := vm.Find("reboot: Power down"); ok {
 		t.Error("the VM powered off at the end of a deploy with disable_power_off")
 	}
-	if _, ok := vm.Find(logtext.Msg(agent.EventLockedDown)); !ok {
-		t.Error("the agent never logged that it locked the system down")
+	// Ironic takes the agent's API going away as the end of the deploy;
+	// the agent logs the lockdown only after that, once every NIC is
+	// down, so the line may still be on its way.
+	lockedCtx, lockedCancel := context.WithTimeout(ctx, time.Minute)
+	if _, err := vm.WaitFor(lockedCtx, logtext.Msg(agent.EventLockedDown)); err != nil {
+		t.Errorf("the agent never logged that it locked the system down: %v", err)
 	}
+	lockedCancel()
 	if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil {
 		t.Fatal(err)
 	} else if n.PowerState != "power on" {
