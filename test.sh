@@ -26,6 +26,7 @@ IRONIC_SERIES_EXTRA=${IRONIC_SERIES_EXTRA-2026.1}
 # Debian packages the tests use. Keep one per line, sorted.
 APT_PACKAGES=(
 	btrfs-progs
+	busybox-static
 	bzip2
 	cpio
 	curl

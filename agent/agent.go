@@ -243,7 +243,14 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 		a.tokens.AllowTokenless(true)
 	}
 	a.generic = &GenericManager{Disks: a.Disks, InjectFilesPriority: cfg.InjectFilesPriority, agent: a, AllowedDevices: cfg.AllowedDevices, Log: a.log, SkipSpecialFilesystemGuard: !cfg.GuardSpecialFilesystems}
-	execSteps := hwmgr.NewExecSteps(cfg.StepsDir)
+	execSteps := hwmgr.NewExecSteps(cfg.StepsDir, func(ctx context.Context) (any, error) {
+		inv, err := a.Inventory(ctx)
+		if err != nil {
+			a.log.Warn("executable step: no inventory for its input", "error", err)
+			return nil, err
+		}
+		return inv, nil
+	})
 	if err := execSteps.LoadError(); err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ func TestExecSteps(t *testing.T) {
 		"#!/bin/sh\nread input\necho \"$input\" > "+out+"\necho '{\"flashed\": true}'\n")
 	writeStep(t, dir, "always_fails", `{"clean": true, "timeout": 10}`,
 		"#!/bin/sh\necho 'bad things on /dev/loop5' >&2\nexit 3\n")
-	x := NewExecSteps(dir)
+	x := NewExecSteps(dir, func(context.Context) (any, error) { return map[string]any{"cpu": map[string]any{"count": 4}}, nil })
 	if err := x.LoadError(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestExecSteps(t *testing.T) {
 		t.Errorf("result %v", res)
 	}
 	in, _ := os.ReadFile(out)
-	if strings.TrimSpace(string(in)) != `{"args":{"url":"http://fw"},"node":{"uuid":"n1"},"ports":[],"step":"flash_firmware"}` {
+	if strings.TrimSpace(string(in)) != `{"args":{"url":"http://fw"},"inventory":{"cpu":{"count":4}},"node":{"uuid":"n1"},"ports":[],"step":"flash_firmware"}` {
 		t.Errorf("step input %s", in)
 	}
 	_, err = x.ExecuteStep(context.Background(), "always_fails", Request{})
@@ -189,7 +189,7 @@ func TestExecSteps(t *testing.T) {
 		t.Errorf("unknown step %v", err)
 	}
 	v1 := x.Version()
-	if v2 := NewExecSteps(dir).Version(); v1 != v2 || !strings.HasPrefix(v1, "1.0-") {
+	if v2 := NewExecSteps(dir, nil).Version(); v1 != v2 || !strings.HasPrefix(v1, "1.0-") {
 		t.Errorf("version not stable: %s %s", v1, v2)
 	}
 }
@@ -197,16 +197,102 @@ func TestExecSteps(t *testing.T) {
 func TestExecStepsBrokenManifest(t *testing.T) {
 	dir := t.TempDir()
 	writeStep(t, dir, "s", `{"stepp": "typo"}`, "#!/bin/sh\n")
-	if err := NewExecSteps(dir).LoadError(); err == nil || !strings.Contains(err.Error(), `unknown field "stepp"`) {
+	if err := NewExecSteps(dir, nil).LoadError(); err == nil || !strings.Contains(err.Error(), `unknown field "stepp"`) {
 		t.Errorf("error %v", err)
 	}
 	dir2 := t.TempDir()
 	os.WriteFile(filepath.Join(dir2, "x.json"), []byte(`{}`), 0o644)
-	if err := NewExecSteps(dir2).LoadError(); err == nil || !strings.Contains(err.Error(), "executable") {
+	if err := NewExecSteps(dir2, nil).LoadError(); err == nil || !strings.Contains(err.Error(), "executable") {
 		t.Errorf("missing executable: %v", err)
 	}
-	if x := NewExecSteps(filepath.Join(dir, "missing")); x.LoadError() != nil || x.EvaluateHardwareSupport(context.Background()) != SupportNone {
+	if x := NewExecSteps(filepath.Join(dir, "missing"), nil); x.LoadError() != nil || x.EvaluateHardwareSupport(context.Background()) != SupportNone {
 		t.Errorf("a missing directory is no error and no manager")
+	}
+}
+
+// TestExecStepsAsManager: what a Python hardware manager does in IPA, a
+// steps directory does beside the generic manager: re-list a built-in
+// step (moved, or kept out of automated cleaning), add one, fall through
+// to the built-in one when the hardware is not its own, and fail with
+// what the step printed when it hangs past its timeout.
+func TestExecStepsAsManager(t *testing.T) {
+	dir := t.TempDir()
+	// erase_devices re-listed at priority 0: no longer automatic.
+	if err := os.WriteFile(filepath.Join(dir, "erase_devices.json"), []byte(`{"builtin": true, "priority": 0, "abortable": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// erase_devices_metadata: the site's own for its hardware, else the
+	// generic one.
+	marker := filepath.Join(t.TempDir(), "vendor-ran")
+	writeStep(t, dir, "erase_devices_metadata", `{"priority": 99}`,
+		"#!/bin/sh\nif grep -q '\"vendor\":\"ACME\"'; then touch "+marker+"; exit 0; fi\necho 'not an ACME machine' >&2\nexit 77\n")
+	writeStep(t, dir, "hangs", `{"priority": 0, "timeout": 1}`, "#!/bin/sh\necho 'flashing bank 2'\nsleep 60\n")
+	generic := &fakeMgr{name: "generic_hardware_manager", class: "GenericHardwareManager", support: SupportGeneric, steps: []Step{
+		{Step: "erase_devices", Priority: 10, Interface: "deploy"},
+		{Step: "erase_devices_metadata", Priority: 99, Interface: "deploy"},
+	}, run: map[string]func() (any, error){
+		"erase_devices":          func() (any, error) { return "generic erase_devices", nil },
+		"erase_devices_metadata": func() (any, error) { return "generic erase_devices_metadata", nil },
+	}}
+	vendor := "ACME"
+	x := NewExecSteps(dir, func(context.Context) (any, error) {
+		return map[string]any{"system_vendor": map[string]any{"vendor": vendor}}, nil
+	})
+	if err := x.LoadError(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(context.Background(), []func() Manager{func() Manager { return generic }, func() Manager { return x }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := s.CleanSteps(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(steps)
+	want := `{"ExecStepsHardwareManager":[{"step":"erase_devices","priority":0,"interface":"deploy","reboot_requested":false,"abortable":true},` +
+		`{"step":"erase_devices_metadata","priority":99,"interface":"deploy","reboot_requested":false,"abortable":false},` +
+		`{"step":"hangs","priority":0,"interface":"deploy","reboot_requested":false,"abortable":false}]}`
+	if string(b) != want {
+		t.Errorf("clean steps\n got %s\nwant %s", b, want)
+	}
+	if v, err := s.Dispatch(context.Background(), "erase_devices", Request{}); err != nil || v != "generic erase_devices" {
+		t.Errorf("a builtin manifest's step must run the generic one: %v, %v", v, err)
+	}
+	if v, err := s.Dispatch(context.Background(), "erase_devices_metadata", Request{}); err != nil || v != nil {
+		t.Errorf("on its own hardware the executable runs: %v, %v", v, err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the executable did not see the inventory's vendor: %v", err)
+	}
+	vendor = "Other"
+	if v, err := s.Dispatch(context.Background(), "erase_devices_metadata", Request{}); err != nil || v != "generic erase_devices_metadata" {
+		t.Errorf("exit status 77 must fall through to the generic step: %v, %v", v, err)
+	}
+	_, err = s.Dispatch(context.Background(), "hangs", Request{})
+	if err == nil || !strings.Contains(err.Error(), "killed after the manifest's timeout of 1s") || !strings.Contains(err.Error(), "flashing bank 2") {
+		t.Errorf("a hung step: %v", err)
+	}
+}
+
+func TestExecStepsBuiltinMistakes(t *testing.T) {
+	for name, c := range map[string]struct{ manifest, exe, want string }{
+		"builtin with an executable": {`{"builtin": true}`, "#!/bin/sh\n", "remove one of the two"},
+		"builtin with a timeout":     {`{"builtin": true, "timeout": 5}`, "", `"timeout" applies to an executable`},
+		"no executable":              {`{"priority": 5}`, "", `needs "builtin": true`},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(c.manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if c.exe != "" {
+			if err := os.WriteFile(filepath.Join(dir, "s"), []byte(c.exe), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := NewExecSteps(dir, nil).LoadError(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
 	}
 }
 

@@ -32,6 +32,10 @@ type Program struct {
 	// Check is a harmless invocation that proves the program starts (its
 	// loader and libraries resolve) and exits 0: the arguments after Name.
 	Check []string
+	// Aliases are other names the ramdisk gives the program, as symbolic
+	// links beside it: names that operators' files (a step's #!/bin/sh)
+	// expect, not names the agent runs.
+	Aliases []string
 }
 
 // registry is the list, in the order the size report shows it. It is a
@@ -49,8 +53,9 @@ func registry() []Program {
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mdadm", Package: "mdadm", Feature: raid, Without: refuse + "; at start-up, arrays are not assembled (a warning)", Check: []string{"--version"}},
 		// Static: one file, no libraries; its applets are linked at rescue.
-		{Name: "busybox", Package: "busybox-static", Feature: "rescue: the shell (and its applets) of the rescue user's SSH and console logins",
-			Without: "rescue logins are impossible (an error on the console); the machine stays up", Check: []string{"true"}},
+		{Name: "busybox", Package: "busybox-static", Feature: "rescue: the shell (and its applets) of the rescue user's SSH and console logins; /bin/sh of the operator's executable steps",
+			Without: "rescue logins are impossible (an error on the console); the machine stays up; a step's #!/bin/sh script fails to start", Check: []string{"true"},
+			Aliases: []string{"sh"}},
 	}
 }
 

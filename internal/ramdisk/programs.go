@@ -163,6 +163,11 @@ func planPrograms(progs []programs.Program, pkgs []FirmwarePackage) ([]ProgramFi
 				if err := c.add(pkgs[i], rel, p.Name); err != nil {
 					return nil, nil, err
 				}
+				// In /bin, where a #! line names them, wherever the
+				// package put the program.
+				for _, alias := range p.Aliases {
+					c.put(ProgramFile{Path: path.Join("bin", alias), Link: "/" + rel, Package: pkgs[i].Name, Programs: []string{p.Name}})
+				}
 				found = true
 				break
 			}

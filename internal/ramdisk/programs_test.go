@@ -213,8 +213,8 @@ func FuzzParseDepends(f *testing.F) {
 
 // planPrograms over a made-up package tree with the host's own ELF files:
 // a program whose name is a hard link, one that is a symbolic link, the
-// loader through an absolute symbolic link in another package, and a
-// library no package has, which comes back unresolved.
+// loader through an absolute symbolic link in another package, an alias,
+// and a library no package has, which comes back unresolved.
 func TestPlanPrograms(t *testing.T) {
 	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
 	bin, err := exec.LookPath("true")
@@ -261,7 +261,7 @@ func TestPlanPrograms(t *testing.T) {
 	c := FirmwarePackage{Name: "libc6", Dir: filepath.Join(root, "libc6")}
 	write(filepath.Join(c.Dir, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"), ld)
 	symlink("/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", filepath.Join(c.Dir, "lib64/ld-linux-x86-64.so.2"))
-	progs := []programs.Program{{Name: "mkfs.ext3", Package: "tools"}, {Name: "mkfs.ext4", Package: "tools"}}
+	progs := []programs.Program{{Name: "mkfs.ext3", Package: "tools", Aliases: []string{"mkfs3"}}, {Name: "mkfs.ext4", Package: "tools"}}
 
 	// Without libc.so.6: unresolved, named with who needs it.
 	_, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
@@ -282,10 +282,11 @@ func TestPlanPrograms(t *testing.T) {
 		got[f.Path] = f.Link + " " + f.Package + " " + strings.Join(f.Programs, ",")
 	}
 	want := map[string]string{
-		"sbin/mkfs.ext3":                            "mke2fs tools mkfs.ext3",
-		"sbin/mke2fs":                               " tools mkfs.ext3,mkfs.ext4",
-		"sbin/mkfs.ext4":                            "/sbin/mke2fs tools mkfs.ext4",
-		"lib64/ld-linux-x86-64.so.2":                "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 libc6 mkfs.ext3,mkfs.ext4",
+		"sbin/mkfs.ext3":             "mke2fs tools mkfs.ext3",
+		"bin/mkfs3":                  "/sbin/mkfs.ext3 tools mkfs.ext3", // an alias: in /bin, absolute
+		"sbin/mke2fs":                " tools mkfs.ext3,mkfs.ext4",
+		"sbin/mkfs.ext4":             "/sbin/mke2fs tools mkfs.ext4",
+		"lib64/ld-linux-x86-64.so.2": "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 libc6 mkfs.ext3,mkfs.ext4",
 		"lib/x86_64-linux-gnu/ld-linux-x86-64.so.2": " libc6 mkfs.ext3,mkfs.ext4",
 		"lib/x86_64-linux-gnu/libc.so.6":            " libc6 mkfs.ext3,mkfs.ext4",
 	}
