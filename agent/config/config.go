@@ -118,9 +118,14 @@ type Config struct {
 	// longer (0: no limit), with IPA's non-retried ImageDownloadTimeoutError.
 	ImageDownloadMaxDuration time.Duration
 	// UseMDNS is IPA's [mdns]use_mdns: find Ironic by mDNS when no
-	// api_url is given. This agent has no mDNS client, so it refuses the
-	// combination instead of silently not heartbeating.
+	// api_url is given (agent.ResolveMDNS). api_url or
+	// inspection_callback_url "mdns" asks for it explicitly.
 	UseMDNS bool
+	// MDNSAllowedOverrides, MDNSLookupAttempts and MDNSInterfaces are
+	// IPA's [mdns]allowed_overrides, lookup_attempts and interfaces.
+	MDNSAllowedOverrides []string
+	MDNSLookupAttempts   int
+	MDNSInterfaces       []string
 
 	// IronicAPIVersion skips version discovery when set ("1.68").
 	IronicAPIVersion        string
@@ -181,6 +186,9 @@ const (
 // the parsed value goes.
 type option struct {
 	name string
+	// ini is "section.key" for an option IPA keeps outside [DEFAULT]
+	// ("mdns.use_mdns"); "" means [DEFAULT] name.
+	ini string
 	// kernel is the kernel command-line parameter, "" when the option can
 	// only come from the config file or a flag.
 	kernel string
@@ -221,9 +229,9 @@ func Groups() []string {
 
 func options() []option {
 	return []option{
-		{name: "api_url", group: gIronic, meta: "URL[,URL...]", kernel: "ipa-api-url", kind: kList, help: "Ironic API URL(s), comma-separated",
+		{name: "api_url", group: gIronic, meta: "URL[,URL...]", kernel: "ipa-api-url", kind: kList, help: "Ironic API URL(s), comma-separated, or mdns to find it by mDNS",
 			set: func(c *Config, v any) { c.APIURLs = v.([]string) }, check: checkURLs},
-		{name: "inspection_callback_url", group: gInspection, meta: "URL", kernel: "ipa-inspection-callback-url", kind: kString, help: "ironic-inspector /v1/continue URL; enables inspection",
+		{name: "inspection_callback_url", group: gInspection, meta: "URL", kernel: "ipa-inspection-callback-url", kind: kString, help: "ironic-inspector /v1/continue URL, or mdns to find ironic-inspector by mDNS; enables inspection",
 			set: func(c *Config, v any) { c.InspectionCallbackURL = v.(string) }, check: checkOptionalURL},
 		{name: "inspection_collectors", group: gInspection, meta: "NAME[,NAME...]", kernel: "ipa-inspection-collectors", kind: kList, def: "default,logs", help: "inspection collectors",
 			set: func(c *Config, v any) { c.InspectionCollectors = v.([]string) }},
@@ -310,8 +318,17 @@ func options() []option {
 			set: func(c *Config, v any) { c.ImageDownloadConnectionRetryDelay = v.(time.Duration) }},
 		{name: "image_download_max_duration", group: gImages, meta: "SECONDS", kernel: "ipa-image-download-max-duration", kind: kInt, def: "0", help: "abort an image download attempt taking longer (0: no limit)",
 			set: func(c *Config, v any) { c.ImageDownloadMaxDuration = time.Duration(v.(int)) * time.Second }, check: checkNonNegative},
-		{name: "use_mdns", group: gIronic, kernel: "ipa-use-mdns", kind: kBool, def: "false", help: "find Ironic by mDNS without api_url (not supported: refused)",
-			set: func(c *Config, v any) { c.UseMDNS = v.(bool) }},
+		{name: "use_mdns", ini: "mdns.use_mdns", group: gIronic, kernel: "ipa-use-mdns", kind: kBool, def: "false",
+			help: "without api_url, find Ironic's API by mDNS (the service baremetal its conductor publishes with [conductor]enable_mdns); mDNS answers are not authenticated: only on a trusted network",
+			set:  func(c *Config, v any) { c.UseMDNS = v.(bool) }},
+		{name: "mdns_allowed_overrides", ini: "mdns.allowed_overrides", group: gIronic, meta: "OPTION[,OPTION...]", kind: kList, def: "inspection_callback_url,ntp_server",
+			help: "options an mDNS answer's ipa_* parameters may set (without the ipa_ prefix; empty: none)",
+			set:  func(c *Config, v any) { c.MDNSAllowedOverrides = v.([]string) }},
+		{name: "mdns_lookup_attempts", ini: "mdns.lookup_attempts", group: gIronic, meta: "N", kind: kInt, def: "3", help: "mDNS queries before giving up",
+			set: func(c *Config, v any) { c.MDNSLookupAttempts = v.(int) }, check: checkPositive},
+		{name: "mdns_interfaces", ini: "mdns.interfaces", group: gIronic, meta: "ADDRESS[,ADDRESS...]", kind: kList,
+			help: "IP addresses of the interfaces to query mDNS on (empty: every interface that is up)",
+			set:  func(c *Config, v any) { c.MDNSInterfaces = v.([]string) }},
 		{name: "ironic_api_version", group: gIronic, meta: "X.Y", kernel: "ipa-ironic-api-version", kind: kString, help: "Ironic API version to use instead of discovering it",
 			set: func(c *Config, v any) { c.IronicAPIVersion = v.(string) }, check: checkOptionalVersion},
 		{name: "enable_vlan_interfaces", group: gNetwork, meta: "IFACE.VLAN|MAC.VLAN|IFACE|all[,...]", kernel: "ipa-enable-vlan-interfaces", kind: kString, help: "VLAN interfaces the ramdisk's init creates and runs DHCP on (IFACE, all: VLANs from LLDP, with ipa-collect-lldp)",
@@ -407,10 +424,18 @@ func Load(in Inputs) (*Config, error) {
 	opts := options()
 	known := map[string]bool{}
 	byKernel := map[string]string{}
+	// iniNames maps "section.key" to the option IPA keeps there; such an
+	// option is not read from [DEFAULT] (sectioned), as in IPA.
+	iniNames := map[string]string{}
+	sectioned := map[string]bool{}
 	for _, o := range opts {
 		known[o.name] = true
 		if o.kernel != "" {
 			byKernel[o.kernel] = o.name
+		}
+		if o.ini != "" {
+			iniNames[o.ini] = o.name
+			sectioned[o.name] = true
 		}
 	}
 	values := map[string]raw{}
@@ -447,13 +472,21 @@ func Load(in Inputs) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config file %s: %w", f, err)
 		}
-		for k, v := range secs["DEFAULT"] {
-			if !known[k] {
-				// oslo.config ignores options it does not know; so do
-				// we, so an IPA config file with extra options still works.
-				continue
+		for sec, kv := range secs {
+			for k, v := range kv {
+				name := k
+				if sec != "DEFAULT" {
+					name = iniNames[sec+"."+k]
+				} else if sectioned[k] {
+					name = ""
+				}
+				if !known[name] {
+					// oslo.config ignores options it does not know; so do
+					// we, so an IPA config file with extra options still works.
+					continue
+				}
+				values[name] = raw{v.value, Source{"config file", fmt.Sprintf("%s:%d [%s] %s", f, v.line, sec, k)}}
 			}
-			values[k] = raw{v.value, Source{"config file", fmt.Sprintf("%s:%d [DEFAULT] %s", f, v.line, k)}}
 		}
 	}
 	for k, v := range in.Flags {
@@ -491,12 +524,9 @@ func Load(in Inputs) (*Config, error) {
 		return nil, fmt.Errorf("%w (tls_min_version from %s, tls_cipher_suites from %s)", err, c.Origins["tls_min_version"], c.Origins["tls_cipher_suites"])
 	}
 	c.TLSPolicy = pol
-	if c.UseMDNS && !c.Standalone && len(c.APIURLs) == 0 {
-		return nil, fmt.Errorf("use_mdns (from %s): this agent has no mDNS client; give the Ironic API URL with ipa-api-url", c.Origins["use_mdns"])
-	}
-	if !c.Standalone && len(c.APIURLs) == 0 {
+	if !c.Standalone && len(c.APIURLs) == 0 && !c.UseMDNS {
 		if c.InspectionCallbackURL == "" {
-			return nil, errors.New("no Ironic API URL: set ipa-api-url on the kernel command line, api_url in the config file or --api-url (or use --standalone)")
+			return nil, errors.New("no Ironic API URL: set ipa-api-url on the kernel command line (or ipa-api-url=mdns, or ipa-use-mdns=1, to find it by mDNS), api_url in the config file or --api-url (or use --standalone)")
 		}
 		// Ironic 21.4 boots managed inspection (without fast track) with only
 		// ipa-inspection-callback-url. IPA then inspects, skips lookup and
@@ -541,9 +571,15 @@ func parseValue(k kind, s string) (any, error) {
 }
 
 func checkURLs(v any) error {
-	for _, u := range v.([]string) {
+	urls := v.([]string)
+	for _, u := range urls {
 		if u == "mdns" {
-			return errors.New("mDNS discovery is not supported by this agent; give the URL")
+			// IPA's special value: the URL comes from mDNS
+			// (agent.ResolveMDNS).
+			if len(urls) > 1 {
+				return errors.New(`"mdns" stands alone: it is not a URL to list with others`)
+			}
+			continue
 		}
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -629,7 +665,8 @@ func checkDevPaths(v any) error {
 
 // Option describes one option for help texts and flag registration.
 type Option struct {
-	Name   string // INI key, e.g. api_url
+	Name   string // option name, e.g. api_url (the INI key in [DEFAULT])
+	INI    string // where a config file holds it: "[DEFAULT] api_url", "[mdns] use_mdns"
 	Flag   string // flag name, e.g. api-url
 	Kernel string // kernel parameter or ""
 	Bool   bool
@@ -648,8 +685,34 @@ type Option struct {
 func Options() []Option {
 	var out []Option
 	for _, o := range options() {
-		out = append(out, Option{Name: o.name, Flag: strings.ReplaceAll(o.name, "_", "-"), Kernel: o.kernel,
+		ini := "[DEFAULT] " + o.name
+		if sec, key, ok := strings.Cut(o.ini, "."); ok {
+			ini = "[" + sec + "] " + key
+		}
+		out = append(out, Option{Name: o.name, INI: ini, Flag: strings.ReplaceAll(o.name, "_", "-"), Kernel: o.kernel,
 			Bool: o.kind == kBool, Help: o.help, Default: o.def, Group: string(o.group), Placeholder: o.meta})
 	}
 	return out
+}
+
+// Override sets option name to value as IPA's config.override does for
+// an mDNS answer's parameters: parsed and checked as from any other
+// source, its origin recorded as source.
+func (c *Config) Override(name, value, source string) error {
+	for _, o := range options() {
+		if o.name != name {
+			continue
+		}
+		v, err := parseValue(o.kind, value)
+		if err == nil && o.check != nil {
+			err = o.check(v)
+		}
+		if err != nil {
+			return fmt.Errorf("bad value %q for %s from %s: %w", value, name, source, err)
+		}
+		o.set(c, v)
+		c.Origins[name] = source
+		return nil
+	}
+	return fmt.Errorf("%s (from %s): unknown option", name, source)
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -226,6 +227,53 @@ func TestOptionsHelpMetadata(t *testing.T) {
 	}
 }
 
+// TestMDNSOptions: IPA's [mdns] options come from their own section, the
+// special value "mdns" is accepted where IPA accepts it, use_mdns without
+// any URL defers the choice to the mDNS lookup, and Override applies an
+// answer's parameter as any other source, checked.
+func TestMDNSOptions(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "ipa.conf")
+	if err := os.WriteFile(conf, []byte("[DEFAULT]\nuse_mdns = false\n[mdns]\nuse_mdns = true\nallowed_overrides = ntp_server\nlookup_attempts = 5\ninterfaces = 192.0.2.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Inputs{ConfigFiles: []string{conf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.UseMDNS || c.MDNSLookupAttempts != 5 || strings.Join(c.MDNSAllowedOverrides, ",") != "ntp_server" || strings.Join(c.MDNSInterfaces, ",") != "192.0.2.2" || c.Standalone || len(c.APIURLs) != 0 {
+		t.Errorf("config %+v", c)
+	}
+	if !strings.Contains(c.Origins["use_mdns"], "[mdns] use_mdns") {
+		t.Errorf("use_mdns origin %q", c.Origins["use_mdns"])
+	}
+	c, err = Load(Inputs{Cmdline: "ipa-api-url=mdns ipa-inspection-callback-url=mdns"})
+	if err != nil || strings.Join(c.APIURLs, ",") != "mdns" || c.InspectionCallbackURL != "mdns" {
+		t.Fatalf("mdns values: %+v %v", c, err)
+	}
+	if c.MDNSLookupAttempts != 3 || strings.Join(c.MDNSAllowedOverrides, ",") != "inspection_callback_url,ntp_server" {
+		t.Errorf("IPA's defaults: attempts %d, allowed %v", c.MDNSLookupAttempts, c.MDNSAllowedOverrides)
+	}
+	if err := c.Override("ntp_server", "192.0.2.1", "mDNS"); err != nil || c.NTPServer != "192.0.2.1" || c.Origins["ntp_server"] != "mDNS" {
+		t.Errorf("override: %v %q %q", err, c.NTPServer, c.Origins["ntp_server"])
+	}
+	if err := c.Override("ntp_server", "not a server!", "mDNS"); err == nil || !strings.Contains(err.Error(), "from mDNS") {
+		t.Errorf("a bad override: %v", err)
+	}
+	if err := c.Override("no_such_option", "1", "mDNS"); err == nil {
+		t.Errorf("an unknown option must be an error")
+	}
+	var found bool
+	for _, o := range Options() {
+		if o.Name == "mdns_allowed_overrides" {
+			found = o.INI == "[mdns] allowed_overrides"
+		}
+	}
+	if !found {
+		t.Errorf("Options() does not name [mdns] allowed_overrides")
+	}
+}
+
 // TestIPA13KernelParameters covers the parameters IPA 11.2-13 added: each
 // is applied with IPA's meaning or refused, never parsed and dropped.
 func TestIPA13KernelParameters(t *testing.T) {
@@ -248,13 +296,13 @@ func TestIPA13KernelParameters(t *testing.T) {
 		t.Errorf("policy %+v curve %q max %v", c.TLSPolicy, c.TLSCertificateCurve, c.ImageDownloadMaxDuration)
 	}
 	for cmdline, want := range map[string]string{
-		"ipa-api-url=http://a:6385 ipa-tls-min-version=1.1":                    "ipa-tls-min-version",
-		"ipa-api-url=http://a:6385 ipa-tls-cipher-suites=HIGH:!aNULL":          `"HIGH" is not a TLS 1.2 cipher suite`,
-		"ipa-api-url=http://a:6385 ipa-tls-certificate-curve=secp256k1":        "ipa-tls-certificate-curve",
-		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=-5":         "ipa-image-download-max-duration",
-		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=1.5":        "ipa-image-download-max-duration",
-		"ipa-use-mdns=1 ipa-inspection-callback-url=http://i:5050/v1/continue": "no mDNS client",
-		"ipa-api-url=http://a:6385 ipa-agent-token-on-get=always":              "ipa-agent-token-on-get",
+		"ipa-api-url=http://a:6385 ipa-tls-min-version=1.1":             "ipa-tls-min-version",
+		"ipa-api-url=http://a:6385 ipa-tls-cipher-suites=HIGH:!aNULL":   `"HIGH" is not a TLS 1.2 cipher suite`,
+		"ipa-api-url=http://a:6385 ipa-tls-certificate-curve=secp256k1": "ipa-tls-certificate-curve",
+		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=-5":  "ipa-image-download-max-duration",
+		"ipa-api-url=http://a:6385 ipa-image-download-max-duration=1.5": "ipa-image-download-max-duration",
+		"ipa-api-url=mdns,http://a:6385":                                `"mdns" stands alone`,
+		"ipa-api-url=http://a:6385 ipa-agent-token-on-get=always":       "ipa-agent-token-on-get",
 	} {
 		if _, err := Load(Inputs{Cmdline: cmdline}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want it to name %q", cmdline, err, want)

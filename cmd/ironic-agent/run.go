@@ -58,6 +58,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: level}))
+	// Before anything reads the URLs: mDNS may give them, and options.
+	if err := agent.ResolveMDNS(ctx, cfg, log, nil); err != nil {
+		return err
+	}
 	for _, o := range config.Options() {
 		if src := cfg.Origins[o.Name]; src != "" && src != "default ("+o.Name+")" {
 			log.Debug("configuration", "option", o.Name, "from", src)

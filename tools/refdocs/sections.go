@@ -60,14 +60,18 @@ func optionsSection() string {
 			h = g
 		}
 		fmt.Fprintf(&b, "### %s\n\n", h)
-		b.WriteString("| option (INI, `[DEFAULT]`) | flag | kernel parameter | default | meaning |\n")
+		b.WriteString("| option (INI: `[DEFAULT]` unless another section is named) | flag | kernel parameter | default | meaning |\n")
 		b.WriteString("| --- | --- | --- | --- | --- |\n")
 		for _, o := range byGroup[g] {
 			flag := "--" + o.Flag
 			if o.Placeholder != "" {
 				flag += " " + o.Placeholder
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", code(o.Name), codeCell(flag), code(o.Kernel), codeCell(o.Default), cell(o.Help))
+			name := code(o.Name)
+			if !strings.HasPrefix(o.INI, "[DEFAULT] ") {
+				name = code(o.INI)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, codeCell(flag), code(o.Kernel), codeCell(o.Default), cell(o.Help))
 		}
 		b.WriteString("\n")
 	}
