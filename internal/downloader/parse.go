@@ -94,7 +94,7 @@ func CacheTag(etag string) string {
 
 // Member is a regular file wanted from a tarball and where it goes.
 type Member struct {
-	Name string                  // the name at the tarball's top level (a leading ./ is accepted)
+	Name string                    // the name at the tarball's top level (a leading ./ is accepted)
 	Open func() (io.Writer, error) // where its bytes go, opened when it is found
 }
 
