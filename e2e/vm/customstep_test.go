@@ -11,6 +11,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/overlay"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -23,19 +24,22 @@ const customStepManifest = `{"step": "install_coreos", "interface": "deploy", "p
  "argsinfo": {"label": {"description": "written into the marker", "required": false}}}
 `
 
-// customStepRamdisk builds the agent ramdisk with ./internal/testbed/guest/installstep
-// (static) and its manifest in the agent's default steps directory, the
-// way an operator adds a step to a ramdisk.
+// customStepRamdisk is the agent ramdisk with ./internal/testbed/guest/installstep
+// (static) and its manifest in the agent's default steps directory, added
+// by an overlay, the way an operator adds a step to a released ramdisk.
 func customStepRamdisk(t *testing.T, ctx context.Context) *qemu.Ramdisk {
 	t.Helper()
 	return stepRamdisk(t, ctx, "./internal/testbed/guest/installstep", "install_coreos", customStepManifest)
 }
 
-// stepRamdisk builds the agent ramdisk with the static program of pkg as
-// the executable step name, manifest beside it, in the agent's default
-// steps directory.
+// stepRamdisk is the suite's agent ramdisk extended, without rebuilding
+// it, by an overlay (cmd/mkoverlay's archive, concatenated to its
+// initramfs as an operator boots it) holding the static program of pkg
+// as the executable step name, manifest beside it, in the agent's
+// default steps directory.
 func stepRamdisk(t *testing.T, ctx context.Context, pkg, name, manifest string) *qemu.Ramdisk {
 	t.Helper()
+	base := ramdisk(t)
 	dir := t.TempDir()
 	bin, mf := filepath.Join(dir, name), filepath.Join(dir, name+".json")
 	if err := qemu.BuildStatic(ctx, pkg, bin); err != nil {
@@ -45,16 +49,32 @@ func stepRamdisk(t *testing.T, ctx context.Context, pkg, name, manifest string) 
 		t.Fatal(err)
 	}
 	start := time.Now()
-	rd, err := qemu.BuildGuestRamdisk(ctx, "", map[string]string{
-		"etc/ironic-agent/steps.d/" + name:           bin,
-		"etc/ironic-agent/steps.d/" + name + ".json": mf,
-	})
-	if err != nil {
-		t.Fatalf("build the ramdisk with the step: %v", err)
+	var ov bytes.Buffer
+	if _, err := overlay.Build(overlay.Spec{Files: []string{
+		"etc/ironic-agent/steps.d/" + name + "=" + bin,
+		"etc/ironic-agent/steps.d/" + name + ".json=" + mf,
+	}}, &ov); err != nil {
+		t.Fatalf("build the overlay with the step: %v", err)
 	}
-	t.Logf("ramdisk with the step %s: %s", name, sizes(rd))
-	reportSeconds(t, time.Since(start), "ramdisk_build_s")
-	return rd
+	rd := *base
+	concat := func(initrd string) string {
+		if initrd == "" {
+			return ""
+		}
+		b, err := os.ReadFile(initrd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, filepath.Base(initrd)+"+"+name)
+		if err := os.WriteFile(out, append(b, ov.Bytes()...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	rd.Initrd, rd.InitrdRaw = concat(base.Initrd), concat(base.InitrdRaw)
+	t.Logf("ramdisk with an overlay of %d bytes holding the step %s: %s", ov.Len(), name, sizes(&rd))
+	reportSeconds(t, time.Since(start), "overlay_build_s")
+	return &rd
 }
 
 // TestVMCustomDeployStep is Metal3's custom deploy: the node's deploy

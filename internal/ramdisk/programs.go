@@ -261,7 +261,7 @@ func (c *programCollector) pkgOf(name string) FirmwarePackage {
 
 // markDeps adds what the ELF file f needs (nothing for another file).
 func (c *programCollector) markDeps(f *ProgramFile, prog string) error {
-	interp, needed, err := elfNeeds(f.Host)
+	interp, needed, err := ELFNeeds(f.Host)
 	if err != nil {
 		return fmt.Errorf("ramdisk: programs: %s of %s: %w", f.Path, f.Package, err)
 	}
@@ -313,9 +313,9 @@ func fileExistsL(p string) bool {
 	return err == nil
 }
 
-// elfNeeds returns an ELF file's loader (PT_INTERP) and DT_NEEDED
+// ELFNeeds returns an ELF file's loader (PT_INTERP) and DT_NEEDED
 // libraries; a file that is not ELF (a script, a data file) needs nothing.
-func elfNeeds(p string) (interp string, needed []string, err error) {
+func ELFNeeds(p string) (interp string, needed []string, err error) {
 	f, err := elf.Open(p)
 	if err != nil {
 		var fe *elf.FormatError

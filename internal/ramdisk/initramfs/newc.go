@@ -207,3 +207,59 @@ func (w *Writer) Close() error {
 	}
 	return w.w.Flush()
 }
+
+// ReadNames returns the entry names of the newc archive r, in order,
+// reading to its trailer. It is the reading half a tool needs to see
+// what an archive holds, not an extractor.
+func ReadNames(r io.Reader) ([]string, error) {
+	br := bufio.NewReader(r)
+	var names []string
+	var off int64
+	for {
+		var h [110]byte
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			return nil, fmt.Errorf("initramfs: header at offset %d: %w", off, err)
+		}
+		if string(h[:6]) != "070701" {
+			return nil, fmt.Errorf("initramfs: header at offset %d: magic %q is not newc's 070701", off, h[:6])
+		}
+		field := func(i int) (int64, error) {
+			var v int64
+			if _, err := fmt.Sscanf(string(h[6+8*i:6+8*i+8]), "%08x", &v); err != nil {
+				return 0, fmt.Errorf("initramfs: header at offset %d: field %d: %w", off, i, err)
+			}
+			return v, nil
+		}
+		size, err := field(6)
+		if err != nil {
+			return nil, err
+		}
+		nameSize, err := field(11)
+		if err != nil {
+			return nil, err
+		}
+		if nameSize < 1 || nameSize > 4096 {
+			return nil, fmt.Errorf("initramfs: header at offset %d: name size %d", off, nameSize)
+		}
+		name := make([]byte, nameSize)
+		if _, err := io.ReadFull(br, name); err != nil {
+			return nil, fmt.Errorf("initramfs: name at offset %d: %w", off, err)
+		}
+		n := strings.TrimRight(string(name), "\x00")
+		off += 110 + nameSize
+		skip := (4 - off%4) % 4
+		off += skip
+		pad := (4 - size%4) % 4
+		if _, err := br.Discard(int(skip)); err != nil {
+			return nil, fmt.Errorf("initramfs: %s: %w", n, err)
+		}
+		if n == trailer {
+			return names, nil
+		}
+		if _, err := io.CopyN(io.Discard, br, size+pad); err != nil {
+			return nil, fmt.Errorf("initramfs: %s: data: %w", n, err)
+		}
+		off += size + pad
+		names = append(names, n)
+	}
+}

@@ -102,3 +102,41 @@ func TestBadInput(t *testing.T) {
 		t.Error("Close after a failed write succeeded")
 	}
 }
+
+// TestReadNames: the names of an archive the Writer wrote, in order.
+func TestReadNames(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.Bytes("etc/a.conf", 0o644, []byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Symlink("bin/sh", "busybox"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := ReadNames(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(names, " ") != "etc etc/a.conf bin bin/sh" {
+		t.Errorf("names %q", names)
+	}
+	if _, err := ReadNames(bytes.NewReader(buf.Bytes()[:200])); err == nil {
+		t.Errorf("a cut archive must be an error")
+	}
+}
+
+// FuzzReadNames: the base initramfs mkoverlay reads is outside bytes.
+func FuzzReadNames(f *testing.F) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	_ = w.Bytes("etc/a.conf", 0o644, []byte("abc"))
+	_ = w.Close()
+	f.Add(buf.Bytes())
+	f.Add([]byte("070701"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ReadNames(bytes.NewReader(b))
+	})
+}

@@ -250,10 +250,10 @@ func ParseModInfo(data []byte) [][2]string {
 	return out
 }
 
-// deps returns the modules that must be loaded before the module: its hard
+// Deps returns the modules that must be loaded before the module: its hard
 // dependencies and its "softdep pre:" ones (some of those are requested
 // through request_module at run time, which cannot work without modprobe).
-func deps(info [][2]string) []string {
+func Deps(info [][2]string) []string {
 	var out []string
 	for _, kv := range info {
 		switch kv[0] {
@@ -324,7 +324,7 @@ func (t *Tree) Resolve(names []string) ([]Module, error) {
 			}
 		}
 		mod := Module{Name: n, Path: rel}
-		for _, d := range deps(info) {
+		for _, d := range Deps(info) {
 			if err := visit(d, !hard[d], n); err != nil {
 				return err
 			}

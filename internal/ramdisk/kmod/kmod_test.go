@@ -107,7 +107,7 @@ func TestParseModInfo(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if d := deps(got); !reflect.DeepEqual(d, []string{"a", "b", "c", "d"}) {
+	if d := Deps(got); !reflect.DeepEqual(d, []string{"a", "b", "c", "d"}) {
 		t.Errorf("deps = %v", d)
 	}
 }
@@ -121,7 +121,7 @@ func FuzzParseModInfo(f *testing.F) {
 				t.Fatalf("bad pair %q", kv)
 			}
 		}
-		for _, d := range deps(ParseModInfo(data)) {
+		for _, d := range Deps(ParseModInfo(data)) {
 			if d == "" || strings.Contains(d, "-") {
 				t.Fatalf("bad dependency %q", d)
 			}

@@ -256,7 +256,7 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 	if err != nil {
 		return loadStats{}, []error{fmt.Errorf("module list: %w", err)}
 	}
-	entries := parseModuleList(string(data))
+	entries, errs := withOverlayLists(parseModuleList(string(data)), os.DirFS(filepath.Dir(list)), "modules.d")
 	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic,
 		present: func(name string) bool { _, err := os.Stat(filepath.Join("/sys/module", name)); return err == nil }}
 	coldplug := false
@@ -265,7 +265,6 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 		coldplug = coldplug || e.deviceDriver()
 	}
 	l.scan = newModaliasScanner(os.DirFS("/sys/bus")).scan
-	var errs []error
 	var forced []modEntry
 	for _, n := range extra {
 		if n == "all" {

@@ -57,6 +57,41 @@ func parseModuleList(data string) []modEntry {
 	return out
 }
 
+// withOverlayLists adds the entries of every *.list file in dir of fsys
+// (the module lists of overlay archives, internal/ramdisk/overlay), in
+// name order: a module of the name of one of base's replaces it in
+// place (an updated driver), another is added at the end. A list that
+// cannot be read is an error, the others still apply.
+func withOverlayLists(base []modEntry, fsys fs.FS, dir string) ([]modEntry, []error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.list"))
+	if err != nil || len(names) == 0 {
+		return base, nil
+	}
+	sort.Strings(names)
+	out := append([]modEntry(nil), base...)
+	at := map[string]int{}
+	for i, e := range out {
+		at[e.name] = i
+	}
+	var errs []error
+	for _, n := range names {
+		data, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("overlay module list: %w", err))
+			continue
+		}
+		for _, e := range parseModuleList(string(data)) {
+			if i, ok := at[e.name]; ok {
+				out[i] = e
+				continue
+			}
+			at[e.name] = len(out)
+			out = append(out, e)
+		}
+	}
+	return out, errs
+}
+
 // moduleSuffixes are the module file names the list may hold: plain, and
 // compressed for the kernel to decompress (compressedModule).
 var moduleSuffixes = [...]string{".ko.xz", ".ko.zst", ".ko.gz", ".ko"}

@@ -325,3 +325,27 @@ func TestLoaderPassesOverDependentsOfAbsentBus(t *testing.T) {
 		t.Errorf("loaded %v, want %v", loaded, want)
 	}
 }
+
+// TestWithOverlayLists: an overlay's module list adds its modules after
+// the ramdisk's and replaces one of the same name in place.
+func TestWithOverlayLists(t *testing.T) {
+	base := parseModuleList("/lib/modules/k/a.ko\t\tpci:v1*\n/lib/modules/k/b.ko\ta\tpci:v2*\n")
+	fsys := fstest.MapFS{
+		"modules.d/10-site.list": {Data: []byte("/lib/modules/k/updates/b.ko\ta\tpci:v3*\n/lib/modules/k/updates/c.ko\tb\t\n")},
+		"modules.d/notes.txt":    {Data: []byte("not a list")},
+	}
+	got, errs := withOverlayLists(base, fsys, "modules.d")
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	var paths []string
+	for _, e := range got {
+		paths = append(paths, e.path)
+	}
+	if strings.Join(paths, " ") != "/lib/modules/k/a.ko /lib/modules/k/updates/b.ko /lib/modules/k/updates/c.ko" {
+		t.Errorf("entries %v", paths)
+	}
+	if got, _ := withOverlayLists(base, fstest.MapFS{}, "modules.d"); len(got) != 2 {
+		t.Errorf("no overlay: %v", got)
+	}
+}

@@ -1,0 +1,130 @@
+package overlay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
+)
+
+const release = "6.12.99-test-amd64"
+
+// base writes a stand-in for the ramdisk's initramfs: its kernel's module
+// directory and the C library, which a program of the overlay then needs
+// not bring.
+func base(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	w := initramfs.NewWriter(zw)
+	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/x86_64-linux-gnu/libc.so.6", "usr/bin/ironic-agent"} {
+		if err := w.Bytes(f, 0o644, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "ironic-agent.initramfs")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func write(t *testing.T, p string, b []byte, mode os.FileMode) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func read(t *testing.T, archive []byte) []string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := initramfs.ReadNames(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestBuild: configuration, a tree with a step, firmware, a module for
+// the ramdisk's kernel with its list line, and a host program with the
+// loader it needs (the C library is the ramdisk's already).
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	conf := write(t, filepath.Join(dir, "site.conf"), []byte("[DEFAULT]\ndebug = true\n"), 0o644)
+	tree := filepath.Join(dir, "tree")
+	write(t, filepath.Join(tree, "etc/ironic-agent/steps.d/site_step"), []byte("#!/bin/sh\necho ok\n"), 0o755)
+	write(t, filepath.Join(tree, "etc/ironic-agent/steps.d/site_step.json"), []byte(`{"priority": 0}`), 0o644)
+	fw := write(t, filepath.Join(dir, "fw.bin"), []byte("firmware"), 0o644)
+	ko := write(t, filepath.Join(dir, "acme_nic.ko"), kmodtest.Module("vermagic="+release+" SMP preempt mod_unload modversions ",
+		"alias=pci:v00001234d00005678sv*sd*bc*sc*i*", "depends=libphy"), 0o644)
+	prog, err := os.Executable() // a dynamically or statically linked ELF file of this host
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	entries, err := Build(Spec{Base: base(t), Files: []string{"etc/ironic-python-agent.d/site.conf=" + conf}, Dirs: []string{tree},
+		Firmware: []string{"acme/nic.bin=" + fw}, Modules: []string{ko}, Programs: []string{prog + "=usr/local/bin/tool"}}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := read(t, out.Bytes())
+	for _, want := range []string{"etc/ironic-python-agent.d/site.conf", "etc/ironic-agent/steps.d/site_step", "etc/ironic-agent/steps.d/site_step.json",
+		"lib/firmware/acme/nic.bin", "lib/modules/" + release + "/updates/acme_nic.ko", ListPath, "usr/local/bin/tool"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the overlay lacks %s: %v", want, names)
+		}
+	}
+	if slices.Contains(names, "lib/x86_64-linux-gnu/libc.so.6") {
+		t.Errorf("the overlay copies the C library the ramdisk has")
+	}
+	var list string
+	for _, e := range entries {
+		if e.Path == ListPath {
+			list = e.From
+		}
+	}
+	if list == "" {
+		t.Errorf("no module list among %v", entries)
+	}
+}
+
+func TestBuildRefuses(t *testing.T) {
+	dir := t.TempDir()
+	ko := write(t, filepath.Join(dir, "old.ko"), kmodtest.Module("vermagic=6.1.0-18-amd64 SMP mod_unload "), 0o644)
+	f := write(t, filepath.Join(dir, "a"), []byte("a"), 0o644)
+	for name, c := range map[string]struct {
+		spec Spec
+		want string
+	}{
+		"a module for another kernel":  {Spec{Base: base(t), Modules: []string{ko}}, `built for kernel "6.1.0-18-amd64", and the ramdisk runs ` + release},
+		"modules without the base":     {Spec{Modules: []string{ko}}, "need the ramdisk's initramfs (-base)"},
+		"a file without a destination": {Spec{Files: []string{f}}, "want DEST=SRC"},
+		"two sources for one path":     {Spec{Files: []string{"etc/x=" + f, "/etc/x=" + f}}, "/etc/x comes from both"},
+		"a missing file":               {Spec{Files: []string{"etc/x=" + f + ".missing"}}, "no such file"},
+		"not an initramfs":             {Spec{Base: f, Modules: []string{ko}}, "neither a newc archive nor gzip"},
+	} {
+		if _, err := Build(c.spec, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+}
