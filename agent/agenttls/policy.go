@@ -2,6 +2,7 @@ package agenttls
 
 import (
 	"crypto/elliptic"
+	"crypto/fips140"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -73,12 +74,26 @@ func ParsePolicy(minVersion, cipherSuites string) (Policy, error) {
 			return Policy{}, fmt.Errorf("tls_cipher_suites: %q is not a TLS 1.2 cipher suite this agent implements (OpenSSL names such as %s; keywords like HIGH or !aNULL are not accepted)",
 				name, "ECDHE-RSA-AES128-GCM-SHA256")
 		}
+		if fips140.Enabled() && !fipsApproved(id) {
+			return Policy{}, fmt.Errorf("tls_cipher_suites: %s is not approved in FIPS mode (fips=1 on the kernel command line): use an ECDHE suite with AES-GCM, such as ECDHE-RSA-AES256-GCM-SHA384", name)
+		}
 		p.CipherSuites = append(p.CipherSuites, id)
 	}
 	if len(p.CipherSuites) == 0 {
 		return Policy{}, errors.New("tls_cipher_suites names no cipher suite")
 	}
 	return p, nil
+}
+
+// fipsApproved says whether Go's TLS in FIPS 140-3 mode negotiates the
+// suite: the ECDHE suites with AES-GCM, not ChaCha20-Poly1305.
+func fipsApproved(id uint16) bool {
+	switch id {
+	case tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256:
+		return true
+	}
+	return false
 }
 
 // defaultSuites is DefaultCipherSuites as Go suite IDs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/fips140"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if fipsRequested(cfg.KernelParams) && !fips140.Enabled() {
+		// Go's FIPS 140-3 mode is chosen at process start only.
+		return reexecFIPS()
+	}
 
 	ring := agent.NewLogRing(2 << 20)
 	level := slog.LevelInfo
@@ -58,6 +63,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: level}))
+	if fips140.Enabled() {
+		log.Info("FIPS 140-3 mode: the standard library's validated cryptographic module, SHA-2 without the agent's own assembly, MD5 image checksums refused, TLS limited to approved suites",
+			"kernel_fips_enabled", kernelFIPS())
+	}
 	// Before anything reads the URLs: mDNS may give them, and options.
 	if err := agent.ResolveMDNS(ctx, cfg, log, nil); err != nil {
 		return err

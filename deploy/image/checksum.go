@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"crypto/fips140"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -27,10 +28,21 @@ type Checksum struct {
 	Source    string // where Expected came from, for messages
 }
 
-// newHash returns the hash for a hashlib algorithm name, or nil.
+// errMD5FIPS is MD5 asked for in FIPS mode: Go's validated module has no
+// MD5, and FIPS 140-3 allows none for integrity.
+var errMD5FIPS = errors.New("MD5 is not allowed in FIPS mode (fips=1 on the kernel command line): give the image a SHA-256 or SHA-512 checksum (os_hash_algo/os_hash_value)")
+
+// newHash returns the hash for a hashlib algorithm name, or nil. In FIPS
+// mode (crypto/fips140) SHA-2 is the standard library's validated
+// implementation, not internal/fastsha2's assembly, and MD5 is nil:
+// callers refuse it first with errMD5FIPS.
 func newHash(algo string) hash.Hash {
+	fips := fips140.Enabled()
 	switch algo {
 	case "md5":
+		if fips {
+			return nil
+		}
 		return md5.New()
 	case "sha1":
 		return sha1.New()
@@ -40,11 +52,17 @@ func newHash(algo string) hash.Hash {
 		// Ironic's default os_hash_algo; on CPUs without AVX2, QEMU's
 		// qemu64 among them, crypto/sha256's generic code halved the
 		// image write's speed (docs/testing.md: IPA side by side).
+		if fips {
+			return sha256.New()
+		}
 		return fastsha2.New256()
 	case "sha384":
 		return sha512.New384()
 	case "sha512":
 		// Glance's default os_hash_algo, which Ironic passes on.
+		if fips {
+			return sha512.New()
+		}
 		return fastsha2.New512()
 	case "sha3_224":
 		return sha3.New224()
@@ -61,6 +79,9 @@ func newHash(algo string) hash.Hash {
 // hashImplementation names the code newHash(algo) runs, for the write's
 // stage times.
 func hashImplementation(algo string) string {
+	if fips140.Enabled() {
+		return "crypto (FIPS 140-3 mode)"
+	}
 	switch algo {
 	case "sha256":
 		return fastsha2.Implementation256()
@@ -79,6 +100,9 @@ func algorithmByLength(digest string, md5Enabled bool) (string, error) {
 	case 64:
 		return "sha256", nil
 	case 32:
+		if fips140.Enabled() {
+			return "", errMD5FIPS
+		}
 		if !md5Enabled {
 			return "", errors.New("MD5 checksums are disabled (md5_enabled is false); provide a SHA-2 checksum or os_hash_algo/os_hash_value")
 		}
@@ -100,6 +124,9 @@ func ParseChecksum(s string) (Checksum, error) {
 		algo = a
 	}
 	algo = strings.ToLower(strings.ReplaceAll(algo, "-", ""))
+	if algo == "md5" && fips140.Enabled() {
+		return Checksum{}, errMD5FIPS
+	}
 	if newHash(algo) == nil {
 		return Checksum{}, fmt.Errorf("unsupported checksum algorithm %q", algo)
 	}
@@ -123,6 +150,9 @@ func isHex(s string) bool {
 // else a checksum digest (algorithm by length).
 func resolveChecksum(ctx context.Context, info *ImageInfo, o *DownloadOptions, md5Enabled bool) (Checksum, error) {
 	algo := info.OSHashAlgo
+	if algo == "md5" && fips140.Enabled() {
+		return Checksum{}, ipaError(errMD5FIPS.Error())
+	}
 	switch {
 	case algo != "" && newHash(algo) != nil:
 		c := Checksum{Algorithm: algo, Expected: info.OSHashValue, Source: "os_hash_value"}
