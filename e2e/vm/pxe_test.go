@@ -3,7 +3,6 @@ package vm
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -20,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
@@ -130,9 +130,9 @@ func (b *pxeBed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if slices.Contains([]string{"deploy_kernel", "deploy_ramdisk", "rescue_kernel", "rescue_ramdisk"}, path.Base(r.URL.Path)) && r.Method == http.MethodGet {
-		if _, d, _, err := digests(filepath.Join(b.svc.HTTPRoot(), filepath.FromSlash(path.Clean(r.URL.Path)))); err == nil {
+		if d, err := cachedir.FileSHA256(filepath.Join(b.svc.HTTPRoot(), filepath.FromSlash(path.Clean(r.URL.Path)))); err == nil {
 			b.mu.Lock()
-			b.staged[r.URL.Path] = hex.EncodeToString(d)
+			b.staged[r.URL.Path] = d
 			b.mu.Unlock()
 		}
 	}

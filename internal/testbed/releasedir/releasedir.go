@@ -29,6 +29,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 )
 
 // Branch is the IPA branch name every release is published under: one
@@ -246,17 +248,9 @@ func Read(dir, version, arch string) (*Release, error) {
 		if err != nil || rel == "SHA256SUMS" {
 			return err
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return err
-		}
-		r.Digests[filepath.ToSlash(rel)] = hex.EncodeToString(h.Sum(nil))
-		return nil
+		d, err := cachedir.FileSHA256(p)
+		r.Digests[filepath.ToSlash(rel)] = d
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("release directory %s: %w", dir, err)

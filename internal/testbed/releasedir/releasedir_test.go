@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 )
 
 // testRelease lays out a release from two small files; RELEASEDIR_CHECK
@@ -51,12 +53,11 @@ const base = "https://releases.example.org/ironic-agent/0.2.0/"
 
 func sha256Hex(t *testing.T, p string) string {
 	t.Helper()
-	b, err := os.ReadFile(p)
+	d, err := cachedir.FileSHA256(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
+	return d
 }
 
 // TestLayout checks the names of the release conventions, the
