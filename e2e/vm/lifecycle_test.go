@@ -24,7 +24,13 @@ import (
 // TestVMLifecycleBIOS is a machine's whole life with Ironic driving it
 // under SeaBIOS: a node of the ipmi hardware type behind ipmi_sim, with
 // the ipxe boot interface, on the provisioning network (bridge, dnsmasq,
-// Ironic's HTTP root) in a namespace. Enroll, inspect, clean, deploy
+// Ironic's HTTP root) in a namespace. The ramdisk is a release directory
+// laid out with `make release`'s names (internal/testbed/releasedir) and
+// served over HTTP: the node's deploy_kernel and deploy_ramdisk are its
+// versioned files' URLs, rescue_kernel and rescue_ramdisk its IPA-layout
+// copies' (dib/files/ipa-goagent-master.*), and Ironic fetches them itself;
+// every boot's files must have the digests of the release's .sha256
+// files. Enroll, inspect, clean, deploy
 // internal/testbed/osimage's whole-disk image (qcow2) with a config drive, the
 // deployed OS booting from the disk and printing the config drive's
 // hostname and user-data, rescue (Ironic network-boots the agent ramdisk;
@@ -59,16 +65,29 @@ func lifecycleScenario(t *testing.T, fw string, n int) {
 	// Something for cleaning's metadata erase to remove.
 	writeAt(t, disk, 0, pattern(64<<10, 0xa5))
 	raw, served, format := lifecycleImage(t, ctx, fw, m.Dir)
-	// The agent rescue interface boots the same ramdisk as rescue
-	// ramdisk, staged by the ipxe boot interface as rescue_kernel and
-	// rescue_ramdisk.
-	rd := ramdisk(t)
+	// The ramdisk comes from a release directory served over HTTP, as an
+	// operator serves a downloaded release: Ironic fetches the versioned
+	// files as deploy_kernel and deploy_ramdisk into its image cache and
+	// stages them for iPXE. The agent rescue interface boots the
+	// IPA-layout copies (dib/files/ipa-goagent-master.*, Bifrost's and
+	// OpenStack-Ansible's names) as rescue_kernel and rescue_ramdisk.
+	// Neither series' Ironic takes a checksum for these: it checks a HEAD
+	// (Content-Length, Last-Modified) and downloads; the test compares
+	// what the machine got with the release's .sha256 files.
+	rel := serveRelease(t, bed, ramdisk(t))
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/rescue_interface", Value: "agent"},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/rescue_kernel", Value: bed.serveImage("deploy.kernel", rd.Kernel)},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/rescue_ramdisk", Value: bed.serveImage("deploy.initramfs", rd.Initrd)},
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/driver_info/deploy_kernel", Value: rel.url(rel.Kernel())},
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/driver_info/deploy_ramdisk", Value: rel.url(rel.Initramfs())},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/rescue_kernel", Value: rel.url(rel.IPAKernel())},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/rescue_ramdisk", Value: rel.url(rel.IPAInitramfs())},
 	}).Err; err != nil {
 		t.Fatal(err)
+	}
+	checkDeployRamdisk := func() {
+		t.Helper()
+		rel.checkStaged(t, bed, node.UUID, "deploy_kernel", rel.Kernel())
+		rel.checkStaged(t, bed, node.UUID, "deploy_ramdisk", rel.Initramfs())
 	}
 	var times []string
 	mark := func(what string, since time.Time) {
@@ -106,6 +125,7 @@ func lifecycleScenario(t *testing.T, fw string, n int) {
 	cmdline := checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
 	checkParam(t, cmdline, "ipa-inspection-callback-url", p.bed.inspectionCallback())
 	checkParsed(t, vm, "inspection_callback_url", "inspection_collectors", "debug")
+	checkDeployRamdisk()
 
 	// Cleaning: the ramdisk looks the node up at ipa-api-url, heartbeats
 	// with the global request id, and runs erase_devices_metadata.
@@ -122,6 +142,7 @@ func lifecycleScenario(t *testing.T, fw string, n int) {
 	checkRequestID(t, bed, cmdline)
 	checkBootIF(t, vm)
 	checkAgentAddress(t, vm)
+	checkDeployRamdisk()
 
 	// Deploy with a config drive; Ironic sets the boot device to disk
 	// and powers the machine on, and the deployed OS reads the drive.
@@ -131,6 +152,7 @@ func lifecycleScenario(t *testing.T, fw string, n int) {
 		url: bed.serveImage(filepath.Base(served), served), path: served, serial: pxeTarget, img: img})
 	mark("deploy and the OS's boot", step)
 	checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)
+	checkDeployRamdisk()
 	checkImage(t, disk, raw, fw)
 	if l, ok := osVM.Find("BdsDxe: loading"); ok {
 		t.Logf("OVMF: %s", l.Text[strings.Index(l.Text, "BdsDxe"):])
@@ -148,6 +170,9 @@ func lifecycleScenario(t *testing.T, fw string, n int) {
 	}
 	mark("rescue", step)
 	checkRescueBoot(t, vm, bed, node.UUID)
+	rel.checkStaged(t, bed, node.UUID, "rescue_kernel", rel.IPAKernel())
+	rel.checkStaged(t, bed, node.UUID, "rescue_ramdisk", rel.IPAInitramfs())
+	t.Logf("requests for the release: %s", strings.Join(bed.served("/releases/"), ", "))
 	guest := guestAddress(t, vm)
 
 	step = time.Now()

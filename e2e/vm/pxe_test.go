@@ -19,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
@@ -55,8 +56,13 @@ type pxeBed struct {
 	s        *suite // the clients, in the shape the helpers take
 	mu       sync.Mutex
 	images   map[string]string // /images/NAME -> host file
+	dirs     map[string]string // /PREFIX/... -> host directory
 	requests []string          // "GET /path" served, in order
 	configs  []string          // the iPXE configs served (pxelinux.cfg/MAC), in order
+	// staged is the SHA-256 of the last copy of each ramdisk file
+	// (/NODE/deploy_kernel...) served from Ironic's HTTP root: what
+	// Ironic fetched and staged, as the machine got it.
+	staged map[string]string
 }
 
 func (b *pxeBed) Close() {
@@ -73,6 +79,23 @@ func (b *pxeBed) serveImage(name, path string) string {
 	defer b.mu.Unlock()
 	b.images[name] = path
 	return "http://" + pxeHTTP + "/images/" + name
+}
+
+// serveDir makes the host directory dir available below
+// http://pxeHTTP/prefix/ and returns that URL (with its trailing slash).
+func (b *pxeBed) serveDir(prefix, dir string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dirs[prefix] = dir
+	return "http://" + pxeHTTP + "/" + prefix + "/"
+}
+
+// stagedDigest is the SHA-256 of the last copy of urlPath served from
+// Ironic's HTTP root, "" if none was.
+func (b *pxeBed) stagedDigest(urlPath string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.staged[urlPath]
 }
 
 // served lists the requests whose path starts with prefix.
@@ -93,7 +116,26 @@ func (b *pxeBed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.requests = append(b.requests, r.Method+" "+r.URL.Path)
 	img, isImage := strings.CutPrefix(r.URL.Path, "/images/")
 	file := b.images[img]
+	var dirPrefix, dir string
+	for p, d := range b.dirs {
+		if strings.HasPrefix(r.URL.Path, "/"+p+"/") {
+			dirPrefix, dir = p, d
+		}
+	}
 	b.mu.Unlock()
+	if dir != "" {
+		// A directory as a web server serves it: Content-Length and
+		// Last-Modified, which Ironic's image cache reads on HEAD.
+		http.StripPrefix("/"+dirPrefix, http.FileServer(http.Dir(dir))).ServeHTTP(w, r)
+		return
+	}
+	if slices.Contains([]string{"deploy_kernel", "deploy_ramdisk", "rescue_kernel", "rescue_ramdisk"}, path.Base(r.URL.Path)) && r.Method == http.MethodGet {
+		if d, err := cachedir.FileSHA256(filepath.Join(b.svc.HTTPRoot(), filepath.FromSlash(path.Clean(r.URL.Path)))); err == nil {
+			b.mu.Lock()
+			b.staged[r.URL.Path] = d
+			b.mu.Unlock()
+		}
+	}
 	if strings.HasPrefix(r.URL.Path, "/pxelinux.cfg/") {
 		// What Ironic's template wrote, as iPXE got it.
 		if c, err := os.ReadFile(filepath.Join(b.svc.HTTPRoot(), filepath.FromSlash(path.Clean(r.URL.Path)))); err == nil {
@@ -159,7 +201,7 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool) (*pxeBed, erro
 	if err != nil {
 		return nil, err
 	}
-	b := &pxeBed{net: pn, images: map[string]string{}}
+	b := &pxeBed{net: pn, images: map[string]string{}, dirs: map[string]string{}, staged: map[string]string{}}
 	host := pxeNet.Addr().String()
 	st, err := ironic.StartStack(ctx, ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true, TLS: tls,
 		NetBoot: &ironic.NetBoot{
