@@ -50,9 +50,11 @@ func Describe() string { return describe }
 // with SemVer build metadata: "+g<12 hex digits of the commit>", then
 // ".dirty" for a tree with uncommitted changes, or "+unknown" when the
 // commit is not known (a source tarball).
-func Build() string { return build(Version(), describe, Commit()) }
+func Build() string { return BuildOf(Version(), describe, Commit()) }
 
-func build(v, describe, commit string) string {
+// BuildOf is Build for version v of a tree with that describe and commit
+// (the release build names the tree it builds so).
+func BuildOf(v, describe, commit string) string {
 	if describe == "v"+v {
 		return v
 	}

@@ -24,7 +24,7 @@ func TestBuild(t *testing.T) {
 		{"", "", "0.2.0+unknown"},                        // a source tarball
 	}
 	for _, tc := range cases {
-		if got := build("0.2.0", tc.describe, tc.commit); got != tc.want {
+		if got := BuildOf("0.2.0", tc.describe, tc.commit); got != tc.want {
 			t.Errorf("build(%q, %q) = %q, want %q", tc.describe, tc.commit, got, tc.want)
 		}
 	}
