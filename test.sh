@@ -30,6 +30,7 @@ APT_PACKAGES=(
 	cpio
 	curl
 	debootstrap
+	faketime
 	dmidecode
 	dnsmasq-base
 	dosfstools
