@@ -565,12 +565,24 @@ func copyFile(src, dst string) error {
 // commit makes a new binary and BuildCached, which keys on the binary's
 // hash, a new ramdisk: no stale version string is reused.
 func BuildAgent(ctx context.Context, srcDir, out string) error {
-	ldflags := "-s -w"
 	// Outside a git tree (a source tarball) the binary is built unstamped
 	// and says "unknown" commit, rather than failing the build.
-	if stamp, err := VersionLDFlags(ctx, srcDir); err == nil {
-		ldflags += " " + stamp
+	stamp, err := VersionLDFlags(ctx, srcDir)
+	if err != nil {
+		stamp = ""
 	}
+	return buildAgent(ctx, srcDir, out, stamp)
+}
+
+// BuildAgentAs is BuildAgent with the stamp given: the release build
+// stamps the describe and commit it read once for all its files, so a
+// commit made while it runs cannot split them.
+func BuildAgentAs(ctx context.Context, srcDir, out, describe, commit string) error {
+	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit))
+}
+
+func buildAgent(ctx context.Context, srcDir, out, stamp string) error {
+	ldflags := strings.TrimSpace("-s -w " + stamp)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/ironic-agent")
 	cmd.Dir = srcDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -587,17 +599,7 @@ func BuildAgent(ctx context.Context, srcDir, out string) error {
 // srcDir. The go command's own VCS stamping is not enough: it is off with
 // -buildvcs=false and records no tag.
 func VersionLDFlags(ctx context.Context, srcDir string) (string, error) {
-	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = srcDir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("ramdisk: git %s in %s: %w: %s", strings.Join(args, " "), srcDir, err, strings.TrimSpace(stderr.String()))
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
+	git := func(args ...string) (string, error) { return Git(ctx, srcDir, args...) }
 	describe, err := git("describe", "--tags", "--always", "--dirty")
 	if err != nil {
 		return "", err
@@ -607,6 +609,20 @@ func VersionLDFlags(ctx context.Context, srcDir string) (string, error) {
 		return "", err
 	}
 	return stampFlags(describe, commit), nil
+}
+
+// Git runs git with args in the tree at dir and returns its output without
+// the final newline; the error has the command, dir and git's complaint.
+func Git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), dir, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // stampFlags is the -X flags for describe and commit; git's output has no

@@ -6,7 +6,6 @@
 package release
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -83,15 +81,11 @@ func ReadSource(ctx context.Context, srcDir string) (Source, error) {
 		return s, fmt.Errorf("release: %s: %q is not MAJOR.MINOR.PATCH, the form Ironic keeps as agent_version", filepath.Join(srcDir, "VERSION"), s.Version)
 	}
 	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = srcDir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := ramdisk.Git(ctx, srcDir, args...)
 		if err != nil {
-			return "", fmt.Errorf("release: git %s in %s: %w: %s", strings.Join(args, " "), srcDir, err, strings.TrimSpace(stderr.String()))
+			return "", fmt.Errorf("release: %w", err)
 		}
-		return strings.TrimSpace(string(out)), nil
+		return out, nil
 	}
 	if s.Commit, err = git("rev-parse", "HEAD"); err != nil {
 		return s, err
@@ -144,7 +138,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 
 	t := time.Now()
 	agent := filepath.Join(work, "ironic-agent")
-	if err := ramdisk.BuildAgent(ctx, opts.SrcDir, agent); err != nil {
+	if err := ramdisk.BuildAgentAs(ctx, opts.SrcDir, agent, src.Describe, strings.TrimSuffix(src.Commit, "-dirty")); err != nil {
 		return err
 	}
 	logf("agent built in %.1fs", time.Since(t).Seconds())
