@@ -31,6 +31,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "ironic-agent run: unexpected argument %q\n", fs.Arg(0))
 		return errUsage
 	}
+	// The logger comes first, so that its first line, even before a
+	// configuration error, says which agent runs; the level follows the
+	// configuration's debug option once it is loaded.
+	ring := agent.NewLogRing(2 << 20)
+	var level slog.LevelVar
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: &level}))
+	log.Info("ironic-agent", version.LogAttrs()...)
 	var cmdline string
 	if *cmdlineFile != "" {
 		b, err := os.ReadFile(*cmdlineFile)
@@ -53,14 +60,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	ring := agent.NewLogRing(2 << 20)
-	level := slog.LevelInfo
 	if cfg.Debug {
-		level = slog.LevelDebug
+		level.Set(slog.LevelDebug)
 	}
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: level}))
-	// First, so every log says which agent wrote it.
-	log.Info("ironic-agent", version.LogAttrs()...)
 	for _, o := range config.Options() {
 		if src := cfg.Origins[o.Name]; src != "" && src != "default ("+o.Name+")" {
 			log.Debug("configuration", "option", o.Name, "from", src)

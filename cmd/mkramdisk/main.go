@@ -27,6 +27,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/release"
 )
 
 func main() {
@@ -102,6 +103,14 @@ func run(ctx context.Context, args []string) error {
 		*agent = filepath.Join(*out, "ironic-agent")
 		if err := ramdisk.BuildAgent(ctx, ".", *agent); err != nil {
 			return err
+		}
+		// The agent is this tree's: the initramfs says which, as a
+		// release's does.
+		src, err := release.ReadSource(ctx, ".")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mkramdisk: no /%s in the initramfs: %v\n", ramdisk.ReleasePath, err)
+		} else {
+			opts.Release = src.ReleaseFile(opts.Kernel)
 		}
 	}
 	opts.Agent, opts.AddModules, opts.Files = *agent, split(*add), files

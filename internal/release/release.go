@@ -110,6 +110,13 @@ func ReadSource(ctx context.Context, srcDir string) (Source, error) {
 	return s, nil
 }
 
+// ReleaseFile is the content of the initramfs's ramdisk.ReleasePath for
+// an agent built from src and kernel k.
+func (s Source) ReleaseFile(k *ramdisk.Kernel) []byte {
+	return ramdisk.ReleaseInfo{Version: s.Version, Build: version.BuildOf(s.Version, s.Describe, s.Commit),
+		Commit: s.Commit, Date: s.Epoch, Kernel: k}.Format()
+}
+
 // Build writes the release of src for opts.Arch into opts.OutDir, all
 // but SHA256SUMS (WriteSums, once every file is there). Everything is
 // built in a hidden directory beside OutDir first; a file OutDir already
@@ -148,9 +155,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 		return err
 	}
 	in.Agent = agent
-	in.Release = ramdisk.ReleaseInfo{
-		Version: src.Version, Build: version.BuildOf(src.Version, src.Describe, src.Commit), Commit: src.Commit, Date: src.Epoch, Kernel: in.Kernel,
-	}.Format()
+	in.Release = src.ReleaseFile(in.Kernel)
 	res, err := ramdisk.Build(ctx, in, filepath.Join(work, "ramdisk"))
 	if err != nil {
 		return err
