@@ -1,5 +1,5 @@
 # Ramdisk targets. Everything else is plain go commands (see README.md).
-.PHONY: agent ramdisk ramdisk-check iso
+.PHONY: agent ramdisk ramdisk-check iso release
 
 # build/ironic-agent: a static agent stamped with the tree's git describe and
 # commit, as the ramdisk build (internal/ramdisk.BuildAgent) stamps it.
@@ -27,3 +27,17 @@ ramdisk-check:
 # Kernel parameters for the boot entry: make iso CMDLINE="ipa-api-url=..."
 iso:
 	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)" -iso -cmdline "$(CMDLINE)"
+
+# The release directory (docs/releases.md): the versioned kernel, initramfs
+# and ISO with their .sha256, the SPDX bill of materials, IPA's layout
+# under dib/, then the Metal3 downloader image when cmd/mkdownloader
+# exists, and SHA256SUMS last, over everything. Reproducible: the same
+# commit, Go toolchain and Debian package versions give the same bytes.
+RELEASE_DIR ?= build/release
+VERSION := $(shell cat VERSION)
+release:
+	go run ./cmd/mkrelease -out "$(RELEASE_DIR)" -kernel "$(KERNEL)" -sums=false
+	if [ -d cmd/mkdownloader ]; then \
+		go run ./cmd/mkdownloader -release "$(RELEASE_DIR)" -out "$(RELEASE_DIR)/ironic-agent-$(VERSION)-downloader.oci.tar"; \
+	fi
+	go run ./cmd/mkrelease -sums-only "$(RELEASE_DIR)"

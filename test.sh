@@ -31,6 +31,7 @@ APT_PACKAGES=(
 	cpio
 	curl
 	debootstrap
+	faketime
 	dmidecode
 	dnsmasq-base
 	dosfstools

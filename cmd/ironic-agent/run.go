@@ -11,6 +11,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,6 +32,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "ironic-agent run: unexpected argument %q\n", fs.Arg(0))
 		return errUsage
 	}
+	// The logger comes first, so that its first line, even before a
+	// configuration error, says which agent runs; the level follows the
+	// configuration's debug option once it is loaded.
+	ring := agent.NewLogRing(2 << 20)
+	var level slog.LevelVar
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: &level}))
+	log.Info("ironic-agent", version.LogAttrs()...)
 	var cmdline string
 	if *cmdlineFile != "" {
 		b, err := os.ReadFile(*cmdlineFile)
@@ -57,12 +65,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return reexecFIPS()
 	}
 
-	ring := agent.NewLogRing(2 << 20)
-	level := slog.LevelInfo
 	if cfg.Debug {
-		level = slog.LevelDebug
+		level.Set(slog.LevelDebug)
 	}
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: level}))
 	if fips140.Enabled() {
 		log.Info("FIPS 140-3 mode: the standard library's validated cryptographic module, SHA-2 without the agent's own assembly, MD5 image checksums refused, TLS limited to approved suites",
 			"kernel_fips_enabled", kernelFIPS())

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
 func TestRunBadValues(t *testing.T) {
@@ -34,6 +36,12 @@ func TestRunBadValues(t *testing.T) {
 		code := runMain(context.Background(), c.args, &stdout, &stderr)
 		if code != 1 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr.String(), c.want)
+		}
+		// Even a configuration error comes after the line that says which
+		// agent it is.
+		first, _, _ := strings.Cut(stderr.String(), "\n")
+		if !strings.Contains(first, `msg=ironic-agent version=`+version.Version()+` build=`) || !strings.Contains(first, " commit=") || !strings.Contains(first, " kernel=") {
+			t.Errorf("%v: first line %q does not say the version, build, commit and kernel", c.args, first)
 		}
 	}
 	var stderr bytes.Buffer

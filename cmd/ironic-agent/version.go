@@ -10,7 +10,7 @@ import (
 )
 
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "", "Print the agent version (the one Ironic sees), the git describe and commit it was built from\nand the Go version.", stderr)
+	fs := newFlagSet("version", "", "Print the agent version (the one Ironic sees, from the VERSION file), the build (the version with\nthe commit when not built from its clean release tag), the commit and the Go version.", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -18,10 +18,6 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if commit == "" {
 		commit = "unknown"
 	}
-	build := ""
-	if d := version.Describe(); d != "" {
-		build = "build " + d + ", "
-	}
-	fmt.Fprintf(stdout, "ironic-agent %s (%scommit %s, %s, %s/%s)\n", version.Version(), build, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "ironic-agent %s (build %s, commit %s, %s, %s/%s)\n", version.Version(), version.Build(), commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }

@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
-	"github.com/ironic-go/ironic-agent/internal/programs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/release"
 )
 
 func main() {
@@ -91,10 +91,11 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	k, err := ramdisk.FetchKernel(ctx, *cache, fl, *pkg)
+	opts, err := ramdisk.FetchInputs(ctx, *cache, ramdisk.Inputs{Flavour: fl, KernelPackage: *pkg, Firmware: *firmware, Programs: *progs})
 	if err != nil {
 		return err
 	}
+	k := opts.Kernel
 	if *agent == "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return err
@@ -103,23 +104,18 @@ func run(ctx context.Context, args []string) error {
 		if err := ramdisk.BuildAgent(ctx, ".", *agent); err != nil {
 			return err
 		}
+		// The agent is this tree's: the initramfs says which, as a
+		// release's does.
+		src, err := release.ReadSource(ctx, ".")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mkramdisk: no /%s in the initramfs: %v\n", ramdisk.ReleasePath, err)
+		} else {
+			opts.Release = src.ReleaseFile(opts.Kernel)
+		}
 	}
-	opts := ramdisk.Options{Kernel: k, Agent: *agent, AddModules: split(*add), Files: files}
+	opts.Agent, opts.AddModules, opts.Files = *agent, split(*add), files
 	if *mods != "" {
 		opts.Modules = split(*mods)
-	}
-	if *firmware {
-		if opts.Firmware, err = ramdisk.FetchFirmware(ctx, *cache, fl, ramdisk.FirmwarePackages()); err != nil {
-			return err
-		}
-		if opts.FirmwareIndex, err = ramdisk.FirmwareIndex(ctx, *cache, fl, opts.Firmware); err != nil {
-			return err
-		}
-	}
-	if *progs {
-		if opts.Programs, err = ramdisk.FetchPrograms(ctx, *cache, programs.All()); err != nil {
-			return err
-		}
 	}
 	var res *ramdisk.Result
 	if *cached {

@@ -133,6 +133,10 @@ func cacheKey(opts Options, extra []string) (string, error) {
 		}
 		line("file %s %s", dst, sum)
 	}
+	if opts.Release != nil {
+		rh := sha256.Sum256(opts.Release)
+		line("release %s", hex.EncodeToString(rh[:]))
+	}
 	if fileExists(caBundle) {
 		if sum, err = cachedir.FileSHA256(caBundle); err != nil {
 			return "", err

@@ -25,6 +25,14 @@ type FirmwarePackage struct {
 	Dir    string // the extracted tree
 }
 
+// File returns the host path of firmware file name as the package ships
+// it (a Report's FirmwareFile.Name: the name, or the name.xz), the
+// package's own symbolic links followed.
+func (p FirmwarePackage) File(name string) (string, bool) {
+	host, archived, ok := p.lookup(name)
+	return host, ok && archived == name
+}
+
 // lookup returns the host path of firmware name in the package, and the
 // name it has there: as named, or compressed with XZ (Debian's kernel
 // loads .xz firmware itself: CONFIG_FW_LOADER_COMPRESS_XZ=y; later

@@ -27,6 +27,9 @@ type Kernel struct {
 	ModulesDir string // lib/modules/<Version>
 	// Config is the kernel's build configuration (boot/config-<Version>).
 	Config string
+	// Debs are the Debian packages it came from: the image package and,
+	// for a split kernel, its linux-binary and linux-modules parts.
+	Debs []string
 }
 
 // DecompressedSuffix returns the module file suffix the kernel
@@ -111,10 +114,13 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	k.Vmlinuz = filepath.Join(dest, "vmlinuz")
 	k.ModulesDir = filepath.Join(dest, "lib/modules", ver)
 	k.Config = filepath.Join(dest, "config")
+	debs := filepath.Join(cacheDir, "debs")
 	if fileExists(k.Vmlinuz) && fileExists(k.Config) && fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
+		if k.Debs, err = kernelDebs(debs, pkg, ver); err != nil {
+			return nil, err
+		}
 		return k, nil
 	}
-	debs := filepath.Join(cacheDir, "debs")
 	if err := os.MkdirAll(debs, 0o755); err != nil {
 		return nil, fmt.Errorf("ramdisk: %w", err)
 	}
@@ -216,7 +222,30 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	if !fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
 		return nil, fmt.Errorf("ramdisk: %s has no modules.order", k.ModulesDir)
 	}
+	if k.Debs, err = kernelDebs(debs, pkg, ver); err != nil {
+		return nil, err
+	}
 	return k, nil
+}
+
+// kernelDebs returns the downloaded packages of kernel package pkg
+// (release ver) in debs: pkg's own .deb, which must be there, and the
+// split kernel's parts (splitKernelParts) that are.
+func kernelDebs(debs, pkg, ver string) ([]string, error) {
+	var out []string
+	for _, p := range []string{pkg, "linux-binary-" + ver, "linux-modules-" + ver} {
+		d, err := findDeb(debs, p)
+		if err != nil {
+			return nil, err
+		}
+		if d == "" && p == pkg {
+			return nil, fmt.Errorf("ramdisk: the kernel's package %s_*.deb is not in %s", pkg, debs)
+		}
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // splitKernelParts returns the linux-binary-<ver> and linux-modules-<ver>

@@ -12,10 +12,14 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
@@ -51,6 +55,9 @@ type Options struct {
 	Programs *ProgramSet
 	// Files are extra files: archive path -> host path.
 	Files map[string]string
+	// Release is the content of ReleasePath (ReleaseInfo.Format); nil
+	// writes none.
+	Release []byte
 	// Raw also writes the archive uncompressed (InitramfsRawName), which
 	// the VM tests boot: the kernel's gunzip of the 24 MiB archive takes
 	// about a second under emulation, and /init waits for it.
@@ -229,7 +236,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := addPrograms(a.w, a.piece, opts.Programs, &res.Report); err != nil {
 		return nil, err
 	}
-	if err := a.writeOthers(moduleList(mods, entries, modRoot, keep), opts.Files); err != nil {
+	if err := a.writeOthers(moduleList(mods, entries, modRoot, keep), opts.Release, opts.Files); err != nil {
 		return nil, err
 	}
 	if err := a.commit(); err != nil {
@@ -399,10 +406,14 @@ func modulePath(rel, keep string) string {
 // operator's own, which the budget does not count.
 const ExtraFilesItem = "extra files"
 
-// writeOthers writes the last pieces, the module list and the build
-// host's CA bundle, then the extra files, then the archive's trailer.
-func (a *archive) writeOthers(list string, files map[string]string) error {
+// writeOthers writes the last pieces, the module list, the release file
+// and the build host's CA bundle, then the extra files (sorted, so the
+// archive is the same for the same files), then the archive's trailer.
+func (a *archive) writeOthers(list string, release []byte, files map[string]string) error {
 	others := 1
+	if release != nil {
+		others++
+	}
 	if fileExists(caBundle) {
 		others++
 	}
@@ -412,9 +423,14 @@ func (a *archive) writeOthers(list string, files map[string]string) error {
 		}
 		return nil
 	}
-	err := a.piece("other (module list, CA bundle)", others, func() error {
+	err := a.piece("other (module list, release, CA bundle)", others, func() error {
 		if err := a.w.Bytes(ModuleListPath, 0o644, []byte(list)); err != nil {
 			return err
+		}
+		if release != nil {
+			if err := a.w.Bytes(ReleasePath, 0o644, release); err != nil {
+				return err
+			}
 		}
 		// TLS to Ironic with the build host's CA bundle, when it has one.
 		if ca := caBundle; fileExists(ca) {
@@ -431,8 +447,8 @@ func (a *archive) writeOthers(list string, files map[string]string) error {
 		return err
 	}
 	return a.piece(ExtraFilesItem, len(files), func() error {
-		for dst, src := range files {
-			if err := addFile(a.w, dst, src, 0o644); err != nil {
+		for _, dst := range slices.Sorted(maps.Keys(files)) {
+			if err := addFile(a.w, dst, files[dst], 0o644); err != nil {
 				return err
 			}
 		}
@@ -549,12 +565,24 @@ func copyFile(src, dst string) error {
 // commit makes a new binary and BuildCached, which keys on the binary's
 // hash, a new ramdisk: no stale version string is reused.
 func BuildAgent(ctx context.Context, srcDir, out string) error {
-	ldflags := "-s -w"
 	// Outside a git tree (a source tarball) the binary is built unstamped
 	// and says "unknown" commit, rather than failing the build.
-	if stamp, err := VersionLDFlags(ctx, srcDir); err == nil {
-		ldflags += " " + stamp
+	stamp, err := VersionLDFlags(ctx, srcDir)
+	if err != nil {
+		stamp = ""
 	}
+	return buildAgent(ctx, srcDir, out, stamp)
+}
+
+// BuildAgentAs is BuildAgent with the stamp given: the release build
+// stamps the describe and commit it read once for all its files, so a
+// commit made while it runs cannot split them.
+func BuildAgentAs(ctx context.Context, srcDir, out, describe, commit string) error {
+	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit))
+}
+
+func buildAgent(ctx context.Context, srcDir, out, stamp string) error {
+	ldflags := strings.TrimSpace("-s -w " + stamp)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/ironic-agent")
 	cmd.Dir = srcDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -571,17 +599,7 @@ func BuildAgent(ctx context.Context, srcDir, out string) error {
 // srcDir. The go command's own VCS stamping is not enough: it is off with
 // -buildvcs=false and records no tag.
 func VersionLDFlags(ctx context.Context, srcDir string) (string, error) {
-	git := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = srcDir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("ramdisk: git %s in %s: %w: %s", strings.Join(args, " "), srcDir, err, strings.TrimSpace(stderr.String()))
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
+	git := func(args ...string) (string, error) { return Git(ctx, srcDir, args...) }
 	describe, err := git("describe", "--tags", "--always", "--dirty")
 	if err != nil {
 		return "", err
@@ -591,6 +609,20 @@ func VersionLDFlags(ctx context.Context, srcDir string) (string, error) {
 		return "", err
 	}
 	return stampFlags(describe, commit), nil
+}
+
+// Git runs git with args in the tree at dir and returns its output without
+// the final newline; the error has the command, dir and git's complaint.
+func Git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), dir, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // stampFlags is the -X flags for describe and commit; git's output has no
@@ -603,6 +635,17 @@ func stampFlags(describe, commit string) string {
 // (GRUB and xorriso have no Go equivalent): GRUB boots the kernel and
 // initramfs with cmdline on the serial console and the screen.
 func ISO(ctx context.Context, kernel, initrd, cmdline, out string) error {
+	return ISOAt(ctx, kernel, initrd, cmdline, out, time.Time{})
+}
+
+// ISOAt is ISO with every date in the image set to epoch (zero: the
+// build's time), so the same inputs give the same bytes. grub-mkrescue
+// takes the ISO's date, which its GRUB images also carry as the volume
+// UUID they search for, from the clock and does not read
+// SOURCE_DATE_EPOCH: it runs under faketime(1) frozen at epoch. xorriso
+// (the GPT GUIDs, the volume dates) and mformat (the EFI image's FAT
+// serial) take SOURCE_DATE_EPOCH, and the files' dates are set to epoch.
+func ISOAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.Time) error {
 	stage, err := os.MkdirTemp("", "ironic-agent-iso-")
 	if err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
@@ -629,8 +672,21 @@ menuentry "ironic-agent" {
 	if err := os.WriteFile(filepath.Join(stage, "boot/grub/grub.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
 	}
-	if _, err := run(ctx, "", "grub-mkrescue", "-o", out, stage); err != nil {
-		return fmt.Errorf("ramdisk: build the ISO (needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools): %w", err)
+	const needs = "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools"
+	cmd := exec.CommandContext(ctx, "grub-mkrescue", "-o", out, stage)
+	if !epoch.IsZero() {
+		sec := strconv.FormatInt(epoch.Unix(), 10)
+		cmd = exec.CommandContext(ctx, "faketime", "-f", epoch.UTC().Format(time.DateTime),
+			"grub-mkrescue", "-o", out, stage, "--", "-volume_date", "all_file_dates", "="+sec)
+		cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+sec, "TZ=UTC")
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if !epoch.IsZero() {
+			return fmt.Errorf("ramdisk: build the ISO (%s, and faketime for fixed dates): %s: %w: %s", needs, strings.Join(cmd.Args, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return fmt.Errorf("ramdisk: build the ISO (%s): %s: %w: %s", needs, strings.Join(cmd.Args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }

@@ -255,3 +255,27 @@ func TestBuildCompressedModules(t *testing.T) {
 		t.Errorf("module list:\n%s", list)
 	}
 }
+
+func TestReleaseInfo(t *testing.T) {
+	k := &Kernel{Flavour: "trixie", Package: "linux-image-6.12.1-amd64", Version: "6.12.1-amd64",
+		Debs: []string{"/c/debs/linux-image-6.12.1-amd64_1%3a6.12.1-1_amd64.deb"}}
+	got := string(ReleaseInfo{Version: "0.2.0", Build: "0.2.0+gabc", Commit: "abc", Date: time.Unix(1700000000, 0), Kernel: k}.Format())
+	want := `NAME="ironic-agent"
+ID="ironic-agent"
+VERSION_ID="0.2.0"
+BUILD_ID="0.2.0+gabc"
+IRONIC_AGENT_VERSION="0.2.0"
+IRONIC_AGENT_COMMIT="abc"
+IRONIC_AGENT_BUILD_DATE="2023-11-14T22:13:20Z"
+KERNEL_FLAVOUR="trixie"
+KERNEL_RELEASE="6.12.1-amd64"
+KERNEL_PACKAGE="linux-image-6.12.1-amd64"
+KERNEL_PACKAGE_VERSION="1:6.12.1-1"
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if v := DebVersion("x/notadeb.txt"); v != "" {
+		t.Errorf("DebVersion of a non-package name = %q", v)
+	}
+}

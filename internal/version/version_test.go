@@ -5,28 +5,33 @@ import (
 	"testing"
 )
 
-func TestRelease(t *testing.T) {
-	cases := map[string]string{
-		"":                          Base, // not stamped
-		"73880b7":                   Base, // no tag: --always gives the hash
-		"73880b7-dirty":             Base,
-		"v0.2.0":                    "0.2.0",
-		"0.2.0":                     "0.2.0",
-		"v1.10.3-14-g73880b7":       "1.10.3",
-		"v1.10.3-14-g73880b7-dirty": "1.10.3",
-		"v1.2":                      Base, // not a release tag
-		"release-7":                 Base,
-		"v1.2.3-rc1":                Base,
+// What Ironic stores and IPA sends: dotted numbers, from VERSION.
+func TestVersionPlain(t *testing.T) {
+	if v := Version(); !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+		t.Errorf("Version() = %q (the VERSION file) is not MAJOR.MINOR.PATCH", v)
 	}
-	// What Ironic stores and IPA sends: dotted numbers.
-	plain := regexp.MustCompile(`^\d+\.\d+\.\d+$`)
-	for in, want := range cases {
-		got := release(in)
-		if got != want {
-			t.Errorf("release(%q) = %q, want %q", in, got, want)
+}
+
+func TestBuild(t *testing.T) {
+	const c = "73880b7d2a4f0e8c9b1a2d3e4f5a6b7c8d9e0f1a"
+	cases := []struct{ describe, commit, want string }{
+		{"v0.2.0", c, "0.2.0"},                           // the release tag, clean
+		{"v0.2.0-dirty", c, "0.2.0+g73880b7d2a4f.dirty"}, // the tag, modified
+		{"v0.2.0-3-g73880b7", c, "0.2.0+g73880b7d2a4f"},  // after the tag
+		{"73880b7", c, "0.2.0+g73880b7d2a4f"},            // no tag at all
+		{"v0.1.0", c, "0.2.0+g73880b7d2a4f"},             // another release's tag
+		{"", c + "-dirty", "0.2.0+g73880b7d2a4f.dirty"},  // go's VCS stamp
+		{"", "", "0.2.0+unknown"},                        // a source tarball
+	}
+	for _, tc := range cases {
+		if got := BuildOf("0.2.0", tc.describe, tc.commit); got != tc.want {
+			t.Errorf("build(%q, %q) = %q, want %q", tc.describe, tc.commit, got, tc.want)
 		}
-		if !plain.MatchString(got) {
-			t.Errorf("release(%q) = %q is not MAJOR.MINOR.PATCH", in, got)
-		}
+	}
+}
+
+func TestKernelRelease(t *testing.T) {
+	if KernelRelease() == "" {
+		t.Error("uname gave no kernel release")
 	}
 }

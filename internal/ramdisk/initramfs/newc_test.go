@@ -3,6 +3,7 @@ package initramfs
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -140,3 +141,36 @@ func FuzzReadNames(f *testing.F) {
 		_, _ = ReadNames(bytes.NewReader(b))
 	})
 }
+
+// The release is reproducible only if the archive is: the same entries
+// give the same bytes, and no header carries an owner, a date or a
+// device of the build host.
+func TestReproducible(t *testing.T) {
+	a, b := build(t), build(t)
+	if !bytes.Equal(a, b) {
+		t.Fatal("two archives of the same entries differ")
+	}
+	for off := 0; off+110 <= len(a); {
+		hdr := string(a[off : off+110])
+		if hdr[:6] != "070701" {
+			t.Fatalf("no header at %d", off)
+		}
+		field := func(i int) string { return hdr[6+8*i : 14+8*i] }
+		// uid, gid, mtime, the device the file was on, check.
+		for _, i := range []int{2, 3, 5, 7, 8, 12} {
+			if field(i) != "00000000" {
+				t.Errorf("entry at %d: header field %d = %s, want 0", off, i, field(i))
+			}
+		}
+		var size, namesize int
+		fmt.Sscanf(field(6), "%x", &size)
+		fmt.Sscanf(field(11), "%x", &namesize)
+		name := string(a[off+110 : off+110+namesize-1])
+		off = align4(align4(off+110+namesize) + size)
+		if name == "TRAILER!!!" {
+			break
+		}
+	}
+}
+
+func align4(n int) int { return (n + 3) &^ 3 }

@@ -6,6 +6,9 @@
 package rdinit
 
 const (
+	// EventVersion is the init's first line: the agent's version,
+	// build, commit and the kernel's release.
+	EventVersion = "ironic-agent init version"
 	// EventInit is logged when the init started (its uptime).
 	EventInit = "ironic-agent init"
 	// EventModule is logged when a kernel module did not load.

@@ -18,6 +18,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
+	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
 // ModuleList is the file, inside the initramfs, naming the modules to load
@@ -44,6 +45,8 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	mountErr := mountAll()
 	log := slog.New(slog.NewTextHandler(console, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	log = log.With("component", "init")
+	// First, so the console says which agent and kernel booted.
+	log.Info(EventVersion, version.LogAttrs()...)
 	for _, e := range mountErr {
 		log.Warn("mount", "error", e)
 	}
