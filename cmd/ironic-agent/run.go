@@ -10,6 +10,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,6 +59,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: level}))
+	// First, so every log says which machine wrote it (the release stamps
+	// add the version, the commit and the kernel to this line).
+	log.Info("ironic-agent", "boot_mac", logging.BootMAC(agent.NormalizeBOOTIF(cfg.BootIF), "/sys/class/net"))
 	for _, o := range config.Options() {
 		if src := cfg.Origins[o.Name]; src != "" && src != "default ("+o.Name+")" {
 			log.Debug("configuration", "option", o.Name, "from", src)

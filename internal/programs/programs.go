@@ -48,9 +48,10 @@ func registry() []Program {
 		{Name: "mkfs.ext2", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mdadm", Package: "mdadm", Feature: raid, Without: refuse + "; at start-up, arrays are not assembled (a warning)", Check: []string{"--version"}},
-		// Static: one file, no libraries; its applets are linked at rescue.
-		{Name: "busybox", Package: "busybox-static", Feature: "rescue: the shell (and its applets) of the rescue user's SSH and console logins",
-			Without: "rescue logins are impossible (an error on the console); the machine stays up", Check: []string{"true"}},
+		// Static: one file, no libraries; its applets are linked at rescue
+		// and at a debug login.
+		{Name: "busybox", Package: "busybox-static", Feature: "rescue and debug login: the shell (and its applets) of the rescue user's and root's SSH and console logins",
+			Without: "rescue and debug logins are impossible (an error on the console); the machine stays up", Check: []string{"true"}},
 	}
 }
 

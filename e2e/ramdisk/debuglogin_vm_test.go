@@ -1,0 +1,223 @@
+package ramdisk_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/ironic-go/ironic-agent/agent/ironic"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/shacrypt"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/rescue"
+)
+
+// debugPassword has a blank and a shell character, which neither the
+// hash on the command line nor the console login may mangle.
+const debugPassword = "d3bug me$now"
+
+// TestDebugLoginInVM boots the agent ramdisk as IPA's images are booted
+// for troubleshooting, with dynamic-login's sshkey="..." and
+// rootpwd="..." (base64 of a SHA-512 crypt hash) and an Ironic that does
+// not answer, so the agent is in its lookup loop the whole time: root
+// logs in over SSH with the key (a command runs and says it is root),
+// another key is refused, and root logs in on the serial console with the
+// password. A second boot without the parameters has nothing on port 22.
+func TestDebugLoginInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	netnstest.RequireRoot(t, "qemu-system-x86_64")
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+	rd, err := qemu.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("login", func(t *testing.T) { debugLoginVM(ctx, t, rd) })
+	t.Run("none", func(t *testing.T) { noDebugLoginVM(ctx, t, rd) })
+}
+
+// debugMachine is a machine whose one NIC is slirp with port 22 of the
+// guest on a loopback port of the host, booting the ramdisk with append
+// and an API URL nothing answers on.
+func debugMachine(t *testing.T, rd *qemu.Ramdisk, name, appendArgs string) (qemu.Machine, string) {
+	port := netnstest.FreeTCPPorts(t, 1)
+	m := qemu.DefaultMachine("bios")
+	m.Name = name
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.Disks = nil
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:31", Backend: qemu.NICUser}}
+	m.HostFwd = map[int]int{port: 22}
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
+	// restrict=on: 10.0.2.2:9 answers nothing, so the agent keeps
+	// looking the node up.
+	m.Append = appendArgs + " ipa-api-url=http://10.0.2.2:9 ironic_agent.dhcp_timeout=30 net.ifnames=0"
+	return m, fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	other, _ := ssh.NewSignerFromKey(otherPriv)
+	h, err := shacrypt.New(shacrypt.SHA512, []byte(debugPassword), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " operator@desk"
+	// Base64, as dynamic-login's README makes it: no "$" on the line.
+	params := fmt.Sprintf(`sshkey="%s" rootpwd="%s"`, authorized, base64.StdEncoding.EncodeToString([]byte(h.String())))
+	m, addr := debugMachine(t, rd, "ironic-agent-debuglogin", params)
+	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
+	}
+	listening, err := vm.WaitFor(ctx, logtext.Msg(rescue.EventDebugSSHListening))
+	if err != nil {
+		fail("%v", err)
+	}
+	t.Logf("%v %s", listening.At, listening.Text)
+	started, _ := vm.Find(logtext.Msg(rdinit.EventDebugLoginStarted))
+	modules, _ := vm.Find(logtext.Msg(rdinit.EventModulesLoaded))
+	if started.Text == "" || modules.Text != "" && modules.At < started.At {
+		t.Errorf("the debug login started at %v, after the modules (%v): want it first", started.At, modules.At)
+	}
+	// The host key's fingerprint is on the console, as rescue prints it.
+	fp := fieldOf(listening.Text, "host_key")
+	if !strings.HasPrefix(fp, "SHA256:") {
+		fail("no host key fingerprint in %q", listening.Text)
+	}
+	// The agent must be busy: its lookup of an unreachable Ironic.
+	if _, err := vm.WaitFor(ctx, logtext.Msg(ironic.EventLookupRetrying)); err != nil {
+		fail("%v", err)
+	}
+
+	out, hostKey, err := sshRun(ctx, addr, signer, "echo SSH-$((6*7)) $(id -u); cat /proc/1/comm")
+	if err != nil {
+		fail("SSH as root with the key of sshkey=: %v", err)
+	}
+	if f := strings.Fields(out); len(f) < 3 || f[0] != "SSH-42" || f[1] != "0" {
+		fail("SSH command printed %q; want SSH-42, uid 0 and PID 1's name", out)
+	}
+	if got := ssh.FingerprintSHA256(hostKey); got != fp {
+		t.Errorf("the SSH server's host key is %s; the console said %s", got, fp)
+	}
+	if _, _, err := sshRun(ctx, addr, other, "true"); err == nil {
+		t.Error("SSH with a key sshkey= does not hold logged in")
+	} else {
+		t.Logf("another key: %v", err)
+	}
+	if l, ok := vm.Find(logtext.Msg(ironic.EventLookupRetrying)); ok {
+		t.Logf("agent busy: %v %s", l.At, l.Text)
+	}
+
+	banner := "log in as root with the debug login password"
+	for _, l := range []qemu.ConsoleLogin{
+		{Banner: banner, User: "root", Password: "not the password", Want: "Login incorrect"},
+		{Banner: banner, User: "root", Password: debugPassword, Want: "SERIAL-42 as root"},
+	} {
+		if err := vm.Login(ctx, l); err != nil {
+			fail("console login with %q: %v", l.Password, err)
+		}
+	}
+	// Still looking the node up: the logins ran beside the agent.
+	n := len(vm.Lines())
+	if err := vm.WaitAfter(ctx, n, logtext.Msg(ironic.EventLookupRetrying)); err != nil {
+		fail("the agent stopped looking the node up: %v", err)
+	}
+}
+
+func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
+	m, addr := debugMachine(t, rd, "ironic-agent-nodebuglogin", "")
+	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	// Well after the point a debug login would listen: the agent runs.
+	if _, err := vm.WaitFor(ctx, logtext.Msg(ironic.EventLookupRetrying)); err != nil {
+		t.Fatalf("%v\n%s", err, consoleTail(vm))
+	}
+	for _, s := range []string{rdinit.EventDebugLoginStarted, rescue.EventDebugSSHListening} {
+		if l, ok := vm.Find(logtext.Msg(s)); ok {
+			t.Errorf("without sshkey= and rootpwd= the console says %q", l.Text)
+		}
+	}
+	// slirp accepts the host's connection and closes it when the guest
+	// refuses: nothing must send an SSH banner.
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Logf("port 22: %v", err)
+		return
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if line, err := bufio.NewReader(c).ReadString('\n'); err == nil || line != "" {
+		t.Errorf("port 22 of a boot without sshkey= answered %q (%v)", line, err)
+	}
+}
+
+// sshRun runs command as root on addr with key and returns its output and
+// the server's host key.
+func sshRun(ctx context.Context, addr string, key ssh.Signer, command string) (string, ssh.PublicKey, error) {
+	var hostKey ssh.PublicKey
+	cfg := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)}, Timeout: time.Minute,
+		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error { hostKey = k; return nil }}
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	defer stop()
+	conn, chans, reqs, err := ssh.NewClientConn(raw, addr, cfg)
+	if err != nil {
+		raw.Close()
+		return "", hostKey, err
+	}
+	c := ssh.NewClient(conn, chans, reqs)
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		return "", hostKey, err
+	}
+	out, err := s.CombinedOutput(command)
+	return string(out), hostKey, err
+}
+
+// fieldOf is the value of key=value in a log line.
+func fieldOf(line, key string) string {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
+}
