@@ -20,10 +20,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/shacrypt"
 )
@@ -112,7 +114,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ln := cfg.SSHListener
 	if ln == nil {
-		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.SSHAddr); err != nil {
+		if ln, err = listen(ctx, cfg.SSHAddr); err != nil {
 			return fmt.Errorf("%s: SSH server on %s: %w", cfg.Name, cfg.SSHAddr, err)
 		}
 	}
@@ -125,6 +127,22 @@ func Serve(ctx context.Context, cfg Config) error {
 // sshAuth reports whether anyone can log in over SSH.
 func (cfg Config) sshAuth() bool {
 	return len(cfg.AuthorizedKeys) > 0 || cfg.Password != nil && !cfg.ConsolePasswordOnly
+}
+
+// listen listens on addr, retrying for a while when it is in use: the
+// debug login (cmd/ironic-agent debug-login) leaves port 22 to a rescue
+// within a few seconds of the rescue's start.
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return ln, err
+		}
+		if err := clock.Sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // verify checks a user and password, pausing after a wrong one.

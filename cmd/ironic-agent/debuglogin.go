@@ -6,7 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/rescue"
 )
 
@@ -44,6 +47,22 @@ func runDebugLogin(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if login.Password != nil {
 		log.Info("debug login: console logins", "user", rescue.DebugUser, "consoles", consoles)
 	}
+	// A rescue (finalize_rescue) takes port 22 and the consoles for its
+	// own logins: make way for it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat("/" + agent.RescuedMarker); err == nil {
+				log.Info("debug login: the machine is rescued: ending, the rescue logins take over")
+				cancel()
+				return
+			}
+			if clock.Sleep(ctx, 2*time.Second) != nil {
+				return
+			}
+		}
+	}()
 	return rescue.Serve(ctx, rescue.Config{
 		Name:                rescue.DebugName,
 		User:                rescue.DebugUser,

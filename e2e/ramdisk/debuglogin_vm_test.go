@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/shacrypt"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logwatch"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 	"github.com/ironic-go/ironic-agent/rescue"
@@ -28,13 +31,18 @@ import (
 // hash on the command line nor the console login may mangle.
 const debugPassword = "d3bug me$now"
 
+// debugToken is the standalone agent's pre-shared token (IPA's
+// ipa-agent-token: at least 32 characters).
+const debugToken = "debuglogin0123456789abcdef0123456789"
+
 // TestDebugLoginInVM boots the agent ramdisk as IPA's images are booted
 // for troubleshooting, with dynamic-login's sshkey="..." and
 // rootpwd="..." (base64 of a SHA-512 crypt hash) and an Ironic that does
 // not answer, so the agent is in its lookup loop the whole time: root
 // logs in over SSH with the key (a command runs and says it is root),
 // another key is refused, and root logs in on the serial console with the
-// password. A second boot without the parameters has nothing on port 22.
+// password. A second boot without the parameters, a standalone agent, has
+// nothing on port 22, and its log bundle reads as Metal3 prints it.
 func TestDebugLoginInVM(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
@@ -51,22 +59,21 @@ func TestDebugLoginInVM(t *testing.T) {
 	t.Run("none", func(t *testing.T) { noDebugLoginVM(ctx, t, rd) })
 }
 
-// debugMachine is a machine whose one NIC is slirp with port 22 of the
-// guest on a loopback port of the host, booting the ramdisk with append
-// and an API URL nothing answers on.
-func debugMachine(t *testing.T, rd *qemu.Ramdisk, name, appendArgs string) (qemu.Machine, string) {
-	port := netnstest.FreeTCPPorts(t, 1)
-	m := qemu.DefaultMachine("bios")
+// debugMachine is a machine with one disk and one NIC, slirp, with port
+// 22 of the guest and the agent's API port (9999) on loopback ports of
+// the host, booting the ramdisk with appendArgs; it returns the machine,
+// the SSH address and the API's URL.
+func debugMachine(t *testing.T, rd *qemu.Ramdisk, name, appendArgs string) (m qemu.Machine, ssh, api string) {
+	port := netnstest.FreeTCPPorts(t, 2)
+	m = qemu.DefaultMachine("bios")
 	m.Name = name
 	m.Dir = filepath.Join(t.TempDir(), "vm")
-	m.Disks = nil
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 64, Serial: "LAB-VBLK-0001"}}
 	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:31", Backend: qemu.NICUser}}
-	m.HostFwd = map[int]int{port: 22}
+	m.HostFwd = map[int]int{port: 22, port + 1: 9999}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
-	// restrict=on: 10.0.2.2:9 answers nothing, so the agent keeps
-	// looking the node up.
-	m.Append = appendArgs + " ipa-api-url=http://10.0.2.2:9 ironic_agent.dhcp_timeout=30 net.ifnames=0"
-	return m, fmt.Sprintf("127.0.0.1:%d", port)
+	m.Append = appendArgs + " ironic_agent.dhcp_timeout=30 net.ifnames=0"
+	return m, fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port+1)
 }
 
 func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
@@ -87,7 +94,9 @@ func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 	authorized := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " operator@desk"
 	// Base64, as dynamic-login's README makes it: no "$" on the line.
 	params := fmt.Sprintf(`sshkey="%s" rootpwd="%s"`, authorized, base64.StdEncoding.EncodeToString([]byte(h.String())))
-	m, addr := debugMachine(t, rd, "ironic-agent-debuglogin", params)
+	// restrict=on: 10.0.2.2:9 answers nothing, so the agent keeps
+	// looking the node up.
+	m, addr, _ := debugMachine(t, rd, "ironic-agent-debuglogin", params+" ipa-api-url=http://10.0.2.2:9")
 	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
 	if err != nil {
 		t.Fatal(err)
@@ -152,16 +161,23 @@ func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 	}
 }
 
+// noDebugLoginVM boots a standalone agent (its API forwarded) without
+// sshkey= and rootpwd=: nothing listens on port 22, and the log bundle of
+// log.collect_system_logs reads as Metal3's log watcher prints it, with
+// every entry, the init's log from its first line (with the boot MAC).
 func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
-	m, addr := debugMachine(t, rd, "ironic-agent-nodebuglogin", "")
+	m, addr, api := debugMachine(t, rd, "ironic-agent-nodebuglogin", "ipa-standalone=1 ipa-agent-token="+debugToken)
 	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Kill)
-	// Well after the point a debug login would listen: the agent runs.
-	if _, err := vm.WaitFor(ctx, logtext.Msg(ironic.EventLookupRetrying)); err != nil {
-		t.Fatalf("%v\n%s", err, consoleTail(vm))
+	c := &agentclient.Client{Base: api, Token: debugToken}
+	wctx, wcancel := context.WithTimeout(ctx, 8*time.Minute)
+	defer wcancel()
+	// Well after the point a debug login would listen: the agent serves.
+	if err := c.WaitReady(wctx, 2*time.Second, func() bool { exited, _ := vm.Exited(); return exited }); err != nil {
+		t.Fatalf("agent API: %v\n%s", err, consoleTail(vm))
 	}
 	for _, s := range []string{rdinit.EventDebugLoginStarted, rescue.EventDebugSSHListening} {
 		if l, ok := vm.Find(logtext.Msg(s)); ok {
@@ -170,15 +186,56 @@ func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 	}
 	// slirp accepts the host's connection and closes it when the guest
 	// refuses: nothing must send an SSH banner.
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
+	if conn, err := net.DialTimeout("tcp", addr, 10*time.Second); err != nil {
 		t.Logf("port 22: %v", err)
-		return
+	} else {
+		_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+		if line, err := bufio.NewReader(conn).ReadString('\n'); err == nil || line != "" {
+			t.Errorf("port 22 of a boot without sshkey= answered %q (%v)", line, err)
+		}
+		conn.Close()
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-	if line, err := bufio.NewReader(c).ReadString('\n'); err == nil || line != "" {
-		t.Errorf("port 22 of a boot without sshkey= answered %q (%v)", line, err)
+
+	r, err := c.Post(wctx, "log.collect_system_logs", nil, true)
+	if err != nil || r.Status != "SUCCEEDED" {
+		t.Fatalf("collect_system_logs: %v %s", err, r.Body)
+	}
+	var res struct {
+		Logs string `json:"system_logs"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := base64.StdEncoding.DecodeString(res.Logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, out, err := logwatch.Read(ctx, t.TempDir(), "4c616273-0000-4000-8000-000000000001_cleaning_2026-01-01-00-00-00.tar.gz", tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bundle: %d bytes, %d entries", len(tgz), len(entries))
+	problems, notes := logwatch.Problems(entries, "mdstat")
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for _, n := range notes {
+		t.Log(n)
+	}
+	// The init's log from its first line: the console's first init line.
+	first, ok := vm.Find(`msg="ironic-agent init version"`)
+	var initLog string
+	for _, e := range entries {
+		if e.Name == "init.log" {
+			initLog = e.Text
+		}
+	}
+	got, _, _ := strings.Cut(initLog, "\n")
+	if !ok || !strings.Contains(first.Text, got) || !strings.Contains(got, "boot_mac=") {
+		t.Errorf("init.log starts with %q; want the init's first console line %q with its boot MAC", got, first.Text)
+	}
+	if t.Failed() {
+		t.Logf("the log watcher printed:\n%s", out)
 	}
 }
 
