@@ -49,7 +49,7 @@ func TestDebugLoginInVM(t *testing.T) {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
 	}
 	netnstest.RequireRoot(t, "qemu-system-x86_64")
-	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	rd, err := qemu.BuildRamdisk(ctx)
 	if err != nil {
@@ -57,6 +57,7 @@ func TestDebugLoginInVM(t *testing.T) {
 	}
 	t.Run("login", func(t *testing.T) { debugLoginVM(ctx, t, rd) })
 	t.Run("none", func(t *testing.T) { noDebugLoginVM(ctx, t, rd) })
+	t.Run("rescue", func(t *testing.T) { debugLoginRescueVM(ctx, t, rd) })
 }
 
 // debugMachine is a machine with one disk and one NIC, slirp, with port
@@ -97,15 +98,7 @@ func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 	// restrict=on: 10.0.2.2:9 answers nothing, so the agent keeps
 	// looking the node up.
 	m, addr, _ := debugMachine(t, rd, "ironic-agent-debuglogin", params+" ipa-api-url=http://10.0.2.2:9")
-	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Kill)
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
-	}
+	vm, fail := startVM(ctx, t, m)
 	listening, err := vm.WaitFor(ctx, logtext.Msg(rescue.EventDebugSSHListening))
 	if err != nil {
 		fail("%v", err)
@@ -167,17 +160,13 @@ func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 // every entry, the init's log from its first line (with the boot MAC).
 func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 	m, addr, api := debugMachine(t, rd, "ironic-agent-nodebuglogin", "ipa-standalone=1 ipa-agent-token="+debugToken)
-	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Kill)
+	vm, fail := startVM(ctx, t, m)
 	c := &agentclient.Client{Base: api, Token: debugToken}
 	wctx, wcancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer wcancel()
 	// Well after the point a debug login would listen: the agent serves.
 	if err := c.WaitReady(wctx, 2*time.Second, func() bool { exited, _ := vm.Exited(); return exited }); err != nil {
-		t.Fatalf("agent API: %v\n%s", err, consoleTail(vm))
+		fail("agent API: %v", err)
 	}
 	for _, s := range []string{rdinit.EventDebugLoginStarted, rescue.EventDebugSSHListening} {
 		if l, ok := vm.Find(logtext.Msg(s)); ok {
@@ -196,25 +185,7 @@ func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 		conn.Close()
 	}
 
-	r, err := c.Post(wctx, "log.collect_system_logs", nil, true)
-	if err != nil || r.Status != "SUCCEEDED" {
-		t.Fatalf("collect_system_logs: %v %s", err, r.Body)
-	}
-	var res struct {
-		Logs string `json:"system_logs"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil {
-		t.Fatal(err)
-	}
-	tgz, err := base64.StdEncoding.DecodeString(res.Logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, out, err := logwatch.Read(ctx, t.TempDir(), "4c616273-0000-4000-8000-000000000001_cleaning_2026-01-01-00-00-00.tar.gz", tgz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("bundle: %d bytes, %d entries", len(tgz), len(entries))
+	entries := collectLogs(wctx, t, c)
 	problems, notes := logwatch.Problems(entries, "mdstat")
 	for _, p := range problems {
 		t.Error(p)
@@ -235,7 +206,115 @@ func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 		t.Errorf("init.log starts with %q; want the init's first console line %q with its boot MAC", got, first.Text)
 	}
 	if t.Failed() {
-		t.Logf("the log watcher printed:\n%s", out)
+		for _, e := range entries {
+			t.Logf("**** Entry: %s ****\n%s", e.Name, e.Text)
+		}
+	}
+}
+
+// collectLogs calls log.collect_system_logs and reads the bundle as
+// Metal3's log watcher prints it.
+func collectLogs(ctx context.Context, t *testing.T, c *agentclient.Client) []logwatch.Entry {
+	t.Helper()
+	r, err := c.Post(ctx, "log.collect_system_logs", nil, true)
+	if err != nil || r.Status != "SUCCEEDED" {
+		t.Fatalf("collect_system_logs: %v %+v", err, r)
+	}
+	var res struct {
+		Logs string `json:"system_logs"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	tgz, err := base64.StdEncoding.DecodeString(res.Logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := logwatch.Read(ctx, t.TempDir(), "4c616273-0000-4000-8000-000000000001_cleaning_2026-01-01-00-00-00.tar.gz", tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bundle: %d bytes, %d entries", len(tgz), len(entries))
+	return entries
+}
+
+// debugLoginRescueVM boots a standalone agent with a good sshkey= and a
+// rootpwd= in a format the agent cannot check (yescrypt): the console
+// says why rootpwd= opened nothing and shows no debug login prompt, SSH
+// takes the key; then finalize_rescue: the debug login makes way and the
+// rescue user logs in over SSH with the rescue password.
+func debugLoginRescueVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	m, addr, api := debugMachine(t, rd, "ironic-agent-debugrescue",
+		fmt.Sprintf(`sshkey="%s" rootpwd="$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7" ipa-standalone=1 ipa-agent-token=%s`, authorized, debugToken))
+	vm, fail := startVM(ctx, t, m)
+	if _, err := vm.WaitFor(ctx, logtext.Msg(rescue.EventDebugSSHListening)); err != nil {
+		fail("%v", err)
+	}
+	refused, ok := vm.Find(logtext.Msg(rescue.EventDebugLoginRefused))
+	if !ok || !strings.Contains(refused.Text, "yescrypt") {
+		fail("no refusal of rootpwd= naming yescrypt on the console: %q", refused.Text)
+	}
+	t.Logf("%s", refused.Text)
+	if out, _, err := sshRun(ctx, addr, signer, "id -u"); err != nil || strings.TrimSpace(out) != "0" {
+		fail("SSH with the key: %q %v", out, err)
+	}
+	c := &agentclient.Client{Base: api, Token: debugToken}
+	if err := c.WaitReady(ctx, 2*time.Second, func() bool { exited, _ := vm.Exited(); return exited }); err != nil {
+		fail("agent API: %v", err)
+	}
+	if l, ok := vm.Find("log in as root with the debug login password"); ok {
+		t.Errorf("a console login for a refused rootpwd=: %q", l.Text)
+	}
+	// The debug login's log is in the init's, in the log bundle.
+	entries := collectLogs(ctx, t, c)
+	for _, e := range entries {
+		if e.Name == "init.log" && !strings.Contains(e.Text, logtext.Msg(rescue.EventDebugLoginRefused)) {
+			t.Errorf("init.log lacks the debug login's refusal:\n%s", e.Text)
+		}
+	}
+	const password = "rescue after debug"
+	if r, err := c.Post(ctx, "rescue.finalize_rescue", map[string]any{"rescue_password": password}, true); err != nil || r.HTTPStatus != 200 {
+		fail("finalize_rescue: %v %+v", err, r)
+	}
+	l, err := vm.WaitFor(ctx, logtext.Msg(rescue.EventSSHListening))
+	if err != nil {
+		fail("the rescue's SSH server did not take port 22 from the debug login: %v", err)
+	}
+	t.Logf("%v %s", l.At, l.Text)
+	cfg := &ssh.ClientConfig{User: rescue.User, Auth: []ssh.AuthMethod{ssh.Password(password)}, Timeout: time.Minute,
+		HostKeyCallback: ssh.InsecureIgnoreHostKey()}
+	client, err := ssh.Dial("tcp", addr, cfg)
+	if err != nil {
+		fail("SSH as rescue after the debug login made way: %v", err)
+	}
+	defer client.Close()
+	s, err := client.NewSession()
+	if err != nil {
+		fail("%v", err)
+	}
+	if out, err := s.CombinedOutput("echo RESCUE-$((6*7))"); err != nil || strings.TrimSpace(string(out)) != "RESCUE-42" {
+		fail("rescue command: %q %v", out, err)
+	}
+}
+
+// startVM starts m with console input and returns it with a fatal error
+// that shows the console's tail.
+func startVM(ctx context.Context, t *testing.T, m qemu.Machine) (*qemu.VM, func(format string, args ...any)) {
+	t.Helper()
+	vm, err := qemu.Start(ctx, m, qemu.Options{ConsoleInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	return vm, func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
 	}
 }
 

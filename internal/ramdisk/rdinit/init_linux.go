@@ -67,7 +67,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}
 	// The debug login before anything else that may hang: sshkey= and
 	// rootpwd= are for machines whose boot goes wrong.
-	debugPID := startDebugLogin(log, string(raw))
+	debugPID := startDebugLogin(log, string(raw), io.MultiWriter(console, logFile), onPanic)
 	if err != nil {
 		// A bad parameter of ours must not keep the agent from starting:
 		// say so and go on with what parsed.
@@ -175,8 +175,9 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 // returns its PID (0: none). It runs as a process of its own, not in PID
 // 1: its shells are its children, whose exit status PID 1's reaping of
 // every orphan would otherwise take from it. It parses the parameters
-// itself and says on the console what it refused and why.
-func startDebugLogin(log *slog.Logger, cmdline string) int {
+// itself and logs what it refused and why, and its logins; its log goes
+// to out (the console and the init's log file) through a pipe.
+func startDebugLogin(log *slog.Logger, cmdline string, out io.Writer, onPanic func(error)) int {
 	if !rescue.BootLoginAsked(cmdline) {
 		return 0
 	}
@@ -184,11 +185,24 @@ func startDebugLogin(log *slog.Logger, cmdline string) int {
 	if err != nil {
 		self = "/usr/bin/ironic-agent"
 	}
+	logFD := uintptr(2)
+	r, w, perr := os.Pipe()
+	if perr == nil {
+		logFD = w.Fd()
+		defer w.Close()
+		go func() {
+			defer Recover(onPanic)
+			_, _ = io.Copy(out, r)
+			r.Close()
+		}()
+	} else {
+		log.Warn("debug login: its log goes to the console only", "error", perr)
+	}
 	argv := []string{"ironic-agent", "debug-login"}
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TERM=linux"},
-		Files: []uintptr{0, 1, 2},
+		Files: []uintptr{0, logFD, logFD},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
