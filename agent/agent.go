@@ -56,6 +56,9 @@ type Options struct {
 	// EFIVars is the efivarfs directory boot entries are written to; "":
 	// /sys/firmware/efi/efivars.
 	EFIVars string
+	// InitLog is the ramdisk init's log file for collect_system_logs;
+	// "": logging.InitLogFile.
+	InitLog string
 	// SkipRAIDAssembly leaves the machine's md arrays alone at start.
 	// Otherwise they are assembled as IPA's initialize does, on the live
 	// machine, for an agent not confined to allowed devices. Tests that

@@ -26,27 +26,38 @@ type logPiece struct {
 
 // systemLogs builds what log.collect_system_logs returns and the "logs"
 // inspection collector sends: base64 of a tar.gz. IPA runs journalctl,
-// dmesg, ip addr, mount, ...; we read the same facts from the kernel
-// directly and add our own log, which is what explains a failed step.
-// A piece that cannot be read becomes "<name>.error" with the reason.
+// dmesg, ip addr, lsblk, efibootmgr, multipath, ...; the agent reads the
+// same facts from the kernel and its own collectors, under IPA's entry
+// names where IPA has the view, and adds the init's log (modules,
+// network, network_data) and its own, which explain a failed boot or
+// step. docs/operator-guide.md lists the entries. A piece that cannot
+// be read becomes "<name>.error" with the reason.
 func (a *Agent) systemLogs(ctx context.Context) (string, error) {
 	pieces := []logPiece{
+		{"init.log", func(context.Context) ([]byte, error) { return a.initLog() }},
 		{"agent.log", func(context.Context) ([]byte, error) { return a.ring.Bytes(), nil }},
 		{"dmesg", func(context.Context) ([]byte, error) { return readKernelLog() }},
-		{"mdstat", func(context.Context) ([]byte, error) { return os.ReadFile("/proc/mdstat") }},
-		{"mount", func(context.Context) ([]byte, error) { return os.ReadFile("/proc/mounts") }},
 		{"cmdline", func(context.Context) ([]byte, error) { return os.ReadFile("/proc/cmdline") }},
-		{"ip_addr", func(context.Context) ([]byte, error) { return ipAddr() }},
-		{"ps", func(context.Context) ([]byte, error) { return processList("/proc") }},
+		{"partitions", func(context.Context) ([]byte, error) { return os.ReadFile("/proc/partitions") }},
+		{"mdstat", func(context.Context) ([]byte, error) { return os.ReadFile("/proc/mdstat") }},
+		{"multipath", func(context.Context) ([]byte, error) { return a.multipathMaps() }},
+		{"efibootmgr", func(context.Context) ([]byte, error) { return a.bootEntries() }},
+		{"mount", func(context.Context) ([]byte, error) { return os.ReadFile("/proc/mounts") }},
 		{"df", func(context.Context) ([]byte, error) { return diskFree("/proc/mounts") }},
+		{"ip_addr", func(context.Context) ([]byte, error) { return ipAddr() }},
+		{"ip_route", func(context.Context) ([]byte, error) { return routes() }},
+		{"ps", func(context.Context) ([]byte, error) { return processList("/proc") }},
 		{"hardware-info.json", func(ctx context.Context) ([]byte, error) {
 			inv, err := a.Inventory(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return json.MarshalIndent(inv, "", "  ")
+			b, err := json.MarshalIndent(inv, "", "  ")
+			return append(b, '\n'), err
 		}},
 	}
+	// lsblk, then udev/<device> for each block device.
+	pieces = append(pieces, a.blockPieces(ctx)...)
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)

@@ -14,10 +14,11 @@ import (
 
 // IPA's paths, below Options.StateRoot: the rescue password's hash (what
 // IPA's ramdisk gives its rescue user) and the marker that this boot was
-// rescued.
+// rescued (RescuedMarker, which the debug login watches to make way for
+// the rescue logins).
 const (
 	rescuePasswordFile = "etc/ipa-rescue-config/ipa-rescue-password"
-	rescuedMarker      = "etc/.rescued"
+	RescuedMarker      = "etc/.rescued"
 )
 
 // bindFinalizeRescue is rescue.finalize_rescue, as IPA: store the rescue
@@ -55,7 +56,7 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 		if err := os.WriteFile(file, []byte(hash.String()), 0o600); err != nil {
 			return nil, fmt.Errorf("finalize_rescue: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(a.opts.StateRoot, rescuedMarker), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(a.opts.StateRoot, RescuedMarker), nil, 0o644); err != nil {
 			return nil, fmt.Errorf("finalize_rescue: %w", err)
 		}
 		go a.StopServing()
@@ -65,7 +66,7 @@ func (a *Agent) bindFinalizeRescue(p command.Params) (command.Func, error) {
 
 // rescued reports whether this machine was rescued on this boot.
 func (a *Agent) rescued() bool {
-	_, err := os.Stat(filepath.Join(a.opts.StateRoot, rescuedMarker))
+	_, err := os.Stat(filepath.Join(a.opts.StateRoot, RescuedMarker))
 	return err == nil
 }
 

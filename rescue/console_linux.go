@@ -25,7 +25,7 @@ func consoleLogins(ctx context.Context, cfg Config, dev string) {
 	for ctx.Err() == nil {
 		err := consoleLogin(ctx, cfg, dev, host)
 		if err != nil && ctx.Err() == nil {
-			log.Warn("rescue: console login", "error", err)
+			log.Warn(cfg.Name+": console login", "error", err)
 			// A console that cannot be opened stays so: do not spin.
 			select {
 			case <-ctx.Done():
@@ -49,7 +49,7 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 		return fmt.Errorf("%s: terminal settings: %w", dev, err)
 	}
 	r := bufio.NewReader(f)
-	fmt.Fprintf(f, "\r\nironic-agent rescue: log in as %s with the rescue password\r\n%s login: ", User, host)
+	fmt.Fprintf(f, "\r\nironic-agent %s: log in as %s with the %s password\r\n%s login: ", cfg.Name, cfg.User, cfg.Name, host)
 	user, err := r.ReadString('\n')
 	if err != nil {
 		return fmt.Errorf("%s: read the user: %w", dev, err)
@@ -70,11 +70,11 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 		return fmt.Errorf("%s: read the password: %w", dev, err)
 	}
 	if !cfg.verify(ctx, user, []byte(strings.TrimRight(pw, "\r\n"))) {
-		cfg.Log.Warn("rescue: console login refused", "console", dev, "user", user)
+		cfg.Log.Warn(cfg.Name+": console login refused", "console", dev, "user", user)
 		fmt.Fprint(f, "Login incorrect\r\n")
 		return nil
 	}
-	cfg.Log.Info("rescue: console login", "console", dev, "user", user)
+	cfg.Log.Info(cfg.Name+": console login", "console", dev, "user", user)
 	// The shell gets its own descriptor of the terminal: f's is
 	// non-blocking (the runtime polls it), which a shell does not expect.
 	tty, err := os.OpenFile(dev, os.O_RDWR|unix.O_NOCTTY, 0)
@@ -89,7 +89,7 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 		return fmt.Errorf("%s: start the shell: %w", dev, err)
 	}
 	_ = cmd.Wait() // the status is in cmd.ProcessState
-	cfg.Log.Info("rescue: console shell ended", "console", dev, "status", exitStatus(cmd))
+	cfg.Log.Info(cfg.Name+": console shell ended", "console", dev, "status", exitStatus(cmd))
 	return nil
 }
 

@@ -7,5 +7,14 @@ package rescue
 
 const (
 	// EventSSHListening is logged when the rescue SSH server accepts connections.
-	EventSSHListening = "rescue: SSH server listening"
+	EventSSHListening = "rescue" + sshListening
+	// EventDebugSSHListening is logged when the debug login's SSH server
+	// (sshkey=) accepts connections, with its host key's fingerprint.
+	EventDebugSSHListening = DebugName + sshListening
+	// EventDebugLoginRefused is logged when sshkey= or rootpwd= has a
+	// value that opens nothing (what and why).
+	EventDebugLoginRefused = DebugName + ": parameter refused, nothing opened for it"
 )
+
+// sshListening ends the message of Serve's SSH server, after Config.Name.
+const sshListening = ": SSH server listening"

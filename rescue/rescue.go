@@ -8,6 +8,7 @@
 package rescue
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -19,10 +20,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/shacrypt"
 )
@@ -32,9 +35,20 @@ const User = "rescue"
 
 // Config is what Serve needs.
 type Config struct {
-	// Password is the rescue password's hash, as Ironic sent it (or as the
-	// agent hashed a plaintext one).
+	// User is the one user name that logs in; "": User.
+	User string
+	// Password is the password's hash: the rescue password as Ironic
+	// sent it (or as the agent hashed a plaintext one), or rootpwd's.
+	// nil: no password logins, and no console logins at all.
 	Password *shacrypt.Hash
+	// ConsolePasswordOnly keeps the password off SSH, which then takes
+	// AuthorizedKeys only (sshd's PermitRootLogin prohibit-password).
+	ConsolePasswordOnly bool
+	// AuthorizedKeys log in over SSH by public key.
+	AuthorizedKeys []ssh.PublicKey
+	// Name starts the log messages and the console banner ("rescue";
+	// "": "rescue").
+	Name string
 	// SSHAddr is the SSH server's address (":22"); "" starts none.
 	SSHAddr string
 	// SSHListener, when set, is used instead of listening on SSHAddr.
@@ -62,11 +76,17 @@ type Config struct {
 // Serve runs the SSH server and the console logins until ctx ends. It
 // returns early only when the SSH server cannot listen.
 func Serve(ctx context.Context, cfg Config) error {
-	if cfg.Password == nil {
-		return errors.New("rescue: no password hash")
+	if cfg.User == "" {
+		cfg.User = User
+	}
+	if cfg.Name == "" {
+		cfg.Name = "rescue"
+	}
+	if cfg.Password == nil && len(cfg.AuthorizedKeys) == 0 {
+		return errors.New(cfg.Name + ": no password hash and no authorized key")
 	}
 	if cfg.Shell == "" {
-		return errors.New("rescue: no shell")
+		return errors.New(cfg.Name + ": no shell")
 	}
 	cfg.Log = logging.OrDiscard(cfg.Log)
 	if cfg.FailDelay == 0 {
@@ -79,10 +99,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for _, dev := range cfg.Consoles {
-		wg.Go(func() { consoleLogins(ctx, cfg, dev) })
+	if cfg.Password != nil {
+		for _, dev := range cfg.Consoles {
+			wg.Go(func() { consoleLogins(ctx, cfg, dev) })
+		}
 	}
-	if cfg.SSHAddr == "" && cfg.SSHListener == nil {
+	if cfg.SSHAddr == "" && cfg.SSHListener == nil || !cfg.sshAuth() {
 		<-ctx.Done()
 		return nil
 	}
@@ -92,24 +114,65 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ln := cfg.SSHListener
 	if ln == nil {
-		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.SSHAddr); err != nil {
-			return fmt.Errorf("rescue: SSH server on %s: %w", cfg.SSHAddr, err)
+		if ln, err = listen(ctx, cfg.SSHAddr); err != nil {
+			return fmt.Errorf("%s: SSH server on %s: %w", cfg.Name, cfg.SSHAddr, err)
 		}
 	}
-	cfg.Log.Info(EventSSHListening, "address", ln.Addr().String(), "user", User,
-		"host_key", ssh.FingerprintSHA256(srv.hostKey.PublicKey()))
+	cfg.Log.Info(cfg.Name+sshListening, "address", ln.Addr().String(), "user", cfg.User,
+		"host_key", ssh.FingerprintSHA256(srv.hostKey.PublicKey()), "authorized_keys", len(cfg.AuthorizedKeys),
+		"password", cfg.Password != nil && !cfg.ConsolePasswordOnly)
 	return srv.serve(ctx, ln)
+}
+
+// sshAuth reports whether anyone can log in over SSH.
+func (cfg Config) sshAuth() bool {
+	return len(cfg.AuthorizedKeys) > 0 || cfg.Password != nil && !cfg.ConsolePasswordOnly
+}
+
+// listen listens on addr, retrying for a while when it is in use: the
+// debug login (cmd/ironic-agent debug-login) leaves port 22 to a rescue
+// within a few seconds of the rescue's start.
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return ln, err
+		}
+		if err := clock.Sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // verify checks a user and password, pausing after a wrong one.
 func (cfg Config) verify(ctx context.Context, user string, password []byte) bool {
-	ok := cfg.Password.Verify(password)
-	if user == User && ok {
+	ok := cfg.Password != nil && cfg.Password.Verify(password)
+	if user == cfg.User && ok {
 		return true
 	}
+	cfg.failPause(ctx)
+	return false
+}
+
+// failPause is the pause after a refused login.
+func (cfg Config) failPause(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(cfg.FailDelay):
+	}
+}
+
+// authorized reports whether key is one of AuthorizedKeys for user.
+func (cfg Config) authorized(user string, key ssh.PublicKey) bool {
+	if user != cfg.User {
+		return false
+	}
+	m := key.Marshal()
+	for _, k := range cfg.AuthorizedKeys {
+		if bytes.Equal(k.Marshal(), m) {
+			return true
+		}
 	}
 	return false
 }
@@ -117,7 +180,7 @@ func (cfg Config) verify(ctx context.Context, user string, password []byte) bool
 // env is the shell's environment for a terminal of type term ("" without one).
 func (cfg Config) env(term string, extra []string) []string {
 	env := append([]string{}, cfg.Env...)
-	env = append(env, "USER="+User, "LOGNAME="+User, "SHELL="+cfg.Shell)
+	env = append(env, "USER="+cfg.User, "LOGNAME="+cfg.User, "SHELL="+cfg.Shell)
 	if term != "" {
 		env = append(env, "TERM="+term)
 	}

@@ -41,16 +41,22 @@ func start(t *testing.T, consoles ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, Config{Password: h, Consoles: consoles})
+}
+
+// serveOn runs Serve with cfg on a loopback port, with the test's shell,
+// and returns the SSH address; Serve ends with the test.
+func serveOn(t *testing.T, cfg Config) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.SSHListener, cfg.Shell, cfg.FailDelay = ln, testShell(t), 10*time.Millisecond
+	cfg.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, Config{Password: h, SSHListener: ln, Consoles: consoles, Shell: testShell(t),
-			Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}, FailDelay: 10 * time.Millisecond})
-	}()
+	go func() { done <- Serve(ctx, cfg) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

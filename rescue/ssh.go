@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,7 +35,7 @@ func newSSHServer(cfg Config) (*sshServer, error) {
 	}
 	s := &sshServer{cfg: cfg, hostKey: key}
 	s.config = &ssh.ServerConfig{
-		ServerVersion: "SSH-2.0-ironic-agent-rescue",
+		ServerVersion: "SSH-2.0-ironic-agent-" + strings.ReplaceAll(cfg.Name, " ", "-"),
 		MaxAuthTries:  3,
 	}
 	s.config.AddHostKey(key)
@@ -74,33 +75,46 @@ func (s *sshServer) handleConn(ctx context.Context, c net.Conn) {
 	defer stop()
 	log := s.cfg.Log.With("remote", c.RemoteAddr().String())
 	cfg := *s.config
-	cfg.PasswordCallback = func(md ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
-		if s.cfg.verify(ctx, md.User(), pw) {
-			return nil, nil
+	if s.cfg.Password != nil && !s.cfg.ConsolePasswordOnly {
+		cfg.PasswordCallback = func(md ssh.ConnMetadata, pw []byte) (*ssh.Permissions, error) {
+			if s.cfg.verify(ctx, md.User(), pw) {
+				return nil, nil
+			}
+			log.Warn(s.cfg.Name+": SSH login refused", "user", md.User(), "method", "password")
+			return nil, errors.New("wrong user or password")
 		}
-		log.Warn("rescue: SSH login refused", "user", md.User())
-		return nil, errors.New("wrong user or password")
+	}
+	if len(s.cfg.AuthorizedKeys) > 0 {
+		cfg.PublicKeyCallback = func(md ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			// Called for each key the client offers before it signs with
+			// one: a refusal here is no failed login yet, so no pause.
+			if s.cfg.authorized(md.User(), key) {
+				return nil, nil
+			}
+			log.Warn(s.cfg.Name+": SSH key refused", "user", md.User(), "key", ssh.FingerprintSHA256(key))
+			return nil, errors.New("key not authorized")
+		}
 	}
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn, chans, reqs, err := ssh.NewServerConn(c, &cfg)
 	if err != nil {
-		log.Info("rescue: SSH handshake ended", "error", err)
+		log.Info(s.cfg.Name+": SSH handshake ended", "error", err)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
 	defer conn.Close()
-	log.Info("rescue: SSH login", "user", conn.User(), "client", string(conn.ClientVersion()))
+	log.Info(s.cfg.Name+": SSH login", "user", conn.User(), "client", string(conn.ClientVersion()))
 	go ssh.DiscardRequests(reqs) // no global requests: no port forwarding
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
-			_ = nc.Reject(ssh.UnknownChannelType, "only session channels: no forwarding on a rescue machine")
+			_ = nc.Reject(ssh.UnknownChannelType, "only session channels: no forwarding")
 			continue
 		}
 		ch, creqs, err := nc.Accept()
 		if err != nil {
-			log.Warn("rescue: SSH channel", "error", err)
+			log.Warn(s.cfg.Name+": SSH channel", "error", err)
 			continue
 		}
 		wg.Go(func() { (&session{cfg: s.cfg, ch: ch, log: log}).run(ctx, creqs) })
@@ -176,7 +190,7 @@ func (s *session) run(ctx context.Context, reqs <-chan *ssh.Request) {
 			}
 			m, t, err := openPTY()
 			if err != nil {
-				s.log.Info("rescue: no terminal for the session", "error", err)
+				s.log.Info(s.cfg.Name+": no terminal for the session", "error", err)
 				reply(false)
 				continue
 			}
@@ -216,7 +230,7 @@ func (s *session) run(ctx context.Context, reqs <-chan *ssh.Request) {
 				continue
 			}
 			if err := s.start(argv); err != nil {
-				s.log.Info("rescue: start the shell", "error", err)
+				s.log.Info(s.cfg.Name+": start the shell", "error", err)
 				reply(false)
 				return
 			}

@@ -32,6 +32,7 @@ func commands() []command {
 			return runErase(ctx, args, os.Stdin, stdout, stderr)
 		}},
 		{"write-image", "download, verify and write an image to a disk as the write_image step does", runWriteImage},
+		{"debug-login", "serve root logins for debugging (kernel parameters sshkey= and rootpwd=)", runDebugLogin},
 		{"version", "print the agent version", runVersion},
 	}
 }

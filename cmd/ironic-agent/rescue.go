@@ -22,19 +22,12 @@ const rescueSSHAddr = ":22"
 // of symbolic links below stateDir that leads the shells' PATH.
 func rescueServer(log *slog.Logger, stateDir string) func(context.Context, *shacrypt.Hash) error {
 	return func(ctx context.Context, password *shacrypt.Hash) error {
-		shell, err := registeredPath("busybox")
+		shell, path, err := loginShell(ctx, log, filepath.Join(stateDir, "rescue-bin"))
 		if err != nil {
 			// Nothing to log in to: say so on the console and stay up.
 			log.Error("rescue: no shell for the rescuer", "error", err)
 			<-ctx.Done()
 			return nil
-		}
-		path := "/usr/sbin:/usr/bin:/sbin:/bin"
-		applets := filepath.Join(stateDir, "rescue-bin")
-		if err := installApplets(ctx, shell, applets); err != nil {
-			log.Warn("rescue: busybox applets not linked; the shell has only its builtins and the ramdisk's programs", "error", err)
-		} else {
-			path = applets + ":" + path
 		}
 		return rescue.Serve(ctx, rescue.Config{
 			Password: password,
@@ -45,6 +38,22 @@ func rescueServer(log *slog.Logger, stateDir string) func(context.Context, *shac
 			Log:      log,
 		})
 	}
+}
+
+// loginShell is busybox and a PATH for the shells of logins: the applets
+// linked into applets lead it when that works.
+func loginShell(ctx context.Context, log *slog.Logger, applets string) (shell, path string, err error) {
+	shell, err = registeredPath("busybox")
+	if err != nil {
+		return "", "", err
+	}
+	path = "/usr/sbin:/usr/bin:/sbin:/bin"
+	if err := installApplets(ctx, shell, applets); err != nil {
+		log.Warn("busybox applets not linked; the shell has only its builtins and the ramdisk's programs", "error", err)
+	} else {
+		path = applets + ":" + path
+	}
+	return shell, path, nil
 }
 
 // registeredPath finds a program of the registry on PATH.

@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
 
@@ -38,14 +40,16 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ring := agent.NewLogRing(2 << 20)
 	var level slog.LevelVar
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: &level}))
-	log.Info("ironic-agent", version.LogAttrs()...)
 	var cmdline string
+	var cmdlineErr error
 	if *cmdlineFile != "" {
 		b, err := os.ReadFile(*cmdlineFile)
-		if err != nil {
-			return fmt.Errorf("kernel command line: %w", err)
-		}
-		cmdline = string(b)
+		cmdline, cmdlineErr = string(b), err
+	}
+	// The boot MAC says which machine wrote every log that follows.
+	log.Info("ironic-agent", append(version.LogAttrs(), "boot_mac", logging.BootMAC(agent.NormalizeBOOTIF(bootIF(cmdline)), "/sys/class/net"))...)
+	if cmdlineErr != nil {
+		return fmt.Errorf("kernel command line: %w", cmdlineErr)
 	}
 	in := config.Inputs{Cmdline: cmdline, Flags: fv.Options, ConfigFiles: fv.ConfigFiles, ConfigDirs: fv.ConfigDirs}
 	if len(fv.ConfigFiles) == 0 && len(fv.ConfigDirs) == 0 {
@@ -91,4 +95,15 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return err
+}
+
+// bootIF is the BOOTIF parameter of a kernel command line ("" without
+// one), read before the configuration so the first log line has it.
+func bootIF(cmdline string) string {
+	for _, f := range strings.Fields(cmdline) {
+		if v, ok := strings.CutPrefix(f, "BOOTIF="); ok {
+			return v
+		}
+	}
+	return ""
 }

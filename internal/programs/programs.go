@@ -52,9 +52,10 @@ func registry() []Program {
 		{Name: "mkfs.ext2", Package: "e2fsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mkfs.xfs", Package: "xfsprogs", Feature: eph, Without: refuse, Check: []string{"-V"}},
 		{Name: "mdadm", Package: "mdadm", Feature: raid, Without: refuse + "; at start-up, arrays are not assembled (a warning)", Check: []string{"--version"}},
-		// Static: one file, no libraries; its applets are linked at rescue.
-		{Name: "busybox", Package: "busybox-static", Feature: "rescue: the shell (and its applets) of the rescue user's SSH and console logins; /bin/sh of the operator's executable steps",
-			Without: "rescue logins are impossible (an error on the console); the machine stays up; a step's #!/bin/sh script fails to start", Check: []string{"true"},
+		// Static: one file, no libraries; its applets are linked at rescue
+		// and at a debug login.
+		{Name: "busybox", Package: "busybox-static", Feature: "rescue and debug login: the shell (and its applets) of the rescue user's and root's SSH and console logins; /bin/sh of the operator's executable steps",
+			Without: "rescue and debug logins are impossible (an error on the console); the machine stays up; a step's #!/bin/sh script fails to start", Check: []string{"true"},
 			Aliases: []string{"sh"}},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent/config"
 	"github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/rescue"
 )
 
 // TestDocsMatchCode is the golden test of the generated reference pages.
@@ -92,7 +93,7 @@ func TestInitParamsComplete(t *testing.T) {
 	}
 	for _, n := range []string{rdinit.ParamCommand, rdinit.ParamExit, rdinit.ParamUpload, rdinit.ParamUploadDir, rdinit.ParamDHCP,
 		rdinit.ParamDHCPTimeout, rdinit.ParamModules, rdinit.ParamDebug, rdinit.ParamModuleJobs, rdinit.ParamIPv6,
-		rdinit.ParamNetworkData, rdinit.ParamPublisherID} {
+		rdinit.ParamNetworkData, rdinit.ParamPublisherID, rescue.ParamSSHKey, rescue.ParamRootPassword} {
 		if !slices.Contains(names, n) {
 			t.Errorf("%s missing from rdinit.Params", n)
 		}

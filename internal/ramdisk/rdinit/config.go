@@ -11,6 +11,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
+	"github.com/ironic-go/ironic-agent/rescue"
 )
 
 // Kernel command line parameters read by the init. Dotted names are ignored
@@ -107,6 +108,10 @@ func Params() []Param {
 		{ParamVLANs, "", "VLAN interfaces to create and run DHCP on before the agent starts: IFACE.VLAN, MAC.VLAN, IFACE or all (VLANs learnt from LLDP), comma-separated"},
 		{ParamCollectLLDP, "false", "with IFACE or all in " + ParamVLANs + ": learn the VLANs from LLDP"},
 		{ParamLLDPTimeout, secs(defaultLLDPWait), "seconds to listen for LLDP when learning VLANs"},
+		{rescue.ParamSSHKey, "", "diskimage-builder's dynamic-login: authorized_keys line(s), quoted (" + rescue.ParamSSHKey + "=\"ssh-ed25519 AAAA... operator@desk\"); root logs in over SSH with them from the first seconds of the boot, " +
+			"whatever the agent does; several keys one after another, or several " + rescue.ParamSSHKey + "= parameters; an unparsable key opens no SSH and is logged with why"},
+		{rescue.ParamRootPassword, "", "diskimage-builder's dynamic-login: root's password as a SHA-crypt hash (openssl passwd -6), or the base64 of one (openssl passwd -6 | base64 -w 0), which keeps $ off the command line; " +
+			"root logs in with it on every kernel console; another hash format opens nothing and is logged with why"},
 		{ParamIfnames, "1", "0: keep the kernel's NIC names (eth0, ...) instead of systemd's predictable names (eno1, ens3, enp1s0, ...) as IPA's images give them; " +
 			"a Dell iDRAC's or IBM IMM's USB NIC is still named idrac or ibmimm, as udev's rules name it"},
 		{ParamNamingScheme, netnames.DefaultScheme, "systemd's naming scheme for the predictable names (also spelt " + paramNamingSchemeDash + "): latest or one of " +

@@ -31,6 +31,9 @@ const (
 	EventNICsNamed = "NICs named"
 	// EventNetworkReady is logged when the network is up.
 	EventNetworkReady = "network ready"
+	// EventDebugLoginStarted is logged when the init started the debug
+	// login (sshkey=, rootpwd=).
+	EventDebugLoginStarted = "debug login started"
 	// EventAgentStarted is logged when the init started the agent (its uptime).
 	EventAgentStarted = "agent started"
 )

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +21,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/vmedia"
 	"github.com/ironic-go/ironic-agent/internal/version"
+	"github.com/ironic-go/ironic-agent/rescue"
 )
 
 // ModuleList is the file, inside the initramfs, naming the modules to load
@@ -43,19 +46,29 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}
 	start := time.Now()
 	mountErr := mountAll()
-	log := slog.New(slog.NewTextHandler(console, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The log goes to a file too (on /run, mounted above), from its first
+	// line: the agent puts it into the logs Ironic collects.
+	logFile, logFileErr := openInitLog(logging.InitLogFile)
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(console, logFile), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	log = log.With("component", "init")
-	// First, so the console says which agent and kernel booted.
-	log.Info(EventVersion, version.LogAttrs()...)
+	raw, rawErr := os.ReadFile("/proc/cmdline")
+	cmdline := ParseCmdline(string(raw))
+	cfg, err := ParseConfig(cmdline)
+	// First, so the console says which agent and kernel booted, and on
+	// which machine.
+	log.Info(EventVersion, append(version.LogAttrs(), "boot_mac", logging.BootMAC(cfg.BootIF, "/sys/class/net"))...)
+	if logFileErr != nil {
+		log.Warn("init log file", "file", logging.InitLogFile, "error", logFileErr)
+	}
 	for _, e := range mountErr {
 		log.Warn("mount", "error", e)
 	}
-	raw, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		log.Error("read kernel command line", "error", err)
+	if rawErr != nil {
+		log.Error("read kernel command line", "error", rawErr)
 	}
-	cmdline := ParseCmdline(string(raw))
-	cfg, err := ParseConfig(cmdline)
+	// The debug login before anything else that may hang: sshkey= and
+	// rootpwd= are for machines whose boot goes wrong.
+	debugPID := startDebugLogin(log, string(raw), io.MultiWriter(console, logFile), onPanic)
 	if err != nil {
 		// A bad parameter of ours must not keep the agent from starting:
 		// say so and go on with what parsed.
@@ -155,7 +168,91 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	waitBlock()
 	log.Info("block devices settled", "count", blockCount, "uptime", logging.Uptime())
 	log.Info("starting agent", "init_seconds", logging.Seconds(time.Since(start)), "uptime", logging.Uptime())
-	return supervise(ctx, log, cfg, console, onPanic)
+	return supervise(ctx, log, cfg, console, debugPID, onPanic)
+}
+
+// startDebugLogin starts `ironic-agent debug-login` (SSH and console
+// logins for root) when the command line names sshkey= or rootpwd=, and
+// returns its PID (0: none). It runs as a process of its own, not in PID
+// 1: its shells are its children, whose exit status PID 1's reaping of
+// every orphan would otherwise take from it. It parses the parameters
+// itself and logs what it refused and why, and its logins; its log goes
+// to out (the console and the init's log file) through a pipe.
+func startDebugLogin(log *slog.Logger, cmdline string, out io.Writer, onPanic func(error)) int {
+	if !rescue.BootLoginAsked(cmdline) {
+		return 0
+	}
+	self, err := os.Executable()
+	if err != nil {
+		self = "/usr/bin/ironic-agent"
+	}
+	logFD := uintptr(2)
+	r, w, perr := os.Pipe()
+	if perr == nil {
+		logFD = w.Fd()
+		defer w.Close()
+		go func() {
+			defer Recover(onPanic)
+			_, _ = io.Copy(out, r)
+			r.Close()
+		}()
+	} else {
+		log.Warn("debug login: its log goes to the console only", "error", perr)
+	}
+	argv := []string{"ironic-agent", "debug-login"}
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
+		Dir:   "/",
+		Env:   []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TERM=linux"},
+		Files: []uintptr{0, logFD, logFD},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		log.Error("debug login not started", "argv", strings.Join(argv, " "), "error", err)
+		return 0
+	}
+	log.Info(EventDebugLoginStarted, "pid", pid, "params", rescue.ParamSSHKey+", "+rescue.ParamRootPassword)
+	return pid
+}
+
+// openInitLog opens the init's log file for appending, or returns a
+// writer that drops everything and the reason.
+func openInitLog(path string) (io.Writer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return io.Discard, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return io.Discard, err
+	}
+	return &cappedWriter{w: f, left: maxInitLog}, nil
+}
+
+// maxInitLog bounds the init's log file in RAM (a tmpfs): the init logs
+// little after the agent started, but a NIC without a lease logs each
+// DHCP retry.
+const maxInitLog = 8 << 20
+
+// cappedWriter writes until left bytes are spent, then one line saying
+// so, then nothing; it never fails, so the console keeps every line.
+type cappedWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	left int
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.left < 0:
+	case len(p) <= c.left:
+		_, _ = c.w.Write(p)
+		c.left -= len(p)
+	default:
+		_, _ = fmt.Fprintf(c.w, "init log file full (%d bytes): the rest is on the console only\n", maxInitLog)
+		c.left = -1
+	}
+	return len(p), nil
 }
 
 // nameNICs renames the NICs as udev does in IPA's images (package

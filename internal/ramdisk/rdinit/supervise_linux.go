@@ -24,7 +24,14 @@ import (
 // supervise runs the agent as a child process and, as PID 1 must, reaps
 // every orphan. When the agent exits it is restarted (with backoff), or the
 // machine is powered off, rebooted or held, as configured.
-func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Writer, onPanic func(error)) error {
+func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Writer, debugPID int, onPanic func(error)) error {
+	// The debug login (startDebugLogin) is reaped here like any child:
+	// say so, since its logins are then gone.
+	other := func(pid int, ws unix.WaitStatus) {
+		if pid == debugPID && debugPID != 0 {
+			log.Warn("debug login exited: no more debug logins", "pid", pid, "status", describe(ws))
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		self = "/usr/bin/ironic-agent"
@@ -45,7 +52,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 			log.Error("start agent", "argv", strings.Join(argv, " "), "error", err)
 		} else {
 			log.Info(EventAgentStarted, "pid", pid, "argv", strings.Join(argv, " "), "uptime", logging.Uptime())
-			status = reapUntil(pid)
+			status = reapUntil(pid, other)
 			log.Info("agent exited", "argv", strings.Join(argv, " "), "status", describe(status), "seconds", logging.Seconds(time.Since(t)))
 		}
 		ok := err == nil && status.Exited() && status.ExitStatus() == 0
@@ -68,7 +75,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 		case exitHold:
 			log.Info("holding: the machine stays up")
 			for {
-				reapUntil(-1)
+				reapUntil(-1, other)
 				time.Sleep(time.Second)
 			}
 		}
@@ -77,8 +84,9 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 }
 
 // reapUntil waits for children until pid exits (pid -1: until there are no
-// children left), collecting orphans on the way.
-func reapUntil(pid int) unix.WaitStatus {
+// children left), collecting orphans on the way and telling other of
+// each.
+func reapUntil(pid int, other func(pid int, ws unix.WaitStatus)) unix.WaitStatus {
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -91,6 +99,7 @@ func reapUntil(pid int) unix.WaitStatus {
 		if got == pid {
 			return ws
 		}
+		other(got, ws)
 	}
 }
 
