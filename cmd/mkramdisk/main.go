@@ -1,9 +1,10 @@
-// Command mkramdisk builds the agent ramdisk: a Debian kernel (fetched with
-// apt-get download and cached), an initramfs whose /init is a static
+// Command mkramdisk builds the agent ramdisk: a Debian kernel (fetched from
+// a Debian mirror, verified against the archive's signature, and cached),
+// an initramfs whose /init is a static
 // ironic-agent plus the kernel modules the hardware needs, and optionally a
 // bootable ISO for virtual media. It needs no root.
 //
-//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...]
+//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...] [-mirror URL] [-security-mirror URL]
 //
 // With -cached the ramdisk goes into the shared content-keyed cache
 // (ramdisk.BuildCached) instead of -out, and -json prints where: the VM
@@ -28,6 +29,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/programs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 )
 
 func main() {
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string) error {
 	out := fs.String("out", "build/ramdisk", "output directory")
 	flavour := fs.String("kernel", ramdisk.DefaultKernelFlavour, "kernel flavour, the Debian release the kernel and firmware come from: "+flavourNames())
 	pkg := fs.String("kernel-package", "", "Debian kernel package of the flavour's suites (default: the one their linux-image-amd64 depends on)")
+	mirror := fs.String("mirror", "", "Debian archive `URL` the packages come from (default: the host's Debian mirror in /etc/apt, else Debian's own)")
+	secMirror := fs.String("security-mirror", "", "Debian security archive `URL` the -security suites come from (default: the host's, else Debian's own)")
 	cache := fs.String("cache", "", "download cache (default: $IRONIC_AGENT_CACHE or $XDG_CACHE_HOME/ironic-agent)")
 	agent := fs.String("agent", "", "prebuilt static ironic-agent binary (default: build ./cmd/ironic-agent)")
 	mods := fs.String("modules", "", "comma-separated kernel modules, replacing the manifest (its subtrees too)")
@@ -91,6 +95,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror}); err != nil {
+		return err
+	}
 	k, err := ramdisk.FetchKernel(ctx, *cache, fl, *pkg)
 	if err != nil {
 		return err
@@ -117,7 +124,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	if *progs {
-		if opts.Programs, err = ramdisk.FetchPrograms(ctx, *cache, programs.All()); err != nil {
+		if opts.Programs, err = ramdisk.FetchPrograms(ctx, *cache, fl.Mirrors, programs.All()); err != nil {
 			return err
 		}
 	}
