@@ -2,6 +2,7 @@ package debian
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -47,7 +48,17 @@ func readStanzas(r io.Reader, where string, keep map[string]bool, fn func(Stanza
 	cur := Stanza{}
 	last := ""
 	n := 0
+	// A field's continuation lines are joined when it ends: an InRelease
+	// SHA256 field has thousands.
+	var more []string
+	endField := func() {
+		if len(more) > 0 {
+			cur[last] += "\n" + strings.Join(more, "\n")
+			more = more[:0]
+		}
+	}
 	flush := func() error {
+		endField()
 		if len(cur) == 0 {
 			return nil
 		}
@@ -55,11 +66,13 @@ func readStanzas(r io.Reader, where string, keep map[string]bool, fn func(Stanza
 		cur, last = make(Stanza, len(s)), ""
 		return fn(s)
 	}
+	// Lines are read as bytes and only kept fields become strings: a
+	// Packages index is a million lines, mostly descriptions.
 	for sc.Scan() {
 		n++
-		line := sc.Text()
+		line := sc.Bytes()
 		switch {
-		case strings.TrimSpace(line) == "":
+		case len(bytes.TrimSpace(line)) == 0:
 			if err := flush(); err != nil {
 				return err
 			}
@@ -70,17 +83,20 @@ func readStanzas(r io.Reader, where string, keep map[string]bool, fn func(Stanza
 				return fmt.Errorf("%s:%d: continuation line before any field", where, n)
 			}
 			if _, ok := cur[last]; ok {
-				cur[last] += "\n" + strings.TrimSpace(line)
+				more = append(more, string(bytes.TrimSpace(line)))
 			}
 		default:
-			k, v, ok := strings.Cut(line, ":")
-			if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			k, v, ok := bytes.Cut(line, []byte(":"))
+			if !ok || len(k) == 0 || bytes.ContainsAny(k, " \t") {
 				return fmt.Errorf("%s:%d: not a \"Field: value\" line: %.80q", where, n, line)
 			}
-			if keep == nil || keep[k] {
-				cur[k] = strings.TrimSpace(v)
+			endField()
+			if keep == nil || keep[string(k)] {
+				last = string(k)
+				cur[last] = string(bytes.TrimSpace(v))
+			} else {
+				last = "-" // a field not kept: its continuations are skipped
 			}
-			last = k
 		}
 	}
 	if err := sc.Err(); err != nil {
