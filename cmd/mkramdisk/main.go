@@ -148,7 +148,8 @@ func run(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*ramdisk.Result
 			KernelFlavour, KernelPackage, KernelVersion string
-		}{res, k.Flavour, k.Package, k.Version})
+			KernelImage                                 string // the bzImage in the download cache, beside which ramdisk.PVH keeps its vmlinux
+		}{res, k.Flavour, k.Package, k.Version, k.Vmlinuz})
 	}
 	as := size(res.Agent)
 	fmt.Printf("kernel     %s (%s: %s, %s)\n", res.Kernel, k.Flavour, k.Package, mib(ks))
