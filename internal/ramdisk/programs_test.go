@@ -274,4 +274,20 @@ func TestPlanPrograms(t *testing.T) {
 	if _, _, err := planPrograms([]programs.Program{{Name: "mkfs.xfs", Package: "tools"}}, []FirmwarePackage{tools, c}); err == nil || !strings.Contains(err.Error(), "ships no mkfs.xfs") {
 		t.Errorf("got %v", err)
 	}
+	// Debian 13's libc6 (merged /usr) ships the loader below /usr only:
+	// the archive gets /lib64/... as a link to it.
+	merged := FirmwarePackage{Name: "libc6", Dir: filepath.Join(root, "libc6-merged")}
+	write(filepath.Join(merged.Dir, "usr/lib64/ld-linux-x86-64.so.2"), ld)
+	write(filepath.Join(merged.Dir, "usr/lib/x86_64-linux-gnu/libc.so.6"), libcData)
+	files, unresolved, err = planPrograms(progs[:1], []FirmwarePackage{tools, merged})
+	if err != nil || len(unresolved) > 0 {
+		t.Fatalf("merged /usr: err %v, unresolved %+v", err, unresolved)
+	}
+	got = map[string]string{}
+	for _, f := range files {
+		got[f.Path] = f.Link + " " + f.Package
+	}
+	if got["lib64/ld-linux-x86-64.so.2"] != "/usr/lib64/ld-linux-x86-64.so.2 libc6" || got["usr/lib64/ld-linux-x86-64.so.2"] != " libc6" {
+		t.Errorf("merged /usr loader: %v", got)
+	}
 }
