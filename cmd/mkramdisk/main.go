@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string) error {
 	pkg := fs.String("kernel-package", "", "Debian kernel package of the flavour's suites (default: the one their linux-image-amd64 depends on)")
 	mirror := fs.String("mirror", "", "Debian archive `URL` the packages come from (default: the host's Debian mirror in /etc/apt, else Debian's own)")
 	secMirror := fs.String("security-mirror", "", "Debian security archive `URL` the -security suites come from (default: the host's, else Debian's own)")
+	ignoreValidUntil := fs.Bool("ignore-valid-until", false, "take suites whose InRelease has expired (Valid-Until), for a frozen mirror such as a snapshot (also when the host's apt sets Acquire::Check-Valid-Until \"false\")")
 	cache := fs.String("cache", "", "download cache (default: $IRONIC_AGENT_CACHE or $XDG_CACHE_HOME/ironic-agent)")
 	agent := fs.String("agent", "", "prebuilt static ironic-agent binary (default: build ./cmd/ironic-agent)")
 	mods := fs.String("modules", "", "comma-separated kernel modules, replacing the manifest (its subtrees too)")
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror}); err != nil {
+	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror, IgnoreValidUntil: *ignoreValidUntil}); err != nil {
 		return err
 	}
 	k, err := ramdisk.FetchKernel(ctx, *cache, fl, *pkg)

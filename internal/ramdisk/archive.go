@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,8 +27,13 @@ var debianSuiteNames = []string{"buster", "bullseye", "bookworm", "trixie", "for
 // Debian sources when it has them (HostDebianSources of /etc/apt: the
 // first mirror of a Debian suite, and the first of a -security suite),
 // else with Debian's own (debian.DefaultArchive, debian.DefaultSecurity).
-// The host's apt configuration is only read.
+// Expired suites are taken (IgnoreValidUntil) when m says so or the
+// host's apt does (Acquire::Check-Valid-Until "false": a host on a
+// frozen mirror). The host's apt configuration is only read.
 func ResolveMirrors(m debian.Mirrors) (debian.Mirrors, error) {
+	if !m.IgnoreValidUntil {
+		m.IgnoreValidUntil = hostIgnoresValidUntil("/etc/apt")
+	}
 	if m.Archive == "" || m.Security == "" {
 		archive, security := hostMirrors("/etc/apt")
 		if m.Archive == "" {
@@ -49,6 +55,22 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// checkValidUntilOff matches apt's option turning the Valid-Until check
+// off, in its one-line form.
+var checkValidUntilOff = regexp.MustCompile(`(?mi)^\s*Acquire::Check-Valid-Until\s+"?(false|no|0|off)"?\s*;`)
+
+// hostIgnoresValidUntil says whether the host's apt configuration (etc:
+// apt.conf and apt.conf.d/*) turns the Valid-Until check off.
+func hostIgnoresValidUntil(etc string) bool {
+	files, _ := filepath.Glob(filepath.Join(etc, "apt.conf.d", "*"))
+	for _, p := range append([]string{filepath.Join(etc, "apt.conf")}, files...) {
+		if b, err := os.ReadFile(p); err == nil && checkValidUntilOff.Match(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostMirrors returns the URIs of the host's first Debian archive and

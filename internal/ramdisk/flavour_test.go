@@ -59,6 +59,18 @@ func TestResolveMirrors(t *testing.T) {
 	if _, err := ResolveMirrors(debian.Mirrors{Archive: "ftp://a.example/debian", Security: "http://s"}); err == nil || !strings.Contains(err.Error(), "ftp://a.example/debian") {
 		t.Errorf("ftp mirror: %v", err)
 	}
+	if hostIgnoresValidUntil(etc) {
+		t.Error("no apt.conf: Valid-Until ignored")
+	}
+	if err := os.MkdirAll(filepath.Join(etc, "apt.conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "apt.conf.d", "99snapshot"), []byte("// frozen\nAcquire::Check-Valid-Until \"false\";\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !hostIgnoresValidUntil(etc) {
+		t.Error("Acquire::Check-Valid-Until \"false\" not read")
+	}
 }
 
 func TestDecompressedSuffix(t *testing.T) {

@@ -41,7 +41,7 @@ import (
 // sources of its own.
 const (
 	DefaultArchive  = "http://deb.debian.org/debian"
-	DefaultSecurity = "http://deb.debian.org/debian-security"
+	DefaultSecurity = "http://security.debian.org/debian-security"
 )
 
 // Mirrors are the archives packages come from: the security archive for
@@ -49,6 +49,9 @@ const (
 type Mirrors struct {
 	Archive  string // e.g. the base URL holding dists/ and pool/ of trixie
 	Security string // the same for trixie-security
+	// IgnoreValidUntil takes suites whose InRelease has expired (see
+	// Release.Expired): for a frozen mirror, such as a snapshot.
+	IgnoreValidUntil bool
 }
 
 // For returns the mirror of suite.
@@ -109,6 +112,14 @@ func (c *Client) now() time.Time {
 	return time.Now()
 }
 
+// fresh is r.Expired unless the mirrors allow expired suites.
+func (c *Client) fresh(r *Release) error {
+	if c.Mirrors.IgnoreValidUntil {
+		return nil
+	}
+	return r.Expired(c.now())
+}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
@@ -155,7 +166,7 @@ func (c *Client) Release(ctx context.Context, suite string) (*Release, error) {
 	}
 	if st, err := os.Stat(p); err == nil && c.now().Sub(st.ModTime()) < maxAge {
 		if b, err := os.ReadFile(p); err == nil {
-			if r, err := ParseInRelease(b, kr, suite, u, c.now()); err == nil {
+			if r, err := ParseInRelease(b, kr, suite, u, c.now()); err == nil && c.fresh(r) == nil {
 				return r, nil
 			}
 		}
@@ -174,6 +185,9 @@ func (c *Client) Release(ctx context.Context, suite string) (*Release, error) {
 	}
 	r, err := ParseInRelease(b, kr, suite, u, c.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := c.fresh(r); err != nil {
 		return nil, err
 	}
 	if err := writeFile(p, b); err != nil {

@@ -420,11 +420,24 @@ func TestValidUntil(t *testing.T) {
 	text := "Suite: trixie-security\nValid-Until: " + until.Format(time.RFC1123) + "\nSHA256:\n " + strings.Repeat("0", 64) + " 1 main/binary-amd64/Packages\n"
 	b := sign(t, k, text)
 	kr := openpgp.EntityList{k}
-	if _, err := ParseInRelease(b, kr, "trixie-security", "u", time.Now()); err != nil {
-		t.Errorf("valid: %v", err)
+	r, err := ParseInRelease(b, kr, "trixie-security", "u", time.Now())
+	if err != nil || r.Expired(time.Now()) != nil {
+		t.Fatalf("valid: %v", err)
 	}
-	if _, err := ParseInRelease(b, kr, "trixie-security", "u", until.Add(time.Hour)); err == nil || !strings.Contains(err.Error(), "expired") {
+	if err := r.Expired(until.Add(time.Hour)); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired: %v", err)
+	}
+	// Through a client: refused, unless the mirror is declared frozen.
+	a := newFakeArchive(t)
+	a.files["/dists/trixie-security/InRelease"] = sign(t, a.key, text)
+	c := a.client(t)
+	c.Now = func() time.Time { return until.Add(time.Hour) }
+	if _, err := c.Release(t.Context(), "trixie-security"); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("expired through the client: %v", err)
+	}
+	c.Mirrors.IgnoreValidUntil = true
+	if _, err := c.Release(t.Context(), "trixie-security"); err != nil {
+		t.Errorf("frozen mirror: %v", err)
 	}
 }
 

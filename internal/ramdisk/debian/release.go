@@ -70,10 +70,9 @@ var ErrSignature = errors.New("signature does not verify")
 
 // ParseInRelease verifies the clear-signed InRelease data against
 // keyring (one good signature by a key of it is enough, as apt's gpgv)
-// and parses the signed text. Only the signed text is read: whatever
-// surrounds the signed block is ignored. now is checked against the
-// file's Valid-Until (set by the security archive), so a mirror serving
-// a stale suite fails as apt fails.
+// at time now and parses the signed text. Only the signed text is read:
+// whatever surrounds the signed block is ignored. Valid-Until is parsed,
+// not checked: see Release.Expired.
 func ParseInRelease(data []byte, keyring openpgp.KeyRing, suite, url string, now time.Time) (*Release, error) {
 	b, _ := clearsign.Decode(data)
 	if b == nil {
@@ -103,9 +102,6 @@ func ParseInRelease(data []byte, keyring openpgp.KeyRing, suite, url string, now
 			return nil, fmt.Errorf("debian: suite %s: %s: Valid-Until %q: %w", suite, url, v, err)
 		}
 		r.ValidUntil = t
-		if now.After(t) {
-			return nil, fmt.Errorf("debian: suite %s: %s expired at %s (Valid-Until): the mirror is not up to date; pick another", suite, url, v)
-		}
 	}
 	for line := range strings.SplitSeq(r.Fields.Get("SHA256"), "\n") {
 		f := strings.Fields(line)
@@ -126,6 +122,17 @@ func ParseInRelease(data []byte, keyring openpgp.KeyRing, suite, url string, now
 		return nil, fmt.Errorf("debian: suite %s: %s lists no SHA256 digests", suite, url)
 	}
 	return r, nil
+}
+
+// Expired fails when the file's Valid-Until (set by the security archive
+// and testing) has passed at now: a mirror serving a stale suite, which
+// apt refuses too unless told otherwise (Acquire::Check-Valid-Until).
+func (r *Release) Expired(now time.Time) error {
+	if !r.ValidUntil.IsZero() && now.After(r.ValidUntil) {
+		return fmt.Errorf("debian: suite %s: %s expired at %s (Valid-Until): the mirror is not up to date; pick another, or, for a frozen mirror (a snapshot), allow expired suites (mkramdisk -ignore-valid-until)",
+			r.Suite, r.URL, r.ValidUntil.Format(time.RFC1123))
+	}
+	return nil
 }
 
 // Index returns the best-compressed form of the index file base (e.g.
