@@ -10,12 +10,18 @@ agent:
 		./cmd/ironic-agent
 
 # build/ramdisk/ironic-agent.kernel + ironic-agent.initramfs: Debian's kernel
-# (apt-get download, cached in $XDG_CACHE_HOME/ironic-agent) and an initramfs
-# whose /init is a static ironic-agent. No root needed.
+# (fetched from a Debian mirror and verified, cached in
+# $XDG_CACHE_HOME/ironic-agent) and an initramfs whose /init is a static
+# ironic-agent. No root, apt or dpkg needed.
 # KERNEL picks the kernel flavour: bookworm, trixie (the default), newest.
+# MIRROR and SECURITY_MIRROR pick the Debian archive and security archive
+# (default: the host's Debian mirrors, else Debian's own).
 KERNEL ?= trixie
+MIRROR ?=
+SECURITY_MIRROR ?=
+MIRROR_FLAGS = -mirror "$(MIRROR)" -security-mirror "$(SECURITY_MIRROR)"
 ramdisk:
-	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)"
+	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)" $(MIRROR_FLAGS)
 
 # Boot the ramdisk in QEMU: every module of the manifest loads, and the
 # kernel loads every firmware file in it (e2e/ramdisk/modules).
@@ -26,7 +32,7 @@ ramdisk-check:
 # grub-mkrescue: grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools).
 # Kernel parameters for the boot entry: make iso CMDLINE="ipa-api-url=..."
 iso:
-	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)" -iso -cmdline "$(CMDLINE)"
+	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)" $(MIRROR_FLAGS) -iso -cmdline "$(CMDLINE)"
 
 # The release directory (docs/releases.md): the versioned kernel, initramfs
 # and ISO with their .sha256, the SPDX bill of materials, IPA's layout

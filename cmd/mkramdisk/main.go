@@ -1,9 +1,10 @@
-// Command mkramdisk builds the agent ramdisk: a Debian kernel (fetched with
-// apt-get download and cached), an initramfs whose /init is a static
+// Command mkramdisk builds the agent ramdisk: a Debian kernel (fetched from
+// a Debian mirror, verified against the archive's signature, and cached),
+// an initramfs whose /init is a static
 // ironic-agent plus the kernel modules the hardware needs, and optionally a
 // bootable ISO for virtual media. It needs no root.
 //
-//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...]
+//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...] [-mirror URL] [-security-mirror URL]
 //
 // With -cached the ramdisk goes into the shared content-keyed cache
 // (ramdisk.BuildCached) instead of -out, and -json prints where: the VM
@@ -27,6 +28,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 	"github.com/ironic-go/ironic-agent/internal/release"
 )
 
@@ -45,6 +47,9 @@ func run(ctx context.Context, args []string) error {
 	out := fs.String("out", "build/ramdisk", "output directory")
 	flavour := fs.String("kernel", ramdisk.DefaultKernelFlavour, "kernel flavour, the Debian release the kernel and firmware come from: "+flavourNames())
 	pkg := fs.String("kernel-package", "", "Debian kernel package of the flavour's suites (default: the one their linux-image-amd64 depends on)")
+	mirror := fs.String("mirror", "", "Debian archive `URL` the packages come from (default: the host's Debian mirror in /etc/apt, else Debian's own)")
+	secMirror := fs.String("security-mirror", "", "Debian security archive `URL` the -security suites come from (default: the host's, else Debian's own)")
+	ignoreValidUntil := fs.Bool("ignore-valid-until", false, "take suites whose InRelease has expired (Valid-Until), for a frozen mirror such as a snapshot (also when the host's apt sets Acquire::Check-Valid-Until \"false\")")
 	cache := fs.String("cache", "", "download cache (default: $IRONIC_AGENT_CACHE or $XDG_CACHE_HOME/ironic-agent)")
 	agent := fs.String("agent", "", "prebuilt static ironic-agent binary (default: build ./cmd/ironic-agent)")
 	mods := fs.String("modules", "", "comma-separated kernel modules, replacing the manifest (its subtrees too)")
@@ -89,6 +94,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	fl, err := ramdisk.LookupKernelFlavour(*flavour)
 	if err != nil {
+		return err
+	}
+	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror, IgnoreValidUntil: *ignoreValidUntil}); err != nil {
 		return err
 	}
 	opts, err := ramdisk.FetchInputs(ctx, *cache, ramdisk.Inputs{Flavour: fl, KernelPackage: *pkg, Firmware: *firmware, Programs: *progs})
@@ -137,7 +145,8 @@ func run(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*ramdisk.Result
 			KernelFlavour, KernelPackage, KernelVersion string
-		}{res, k.Flavour, k.Package, k.Version})
+			KernelImage                                 string // the bzImage in the download cache, beside which ramdisk.PVH keeps its vmlinux
+		}{res, k.Flavour, k.Package, k.Version, k.Vmlinuz})
 	}
 	as := size(res.Agent)
 	fmt.Printf("kernel     %s (%s: %s, %s)\n", res.Kernel, k.Flavour, k.Package, mib(ks))

@@ -2,9 +2,9 @@ package ramdisk
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,17 +12,19 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 )
 
 // FirmwarePackage is an extracted Debian firmware package.
 type FirmwarePackage struct {
-	Name   string // e.g. firmware-bnx2
-	Deb    string // the .deb it came from
-	SHA256 string // of Deb: the cache key's part for it
-	Dir    string // the extracted tree
+	Name    string // e.g. firmware-bnx2
+	Version string // the Debian version taken
+	Source  string // its source package
+	URL     string // where the .deb was fetched from
+	Deb     string // the .deb it came from
+	SHA256  string // of Deb: the cache key's part for it
+	Dir     string // the extracted tree
 }
 
 // File returns the host path of firmware file name as the package ships
@@ -59,249 +61,48 @@ func (p FirmwarePackage) lookup(name string) (host, archived string, ok bool) {
 const firmwareDebianComponents = "main non-free-firmware"
 
 // FetchFirmware downloads the Debian packages pkgs (see FirmwarePackages)
-// of kernel flavour f's suites into cacheDir/firmware/<flavour>/debs and
-// extracts each into cacheDir/firmware/<flavour>/pkg/<sha256 of the .deb>,
-// so a new package version is a new directory and never mixed with an
-// older one. Packages already downloaded are reused without asking apt,
-// as FetchKernel does. The firmware comes from the kernel's own release:
-// its drivers ask for the file names that release ships.
-//
-// The build host's apt sources may lack the non-free-firmware component
-// and the flavour's suites, and this must not change them: apt runs with
-// the flavour's configuration of its own (flavourApt: sources, lists and
-// caches below cacheDir/apt/<flavour>) built from the host's mirrors
-// (HostDebianSources) with the components main and non-free-firmware.
+// of kernel flavour f's suites (the highest version across them, from
+// f's mirrors with the Debian archive client, verified against the
+// archive's signature) and extracts each into
+// cacheDir/firmware/<flavour>/pkg/<sha256 of the .deb>, so a new package
+// version is a new directory and never mixed with an older one. The
+// firmware comes from the kernel's own release: its drivers ask for the
+// file names that release ships.
 //
 // A package marked optional that the flavour's suites lack (a package
 // one release split off another: firmware-intel-misc from
 // firmware-misc-nonfree in Debian 13) is left out; a required one that is
-// missing fails the download.
+// missing fails, naming the suites searched.
 func FetchFirmware(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []ManifestEntry) ([]FirmwarePackage, error) {
-	base := filepath.Join(cacheDir, "firmware", f.Name)
+	c, ix, err := flavourIndex(ctx, cacheDir, f)
+	if err != nil {
+		return nil, err
+	}
 	var names []string
 	for _, p := range pkgs {
-		if p.Optional {
-			deb, err := findDeb(filepath.Join(base, "debs"), p.Name)
-			if err != nil {
-				return nil, err
-			}
-			if deb == "" {
-				aptDir, err := flavourApt(ctx, cacheDir, f)
-				if err != nil {
-					return nil, err
-				}
-				if !aptHasPackage(ctx, aptDir, p.Name) {
-					continue
-				}
-			}
+		if _, ok := ix.Lookup(p.Name); !ok && p.Optional {
+			continue
 		}
 		names = append(names, p.Name)
 	}
-	return fetchPackages(ctx, base, names, func(ctx context.Context) (string, error) {
-		return flavourApt(ctx, cacheDir, f)
-	})
-}
-
-// aptHasPackage says whether the private apt configuration in aptDir has
-// a candidate for pkg.
-func aptHasPackage(ctx context.Context, aptDir, pkg string) bool {
-	out, err := run(ctx, "", "apt-cache", append(privateApt(aptDir), "policy", pkg)...)
-	return err == nil && bytes.Contains(out, []byte("Candidate:")) && !bytes.Contains(out, []byte("Candidate: (none)"))
-}
-
-// fetchPackages downloads pkgs into base/debs with the private apt
-// configuration aptDir returns (called only when a package is missing)
-// and extracts each into base/pkg/<sha256 of the .deb>; see FetchFirmware.
-func fetchPackages(ctx context.Context, base string, pkgs []string, aptDir func(context.Context) (string, error)) ([]FirmwarePackage, error) {
-	debs := filepath.Join(base, "debs")
-	if err := os.MkdirAll(debs, 0o755); err != nil {
-		return nil, fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	var missing []string
-	for _, p := range pkgs {
-		d, err := findDeb(debs, p)
-		if err != nil {
-			return nil, err
-		}
-		if d == "" {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		dir, err := aptDir(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := aptGetDownload(ctx, dir, debs, missing); err != nil {
-			return nil, err
-		}
-	}
-	var out []FirmwarePackage
-	for _, p := range pkgs {
-		deb, err := findDeb(debs, p)
-		if err != nil {
-			return nil, err
-		}
-		if deb == "" {
-			return nil, fmt.Errorf("ramdisk: packages: apt-get download %s left no %s_*.deb in %s", p, p, debs)
-		}
-		sum, err := cachedir.FileSHA256(deb)
-		if err != nil {
-			return nil, err
-		}
-		dir := filepath.Join(base, "pkg", sum[:32])
-		if !fileExists(filepath.Join(dir, ".done")) {
-			if err := extractDeb(ctx, deb, dir); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, FirmwarePackage{Name: p, Deb: deb, SHA256: sum, Dir: dir})
-	}
-	return out, nil
-}
-
-// extractDeb unpacks deb into dir through a temporary directory, marking
-// it whole with dir/.done.
-func extractDeb(ctx context.Context, deb, dir string) error {
-	tmp := dir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	if _, err := run(ctx, "", "dpkg-deb", "-x", deb, tmp); err != nil {
-		return fmt.Errorf("ramdisk: packages: extract %s: %w", deb, err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".done"), nil, 0o644); err != nil {
-		return fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	return nil
-}
-
-// hostApt writes a private apt configuration below base/apt for the
-// archive components of the host's own suites and fetches its lists; it
-// returns the directory (see privateApt).
-func hostApt(ctx context.Context, base, components string) (string, error) {
-	srcs, err := HostDebianSources("/etc/apt")
-	if err != nil {
-		return "", err
-	}
-	aptDir := filepath.Join(base, "apt")
-	list, err := writeSources(aptDir, srcs, components)
-	if err != nil {
-		return "", err
-	}
-	if _, err := run(ctx, "", "apt-get", append(privateApt(aptDir), "-qq", "update")...); err != nil {
-		return "", fmt.Errorf("ramdisk: packages: package lists for %s: %w", list, err)
-	}
-	return aptDir, nil
-}
-
-// aptGetDownload downloads pkgs into debs with the private apt
-// configuration in aptDir.
-func aptGetDownload(ctx context.Context, aptDir, debs string, pkgs []string) error {
-	// apt drops privileges to _apt for downloads when it can; let it write.
-	_ = os.Chmod(debs, 0o777)
-	if _, err := run(ctx, debs, "apt-get", append(append(privateApt(aptDir), "download"), pkgs...)...); err != nil {
-		return fmt.Errorf("ramdisk: packages: download: %w", err)
-	}
-	return nil
-}
-
-// writeSources makes aptDir's directories and its sources.list: each of
-// srcs with the components.
-func writeSources(aptDir string, srcs []string, components string) (string, error) {
-	for _, d := range []string{"lists/partial", "cache/archives/partial", "preferences.d"} {
-		if err := os.MkdirAll(filepath.Join(aptDir, d), 0o755); err != nil {
-			return "", fmt.Errorf("ramdisk: packages: %w", err)
-		}
-	}
-	list := filepath.Join(aptDir, "sources.list")
-	var b strings.Builder
-	for _, s := range srcs {
-		fmt.Fprintf(&b, "%s %s\n", s, components)
-	}
-	if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("ramdisk: packages: %w", err)
-	}
-	return list, nil
-}
-
-// privateApt is the apt options for a configuration of its own in aptDir
-// (see writeSources).
-func privateApt(aptDir string) []string {
-	return []string{
-		"-o", "Dir::Etc::SourceList=" + filepath.Join(aptDir, "sources.list"),
-		"-o", "Dir::Etc::SourceParts=-",
-		"-o", "Dir::State::Lists=" + filepath.Join(aptDir, "lists"),
-		"-o", "Dir::Cache=" + filepath.Join(aptDir, "cache"),
-		// Not the host's pins either (writePreferences may write some).
-		"-o", "Dir::Etc::Preferences=" + filepath.Join(aptDir, "preferences"),
-		"-o", "Dir::Etc::PreferencesParts=" + filepath.Join(aptDir, "preferences.d"),
-		// Not the host's installed packages, and not its lock: this apt
-		// touches nothing but the files above.
-		"-o", "Dir::State::Status=/dev/null",
-		"-o", "Debug::NoLocking=1",
-	}
-}
-
-// contentsTarget is the options that make apt fetch (and verify against the signed Release
-// file, as any index) each component's Contents-all, the list of every
-// file of its architecture-independent packages (firmware packages are),
-// and nothing else.
-func contentsTarget() []string {
-	return []string{
-		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::MetaKey=$(COMPONENT)/Contents-all",
-		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::ShortDescription=Contents-all",
-		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::Description=$(RELEASE)/$(COMPONENT) all Contents",
-		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatMetaKey=Contents-all",
-		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::flatDescription=$(RELEASE) Contents",
-		"-o", "Acquire::IndexTargets::deb::Contents-ironic-agent::PDiffs=false",
-		"-o", "Acquire::IndexTargets::deb::Packages::DefaultEnabled=false",
-		"-o", "Acquire::IndexTargets::deb::Translations::DefaultEnabled=false",
-		"-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
-	}
+	return fetchPackages(ctx, c, ix, filepath.Join(cacheDir, "firmware", f.Name), names)
 }
 
 // FirmwareIndex returns which Debian packages ship each firmware file
 // (name below /lib/firmware -> packages): the non-free-firmware
-// component's Contents-all of kernel flavour f's suites, fetched once
-// into cacheDir/firmware/<flavour>/apt-contents (with a private apt
-// configuration like FetchFirmware's), plus the files of pkgs. main's
-// Contents (34 MiB) is not fetched: the only package in main that ships
-// kernel firmware is firmware-linux-free, which firmware-packages.txt
-// lists.
+// component's Contents-all of kernel flavour f's suites (verified
+// against their InRelease like every index), plus the files of pkgs.
+// main's Contents (34 MiB) is not fetched: the only package in main that
+// ships kernel firmware is firmware-linux-free, which
+// firmware-packages.txt lists.
 func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []FirmwarePackage) (map[string][]string, error) {
-	aptDir := filepath.Join(cacheDir, "firmware", f.Name, "apt-contents")
-	files, _ := filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
-	if len(files) == 0 {
-		hostSrcs, err := HostDebianSources("/etc/apt")
-		if err != nil {
-			return nil, err
-		}
-		srcs, err := flavourSources(hostSrcs, f)
-		if err != nil {
-			return nil, err
-		}
-		list, err := writeSources(aptDir, srcs, "non-free-firmware")
-		if err != nil {
-			return nil, err
-		}
-		args := append(append(privateApt(aptDir), contentsTarget()...), "-qq", "update")
-		if _, err := run(ctx, "", "apt-get", args...); err != nil {
-			return nil, fmt.Errorf("ramdisk: firmware: Contents for %s: %w", list, err)
-		}
-		files, _ = filepath.Glob(filepath.Join(aptDir, "lists", "*Contents-all*"))
-		if len(files) == 0 {
-			return nil, fmt.Errorf("ramdisk: firmware: apt-get update left no Contents-all in %s", filepath.Join(aptDir, "lists"))
-		}
+	c, err := archiveClient(cacheDir, f.Mirrors)
+	if err != nil {
+		return nil, err
+	}
+	readers, err := c.Contents(ctx, f.Suites, "non-free-firmware", "all")
+	if err != nil {
+		return nil, fmt.Errorf("ramdisk: firmware: kernel flavour %s: %w", f.Name, err)
 	}
 	idx := map[string][]string{}
 	add := func(name, pkg string) {
@@ -309,13 +110,13 @@ func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs [
 			idx[name] = append(idx[name], pkg)
 		}
 	}
-	for _, f := range files {
-		// apt keeps lists recompressed (lz4 here); its helper reads them.
-		out, err := run(ctx, "", "/usr/lib/apt/apt-helper", "cat-file", f)
+	for _, r := range readers {
+		b, err := io.ReadAll(r)
+		r.Close()
 		if err != nil {
-			return nil, fmt.Errorf("ramdisk: firmware: %w", err)
+			return nil, fmt.Errorf("ramdisk: firmware: Contents-all: %w", err)
 		}
-		for name, pkgs := range parseContents(string(out)) {
+		for name, pkgs := range parseContents(string(b)) {
 			for _, p := range pkgs {
 				add(name, p)
 			}
@@ -368,8 +169,9 @@ func parseContents(text string) map[string][]string {
 	return out
 }
 
-// HostDebianSources returns the build host's Debian archives as the start
-// of one-line sources.list entries, "deb [signed-by=KEYRING] URI SUITE",
+// HostDebianSources returns the build host's Debian archives (read
+// only, for ResolveMirrors' default mirrors) as the start of one-line
+// sources.list entries, "deb [signed-by=KEYRING] URI SUITE",
 // from etc/sources.list, etc/sources.list.d/*.list and *.sources (deb822):
 // every "deb" source with the main component, whose mirror and suites are
 // then used for other components of the same archive.

@@ -1,9 +1,13 @@
 package ramdisk
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 )
 
 func TestLookupKernelFlavour(t *testing.T) {
@@ -21,35 +25,51 @@ func TestLookupKernelFlavour(t *testing.T) {
 	}
 }
 
-// TestFlavourSources puts a flavour's suites on the host's mirrors: the
-// security suite on the security archive, the others on the main one.
-func TestFlavourSources(t *testing.T) {
-	host := []string{
-		"deb [signed-by=/k.gpg] http://mirror/debian bookworm",
-		"deb [signed-by=/k.gpg] http://mirror/debian bookworm-updates",
-		"deb [signed-by=/k.gpg] http://mirror/debian-security bookworm-security",
-	}
-	trixie, _ := LookupKernelFlavour("trixie")
-	got, err := flavourSources(host, trixie)
-	if err != nil {
+// TestResolveMirrors takes the host's first Debian mirror of each kind,
+// skips other distributions' sources, falls back to Debian's own for a
+// kind the host lacks, and keeps what the caller set.
+func TestResolveMirrors(t *testing.T) {
+	etc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(etc, "sources.list.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		"deb [signed-by=/k.gpg] http://mirror/debian trixie",
-		"deb [signed-by=/k.gpg] http://mirror/debian trixie-updates",
-		"deb [signed-by=/k.gpg] http://mirror/debian-security trixie-security",
+	list := "deb http://ubuntu.example/ubuntu jammy main\n" +
+		"deb [signed-by=/k.gpg] http://mirror/debian bookworm main\n" +
+		"deb http://mirror2/debian bookworm-updates main\n" +
+		"deb http://mirror/debian-security bookworm-security main\n"
+	if err := os.WriteFile(filepath.Join(etc, "sources.list"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q\nwant %q", got, want)
+	if a, s := hostMirrors(etc); a != "http://mirror/debian" || s != "http://mirror/debian-security" {
+		t.Errorf("host mirrors: %q %q", a, s)
 	}
-	newest, _ := LookupKernelFlavour("newest")
-	if got, err := flavourSources(host[:1], newest); err != nil || !reflect.DeepEqual(got, []string{
-		"deb [signed-by=/k.gpg] http://mirror/debian trixie-backports", "deb [signed-by=/k.gpg] http://mirror/debian forky"}) {
-		t.Errorf("newest: %q %v", got, err)
+	if err := os.WriteFile(filepath.Join(etc, "sources.list"), []byte(list[:strings.LastIndex(list[:len(list)-1], "\n")+1]), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	// No security mirror: an error, not a kernel without its security updates.
-	if _, err := flavourSources(host[:2], trixie); err == nil || !strings.Contains(err.Error(), "trixie-security") {
-		t.Errorf("no security mirror: %v", err)
+	if a, s := hostMirrors(etc); a != "http://mirror/debian" || s != "" {
+		t.Errorf("no security source: %q %q", a, s)
+	}
+	if a, s := hostMirrors(t.TempDir()); a != "" || s != "" {
+		t.Errorf("no sources: %q %q", a, s)
+	}
+	m, err := ResolveMirrors(debian.Mirrors{Archive: "https://a.example/debian/", Security: "http://s.example/ds"})
+	if err != nil || m.Archive != "https://a.example/debian" || m.Security != "http://s.example/ds" {
+		t.Errorf("set mirrors: %+v %v", m, err)
+	}
+	if _, err := ResolveMirrors(debian.Mirrors{Archive: "ftp://a.example/debian", Security: "http://s"}); err == nil || !strings.Contains(err.Error(), "ftp://a.example/debian") {
+		t.Errorf("ftp mirror: %v", err)
+	}
+	if hostIgnoresValidUntil(etc) {
+		t.Error("no apt.conf: Valid-Until ignored")
+	}
+	if err := os.MkdirAll(filepath.Join(etc, "apt.conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "apt.conf.d", "99snapshot"), []byte("// frozen\nAcquire::Check-Valid-Until \"false\";\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !hostIgnoresValidUntil(etc) {
+		t.Error("Acquire::Check-Valid-Until \"false\" not read")
 	}
 }
 

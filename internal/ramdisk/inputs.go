@@ -36,7 +36,7 @@ func FetchInputs(ctx context.Context, cacheDir string, in Inputs) (Options, erro
 		}
 	}
 	if in.Programs {
-		if opts.Programs, err = FetchPrograms(ctx, cacheDir, programs.All()); err != nil {
+		if opts.Programs, err = FetchPrograms(ctx, cacheDir, in.Flavour.Mirrors, programs.All()); err != nil {
 			return opts, err
 		}
 	}

@@ -12,9 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -27,9 +28,9 @@ type Kernel struct {
 	ModulesDir string // lib/modules/<Version>
 	// Config is the kernel's build configuration (boot/config-<Version>).
 	Config string
-	// Debs are the Debian packages it came from: the image package and,
-	// for a split kernel, its linux-binary and linux-modules parts.
-	Debs []string
+	// Debs are the Debian packages it came from: the image package, and
+	// for a split one its binary and modules packages.
+	Debs []debian.Package
 }
 
 // DecompressedSuffix returns the module file suffix the kernel
@@ -63,7 +64,7 @@ func decompressedSuffix(config string) string {
 	return ""
 }
 
-// run executes an external program (apt and dpkg have no Go equivalent) and
+// run executes an external program (grub-mkrescue has no Go equivalent) and
 // puts its command line, exit status and stderr into the error.
 func run(ctx context.Context, dir string, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -76,104 +77,94 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 	return stdout.Bytes(), nil
 }
 
-var dependsRE = regexp.MustCompile(`(?m)^\s*Depends:\s*(linux-image-[0-9][^\s]*)`)
+// kernelMetaPackage is the package whose dependency names a release's
+// current kernel.
+const kernelMetaPackage = "linux-image-" + debianArch
 
 // resolveKernelPackage returns the versioned kernel package the
-// linux-image-amd64 meta package depends on in the private apt
-// configuration aptDir: the flavour's current kernel.
-func resolveKernelPackage(ctx context.Context, aptDir, flavour string) (string, error) {
-	out, err := run(ctx, "", "apt-cache", append(privateApt(aptDir), "depends", "linux-image-amd64")...)
+// linux-image-amd64 meta package (its highest version in ix) depends on:
+// the flavour's current kernel.
+func resolveKernelPackage(ix *debian.Index, flavour string) (string, error) {
+	meta, err := ix.Get(kernelMetaPackage)
 	if err != nil {
-		return "", fmt.Errorf("ramdisk: resolve the kernel package of flavour %s: %w", flavour, err)
+		return "", fmt.Errorf("ramdisk: kernel flavour %s: %w", flavour, err)
 	}
-	m := dependsRE.FindSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("ramdisk: linux-image-amd64 of flavour %s names no linux-image-<version> package:\n%s", flavour, out)
+	for _, d := range debian.ParseDepends(meta.Depends) {
+		if strings.HasPrefix(d, "linux-image-") && len(d) > len("linux-image-") && d[len("linux-image-")] >= '0' && d[len("linux-image-")] <= '9' {
+			return d, nil
+		}
 	}
-	return string(m[1]), nil
+	return "", fmt.Errorf("ramdisk: %s %s of flavour %s names no linux-image-<version> package in its Depends (%q)", meta.Name, meta.Version, flavour, meta.Depends)
 }
 
 // FetchKernel downloads pkg (or, when pkg is "", the package flavour f's
-// linux-image-amd64 depends on) from f's suites with apt-get download and
-// its private configuration (flavourApt) into cacheDir/debs, and extracts
-// it into cacheDir/kernel/<version>. Both steps are skipped when already
-// done, so CI downloads the package once per machine.
+// linux-image-amd64 depends on), the highest version of it across f's
+// suites, with the Debian archive client (verified against the
+// archive's signature), and extracts it into
+// cacheDir/kernel/<version>-<digest of the package>. Both steps are
+// skipped when already done, so CI downloads the package once per
+// machine.
 func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg string) (*Kernel, error) {
-	aptDir, err := flavourApt(ctx, cacheDir, f)
+	c, ix, err := flavourIndex(ctx, cacheDir, f)
 	if err != nil {
 		return nil, err
 	}
 	if pkg == "" {
-		if pkg, err = resolveKernelPackage(ctx, aptDir, f.Name); err != nil {
+		if pkg, err = resolveKernelPackage(ix, f.Name); err != nil {
 			return nil, err
 		}
+	}
+	img, err := ix.Get(pkg)
+	if err != nil {
+		return nil, fmt.Errorf("ramdisk: kernel flavour %s: %w", f.Name, err)
 	}
 	ver := strings.TrimSuffix(strings.TrimPrefix(pkg, "linux-image-"), "-unsigned")
-	k := &Kernel{Flavour: f.Name, Package: pkg, Version: ver}
-	dest := filepath.Join(cacheDir, "kernel", ver)
-	k.Vmlinuz = filepath.Join(dest, "vmlinuz")
-	k.ModulesDir = filepath.Join(dest, "lib/modules", ver)
-	k.Config = filepath.Join(dest, "config")
-	debs := filepath.Join(cacheDir, "debs")
-	if fileExists(k.Vmlinuz) && fileExists(k.Config) && fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
-		if k.Debs, err = kernelDebs(debs, pkg, ver); err != nil {
-			return nil, err
-		}
-		return k, nil
-	}
-	if err := os.MkdirAll(debs, 0o755); err != nil {
-		return nil, fmt.Errorf("ramdisk: %w", err)
-	}
-	deb, err := findDeb(debs, pkg)
-	if err != nil {
-		return nil, err
-	}
-	if deb == "" {
-		if err := aptGetDownload(ctx, aptDir, debs, []string{pkg}); err != nil {
-			return nil, fmt.Errorf("ramdisk: download the kernel: %w", err)
-		}
-		if deb, err = findDeb(debs, pkg); err != nil {
-			return nil, err
-		}
-		if deb == "" {
-			return nil, fmt.Errorf("ramdisk: apt-get download %s left no %s_*.deb in %s", pkg, pkg, debs)
-		}
-	}
-	tmp := dest + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
-		return nil, fmt.Errorf("ramdisk: %w", err)
-	}
-	x := filepath.Join(tmp, "x")
-	if err := os.MkdirAll(x, 0o755); err != nil {
-		return nil, fmt.Errorf("ramdisk: %w", err)
-	}
-	if _, err := run(ctx, "", "dpkg-deb", "-x", deb, x); err != nil {
-		return nil, fmt.Errorf("ramdisk: extract the kernel: %w", err)
-	}
+	k := &Kernel{Flavour: f.Name, Package: pkg, Version: ver, Debs: []debian.Package{img}}
 	// Debian's kernels from 6.17 on split the image package: the bzImage
 	// and the modules are in linux-binary-<version> and
 	// linux-modules-<version>, which it depends on.
-	if !fileExists(filepath.Join(x, "boot", "vmlinuz-"+ver)) {
-		out, err := run(ctx, "", "dpkg-deb", "-f", deb, "Depends")
+	for _, part := range splitKernelParts(img.Depends, ver) {
+		p, err := ix.Get(part)
 		if err != nil {
-			return nil, fmt.Errorf("ramdisk: %w", err)
+			return nil, fmt.Errorf("ramdisk: kernel %s: %w", pkg, err)
 		}
-		for _, part := range splitKernelParts(string(out), ver) {
-			pdeb, err := findDeb(debs, part)
-			if err == nil && pdeb == "" {
-				if err = aptGetDownload(ctx, aptDir, debs, []string{part}); err == nil {
-					pdeb, err = findDeb(debs, part)
-				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("ramdisk: download %s: %w", part, err)
-			}
-			if pdeb == "" {
-				return nil, fmt.Errorf("ramdisk: apt-get download %s left no %s_*.deb in %s", part, part, debs)
-			}
-			if _, err := run(ctx, "", "dpkg-deb", "-x", pdeb, x); err != nil {
-				return nil, fmt.Errorf("ramdisk: extract the kernel: %w", err)
-			}
+		k.Debs = append(k.Debs, p)
+	}
+	dest := filepath.Join(cacheDir, "kernel", ver+"-"+img.SHA256[:16])
+	k.Vmlinuz = filepath.Join(dest, "vmlinuz")
+	k.ModulesDir = filepath.Join(dest, "lib/modules", ver)
+	k.Config = filepath.Join(dest, "config")
+	if fileExists(k.Vmlinuz) && fileExists(k.Config) && fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
+		return k, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	unlock, err := cachedir.Lock(ctx, dest+".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if fileExists(k.Vmlinuz) && fileExists(k.Config) && fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
+		return k, nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), filepath.Base(dest)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("ramdisk: %w", err)
+	}
+	x := filepath.Join(tmp, "x")
+	deb := img.URL
+	for _, p := range k.Debs {
+		path, err := c.Download(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("ramdisk: download the kernel: %w", err)
+		}
+		if err := debian.Extract(path, x); err != nil {
+			return nil, fmt.Errorf("ramdisk: extract the kernel: %w", err)
 		}
 	}
 	// The split packages put the bzImage beside the modules.
@@ -222,30 +213,7 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	if !fileExists(filepath.Join(k.ModulesDir, "modules.order")) {
 		return nil, fmt.Errorf("ramdisk: %s has no modules.order", k.ModulesDir)
 	}
-	if k.Debs, err = kernelDebs(debs, pkg, ver); err != nil {
-		return nil, err
-	}
 	return k, nil
-}
-
-// kernelDebs returns the downloaded packages of kernel package pkg
-// (release ver) in debs: pkg's own .deb, which must be there, and the
-// split kernel's parts (splitKernelParts) that are.
-func kernelDebs(debs, pkg, ver string) ([]string, error) {
-	var out []string
-	for _, p := range []string{pkg, "linux-binary-" + ver, "linux-modules-" + ver} {
-		d, err := findDeb(debs, p)
-		if err != nil {
-			return nil, err
-		}
-		if d == "" && p == pkg {
-			return nil, fmt.Errorf("ramdisk: the kernel's package %s_*.deb is not in %s", pkg, debs)
-		}
-		if d != "" {
-			out = append(out, d)
-		}
-	}
-	return out, nil
 }
 
 // splitKernelParts returns the linux-binary-<ver> and linux-modules-<ver>
@@ -259,17 +227,6 @@ func splitKernelParts(depends, ver string) []string {
 		}
 	}
 	return out
-}
-
-func findDeb(dir, pkg string) (string, error) {
-	m, err := filepath.Glob(filepath.Join(dir, pkg+"_*.deb"))
-	if err != nil {
-		return "", fmt.Errorf("ramdisk: %w", err)
-	}
-	if len(m) == 0 {
-		return "", nil
-	}
-	return m[len(m)-1], nil
 }
 
 func fileExists(p string) bool {
@@ -320,9 +277,8 @@ func PVH(ctx context.Context, vmlinuz string) (string, error) {
 
 // ExtractVmlinux writes the ELF kernel inside an x86 bzImage to w: the
 // payload the setup header points at (payload_offset, payload_length,
-// boot protocol 2.08+), decompressed. gzip and zstd are decoded in Go; XZ
-// (Debian's choice) runs xz -dc, since Debian compresses with the x86 BCJ
-// filter, which no Go XZ decoder implements.
+// boot protocol 2.08+), decompressed in Go: gzip, zstd, or XZ (Debian's
+// choice, with the x86 BCJ filter: decodeKernelXZ).
 func ExtractVmlinux(ctx context.Context, bzImage string, w io.Writer) error {
 	data, err := os.ReadFile(bzImage)
 	if err != nil {
@@ -352,13 +308,12 @@ func ExtractVmlinux(ctx context.Context, bzImage string, w io.Writer) error {
 			return fmt.Errorf("ramdisk: %s: zstd payload: %w", bzImage, err)
 		}
 	case bytes.HasPrefix(payload, []byte("\xfd7zXZ\x00")):
-		cmd := exec.CommandContext(ctx, "xz", "-dc")
-		cmd.Stdin = bytes.NewReader(payload)
-		cmd.Stdout = cw
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("ramdisk: %s: xz -dc of the payload (package xz-utils): %w: %s", bzImage, err, strings.TrimSpace(stderr.String()))
+		out, err := decodeKernelXZ(payload)
+		if err == nil {
+			_, err = cw.Write(out)
+		}
+		if err != nil {
+			return fmt.Errorf("ramdisk: %s: xz payload: %w", bzImage, err)
 		}
 	default:
 		return fmt.Errorf("ramdisk: %s: payload compressed with something other than gzip, zstd or xz (magic % x)", bzImage, payload[:min(6, len(payload))])

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/ironic-go/ironic-agent/internal/programs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 )
 
@@ -48,9 +49,17 @@ var programBinDirs = []string{"usr/sbin", "usr/bin", "sbin", "bin"}
 // without an ld.so.cache (the multiarch directories first).
 var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64", "lib", "usr/lib"}
 
+// programSuites are the suites the programs come from whatever the
+// kernel flavour: Debian's stable release (DefaultKernelFlavour's), with
+// its updates and security updates.
+func programSuites() []string {
+	f, _ := LookupKernelFlavour(DefaultKernelFlavour)
+	return f.Suites
+}
+
 // FetchPrograms downloads the Debian packages of progs (component main of
-// the host's mirrors, with FetchFirmware's private apt configuration,
-// below cacheDir/programs) and works out the files the ramdisk needs:
+// Debian's stable release, programSuites, on mirrors m, with the Debian
+// archive client; extracted below cacheDir/programs) and works out the files the ramdisk needs:
 // each program at the path its package ships it, and the closure of the
 // ELF files' DT_NEEDED libraries and PT_INTERP loader. A library none of
 // the packages fetched so far ships is looked for in the library
@@ -61,8 +70,16 @@ var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib6
 // The packages, not the build host's files: the host need not have the
 // programs installed, and the ramdisk then holds the archive's current
 // versions whatever the host has, like the kernel and firmware.
-func FetchPrograms(ctx context.Context, cacheDir string, progs []programs.Program) (*ProgramSet, error) {
+func FetchPrograms(ctx context.Context, cacheDir string, m debian.Mirrors, progs []programs.Program) (*ProgramSet, error) {
 	base := filepath.Join(cacheDir, "programs")
+	c, err := archiveClient(cacheDir, m)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := c.Packages(ctx, programSuites(), []string{"main"})
+	if err != nil {
+		return nil, fmt.Errorf("ramdisk: programs: %w", err)
+	}
 	var want []string
 	for _, p := range progs {
 		if !slices.Contains(want, p.Package) {
@@ -74,9 +91,7 @@ func FetchPrograms(ctx context.Context, cacheDir string, progs []programs.Progra
 		if round > 10 {
 			return nil, fmt.Errorf("ramdisk: programs: library dependencies deeper than 10 packages: %s", strings.Join(want, ", "))
 		}
-		got, err := fetchPackages(ctx, base, want, func(ctx context.Context) (string, error) {
-			return hostApt(ctx, base, "main")
-		})
+		got, err := fetchPackages(ctx, c, ix, base, want)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +108,7 @@ func FetchPrograms(ctx context.Context, cacheDir string, progs []programs.Progra
 		for _, u := range unresolved {
 			needs = append(needs, fmt.Sprintf("%s (for %s of %s)", u.soname, u.by, u.pkg))
 			i := slices.IndexFunc(pkgs, func(p FirmwarePackage) bool { return p.Name == u.pkg })
-			deps, err := debDepends(ctx, pkgs[i].Deb)
+			deps, err := debDepends(pkgs[i].Deb)
 			if err != nil {
 				return nil, err
 			}
@@ -112,34 +127,14 @@ func FetchPrograms(ctx context.Context, cacheDir string, progs []programs.Progra
 }
 
 // debDepends returns the packages deb depends on (Depends and
-// Pre-Depends; the first of alternatives, without versions or
-// architecture qualifiers).
-func debDepends(ctx context.Context, deb string) ([]string, error) {
-	out, err := run(ctx, "", "dpkg-deb", "-f", deb, "Depends", "Pre-Depends")
+// Pre-Depends of its control file; the first of alternatives, without
+// versions or architecture qualifiers).
+func debDepends(deb string) ([]string, error) {
+	st, err := debian.Control(deb)
 	if err != nil {
 		return nil, fmt.Errorf("ramdisk: programs: %w", err)
 	}
-	return parseDepends(string(out)), nil
-}
-
-// parseDepends reads dpkg-deb -f's "Field: a (>= 1), b | c, d:any" lines
-// (one field alone comes without its name).
-func parseDepends(text string) []string {
-	var out []string
-	for line := range strings.SplitSeq(text, "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && !strings.ContainsAny(k, " ,(|") {
-			line = v
-		}
-		for dep := range strings.SplitSeq(line, ",") {
-			dep, _, _ = strings.Cut(dep, "|")
-			dep, _, _ = strings.Cut(dep, "(")
-			dep, _, _ = strings.Cut(strings.TrimSpace(dep), ":")
-			if dep = strings.TrimSpace(dep); dep != "" && !slices.Contains(out, dep) {
-				out = append(out, dep)
-			}
-		}
-	}
-	return out
+	return debian.ParseDepends(st.Get("Depends") + "," + st.Get("Pre-Depends")), nil
 }
 
 // unresolvedLib is a library an ELF file needs that no package has.
@@ -228,7 +223,7 @@ func (c *programCollector) add(pkg FirmwarePackage, rel, prog string) error {
 		}
 		return c.add(owner, to, prog)
 	case st.Mode().IsRegular():
-		// dpkg-deb extracts hard links as such (mkfs.ext4 is mke2fs): one
+		// debian.Extract extracts hard links as such (mkfs.ext4 is mke2fs): one
 		// copy, the other names link to it.
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			ino := [2]uint64{uint64(sys.Dev), sys.Ino}
@@ -268,7 +263,21 @@ func (c *programCollector) markDeps(f *ProgramFile, prog string) error {
 	fpath, pkgName := f.Path, f.Package // f may move as files are added
 	if interp != "" {
 		rel := strings.TrimPrefix(path.Clean(interp), "/")
-		i := slices.IndexFunc(c.pkgs, func(p FirmwarePackage) bool { return fileExistsL(filepath.Join(p.Dir, rel)) })
+		find := func(rel string) int {
+			return slices.IndexFunc(c.pkgs, func(p FirmwarePackage) bool { return fileExistsL(filepath.Join(p.Dir, rel)) })
+		}
+		i := find(rel)
+		if i < 0 {
+			// Debian 13's libc6 ships the loader below /usr only (merged
+			// /usr: base-files makes /lib64 a link to usr/lib64), while
+			// the programs still name /lib64/...: carry a link to it.
+			if j := find("usr/" + rel); j >= 0 {
+				if _, ok := c.byPath[rel]; !ok {
+					c.put(ProgramFile{Path: rel, Link: "/usr/" + rel, Package: c.pkgs[j].Name, Programs: []string{prog}})
+				}
+				rel, i = "usr/"+rel, j
+			}
+		}
 		if i < 0 {
 			c.unresolved = append(c.unresolved, unresolvedLib{soname: interp, by: fpath, pkg: pkgName})
 		} else if err := c.add(c.pkgs[i], rel, prog); err != nil {

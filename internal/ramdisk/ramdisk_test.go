@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -258,7 +259,7 @@ func TestBuildCompressedModules(t *testing.T) {
 
 func TestReleaseInfo(t *testing.T) {
 	k := &Kernel{Flavour: "trixie", Package: "linux-image-6.12.1-amd64", Version: "6.12.1-amd64",
-		Debs: []string{"/c/debs/linux-image-6.12.1-amd64_1%3a6.12.1-1_amd64.deb"}}
+		Debs: []debian.Package{{Name: "linux-image-6.12.1-amd64", Version: "1:6.12.1-1"}}}
 	got := string(ReleaseInfo{Version: "0.2.0", Build: "0.2.0+gabc", Commit: "abc", Date: time.Unix(1700000000, 0), Kernel: k}.Format())
 	want := `NAME="ironic-agent"
 ID="ironic-agent"
@@ -274,8 +275,5 @@ KERNEL_PACKAGE_VERSION="1:6.12.1-1"
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-	if v := DebVersion("x/notadeb.txt"); v != "" {
-		t.Errorf("DebVersion of a non-package name = %q", v)
 	}
 }

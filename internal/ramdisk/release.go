@@ -2,7 +2,6 @@ package ramdisk
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -43,20 +42,10 @@ func (r ReleaseInfo) Format() []byte {
 		kv("KERNEL_PACKAGE", k.Package)
 		v := ""
 		if len(k.Debs) > 0 {
-			v = DebVersion(k.Debs[0])
+			v = k.Debs[0].Version
 		}
 		kv("KERNEL_PACKAGE_VERSION", v)
 	}
 	return []byte(b.String())
 }
 
-// DebVersion is the Debian version in the name of a downloaded package
-// file, <name>_<version>_<arch>.deb (an epoch's colon written %3a, as
-// apt-get download writes it), or "" for a name not of that form.
-func DebVersion(deb string) string {
-	parts := strings.Split(strings.TrimSuffix(filepath.Base(deb), ".deb"), "_")
-	if len(parts) != 3 || !strings.HasSuffix(deb, ".deb") {
-		return ""
-	}
-	return strings.ReplaceAll(parts[1], "%3a", ":")
-}

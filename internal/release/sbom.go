@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,7 +35,7 @@ type SBOMInput struct {
 
 // debPackage is one Debian package taken into the ramdisk.
 type debPackage struct {
-	name, deb, sha256, role string
+	name, version, arch, sha256, role string
 }
 
 // SBOM renders the SPDX 2.3 JSON bill of materials: the release package,
@@ -76,9 +77,9 @@ func SBOM(in SBOMInput) ([]byte, error) {
 	}
 	pkgID := map[string]string{}
 	for _, d := range debs {
-		v := ramdisk.DebVersion(d.deb)
+		v := d.version
 		if v == "" {
-			return nil, fmt.Errorf("release: package %s: no version in the file name %s (want <name>_<version>_<arch>.deb)", d.name, d.deb)
+			return nil, fmt.Errorf("release: package %s: no version recorded for it", d.name)
 		}
 		id := ids.id("Package-deb", d.name)
 		pkgID[d.name] = id
@@ -88,7 +89,7 @@ func SBOM(in SBOMInput) ([]byte, error) {
 			Checksums:        []spdxChecksum{{"SHA256", d.sha256}},
 			LicenseConcluded: noAssertion, LicenseDeclared: noAssertion, CopyrightText: noAssertion,
 			Comment:      d.role + "; licences per file in its usr/share/doc/" + d.name + "/copyright",
-			ExternalRefs: []spdxRef{{"PACKAGE-MANAGER", "purl", "pkg:deb/debian/" + d.name + "@" + purlEscape(v) + "?arch=" + debArch(d.deb)}},
+			ExternalRefs: []spdxRef{{"PACKAGE-MANAGER", "purl", "pkg:deb/debian/" + d.name + "@" + purlEscape(v) + "?arch=" + d.arch}},
 		})
 		doc.Relationships = append(doc.Relationships, spdxRelationship{root, "CONTAINS", id})
 	}
@@ -109,14 +110,9 @@ func debPackages(in SBOMInput) ([]debPackage, error) {
 	var out []debPackage
 	seen := map[string]bool{}
 	if in.Kernel != nil {
-		for _, deb := range in.Kernel.Debs {
-			sum, err := fileSum(deb, sha256.New())
-			if err != nil {
-				return nil, err
-			}
-			name, _, _ := strings.Cut(filepath.Base(deb), "_")
-			out = append(out, debPackage{name, deb, sum, "kernel " + in.Kernel.Version + " (flavour " + in.Kernel.Flavour + ")"})
-			seen[name] = true
+		for _, d := range in.Kernel.Debs {
+			out = append(out, debPackage{d.Name, d.Version, d.Architecture, d.SHA256, "kernel " + in.Kernel.Version + " (flavour " + in.Kernel.Flavour + ")"})
+			seen[d.Name] = true
 		}
 	}
 	used := map[string]bool{}
@@ -126,7 +122,7 @@ func debPackages(in SBOMInput) ([]debPackage, error) {
 	for _, p := range in.Firmware {
 		if used[p.Name] && !seen[p.Name] {
 			seen[p.Name] = true
-			out = append(out, debPackage{p.Name, p.Deb, p.SHA256, "firmware files"})
+			out = append(out, debPackage{p.Name, p.Version, debArch(p.Deb, p.URL), p.SHA256, "firmware files"})
 		}
 	}
 	if in.Programs != nil {
@@ -139,7 +135,7 @@ func debPackages(in SBOMInput) ([]debPackage, error) {
 		for _, p := range pkgs {
 			if usedP[p.Name] && !seen[p.Name] {
 				seen[p.Name] = true
-				out = append(out, debPackage{p.Name, p.Deb, p.SHA256, "programs and libraries"})
+				out = append(out, debPackage{p.Name, p.Version, debArch(p.Deb, p.URL), p.SHA256, "programs and libraries"})
 			}
 		}
 	}
@@ -271,8 +267,15 @@ func fileSum(p string, h interface {
 }
 
 // debArch is the architecture in a .deb's file name.
-func debArch(deb string) string {
-	parts := strings.Split(strings.TrimSuffix(filepath.Base(deb), ".deb"), "_")
+// debArch is the architecture of a package from the archive file name
+// its URL ends in, <name>_<version>_<arch>.deb (the cached file is named
+// by its digest).
+func debArch(deb, url string) string {
+	name := path.Base(url)
+	if name == "." || name == "/" || !strings.HasSuffix(name, ".deb") {
+		name = filepath.Base(deb)
+	}
+	parts := strings.Split(strings.TrimSuffix(name, ".deb"), "_")
 	return parts[len(parts)-1]
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 )
 
 const testCopyright = `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
@@ -87,7 +88,8 @@ func fakeDeb(t *testing.T, dir, name, version string) ramdisk.FirmwarePackage {
 	t.Helper()
 	deb := filepath.Join(dir, name+"_"+strings.ReplaceAll(version, ":", "%3a")+"_all.deb")
 	writeFile(t, deb, "deb "+name)
-	p := ramdisk.FirmwarePackage{Name: name, Deb: deb, SHA256: strings.Repeat("ab", 32), Dir: filepath.Join(dir, name)}
+	p := ramdisk.FirmwarePackage{Name: name, Version: version, Deb: deb, SHA256: strings.Repeat("ab", 32), Dir: filepath.Join(dir, name),
+		URL: "http://mirror.example/debian/pool/main/x/" + filepath.Base(deb)}
 	writeFile(t, filepath.Join(p.Dir, "usr/share/doc", name, "copyright"), testCopyright)
 	writeFile(t, filepath.Join(p.Dir, "lib/firmware/bnx2/bnx2-rv2p-09-6.0.17.fw.xz"), "fw")
 	writeFile(t, filepath.Join(p.Dir, "lib/firmware/bnx2/bnx2-mips-09-6.2.1b.fw"), "fw2")
@@ -102,8 +104,6 @@ func TestSBOM(t *testing.T) {
 	fw := fakeDeb(t, dir, "firmware-bnx2", "20250410-2")
 	unused := fakeDeb(t, dir, "firmware-unused", "1")
 	prog := fakeDeb(t, dir, "busybox-static", "1:1.35.0-4")
-	kdeb := filepath.Join(dir, "linux-image-6.12.1-amd64_6.12.1-1_amd64.deb")
-	writeFile(t, kdeb, "kernel deb")
 	agent, err := os.Executable() // a Go binary with build information
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,8 @@ func TestSBOM(t *testing.T) {
 	in := SBOMInput{
 		Name: "ironic-agent-0.2.0-amd64", Version: "0.2.0", Commit: strings.Repeat("c", 40),
 		Created: time.Unix(1700000000, 0), Namespace: "https://example.com/spdx/x", Agent: agent,
-		Kernel:   &ramdisk.Kernel{Flavour: "trixie", Package: "linux-image-6.12.1-amd64", Version: "6.12.1-amd64", Debs: []string{kdeb}},
+		Kernel: &ramdisk.Kernel{Flavour: "trixie", Package: "linux-image-6.12.1-amd64", Version: "6.12.1-amd64",
+			Debs: []debian.Package{{Name: "linux-image-6.12.1-amd64", Version: "6.12.1-1", Architecture: "amd64", SHA256: strings.Repeat("cd", 32)}}},
 		Firmware: []ramdisk.FirmwarePackage{fw, unused},
 		Programs: &ramdisk.ProgramSet{Packages: []ramdisk.FirmwarePackage{prog}},
 		Report: ramdisk.Report{

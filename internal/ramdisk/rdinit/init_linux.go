@@ -97,7 +97,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	// The slowest ones say where boot time goes (probing, firmware); the
 	// scans are the price of coldplug without udev.
 	log.Info(EventModulesLoaded, "count", st.loaded, "seconds", logging.Seconds(time.Since(t)), "parallel", st.maxParallel,
-		"scans", st.scans, "scan_seconds", logging.Seconds(st.scanTime), "slowest", strings.Join(slowest, " "), "uptime", logging.Uptime())
+		"scans", st.scans, "scan_seconds", logging.Seconds(st.scanTime), "slowest", strings.Join(slowest, " "), "overlay_lists", strings.Join(st.overlays, " "), "uptime", logging.Uptime())
 	if fi, err := os.Stat("/sys/firmware/efi/efivars"); err == nil && fi.IsDir() {
 		if err := unix.Mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
 			log.Warn("mount efivarfs", "error", err)
@@ -356,7 +356,7 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 	if err != nil {
 		return loadStats{}, []error{fmt.Errorf("module list: %w", err)}
 	}
-	entries, errs := withOverlayLists(parseModuleList(string(data)), os.DirFS(filepath.Dir(list)), "modules.d")
+	entries, overlays, errs := withOverlayLists(parseModuleList(string(data)), os.DirFS(filepath.Dir(list)), "modules.d")
 	l := &loader{entries: entries, byName: map[string]modEntry{}, load: finit, jobs: jobs, onPanic: onPanic,
 		present: func(name string) bool { _, err := os.Stat(filepath.Join("/sys/module", name)); return err == nil }}
 	coldplug := false
@@ -380,6 +380,7 @@ func loadModules(list string, extra []string, jobs int, onPanic func(error)) (lo
 		forced = append(forced, e)
 	}
 	st := l.run(forced, coldplug)
+	st.overlays = overlays
 	// USB disks come after usb_storage's delay_use, when the scans are
 	// over: wait for them, then load their drivers (sd_mod, sr_mod).
 	if coldplug && waitUSBStorageScan(os.DirFS("/sys"), 5*time.Second) {

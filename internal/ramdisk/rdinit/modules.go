@@ -60,12 +60,13 @@ func parseModuleList(data string) []modEntry {
 // withOverlayLists adds the entries of every *.list file in dir of fsys
 // (the module lists of overlay archives, internal/ramdisk/overlay), in
 // name order: a module of the name of one of base's replaces it in
-// place (an updated driver), another is added at the end. A list that
-// cannot be read is an error, the others still apply.
-func withOverlayLists(base []modEntry, fsys fs.FS, dir string) ([]modEntry, []error) {
+// place (an updated driver), another is added at the end. It returns the
+// lists found; a list that cannot be read is an error, the others still
+// apply.
+func withOverlayLists(base []modEntry, fsys fs.FS, dir string) ([]modEntry, []string, []error) {
 	names, err := fs.Glob(fsys, path.Join(dir, "*.list"))
 	if err != nil || len(names) == 0 {
-		return base, nil
+		return base, nil, nil
 	}
 	sort.Strings(names)
 	out := append([]modEntry(nil), base...)
@@ -89,7 +90,7 @@ func withOverlayLists(base []modEntry, fsys fs.FS, dir string) ([]modEntry, []er
 			out = append(out, e)
 		}
 	}
-	return out, errs
+	return out, names, errs
 }
 
 // moduleSuffixes are the module file names the list may hold: plain, and
@@ -276,6 +277,8 @@ type loadStats struct {
 	scans       int
 	scanTime    time.Duration
 	errs        []error
+	// overlays are the overlays' module lists read (withOverlayLists).
+	overlays []string
 }
 
 // run loads forced (with dependencies) and, with coldplug, what the

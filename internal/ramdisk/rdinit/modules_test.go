@@ -334,9 +334,12 @@ func TestWithOverlayLists(t *testing.T) {
 		"modules.d/10-site.list": {Data: []byte("/lib/modules/k/updates/b.ko\ta\tpci:v3*\n/lib/modules/k/updates/c.ko\tb\t\n")},
 		"modules.d/notes.txt":    {Data: []byte("not a list")},
 	}
-	got, errs := withOverlayLists(base, fsys, "modules.d")
+	got, lists, errs := withOverlayLists(base, fsys, "modules.d")
 	if len(errs) != 0 {
 		t.Fatal(errs)
+	}
+	if strings.Join(lists, " ") != "modules.d/10-site.list" {
+		t.Errorf("lists %v", lists)
 	}
 	var paths []string
 	for _, e := range got {
@@ -345,7 +348,7 @@ func TestWithOverlayLists(t *testing.T) {
 	if strings.Join(paths, " ") != "/lib/modules/k/a.ko /lib/modules/k/updates/b.ko /lib/modules/k/updates/c.ko" {
 		t.Errorf("entries %v", paths)
 	}
-	if got, _ := withOverlayLists(base, fstest.MapFS{}, "modules.d"); len(got) != 2 {
+	if got, _, _ := withOverlayLists(base, fstest.MapFS{}, "modules.d"); len(got) != 2 {
 		t.Errorf("no overlay: %v", got)
 	}
 }

@@ -170,6 +170,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 		Kernel, Initramfs, Agent     string
 		InitramfsRaw                 string
 		KernelPackage, KernelVersion string
+		KernelImage                  string
 		Cached                       bool
 		Modules                      []struct{ Name string }
 		Firmware                     []ramdisk.FirmwareFile
@@ -182,7 +183,7 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	for _, m := range res.Modules {
 		rd.Modules = append(rd.Modules, m.Name)
 	}
-	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, filepath.Join(cache, "kernel", res.KernelVersion, "vmlinuz"))
+	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, res.KernelImage)
 	return rd, nil
 }
 
