@@ -17,8 +17,8 @@ import (
 
 // TestOverlayModuleInVM boots the agent ramdisk with an overlay
 // (cmd/mkoverlay's archive, concatenated as an operator boots it) that
-// adds a kernel module of the ramdisk's kernel the ramdisk lacks,
-// softdog, and a configuration file: the init reads the overlay's module
+// adds kernel modules of the ramdisk's kernel the ramdisk lacks, softdog
+// and the watchdog core it needs, and a configuration file: the init reads the overlay's module
 // list and loads the module (the kernel says so), and the file is there
 // for the agent.
 func TestOverlayModuleInVM(t *testing.T) {
@@ -48,7 +48,7 @@ func TestOverlayModuleInVM(t *testing.T) {
 		t.Skipf("SKIPPED: kernel %s has no softdog module", k.Version)
 	}
 	for _, m := range rd.Modules {
-		if m == "softdog" {
+		if m == "softdog" || m == "watchdog" {
 			t.Fatalf("the ramdisk carries softdog already: pick another module for this test")
 		}
 	}
@@ -58,7 +58,8 @@ func TestOverlayModuleInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ov bytes.Buffer
-	if _, err := overlay.Build(overlay.Spec{Base: rd.Initrd, Modules: []string{filepath.Join(k.ModulesDir, tree.Path("softdog"))},
+	// softdog needs the watchdog core, which the ramdisk lacks too.
+	if _, err := overlay.Build(overlay.Spec{Base: rd.Initrd, Modules: []string{filepath.Join(k.ModulesDir, tree.Path("softdog")), filepath.Join(k.ModulesDir, tree.Path("watchdog"))},
 		Files: []string{"etc/ironic-python-agent.d/site.conf=" + conf}}, &ov); err != nil {
 		t.Fatal(err)
 	}

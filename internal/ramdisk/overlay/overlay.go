@@ -104,12 +104,23 @@ func Build(spec Spec, w io.Writer) ([]Entry, error) {
 		}
 	}
 	var list strings.Builder
+	deps := map[string][]string{} // module -> the modules it needs
 	for _, m := range spec.Modules {
-		line, err := b.addModule(m)
+		name, needs, line, err := b.addModule(m)
 		if err != nil {
 			return nil, err
 		}
+		deps[name] = needs
 		list.WriteString(line)
+	}
+	// A dependency neither the ramdisk nor the overlay carries would
+	// leave the module's symbols unresolved at boot.
+	for _, name := range sortedNames(deps) {
+		for _, d := range deps[name] {
+			if _, ok := deps[d]; !ok && !b.baseModules[d] {
+				return nil, fmt.Errorf("overlay: module %s needs module %s, which the ramdisk does not carry: add it with another -module", name, d)
+			}
+		}
 	}
 	if list.Len() > 0 {
 		b.data[ListPath] = []byte(list.String())
@@ -128,9 +139,11 @@ type builder struct {
 	src   map[string]string // host file of a path
 	data  map[string][]byte // generated files
 	links map[string]string // symbolic links: path -> target
-	// base: the ramdisk's files and its kernel release.
-	base    map[string]bool
-	release string
+	// base: the ramdisk's files, its modules' names and its kernel
+	// release.
+	base        map[string]bool
+	baseModules map[string]bool
+	release     string
 }
 
 // readBase lists the base initramfs's files and finds its kernel release.
@@ -149,10 +162,14 @@ func (b *builder) readBase(p string) error {
 		return fmt.Errorf("overlay: base initramfs %s: %w", p, err)
 	}
 	b.base = map[string]bool{}
+	b.baseModules = map[string]bool{}
 	for _, n := range names {
 		b.base[n] = true
 		if rest, ok := strings.CutPrefix(n, "lib/modules/"); ok && !strings.Contains(rest, "/") && b.release == "" {
 			b.release = rest
+		}
+		if name, ok := moduleName(n); ok && strings.HasPrefix(n, "lib/modules/") {
+			b.baseModules[name] = true
 		}
 	}
 	if b.release == "" {
@@ -244,12 +261,37 @@ func (b *builder) addDir(dir string) error {
 	})
 }
 
+// moduleName is the kernel's name of a module file name, and whether it
+// is one.
+func moduleName(p string) (string, bool) {
+	base := path.Base(p)
+	for _, suffix := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
+		if n, ok := strings.CutSuffix(base, suffix); ok {
+			return kmod.Normalize(n), true
+		}
+	}
+	return "", false
+}
+
+func sortedNames(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // addModule adds a module file, checked against the base's kernel, and
-// returns its module-list line.
-func (b *builder) addModule(src string) (string, error) {
+// returns its name, the modules it needs and its module-list line.
+func (b *builder) addModule(src string) (string, []string, string, error) {
+	name, ok := moduleName(src)
+	if !ok {
+		return "", nil, "", fmt.Errorf("overlay: module %s: not a kernel module file name (.ko, .ko.xz, .ko.zst, .ko.gz)", src)
+	}
 	info, err := kmod.ModInfo(src)
 	if err != nil {
-		return "", fmt.Errorf("overlay: module %s: %w", src, err)
+		return "", nil, "", fmt.Errorf("overlay: module %s: %w", src, err)
 	}
 	var vermagic string
 	var aliases, deps []string
@@ -265,13 +307,13 @@ func (b *builder) addModule(src string) (string, error) {
 	}
 	deps = kmod.Deps(info)
 	if rel, _, _ := strings.Cut(vermagic, " "); rel != b.release {
-		return "", fmt.Errorf("overlay: module %s was built for kernel %q, and the ramdisk runs %s: the kernel would refuse it; build it against %s's headers", src, rel, b.release, b.release)
+		return "", nil, "", fmt.Errorf("overlay: module %s was built for kernel %q, and the ramdisk runs %s: the kernel would refuse it; build it against %s's headers", src, rel, b.release, b.release)
 	}
 	dest := path.Join("lib/modules", b.release, "updates", filepath.Base(src))
 	if err := b.addFile(dest, src, ""); err != nil {
-		return "", err
+		return "", nil, "", err
 	}
-	return fmt.Sprintf("/%s\t%s\t%s\n", dest, strings.Join(deps, ","), strings.Join(aliases, " ")), nil
+	return name, deps, fmt.Sprintf("/%s\t%s\t%s\n", dest, strings.Join(deps, ","), strings.Join(aliases, " ")), nil
 }
 
 // libDirs are where glibc's loader looks for libraries without a cache,

@@ -23,7 +23,7 @@ func base(t *testing.T) string {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	w := initramfs.NewWriter(zw)
-	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/x86_64-linux-gnu/libc.so.6", "usr/bin/ironic-agent"} {
+	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + release + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/x86_64-linux-gnu/libc.so.6", "usr/bin/ironic-agent"} {
 		if err := w.Bytes(f, 0o644, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -111,6 +111,7 @@ func TestBuild(t *testing.T) {
 func TestBuildRefuses(t *testing.T) {
 	dir := t.TempDir()
 	ko := write(t, filepath.Join(dir, "old.ko"), kmodtest.Module("vermagic=6.1.0-18-amd64 SMP mod_unload "), 0o644)
+	orphan := write(t, filepath.Join(dir, "orphan.ko"), kmodtest.Module("vermagic="+release+" SMP mod_unload ", "depends=watchdog"), 0o644)
 	f := write(t, filepath.Join(dir, "a"), []byte("a"), 0o644)
 	for name, c := range map[string]struct {
 		spec Spec
@@ -118,6 +119,7 @@ func TestBuildRefuses(t *testing.T) {
 	}{
 		"a module for another kernel":  {Spec{Base: base(t), Modules: []string{ko}}, `built for kernel "6.1.0-18-amd64", and the ramdisk runs ` + release},
 		"modules without the base":     {Spec{Modules: []string{ko}}, "need the ramdisk's initramfs (-base)"},
+		"a dependency nobody carries":  {Spec{Base: base(t), Modules: []string{orphan}}, "module orphan needs module watchdog, which the ramdisk does not carry"},
 		"a file without a destination": {Spec{Files: []string{f}}, "want DEST=SRC"},
 		"two sources for one path":     {Spec{Files: []string{"etc/x=" + f, "/etc/x=" + f}}, "/etc/x comes from both"},
 		"a missing file":               {Spec{Files: []string{"etc/x=" + f + ".missing"}}, "no such file"},
