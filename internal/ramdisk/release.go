@@ -48,4 +48,3 @@ func (r ReleaseInfo) Format() []byte {
 	}
 	return []byte(b.String())
 }
-
