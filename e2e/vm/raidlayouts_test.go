@@ -108,6 +108,10 @@ func examineMember(t *testing.T, ctx context.Context, path string, start, size i
 // members; the deployed OS boots from the fourth disk alone, the other
 // three removed from the VM.
 func TestVMDeploySoftwareRAID10BIOS(t *testing.T) {
+	// The default run deploys onto software RAID under UEFI
+	// (TestVMDeploySoftwareRAIDUEFI); this one, the longest of them,
+	// keeps the run within its time.
+	slowScenario(t)
 	seriesIndependent(t) // the agent's software RAID, alike in every series
 	if _, err := exec.LookPath("mdadm"); err != nil {
 		t.Skip("SKIPPED: needs mdadm (in test.sh) to read the members' superblocks")
