@@ -34,7 +34,11 @@ func TestVMIPMIBIOS(t *testing.T) { ipmiLifecycle(t, "bios", 0) }
 
 // TestVMIPMIUEFI is TestVMIPMIBIOS under OVMF: Ironic sets the boot device
 // of a UEFI node with its raw Set System Boot Options (the EFI flag set).
-func TestVMIPMIUEFI(t *testing.T) { ipmiLifecycle(t, "uefi", 1) }
+// The second firmware of the scenario: a slow one.
+func TestVMIPMIUEFI(t *testing.T) {
+	slowScenario(t)
+	ipmiLifecycle(t, "uefi", 1)
+}
 
 // ipmiLifecycle runs the scenario for firmware fw; n tells the tests'
 // MACs, ports and BMC addresses apart. The BMC's LAN address is a loopback
