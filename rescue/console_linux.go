@@ -49,13 +49,12 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 		return fmt.Errorf("%s: terminal settings: %w", dev, err)
 	}
 	r := bufio.NewReader(f)
-	fmt.Fprintf(f, "\r\nironic-agent %s: log in as %s with the %s password\r\n", cfg.Name, cfg.User, cfg.Name)
-	// An empty line prompts again on the same reader: what was typed
-	// after it may sit in r's buffer already, and a new reader would
-	// lose it.
+	// An empty line prompts again, banner and all, on the same reader:
+	// what was typed after it may sit in r's buffer already, and a new
+	// reader would lose it.
 	var user string
 	for user == "" {
-		fmt.Fprintf(f, "%s login: ", host)
+		fmt.Fprintf(f, "\r\nironic-agent %s: log in as %s with the %s password\r\n%s login: ", cfg.Name, cfg.User, cfg.Name, host)
 		line, err := r.ReadString('\n')
 		if err != nil {
 			return fmt.Errorf("%s: read the user: %w", dev, err)
