@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -93,7 +94,7 @@ func (r *runner) embedded() (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("%s.sha256: %w", p, err)
 		}
-		got, err := fileSHA256(p)
+		got, err := cachedir.FileSHA256(p)
 		if err != nil {
 			return Result{}, err
 		}
@@ -398,7 +399,7 @@ func (r *runner) cacheValid(dirName string) bool {
 			r.log.Warn("cached checksum unreadable; installing again", "file", p+".sha256", "err", err)
 			return false
 		}
-		got, err := fileSHA256(p)
+		got, err := cachedir.FileSHA256(p)
 		if err != nil || got != want {
 			r.log.Warn("cached file damaged; installing again", "file", p, "sha256", got, "want", want, "err", err)
 			return false
@@ -419,19 +420,6 @@ func (w *hashingFile) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.h.Write(p[:n])
 	return n, err
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("reading %s: %w", p, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // copyVerified copies src to dst and checks that what was written has

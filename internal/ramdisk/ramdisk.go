@@ -506,20 +506,8 @@ func checkStatic(path string) error {
 }
 
 func addFile(w *initramfs.Writer, dst, src string, perm uint32) error {
-	f, err := os.Open(src)
-	if err != nil {
+	if err := w.HostFile(dst, src, perm); err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("ramdisk: %w", err)
-	}
-	if perm&0o111 == 0 && st.Mode()&0o111 != 0 {
-		perm |= 0o111
-	}
-	if err := w.File(dst, perm, st.Size(), f); err != nil {
-		return fmt.Errorf("ramdisk: add %s: %w", src, err)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ package release
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
@@ -236,7 +236,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 // the digest of the initramfs it describes, so two different builds never
 // share one and the same build always has it.
 func namespace(src Source, arch, initramfs string) (string, error) {
-	sum, err := fileSum(initramfs, sha256.New())
+	sum, err := cachedir.FileSHA256(initramfs)
 	if err != nil {
 		return "", err
 	}
@@ -307,11 +307,11 @@ func sameBytes(a, b string) (*bool, error) {
 	if _, err := os.Lstat(b); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	sa, err := fileSum(a, sha256.New())
+	sa, err := cachedir.FileSHA256(a)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := fileSum(b, sha256.New())
+	sb, err := cachedir.FileSHA256(b)
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +346,3 @@ func size(p string) int64 {
 	}
 	return st.Size()
 }
-
-// Digest is the SHA-256 of the file at p, in hex.
-func Digest(p string) (string, error) { return fileSum(p, sha256.New()) }

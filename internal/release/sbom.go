@@ -2,7 +2,6 @@ package release
 
 import (
 	"crypto/sha1"
-	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
 
@@ -162,7 +162,7 @@ func addFirmwareFiles(doc *spdxDoc, ids spdxIDs, in SBOMInput, pkgID map[string]
 		if !ok {
 			return fmt.Errorf("release: firmware %s: not in package %s (%s)", f.Name, p.Name, p.Dir)
 		}
-		s256, err := fileSum(host, sha256.New())
+		s256, err := cachedir.FileSHA256(host)
 		if err != nil {
 			return err
 		}
@@ -266,7 +266,6 @@ func fileSum(p string, h interface {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// debArch is the architecture in a .deb's file name.
 // debArch is the architecture of a package from the archive file name
 // its URL ends in, <name>_<version>_<arch>.deb (the cached file is named
 // by its digest).

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 )
@@ -262,4 +263,26 @@ func ReadNames(r io.Reader) ([]string, error) {
 		off += size + pad
 		names = append(names, n)
 	}
+}
+
+// HostFile adds the host file src as name with permission bits perm,
+// to which the execute bits are added when src is executable and perm
+// has none.
+func (w *Writer) HostFile(name, src string, perm uint32) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
+	if perm&0o111 == 0 && st.Mode()&0o111 != 0 {
+		perm |= 0o111
+	}
+	if err := w.File(name, perm, st.Size(), f); err != nil {
+		return fmt.Errorf("initramfs: add %s: %w", src, err)
+	}
+	return nil
 }

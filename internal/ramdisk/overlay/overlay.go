@@ -412,29 +412,13 @@ func (b *builder) write(w io.Writer) error {
 			}
 			continue
 		}
-		if err := copyInto(cw, e.Path, b.src[e.Path]); err != nil {
-			return err
+		// Regular files keep their execute bits, nothing else.
+		if err := cw.HostFile(e.Path, b.src[e.Path], 0o644); err != nil {
+			return fmt.Errorf("overlay: %w", err)
 		}
 	}
 	if err := cw.Close(); err != nil {
 		return fmt.Errorf("overlay: %w", err)
 	}
 	return zw.Close()
-}
-
-func copyInto(cw *initramfs.Writer, dest, src string) error {
-	f, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("overlay: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("overlay: %w", err)
-	}
-	perm := uint32(st.Mode().Perm())
-	if err := cw.File(dest, perm, st.Size(), f); err != nil {
-		return fmt.Errorf("overlay: %s: %w", src, err)
-	}
-	return nil
 }

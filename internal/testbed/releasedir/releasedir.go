@@ -17,25 +17,16 @@
 package releasedir
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	"github.com/ironic-go/ironic-agent/internal/release"
 )
-
-// Branch is the IPA branch name every release is published under: one
-// agent serves every Ironic series.
-const Branch = "master"
 
 // Release is a laid out release directory.
 type Release struct {
@@ -47,24 +38,20 @@ type Release struct {
 	Digests map[string]string
 }
 
-// Flavour is the IPA flavour name of arch: goagent for amd64, as IPA's
-// debian; goagent-<arch> for the others, as IPA's debian-arm64.
-func Flavour(arch string) string {
-	if arch == "amd64" {
-		return "goagent"
-	}
-	return "goagent-" + arch
+// Kernel and Initramfs are the versioned files' relative paths, as
+// `make release` names them (release.Names).
+func (r *Release) Kernel() string {
+	k, _, _, _ := release.Names(r.Version, r.Arch)
+	return k
 }
 
-// Name is the versioned base name, ironic-agent-<version>-<arch>.
-func (r *Release) Name() string { return "ironic-agent-" + r.Version + "-" + r.Arch }
-
-// Kernel and Initramfs are the versioned files' relative paths.
-func (r *Release) Kernel() string    { return r.Name() + ".kernel" }
-func (r *Release) Initramfs() string { return r.Name() + ".initramfs" }
+func (r *Release) Initramfs() string {
+	_, i, _, _ := release.Names(r.Version, r.Arch)
+	return i
+}
 
 // IPAName is the IPA-layout base name, ipa-<flavour>-master.
-func (r *Release) IPAName() string { return "ipa-" + Flavour(r.Arch) + "-" + Branch }
+func (r *Release) IPAName() string { return "ipa-" + release.Flavour(r.Arch) + "-" + release.Branch }
 
 // IPAKernel, IPAInitramfs and IPATarball are the IPA-layout copies'
 // relative paths.
@@ -83,9 +70,9 @@ func Write(dir, version, arch, kernel, initramfs string, mtime time.Time) (*Rele
 	if arch != "amd64" && arch != "arm64" {
 		return nil, fmt.Errorf("release directory %s: bad architecture %q: want amd64 or arm64", dir, arch)
 	}
-	r := &Release{Dir: dir, Version: version, Arch: arch, Digests: map[string]string{}}
-	if _, err := os.Stat(filepath.Join(dir, "SHA256SUMS")); err == nil {
-		return nil, fmt.Errorf("release directory %s already holds a release (SHA256SUMS exists)", dir)
+	r := &Release{Dir: dir, Version: version, Arch: arch}
+	if _, err := os.Stat(filepath.Join(dir, release.SumsName)); err == nil {
+		return nil, fmt.Errorf("release directory %s already holds a release (%s exists)", dir, release.SumsName)
 	}
 	for _, c := range []struct{ from, to string }{
 		{kernel, r.Kernel()}, {initramfs, r.Initramfs()},
@@ -95,37 +82,32 @@ func Write(dir, version, arch, kernel, initramfs string, mtime time.Time) (*Rele
 			return nil, err
 		}
 	}
-	if err := r.tarball(kernel, initramfs, mtime); err != nil {
+	// The tarball, the .sha256 files and SHA256SUMS come from the
+	// release build's own writers.
+	if err := release.WriteTarGz(r.Path(r.IPATarball()), []release.TarFile{
+		{Name: r.IPAName() + ".kernel", Path: kernel}, {Name: r.IPAName() + ".initramfs", Path: initramfs},
+	}, mtime); err != nil {
 		return nil, err
 	}
 	for _, f := range []string{r.Kernel(), r.Initramfs(), r.IPAKernel(), r.IPAInitramfs(), r.IPATarball()} {
-		if err := r.write(f+".sha256", SumLine(r.Digests[f], path.Base(f))); err != nil {
+		if err := release.WriteSidecar(r.Path(f)); err != nil {
 			return nil, err
 		}
 	}
-	names := make([]string, 0, len(r.Digests))
-	for n := range r.Digests {
-		names = append(names, n)
+	if err := release.WriteSums(dir); err != nil {
+		return nil, err
 	}
-	slices.Sort(names)
-	var sums strings.Builder
-	for _, n := range names {
-		sums.WriteString(SumLine(r.Digests[n], n))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(sums.String()), 0o644); err != nil {
+	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, mtime, mtime)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("release directory: %w", err)
 	}
-	for _, n := range append(names, "SHA256SUMS") {
-		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(n)), mtime, mtime); err != nil {
-			return nil, fmt.Errorf("release directory: %w", err)
-		}
-	}
-	return r, nil
+	return Read(dir, version, arch)
 }
-
-// SumLine is one line of sha256sum's output: the digest, two spaces (text
-// mode) and the name.
-func SumLine(digest, name string) string { return digest + "  " + name + "\n" }
 
 // Path is the host path of the relative path rel.
 func (r *Release) Path(rel string) string { return filepath.Join(r.Dir, filepath.FromSlash(rel)) }
@@ -143,7 +125,7 @@ func (r *Release) create(rel string) (*os.File, error) {
 	return f, nil
 }
 
-// copy copies the host file from to rel, recording its digest.
+// copy copies the host file from to rel.
 func (r *Release) copy(from, rel string) error {
 	in, err := os.Open(from)
 	if err != nil {
@@ -154,85 +136,14 @@ func (r *Release) copy(from, rel string) error {
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(out, h), in)
+	_, err = io.Copy(out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("release directory: copying %s to %s: %w", from, rel, err)
 	}
-	r.Digests[rel] = hex.EncodeToString(h.Sum(nil))
 	return nil
-}
-
-// write writes b to rel, recording its digest.
-func (r *Release) write(rel, b string) error {
-	out, err := r.create(rel)
-	if err != nil {
-		return err
-	}
-	_, err = out.WriteString(b)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("release directory: %s: %w", rel, err)
-	}
-	sum := sha256.Sum256([]byte(b))
-	r.Digests[rel] = hex.EncodeToString(sum[:])
-	return nil
-}
-
-// tarball writes the IPA-layout tarball: ipa-<flavour>-master.kernel and
-// .initramfs at its top level, what Metal3's downloader unpacks.
-func (r *Release) tarball(kernel, initramfs string, mtime time.Time) error {
-	out, err := r.create(r.IPATarball())
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	// Speed over size: the initramfs is compressed already, and the test
-	// bed writes this on every run.
-	gz, _ := gzip.NewWriterLevel(io.MultiWriter(out, h), gzip.BestSpeed)
-	gz.ModTime = mtime
-	tw := tar.NewWriter(gz)
-	for _, m := range []struct{ from, name string }{{kernel, r.IPAName() + ".kernel"}, {initramfs, r.IPAName() + ".initramfs"}} {
-		if err = addFile(tw, m.from, m.name, mtime); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = tw.Close()
-	}
-	if err == nil {
-		err = gz.Close()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("release directory: %s: %w", r.IPATarball(), err)
-	}
-	r.Digests[r.IPATarball()] = hex.EncodeToString(h.Sum(nil))
-	return nil
-}
-
-func addFile(tw *tar.Writer, from, name string, mtime time.Time) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: st.Size(), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-		return err
-	}
-	_, err = io.Copy(tw, in)
-	return err
 }
 
 // Read takes the release of version for arch that dir holds already (a
@@ -245,7 +156,7 @@ func Read(dir, version, arch string) (*Release, error) {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "SHA256SUMS" {
+		if err != nil || rel == release.SumsName {
 			return err
 		}
 		d, err := cachedir.FileSHA256(p)
