@@ -66,7 +66,7 @@ func SBOM(in SBOMInput) ([]byte, error) {
 		Name: "ironic-agent", SPDXID: root, VersionInfo: in.Version,
 		DownloadLocation: "git+https://github.com/ironic-go/ironic-agent@" + strings.TrimSuffix(in.Commit, "-dirty"),
 		LicenseConcluded: noAssertion, LicenseDeclared: noAssertion, CopyrightText: noAssertion,
-		PrimaryPurpose: "OPERATING-SYSTEM",
+		PrimaryPurpose: "OPERATING_SYSTEM",
 		Comment:        "The agent's ramdisk (kernel and initramfs) built from commit " + in.Commit + ".",
 	})
 	doc.Relationships = append(doc.Relationships, spdxRelationship{"SPDXRef-DOCUMENT", "DESCRIBES", root})

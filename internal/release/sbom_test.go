@@ -138,6 +138,15 @@ func TestSBOM(t *testing.T) {
 	if doc.SPDXVersion != "SPDX-2.3" || doc.DataLicense != "CC0-1.0" || doc.CreationInfo.Created != "2023-11-14T22:13:20Z" {
 		t.Errorf("header: %s %s %s", doc.SPDXVersion, doc.DataLicense, doc.CreationInfo.Created)
 	}
+	// SPDX 2.3's JSON schema enumerates primaryPackagePurpose; a value
+	// outside it fails validators (OPERATING-SYSTEM, with a hyphen, did).
+	purposes := map[string]bool{"OTHER": true, "INSTALL": true, "ARCHIVE": true, "FIRMWARE": true, "APPLICATION": true,
+		"FRAMEWORK": true, "LIBRARY": true, "CONTAINER": true, "SOURCE": true, "DEVICE": true, "OPERATING_SYSTEM": true, "FILE": true}
+	for _, p := range doc.Packages {
+		if p.PrimaryPurpose != "" && !purposes[p.PrimaryPurpose] {
+			t.Errorf("package %s: primaryPackagePurpose %q is not one of SPDX 2.3's", p.Name, p.PrimaryPurpose)
+		}
+	}
 	ids := map[string]bool{"SPDXRef-DOCUMENT": true}
 	idRE := regexp.MustCompile(`^SPDXRef-[A-Za-z0-9.-]+$`)
 	versions := map[string]string{}
