@@ -68,6 +68,7 @@ APT_PACKAGES=(
 	tcpdump
 	time
 	udev
+	umoci
 	util-linux
 	xfsprogs
 	xorriso

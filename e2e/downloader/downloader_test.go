@@ -101,8 +101,9 @@ func sum(b []byte) string {
 
 // image builds the entrypoint and the image from rel, and unpacks it.
 type image struct {
-	rootfs string
-	cfg    ocirootfs.Config
+	rootfs  string
+	cfg     ocirootfs.Config
+	archive string // the OCI image layout archive, as the release carries it
 }
 
 func buildImage(t *testing.T, rel release) image {
@@ -144,7 +145,7 @@ func buildImage(t *testing.T, rel release) image {
 	if err := os.Chmod(rootfs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return image{rootfs: rootfs, cfg: img.Config}
+	return image{rootfs: rootfs, cfg: img.Config, archive: archive}
 }
 
 // sharedVolume is an empty volume owned by the image's user, as the

@@ -149,6 +149,24 @@ func (img *Image) Blob(d Descriptor) ([]byte, error) {
 	return b, nil
 }
 
+// WriteLayout writes the archive's files into dir as an OCI image layout
+// directory, the form tools such as umoci and skopeo read.
+func (img *Image) WriteLayout(dir string) error {
+	for name, b := range img.blobs {
+		if name == ".." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
+			return fmt.Errorf("archive entry %q leaves the layout", name)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Unpack applies the layers in order into root, as root (owners kept),
 // checking each uncompressed layer against the config's diff_id.
 func (img *Image) Unpack(root string) error {
