@@ -90,7 +90,7 @@ func TestSplitKernelParts(t *testing.T) {
 	deps := "dracut | initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool, linux-base-7.3.4+deb13-amd64 (= 7.3.4-1~bpo13+1), " +
 		"linux-binary-7.3.4+deb13-amd64 (= 7.3.4-1~bpo13+1), linux-modules-7.3.4+deb13-amd64 (= 7.3.4-1~bpo13+1)\n"
 	got := splitKernelParts(deps, "7.3.4+deb13-amd64")
-	if want := []string{"linux-binary-7.3.4+deb13-amd64", "linux-modules-7.3.4+deb13-amd64"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"linux-base-7.3.4+deb13-amd64", "linux-binary-7.3.4+deb13-amd64", "linux-modules-7.3.4+deb13-amd64"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	if got := splitKernelParts("kmod, linux-base (>= 4.3~)", "6.12.118+deb13-amd64"); got != nil {

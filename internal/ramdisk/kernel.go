@@ -106,9 +106,10 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	}
 	ver := strings.TrimSuffix(strings.TrimPrefix(pkg, "linux-image-"), "-unsigned")
 	k := &Kernel{Flavour: f.Name, Package: pkg, Version: ver, Debs: []debian.Package{img}}
-	// Debian's kernels from 6.17 on split the image package: the bzImage
-	// and the modules are in linux-binary-<version> and
-	// linux-modules-<version>, which it depends on.
+	// Debian's kernels from 6.17 on split the image package: the bzImage,
+	// the modules, and the configuration with modules.order and
+	// modules.builtin are in linux-binary-<version>,
+	// linux-modules-<version> and linux-base-<version>, which it depends on.
 	for _, part := range splitKernelParts(img.Depends, ver) {
 		p, err := ix.Get(part)
 		if err != nil {
@@ -161,10 +162,14 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	if err := os.Rename(vmlinuz, filepath.Join(tmp, "vmlinuz")); err != nil {
 		return nil, fmt.Errorf("ramdisk: %s has no boot/vmlinuz-%s: %w", deb, ver, err)
 	}
-	// The split packages ship no configuration: the build then cannot
-	// tell whether the kernel decompresses modules, and decompresses
-	// them (an empty file says so, see DecompressedSuffix).
+	// The split packages keep the configuration beside the modules
+	// (linux-base-<version>). The first split kernels shipped none: the
+	// build then cannot tell whether the kernel decompresses modules, and
+	// decompresses them (an empty file says so, see DecompressedSuffix).
 	config := filepath.Join(x, "boot", "config-"+ver)
+	if split := filepath.Join(x, "usr/lib/modules", ver, "config"); !fileExists(config) && fileExists(split) {
+		config = split
+	}
 	if !fileExists(config) {
 		if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
 			return nil, fmt.Errorf("ramdisk: %w", err)
@@ -202,13 +207,14 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 	return k, nil
 }
 
-// splitKernelParts returns the linux-binary-<ver> and linux-modules-<ver>
-// packages a split kernel image package depends on (its Depends field).
+// splitKernelParts returns the linux-binary-<ver>, linux-modules-<ver>
+// and linux-base-<ver> packages a split kernel image package depends on
+// (its Depends field).
 func splitKernelParts(depends, ver string) []string {
 	var out []string
 	for d := range strings.SplitSeq(depends, ",") {
 		name, _, _ := strings.Cut(strings.TrimSpace(d), " ")
-		if name == "linux-binary-"+ver || name == "linux-modules-"+ver {
+		if name == "linux-binary-"+ver || name == "linux-modules-"+ver || name == "linux-base-"+ver {
 			out = append(out, name)
 		}
 	}

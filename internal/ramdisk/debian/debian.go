@@ -167,10 +167,23 @@ func (c *Client) Release(ctx context.Context, suite string) (*Release, error) {
 	if st, err := os.Stat(p); err == nil && c.now().Sub(st.ModTime()) < maxAge {
 		if b, err := os.ReadFile(p); err == nil {
 			if r, err := ParseInRelease(b, kr, suite, u, c.now()); err == nil && c.fresh(r) == nil {
+				r.cached = true
 				return r, nil
 			}
 		}
 	}
+	return c.fetchRelease(ctx, suite)
+}
+
+// fetchRelease fetches suite's InRelease from the mirror, verifies it
+// and caches it.
+func (c *Client) fetchRelease(ctx context.Context, suite string) (*Release, error) {
+	kr, err := c.keyring()
+	if err != nil {
+		return nil, err
+	}
+	u := c.suiteURL(suite, "InRelease")
+	p := filepath.Join(c.Cache, "dists", mirrorDir(c.Mirrors.For(suite)), suite, "InRelease")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("debian: %w", err)
 	}
@@ -225,9 +238,19 @@ func (c *Client) open(ctx context.Context, u string) (io.ReadCloser, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, fmt.Errorf("GET %s: %s (does the mirror carry this suite and architecture?)", u, resp.Status)
+		return nil, &StatusError{URL: u, Status: resp.Status, Code: resp.StatusCode}
 	}
 	return resp.Body, nil
+}
+
+// StatusError is a mirror's answer other than 200 OK.
+type StatusError struct {
+	URL, Status string
+	Code        int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("GET %s: %s (does the mirror carry this suite and architecture?)", e.URL, e.Status)
 }
 
 // fetchFile returns the cached path of the file ref of suite's
@@ -308,6 +331,24 @@ func (c *Client) indexReader(ctx context.Context, rel *Release, base string) (io
 	}
 	u := c.suiteURL(rel.Suite, ref.Path)
 	p, err := c.fetchFile(ctx, u, ref.SHA256, ref.Size, strings.ReplaceAll(rel.Suite+"_"+ref.Path, "/", "_"), "suite "+rel.Suite+" index "+ref.Path)
+	var digestErr *DigestError
+	var statusErr *StatusError
+	if err != nil && rel.cached && (errors.As(err, &digestErr) || errors.As(err, &statusErr) && statusErr.Code == http.StatusNotFound) {
+		// The mirror has published the suite again since the cached
+		// InRelease was fetched (backports and updates do, several times
+		// a day): its indexes now have other digests, or are gone. Take
+		// the current InRelease once and read the index it names.
+		fresh, ferr := c.fetchRelease(ctx, rel.Suite)
+		if ferr != nil {
+			return nil, "", fmt.Errorf("%w; fetching the suite's current InRelease: %w", err, ferr)
+		}
+		*rel = *fresh
+		if ref, err = rel.Index(base); err != nil {
+			return nil, "", err
+		}
+		u = c.suiteURL(rel.Suite, ref.Path)
+		p, err = c.fetchFile(ctx, u, ref.SHA256, ref.Size, strings.ReplaceAll(rel.Suite+"_"+ref.Path, "/", "_"), "suite "+rel.Suite+" index "+ref.Path)
+	}
 	if err != nil {
 		return nil, "", err
 	}

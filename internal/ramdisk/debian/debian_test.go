@@ -381,6 +381,51 @@ func TestDigestMismatch(t *testing.T) {
 	}
 }
 
+// TestRepublishedSuite: a suite republished since the cached InRelease
+// was fetched (its indexes now have other digests, or the old ones are
+// gone) is read through its current InRelease, fetched once, instead of
+// failing on the digest the stale one names.
+func TestRepublishedSuite(t *testing.T) {
+	a := newFakeArchive(t)
+	a.addSuite(t, "trixie-backports", a.key, firmwareDeb)
+	c := a.client(t)
+	if _, err := c.Release(t.Context(), "trixie-backports"); err != nil {
+		t.Fatal(err)
+	}
+	stale := a.client(t) // another cache holding the same InRelease
+	if _, err := stale.Release(t.Context(), "trixie-backports"); err != nil {
+		t.Fatal(err)
+	}
+	newer := firmwareDeb
+	newer.version = "1.1-1~bpo13+1"
+	a.addSuite(t, "trixie-backports", a.key, newer)
+	again := *c // a later run with the same cache
+	ix, err := again.Packages(t.Context(), []string{"trixie-backports"}, []string{"main"})
+	if err != nil {
+		t.Fatalf("republished suite: %v", err)
+	}
+	if p, err := ix.Get("firmware-bnx2"); err != nil || p.Version != newer.version {
+		t.Errorf("read %+v, %v; want version %s", p, err, newer.version)
+	}
+	rs, err := again.Contents(t.Context(), []string{"trixie-backports"}, "main", "all")
+	if err != nil {
+		t.Fatalf("contents of the republished suite: %v", err)
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+	// Bytes that match neither the cached nor the current InRelease
+	// still fail.
+	newest := firmwareDeb
+	newest.version = "1.2-1~bpo13+1"
+	a.addSuite(t, "trixie-backports", a.key, newest)
+	a.override["/dists/trixie-backports/main/binary-amd64/Packages.gz"] = []byte("garbage")
+	var de *DigestError
+	if _, err := stale.Packages(t.Context(), []string{"trixie-backports"}, []string{"main"}); !errors.As(err, &de) {
+		t.Errorf("damaged index of a cached suite: %v, want a DigestError", err)
+	}
+}
+
 // TestSignature: a tampered InRelease, one signed by a key the client
 // does not trust, and an unsigned one fail naming the suite and URL.
 func TestSignature(t *testing.T) {

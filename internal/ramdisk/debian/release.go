@@ -62,6 +62,7 @@ type Release struct {
 	Fields     Stanza
 	Files      map[string]FileRef // by Path, from the SHA256 field
 	ValidUntil time.Time          // zero when the file sets none
+	cached     bool               // read from the cache, not the mirror, in this run
 }
 
 // ErrSignature is wrapped by every error of an InRelease whose signature
