@@ -154,12 +154,10 @@ func mirrorDir(u string) string {
 // Release returns suite's InRelease, verified: the cached copy when
 // younger than MaxAge, else fetched anew.
 func (c *Client) Release(ctx context.Context, suite string) (*Release, error) {
-	kr, err := c.keyring()
+	kr, u, p, err := c.inRelease(suite)
 	if err != nil {
 		return nil, err
 	}
-	u := c.suiteURL(suite, "InRelease")
-	p := filepath.Join(c.Cache, "dists", mirrorDir(c.Mirrors.For(suite)), suite, "InRelease")
 	maxAge := c.MaxAge
 	if maxAge == 0 {
 		maxAge = 24 * time.Hour
@@ -175,15 +173,23 @@ func (c *Client) Release(ctx context.Context, suite string) (*Release, error) {
 	return c.fetchRelease(ctx, suite)
 }
 
+// inRelease returns the keyring that verifies suite's InRelease, its URL
+// and its path in the cache.
+func (c *Client) inRelease(suite string) (openpgp.KeyRing, string, string, error) {
+	kr, err := c.keyring()
+	if err != nil {
+		return nil, "", "", err
+	}
+	return kr, c.suiteURL(suite, "InRelease"), filepath.Join(c.Cache, "dists", mirrorDir(c.Mirrors.For(suite)), suite, "InRelease"), nil
+}
+
 // fetchRelease fetches suite's InRelease from the mirror, verifies it
 // and caches it.
 func (c *Client) fetchRelease(ctx context.Context, suite string) (*Release, error) {
-	kr, err := c.keyring()
+	kr, u, p, err := c.inRelease(suite)
 	if err != nil {
 		return nil, err
 	}
-	u := c.suiteURL(suite, "InRelease")
-	p := filepath.Join(c.Cache, "dists", mirrorDir(c.Mirrors.For(suite)), suite, "InRelease")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("debian: %w", err)
 	}
