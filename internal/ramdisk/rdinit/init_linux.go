@@ -251,7 +251,7 @@ func debugLoginFromMedia(log *slog.Logger, pid int, params map[string]string, me
 		return pid
 	}
 	if pid != 0 {
-		log.Info("debug login: stopping the kernel command line's, for virtual media's parameters", "pid", pid)
+		log.Info(EventDebugLoginReplaced, "pid", pid)
 		stopProcess(log, pid, 5*time.Second)
 	}
 	return startDebugLogin(log, string(line), merged, out, onPanic)
