@@ -15,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/overlay"
 	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/rescue"
 )
 
 // overlayStep is a vendor's clean step as a script for the ramdisk's
@@ -47,7 +50,8 @@ echo "{\"firmware_sha256\": \"$fw\", \"bzip2_sha256\": \"$rt\", \"bzip2\": \"$v\
 // overlay's module list and loads the modules (the kernel says so), the
 // agent reads the file, and the step, run through the agent's API, gets
 // the overlay's firmware file from the kernel's firmware loader byte for
-// byte and runs the program.
+// byte and runs the program. The overlay's root authorized_keys opens the
+// debug login's SSH with no sshkey= on the kernel line.
 func TestOverlayModuleInVM(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
@@ -103,7 +107,11 @@ func TestOverlayModuleInVM(t *testing.T) {
 	fw := write("overlay-test.bin", string(fwData), 0o644)
 	fwSum := sha256.Sum256(fwData)
 
-	m, _, api := debugMachine(t, rd, "ironic-agent-overlay",
+	// Root's authorized_keys alone (no sshkey= or rootpwd=) opens the
+	// debug login's SSH.
+	site := newDebugCredentials(t).signer
+	keys := write("authorized_keys", string(ssh.MarshalAuthorizedKey(site.PublicKey())), 0o600)
+	m, addr, api := debugMachine(t, rd, "ironic-agent-overlay",
 		// loglevel=7: softdog's pr_info line on the console.
 		"loglevel=7 ipa-standalone=1 ipa-agent-token="+debugToken+" ipa-disk-wait-attempts=0")
 	m.Disks = nil
@@ -114,7 +122,8 @@ func TestOverlayModuleInVM(t *testing.T) {
 		Firmware: []string{"ironic-agent/overlay-test.bin=" + fw},
 		Programs: []string{bzip2},
 		Files: []string{"etc/ironic-python-agent.d/site.conf=" + conf,
-			"etc/ironic-agent/steps.d/flash_overlay=" + step, "etc/ironic-agent/steps.d/flash_overlay.json=" + manifest},
+			"etc/ironic-agent/steps.d/flash_overlay=" + step, "etc/ironic-agent/steps.d/flash_overlay.json=" + manifest,
+			strings.TrimPrefix(rescue.AuthorizedKeysFile, "/") + "=" + keys},
 	})
 	vm, fail := startVM(ctx, t, m)
 	if _, err := vm.WaitFor(ctx, "softdog: initialized"); err != nil {
@@ -161,6 +170,9 @@ func TestOverlayModuleInVM(t *testing.T) {
 		t.Errorf("the step's PATH %q lacks /usr/local/bin, where the overlay's programs go", out.Result.Path)
 	}
 	t.Logf("step result: %s", res)
+	if out, _, err := sshRun(ctx, addr, site, "id -u"); err != nil || strings.TrimSpace(out) != "0" {
+		t.Errorf("SSH with the overlay's authorized_keys alone: %q %v", out, err)
+	}
 }
 
 // bootWithOverlay makes m boot rd's kernel and initramfs with the overlay
