@@ -25,6 +25,28 @@ const (
 	DebugUser = "root"
 )
 
+// AuthorizedKeysFile is root's authorized_keys in the ramdisk, which an
+// overlay (cmd/mkoverlay -file root/.ssh/authorized_keys=...) or a ramdisk
+// build adds: the debug login takes its keys beside sshkey='s, and starts
+// for them alone.
+const AuthorizedKeysFile = "/root/.ssh/authorized_keys"
+
+// ParseAuthorizedKeys reads the lines of an authorized_keys file as the
+// lines of an sshkey= value: keys without options, comments and empty
+// lines skipped; any bad line is an error and no key is taken.
+func ParseAuthorizedKeys(b []byte) ([]ssh.PublicKey, error) {
+	return parseKeys(string(b), true)
+}
+
+// AddKeys adds keys not there yet, in order.
+func (b *BootLogin) AddKeys(keys []ssh.PublicKey) {
+	for _, k := range keys {
+		if !containsKey(b.Keys, k) {
+			b.Keys = append(b.Keys, k)
+		}
+	}
+}
+
 // BootLogin is what the kernel command line asks the debug login for.
 type BootLogin struct {
 	// Keys are the public keys of sshkey=, in order, without duplicates.

@@ -163,3 +163,30 @@ func TestServeKeysOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAuthorizedKeys: an authorized_keys file's keys, comments and
+// empty lines skipped, added after sshkey='s without duplicates; a bad
+// line takes none and says which.
+func TestParseAuthorizedKeys(t *testing.T) {
+	keys, err := ParseAuthorizedKeys([]byte("# site keys\n" + keyA + "\n\n" + rsaKey + "\n"))
+	if err != nil || len(keys) != 2 || keys[1].Type() != ssh.KeyAlgoRSA {
+		t.Fatalf("keys %v, error %v", keys, err)
+	}
+	b, errs := ParseBootLogin(`sshkey="` + keyA + `"`)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	b.AddKeys(keys)
+	if len(b.Keys) != 2 {
+		t.Errorf("sshkey= and the file: %d keys, want 2 (keyA once)", len(b.Keys))
+	}
+	for in, want := range map[string]string{
+		keyA + "\nssh-ed25519\n":     "line 2",
+		`command="x" ` + keyB + "\n": "authorized_keys options",
+		"# nothing\n":                "no key",
+	} {
+		if keys, err := ParseAuthorizedKeys([]byte(in)); err == nil || !strings.Contains(err.Error(), want) || keys != nil {
+			t.Errorf("%q: %v %v, want an error saying %q", in, keys, err, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,8 +22,10 @@ func runDebugLogin(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"Serve root logins for debugging, as diskimage-builder's dynamic-login element does in IPA's images:\n"+
 			"SSH with the keys of the kernel parameter "+rescue.ParamSSHKey+"=\"<authorized_keys line(s)>\" and a login on every\n"+
 			"kernel console with the password of "+rescue.ParamRootPassword+"=\"<SHA-crypt hash, or its base64>\". The ramdisk's\n"+
-			"init starts it first thing when either parameter is given; without them it serves nothing.", stderr)
+			"init starts it first thing when either parameter is given, or when the ramdisk holds\n"+
+			rescue.AuthorizedKeysFile+" (an overlay's), whose keys it takes too; without them it serves nothing.", stderr)
 	cmdlineFile := fs.String("kernel-cmdline", "/proc/cmdline", "read the kernel command line from `PATH`")
+	keysFile := fs.String("authorized-keys", rescue.AuthorizedKeysFile, "also take root's SSH keys from the authorized_keys file `PATH` when it exists")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,6 +37,17 @@ func runDebugLogin(ctx context.Context, args []string, stdout, stderr io.Writer)
 	login, errs := rescue.ParseBootLogin(string(raw))
 	for _, e := range errs {
 		log.Error(rescue.EventDebugLoginRefused, "error", e)
+	}
+	if b, err := os.ReadFile(*keysFile); err == nil {
+		keys, err := rescue.ParseAuthorizedKeys(b)
+		if err != nil {
+			log.Error(rescue.EventDebugLoginRefused, "error", fmt.Errorf("%s: %w: no SSH login from it", *keysFile, err))
+		} else {
+			login.AddKeys(keys)
+			log.Info("debug login: keys of the authorized_keys file", "file", *keysFile, "keys", len(keys))
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		log.Error(rescue.EventDebugLoginRefused, "error", fmt.Errorf("%s: %w: no SSH login from it", *keysFile, err))
 	}
 	if login.Empty() {
 		log.Info("debug login: nothing to serve", "ssh_keys", 0, "console_password", false)

@@ -112,7 +112,7 @@ func newOptionFlagSet(name, synopsis, description string, stderr io.Writer) *fla
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: ironic-agent %s %s\n\n%s\n", name, synopsis, description)
-		writeOptionHelp(stderr, fs, "Configuration sources")
+		writeOptionHelp(stderr, fs, "Configuration sources and the log file")
 	}
 	return fs
 }

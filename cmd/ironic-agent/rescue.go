@@ -47,7 +47,7 @@ func loginShell(ctx context.Context, log *slog.Logger, applets string) (shell, p
 	if err != nil {
 		return "", "", err
 	}
-	path = "/usr/sbin:/usr/bin:/sbin:/bin"
+	path = programs.RamdiskPath
 	if err := installApplets(ctx, shell, applets); err != nil {
 		log.Warn("busybox applets not linked; the shell has only its builtins and the ramdisk's programs", "error", err)
 	} else {

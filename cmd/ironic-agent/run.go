@@ -26,6 +26,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"or --config-dir is given), then these flags; each later source wins.", stderr)
 	fv := config.RegisterFlags(fs)
 	cmdlineFile := fs.String("kernel-cmdline", "/proc/cmdline", "read the kernel command line from `PATH` (\"\" to ignore it)")
+	logFile := fs.String("log-file", "", "also write the log to `PATH`, moved to PATH.1 at 4 MiB (the ramdisk's init sets "+logging.AgentLogFile+")")
 
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -38,8 +39,21 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// configuration error, says which agent runs; the level follows the
 	// configuration's debug option once it is loaded.
 	ring := agent.NewLogRing(2 << 20)
+	out := io.MultiWriter(stderr, ring)
+	var logFileErr error
+	if *logFile != "" {
+		// A file an operator logged in for debugging can read while a
+		// step runs; it must not keep the agent from starting.
+		f, err := logging.OpenRotating(*logFile, 4<<20)
+		if err != nil {
+			logFileErr = err
+		} else {
+			defer f.Close()
+			out = io.MultiWriter(stderr, ring, f)
+		}
+	}
 	var level slog.LevelVar
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, ring), &slog.HandlerOptions{Level: &level}))
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: &level}))
 	var cmdline string
 	var cmdlineErr error
 	if *cmdlineFile != "" {
@@ -48,6 +62,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// The boot MAC says which machine wrote every log that follows.
 	log.Info("ironic-agent", append(version.LogAttrs(), "boot_mac", logging.BootMAC(agent.NormalizeBOOTIF(bootIF(cmdline)), "/sys/class/net"))...)
+	if logFileErr != nil {
+		log.Warn("log file not written: the log goes to the console and the log bundle only", "error", logFileErr)
+	}
 	if cmdlineErr != nil {
 		return fmt.Errorf("kernel command line: %w", cmdlineErr)
 	}

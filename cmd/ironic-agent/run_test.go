@@ -50,6 +50,27 @@ func TestRunBadValues(t *testing.T) {
 	}
 }
 
+// TestRunLogFile: --log-file gets the same lines as the console, from the
+// first; a log file that cannot be opened is said on the console and the
+// agent goes on to its own error.
+func TestRunLogFile(t *testing.T) {
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "agent.log")
+	var stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"run", "--kernel-cmdline", "", "--log-file", logFile}, &bytes.Buffer{}, &stderr); code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	got, err := os.ReadFile(logFile)
+	if err != nil || string(got) == "" || !strings.HasPrefix(stderr.String(), string(got)) {
+		t.Errorf("the log file holds %q (%v); the console %q", got, err, stderr.String())
+	}
+	stderr.Reset()
+	runMain(context.Background(), []string{"run", "--kernel-cmdline", "", "--log-file", filepath.Join(dir, "no", "agent.log")}, &bytes.Buffer{}, &stderr)
+	if !strings.Contains(stderr.String(), "log file not written") || !strings.Contains(stderr.String(), "no Ironic API URL") {
+		t.Errorf("a log file in a missing directory: %q", stderr.String())
+	}
+}
+
 // A standalone agent serves the API and stops cleanly when its context
 // ends (SIGTERM in main).
 func TestRunStandaloneServesAndStops(t *testing.T) {

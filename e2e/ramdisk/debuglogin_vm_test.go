@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,8 +42,12 @@ const debugToken = "debuglogin0123456789abcdef0123456789"
 // not answer, so the agent is in its lookup loop the whole time: root
 // logs in over SSH with the key (a command runs and says it is root),
 // another key is refused, and root logs in on the serial console with the
-// password. A second boot without the parameters, a standalone agent, has
-// nothing on port 22, and its log bundle reads as Metal3 prints it.
+// password. A second boot, a standalone agent with a clean step added by
+// an overlay that waits for an operator, is entered the same ways while
+// the step runs: the login sees the step's process and the agent's log
+// saying it runs, and releases it; the step then succeeds. A third boot
+// without the parameters has nothing on port 22, and its log bundle reads
+// as Metal3 prints it.
 func TestDebugLoginInVM(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
@@ -56,6 +61,13 @@ func TestDebugLoginInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("login", func(t *testing.T) { debugLoginVM(ctx, t, rd) })
+	t.Run("step", func(t *testing.T) {
+		// A fourth boot: the default suite keeps within its time.
+		if os.Getenv("E2E_VM_SLOW") != "1" {
+			t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+		}
+		debugLoginStepVM(ctx, t, rd)
+	})
 	t.Run("none", func(t *testing.T) { noDebugLoginVM(ctx, t, rd) })
 	t.Run("rescue", func(t *testing.T) { debugLoginRescueVM(ctx, t, rd) })
 }
@@ -77,24 +89,46 @@ func debugMachine(t *testing.T, rd *qemu.Ramdisk, name, appendArgs string) (m qe
 	return m, fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", port+1)
 }
 
-func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+// debugCredentials are a key for sshkey=, another key, and the
+// parameters sshkey="..." rootpwd="..." (debugPassword's hash, base64).
+type debugCredentials struct {
+	signer, other ssh.Signer
+	sshkey        string // the authorized_keys line
+	rootpwd       string // the value of rootpwd=
+}
+
+func (c debugCredentials) params() string {
+	return fmt.Sprintf(`sshkey="%s" rootpwd="%s"`, c.sshkey, c.rootpwd)
+}
+
+func newDebugCredentials(t *testing.T) debugCredentials {
+	t.Helper()
+	var keys [2]ssh.Signer
+	for i := range keys {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys[i], err = ssh.NewSignerFromKey(priv); err != nil {
+			t.Fatal(err)
+		}
 	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
-	other, _ := ssh.NewSignerFromKey(otherPriv)
 	h, err := shacrypt.New(shacrypt.SHA512, []byte(debugPassword), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	authorized := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " operator@desk"
-	// Base64, as dynamic-login's README makes it: no "$" on the line.
-	params := fmt.Sprintf(`sshkey="%s" rootpwd="%s"`, authorized, base64.StdEncoding.EncodeToString([]byte(h.String())))
+	return debugCredentials{signer: keys[0], other: keys[1],
+		sshkey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(keys[0].PublicKey()))) + " operator@desk",
+		// Base64, as dynamic-login's README makes it: no "$" on the line.
+		rootpwd: base64.StdEncoding.EncodeToString([]byte(h.String()))}
+}
+
+// debugBanner is the debug login's console prompt's first line.
+const debugBanner = "log in as root with the debug login password"
+
+func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
+	creds := newDebugCredentials(t)
+	signer, other, params := creds.signer, creds.other, creds.params()
 	// restrict=on: 10.0.2.2:9 answers nothing, so the agent keeps
 	// looking the node up.
 	m, addr, _ := debugMachine(t, rd, "ironic-agent-debuglogin", params+" ipa-api-url=http://10.0.2.2:9")
@@ -138,10 +172,9 @@ func debugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 		t.Logf("agent busy: %v %s", l.At, l.Text)
 	}
 
-	banner := "log in as root with the debug login password"
 	for _, l := range []qemu.ConsoleLogin{
-		{Banner: banner, User: "root", Password: "not the password", Want: "Login incorrect"},
-		{Banner: banner, User: "root", Password: debugPassword, Want: "SERIAL-42 as root"},
+		{Banner: debugBanner, User: "root", Password: "not the password", Want: "Login incorrect"},
+		{Banner: debugBanner, User: "root", Password: debugPassword, Want: "SERIAL-42 as root"},
 	} {
 		if err := vm.Login(ctx, l); err != nil {
 			fail("console login with %q: %v", l.Password, err)
@@ -321,16 +354,25 @@ func startVM(ctx context.Context, t *testing.T, m qemu.Machine) (*qemu.VM, func(
 // sshRun runs command as root on addr with key and returns its output and
 // the server's host key.
 func sshRun(ctx context.Context, addr string, key ssh.Signer, command string) (string, ssh.PublicKey, error) {
+	return sshRunDial(ctx, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}, key, command)
+}
+
+// sshRunDial is sshRun over the connection dial makes (one made in a
+// network namespace).
+func sshRunDial(ctx context.Context, dial func(context.Context) (net.Conn, error), key ssh.Signer, command string) (string, ssh.PublicKey, error) {
 	var hostKey ssh.PublicKey
 	cfg := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)}, Timeout: time.Minute,
 		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error { hostKey = k; return nil }}
-	var d net.Dialer
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := dial(ctx)
 	if err != nil {
 		return "", nil, err
 	}
+	addr := raw.RemoteAddr().String()
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
 	conn, chans, reqs, err := ssh.NewClientConn(raw, addr, cfg)

@@ -105,3 +105,9 @@ func (e *MissingError) Error() string {
 }
 
 func (e *MissingError) Unwrap() error { return e.Err }
+
+// RamdiskPath is the PATH of the ramdisk's processes: the agent, the
+// steps it runs, the debug and rescue shells. /usr/local's directories,
+// where an overlay puts an operator's programs (cmd/mkoverlay -program),
+// come last, so the ramdisk's own programs are the ones the agent runs.
+const RamdiskPath = "/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin"

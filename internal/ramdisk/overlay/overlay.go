@@ -341,7 +341,11 @@ func (b *builder) addProgram(spec string) error {
 		}
 		var want []string
 		if interp != "" {
-			want = append(want, strings.TrimPrefix(interp, "/"))
+			rel := strings.TrimPrefix(interp, "/")
+			if !b.base[rel] && b.hasLibc() {
+				return fmt.Errorf("overlay: program %s needs the loader %s, which the ramdisk does not carry: the host's is another build of the C library than the ramdisk's and would not match it; link the program statically", src, interp)
+			}
+			want = append(want, rel)
 		}
 		for _, lib := range needed {
 			found := ""
@@ -353,6 +357,11 @@ func (b *builder) addProgram(spec string) error {
 			}
 			if found != "" {
 				continue
+			}
+			if glibcPart(lib) && b.hasLibc() {
+				// The parts of glibc share private interfaces: one
+				// from another build fails at start or later.
+				return fmt.Errorf("overlay: program %s needs %s (through %s), a part of the C library the ramdisk does not carry: the host's would not match the ramdisk's libc.so.6; link the program statically, or use one that does without it", src, lib, p)
 			}
 			for _, d := range libDirs {
 				if _, err := os.Stat("/" + path.Join(d, lib)); err == nil {
@@ -381,6 +390,29 @@ func (b *builder) addProgram(spec string) error {
 		}
 	}
 	return nil
+}
+
+// hasLibc reports whether the base carries the C library, whose other
+// parts then must come from the same build.
+func (b *builder) hasLibc() bool {
+	for _, d := range libDirs {
+		if b.base[path.Join(d, "libc.so.6")] {
+			return true
+		}
+	}
+	return false
+}
+
+// glibcPart reports whether soname is one of glibc's own libraries (the
+// loader, libc and the libraries built with it), which must all come from
+// one build.
+func glibcPart(soname string) bool {
+	switch soname {
+	case "libc.so.6", "libm.so.6", "libmvec.so.1", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libresolv.so.2",
+		"libutil.so.1", "libanl.so.1", "libBrokenLocale.so.1", "libc_malloc_debug.so.0", "libthread_db.so.1":
+		return true
+	}
+	return strings.HasPrefix(soname, "ld-linux") || strings.HasPrefix(soname, "libnss_")
 }
 
 func (b *builder) entries() []Entry {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
@@ -23,7 +25,7 @@ func base(t *testing.T) string {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	w := initramfs.NewWriter(zw)
-	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + release + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/x86_64-linux-gnu/libc.so.6", "usr/bin/ironic-agent"} {
+	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + release + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/x86_64-linux-gnu/libc.so.6", "lib64/ld-linux-x86-64.so.2", "usr/bin/ironic-agent"} {
 		if err := w.Bytes(f, 0o644, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +68,8 @@ func read(t *testing.T, archive []byte) []string {
 }
 
 // TestBuild: configuration, a tree with a step, firmware, a module for
-// the ramdisk's kernel with its list line, and a host program with the
-// loader it needs (the C library is the ramdisk's already).
+// the ramdisk's kernel with its list line, and a host program (the C
+// library and its loader are the ramdisk's already).
 func TestBuild(t *testing.T) {
 	dir := t.TempDir()
 	conf := write(t, filepath.Join(dir, "site.conf"), []byte("[DEFAULT]\ndebug = true\n"), 0o644)
@@ -128,5 +130,26 @@ func TestBuildRefuses(t *testing.T) {
 		if _, err := Build(c.spec, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
+	}
+}
+
+// TestBuildRefusesAnotherGlibcPart: a program needing a part of glibc the
+// ramdisk lacks (awk: libm.so.6) is refused naming it, since the host's
+// would be another build than the ramdisk's libc.so.6; without the
+// ramdisk's C library the host's whole C library goes in.
+func TestBuildRefusesAnotherGlibcPart(t *testing.T) {
+	awk, err := exec.LookPath("awk")
+	if err == nil {
+		awk, err = filepath.EvalSymlinks(awk)
+	}
+	if err != nil {
+		t.Skipf("SKIPPED: no awk on this host: %v", err)
+	}
+	if _, needed, err := ramdisk.ELFNeeds(awk); err != nil || !slices.Contains(needed, "libm.so.6") {
+		t.Skipf("SKIPPED: %s does not need libm.so.6 (%v %v)", awk, needed, err)
+	}
+	_, err = Build(Spec{Base: base(t), Programs: []string{awk}}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "needs libm.so.6") || !strings.Contains(err.Error(), "a part of the C library") {
+		t.Errorf("awk with a ramdisk without libm: %v", err)
 	}
 }

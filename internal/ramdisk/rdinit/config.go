@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/pyconv"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
@@ -104,14 +105,14 @@ func Params() []Param {
 		{ParamNetworkData, "1", "0: do not look for a config drive's network_data.json"},
 		{ParamPublisherID, "", "Ironic's virtual-media ISO publisher ID: only a config drive (or boot ISO) with this ISO 9660 publisher ID is taken"},
 		{ParamBootMethod, "", "Ironic's; " + vmedia.BootMethodVmedia + " (a virtual-media boot): the boot ISO's etc/ironic-python-agent and etc/ironic-python-agent.d are copied into /etc, and parameters.txt of the medium labelled " +
-			vmedia.ParametersLabel + " is merged into the command line, its values winning, for the init and the agent"},
+			vmedia.ParametersLabel + " is merged into the command line, its values replacing the kernel's, for the init, the agent and the debug login (a value with blanks in double quotes)"},
 		{ParamVLANs, "", "VLAN interfaces to create and run DHCP on before the agent starts: IFACE.VLAN, MAC.VLAN, IFACE or all (VLANs learnt from LLDP), comma-separated"},
 		{ParamCollectLLDP, "false", "with IFACE or all in " + ParamVLANs + ": learn the VLANs from LLDP"},
 		{ParamLLDPTimeout, secs(defaultLLDPWait), "seconds to listen for LLDP when learning VLANs"},
 		{rescue.ParamSSHKey, "", "diskimage-builder's dynamic-login: authorized_keys line(s), quoted (" + rescue.ParamSSHKey + "=\"ssh-ed25519 AAAA... operator@desk\"); root logs in over SSH with them from the first seconds of the boot, " +
-			"whatever the agent does; several keys one after another, or several " + rescue.ParamSSHKey + "= parameters; an unparsable key opens no SSH and is logged with why"},
+			"whatever the agent does; several keys one after another, or several " + rescue.ParamSSHKey + "= parameters; an unparsable key opens no SSH and is logged with why; also taken from virtual media's " + vmedia.ParametersFile},
 		{rescue.ParamRootPassword, "", "diskimage-builder's dynamic-login: root's password as a SHA-crypt hash (openssl passwd -6), or the base64 of one (openssl passwd -6 | base64 -w 0), which keeps $ off the command line; " +
-			"root logs in with it on every kernel console; another hash format opens nothing and is logged with why"},
+			"root logs in with it on every kernel console; another hash format opens nothing and is logged with why; also taken from virtual media's " + vmedia.ParametersFile},
 		{ParamIfnames, "1", "0: keep the kernel's NIC names (eth0, ...) instead of systemd's predictable names (eno1, ens3, enp1s0, ...) as IPA's images give them; " +
 			"a Dell iDRAC's or IBM IMM's USB NIC is still named idrac or ibmimm, as udev's rules name it"},
 		{ParamNamingScheme, netnames.DefaultScheme, "systemd's naming scheme for the predictable names (also spelt " + paramNamingSchemeDash + "): latest or one of " +
@@ -377,12 +378,17 @@ func (c Config) lookForConfigDrive() (look bool, why string) {
 }
 
 // agentArgv is the command line of the agent process: the configured
-// command, and for the agent itself (run) the merged kernel command line
-// when there is one.
+// command, and for the agent itself (run) its log file, for a debug
+// login's shell to read, and the merged kernel command line when there is
+// one.
 func agentArgv(cfg Config) []string {
 	argv := append([]string{"ironic-agent"}, cfg.Command...)
-	if cfg.KernelCmdline != "" && cfg.Command[0] == defaultCommand {
-		argv = slices.Concat(argv[:2], []string{"--kernel-cmdline", cfg.KernelCmdline}, argv[2:])
+	if cfg.Command[0] != defaultCommand {
+		return argv
 	}
-	return argv
+	flags := []string{"--log-file", logging.AgentLogFile}
+	if cfg.KernelCmdline != "" {
+		flags = append(flags, "--kernel-cmdline", cfg.KernelCmdline)
+	}
+	return slices.Concat(argv[:2], flags, argv[2:])
 }

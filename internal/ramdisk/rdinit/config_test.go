@@ -182,16 +182,17 @@ func TestParseNaming(t *testing.T) {
 	}
 }
 
-// TestAgentArgv: the agent reads the merged command line of a
-// virtual-media boot with parameters; other commands get no flag.
+// TestAgentArgv: the agent writes its log file and reads the merged
+// command line of a virtual-media boot with parameters; other commands get
+// no flag.
 func TestAgentArgv(t *testing.T) {
 	for _, tc := range []struct {
 		cmd  []string
 		file string
 		want string
 	}{
-		{[]string{"run"}, "", "ironic-agent run"},
-		{[]string{"run", "--debug"}, MergedCmdline, "ironic-agent run --kernel-cmdline /run/ironic-agent/cmdline --debug"},
+		{[]string{"run"}, "", "ironic-agent run --log-file /run/ironic-agent/agent.log"},
+		{[]string{"run", "--debug"}, MergedCmdline, "ironic-agent run --log-file /run/ironic-agent/agent.log --kernel-cmdline /run/ironic-agent/cmdline --debug"},
 		{[]string{"inventory"}, MergedCmdline, "ironic-agent inventory"},
 	} {
 		if got := strings.Join(agentArgv(Config{Command: tc.cmd, KernelCmdline: tc.file}), " "); got != tc.want {

@@ -34,6 +34,9 @@ const (
 	// EventDebugLoginStarted is logged when the init started the debug
 	// login (sshkey=, rootpwd=).
 	EventDebugLoginStarted = "debug login started"
+	// EventDebugLoginReplaced is logged when virtual media's parameters
+	// replace the debug login the kernel command line started.
+	EventDebugLoginReplaced = "debug login: stopping the kernel command line's, for virtual media's parameters"
 	// EventAgentStarted is logged when the init started the agent (its uptime).
 	EventAgentStarted = "agent started"
 )

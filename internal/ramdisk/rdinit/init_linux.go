@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/internal/programs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/networkdata"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
@@ -68,7 +69,8 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 	}
 	// The debug login before anything else that may hang: sshkey= and
 	// rootpwd= are for machines whose boot goes wrong.
-	debugPID := startDebugLogin(log, string(raw), io.MultiWriter(console, logFile), onPanic)
+	debugOut := io.MultiWriter(console, logFile)
+	debugPID := startDebugLogin(log, string(raw), "", debugOut, onPanic)
 	if err != nil {
 		// A bad parameter of ours must not keep the agent from starting:
 		// say so and go on with what parsed.
@@ -131,6 +133,7 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		LoadModule: func(name string) error { return loadModule(ModuleList, "/sys/module", name, finit, onPanic) },
 	}); len(params) > 0 {
 		cfg = mergeVirtualMedia(log, cfg, string(raw), params)
+		debugPID = debugLoginFromMedia(log, debugPID, params, cfg.KernelCmdline, debugOut, onPanic)
 	}
 	t = time.Now()
 	var data *networkdata.Data
@@ -172,14 +175,17 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 }
 
 // startDebugLogin starts `ironic-agent debug-login` (SSH and console
-// logins for root) when the command line names sshkey= or rootpwd=, and
-// returns its PID (0: none). It runs as a process of its own, not in PID
+// logins for root) when the command line names sshkey= or rootpwd=, or
+// the ramdisk holds root's authorized_keys (an overlay's), and returns its
+// PID (0: none). It runs as a process of its own, not in PID
 // 1: its shells are its children, whose exit status PID 1's reaping of
 // every orphan would otherwise take from it. It parses the parameters
-// itself and logs what it refused and why, and its logins; its log goes
-// to out (the console and the init's log file) through a pipe.
-func startDebugLogin(log *slog.Logger, cmdline string, out io.Writer, onPanic func(error)) int {
-	if !rescue.BootLoginAsked(cmdline) {
+// itself, from cmdlineFile ("": /proc/cmdline), and logs what it refused
+// and why, and its logins; its log goes to out (the console and the
+// init's log file) through a pipe.
+func startDebugLogin(log *slog.Logger, cmdline, cmdlineFile string, out io.Writer, onPanic func(error)) int {
+	_, keysErr := os.Stat(rescue.AuthorizedKeysFile)
+	if !rescue.BootLoginAsked(cmdline) && keysErr != nil {
 		return 0
 	}
 	self, err := os.Executable()
@@ -200,9 +206,14 @@ func startDebugLogin(log *slog.Logger, cmdline string, out io.Writer, onPanic fu
 		log.Warn("debug login: its log goes to the console only", "error", perr)
 	}
 	argv := []string{"ironic-agent", "debug-login"}
+	source := "kernel command line"
+	if cmdlineFile != "" {
+		argv = append(argv, "--kernel-cmdline", cmdlineFile)
+		source = "virtual media's " + vmedia.ParametersFile + " merged into " + cmdlineFile
+	}
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Dir:   "/",
-		Env:   []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "TERM=linux"},
+		Env:   []string{"PATH=" + programs.RamdiskPath, "HOME=/root", "TERM=linux"},
 		Files: []uintptr{0, logFD, logFD},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
@@ -210,8 +221,61 @@ func startDebugLogin(log *slog.Logger, cmdline string, out io.Writer, onPanic fu
 		log.Error("debug login not started", "argv", strings.Join(argv, " "), "error", err)
 		return 0
 	}
-	log.Info(EventDebugLoginStarted, "pid", pid, "params", rescue.ParamSSHKey+", "+rescue.ParamRootPassword)
+	if keysErr == nil {
+		source += ", " + rescue.AuthorizedKeysFile
+	}
+	log.Info(EventDebugLoginStarted, "pid", pid, "params", rescue.ParamSSHKey+", "+rescue.ParamRootPassword, "from", source)
 	return pid
+}
+
+// debugLoginFromMedia starts the debug login again when virtual media's
+// parameters.txt (params) names sshkey= or rootpwd=, on the merged command
+// line in the file merged, where the medium's values replaced the
+// kernel's as for every parameter; the one the kernel's line started, if
+// any, is stopped first (its sessions end) so the new one has port 22.
+// It returns the debug login's PID.
+func debugLoginFromMedia(log *slog.Logger, pid int, params map[string]string, merged string, out io.Writer, onPanic func(error)) int {
+	_, key := params[rescue.ParamSSHKey]
+	_, pw := params[rescue.ParamRootPassword]
+	if !key && !pw {
+		return pid
+	}
+	if merged == "" {
+		// mergeVirtualMedia said why.
+		log.Error("debug login: virtual media's parameters not taken: no merged command line", "running_pid", pid)
+		return pid
+	}
+	line, err := os.ReadFile(merged)
+	if err != nil {
+		log.Error("debug login: virtual media's parameters not taken", "file", merged, "error", err, "running_pid", pid)
+		return pid
+	}
+	if pid != 0 {
+		log.Info(EventDebugLoginReplaced, "pid", pid)
+		stopProcess(log, pid, 5*time.Second)
+	}
+	return startDebugLogin(log, string(line), merged, out, onPanic)
+}
+
+// stopProcess ends child pid: SIGTERM, then SIGKILL after grace, and
+// reaps it.
+func stopProcess(log *slog.Logger, pid int, grace time.Duration) {
+	_ = unix.Kill(pid, unix.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		if got == pid || err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log.Warn("process did not end on SIGTERM: killed", "pid", pid, "seconds", logging.Seconds(grace))
+			_ = unix.Kill(pid, unix.SIGKILL)
+			_, _ = unix.Wait4(pid, &ws, 0, nil)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // openInitLog opens the init's log file for appending, or returns a

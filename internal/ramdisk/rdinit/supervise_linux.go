@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironic-go/ironic-agent/internal/logging"
+	"github.com/ironic-go/ironic-agent/internal/programs"
 )
 
 // supervise runs the agent as a child process and, as PID 1 must, reaps
@@ -36,7 +37,7 @@ func supervise(ctx context.Context, log *slog.Logger, cfg Config, console io.Wri
 	if err != nil {
 		self = "/usr/bin/ironic-agent"
 	}
-	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/run/ironic-agent", "TERM=linux"}
+	env := []string{"PATH=" + programs.RamdiskPath, "HOME=/run/ironic-agent", "TERM=linux"}
 	backoff := restartBackoffMin
 	for {
 		t := time.Now()

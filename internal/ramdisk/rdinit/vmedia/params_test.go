@@ -1,12 +1,17 @@
 package vmedia
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"maps"
 	"reflect"
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/rescue"
 )
 
 // ironicParameters is parameters.txt as Ironic 21.4's create_vfat_image
@@ -31,6 +36,13 @@ func TestParseParameters(t *testing.T) {
 		{"malformed", "ipa-debug=1\nnoequals\n=v\nk=\x01\n", map[string]string{"ipa-debug": "1"},
 			[]string{`line 2: "noequals": no '='`, `line 3: "=v": empty key`, `line 4: "k=\x01": control character`}},
 		{"not text", "k=\xff\xfe", map[string]string{}, []string{`line 1: "k=\xff\xfe": control character or invalid UTF-8`}},
+		// The debug login's parameters hold blanks: quoted as on the
+		// kernel's line, several keys in one value.
+		{"quoted", `sshkey="ssh-ed25519 AAAAC3 op@desk ssh-rsa AAAAB3 b@desk" rootpwd="JDYkc2FsdA==" ipa-debug=1` + "\n" + `x="" y="v"`,
+			map[string]string{"sshkey": "ssh-ed25519 AAAAC3 op@desk ssh-rsa AAAAB3 b@desk", "rootpwd": "JDYkc2FsdA==", "ipa-debug": "1", "x": "", "y": "v"}, nil},
+		// IPA would cut these in two; they are said, not taken.
+		{"bad quotes", "sshkey=\"ssh-ed25519 AAAA\nk=a\"b\"c \"q\"=v ok=1", map[string]string{"ok": "1"},
+			[]string{`line 1: "sshkey=\"ssh-ed25519 AAAA": a double quote is not closed`, `line 2: "k=a\"b\"c": double quote inside a value`, `line 2: "\"q\"=v": double quote in the key`}},
 		{"empty", "", map[string]string{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,29 +62,49 @@ func TestParseParameters(t *testing.T) {
 	}
 }
 
-// TestAppendParameters checks the merge the agent reads: the kernel's line
-// whole, then the medium's values, which win in the agent's parser.
+// TestAppendParameters checks the merge the agent and the debug login
+// read: the kernel's line without the keys the medium sets, then the
+// medium's values, quoted where they hold blanks.
 func TestAppendParameters(t *testing.T) {
-	got := AppendParameters("BOOT_IMAGE=/vmlinuz boot_method=vmedia ipa-debug=0 quiet\n", map[string]string{"ipa-debug": "1", "ipa-api-url": "http://i:6385"})
-	if want := "BOOT_IMAGE=/vmlinuz boot_method=vmedia ipa-debug=0 quiet ipa-api-url=http://i:6385 ipa-debug=1\n"; got != want {
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))) + " vmedia@desk"
+	got := AppendParameters(`BOOT_IMAGE=/vmlinuz boot_method=vmedia ipa-debug=0 sshkey="ssh-rsa AAAAB3 kernel@desk" sshkey=x quiet`+"\n",
+		map[string]string{"ipa-debug": "1", "ipa-api-url": "http://i:6385", "sshkey": key})
+	if want := `BOOT_IMAGE=/vmlinuz boot_method=vmedia quiet ipa-api-url=http://i:6385 ipa-debug=1 sshkey="` + key + `"` + "\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	if p := config.ParseCmdline(got); p["ipa-debug"] != "1" || p["ipa-api-url"] != "http://i:6385" || p["BOOT_IMAGE"] != "/vmlinuz" {
 		t.Errorf("the agent reads %v", p)
 	}
+	login, errs := rescue.ParseBootLogin(got)
+	if len(errs) != 0 || len(login.Keys) != 1 || login.Keys[0].Type() != "ssh-ed25519" {
+		t.Errorf("the debug login reads %+v %v: want the medium's key only", login, errs)
+	}
+	if got := AppendParameters(`a=1 b="x y`, map[string]string{"a": "2"}); got != `a=2 b="x y`+"\n" {
+		t.Errorf("an unclosed quote: %q", got)
+	}
 }
 
 // FuzzParseParameters: any bytes parse without a panic; what is taken has
-// a key without '=' or white space and a value without white space, and
-// merged after any command line the agent's parser reads those values.
+// a key without '=', white space or quotes and a value without quotes or
+// line breaks, and merged after any command line the agent's parser reads
+// those values.
 func FuzzParseParameters(f *testing.F) {
 	f.Add([]byte(ironicParameters))
 	f.Add([]byte("a=1 b=x=y\r\n\tc= a=2\nnoequals\n=v\n"))
 	f.Add([]byte("k=\xff\xfe\x00"))
+	f.Add([]byte(`sshkey="ssh-ed25519 AAAA a@b" k="" q=""a"" "k"=v`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		params, problems := ParseParameters(b)
 		for k, v := range params {
-			if k == "" || strings.ContainsAny(k, "= \t\n\r") || strings.ContainsAny(v, " \t\n\r") {
+			if k == "" || strings.ContainsAny(k, "= \t\n\r\"") || strings.ContainsAny(v, "\t\n\r\"") {
 				t.Fatalf("taken %q=%q", k, v)
 			}
 		}
@@ -81,11 +113,21 @@ func FuzzParseParameters(f *testing.F) {
 				t.Fatalf("problem %+v", p)
 			}
 		}
-		got := config.ParseCmdline(AppendParameters("BOOT_IMAGE=/vmlinuz boot_method=vmedia", params))
+		line := AppendParameters("BOOT_IMAGE=/vmlinuz boot_method=vmedia", params)
+		got := config.ParseCmdline(line)
 		want := map[string]string{"BOOT_IMAGE": "/vmlinuz", "boot_method": "vmedia"}
 		maps.Copy(want, params)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("merged line reads %v, want %v", got, want)
+		for k, v := range want {
+			// The agent's parser splits at blanks, as IPA's does: a
+			// value with blanks (the debug login's) is on the line in
+			// quotes, for the parsers that read quotes.
+			if strings.Contains(v, " ") {
+				if !strings.Contains(line, " "+k+`="`+v+`"`) {
+					t.Fatalf("%s=%q is not quoted whole on the merged line %q", k, v, line)
+				}
+			} else if g, ok := got[k]; !ok || g != v {
+				t.Fatalf("merged line %q reads %s=%q, want %q", line, k, g, v)
+			}
 		}
 	})
 }
