@@ -193,6 +193,9 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkModuleSignatures(opts.Kernel, mods); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("ramdisk: %w", err)
 	}
