@@ -95,6 +95,15 @@ func startLoopbackStandIn(t *testing.T) (ironicStandIn, map[string]string) {
 	return s, fwd
 }
 
+// slowScenario skips t unless $E2E_VM_SLOW is 1: a boot of more than
+// about a minute under emulation, kept out of the default run's time.
+func slowScenario(t *testing.T) {
+	t.Helper()
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+	}
+}
+
 // requireSecureBootHost skips without the Secure Boot firmware and the
 // ISO tools.
 func requireSecureBootHost(t *testing.T) {
@@ -128,9 +137,7 @@ func TestSecureBootInVM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: boots a virtual machine")
 	}
-	if os.Getenv("E2E_VM_SLOW") != "1" {
-		t.Skip("SKIPPED: slow scenario (about three minutes of emulated Secure Boot); E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
-	}
+	slowScenario(t)
 	requireSecureBootHost(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
 	defer cancel()
@@ -247,5 +254,42 @@ func TestSecureBootRefusesUnsignedGRUB(t *testing.T) {
 	if l, ok := vm.Find("Linux version"); ok {
 		t.Errorf("a kernel ran: %s", l.Text)
 	}
+	vm.Kill()
+}
+
+// TestSecureBootISOBootsBIOS boots the same ISO under SeaBIOS: its BIOS
+// entry is grub-mkrescue's, as before the ESP, and the agent says there
+// are no UEFI variables to read Secure Boot from.
+func TestSecureBootISOBootsBIOS(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	slowScenario(t)
+	requireSecureBootHost(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	m := qemu.DefaultMachine(qemu.BIOS)
+	m.Name = "ironic-agent-secureboot-bios"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.Disks, m.NICs = nil, nil
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.ISO = filepath.Join(m.Dir, "boot.iso")
+	secureBootISO(t, ctx, true, "panic=-1 cryptomgr.notests no_timer_check ipa-standalone=1 ipa-disk-wait-attempts=0 ironic_agent.dhcp_timeout=1", m.ISO)
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	l, err := vm.WaitFor(ctx, `msg="boot security"`)
+	if err != nil {
+		t.Fatalf("the agent never started from the ISO's BIOS entry: %v\n%s", err, consoleTail(vm))
+	}
+	if !strings.Contains(l.Text, "a BIOS boot") {
+		t.Errorf("the agent under SeaBIOS says %s", strings.TrimSpace(l.Text))
+	}
+	t.Logf("agent up from the BIOS entry after %v", vm.Elapsed().Round(time.Second))
 	vm.Kill()
 }
