@@ -28,8 +28,10 @@ ramdisk:
 ramdisk-check:
 	RAMDISK_KERNEL="$(KERNEL)" go test -count=1 ./e2e/ramdisk/modules/
 
-# The same plus build/ramdisk/ironic-agent.iso for virtual media (needs
-# grub-mkrescue: grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools).
+# The same plus build/ramdisk/ironic-agent.esp (Debian's signed shim and GRUB,
+# for Ironic's [conductor]bootloader) and build/ramdisk/ironic-agent.iso for
+# virtual media, booting UEFI (Secure Boot too) through that ESP and BIOS
+# through grub-mkrescue's GRUB (needs grub-pc-bin, xorriso, mtools).
 # Kernel parameters for the boot entry: make iso CMDLINE="ipa-api-url=..."
 iso:
 	go run ./cmd/mkramdisk -out build/ramdisk -kernel "$(KERNEL)" $(MIRROR_FLAGS) -iso -cmdline "$(CMDLINE)"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ironic-go/ironic-agent/internal/lockdown"
 	"github.com/mdlayher/ethtool"
 )
 
@@ -64,6 +65,9 @@ func stopFirmwareLLDP(ctx context.Context, root string, ifaces []string, openFla
 			logger.Info("stopped the i40e firmware LLDP agent through debugfs", "interface", name, "pci", pci)
 			continue
 		}
+		// Under Secure Boot's lockdown debugfs refuses writes: the log
+		// says so rather than a bare "operation not permitted".
+		err = lockdown.Explain(err, "debugfs write "+cmd, filepath.Join(root, lockdown.ModePath))
 		logger.Info("i40e debugfs not usable, trying the private flag", "interface", name, "path", cmd, "error", err)
 		if err := fw.setFlag(name, openFlags); err != nil {
 			logger.Warn("could not stop the i40e firmware LLDP agent; LLDP frames may not reach the host", "interface", name, "error", err)

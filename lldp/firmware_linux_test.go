@@ -1,12 +1,16 @@
 package lldp
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeFlags records private-flag changes.
@@ -103,5 +107,60 @@ func TestStopFirmwareLLDPNoI40e(t *testing.T) {
 		return nil, errors.New("must not be opened")
 	}
 	fw := stopFirmwareLLDP(t.Context(), root, []string{"eth0"}, open, slog.New(slog.DiscardHandler))
+	fw.restore()
+}
+
+// TestStopFirmwareLLDPUnderLockdown: under Secure Boot's lockdown the
+// kernel refuses debugfs writes (EPERM); the log names lockdown and the
+// file, and the private flag stops the firmware agent instead. An
+// immutable file (chattr +i, which refuses root's writes with EPERM too)
+// stands in for the locked-down debugfs file.
+func TestStopFirmwareLLDPUnderLockdown(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root: setting the immutable flag needs CAP_LINUX_IMMUTABLE")
+	}
+	root := t.TempDir()
+	nic(t, root, "eth0", "0000:3b:00.0", "i40e")
+	for p, content := range map[string]string{
+		"sys/kernel/security/lockdown":               "none [integrity] confidentiality\n",
+		"sys/kernel/debug/i40e/0000:3b:00.0/command": "",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := filepath.Join(root, "sys/kernel/debug/i40e/0000:3b:00.0/command")
+	setFlags := func(fl int) error {
+		f, err := os.Open(cmd)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, fl)
+	}
+	const immutable = 0x10 // FS_IMMUTABLE_FL
+	if err := setFlags(immutable); err != nil {
+		t.Skipf("SKIPPED: cannot set the immutable flag in %s: %v", root, err)
+	}
+	// Before the temporary directory's removal, which it would refuse.
+	t.Cleanup(func() {
+		if err := setFlags(0); err != nil {
+			t.Errorf("clearing the immutable flag: %v", err)
+		}
+	})
+	ff := &fakeFlags{flags: map[string]map[string]bool{"eth0": {"disable-fw-lldp": false}}}
+	var log bytes.Buffer
+	fw := stopFirmwareLLDP(t.Context(), root, []string{"eth0"}, func() (privateFlags, error) { ff.open++; return ff, nil },
+		slog.New(slog.NewTextHandler(&log, nil)))
+	out := log.String()
+	if !strings.Contains(out, "refused by the kernel's lockdown (integrity mode") || !strings.Contains(out, "debugfs write "+cmd) {
+		t.Errorf("the log does not name lockdown and the debugfs file:\n%s", out)
+	}
+	if want := []string{"eth0 disable-fw-lldp=on"}; !reflect.DeepEqual(ff.calls, want) {
+		t.Errorf("flag changes after debugfs was refused: %v, want %v\n%s", ff.calls, want, out)
+	}
 	fw.restore()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/agent/config"
+	"github.com/ironic-go/ironic-agent/internal/lockdown"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/version"
 )
@@ -93,6 +94,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("FIPS 140-3 mode: the standard library's validated cryptographic module, SHA-2 without the agent's own assembly, MD5 image checksums refused, TLS limited to approved suites",
 			"kernel_fips_enabled", kernelFIPS())
 	}
+	// Under Secure Boot the kernel restricts interfaces (lockdown): the
+	// log says so before anything is refused.
+	sb := lockdown.Read(lockdown.ModePath, lockdown.EFIVarsDir)
+	log.Info("boot security", "secure_boot", sb.SecureBoot, "lockdown", sb.Lockdown)
 	// Before anything reads the URLs: mDNS may give them, and options.
 	if err := agent.ResolveMDNS(ctx, cfg, log, nil); err != nil {
 		return err

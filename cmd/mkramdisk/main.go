@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string) error {
 	agent := fs.String("agent", "", "prebuilt static ironic-agent binary (default: build ./cmd/ironic-agent)")
 	mods := fs.String("modules", "", "comma-separated kernel modules, replacing the manifest (its subtrees too)")
 	add := fs.String("add-modules", "", "comma-separated kernel modules added to the list")
-	iso := fs.Bool("iso", false, "also build "+ramdisk.ISOName+" with grub-mkrescue")
+	iso := fs.Bool("iso", false, "also build "+ramdisk.ESPName+" (Debian's signed shim and GRUB, for Ironic's [conductor]bootloader) and "+ramdisk.ISOName+" booting through it under UEFI (Secure Boot) and through grub-mkrescue's GRUB under BIOS")
 	cmdline := fs.String("cmdline", "", "kernel parameters for the ISO's boot entry (e.g. ipa-api-url=...)")
 	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -158,8 +158,17 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *iso {
+		bc, err := ramdisk.FetchBootChain(ctx, *cache, fl)
+		if err != nil {
+			return err
+		}
+		esp := filepath.Join(*out, ramdisk.ESPName)
+		if err := ramdisk.ESP(ctx, bc, esp, time.Time{}); err != nil {
+			return err
+		}
+		fmt.Printf("esp        %s (%s: %s %s, %s %s)\n", esp, mib(size(esp)), bc.Packages[0].Name, bc.Packages[0].Version, bc.Packages[1].Name, bc.Packages[1].Version)
 		p := filepath.Join(*out, ramdisk.ISOName)
-		if err := ramdisk.ISO(ctx, res.Kernel, res.Initramfs, *cmdline, p); err != nil {
+		if err := ramdisk.SecureBootISO(ctx, res.Kernel, res.Initramfs, *cmdline, esp, p, time.Time{}); err != nil {
 			return err
 		}
 		fmt.Printf("iso        %s (%s)\n", p, mib(size(p)))

@@ -1,6 +1,7 @@
 // Command mkrelease writes a release directory (`make release`): for the
 // architecture built, ironic-agent-<version>-<arch>.kernel, .initramfs and
-// .iso with a .sha256 beside each, the SPDX bill of materials
+// .iso, and the ESP image (.esp: Debian's signed shim and GRUB, for
+// Ironic's [conductor]bootloader), with a .sha256 beside each, the SPDX bill of materials
 // (.spdx.json), IPA's published layout under dib/ (files/ipa-goagent-
 // master.kernel and .initramfs, ipa-goagent-master.tar.gz, each with a
 // .sha256), then SHA256SUMS over the whole directory. See

@@ -193,6 +193,9 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkModuleSignatures(opts.Kernel, mods); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("ramdisk: %w", err)
 	}
@@ -634,6 +637,12 @@ func ISO(ctx context.Context, kernel, initrd, cmdline, out string) error {
 // (the GPT GUIDs, the volume dates) and mformat (the EFI image's FAT
 // serial) take SOURCE_DATE_EPOCH, and the files' dates are set to epoch.
 func ISOAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.Time) error {
+	return isoAt(ctx, kernel, initrd, cmdline, out, epoch, "")
+}
+
+// isoAt is ISOAt, with esp (ESP) as the UEFI El Torito image when not ""
+// (see SecureBootISO).
+func isoAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.Time, esp string) error {
 	stage, err := os.MkdirTemp("", "ironic-agent-iso-")
 	if err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
@@ -661,11 +670,21 @@ menuentry "ironic-agent" {
 		return fmt.Errorf("ramdisk: %w", err)
 	}
 	const needs = "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools"
-	cmd := exec.CommandContext(ctx, "grub-mkrescue", "-o", out, stage)
+	mkrescue, xorriso, err := secureBootStage(stage, cfg, esp)
+	if err != nil {
+		return err
+	}
+	args := append(mkrescue, "-o", out, stage)
+	if !epoch.IsZero() {
+		xorriso = append([]string{"-volume_date", "all_file_dates", "=" + strconv.FormatInt(epoch.Unix(), 10)}, xorriso...)
+	}
+	if len(xorriso) > 0 {
+		args = append(append(args, "--"), xorriso...)
+	}
+	cmd := exec.CommandContext(ctx, "grub-mkrescue", args...)
 	if !epoch.IsZero() {
 		sec := strconv.FormatInt(epoch.Unix(), 10)
-		cmd = exec.CommandContext(ctx, "faketime", "-f", epoch.UTC().Format(time.DateTime),
-			"grub-mkrescue", "-o", out, stage, "--", "-volume_date", "all_file_dates", "="+sec)
+		cmd = exec.CommandContext(ctx, "faketime", append([]string{"-f", epoch.UTC().Format(time.DateTime), "grub-mkrescue"}, args...)...)
 		cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+sec, "TZ=UTC")
 	}
 	var stderr bytes.Buffer

@@ -66,6 +66,12 @@ func Names(version, arch string) (kernel, initramfs, iso, sbom string) {
 	return base + ".kernel", base + ".initramfs", base + ".iso", base + ".spdx.json"
 }
 
+// ESPName is the name of one architecture's ESP image in the release
+// directory.
+func ESPName(version, arch string) string {
+	return "ironic-agent-" + version + "-" + arch + ".esp"
+}
+
 var plainVersion = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
 
 // ReadSource reads the version, the commit and the date of the tree at
@@ -173,10 +179,18 @@ func Build(ctx context.Context, opts Options, src Source) error {
 		return fmt.Errorf("release: %w", err)
 	}
 	t = time.Now()
-	if err := ramdisk.ISOAt(ctx, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", filepath.Join(stage, iso), src.Epoch); err != nil {
+	bc, err := ramdisk.FetchBootChain(ctx, opts.CacheDir, opts.Flavour)
+	if err != nil {
 		return err
 	}
-	logf("ISO built in %.1fs", time.Since(t).Seconds())
+	esp := ESPName(src.Version, opts.Arch)
+	if err := ramdisk.ESP(ctx, bc, filepath.Join(stage, esp), src.Epoch); err != nil {
+		return err
+	}
+	if err := ramdisk.SecureBootISO(ctx, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", filepath.Join(stage, esp), filepath.Join(stage, iso), src.Epoch); err != nil {
+		return err
+	}
+	logf("ESP and ISO built in %.1fs (%s %s, %s %s)", time.Since(t).Seconds(), bc.Packages[0].Name, bc.Packages[0].Version, bc.Packages[1].Name, bc.Packages[1].Version)
 
 	ns, err := namespace(src, opts.Arch, filepath.Join(stage, initramfs))
 	if err != nil {
@@ -185,6 +199,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 	doc, err := SBOM(SBOMInput{
 		Name: strings.TrimSuffix(sbom, ".spdx.json"), Version: src.Version, Commit: src.Commit, Created: src.Epoch,
 		Namespace: ns, Agent: agent, Kernel: in.Kernel, Firmware: in.Firmware, Programs: in.Programs, Report: res.Report,
+		ESP: filepath.Join(stage, esp), BootChain: bc.Packages,
 	})
 	if err != nil {
 		return err
@@ -211,7 +226,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 	if err := WriteTarGz(tgz, []TarFile{{ipa + ".kernel", dibKernel}, {ipa + ".initramfs", dibInitramfs}}, src.Epoch); err != nil {
 		return err
 	}
-	for _, p := range []string{kernel, initramfs, iso} {
+	for _, p := range []string{kernel, initramfs, iso, esp} {
 		if err := WriteSidecar(filepath.Join(stage, p)); err != nil {
 			return err
 		}

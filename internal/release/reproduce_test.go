@@ -16,7 +16,8 @@ import (
 
 // TestReproducible builds the release twice, into two directories, from
 // the same tree and package cache, and compares every file's digest: the
-// promise of docs/releases.md. It builds two ramdisks and two ISOs (a few
+// promise of docs/releases.md, the ESP image's too. It builds two
+// ramdisks and two ISOs (a few
 // minutes), so it runs with RELEASE_REPRODUCE=1 (docs/testing.md).
 func TestReproducible(t *testing.T) {
 	if os.Getenv("RELEASE_REPRODUCE") != "1" {
@@ -60,6 +61,9 @@ func TestReproducible(t *testing.T) {
 	t.Logf("SHA256SUMS:\n%s", sums[0])
 	if !bytes.Equal(sums[0], sums[1]) {
 		t.Fatalf("two builds differ:\n%s\n---\n%s", sums[0], sums[1])
+	}
+	if esp := ESPName(src.Version, "amd64"); !bytes.Contains(sums[0], []byte("  "+esp+"\n")) || !bytes.Contains(sums[0], []byte("  "+esp+".sha256\n")) {
+		t.Errorf("SHA256SUMS lists no %s with its .sha256", esp)
 	}
 	_, initramfs, _, _ := Names(src.Version, "amd64")
 	f, err := os.Open(filepath.Join(dirs[0], initramfs))

@@ -31,6 +31,10 @@ type SBOMInput struct {
 	Firmware  []ramdisk.FirmwarePackage
 	Programs  *ramdisk.ProgramSet
 	Report    ramdisk.Report // what the initramfs holds
+	// ESP is the release's ESP image ("": none), BootChain the Debian
+	// packages its shim and GRUB come from (addBootChain).
+	ESP       string
+	BootChain []ramdisk.FirmwarePackage
 }
 
 // debPackage is one Debian package taken into the ramdisk.
@@ -95,6 +99,9 @@ func SBOM(in SBOMInput) ([]byte, error) {
 	}
 
 	if err := addFirmwareFiles(doc, ids, in, pkgID); err != nil {
+		return nil, err
+	}
+	if err := addBootChain(doc, ids, root, in); err != nil {
 		return nil, err
 	}
 	if err := addGoModules(doc, ids, root, in.Agent); err != nil {

@@ -104,6 +104,9 @@ func TestSBOM(t *testing.T) {
 	fw := fakeDeb(t, dir, "firmware-bnx2", "20250410-2")
 	unused := fakeDeb(t, dir, "firmware-unused", "1")
 	prog := fakeDeb(t, dir, "busybox-static", "1:1.35.0-4")
+	shim := fakeDeb(t, dir, "shim-signed", "1.47+16.1-1")
+	esp := filepath.Join(dir, ESPName("0.2.0", "amd64"))
+	writeFile(t, esp, "FAT")
 	agent, err := os.Executable() // a Go binary with build information
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +122,7 @@ func TestSBOM(t *testing.T) {
 			Firmware: []ramdisk.FirmwareFile{{Name: "bnx2/bnx2-rv2p-09-6.0.17.fw.xz", Package: "firmware-bnx2"}, {Name: "bnx2/bnx2-mips-09-6.2.1b.fw", Package: "firmware-bnx2"}},
 			Programs: []ramdisk.ProgramFile{{Path: "bin/busybox", Package: "busybox-static"}},
 		},
+		ESP: esp, BootChain: []ramdisk.FirmwarePackage{shim},
 	}
 	a, err := SBOM(in)
 	if err != nil {
@@ -159,6 +163,7 @@ func TestSBOM(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"linux-image-6.12.1-amd64": "6.12.1-1", "firmware-bnx2": "20250410-2", "busybox-static": "1:1.35.0-4", "ironic-agent": "0.2.0",
+		"shim-signed": "1.47+16.1-1",
 	} {
 		if versions[name] != want {
 			t.Errorf("package %s: version %q, want %q", name, versions[name], want)
@@ -189,6 +194,9 @@ func TestSBOM(t *testing.T) {
 	}
 	if got := lic["./lib/firmware/bnx2/bnx2-rv2p-09-6.0.17.fw.xz"]; got != "LicenseRef-firmware-bnx2-binary-redist-Broadcom" {
 		t.Errorf("licence of the compressed file: %q", got)
+	}
+	if _, ok := lic["./ironic-agent-0.2.0-amd64.esp"]; !ok {
+		t.Error("the ESP image is not among the files")
 	}
 	if got := lic["./lib/firmware/bnx2/bnx2-mips-09-6.2.1b.fw"]; got != "GPL-2.0-only OR MPL-1.1" {
 		t.Errorf("licence: %q", got)

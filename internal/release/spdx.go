@@ -54,6 +54,7 @@ type spdxFile struct {
 	LicenseInfoInFiles []string       `json:"licenseInfoInFiles"`
 	LicenseComments    string         `json:"licenseComments,omitempty"`
 	CopyrightText      string         `json:"copyrightText"`
+	Comment            string         `json:"comment,omitempty"`
 }
 
 type spdxChecksum struct {

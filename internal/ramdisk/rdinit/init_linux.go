@@ -396,6 +396,11 @@ func mountAll() []error {
 	if err := unix.Mount("debugfs", "/sys/kernel/debug", "debugfs", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
 		errs = append(errs, fmt.Errorf("debugfs: %w", err))
 	}
+	// securityfs: the kernel's lockdown mode, which the agent reports
+	// (internal/lockdown).
+	if err := unix.Mount("securityfs", "/sys/kernel/security", "securityfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOENT) {
+		errs = append(errs, fmt.Errorf("securityfs: %w", err))
+	}
 	for _, d := range []string{"/dev/pts", "/run/ironic-agent", "/var/lib"} {
 		_ = os.MkdirAll(d, 0o755)
 	}

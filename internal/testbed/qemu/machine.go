@@ -191,6 +191,11 @@ type Machine struct {
 	// ACPI index or several functions); their PCI addresses must stay
 	// clear of the slots the harness hands out from 0x03 on.
 	ExtraArgs []string
+	// SecureBoot runs OVMF with Secure Boot enforced (Firmware UEFI):
+	// OVMFSecureBootCode, with new variables from OVMFSecureBootVars
+	// (Microsoft's keys enrolled), on a q35 with SMM, which that firmware
+	// needs to keep its variables from the OS.
+	SecureBoot bool
 	// BMC, when set, adds QEMU's simulated BMC behind an ISA KCS
 	// interface, which the guest's ipmi_si finds through ACPI and exposes as
 	// /dev/ipmi0, or behind SMBus (BMC.SSIF).
@@ -361,7 +366,21 @@ func ServerMachine(firmware Firmware) Machine {
 const (
 	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 	OVMFVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+	// Secure Boot: the firmware built with it (and SMM), and variables
+	// with Microsoft's keys enrolled (PK and KEK of Microsoft's, db with
+	// the Windows and the UEFI CAs), as a server shipped with Secure Boot
+	// on has them.
+	OVMFSecureBootCode = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
+	OVMFSecureBootVars = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"
 )
+
+// ovmfFiles are the firmware code and the template of the variables of m.
+func (m *Machine) ovmfFiles() (code, vars string) {
+	if m.SecureBoot {
+		return OVMFSecureBootCode, OVMFSecureBootVars
+	}
+	return OVMFCode, OVMFVars
+}
 
 func onOff(b bool) string {
 	if b {
@@ -409,13 +428,20 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	if m.Firmware != BIOS && m.Firmware != UEFI {
 		return nil, fmt.Errorf("qemu: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
 	}
+	machine := "q35"
+	if m.SecureBoot {
+		if m.Firmware != UEFI {
+			return nil, fmt.Errorf("qemu: Secure Boot needs firmware %s, not %s", UEFI, m.Firmware)
+		}
+		machine += ",smm=on"
+	}
 	// thread=single: one host thread runs every vCPU. With a thread per
 	// vCPU (QEMU's default), a kernel's live patching of its own code
 	// (text_poke_bp's int3, static keys) can race another vCPU on a busy
 	// host: trixie's 6.12 kernel died early in boot with "Oops: int3" in
 	// sched_clock_cpu. The host's cores are shared by the suite anyway.
 	a := []string{
-		"-name", m.Name, "-machine", "q35", "-accel", "tcg,thread=single",
+		"-name", m.Name, "-machine", machine, "-accel", "tcg,thread=single",
 		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
@@ -458,8 +484,13 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	a = append(a, bmc...)
 	a = append(a, m.ExtraArgs...)
 	if m.Firmware == UEFI {
+		code, _ := m.ovmfFiles()
+		if m.SecureBoot {
+			// Only SMM code may write the variables' flash.
+			a = append(a, "-global", "driver=cfi.pflash01,property=secure,value=on")
+		}
 		a = append(a,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+OVMFCode,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
 			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(filepath.Join(m.Dir, "ovmf_vars.fd")))
 	}
 	return a, nil

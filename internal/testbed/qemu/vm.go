@@ -87,7 +87,8 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 		// boot entries an OS wrote are there the next time.
 		vars := filepath.Join(m.Dir, "ovmf_vars.fd")
 		if _, err := os.Stat(vars); err != nil {
-			if err := CopyFile(OVMFVars, vars); err != nil {
+			_, tmpl := m.ovmfFiles()
+			if err := CopyFile(tmpl, vars); err != nil {
 				return nil, fmt.Errorf("qemu: OVMF variables (install ovmf): %w", err)
 			}
 		}

@@ -1,0 +1,295 @@
+package ramdisk_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+)
+
+// secureBootGuest is the address the guest reaches the Ironic stand-in at
+// (slirp's guestfwd to loopback).
+const secureBootGuest = "10.0.2.100"
+
+// secureBootISO builds the suite's ramdisk into an ISO: with the signed
+// chain (the release's ESP) when signed, else grub-mkrescue's own
+// unsigned GRUB (ramdisk.ISO, the ISO before the ESP existed).
+func secureBootISO(t *testing.T, ctx context.Context, signed bool, cmdline, out string) {
+	t.Helper()
+	rd, err := qemu.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !signed {
+		if err := ramdiskpkg.ISO(ctx, rd.Kernel, rd.Initrd, cmdline, out); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	f, err := qemu.KernelFlavour()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := cachedir.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := ramdiskpkg.FetchBootChain(ctx, cache, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	esp := filepath.Join(filepath.Dir(out), ramdiskpkg.ESPName)
+	if err := ramdiskpkg.ESP(ctx, bc, esp, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ramdiskpkg.SecureBootISO(ctx, rd.Kernel, rd.Initrd, cmdline, esp, out, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secureBootMachine is DefaultMachine under OVMF with Secure Boot
+// enforced and Microsoft's keys enrolled, booting iso, with QEMU's BMC
+// (KCS) for the inventory's IPMI read.
+func secureBootMachine(t *testing.T, name string) qemu.Machine {
+	m := qemu.DefaultMachine(qemu.UEFI)
+	m.Name = name
+	m.SecureBoot = true
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.MemoryMB = 1024
+	m.BMC = &qemu.BMC{MfgID: 674, ProductID: 0x0100}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.ISO = filepath.Join(m.Dir, "boot.iso")
+	return m
+}
+
+// startLoopbackStandIn serves the Ironic stand-in (both APIs) on loopback
+// and returns it with the guest forwards that reach it from
+// secureBootGuest's ports 6385 and 5050.
+func startLoopbackStandIn(t *testing.T) (ironicStandIn, map[string]string) {
+	t.Helper()
+	s := ironicStandIn{&fakeironic.Server{NodeUUID: standInNode, Token: standInToken}}
+	fwd := map[string]string{}
+	for _, port := range []string{"6385", "5050"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: s.Server, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		fwd[secureBootGuest+":"+port] = l.Addr().String()
+	}
+	return s, fwd
+}
+
+// slowScenario skips t unless $E2E_VM_SLOW is 1: a boot of more than
+// about a minute under emulation, kept out of the default run's time.
+func slowScenario(t *testing.T) {
+	t.Helper()
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		t.Skip("SKIPPED: slow scenario; E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+	}
+}
+
+// requireSecureBootHost skips without the Secure Boot firmware and the
+// ISO tools.
+func requireSecureBootHost(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{qemu.OVMFSecureBootCode, qemu.OVMFSecureBootVars} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("SKIPPED: needs ovmf's Secure Boot firmware (test.sh installs it): %v", err)
+		}
+	}
+	for _, p := range []string{"qemu-system-x86_64", "xorriso", "grub-mkrescue", "mformat", "mcopy"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (test.sh installs it)", p)
+		}
+	}
+}
+
+// secureBootCmdline is the ISO's kernel command line: the test bed's
+// (qemu.KernelArgs) with loglevel=6, so the kernel's lockdown notices
+// reach the console, and the agent's inspection
+// against the stand-in.
+const secureBootCmdline = "panic=-1 cryptomgr.notests no_timer_check loglevel=6 ipa-api-url=http://" + secureBootGuest + ":6385 ipa-inspection-callback-url=http://" + secureBootGuest + ":5050/v1/continue ipa-disk-wait-attempts=0"
+
+// TestSecureBootInVM boots the ISO with Debian's signed chain (shim, GRUB,
+// kernel) under OVMF enforcing Secure Boot with Microsoft's keys: the
+// kernel says Secure Boot is on and locks itself down, and the agent,
+// under lockdown, inspects the machine completely (SMBIOS, every disk,
+// the NICs, the BMC over IPMI, UEFI boot mode). The kernel's "Lockdown:"
+// lines, listed, say what it refused the agent, if anything.
+func TestSecureBootInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	slowScenario(t)
+	requireSecureBootHost(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	ironic, fwd := startLoopbackStandIn(t)
+	m := secureBootMachine(t, "ironic-agent-secureboot")
+	m.GuestFwd = fwd
+	secureBootISO(t, ctx, true, secureBootCmdline, m.ISO)
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
+	}
+	if _, err := vm.WaitFor(ctx, "EFI stub: UEFI Secure Boot is enabled"); err != nil {
+		fail("the kernel's EFI stub never said Secure Boot is on: %v", err)
+	}
+	if _, err := vm.WaitFor(ctx, "Kernel is locked down from EFI Secure Boot"); err != nil {
+		fail("the kernel never locked itself down: %v", err)
+	}
+	// The agent's own reading: efivarfs's SecureBoot variable and
+	// securityfs's lockdown file.
+	l, err := vm.WaitFor(ctx, `msg="boot security"`)
+	if err != nil {
+		fail("the agent never said what it found of Secure Boot: %v", err)
+	}
+	t.Logf("agent: %s", strings.TrimSpace(l.Text[strings.Index(l.Text, "msg="):]))
+	if !strings.Contains(l.Text, "secure_boot=enabled") || !(strings.Contains(l.Text, "lockdown=integrity") || strings.Contains(l.Text, "lockdown=confidentiality")) {
+		t.Errorf("the agent says %s, want Secure Boot enabled and lockdown integrity or confidentiality", strings.TrimSpace(l.Text))
+	}
+	t.Logf("kernel up under Secure Boot after %v", vm.Elapsed().Round(time.Second))
+	body, err := ironic.wait(ctx, "continue", 15*time.Minute)
+	if err != nil {
+		fail("no inspection data: %v; the stand-in saw %v", err, ironic.paths())
+	}
+	var data struct {
+		Inventory struct {
+			SystemVendor struct {
+				Manufacturer string
+				SerialNumber string `json:"serial_number"`
+			} `json:"system_vendor"`
+			Disks      []struct{ Name string }
+			Interfaces []struct{ Name string }
+			Boot       struct {
+				CurrentBootMode string `json:"current_boot_mode"`
+			}
+			BMCAddress string `json:"bmc_address"`
+		}
+	}
+	if err := json.Unmarshal(body, &data); err != nil {
+		t.Fatalf("inspection data: %v", err)
+	}
+	inv := data.Inventory
+	t.Logf("inventory under lockdown: vendor %+v, %d disks, %d interfaces, boot mode %s, BMC address %q",
+		inv.SystemVendor, len(inv.Disks), len(inv.Interfaces), inv.Boot.CurrentBootMode, inv.BMCAddress)
+	if inv.SystemVendor.Manufacturer != m.SMBIOS.SystemManufacturer || inv.SystemVendor.SerialNumber != m.SMBIOS.SystemSerial {
+		t.Errorf("SMBIOS under lockdown: system vendor %+v, want %s, %s", inv.SystemVendor, m.SMBIOS.SystemManufacturer, m.SMBIOS.SystemSerial)
+	}
+	if len(inv.Disks) != len(m.Disks) || inv.Boot.CurrentBootMode != "uefi" || len(inv.Interfaces) != len(m.NICs) {
+		t.Errorf("inventory under lockdown: %d disks (want %d), %d interfaces (want %d), boot mode %q (want uefi)",
+			len(inv.Disks), len(m.Disks), len(inv.Interfaces), len(m.NICs), inv.Boot.CurrentBootMode)
+	}
+	if _, ok := vm.Find(`msg="BMC found"`); !ok {
+		t.Errorf("the agent found no BMC over IPMI under lockdown")
+	}
+	// What lockdown refused, by whom: the agent itself must never be
+	// refused; the programs it runs may probe (mdadm's Intel RST platform
+	// check reads the option ROM through /dev/mem, which lockdown refuses
+	// and mdadm does without).
+	var refused []string
+	for _, l := range vm.Lines() {
+		if strings.Contains(l.Text, "Lockdown:") {
+			refused = append(refused, strings.TrimSpace(l.Text))
+			if strings.Contains(l.Text, "Lockdown: ironic-agent:") || strings.Contains(l.Text, "Lockdown: init:") {
+				t.Errorf("lockdown refused the agent: %s", strings.TrimSpace(l.Text))
+			}
+		}
+	}
+	t.Logf("lockdown refused the guest %d time(s)%s", len(refused), strings.Join(append([]string{""}, refused...), "\n  "))
+	vm.Kill()
+}
+
+// TestSecureBootRefusesUnsignedGRUB is the control of TestSecureBootInVM:
+// the same firmware and variables refuse the ISO grub-mkrescue makes on
+// its own (an unsigned GRUB as its UEFI entry), so a boot under
+// TestSecureBootInVM's firmware proves the signed chain, not a firmware
+// that checks nothing.
+func TestSecureBootRefusesUnsignedGRUB(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	requireSecureBootHost(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	m := secureBootMachine(t, "ironic-agent-secureboot-control")
+	m.Disks, m.NICs, m.BMC = nil, nil, nil
+	secureBootISO(t, ctx, false, secureBootCmdline, m.ISO)
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	l, err := vm.WaitFor(ctx, "Access Denied")
+	if err != nil {
+		t.Fatalf("the firmware never refused the unsigned GRUB: %v\n%s", err, consoleTail(vm))
+	}
+	t.Logf("OVMF: %s", strings.TrimSpace(l.Text))
+	if !strings.Contains(l.Text, "DVD-ROM") {
+		t.Errorf("refused %q, want the CD's boot option", l.Text)
+	}
+	if l, ok := vm.Find("Linux version"); ok {
+		t.Errorf("a kernel ran: %s", l.Text)
+	}
+	vm.Kill()
+}
+
+// TestSecureBootISOBootsBIOS boots the same ISO under SeaBIOS: its BIOS
+// entry is grub-mkrescue's, as before the ESP, and the agent says there
+// are no UEFI variables to read Secure Boot from.
+func TestSecureBootISOBootsBIOS(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	slowScenario(t)
+	requireSecureBootHost(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	m := qemu.DefaultMachine(qemu.BIOS)
+	m.Name = "ironic-agent-secureboot-bios"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.Disks, m.NICs = nil, nil
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.ISO = filepath.Join(m.Dir, "boot.iso")
+	secureBootISO(t, ctx, true, "panic=-1 cryptomgr.notests no_timer_check ipa-standalone=1 ipa-disk-wait-attempts=0 ironic_agent.dhcp_timeout=1", m.ISO)
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	l, err := vm.WaitFor(ctx, `msg="boot security"`)
+	if err != nil {
+		t.Fatalf("the agent never started from the ISO's BIOS entry: %v\n%s", err, consoleTail(vm))
+	}
+	if !strings.Contains(l.Text, "a BIOS boot") {
+		t.Errorf("the agent under SeaBIOS says %s", strings.TrimSpace(l.Text))
+	}
+	t.Logf("agent up from the BIOS entry after %v", vm.Elapsed().Round(time.Second))
+	vm.Kill()
+}
