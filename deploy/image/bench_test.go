@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +30,30 @@ func benchWrite(b *testing.B, data []byte, name string) {
 		if _, err := WriteImage(context.Background(), info, target, opts); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkImageHash is the image writer's checksum (newHash) of SHA-256
+// and SHA-512 on 4 MiB buffers, each named by the implementation the
+// process runs: the agent's own assembly (internal/fastsha2), or in FIPS
+// mode the standard library's module. Run it both ways:
+//
+//	go test -run - -bench ImageHash ./deploy/image
+//	GOFIPS140=certified GODEBUG=fips140=on go test -run - -bench ImageHash ./deploy/image
+//
+// the second with the module the product links (internal/ramdisk.BuildAgent);
+// GODEBUG=cpu.avx2=off added to either shows a CPU without AVX2, such as
+// QEMU's qemu64.
+func BenchmarkImageHash(b *testing.B) {
+	buf := make([]byte, 4<<20)
+	for _, algo := range []string{"sha256", "sha512"} {
+		name := strings.NewReplacer(" ", "_", "(", "", ")", "").Replace(algo + "/" + hashImplementation(algo))
+		b.Run(name, func(b *testing.B) {
+			h := newHash(algo)
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				h.Write(buf)
+			}
+		})
 	}
 }
