@@ -67,7 +67,9 @@ var benchmarks = []benchmark{
 			"heartbeats on the agent's schedule and answers every command at once (`internal/testbed/standin`), the " +
 			"pace of Ironic's own polling; the deploy's write throughput stands beside `curl | dd oflag=direct` done " +
 			"in the same VM, from the same image server to the same disk, by a deploy step " +
-			"(`internal/testbed/guest/fetchdirect`, since the ramdisk carries neither curl nor dd). A limit named " +
+			"(`internal/testbed/guest/fetchdirect`, since the ramdisk carries neither curl nor dd), and the same " +
+			"write with `fips=1` (`vm.deployfipsbios.*`, SHA-256 and SHA-512 by the standard library's FIPS module, " +
+			"a run with E2E_VM_SLOW=1) beside that write without it. A limit named " +
 			"by a figure comes from the same metrics file only; \"not measured\" says that run lacked it. Other " +
 			"phases have no limit yet.",
 		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
