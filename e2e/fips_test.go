@@ -48,7 +48,7 @@ func fipsCmdline(t *testing.T, more string) []string {
 // the raw whole-disk image through Ironic three times, each with one kind
 // of checksum only: a SHA-256 image_checksum (the algorithm by its
 // length) and a SHA-512 os_hash_algo/os_hash_value complete, and the
-// disk holds the image; an MD5 image_checksum, which Ironic 2023.1 passes
+// disk holds the image; an MD5 image_checksum, which every series passes
 // on, ends in "deploy failed" with last_error saying FIPS mode is why.
 // The agent that refused it still serves its API, and the API's automatic
 // TLS is checked there (checkAgentTLSFIPS).
