@@ -351,3 +351,29 @@ func suiteNames(ids []uint16) []string {
 	}
 	return out
 }
+
+// checkIronicTLSFIPS checks that agent a ran in FIPS mode and that its
+// connection to Ironic (its "Ironic over TLS" debug line) used an approved
+// protocol and suite.
+func checkIronicTLSFIPS(t *testing.T, a *agentProc) {
+	t.Helper()
+	log := a.Log()
+	if !strings.Contains(log, fipsLogLine) {
+		t.Errorf("the agent did not run in FIPS mode")
+	}
+	for line := range strings.SplitSeq(log, "\n") {
+		if !strings.Contains(line, `msg="Ironic over TLS"`) {
+			continue
+		}
+		ok := false
+		for _, cs := range tls.CipherSuites() {
+			ok = ok || fipsSuite(cs.ID) && strings.Contains(line, "cipher_suite="+cs.Name)
+		}
+		if !ok || !strings.Contains(line, "version=\"TLS 1.") {
+			t.Errorf("the agent in FIPS mode reached Ironic with %s", line)
+		}
+		t.Logf("%s", line)
+		return
+	}
+	t.Errorf("the agent's log has no \"Ironic over TLS\" line")
+}
