@@ -83,6 +83,9 @@ func TestDeployFIPS(t *testing.T) {
 			if err := a.WaitLog(ctx, fipsLogLine, 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
+			if os.Getenv("E2E_AGENT_BIN") == "" && !strings.Contains(a.Log(), "module=v1.0.0") {
+				t.Errorf("the agent in FIPS mode does not run the certified module v1.0.0 the suite built it with")
+			}
 			if tc.name != "md5" {
 				if _, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout); err != nil {
 					t.Fatal(err)
