@@ -5,7 +5,7 @@
 # commit, as the ramdisk build (internal/ramdisk.BuildAgent) stamps it.
 VERSION_PKG := github.com/ironic-go/ironic-agent/internal/version
 agent:
-	CGO_ENABLED=0 go build -trimpath -o build/ironic-agent \
+	CGO_ENABLED=0 GOFIPS140=certified go build -trimpath -o build/ironic-agent \
 		-ldflags "-s -w -X $(VERSION_PKG).describe=$$(git describe --tags --always --dirty) -X $(VERSION_PKG).commit=$$(git rev-parse HEAD)" \
 		./cmd/ironic-agent
 

@@ -48,20 +48,26 @@ func deployImages(t *testing.T, dir string) (raw, qcow2 string) {
 // "wait call-back" for an agent.
 func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf string) *nodes.Node {
 	t.Helper()
-	ctx := t.Context()
 	md5sum, sha := fileSums(t, sumsOf)
+	return s.deployNodeWith(t, name, mac, dev, map[string]any{
+		"image_source":        url,
+		"image_checksum":      md5sum,
+		"image_os_hash_algo":  "sha256",
+		"image_os_hash_value": sha,
+		"image_disk_format":   format,
+		"root_gb":             1,
+	})
+}
+
+// deployNodeWith is deployNode with the node's instance_info given whole.
+func (s *suite) deployNodeWith(t *testing.T, name, mac, dev string, instanceInfo map[string]any) *nodes.Node {
+	t.Helper()
+	ctx := t.Context()
 	no := false
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: name,
 		AutomatedClean: &no,
 		Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
-		InstanceInfo: map[string]any{
-			"image_source":        url,
-			"image_checksum":      md5sum,
-			"image_os_hash_algo":  "sha256",
-			"image_os_hash_value": sha,
-			"image_disk_format":   format,
-			"root_gb":             1,
-		},
+		InstanceInfo:   instanceInfo,
 	}, mac)
 	for _, step := range []struct {
 		target nodes.TargetProvisionState

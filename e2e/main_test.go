@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 )
 
@@ -119,6 +120,8 @@ func (s *suite) setUp(ctx context.Context) error {
 			args = append(args, "-race")
 		}
 		build := exec.CommandContext(ctx, "go", append(args, "../cmd/ironic-agent")...)
+		// The cryptographic module the product links (docs/fips.md).
+		build.Env = append(os.Environ(), "GOFIPS140="+ramdisk.FIPSModule)
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("go %s ../cmd/ironic-agent: %v: %s", strings.Join(args, " "), err, out)
 		}

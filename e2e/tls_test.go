@@ -18,6 +18,8 @@ import (
 //     as Metal3's ramdisk drops one in /etc/ironic-python-agent.d/; lookup,
 //     heartbeats and a manual clean step all go over https;
 //   - insecure: through ipa-insecure=1 on the kernel command line, no CA;
+//   - fips: with the CA file and fips=1, Ironic's own TLS endpoint
+//     negotiates an approved suite with the agent in FIPS mode;
 //   - wrong-ca: a CA that did not sign Ironic's certificate fails lookup,
 //     and the agent exits naming the URL, the certificate problem and the
 //     CA file it verified against.
@@ -49,6 +51,12 @@ func TestIronicTLS(t *testing.T) {
 		}
 		cleanOverTLS(t, s, c, svc.IronicURL, "52:54:e2:71:00:02", "--config-dir", confDirWith(t, ""), "--kernel-cmdline", cmdline)
 		t.Logf("lookup, heartbeats and a clean step over https with ipa-insecure=1: %s", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("fips", func(t *testing.T) {
+		confDir := confDirWith(t, "[DEFAULT]\ncafile = "+svc.TLS.CA+"\n")
+		a := cleanOverTLS(t, s, c, svc.IronicURL, "52:54:e2:71:00:04", append([]string{"--config-dir", confDir}, fipsCmdline(t, "")...)...)
+		checkIronicTLSFIPS(t, a)
 	})
 
 	t.Run("wrong-ca", func(t *testing.T) {
@@ -94,8 +102,9 @@ func confDirWith(t *testing.T, body string) string {
 
 // cleanOverTLS enrolls a node on c, starts manual cleaning with one
 // executable clean step and runs an agent (with extra flags) against
-// ironicURL until the node is manageable again with the step run.
-func cleanOverTLS(t *testing.T, s *suite, c *ironic.Client, ironicURL, mac string, extra ...string) {
+// ironicURL until the node is manageable again with the step run; it
+// returns that agent.
+func cleanOverTLS(t *testing.T, s *suite, c *ironic.Client, ironicURL, mac string, extra ...string) *agentProc {
 	t.Helper()
 	ctx := t.Context()
 	steps := filepath.Join(t.TempDir(), "steps.d")
@@ -119,4 +128,5 @@ func cleanOverTLS(t *testing.T, s *suite, c *ironic.Client, ironicURL, mac strin
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the clean step did not run: %v", err)
 	}
+	return a
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/performance.md from figures measured now: runs
-# scripts/bench-inventory.sh, builds the ramdisk (its size) and, as root,
+# scripts/bench-inventory.sh and scripts/bench-hash.sh, builds the ramdisk
+# (its size) and, as root,
 # scripts/bench-image.sh, keeps
 # their output, adds the METRIC lines of the latest ./test.sh run, and runs
 # tools/perfpage, which stamps the page with the commit, the date and the
@@ -26,6 +27,10 @@ files=()
 log "scripts/bench-inventory.sh ${INVENTORY_RUNS:-100} > $PERF_DIR/bench-inventory.out"
 scripts/bench-inventory.sh "${INVENTORY_RUNS:-100}" | tee "$PERF_DIR/bench-inventory.out"
 files+=("$PERF_DIR/bench-inventory.out")
+
+log "scripts/bench-hash.sh > $PERF_DIR/bench-hash.out"
+scripts/bench-hash.sh | tee "$PERF_DIR/bench-hash.out"
+files+=("$PERF_DIR/bench-hash.out")
 
 # The ramdisk an operator boots (make ramdisk): its kernel and initramfs.
 log "go run ./cmd/mkramdisk -out $PERF_DIR/ramdisk"

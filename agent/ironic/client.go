@@ -83,6 +83,9 @@ type Client struct {
 	urls     []string
 	version  *Version
 	override *Version
+	// tlsSaid: the TLS version and suite of a connection to Ironic were
+	// logged (once: what an audit of FIPS mode asks for).
+	tlsSaid bool
 }
 
 // NewClient returns a client of the given API URLs. override, when not
@@ -107,6 +110,18 @@ func NewClient(urls []string, hc *http.Client, override string) (*Client, error)
 
 func (c *Client) log() *slog.Logger {
 	return logging.OrDiscard(c.Log)
+}
+
+// sayTLS logs, once, the protocol and cipher suite of a connection to
+// Ironic.
+func (c *Client) sayTLS(url string, st *tls.ConnectionState) {
+	c.mu.Lock()
+	said := c.tlsSaid
+	c.tlsSaid = true
+	c.mu.Unlock()
+	if !said {
+		c.log().Debug("Ironic over TLS", "url", url, "version", tls.VersionName(st.Version), "cipher_suite", tls.CipherSuiteName(st.CipherSuite))
+	}
 }
 
 // APIError is an error answer of Ironic, with the text taken from its
@@ -191,6 +206,9 @@ func (c *Client) do(ctx context.Context, method, path string, version *Version, 
 				return 0, nil, u, lastErr
 			}
 			continue
+		}
+		if resp.TLS != nil {
+			c.sayTLS(u, resp.TLS)
 		}
 		data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 		resp.Body.Close()

@@ -1,3 +1,10 @@
+// The product build links the certified FIPS 140-3 module (GOFIPS140,
+// internal/ramdisk.BuildAgent), which also makes fips140=on the default;
+// the kernel command line decides instead (fips=1: run restarts itself with
+// GODEBUG=fips140=on), so sites without FIPS keep MD5 and every TLS suite.
+//
+//go:debug fips140=off
+
 // Command ironic-agent is a drop-in replacement for Ironic Python Agent: one
 // static binary that builds the hardware inventory, talks to Ironic and
 // ironic-inspector, and runs clean and deploy steps.

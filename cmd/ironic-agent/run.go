@@ -92,7 +92,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fips140.Enabled() {
 		log.Info("FIPS 140-3 mode: the standard library's validated cryptographic module, SHA-2 without the agent's own assembly, MD5 image checksums refused, TLS limited to approved suites",
-			"kernel_fips_enabled", kernelFIPS())
+			"module", fips140.Version(), "kernel_fips_enabled", kernelFIPS())
 	}
 	// Under Secure Boot the kernel restricts interfaces (lockdown): the
 	// log says so before anything is refused.

@@ -15,7 +15,8 @@ import (
 // TestFIPSInVM boots the agent ramdisk with fips=1, as Metal3 passes it
 // from a host in FIPS mode: the kernel enters its FIPS mode (its crypto
 // self-tests pass), the agent restarts itself in Go's FIPS 140-3 mode,
-// says so with the kernel's state, and serves its API.
+// says so with the module's version (the certified v1.0.0) and the
+// kernel's state, and serves its API.
 func TestFIPSInVM(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
@@ -45,6 +46,10 @@ func TestFIPSInVM(t *testing.T) {
 	}
 	if !strings.Contains(l.Text, "kernel_fips_enabled=1") {
 		t.Errorf("the kernel is not in FIPS mode: %s", l.Text)
+	}
+	// The ramdisk's agent links the certified module (GOFIPS140).
+	if !strings.Contains(l.Text, "module=v1.0.0") {
+		t.Errorf("the agent does not run the certified module v1.0.0: %s", l.Text)
 	}
 	if _, err := vm.WaitFor(ctx, logtext.Msg(agent.EventAPIListening)); err != nil {
 		t.Fatalf("the agent in FIPS mode never served its API: %v\n%s", err, consoleTail(vm))

@@ -253,27 +253,39 @@ var (
 // beside fetch_direct's of the same image in the same VM.
 func reportThroughput(t *testing.T, vm *qemu.VM) {
 	t.Helper()
-	rate := func(re *regexp.Regexp, what string) (float64, bool) {
-		for _, l := range vm.Lines() {
-			if m := re.FindStringSubmatch(l.Text); m != nil {
-				n, _ := strconv.ParseFloat(m[1], 64)
-				s, _ := strconv.ParseFloat(m[2], 64)
-				if s > 0 {
-					return n / s / 1e6, true
-				}
-			}
-		}
-		t.Errorf("the console has no %s line (%s)", what, re)
-		return 0, false
+	dd, okDD := consoleRate(vm, fetchDirectLine)
+	agent, okAgent := writeRate(vm)
+	if !okDD {
+		t.Errorf("the console has no fetch_direct line (%s)", fetchDirectLine)
 	}
-	dd, okDD := rate(fetchDirectLine, "fetch_direct")
-	agent, okAgent := rate(imageWrittenLine, "image written")
+	if !okAgent {
+		t.Errorf("the console has no image written line (%s)", imageWrittenLine)
+	}
 	if okDD {
 		reportValue(t, dd, "MB/s", "fetch_direct_mb_s")
 	}
 	if okAgent && okDD {
 		metric.Report(t, metricName(t, "write_image_mb_s"), agent, "MB/s", metric.Limit(dd))
 	}
+}
+
+// writeRate is the agent's write of the image in vm, in MB/s, from its
+// summary line.
+func writeRate(vm *qemu.VM) (float64, bool) { return consoleRate(vm, imageWrittenLine) }
+
+// consoleRate is bytes over seconds, in MB/s, of the first console line
+// of vm matching re (its two groups).
+func consoleRate(vm *qemu.VM, re *regexp.Regexp) (float64, bool) {
+	for _, l := range vm.Lines() {
+		if m := re.FindStringSubmatch(l.Text); m != nil {
+			n, _ := strconv.ParseFloat(m[1], 64)
+			s, _ := strconv.ParseFloat(m[2], 64)
+			if s > 0 {
+				return n / s / 1e6, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // overlayInit writes to out the initramfs base followed by a second

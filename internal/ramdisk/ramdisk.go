@@ -572,15 +572,24 @@ func BuildAgentAs(ctx context.Context, srcDir, out, describe, commit string) err
 	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit))
 }
 
+// FIPSModule is the GOFIPS140 setting of the agent's build: the alias of
+// the Go Cryptographic Module version NIST certified, which the Go
+// toolchain resolves from its own lib/fips140 (v1.0.0 in Go 1.24-1.26).
+const FIPSModule = "certified"
+
 func buildAgent(ctx context.Context, srcDir, out, stamp string) error {
 	ldflags := strings.TrimSpace("-s -w " + stamp)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/ironic-agent")
 	cmd.Dir = srcDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// GOFIPS140: with fips=1 the agent runs the Go Cryptographic Module
+	// version NIST certified (the toolchain's frozen copy, lib/fips140),
+	// not the toolchain's newer, unvalidated one (docs/fips.md); the
+	// agent's //go:debug fips140=off keeps FIPS mode to fips=1 boots.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFIPS140="+FIPSModule)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("ramdisk: go build ./cmd/ironic-agent in %s: %w: %s", srcDir, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("ramdisk: GOFIPS140=%s go build ./cmd/ironic-agent in %s: %w: %s", FIPSModule, srcDir, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }

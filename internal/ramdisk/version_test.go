@@ -2,10 +2,12 @@ package ramdisk
 
 import (
 	"context"
+	"debug/buildinfo"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,7 +64,7 @@ func TestVersionLDFlags(t *testing.T) {
 
 // The agent the ramdisk build links says which commit it is, although
 // this environment builds with -buildvcs=false, and still sends Ironic a
-// plain version.
+// plain version; it carries the certified FIPS module (checkFIPSModule).
 func TestBuildAgentStamped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("links the agent")
@@ -92,5 +94,33 @@ func TestBuildAgentStamped(t *testing.T) {
 		`, commit ` + commit + `, go[^,]+, linux/[a-z0-9]+\)\n$`)
 	if !want.Match(out) {
 		t.Errorf("version printed %q, want %s", out, want)
+	}
+	checkFIPSModule(t, bin)
+}
+
+// checkFIPSModule checks that the agent at bin links the Go Cryptographic
+// Module v1.0.0 (GOFIPS140=certified), with FIPS mode off unless asked
+// for, and that in FIPS mode the module's start-up integrity check and
+// self-tests pass in the stripped binary.
+func checkFIPSModule(t *testing.T, bin string) {
+	t.Helper()
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if v := settings["GOFIPS140"]; !strings.HasPrefix(v, "v1.0.0") {
+		t.Errorf("the agent's GOFIPS140 is %q, want the certified module v1.0.0", v)
+	}
+	if d := settings["DefaultGODEBUG"]; !slices.Contains(strings.Split(d, ","), "fips140=off") {
+		t.Errorf("the agent's DefaultGODEBUG is %q, want fips140=off (fips=1 turns it on)", d)
+	}
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=fips140=on")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the agent in FIPS mode: %v: %s", err, out)
 	}
 }

@@ -43,6 +43,16 @@ var benchmarks = []benchmark{
 		target:   "raw at 0.85 of `curl | dd` or better; qcow2 at 0.70 of raw or better.",
 	},
 	{
+		prefix: "hash", title: "Image hashing",
+		what: "The image writer's SHA-256 and SHA-512 (`deploy/image` BenchmarkImageHash) on 4 MiB buffers, in MB per " +
+			"CPU second so that the machine's load does not move them: `agent` is what the agent runs without " +
+			"`fips=1` (its own assembly, `internal/fastsha2`, on CPUs without AVX2), `fips_certified` FIPS mode with " +
+			"the certified Go Cryptographic Module v1.0.0 the release links (GOFIPS140=certified), `fips_latest` FIPS " +
+			"mode with the Go toolchain's current module; `native` on this CPU, `noext` as on a CPU without AVX2 and " +
+			"SHA extensions such as QEMU's qemu64. The limit of a FIPS figure is the agent's on the same CPU setting.",
+		commands: []string{"scripts/bench-hash.sh"},
+	},
+	{
 		prefix: "ramdisk", title: "The ramdisk",
 		what: "The kernel and initramfs `make ramdisk` builds (`cmd/mkramdisk`): Debian's kernel, the module " +
 			"manifest with its firmware, the programs of the registry and the agent as `/init`. IPA 13's ramdisk, " +
@@ -67,7 +77,9 @@ var benchmarks = []benchmark{
 			"heartbeats on the agent's schedule and answers every command at once (`internal/testbed/standin`), the " +
 			"pace of Ironic's own polling; the deploy's write throughput stands beside `curl | dd oflag=direct` done " +
 			"in the same VM, from the same image server to the same disk, by a deploy step " +
-			"(`internal/testbed/guest/fetchdirect`, since the ramdisk carries neither curl nor dd). A limit named " +
+			"(`internal/testbed/guest/fetchdirect`, since the ramdisk carries neither curl nor dd), and the same " +
+			"write with `fips=1` (`vm.deployfipsbios.*`, SHA-256 and SHA-512 by the standard library's FIPS module, " +
+			"a run with E2E_VM_SLOW=1) beside that write without it. A limit named " +
 			"by a figure comes from the same metrics file only; \"not measured\" says that run lacked it. Other " +
 			"phases have no limit yet.",
 		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
