@@ -255,22 +255,41 @@ func without(list []string, s string) []string {
 // discovered once with GET /. On failure it returns MinVersion, as IPA does,
 // and tries again next time.
 func (c *Client) APIVersion(ctx context.Context) Version {
+	v, err := c.DiscoverVersion(ctx)
+	if err != nil {
+		c.log().Warn("Ironic API version discovery failed; assuming the minimum", "error", err, "assumed", MinVersion().String())
+		return MinVersion()
+	}
+	return v
+}
+
+// DiscoverVersion is APIVersion that fails when Ironic could not be asked:
+// no answer (a refused connection, a TLS handshake that timed out) or a
+// 5xx. An answer without a usable version document still gives
+// MinVersion, as IPA assumes for an Ironic that old.
+func (c *Client) DiscoverVersion(ctx context.Context) (Version, error) {
 	c.mu.Lock()
 	if c.override != nil {
 		v := *c.override
 		c.mu.Unlock()
-		return v
+		return v, nil
 	}
 	if c.version != nil {
 		v := *c.version
 		c.mu.Unlock()
-		return v
+		return v, nil
 	}
 	c.mu.Unlock()
 	status, body, u, err := c.do(ctx, http.MethodGet, "/", nil, nil)
-	if err != nil || status != http.StatusOK {
-		c.log().Warn("Ironic API version discovery failed; assuming the minimum", "url", u, "status", status, "error", err, "assumed", MinVersion().String())
-		return MinVersion()
+	if err != nil {
+		return Version{}, fmt.Errorf("version discovery (GET / of Ironic): %w", err)
+	}
+	if status >= 500 {
+		return Version{}, &APIError{Method: http.MethodGet, URL: u, Status: status, Text: ErrorText(body)}
+	}
+	if status != http.StatusOK {
+		c.log().Warn("Ironic API version discovery failed; assuming the minimum", "url", u, "status", status, "assumed", MinVersion().String())
+		return MinVersion(), nil
 	}
 	var doc struct {
 		DefaultVersion struct {
@@ -279,15 +298,15 @@ func (c *Client) APIVersion(ctx context.Context) Version {
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		c.log().Warn("Ironic root document is not JSON; assuming the minimum API version", "url", u, "error", err)
-		return MinVersion()
+		return MinVersion(), nil
 	}
 	v, err := ParseVersion(doc.DefaultVersion.Version)
 	if err != nil {
 		c.log().Warn("Ironic root document has no usable default_version", "url", u, "error", err)
-		return MinVersion()
+		return MinVersion(), nil
 	}
 	c.mu.Lock()
 	c.version = &v
 	c.mu.Unlock()
-	return v
+	return v, nil
 }

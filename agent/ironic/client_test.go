@@ -10,8 +10,10 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +256,48 @@ func TestCertificateErrorText(t *testing.T) {
 	var cv *tls.CertificateVerificationError
 	if !errors.As(err, &cv) {
 		t.Errorf("error %q does not wrap the certificate error", msg)
+	}
+}
+
+// TestLookupWaitsForVersion: while Ironic's root document cannot be read
+// (a 503 here; a timed-out TLS handshake under load did it in the suite),
+// a lookup attempt fails and the loop tries again, rather than looking up
+// at the minimum version, whose reply carries no agent token: every
+// heartbeat would then be refused with "Agent token is required".
+func TestLookupWaitsForVersion(t *testing.T) {
+	f := &fakeironic.Server{NodeUUID: recordedNode, Token: recordedToken, MaskToken: true}
+	var roots atomic.Int32
+	var lookupVersions []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && roots.Add(1) <= 2 {
+			http.Error(w, "the API is starting", http.StatusServiceUnavailable)
+			return
+		}
+		if r.URL.Path == "/v1/lookup" {
+			mu.Lock()
+			lookupVersions = append(lookupVersions, r.Header.Get("X-OpenStack-Ironic-API-Version"))
+			mu.Unlock()
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient([]string{srv.URL}, srv.Client(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := &fakeBackoff{now: time.Unix(0, 0)}
+	res, err := c.LookupNode(context.Background(), fb.backoff(1), []string{"52:54:a9:7e:01:01"}, "", 300*time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Config.AgentToken == nil || *res.Config.AgentToken != recordedToken {
+		t.Errorf("no agent token: %+v", res.Config)
+	}
+	if len(fb.sleeps) != 2 {
+		t.Errorf("sleeps %v, want two retries while the root document failed", fb.sleeps)
+	}
+	if !slices.Equal(lookupVersions, []string{"1.62"}) {
+		t.Errorf("lookups at versions %q, want one at 1.62", lookupVersions)
 	}
 }

@@ -155,9 +155,16 @@ type conflictError struct{ *APIError }
 func (e conflictError) Unwrap() error { return errConflict }
 
 // Lookup makes one lookup attempt: GET /v1/lookup?addresses=...[&node_uuid=]
-// at min(server version, 1.62).
+// at min(server version, 1.62). When the version could not be discovered
+// (no answer), the attempt fails and the caller's loop tries again: a
+// lookup at the minimum version gets no agent token from an Ironic that
+// requires one, and every heartbeat after it would be refused.
 func (c *Client) Lookup(ctx context.Context, macs []string, nodeUUID string) (*LookupResult, error) {
-	v := minV(c.APIVersion(ctx), Version{1, TokenMinor})
+	sv, err := c.DiscoverVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := minV(sv, Version{1, TokenMinor})
 	q := url.Values{}
 	q.Set("addresses", strings.Join(macs, ","))
 	if nodeUUID != "" {
