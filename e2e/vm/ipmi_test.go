@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -73,7 +74,7 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	if fw == "bios" {
 		for _, d := range m.Disks {
-			writeAt(t, m.DiskPath(d.ID), 0, markerBootSector())
+			writeAt(t, m.DiskPath(d.ID), 0, markerBootSector(t))
 		}
 	}
 	testStart := time.Now()
@@ -250,22 +251,11 @@ const diskBootMarker = "vmtest: booted from disk"
 
 // markerBootSector is an MBR boot sector whose code writes diskBootMarker
 // to COM1 and halts: proof that the firmware booted the disk.
-func markerBootSector() []byte {
-	code := []byte{
-		0xba, 0xf8, 0x03, // mov dx, 0x3f8 (COM1)
-		0xbe, 0x00, 0x00, // mov si, <message> (set below)
-		0xac,       // next: lodsb
-		0x84, 0xc0, // test al, al
-		0x74, 0x03, // jz end
-		0xee,       // out dx, al
-		0xeb, 0xf8, // jmp next
-		0xfa, 0xf4, // end: cli; hlt
-		0xeb, 0xfc, // jmp end
+func markerBootSector(t testing.TB) []byte {
+	t.Helper()
+	b, err := osimage.BootSector(diskBootMarker, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	msg := 0x7c00 + len(code) // the BIOS loads the sector at 0000:7c00
-	code[4], code[5] = byte(msg), byte(msg>>8)
-	sector := make([]byte, 512)
-	copy(sector, append(code, diskBootMarker+"\r\n\x00"...))
-	sector[510], sector[511] = 0x55, 0xaa
-	return sector
+	return b
 }
