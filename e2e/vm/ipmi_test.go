@@ -79,8 +79,6 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	testStart := time.Now()
 	bmc := startBMC(t, ctx, m, qemu.Options{})
-	// What Ironic's PXE configuration would give an inspection ramdisk.
-	bmc.SetKernelArgs(s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0])
 
 	images := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -170,40 +168,17 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 
 	// Inspection: Ironic sets the boot device to pxe and powers the
 	// machine on; ironic-inspector (or Ironic's agent inspect interface)
-	// powers it off at the end.
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	// Until the power-on, Ironic may fail the inspection instead.
-	for vm = nil; vm == nil; {
-		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-		vm, _ = bmc.WaitBoot(wctx, 2)
-		wcancel()
-		if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.ProvisionState == "inspect failed" {
-			t.Fatalf("no power-on for inspection: %v (%v)", err, n.LastError)
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no power-on for inspection: %v; BMC events: %s", ctx.Err(), strings.Join(bmc.Events(), "; "))
-		}
-	}
+	// powers it off at the end. The network boot's stand-in gets what
+	// Ironic's PXE configuration would give an inspection ramdisk.
+	l := bmcLifecycle(t, ctx, s.ironic, node.UUID, ipmiPower, kernelBoot, bmc)
+	l.machine.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
+	inspection := l.Inspect(6 * time.Minute)
 	if got := bmc.BootDevice(); got != bmcsim.BootPXE {
 		t.Errorf("BMC boot device for inspection: %q, want pxe", got)
 	}
-	if !slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("the network boot was not handed the ramdisk: %s", qemu.ShellQuote(vm.Cmdline))
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	reportSeconds(t, time.Since(start), "inspection_s")
-	reportAgentStarted(t, vm, fw, "inspection_agent_started_uptime_s")
-	waitPower("power off")
-	offCtx, offCancel := context.WithTimeout(ctx, time.Minute)
-	defer offCancel()
-	if err := bmc.WaitOff(offCtx); err != nil {
-		t.Error(err)
-	}
+	reportSeconds(t, inspection.Took, "inspection_s")
+	reportAgentStarted(t, inspection.VM, fw, "inspection_agent_started_uptime_s")
+	l.WaitOff("inspection")
 	inv := inspectedInventory(t, ctx, s, node.UUID)
 	checkInventory(t, inv, m)
 	stored, err := s.ironic.GetNode(ctx, node.UUID)
@@ -222,25 +197,17 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	// Automated cleaning, booted by Ironic the same way; the agent looks
 	// the node up and heartbeats, and Ironic powers the machine off when
 	// the steps are done.
-	bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
-	boots := bmc.Boots()
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
+	l.machine.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
+	cleaning := l.Provide(6 * time.Minute)
+	l.WaitOff("cleaning")
+	if cleaning.PowerOns != 1 || bmc.BootDevice() != bmcsim.BootPXE {
+		t.Errorf("cleaning: %d power-ons, boot device %q; want 1 and pxe", cleaning.PowerOns, bmc.BootDevice())
 	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	waitPower("power off")
-	if bmc.Boots() != boots+1 || bmc.On() || bmc.BootDevice() != bmcsim.BootPXE {
-		t.Errorf("cleaning: %d power-ons, machine on %v, boot device %q; want 1, false, pxe", bmc.Boots()-boots, bmc.On(), bmc.BootDevice())
-	}
-	vm = bmc.VM()
 	hb := "?"
-	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
+	if l, ok := cleaning.VM.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	reportSeconds(t, time.Since(start), "cleaning_s")
+	reportSeconds(t, cleaning.Took, "cleaning_s")
 	reportFirstHeartbeat(t, fw, hb, "cleaning_first_heartbeat_s")
 	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
 	reportSeconds(t, time.Since(testStart), "whole_test_s")
