@@ -226,6 +226,8 @@ func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok b
 		return "rescue wait", "rescue", true
 	case nodes.TargetUnrescue:
 		return "", "active", true
+	case nodes.TargetAdopt:
+		return "", "active", true
 	case nodes.TargetDeleted:
 		// Undeploy: automated cleaning, as Provide.
 		return "clean wait", "available", true
