@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
 // suite is what TestMain sets up once for the whole test binary: starting
@@ -46,8 +47,11 @@ type suite struct {
 // theSuite is written once by TestMain before any test runs.
 var theSuite *suite
 
+// TestMain runs the tests in a private mount namespace (looptest.Main):
+// what they mount, and the loop devices those mounts hold, go with the
+// test binary however it ends.
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	looptest.Main(func() int { return runMain(m) })
 }
 
 func runMain(m *testing.M) int {

@@ -2,6 +2,7 @@ package hw
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -23,34 +25,11 @@ import (
 // ipmi_sim offers no SHA-256 suite, and ipmitool's default (17) costs each
 // command about 9 s of probing before it falls back.
 func TestIPMISimOverLAN(t *testing.T) {
-	qemu.SkipUnlessRoot(t)
-	for _, p := range []string{"ipmi_sim", "ipmitool", "qemu-system-x86_64"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("SKIPPED: needs %s (openipmi, ipmitool, qemu-system-x86; in test.sh)", p)
-		}
-	}
+	needIPMISim(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	m := bmcsim.OpenIPMIMachine(t, filepath.Join(t.TempDir(), "vm"))
-	start := time.Now()
-	s, err := bmcsim.StartIPMISim(ctx, m, qemu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t.Logf("ipmi_sim answered after %s", time.Since(start).Round(time.Millisecond))
-	ipmitool := func(args ...string) string {
-		t.Helper()
-		a := append([]string{"-I", "lanplus", "-H", m.BMC.LANAddress, "-p", strconv.Itoa(m.BMC.LANPort), "-U", m.BMC.User, "-P", m.BMC.Password,
-			"-L", "ADMINISTRATOR", "-R", "3", "-N", "2", "-C", "3"}, args...)
-		t0 := time.Now()
-		out, err := exec.CommandContext(ctx, "ipmitool", a...).Output()
-		t.Logf("ipmitool %s: %s", strings.Join(args, " "), time.Since(t0).Round(time.Millisecond))
-		if err != nil {
-			t.Fatalf("ipmitool %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	s, ipmitool := startIPMISim(t, ctx, m)
 	if out := ipmitool("power", "status"); !strings.Contains(out, "is off") {
 		t.Errorf("power status before power-on: %q", out)
 	}
@@ -92,4 +71,126 @@ func TestIPMISimOverLAN(t *testing.T) {
 		t.Errorf("power status after power-off: %q", out)
 	}
 	t.Logf("events: %s", strings.Join(s.Events(), "; "))
+}
+
+// TestIPMISimGuestReset checks that a guest's reset is not a power-off:
+// the machine's boot sector prints a line and resets it (q35's reset
+// control register), which -no-reboot turns into QEMU's exit. The BMC
+// boots the machine again within the same power-on, as a server reboots
+// without its BMC powering it off, and reports it on throughout: a BMC
+// that called the reset a power-off had Ironic's power-state sync power
+// the node on a second time (TestVMPXEGRUBUEFI's inspection, whose
+// firmware reset itself on a first boot).
+func TestIPMISimGuestReset(t *testing.T) {
+	needIPMISim(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	m := bmcsim.OpenIPMIMachine(t, filepath.Join(t.TempDir(), "vm"))
+	m.Disks = []qemu.Disk{{ID: "boot", Kind: qemu.DiskVirtioBlk, SizeMB: 1, Serial: "LAB-RESET-0001"}}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	sector, err := osimage.BootSector(resetSays, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(m.DiskPath("boot"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt(sector, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ipmitool := startIPMISim(t, ctx, m)
+	ipmitool("chassis", "bootdev", "disk")
+	ipmitool("power", "on")
+	first, err := s.WaitBoot(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.WaitFor(ctx, resetSays); err != nil {
+		t.Fatalf("%v; events: %s", err, strings.Join(s.Events(), "; "))
+	}
+	// The reset ends the first QEMU; the BMC starts the next.
+	select {
+	case <-first.Done():
+	case <-ctx.Done():
+		t.Fatal("the guest's reset did not end its QEMU")
+	}
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	for !slices.ContainsFunc(s.Events(), func(e string) bool { return strings.HasPrefix(e, "reset by the guest: boots again") }) {
+		select {
+		case <-wctx.Done():
+			t.Fatalf("no boot after the guest's reset; events: %s", strings.Join(s.Events(), "; "))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if !first.GuestReset() {
+		t.Errorf("the first QEMU's exit was not taken for a guest reset")
+	}
+	if s.Boots() != 1 || !s.On() {
+		t.Errorf("after the guest's reset: %d power-ons, on %v; want 1 and on", s.Boots(), s.On())
+	}
+	if out := ipmitool("power", "status"); !strings.Contains(out, "is on") {
+		t.Errorf("power status after the guest's reset: %q", out)
+	}
+	if vm := s.VMOfBoot(1); vm == first {
+		t.Errorf("VMOfBoot(1) is still the QEMU the guest reset")
+	}
+	ipmitool("power", "off")
+	if err := s.WaitOff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range s.Events() {
+		if strings.HasPrefix(e, "powered off by the guest") {
+			t.Errorf("a guest reset counted as a power-off: %s", strings.Join(s.Events(), "; "))
+		}
+	}
+	t.Logf("events: %s", strings.Join(s.Events(), "; "))
+}
+
+// resetSays is what the reset boot sector prints on the serial port.
+const resetSays = "vmtest: resetting the machine"
+
+// needIPMISim skips unless the BMC tests can run: root, ipmi_sim,
+// ipmitool and QEMU.
+func needIPMISim(t *testing.T) {
+	t.Helper()
+	qemu.SkipUnlessRoot(t)
+	for _, p := range []string{"ipmi_sim", "ipmitool", "qemu-system-x86_64"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (openipmi, ipmitool, qemu-system-x86; in test.sh)", p)
+		}
+	}
+}
+
+// startIPMISim starts m's ipmi_sim, closed when the test ends, and
+// returns it with a runner of Debian's ipmitool against its LAN channel,
+// which fails the test when a command fails and logs each one's time.
+func startIPMISim(t *testing.T, ctx context.Context, m qemu.Machine) (*bmcsim.IPMISim, func(args ...string) string) {
+	t.Helper()
+	start := time.Now()
+	s, err := bmcsim.StartIPMISim(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	t.Logf("ipmi_sim answered after %s", time.Since(start).Round(time.Millisecond))
+	return s, func(args ...string) string {
+		t.Helper()
+		a := append([]string{"-I", "lanplus", "-H", m.BMC.LANAddress, "-p", strconv.Itoa(m.BMC.LANPort), "-U", m.BMC.User, "-P", m.BMC.Password,
+			"-L", "ADMINISTRATOR", "-R", "3", "-N", "2", "-C", "3"}, args...)
+		t0 := time.Now()
+		out, err := exec.CommandContext(ctx, "ipmitool", a...).Output()
+		t.Logf("ipmitool %s: %s", strings.Join(args, " "), time.Since(t0).Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("ipmitool %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
 }

@@ -1,13 +1,11 @@
 package ramdisk_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
@@ -142,12 +141,18 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc ipv6Case) {
 	}
 	// The agent's API answers at that URL, over IPv6, from the namespace,
 	// with the certificate it sent verified against the address.
-	status, body, err := getTLSInNetns(ns.Name, "["+tc.wantAddr+"]:9999", "/v1/commands/", hbBody.VerifyCA)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(hbBody.VerifyCA)) {
+		fail("agent_verify_ca is no PEM certificate: %q", hbBody.VerifyCA)
+	}
+	api := &agentclient.Client{Base: hbBody.CallbackURL, HTTP: &http.Client{Timeout: 30 * time.Second,
+		Transport: &http.Transport{DialContext: netbed.Dialer(ns.Name), TLSClientConfig: &tls.Config{RootCAs: pool}}}}
+	status, _, err := api.List(ctx)
 	if err != nil {
-		fail("%v (%v after QEMU start)", err, vm.Elapsed().Round(time.Second))
+		fail("GET %s/v1/commands/ from the namespace, verifying the agent's certificate: %v (%v after QEMU start)", hbBody.CallbackURL, err, vm.Elapsed().Round(time.Second))
 	}
 	if status != http.StatusOK {
-		t.Errorf("GET %s/v1/commands/ from the namespace: %d %s", hbBody.CallbackURL, status, body)
+		t.Errorf("GET %s/v1/commands/ from the namespace: HTTP %d", hbBody.CallbackURL, status)
 	}
 	inv, err := standIn.wait(ctx, "continue", time.Minute)
 	if err != nil {
@@ -301,42 +306,6 @@ func (s ironicStandIn) paths() []string {
 		out = append(out, r.Method+" "+r.Path)
 	}
 	return out
-}
-
-// getTLSInNetns GETs https://addr/path from inside namespace ns, trusting
-// only caPEM and checking the certificate against addr's IP, as Ironic
-// does with the agent's auto-TLS certificate.
-func getTLSInNetns(ns, addr, path, caPEM string) (int, string, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(caPEM)) {
-		return 0, "", fmt.Errorf("agent_verify_ca is no PEM certificate: %q", caPEM)
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0, "", err
-	}
-	var raw net.Conn
-	err = (&netnstest.Netns{Name: ns}).Do(func() (err error) {
-		raw, err = net.DialTimeout("tcp", addr, 10*time.Second)
-		return err
-	})
-	if err != nil {
-		return 0, "", err
-	}
-	conn := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: host})
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if err := conn.Handshake(); err != nil {
-		return 0, "", fmt.Errorf("TLS to %s verifying the agent's certificate: %w", addr, err)
-	}
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		return 0, "", fmt.Errorf("GET %s%s: %w", addr, path, err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, string(b), nil
 }
 
 // netnsIPv6State is what the namespace's kernel knows of the link when a

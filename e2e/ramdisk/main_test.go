@@ -8,17 +8,19 @@ package ramdisk_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 func TestMain(m *testing.M) {
 	// QEMU runs this test binary as its guestfwd relay.
 	qemu.MaybeRelay()
-	os.Exit(m.Run())
+	// A private mount namespace (looptest.Main): what the tests mount
+	// goes with the test binary however it ends.
+	looptest.Main(m.Run)
 }
 
 // vlanName is lldpcli's oui-info of an 802.1 VLAN Name TLV: the ID, the

@@ -1,11 +1,8 @@
 package ramdisk_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit/netup"
+	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
@@ -99,7 +97,11 @@ func TestNTPInVM(t *testing.T) {
 	if guestIP == nil {
 		t.Fatalf("no lease address in %q", lease.Text)
 	}
-	postInNetns(t, ns.Name, guestIP[1]+":9999", "/v1/commands/?wait=false", `{"name": "standby.power_off", "params": {}}`)
+	api := &agentclient.Client{Base: "http://" + guestIP[1] + ":9999",
+		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: netbed.Dialer(ns.Name)}}}
+	if r, err := api.Post(ctx, "standby.power_off", nil, false); err != nil || r.HTTPStatus/100 != 2 {
+		t.Fatalf("standby.power_off from the namespace: %+v, %v", r, err)
+	}
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatalf("the guest did not power off: %v\n%s", err, consoleTail(vm))
 	}
@@ -115,32 +117,6 @@ func TestNTPInVM(t *testing.T) {
 	}
 	if steps != 2 {
 		t.Errorf("%d clock steps, want 2 (start-up, power_off)\n%s", steps, consoleTail(vm))
-	}
-}
-
-// postInNetns posts body to http://addr/path from inside namespace ns and
-// wants a 2xx answer.
-func postInNetns(t *testing.T, ns, addr, path, body string) {
-	t.Helper()
-	var conn net.Conn
-	err := (&netnstest.Netns{Name: ns}).Do(func() (err error) {
-		conn, err = net.DialTimeout("tcp", addr, 10*time.Second)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", path, addr, len(body), body)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("POST %s%s: %v", addr, path, err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("POST %s%s: %s: %s", addr, path, resp.Status, b)
 	}
 }
 

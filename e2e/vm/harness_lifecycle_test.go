@@ -84,6 +84,13 @@ type bmcPower interface {
 	Events() []string
 }
 
+// kernelArgsBMC is a BMC whose network boot hands QEMU the ramdisk's
+// kernel (bmcsim.IPMISim on a machine without PXE NICs), with the kernel
+// parameters it is given.
+type kernelArgsBMC interface {
+	SetKernelArgs(append string)
+}
+
 // lifecycle takes one enrolled node through Ironic's provision states.
 // Each step asks Ironic for a target, has the ramdisk boot the way power
 // and boot say, and waits for the state the step ends in.
@@ -96,7 +103,10 @@ type lifecycle struct {
 	boot   bootMethod
 
 	// machine is what fakePower boots; its Append may change between
-	// steps (an inspection boot's parameters are not a deploy's).
+	// steps (an inspection boot's parameters are not a deploy's). With a
+	// BMC and kernelBoot, a non-empty Append is handed to the BMC before
+	// each request: the kernel parameters its next network boot's stand-in
+	// gets, as Ironic's PXE configuration would give them.
 	machine qemu.Machine
 	// options, when set, gives each fakePower boot its QEMU options (a
 	// tap, a switch's end) and what to do once that boot is over; nil
@@ -105,6 +115,9 @@ type lifecycle struct {
 	// fastTrack: a ramdisk still running serves the next step, as Ironic's
 	// [deploy]fast_track has it; fakePower then boots only the first.
 	fastTrack bool
+	// ahead is a fakePower boot made before the next request (BootAhead),
+	// which serves that step.
+	ahead *qemu.VM
 
 	// bmc holds the power for ipmiPower and redfishPower.
 	bmc bmcPower
@@ -126,6 +139,10 @@ type step struct {
 	Took time.Duration
 	// Node is the node in its end state.
 	Node *nodes.Node
+	// PowerOns is how many times a BMC powered the machine on during the
+	// step (a deploy's: the ramdisk, then the deployed OS); 0 with
+	// fakePower.
+	PowerOns int
 }
 
 // Inspect is inspection, ending in manageable.
@@ -209,6 +226,8 @@ func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok b
 		return "rescue wait", "rescue", true
 	case nodes.TargetUnrescue:
 		return "", "active", true
+	case nodes.TargetAdopt:
+		return "", "active", true
 	case nodes.TargetDeleted:
 		// Undeploy: automated cleaning, as Provide.
 		return "clean wait", "available", true
@@ -229,8 +248,10 @@ func (l *lifecycle) To(opts nodes.ProvisionStateOpts, timeout time.Duration) ste
 		t.Fatal(err)
 	}
 	took := time.Since(start)
+	powerOns := 0
 	if l.power != fakePower {
-		t.Logf("%s: %s, %d power-on(s)", opts.Target, done, l.bmc.Boots()-l.bootsBefore)
+		powerOns = l.bmc.Boots() - l.bootsBefore
+		t.Logf("%s: %s, %d power-on(s)", opts.Target, done, powerOns)
 		if vm = l.bmc.VMOfBoot(l.bootsBefore + 1); vm == nil && wait != "" {
 			t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", opts.Target, strings.Join(l.bmc.Events(), "; "))
 		}
@@ -239,7 +260,7 @@ func (l *lifecycle) To(opts nodes.ProvisionStateOpts, timeout time.Duration) ste
 			l.checkBoot(vm)
 		}
 	}
-	return step{VM: vm, Took: took, Node: n}
+	return step{VM: vm, Took: took, Node: n, PowerOns: powerOns}
 }
 
 // Start asks Ironic for opts and, with fakePower, boots the ramdisk once
@@ -255,6 +276,9 @@ func (l *lifecycle) Start(opts nodes.ProvisionStateOpts) *qemu.VM {
 	reuse := l.running()
 	if !l.fastTrack {
 		reuse = nil
+	}
+	if kernel && l.ahead != nil {
+		reuse, l.ahead = l.ahead, nil
 	}
 	if kernel && reuse == nil {
 		// The last boot ends before the request, as Ironic's power-off
@@ -294,6 +318,13 @@ func (l *lifecycle) request(opts nodes.ProvisionStateOpts) (wait, done string) {
 	if l.bmc != nil {
 		l.bootsBefore = l.bmc.Boots()
 	}
+	if l.power != fakePower && l.boot == kernelBoot && l.machine.Append != "" {
+		k, ok := l.bmc.(kernelArgsBMC)
+		if !ok {
+			t.Fatalf("lifecycle %s: %s with %s and machine.Append set: the BMC (%T) takes no kernel parameters", l.node, l.power, l.boot, l.bmc)
+		}
+		k.SetKernelArgs(l.machine.Append)
+	}
 	if err := l.ironic.Provision(l.ctx, l.node, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +359,21 @@ func (l *lifecycle) bootRamdisk() *qemu.VM {
 	vm := boot(l.t, l.ctx, m, opts)
 	l.boots = append(l.boots, vm)
 	return vm
+}
+
+// BootAhead boots the ramdisk with fakePower now, before the next
+// request, and returns its VM: a machine already up when Ironic asks,
+// whose agent meets the node's change while it runs (what a scenario does
+// to the running machine first, a path pulled, is then under the step).
+// That boot serves the next step, which boots nothing else.
+func (l *lifecycle) BootAhead() *qemu.VM {
+	l.t.Helper()
+	if l.power != fakePower {
+		l.t.Fatalf("lifecycle %s: BootAhead with %s: a BMC boots the machine on Ironic's power-on", l.node, l.power)
+	}
+	l.Stop()
+	l.ahead = l.bootRamdisk()
+	return l.ahead
 }
 
 // Stop ends the last fakePower boot, as a power-off would, and what its
@@ -396,4 +442,10 @@ func (s step) report(t *testing.T, what string) *qemu.VM {
 // boot of m.
 func kernelLifecycle(t *testing.T, ctx context.Context, c *ironic.Client, node string, m qemu.Machine) *lifecycle {
 	return &lifecycle{t: t, ctx: ctx, ironic: c, node: node, power: fakePower, boot: kernelBoot, machine: m}
+}
+
+// bmcLifecycle is a lifecycle for node whose machine bmc powers (p is
+// ipmiPower or redfishPower), booting the ramdisk by b.
+func bmcLifecycle(t *testing.T, ctx context.Context, c *ironic.Client, node string, p power, b bootMethod, bmc bmcPower) *lifecycle {
+	return &lifecycle{t: t, ctx: ctx, ironic: c, node: node, power: p, boot: b, bmc: bmc}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -73,13 +74,11 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	}
 	if fw == "bios" {
 		for _, d := range m.Disks {
-			writeAt(t, m.DiskPath(d.ID), 0, markerBootSector())
+			writeAt(t, m.DiskPath(d.ID), 0, markerBootSector(t))
 		}
 	}
 	testStart := time.Now()
 	bmc := startBMC(t, ctx, m, qemu.Options{})
-	// What Ironic's PXE configuration would give an inspection ramdisk.
-	bmc.SetKernelArgs(s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0])
 
 	images := serve(t, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -169,40 +168,17 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 
 	// Inspection: Ironic sets the boot device to pxe and powers the
 	// machine on; ironic-inspector (or Ironic's agent inspect interface)
-	// powers it off at the end.
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	// Until the power-on, Ironic may fail the inspection instead.
-	for vm = nil; vm == nil; {
-		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-		vm, _ = bmc.WaitBoot(wctx, 2)
-		wcancel()
-		if n, err := s.ironic.GetNode(ctx, node.UUID); err != nil || n.ProvisionState == "inspect failed" {
-			t.Fatalf("no power-on for inspection: %v (%v)", err, n.LastError)
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no power-on for inspection: %v; BMC events: %s", ctx.Err(), strings.Join(bmc.Events(), "; "))
-		}
-	}
+	// powers it off at the end. The network boot's stand-in gets what
+	// Ironic's PXE configuration would give an inspection ramdisk.
+	l := bmcLifecycle(t, ctx, s.ironic, node.UUID, ipmiPower, kernelBoot, bmc)
+	l.machine.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
+	inspection := l.Inspect(6 * time.Minute)
 	if got := bmc.BootDevice(); got != bmcsim.BootPXE {
 		t.Errorf("BMC boot device for inspection: %q, want pxe", got)
 	}
-	if !slices.Contains(vm.Cmdline, "-kernel") {
-		t.Errorf("the network boot was not handed the ramdisk: %s", qemu.ShellQuote(vm.Cmdline))
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	reportSeconds(t, time.Since(start), "inspection_s")
-	reportAgentStarted(t, vm, fw, "inspection_agent_started_uptime_s")
-	waitPower("power off")
-	offCtx, offCancel := context.WithTimeout(ctx, time.Minute)
-	defer offCancel()
-	if err := bmc.WaitOff(offCtx); err != nil {
-		t.Error(err)
-	}
+	reportSeconds(t, inspection.Took, "inspection_s")
+	reportAgentStarted(t, inspection.VM, fw, "inspection_agent_started_uptime_s")
+	l.WaitOff("inspection")
 	inv := inspectedInventory(t, ctx, s, node.UUID)
 	checkInventory(t, inv, m)
 	stored, err := s.ironic.GetNode(ctx, node.UUID)
@@ -221,25 +197,17 @@ func ipmiLifecycle(t *testing.T, fw string, n int) {
 	// Automated cleaning, booted by Ironic the same way; the agent looks
 	// the node up and heartbeats, and Ironic powers the machine off when
 	// the steps are done.
-	bmc.SetKernelArgs(agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0])
-	boots := bmc.Boots()
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
+	l.machine.Append = agentArgs(agentPort) + " ironic_agent.dhcp=" + macs[0]
+	cleaning := l.Provide(6 * time.Minute)
+	l.WaitOff("cleaning")
+	if cleaning.PowerOns != 1 || bmc.BootDevice() != bmcsim.BootPXE {
+		t.Errorf("cleaning: %d power-ons, boot device %q; want 1 and pxe", cleaning.PowerOns, bmc.BootDevice())
 	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	waitPower("power off")
-	if bmc.Boots() != boots+1 || bmc.On() || bmc.BootDevice() != bmcsim.BootPXE {
-		t.Errorf("cleaning: %d power-ons, machine on %v, boot device %q; want 1, false, pxe", bmc.Boots()-boots, bmc.On(), bmc.BootDevice())
-	}
-	vm = bmc.VM()
 	hb := "?"
-	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
+	if l, ok := cleaning.VM.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = fmt.Sprintf("%.1fs", l.At.Seconds())
 	}
-	reportSeconds(t, time.Since(start), "cleaning_s")
+	reportSeconds(t, cleaning.Took, "cleaning_s")
 	reportFirstHeartbeat(t, fw, hb, "cleaning_first_heartbeat_s")
 	t.Logf("BMC events: %s", strings.Join(bmc.Events(), "; "))
 	reportSeconds(t, time.Since(testStart), "whole_test_s")
@@ -250,22 +218,11 @@ const diskBootMarker = "vmtest: booted from disk"
 
 // markerBootSector is an MBR boot sector whose code writes diskBootMarker
 // to COM1 and halts: proof that the firmware booted the disk.
-func markerBootSector() []byte {
-	code := []byte{
-		0xba, 0xf8, 0x03, // mov dx, 0x3f8 (COM1)
-		0xbe, 0x00, 0x00, // mov si, <message> (set below)
-		0xac,       // next: lodsb
-		0x84, 0xc0, // test al, al
-		0x74, 0x03, // jz end
-		0xee,       // out dx, al
-		0xeb, 0xf8, // jmp next
-		0xfa, 0xf4, // end: cli; hlt
-		0xeb, 0xfc, // jmp end
+func markerBootSector(t testing.TB) []byte {
+	t.Helper()
+	b, err := osimage.BootSector(diskBootMarker, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	msg := 0x7c00 + len(code) // the BIOS loads the sector at 0000:7c00
-	code[4], code[5] = byte(msg), byte(msg>>8)
-	sector := make([]byte, 512)
-	copy(sector, append(code, diskBootMarker+"\r\n\x00"...))
-	sector[510], sector[511] = 0x55, 0xaa
-	return sector
+	return b
 }

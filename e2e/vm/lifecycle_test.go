@@ -148,7 +148,7 @@ func lifecycleScenario(t *testing.T, fw string, n int) {
 	// and powers the machine on, and the deployed OS reads the drive.
 	img := osBootImage{format: format, hostname: "lifecycle-" + fw, userData: "#cloud-config\nhostname: lifecycle-" + fw + "\n"}
 	step = time.Now()
-	vm, osVM := deployOS(t, ctx, osDeploy{s: s, node: node.UUID, bmc: bmc, firmware: fw,
+	vm, osVM := deployOS(t, ctx, osDeploy{s: s, node: node.UUID, bmc: bmc, l: p.l, firmware: fw,
 		url: bed.serveImage(filepath.Base(served), served), path: served, serial: pxeTarget, img: img})
 	mark("deploy and the OS's boot", step)
 	checkNetBoot(t, vm, bed, node.UUID, macs[0], fw)

@@ -20,6 +20,7 @@ import (
 
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -111,7 +112,10 @@ var theSuite *suite
 func TestMain(m *testing.M) {
 	// QEMU runs this test binary as its guestfwd relay.
 	qemu.MaybeRelay()
-	os.Exit(runMain(m))
+	// A private mount namespace (looptest.Main): what the tests mount,
+	// the provisioning networks' named namespaces among it, goes with
+	// the test binary however it ends.
+	looptest.Main(func() int { return runMain(m) })
 }
 
 func runMain(m *testing.M) int {

@@ -82,19 +82,10 @@ func TestVMMultipath(t *testing.T) {
 	}
 
 	// Inspection.
-	start := time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	m.Append = s.inspectionArgs() + " ironic_agent.dhcp=" + macs[0]
-	vm := boot(t, ctx, withKernelNotices(m), qemu.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 5*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	inspectTime := time.Since(start)
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, withKernelNotices(m))
+	inspection := l.Inspect(5 * time.Minute)
+	vm, inspectTime := inspection.VM, inspection.Took
 	mapName := checkMultipathInventory(t, inspectedInventory(t, ctx, s, node.UUID))
 	paths, err := lunPaths(ctx, vm, lunDisk)
 	if err != nil {
@@ -103,7 +94,6 @@ func TestVMMultipath(t *testing.T) {
 	if l, ok := vm.Find(logtext.Msg(multipath.EventMapMade)); !ok || logField(l.Text, "paths") != pathNames(paths...) || logField(l.Text, "wwid") != mpathWWID {
 		t.Errorf("the agent did not log the map over %s (found %v): %q", pathNames(paths...), ok, l.Text)
 	}
-	vm.Kill()
 
 	// The LUN's paths change under the running agent before cleaning, as
 	// when a cable is pulled and plugged back: the agent's checker takes
@@ -112,18 +102,13 @@ func TestVMMultipath(t *testing.T) {
 	// the cleaning erases the LUN through the returned path alone.
 	m.Monitor = filepath.Join(m.Dir, "monitor.sock")
 	m.Append = agentArgs(port) + " ironic_agent.dhcp=" + macs[0]
-	vm = boot(t, ctx, withKernelNotices(m), qemu.Options{})
+	l.machine = withKernelNotices(m)
+	vm = l.BootAhead()
 	pathsTime := changePaths(t, ctx, vm, lunDisk)
 
-	// Automated cleaning: erase_devices_metadata, on the map only.
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	cleanTime := time.Since(start)
+	// Automated cleaning: erase_devices_metadata, on the map only; the
+	// agent booted ahead serves it.
+	cleanTime := l.Provide(6 * time.Minute).Took
 	erased := map[string]int{}
 	for _, l := range vm.Lines() {
 		if strings.Contains(l.Text, logtext.Msg(erase.EventDeviceEraseFinished)) {
@@ -133,7 +118,7 @@ func TestVMMultipath(t *testing.T) {
 	if erased[mapName] != 1 || erased["/dev/vda"] != 1 || len(erased) != 2 {
 		t.Errorf("cleaning erased %v, want %s and /dev/vda once each and no path of the map", erased, mapName)
 	}
-	vm.Kill()
+	l.Stop()
 	if b := readAt(t, lun, 0, 64<<10); !bytes.Equal(b, make([]byte, 64<<10)) {
 		t.Error("the start of the LUN was not erased")
 	}
@@ -148,21 +133,12 @@ func TestVMMultipath(t *testing.T) {
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
 	// A config drive, as Metal3 always sends one: Ironic builds the ISO,
 	// the agent adds a partition for it on the map.
 	cd := nodes.ConfigDrive{MetaData: map[string]any{"uuid": node.UUID, "hostname": "vm-multipath"}}
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "wait call-back", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	vm = boot(t, ctx, m, qemu.Options{})
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	deployTime := time.Since(start)
+	l.machine = m
+	deploy := l.To(nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, 6*time.Minute)
+	vm, deployTime := deploy.VM, deploy.Took
 	if err := vm.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +175,7 @@ func TestVMMultipath(t *testing.T) {
 	for i := range m.Disks {
 		m.Disks[i].BootFirst = m.Disks[i].ID == "lun"
 	}
-	start = time.Now()
+	start := time.Now()
 	vm = boot(t, ctx, m, qemu.Options{})
 	octx, ocancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer ocancel()

@@ -122,12 +122,8 @@ func newOSBootBed(t *testing.T, ctx context.Context, fw string, n int) *osBootBe
 			"image_http_proxy":  "http://" + guestHost + ":80",
 		}}, macs[:]...)
 	b.node = node.UUID
-	if err := s.ironic.Provision(ctx, b.node, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, b.node, "available", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	// Automated cleaning is off: provide boots nothing.
+	bmcLifecycle(t, ctx, s.ironic, b.node, ipmiPower, kernelBoot, b.bmc).Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
 	return b
 }
 
@@ -156,9 +152,12 @@ func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *
 // osDeploy is one deploy of an image of internal/testbed/osimage to an ipmi node
 // whose BMC the test holds.
 type osDeploy struct {
-	s        *suite
-	node     string
-	bmc      *bmcsim.IPMISim
+	s    *suite
+	node string
+	bmc  *bmcsim.IPMISim
+	// l drives the node; nil: a lifecycle of IPMI power and kernel boots
+	// (a machine without PXE NICs) on s's Ironic.
+	l        *lifecycle
 	firmware string
 	url      string // where the agent downloads the image
 	path     string // the same image on the host
@@ -202,30 +201,23 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 	for k, v := range img.props {
 		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/" + k, Value: v})
 	}
-	if err := nodes.Update(ctx, d.s.ironic.Service, d.node, ops).Err; err != nil {
+	l := d.l
+	if l == nil {
+		l = bmcLifecycle(t, ctx, d.s.ironic, d.node, ipmiPower, kernelBoot, d.bmc)
+	}
+	if err := nodes.Update(ctx, l.ironic.Service, l.node, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	boots := d.bmc.Boots()
-	start := time.Now()
 	cd := nodes.ConfigDrive{
-		MetaData: map[string]any{"uuid": d.node, "hostname": img.hostname, "name": img.hostname},
+		MetaData: map[string]any{"uuid": l.node, "hostname": img.hostname, "name": img.hostname},
 		UserData: img.userData,
 	}
-	if err := d.s.ironic.Provision(ctx, d.node, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd, DeploySteps: img.steps}); err != nil {
-		t.Fatal(err)
-	}
-	ramdiskVM, err = d.bmc.WaitBoot(ctx, boots)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.s.ironic.WaitState(ctx, d.node, "active", 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	deployed := time.Since(start)
+	deploy := l.To(nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd, DeploySteps: img.steps}, 10*time.Minute)
+	ramdiskVM, deployed := deploy.VM, deploy.Took
 	// Ironic powers the machine on into the deployed OS before it calls
 	// the node active: the second power-on of the deploy.
-	if d.bmc.Boots() != boots+2 {
-		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", d.bmc.Boots()-boots, strings.Join(d.bmc.Events(), "; "))
+	if deploy.PowerOns != 2 {
+		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", deploy.PowerOns, strings.Join(d.bmc.Events(), "; "))
 	}
 	vm := d.bmc.VM()
 	if d.bmc.BootDevice() != bmcsim.BootDisk || vm.Machine.Kernel != "" || vm.Machine.NetBoot {

@@ -488,12 +488,12 @@ func (t *throttledReader) Seek(off int64, whence int) (int64, error) { return t.
 // powerCutBIOSImage is a 16 MiB whole-disk image: the boot sector of
 // markerBootSector (so the deployed disk proves it booted), one Linux
 // partition (prepare_image wants a partition table), random bytes.
-func powerCutBIOSImage(*testing.T, context.Context) []byte {
+func powerCutBIOSImage(t *testing.T, _ context.Context) []byte {
 	const size = 16 << 20
 	img := make([]byte, size)
 	r := rand.NewChaCha8([32]byte{'p', 'c', 'u', 't'})
 	_, _ = r.Read(img)
-	copy(img, markerBootSector())
+	copy(img, markerBootSector(t))
 	img[446+4] = 0x83
 	binary.LittleEndian.PutUint32(img[446+8:], 2048)
 	binary.LittleEndian.PutUint32(img[446+12:], size/512-2048)

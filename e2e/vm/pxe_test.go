@@ -434,7 +434,7 @@ func setDeployImage(t *testing.T, ctx context.Context, s *suite, bed *pxeBed, no
 	var img []byte
 	if fw == "bios" {
 		img = mbrImage()
-		copy(img[:440], markerBootSector()[:440])
+		copy(img[:440], markerBootSector(t)[:440])
 	} else {
 		img = uefiImage(t)
 	}

@@ -91,24 +91,17 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 	if err := nodes.Update(ctx, s.ironic.Service, node.UUID, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	boots := p.bmc.Boots()
-	start := time.Now()
 	const hostname = "pxe-grub-uefi"
 	cd := nodes.ConfigDrive{MetaData: map[string]any{"uuid": node.UUID, "hostname": hostname, "name": hostname},
 		UserData: "#cloud-config\nhostname: " + hostname + "\n"}
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "active", 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	reportSeconds(t, time.Since(start), "deploy_s")
-	p.checkGRUBBoot(p.bmc.VMOfBoot(boots+1), grub.last())
+	deploy := p.l.To(nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, 10*time.Minute)
+	reportSeconds(t, deploy.Took, "deploy_s")
+	p.checkGRUBBoot(deploy.VM, grub.last())
 	if got := p.bmc.BootDevice(); got != bmcsim.BootDisk {
 		t.Errorf("BMC boot device after the deploy: %q, want disk", got)
 	}
-	if n := p.bmc.Boots() - boots; n != 2 {
-		t.Errorf("deploy: %d power-ons, want 2 (ramdisk, then the disk)", n)
+	if deploy.PowerOns != 2 {
+		t.Errorf("deploy: %d power-ons, want 2 (ramdisk, then the disk)", deploy.PowerOns)
 	}
 	octx, ocancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer ocancel()

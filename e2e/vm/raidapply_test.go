@@ -181,12 +181,8 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	if err := nodes.Update(ctx, s.ironic.Service, uuid, ops).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ironic.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetAdopt}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, uuid, "active", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	lc.Change(nodes.ProvisionStateOpts{Target: nodes.TargetAdopt}, time.Minute)
+	lc.ironic = api
 	step := applyRAIDStep()
 	apply := nodes.ServiceStep{Interface: step.Interface, Step: step.Step, Args: step.Args}
 	serviced := func(start time.Time, what, wantError string) {
@@ -204,11 +200,10 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 		}
 	}
 
-	// 1. apply_configuration alone: no ramdisk is booted.
+	// 1. apply_configuration alone: no ramdisk is booted, so the request
+	// alone (the end is the failure serviced waits for).
 	start := time.Now()
-	if err := api.Provision(ctx, uuid, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{apply}}); err != nil {
-		t.Fatal(err)
-	}
+	lc.request(nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{apply}})
 	serviced(start, "servicing with apply_configuration alone", "requires agent_url")
 	// A failed servicing puts the node in maintenance (fault "service
 	// failure"): the operator's way out.
@@ -218,7 +213,6 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 
 	// 2. After burnin_cpu, with the agent up.
 	start = time.Now()
-	lc.ironic = api
 	vm := lc.Start(nodes.ProvisionStateOpts{Target: nodes.TargetService,
 		ServiceSteps: []nodes.ServiceStep{{Interface: nodes.InterfaceDeploy, Step: "burnin_cpu"}, apply}})
 	serviced(start, "servicing with burnin_cpu, apply_configuration", "step returned invalid value: wait call-back")

@@ -260,7 +260,8 @@ func (s *IPMISim) powerOnLocked(from string) error {
 	if err != nil {
 		return err
 	}
-	return s.startLocked(s.ctx, m, s.opts, qemu.Start, fmt.Sprintf("power on by %s (boot %s)", from, s.boot))
+	return s.startLocked(s.ctx, m, s.opts, qemu.Start, fmt.Sprintf("power on by %s (boot %s)", from, s.boot),
+		func() (qemu.Machine, error) { return s.bootMachine(s.boot) })
 }
 
 // serve answers the control program, one request per connection.

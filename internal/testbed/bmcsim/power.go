@@ -19,9 +19,10 @@ import (
 type machinePower struct {
 	mu      sync.Mutex
 	vm      *qemu.VM
-	vms     []*qemu.VM // of every power-on, in order
+	vms     []*qemu.VM // of every power-on, in order (the last of each)
 	ended   *qemu.VM   // the last VM whose end (power-off or exit) is recorded
 	boots   int
+	starts  int // QEMUs started, power-ons and guest resets: console logs
 	events  []string
 	changed chan struct{} // closed and replaced on every power change
 }
@@ -41,7 +42,8 @@ func (p *machinePower) VM() *qemu.VM {
 }
 
 // VMOfBoot is the QEMU of power-on number n (from 1), nil if there was
-// none.
+// none; after a guest's reset within that power-on, the QEMU that booted
+// again.
 func (p *machinePower) VMOfBoot(n int) *qemu.VM {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -118,34 +120,60 @@ func (p *machinePower) notifyLocked(event string) {
 
 // startLocked powers the machine on as m with start (Start, or a test's
 // stand-in), recording event; nothing happens when it is on already.
-func (p *machinePower) startLocked(ctx context.Context, m qemu.Machine, opts qemu.Options, start func(context.Context, qemu.Machine, qemu.Options) (*qemu.VM, error), event string) error {
+// boot is the machine the BMC's boot settings start at that moment: a
+// guest's reset (qemu.VM.GuestReset) starts it again within the same
+// power-on, as a server reboots without its BMC powering it off, so
+// Ironic never sees the machine off and never powers it on again.
+func (p *machinePower) startLocked(ctx context.Context, m qemu.Machine, opts qemu.Options, start func(context.Context, qemu.Machine, qemu.Options) (*qemu.VM, error), event string, boot func() (qemu.Machine, error)) error {
 	if p.onLocked() {
 		return nil
 	}
+	return p.runLocked(ctx, m, opts, start, event, boot, false)
+}
+
+// runLocked starts QEMU as m: a power-on, or with reset the next boot of
+// the running power-on, whose VM it becomes (VMOfBoot).
+func (p *machinePower) runLocked(ctx context.Context, m qemu.Machine, opts qemu.Options, start func(context.Context, qemu.Machine, qemu.Options) (*qemu.VM, error), event string, boot func() (qemu.Machine, error), reset bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Each power-on gets a fresh console log; the earlier ones are kept.
-	if p.boots > 0 {
+	// Each QEMU gets a fresh console log; the earlier ones are kept.
+	if p.starts > 0 {
 		log := filepath.Join(m.Dir, "serial.log")
-		_ = os.Rename(log, filepath.Join(m.Dir, fmt.Sprintf("serial-%d.log", p.boots)))
+		_ = os.Rename(log, filepath.Join(m.Dir, fmt.Sprintf("serial-%d.log", p.starts)))
 	}
 	vm, err := start(ctx, m, opts)
 	if err != nil {
 		return err
 	}
+	p.starts++
 	p.vm = vm
-	p.vms = append(p.vms, vm)
-	p.boots++
+	if reset {
+		p.vms[len(p.vms)-1] = vm
+	} else {
+		p.vms = append(p.vms, vm)
+		p.boots++
+	}
 	p.notifyLocked(event)
 	go func() {
 		<-vm.Done()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.vm == vm && p.ended != vm {
-			p.ended = vm
-			p.notifyLocked("powered off by the guest (QEMU exited)")
+		if p.vm != vm || p.ended == vm {
+			return
 		}
+		if vm.GuestReset() {
+			next, err := boot()
+			if err == nil {
+				err = p.runLocked(ctx, next, opts, start, fmt.Sprintf("reset by the guest: boots again (the console before the reset: serial-%d.log)", p.starts), boot, true)
+			}
+			if err == nil {
+				return
+			}
+			p.events = append(p.events, "reset by the guest: cannot boot again: "+err.Error())
+		}
+		p.ended = vm
+		p.notifyLocked("powered off by the guest (QEMU exited)")
 	}()
 	return nil
 }

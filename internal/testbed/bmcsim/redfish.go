@@ -255,7 +255,11 @@ func (b *RedfishBMC) powerOnLocked(how string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.startLocked(b.ctx, m, b.opts, b.start, fmt.Sprintf("power on by Redfish %s (%s)", how, desc)); err != nil {
+	again := func() (qemu.Machine, error) {
+		m, _, err := b.bootMachineLocked()
+		return m, err
+	}
+	if err := b.startLocked(b.ctx, m, b.opts, b.start, fmt.Sprintf("power on by Redfish %s (%s)", how, desc), again); err != nil {
 		return err
 	}
 	// The override was for this boot only.

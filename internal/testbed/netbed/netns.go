@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,19 @@ func openTap(ns, name string) (*os.File, error) {
 		return err
 	})
 	return f, err
+}
+
+// Dialer connects from inside namespace ns: an http.Transport's
+// DialContext for a client that reaches what only the namespace reaches
+// (a guest's agent API on a provisioning network).
+func Dialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		err = DoInNetns(ns, func() error {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
 }
 
 // DoInNetns runs fn on an OS thread inside namespace ns and waits for it.

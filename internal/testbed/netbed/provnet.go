@@ -201,12 +201,8 @@ func (p *ProvNet) DHCPLog() string {
 func (p *ProvNet) Do(fn func() error) error { return DoInNetns(p.Name, fn) }
 
 // Dial connects from inside the namespace.
-func (p *ProvNet) Dial(ctx context.Context, network, addr string) (c net.Conn, err error) {
-	err = p.Do(func() error {
-		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-		return err
-	})
-	return c, err
+func (p *ProvNet) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return Dialer(p.Name)(ctx, network, addr)
 }
 
 // Serve serves h over HTTP on addr inside the namespace until Close.

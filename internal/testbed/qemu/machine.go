@@ -421,6 +421,14 @@ func (m *Machine) CreateDisks() error {
 	return nil
 }
 
+// shutdownTraceEvent is QEMU's trace event of a shutdown request, which
+// its log trace backend (Debian's build) prints as shutdownTrace and the
+// request's ShutdownCause number.
+const (
+	shutdownTraceEvent = "qemu_system_shutdown_request"
+	shutdownTrace      = shutdownTraceEvent + " reason="
+)
+
 // Args is the QEMU command line (without the program name). relay is the
 // guestfwd helper command, tapFD the file descriptor number of the tap for
 // a NICTap NIC.
@@ -446,6 +454,10 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-serial", "stdio", "-monitor", monitor(m.Monitor),
+		// A line on the console (QEMU's stderr) for every shutdown
+		// request, the guest's power-off among them; a guest's reset,
+		// an exit under -no-reboot too, makes none (VM.GuestReset).
+		"-trace", shutdownTraceEvent,
 	}
 	a = append(a, m.smbiosArgs()...)
 	// Fixed PCI slots keep the by-path names the same on every run: each

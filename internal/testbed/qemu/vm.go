@@ -30,6 +30,12 @@ type VM struct {
 	// with Options.ConsoleInput.
 	stdin io.WriteCloser
 
+	// watchReset: QEMU traces its shutdown requests (Machine.Args), so
+	// an exit without one is the guest's reset (GuestReset).
+	watchReset bool
+	killed     bool // guarded by mu: Kill ended it
+	shutdown   bool // guarded by mu: the console had the shutdown trace
+
 	mu      sync.Mutex
 	lines   []Line
 	tail    string // the line being written, not ended yet: a prompt
@@ -105,7 +111,8 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	vm := &VM{Machine: m, Cmdline: append([]string{"qemu-system-x86_64"}, args...), LogPath: filepath.Join(m.Dir, "serial.log"), done: make(chan struct{})}
+	vm := &VM{Machine: m, Cmdline: append([]string{"qemu-system-x86_64"}, args...), LogPath: filepath.Join(m.Dir, "serial.log"), done: make(chan struct{}),
+		watchReset: true}
 	if err := os.WriteFile(filepath.Join(m.Dir, "qemu.cmdline"), []byte(ShellQuote(vm.Cmdline)+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
@@ -195,6 +202,9 @@ func (vm *VM) add(l Line) {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	vm.lines = append(vm.lines, l)
+	if strings.Contains(l.Text, shutdownTrace) {
+		vm.shutdown = true
+	}
 	kept := vm.waiters[:0]
 	for _, w := range vm.waiters {
 		if w.match(l.Text) {
@@ -302,6 +312,30 @@ func (vm *VM) Exited() (bool, error) {
 // Elapsed is the time since QEMU started.
 func (vm *VM) Elapsed() time.Duration { return time.Since(vm.start) }
 
+// GuestReset says whether QEMU exited because the guest reset the
+// machine (a reboot, a firmware's own reset), which -no-reboot turns into
+// an exit: it exited by itself, with no shutdown request (a power-off,
+// ACPI's or the guest's) and no kernel panic on the console. A BMC keeps
+// such a machine powered and boots it again, as hardware does. False while
+// QEMU runs, after Kill, and for a StandIn.
+func (vm *VM) GuestReset() bool {
+	select {
+	case <-vm.done:
+	default:
+		return false
+	}
+	if !vm.watchReset {
+		return false
+	}
+	vm.mu.Lock()
+	killed, shutdown := vm.killed, vm.shutdown
+	vm.mu.Unlock()
+	if _, panicked := vm.Find("Kernel panic"); killed || shutdown || panicked || vm.err != nil {
+		return false
+	}
+	return true
+}
+
 // Kill stops QEMU (SIGTERM to its own process group, then SIGKILL).
 func (vm *VM) Kill() {
 	if vm.cmd == nil || vm.cmd.Process == nil {
@@ -312,6 +346,9 @@ func (vm *VM) Kill() {
 		return
 	default:
 	}
+	vm.mu.Lock()
+	vm.killed = true
+	vm.mu.Unlock()
 	_ = syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-vm.done:
