@@ -177,14 +177,21 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkStatic(opts.Agent); err != nil {
+	arch, err := LookupArch(opts.Kernel.Arch)
+	if err != nil {
 		return nil, err
+	}
+	if err := checkStatic(opts.Agent, arch); err != nil {
+		return nil, err
+	}
+	if opts.Programs != nil && cmpOr(opts.Programs.Arch, DefaultArch) != arch.Name {
+		return nil, fmt.Errorf("ramdisk: the programs are %s's, the kernel %s is %s's", opts.Programs.Arch, opts.Kernel.Package, arch.Name)
 	}
 	tree, err := kmod.Open(opts.Kernel.ModulesDir)
 	if err != nil {
 		return nil, err
 	}
-	entries := manifestFor(opts.Manifest, opts.Modules, opts.AddModules)
+	entries := ManifestForArch(manifestFor(opts.Manifest, opts.Modules, opts.AddModules), arch.Name)
 	names, group, rep, err := SelectModules(tree, entries, opts.Kernel.Version)
 	if err != nil {
 		return nil, err
@@ -202,7 +209,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		Modules:   mods,
 		Report:    rep,
 	}
-	if err := copyFile(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
+	if err := arch.copyKernel(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
 		return nil, err
 	}
 	if opts.Raw {
@@ -488,15 +495,19 @@ func (a *archive) discard() {
 	os.Remove(a.path + ".tmp")
 }
 
-// checkStatic refuses a dynamically linked agent: the initramfs has no
-// dynamic loader, and the kernel's only complaint would be "Failed to
-// execute /init (error -2)".
-func checkStatic(path string) error {
+// checkStatic refuses a dynamically linked agent, or one of another
+// architecture than the kernel's: the initramfs has no dynamic loader,
+// and the kernel's only complaint would be "Failed to execute /init
+// (error -2)" (-8 for the wrong machine).
+func checkStatic(path string, arch Arch) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("ramdisk: agent binary: %w", err)
 	}
 	defer f.Close()
+	if err := arch.checkELF(path, f); err != nil {
+		return err
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return fmt.Errorf("ramdisk: agent binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
@@ -527,6 +538,15 @@ func addModule(w *initramfs.Writer, dst, src string) error {
 }
 
 func copyFile(src, dst string) error {
+	return copyThrough(src, dst, func(w io.Writer, r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+}
+
+// copyThrough writes dst.tmp with write from src's content, and renames
+// it to dst once whole.
+func copyThrough(src, dst string, write func(io.Writer, io.Reader) error) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
@@ -537,7 +557,7 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("ramdisk: %w", err)
 	}
 	defer os.Remove(dst + ".tmp")
-	if _, err := io.Copy(out, in); err != nil {
+	if err := write(out, in); err != nil {
 		out.Close()
 		return fmt.Errorf("ramdisk: copy %s: %w", src, err)
 	}
@@ -547,37 +567,48 @@ func copyFile(src, dst string) error {
 	return os.Rename(dst+".tmp", dst)
 }
 
-// BuildAgent compiles a static ironic-agent from the module in srcDir (the
-// repository root) into out, stamped with the tree's git describe and
-// commit (see VersionLDFlags). The stamp is part of the binary, so a new
-// commit makes a new binary and BuildCached, which keys on the binary's
-// hash, a new ramdisk: no stale version string is reused.
+// BuildAgent compiles a static ironic-agent for DefaultArch from the
+// module in srcDir (the repository root) into out, stamped with the
+// tree's git describe and commit (see VersionLDFlags). The stamp is part
+// of the binary, so a new commit makes a new binary and BuildCached,
+// which keys on the binary's hash, a new ramdisk: no stale version string
+// is reused.
 func BuildAgent(ctx context.Context, srcDir, out string) error {
+	return BuildAgentFor(ctx, srcDir, out, DefaultArch)
+}
+
+// BuildAgentFor is BuildAgent for architecture arch (Arches), cross-built
+// with GOARCH whatever the host is: the agent is pure Go.
+func BuildAgentFor(ctx context.Context, srcDir, out, arch string) error {
 	// Outside a git tree (a source tarball) the binary is built unstamped
 	// and says "unknown" commit, rather than failing the build.
 	stamp, err := VersionLDFlags(ctx, srcDir)
 	if err != nil {
 		stamp = ""
 	}
-	return buildAgent(ctx, srcDir, out, stamp)
+	return buildAgent(ctx, srcDir, out, stamp, arch)
 }
 
-// BuildAgentAs is BuildAgent with the stamp given: the release build
+// BuildAgentAs is BuildAgentFor with the stamp given: the release build
 // stamps the describe and commit it read once for all its files, so a
 // commit made while it runs cannot split them.
-func BuildAgentAs(ctx context.Context, srcDir, out, describe, commit string) error {
-	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit))
+func BuildAgentAs(ctx context.Context, srcDir, out, arch, describe, commit string) error {
+	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit), arch)
 }
 
-func buildAgent(ctx context.Context, srcDir, out, stamp string) error {
+func buildAgent(ctx context.Context, srcDir, out, stamp, arch string) error {
+	a, err := LookupArch(arch)
+	if err != nil {
+		return err
+	}
 	ldflags := strings.TrimSpace("-s -w " + stamp)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/ironic-agent")
 	cmd.Dir = srcDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a.Name)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("ramdisk: go build ./cmd/ironic-agent in %s: %w: %s", srcDir, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("ramdisk: GOARCH=%s go build ./cmd/ironic-agent in %s: %w: %s", a.Name, srcDir, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
@@ -634,6 +665,20 @@ func ISO(ctx context.Context, kernel, initrd, cmdline, out string) error {
 // (the GPT GUIDs, the volume dates) and mformat (the EFI image's FAT
 // serial) take SOURCE_DATE_EPOCH, and the files' dates are set to epoch.
 func ISOAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.Time) error {
+	return isoAt(ctx, isoPlatform{console: "console=tty0 console=ttyS0,115200 ", needs: "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools"},
+		kernel, initrd, cmdline, out, epoch)
+}
+
+// isoPlatform is what an ISO differs in per architecture.
+type isoPlatform struct {
+	// grubDir is GRUB's image and module directory for grub-mkrescue -d
+	// ("": the host's platforms, i386-pc and x86_64-efi).
+	grubDir string
+	console string // the console parameters before the command line
+	needs   string // the host's packages, for the error
+}
+
+func isoAt(ctx context.Context, plat isoPlatform, kernel, initrd, cmdline, out string, epoch time.Time) error {
 	stage, err := os.MkdirTemp("", "ironic-agent-iso-")
 	if err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
@@ -653,19 +698,24 @@ terminal_input console serial
 terminal_output console serial
 set timeout=1
 menuentry "ironic-agent" {
-	linux /boot/%s console=tty0 console=ttyS0,115200 boot_method=vmedia %s
+	linux /boot/%s %sboot_method=vmedia %s
 	initrd /boot/%s
 }
-`, KernelName, cmdline, InitramfsName)
+`, KernelName, plat.console, cmdline, InitramfsName)
 	if err := os.WriteFile(filepath.Join(stage, "boot/grub/grub.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
 	}
-	const needs = "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools"
-	cmd := exec.CommandContext(ctx, "grub-mkrescue", "-o", out, stage)
+	needs := plat.needs
+	mkrescue := []string{"grub-mkrescue", "-o", out}
+	if plat.grubDir != "" {
+		mkrescue = append(mkrescue, "-d", plat.grubDir)
+	}
+	mkrescue = append(mkrescue, stage)
+	cmd := exec.CommandContext(ctx, mkrescue[0], mkrescue[1:]...)
 	if !epoch.IsZero() {
 		sec := strconv.FormatInt(epoch.Unix(), 10)
-		cmd = exec.CommandContext(ctx, "faketime", "-f", epoch.UTC().Format(time.DateTime),
-			"grub-mkrescue", "-o", out, stage, "--", "-volume_date", "all_file_dates", "="+sec)
+		cmd = exec.CommandContext(ctx, "faketime", append([]string{"-f", epoch.UTC().Format(time.DateTime)},
+			append(mkrescue, "--", "-volume_date", "all_file_dates", "="+sec)...)...)
 		cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+sec, "TZ=UTC")
 	}
 	var stderr bytes.Buffer

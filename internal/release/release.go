@@ -30,7 +30,8 @@ type Options struct {
 	OutDir   string // the release directory
 	CacheDir string // the ramdisk build's package cache
 	Flavour  ramdisk.KernelFlavour
-	// Arch is the architecture built ("amd64").
+	// Arch is the architecture built (ramdisk.Arches); Flavour.Arch
+	// must name the same.
 	Arch string
 	// Log receives the build's progress lines (nil: none).
 	Log io.Writer
@@ -130,6 +131,12 @@ func Build(ctx context.Context, opts Options, src Source) error {
 			fmt.Fprintf(opts.Log, format+"\n", a...)
 		}
 	}
+	if _, err := ramdisk.LookupArch(opts.Arch); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if opts.Flavour.Arch != opts.Arch && (opts.Flavour.Arch != "" || opts.Arch != ramdisk.DefaultArch) {
+		return fmt.Errorf("release: architecture %s, but the kernel flavour's is %q", opts.Arch, opts.Flavour.Arch)
+	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
@@ -145,7 +152,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 
 	t := time.Now()
 	agent := filepath.Join(work, "ironic-agent")
-	if err := ramdisk.BuildAgentAs(ctx, opts.SrcDir, agent, src.Describe, strings.TrimSuffix(src.Commit, "-dirty")); err != nil {
+	if err := ramdisk.BuildAgentAs(ctx, opts.SrcDir, agent, opts.Arch, src.Describe, strings.TrimSuffix(src.Commit, "-dirty")); err != nil {
 		return err
 	}
 	logf("agent built in %.1fs", time.Since(t).Seconds())
@@ -173,7 +180,13 @@ func Build(ctx context.Context, opts Options, src Source) error {
 		return fmt.Errorf("release: %w", err)
 	}
 	t = time.Now()
-	if err := ramdisk.ISOAt(ctx, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", filepath.Join(stage, iso), src.Epoch); err != nil {
+	grub := ""
+	if opts.Arch != ramdisk.DefaultArch {
+		if grub, err = ramdisk.GRUBDir(ctx, opts.CacheDir, opts.Flavour); err != nil {
+			return err
+		}
+	}
+	if err := ramdisk.ISOForArch(ctx, opts.Arch, grub, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", filepath.Join(stage, iso), src.Epoch); err != nil {
 		return err
 	}
 	logf("ISO built in %.1fs", time.Since(t).Seconds())
