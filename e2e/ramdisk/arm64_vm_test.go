@@ -1,0 +1,143 @@
+package ramdisk_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+	"github.com/ironic-go/ironic-agent/inventory"
+)
+
+// TestArm64InventoryInVM boots the arm64 ramdisk (the agent cross-built,
+// Debian's arm64 kernel, modules, firmware and programs) on QEMU's virt
+// machine with AAVMF under TCG, and runs `ironic-agent capture-fixture`
+// there: the inventory must say what QEMU was told. The CPU is the
+// Cortex-A57 lscpu names from its MIDR, with the Features of
+// /proc/cpuinfo as flags; the SMBIOS identities; every disk (virtio-blk,
+// scsi-hd on virtio-scsi, NVMe: the SG_IO and NVMe admin ioctls of the
+// arm64 agent against QEMU's arm64 devices) with its serial and size;
+// every NIC with its MAC; boot mode uefi. It reports the time from QEMU's
+// start to the inventory's upload as vm.arm64.boot_to_inventory_s.
+// Emulating a whole other instruction set takes minutes, so it runs with
+// E2E_VM_SLOW=1 (docs/testing.md).
+func TestArm64InventoryInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine (minutes under TCG)")
+	}
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		t.Skip("SKIPPED: slow scenario (an arm64 VM under TCG); E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+	}
+	if _, err := exec.LookPath("qemu-system-aarch64"); err != nil {
+		t.Skip("SKIPPED: needs qemu-system-aarch64 (./test.sh installs qemu-system-arm)")
+	}
+	if _, err := os.Stat(qemu.AAVMFCode); err != nil {
+		t.Skip("SKIPPED: needs AAVMF (./test.sh installs qemu-efi-aarch64)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rd, err := qemu.BuildRamdiskArch(ctx, qemu.Arm64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("arm64 ramdisk (kernel %s) in %s", rd.KernelPackage, time.Since(start).Round(time.Second))
+	m := qemu.Arm64Machine()
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
+	vm, tgz, err := qemu.RunUpload(ctx, m, "capture-fixture", "/run/capture", qemu.Options{})
+	if vm != nil {
+		t.Cleanup(vm.Kill)
+		t.Logf("VM: %s from start to power-off; serial console in %s", vm.Elapsed().Round(time.Second), vm.LogPath)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := vm.Find("uploaded"); ok {
+		t.Log(metric.New("vm.arm64.boot_to_inventory_s", l.At.Seconds(), "s"))
+	} else {
+		t.Errorf("no %q line on the console", "uploaded")
+	}
+	dir := t.TempDir()
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv inventory.Inventory
+	if err := json.Unmarshal(b, &inv); err != nil {
+		t.Fatal(err)
+	}
+	checkArm64Inventory(t, m, inv)
+}
+
+// checkArm64Inventory compares inv with what m told QEMU.
+func checkArm64Inventory(t *testing.T, m qemu.Machine, inv inventory.Inventory) {
+	t.Helper()
+	c := inv.CPU
+	t.Logf("cpu %q arch %s count %d sockets %d flags %v", c.ModelName, c.Architecture, c.Count, c.SocketCount, c.Flags)
+	if c.ModelName != "Cortex-A57" || c.Architecture != "aarch64" || c.Count != m.CPUs {
+		t.Errorf("cpu: model %q arch %q count %d, want Cortex-A57 aarch64 %d", c.ModelName, c.Architecture, c.Count, m.CPUs)
+	}
+	// QEMU's Cortex-A57: ARMv8.0 with the crypto extensions.
+	for _, f := range []string{"fp", "asimd", "aes", "pmull", "sha1", "sha2", "crc32", "cpuid"} {
+		if !slices.Contains(c.Flags, f) {
+			t.Errorf("cpu flags %v lack %s", c.Flags, f)
+		}
+	}
+	sv, s := inv.SystemVendor, m.SMBIOS
+	t.Logf("system %+v", sv)
+	// IPA's product_name: the product, then the SKU in parentheses.
+	product := s.SystemProduct + " (" + s.SKU + ")"
+	if sv.Manufacturer != s.SystemManufacturer || sv.ProductName != product || sv.SerialNumber != s.SystemSerial {
+		t.Errorf("system vendor %+v, want %s, %s, %s", sv, s.SystemManufacturer, product, s.SystemSerial)
+	}
+	if fw := sv.Firmware; fw.Vendor != s.BIOSVendor || fw.Version != s.BIOSVersion || fw.BuildDate != s.BIOSDate {
+		t.Errorf("firmware %+v, want %s %s %s", fw, s.BIOSVendor, s.BIOSVersion, s.BIOSDate)
+	}
+	if inv.Boot.CurrentBootMode != "uefi" {
+		t.Errorf("boot mode %q, want uefi", inv.Boot.CurrentBootMode)
+	}
+	if want := int64(m.MemoryMB) << 20; inv.Memory.Total == nil || *inv.Memory.Total <= 0 || *inv.Memory.Total > want {
+		t.Errorf("memory total %v, want up to %d", inv.Memory.Total, want)
+	}
+	if len(inv.Disks) != len(m.Disks) {
+		t.Errorf("the inventory lists %d disks, the machine has %d", len(inv.Disks), len(m.Disks))
+	}
+	for _, d := range m.Disks {
+		i := slices.IndexFunc(inv.Disks, func(g inventory.Disk) bool { return g.Serial != nil && *g.Serial == d.Serial })
+		if i < 0 {
+			t.Errorf("disk %s (%s, serial %s): not in the inventory", d.ID, d.Kind, d.Serial)
+			continue
+		}
+		g := inv.Disks[i]
+		t.Logf("disk %-10s %s: size %d serial %s wwn %v model %v rotational %v", d.Kind, g.Name, g.Size, *g.Serial, deref(g.WWN), deref(g.Model), g.Rotational)
+		if g.Size != int64(d.SizeMB)<<20 {
+			t.Errorf("%s: size %d, want %d", d.ID, g.Size, int64(d.SizeMB)<<20)
+		}
+		if d.WWN != "" && deref(g.WWN) != d.WWN {
+			t.Errorf("%s: wwn %q, want %s (from the SCSI VPD pages, read with SG_IO)", d.ID, deref(g.WWN), d.WWN)
+		}
+		if d.Kind == qemu.DiskSCSI && deref(g.Model) != d.Model {
+			t.Errorf("%s: model %q, want %s", d.ID, deref(g.Model), d.Model)
+		}
+		if want := d.Kind != qemu.DiskNVMe && d.Kind != qemu.DiskVirtioBlk && d.RotationRate != 1; d.Kind == qemu.DiskSCSI && g.Rotational != want {
+			t.Errorf("%s: rotational %v, want %v", d.ID, g.Rotational, want)
+		}
+	}
+	for _, n := range m.NICs {
+		if !slices.ContainsFunc(inv.Interfaces, func(i inventory.Interface) bool { return i.MACAddress == n.MAC }) {
+			t.Errorf("NIC %s %s: not in the inventory", n.Model, n.MAC)
+		}
+	}
+}
