@@ -3,7 +3,6 @@ package ramdisk_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,19 +28,7 @@ import (
 // Emulating a whole other instruction set takes minutes, so it runs with
 // E2E_VM_SLOW=1 (docs/testing.md).
 func TestArm64InventoryInVM(t *testing.T) {
-	qemu.SkipUnlessRoot(t)
-	if testing.Short() {
-		t.Skip("SKIPPED: -short: boots a virtual machine (minutes under TCG)")
-	}
-	if os.Getenv("E2E_VM_SLOW") != "1" {
-		t.Skip("SKIPPED: slow scenario (an arm64 VM under TCG); E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
-	}
-	if _, err := exec.LookPath("qemu-system-aarch64"); err != nil {
-		t.Skip("SKIPPED: needs qemu-system-aarch64 (./test.sh installs qemu-system-arm)")
-	}
-	if _, err := os.Stat(qemu.AAVMFCode); err != nil {
-		t.Skip("SKIPPED: needs AAVMF (./test.sh installs qemu-efi-aarch64)")
-	}
+	skipUnlessArm64VM(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -70,14 +57,8 @@ func TestArm64InventoryInVM(t *testing.T) {
 	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "inventory.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var inv inventory.Inventory
-	if err := json.Unmarshal(b, &inv); err != nil {
-		t.Fatal(err)
-	}
+	qemu.ReadJSON(t, filepath.Join(dir, "inventory.json"), &inv)
 	checkArm64Inventory(t, m, inv)
 }
 
@@ -139,5 +120,85 @@ func checkArm64Inventory(t *testing.T, m qemu.Machine, inv inventory.Inventory) 
 		if !slices.ContainsFunc(inv.Interfaces, func(i inventory.Interface) bool { return i.MACAddress == n.MAC }) {
 			t.Errorf("NIC %s %s: not in the inventory", n.Model, n.MAC)
 		}
+	}
+}
+
+// TestArm64NVMeInVM sends deploy/nvme's admin commands, cross-built for
+// arm64 (internal/testbed/guest/nvme as /init), to QEMU's NVMe
+// controller on the arm64 virt machine through the guest kernel's
+// NVME_IOCTL_ID and NVME_IOCTL_ADMIN_CMD, whose numbers internal/ioctl
+// computes for arm64, then runs erase_devices on the namespace: Identify
+// must return the serial QEMU was given and the namespace's size, and
+// the erase must take the Format NVM the controller offers. E2E_VM_SLOW=1
+// too.
+func TestArm64NVMeInVM(t *testing.T) {
+	skipUnlessArm64VM(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
+	defer cancel()
+	rd, err := qemu.BuildGuestRamdiskArch(ctx, qemu.Arm64, "./internal/testbed/guest/nvme", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := qemu.Arm64Machine()
+	m.Name = "ironic-agent-arm64-nvme"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.NICs = m.NICs[:1]
+	m.Disks = []qemu.Disk{{ID: "nvme", Kind: qemu.DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-A64"}}
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
+	vm, tgz, err := qemu.RunUpload(ctx, m, "nvme", "/run/nvme", qemu.Options{})
+	if vm != nil {
+		t.Cleanup(vm.Kill)
+		t.Logf("VM: %s; serial console in %s", vm.Elapsed().Round(time.Second), vm.LogPath)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Controller struct {
+			SerialNumber string
+			VendorID     uint16
+		}
+		NSID      uint32
+		Namespace struct{ Size, BlockSize uint64 }
+	}
+	qemu.ReadJSON(t, filepath.Join(dir, "controller.json"), &rep)
+	t.Logf("controller %+v, nsid %d, namespace %+v", rep.Controller, rep.NSID, rep.Namespace)
+	if rep.Controller.SerialNumber != "LAB-NVME-A64" || rep.Controller.VendorID != 0x1b36 {
+		t.Errorf("Identify Controller %+v, want QEMU's (vendor 0x1b36) with serial LAB-NVME-A64", rep.Controller)
+	}
+	if rep.NSID != 1 || rep.Namespace.BlockSize == 0 || rep.Namespace.Size*rep.Namespace.BlockSize != 64<<20 {
+		t.Errorf("namespace %d %+v, want nsid 1 of 64 MiB", rep.NSID, rep.Namespace)
+	}
+	var er struct {
+		Results map[string]struct{ Method string }
+		Error   string
+	}
+	qemu.ReadJSON(t, filepath.Join(dir, "erase_devices.json"), &er)
+	if r := er.Results["/dev/nvme0n1"]; er.Error != "" || r.Method == "" {
+		t.Errorf("erase_devices in the arm64 guest: %+v %q", er.Results, er.Error)
+	}
+	t.Logf("erase_devices: %+v", er.Results)
+}
+
+// skipUnlessArm64VM skips unless an arm64 VM can boot here and the slow
+// scenarios are asked for.
+func skipUnlessArm64VM(t *testing.T) {
+	t.Helper()
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine (minutes under TCG)")
+	}
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		t.Skip("SKIPPED: slow scenario (an arm64 VM under TCG); E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+	}
+	if _, err := exec.LookPath("qemu-system-aarch64"); err != nil {
+		t.Skip("SKIPPED: needs qemu-system-aarch64 (./test.sh installs qemu-system-arm)")
+	}
+	if _, err := os.Stat(qemu.AAVMFCode); err != nil {
+		t.Skip("SKIPPED: needs AAVMF (./test.sh installs qemu-efi-aarch64)")
 	}
 }

@@ -110,10 +110,16 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 // the agent cross-built, the architecture's Debian kernel, firmware and
 // programs. An arm64 one boots on Arm64Machine.
 func BuildRamdiskArch(ctx context.Context, arch string) (*Ramdisk, error) {
+	return BuildGuestRamdiskArch(ctx, arch, "", nil)
+}
+
+// BuildGuestRamdiskArch is BuildGuestRamdisk for architecture arch: the
+// guest program cross-built too.
+func BuildGuestRamdiskArch(ctx context.Context, arch, pkg string, files map[string]string) (*Ramdisk, error) {
 	if _, err := ramdisk.LookupArch(arch); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
 	}
-	return buildGuestRamdisk(ctx, arch, "", nil)
+	return buildGuestRamdisk(ctx, arch, pkg, files)
 }
 
 func buildGuestRamdisk(ctx context.Context, arch, pkg string, files map[string]string) (*Ramdisk, error) {
@@ -149,7 +155,7 @@ func buildGuestRamdisk(ctx context.Context, arch, pkg string, files map[string]s
 	if pkg == "" {
 		err = ramdisk.BuildAgentFor(ctx, root, bin, arch)
 	} else {
-		err = goBuild(ctx, root, bin, pkg)
+		err = goBuildFor(ctx, root, bin, pkg, arch)
 	}
 	if err != nil {
 		return nil, err
@@ -250,9 +256,17 @@ func FetchKernel(ctx context.Context, cache string) (*ramdisk.Kernel, error) {
 // goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)
 // at out; go build leaves an up-to-date out alone.
 func goBuild(ctx context.Context, root, out, pkg string) error {
+	return goBuildFor(ctx, root, out, pkg, "")
+}
+
+// goBuildFor is goBuild for GOARCH arch ("": the host's).
+func goBuildFor(ctx context.Context, root, out, pkg, arch string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if arch != "" {
+		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+arch)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("qemu: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
 	}
