@@ -71,8 +71,10 @@ func archNames() string {
 	return strings.Join(names, ", ")
 }
 
-// libDirs are the directories glibc's loader searches without an
+// LibDirs are the directories glibc's loader searches without an
 // ld.so.cache on Debian for a (the multiarch directories first).
+func (a Arch) LibDirs() []string { return a.libDirs() }
+
 func (a Arch) libDirs() []string {
 	return []string{"lib/" + a.Multiarch, "usr/lib/" + a.Multiarch, "lib64", "usr/lib64", "lib", "usr/lib"}
 }
@@ -81,7 +83,9 @@ func (a Arch) libDirs() []string {
 // current kernel for a.
 func (a Arch) kernelMetaPackage() string { return "linux-image-" + a.Name }
 
-// checkELF refuses a binary at path built for another machine than a's.
+// CheckELF refuses a binary at path built for another machine than a's.
+func (a Arch) CheckELF(path string, f *elf.File) error { return a.checkELF(path, f) }
+
 func (a Arch) checkELF(path string, f *elf.File) error {
 	if f.Machine != a.Machine {
 		return fmt.Errorf("ramdisk: %s is built for %s, not %s (%s): build it with GOARCH=%s", path, f.Machine, a.Name, a.Machine, a.Name)
