@@ -3,6 +3,7 @@ package ramdisk_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/deploy/ata"
 	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -21,8 +23,8 @@ import (
 // there: the inventory must say what QEMU was told. The CPU is the
 // Cortex-A57 lscpu names from its MIDR, with the Features of
 // /proc/cpuinfo as flags; the SMBIOS identities; every disk (virtio-blk,
-// scsi-hd on virtio-scsi, NVMe: the SG_IO and NVMe admin ioctls of the
-// arm64 agent against QEMU's arm64 devices) with its serial and size;
+// scsi-hd on virtio-scsi, NVMe, SATA on a PCI AHCI controller) with its
+// serial and size;
 // every NIC with its MAC; boot mode uefi. It reports the time from QEMU's
 // start to the inventory's upload as vm.arm64.boot_to_inventory_s.
 // Emulating a whole other instruction set takes minutes, so it runs with
@@ -133,30 +135,7 @@ func checkArm64Inventory(t *testing.T, m qemu.Machine, inv inventory.Inventory) 
 // too.
 func TestArm64NVMeInVM(t *testing.T) {
 	skipUnlessArm64VM(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
-	defer cancel()
-	rd, err := qemu.BuildGuestRamdiskArch(ctx, qemu.Arm64, "./internal/testbed/guest/nvme", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := qemu.Arm64Machine()
-	m.Name = "ironic-agent-arm64-nvme"
-	m.Dir = filepath.Join(t.TempDir(), "vm")
-	m.NICs = m.NICs[:1]
-	m.Disks = []qemu.Disk{{ID: "nvme", Kind: qemu.DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-A64"}}
-	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
-	vm, tgz, err := qemu.RunUpload(ctx, m, "nvme", "/run/nvme", qemu.Options{})
-	if vm != nil {
-		t.Cleanup(vm.Kill)
-		t.Logf("VM: %s; serial console in %s", vm.Elapsed().Round(time.Second), vm.LogPath)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := runArm64Guest(t, "nvme", "nvme", "/run/nvme", qemu.Disk{ID: "nvme", Kind: qemu.DiskNVMe, SizeMB: 64, Serial: "LAB-NVME-A64"})
 	var rep struct {
 		Controller struct {
 			SerialNumber string
@@ -184,6 +163,39 @@ func TestArm64NVMeInVM(t *testing.T) {
 	t.Logf("erase_devices: %+v", er.Results)
 }
 
+// runArm64Guest boots internal/testbed/guest/<guest>, cross-built for
+// arm64, as the /init of the arm64 ramdisk on Arm64Machine with one NIC
+// and disk, runs its command cmd writing dir, and returns the upload,
+// unpacked.
+func runArm64Guest(t *testing.T, guest, cmd, dir string, disk qemu.Disk) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
+	defer cancel()
+	rd, err := qemu.BuildGuestRamdiskArch(ctx, qemu.Arm64, "./internal/testbed/guest/"+guest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := qemu.Arm64Machine()
+	m.Name = "ironic-agent-arm64-" + guest
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.NICs = m.NICs[:1]
+	m.Disks = []qemu.Disk{disk}
+	m.Kernel, m.Initrd = rd.Kernel, rd.Initrd
+	vm, tgz, err := qemu.RunUpload(ctx, m, cmd, dir, qemu.Options{})
+	if vm != nil {
+		t.Cleanup(vm.Kill)
+		t.Logf("VM: %s; serial console in %s", vm.Elapsed().Round(time.Second), vm.LogPath)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := qemu.ExtractTarGz(bytes.NewReader(tgz), out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // skipUnlessArm64VM skips unless an arm64 VM can boot here and the slow
 // scenarios are asked for.
 func skipUnlessArm64VM(t *testing.T) {
@@ -200,5 +212,45 @@ func skipUnlessArm64VM(t *testing.T) {
 	}
 	if _, err := os.Stat(qemu.AAVMFCode); err != nil {
 		t.Skip("SKIPPED: needs AAVMF (./test.sh installs qemu-efi-aarch64)")
+	}
+}
+
+// TestArm64ATAInVM sends deploy/ata's commands, cross-built for arm64
+// (internal/testbed/guest/ata as /init), to a SATA disk on an AHCI
+// controller of the arm64 virt machine through the guest kernel's SG_IO
+// (ATA PASS-THROUGH): IDENTIFY DEVICE must return the model and serial
+// QEMU was given, and the security command QEMU lacks must come back as
+// the drive's abort, read from the SCSI status and sense bytes.
+// E2E_VM_SLOW=1 too.
+func TestArm64ATAInVM(t *testing.T) {
+	skipUnlessArm64VM(t)
+	disk := qemu.Disk{ID: "sata", Kind: qemu.DiskSATA, SizeMB: 8, Serial: "LAB-SATA-A64", WWN: "0x5000cca000000c01",
+		Model: "LAB SATA A64", AHCIPort: 0, RotationRate: 1}
+	dir := runArm64Guest(t, "ata", "record", "/run/ata", disk) // records, erases nothing
+	b, err := os.ReadFile(filepath.Join(dir, "sda.identify"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := ata.ParseIdentify(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("IDENTIFY: model %q serial %q security %s", id.Model(), id.Serial(), id.Security())
+	if id.Model() != disk.Model || id.Serial() != disk.Serial {
+		t.Errorf("IDENTIFY through SG_IO: model %q serial %q, want %q %q", id.Model(), id.Serial(), disk.Model, disk.Serial)
+	}
+	var hdr struct {
+		Status       byte   `json:"status"`
+		HostStatus   uint16 `json:"host_status"`
+		DriverStatus uint16 `json:"driver_status"`
+	}
+	qemu.ReadJSON(t, filepath.Join(dir, "sda.unlock.json"), &hdr)
+	sense, err := os.ReadFile(filepath.Join(dir, "sda.unlock.sense"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ata.Check("/dev/sda", ata.OpSecurityUnlock, ata.Reply{Status: hdr.Status, HostStatus: hdr.HostStatus, DriverStatus: hdr.DriverStatus, Sense: sense})
+	if ce := (*ata.CommandError)(nil); !errors.As(err, &ce) || !ce.Aborted() {
+		t.Errorf("SECURITY UNLOCK on a drive without the feature set: %v, want the drive's abort", err)
 	}
 }

@@ -161,7 +161,8 @@ type Machine struct {
 	Name string
 	// Arch is "" (amd64: qemu-system-x86_64's q35) or Arm64
 	// (qemu-system-aarch64's virt machine with AAVMF, UEFI only; no
-	// ISA, IDE or SATA bus, no SMBus: no BMC).
+	// ISA or legacy IDE bus, no SMBus: no BMC; SATA disks on a PCI AHCI
+	// controller).
 	Arch     string
 	Firmware Firmware
 	CPUs     int
@@ -387,14 +388,14 @@ const (
 
 // Arm64Machine is DefaultMachine as an arm64 server: QEMU's virt machine
 // under AAVMF with a Cortex-A57 (lscpu's name for its MIDR, 0x411fd070),
-// the same SMBIOS identities, the disks the virt machine can attach
-// (virtio-blk, scsi-hd on virtio-scsi, NVMe; no SATA) and the same NICs.
+// the same SMBIOS identities, disks and NICs; the SATA disks are on an
+// AHCI controller of their own on the PCI bus, since virt has none built
+// in.
 func Arm64Machine() Machine {
 	m := DefaultMachine(UEFI)
 	m.Name = "ironic-agent-arm64"
 	m.Arch = Arm64
 	m.CPUModel = "cortex-a57"
-	m.Disks = slices.DeleteFunc(m.Disks, func(d Disk) bool { return d.Kind == DiskSATA })
 	return m
 }
 
@@ -443,8 +444,8 @@ func (m *Machine) checkArch() error {
 		return fmt.Errorf("qemu: an %s machine has no ISA or SMBus for a BMC", m.Arch)
 	}
 	for _, d := range m.Disks {
-		if d.Kind == DiskSATA || d.Kind == DiskPIIX {
-			return fmt.Errorf("qemu: disk %s: the %s virt machine has no IDE or SATA controller for a %s", d.ID, m.Arch, d.Kind)
+		if d.Kind == DiskPIIX {
+			return fmt.Errorf("qemu: disk %s: the %s virt machine has no legacy IDE controller for a %s", d.ID, m.Arch, d.Kind)
 		}
 	}
 	return nil
@@ -576,12 +577,15 @@ type controller struct {
 
 // The shared controllers.
 var (
-	xhci     = controller{"xhci", "qemu-xhci"}
-	ehci     = controller{"ehci", "ich9-usb-ehci1"}
-	megasas  = controller{"megasas0", "megasas-gen2"}
-	mptsas   = controller{"mptsas0", "mptsas1068"}
-	pvscsi   = controller{"pvscsi0", "pvscsi"}
-	piix     = controller{"piix", "piix3-ide"}
+	xhci    = controller{"xhci", "qemu-xhci"}
+	ehci    = controller{"ehci", "ich9-usb-ehci1"}
+	megasas = controller{"megasas0", "megasas-gen2"}
+	mptsas  = controller{"mptsas0", "mptsas1068"}
+	pvscsi  = controller{"pvscsi0", "pvscsi"}
+	piix    = controller{"piix", "piix3-ide"}
+	// An AHCI controller on a PCI slot, for the SATA disks of a machine
+	// without q35's built-in one (the arm64 virt machine).
+	pciAHCI  = controller{"ahci", "ich9-ahci"}
 	virtscsi = controller{"scsi0", "virtio-scsi-pci"}
 )
 
@@ -684,9 +688,14 @@ func (m *Machine) diskArgs(slots *pciSlots, ctrl *controllers) ([]string, error)
 				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, slots.take(), qemuEscape(d.Serial), boot),
 				"-device", fmt.Sprintf("nvme-ns,bus=nvme-%s,drive=d-%s,nsid=1", d.ID, d.ID))
 		case DiskSATA:
+			bus := "ide"
+			if m.Arch == Arm64 {
+				a = append(a, ctrl.need(pciAHCI)...)
+				bus = pciAHCI.id
+			}
 			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
-				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
-				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
+				"ide-hd,bus=%s.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
+				bus, d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
 		default:
 			return nil, fmt.Errorf("qemu: disk %s: unknown kind %q", d.ID, d.Kind)
 		}

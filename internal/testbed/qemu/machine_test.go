@@ -246,7 +246,7 @@ func TestArgsServer(t *testing.T) {
 
 // TestArgsArm64: the arm64 machine is QEMU's virt with the Cortex-A57,
 // AAVMF's code and its own NVRAM, the PL011 console on the kernel's
-// command line and no SATA; what virt has no bus for is refused.
+// command line, SATA on a PCI AHCI; what virt has no bus for is refused.
 func TestArgsArm64(t *testing.T) {
 	m := Arm64Machine()
 	m.Dir = "/work/vm"
@@ -265,13 +265,16 @@ func TestArgsArm64(t *testing.T) {
 			t.Errorf("args lack %q:\n%s", want, line)
 		}
 	}
-	if strings.Contains(line, "ide-hd") || strings.Contains(line, "console=ttyS0") {
+	if !strings.Contains(line, "ich9-ahci,id=ahci,") || !strings.Contains(line, "ide-hd,bus=ahci.2,") {
+		t.Errorf("SATA disks not on the PCI AHCI controller:\n%s", line)
+	}
+	if strings.Contains(line, "bus=ide.") || strings.Contains(line, "console=ttyS0") {
 		t.Errorf("x86 parts in the arm64 machine:\n%s", line)
 	}
 	for what, bad := range map[string]func(*Machine){
 		"boots AAVMF":         func(m *Machine) { m.Firmware = BIOS },
 		"no ISA or SMBus":     func(m *Machine) { m.BMC = &BMC{SSIF: true} },
-		"no IDE or SATA":      func(m *Machine) { m.Disks = append(m.Disks, Disk{ID: "s", Kind: DiskSATA}) },
+		"no legacy IDE":       func(m *Machine) { m.Disks = append(m.Disks, Disk{ID: "s", Kind: DiskPIIX}) },
 		`architecture "mips"`: func(m *Machine) { m.Arch = "mips" },
 	} {
 		b := Arm64Machine()
