@@ -8,10 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -252,5 +255,69 @@ func TestArm64ATAInVM(t *testing.T) {
 	err = ata.Check("/dev/sda", ata.OpSecurityUnlock, ata.Reply{Status: hdr.Status, HostStatus: hdr.HostStatus, DriverStatus: hdr.DriverStatus, Sense: sense})
 	if ce := (*ata.CommandError)(nil); !errors.As(err, &ce) || !ce.Aborted() {
 		t.Errorf("SECURITY UNLOCK on a drive without the feature set: %v, want the drive's abort", err)
+	}
+}
+
+// TestArm64ISOInVM builds the arm64 ISO as the release does (GRUB's
+// arm64-efi from Debian's grub-efi-arm64-bin, the host's grub-mkrescue)
+// and boots it from a CD on the arm64 virt machine under AAVMF, as
+// virtual media: GRUB must start the kernel with the ISO's parameters
+// and the console the firmware's SPCR names, and the agent's init must
+// start on the arm64 kernel (its first line). E2E_VM_SLOW=1 too.
+func TestArm64ISOInVM(t *testing.T) {
+	skipUnlessArm64VM(t)
+	for _, p := range []string{"grub-mkrescue", "xorriso", "mformat"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("SKIPPED: needs %s (grub-common, xorriso, mtools; in test.sh)", p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
+	defer cancel()
+	rd, err := qemu.BuildRamdiskArch(ctx, qemu.Arm64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := cachedir.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := qemu.KernelFlavour()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl.Arch = qemu.Arm64
+	grub, err := ramdisk.GRUBDir(ctx, cache, fl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(t.TempDir(), "arm64.iso")
+	if err := ramdisk.ISOForArch(ctx, qemu.Arm64, grub, rd.Kernel, rd.Initrd, "", iso, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	m := qemu.Arm64Machine()
+	m.Name = "ironic-agent-arm64-iso"
+	m.Dir = filepath.Join(t.TempDir(), "vm")
+	m.NICs = m.NICs[:1]
+	m.Disks = nil
+	m.ISO = iso
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Kill()
+	l, err := vm.WaitFor(ctx, "Kernel command line:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.1fs: %s", l.At.Seconds(), l.Text)
+	if !strings.Contains(l.Text, "boot_method=vmedia") || strings.Contains(l.Text, "console=") {
+		t.Errorf("kernel command line %q: want the ISO's boot_method=vmedia and no console=", l.Text)
+	}
+	if l, err = vm.WaitFor(ctx, `msg="ironic-agent init version"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.1fs: %s", l.At.Seconds(), l.Text)
+	if !strings.Contains(l.Text, "-arm64 ") {
+		t.Errorf("the init's first line %q names no arm64 kernel", l.Text)
 	}
 }
