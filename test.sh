@@ -62,6 +62,8 @@ APT_PACKAGES=(
 	python3-ironic
 	python3-ironic-inspector
 	python3-sushy
+	qemu-efi-aarch64
+	qemu-system-arm
 	qemu-system-x86
 	qemu-utils
 	syslinux-common

@@ -64,9 +64,6 @@ func (HostMachine) Sync() error {
 	return nil
 }
 
-// blkflsbuf is _IO(0x12, 97) from linux/fs.h.
-const blkflsbuf = 0x1261
-
 // FlushBlockDevice implements Machine with the BLKFLSBUF ioctl (what
 // blockdev --flushbufs does). The device is opened read-only: flushing
 // writes nothing to it.
@@ -76,7 +73,7 @@ func (HostMachine) FlushBlockDevice(dev string) error {
 		return fmt.Errorf("flush %s: %w", dev, err)
 	}
 	defer f.Close()
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), blkflsbuf, 0); e != 0 {
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), unix.BLKFLSBUF, 0); e != 0 {
 		return fmt.Errorf("flush %s: ioctl BLKFLSBUF: %w", dev, e)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ironic-go/ironic-agent/internal/ioctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,12 +57,16 @@ const (
 )
 
 // ioctl numbers: _IOR('i', 13, struct ipmi_req) and
-// _IOWR('i', 11, struct ipmi_recv), computed from the struct sizes so they
-// are right on every 64-bit and 32-bit architecture.
-const (
-	ipmictlSendCommand    = 2<<30 | unsafe.Sizeof(ipmiReq{})<<16 | 'i'<<8 | 13
-	ipmictlReceiveMsgTrun = 3<<30 | unsafe.Sizeof(ipmiRecv{})<<16 | 'i'<<8 | 11
-)
+// _IOWR('i', 11, struct ipmi_recv), computed from the struct sizes and
+// the architecture's encoding (internal/ioctl: powerpc's directions
+// differ), so they are right on every architecture.
+func ipmictlSendCommand() uintptr {
+	return uintptr(ioctl.IOR('i', 13, unsafe.Sizeof(ipmiReq{})))
+}
+
+func ipmictlReceiveMsgTrun() uintptr {
+	return uintptr(ioctl.IOWR('i', 11, unsafe.Sizeof(ipmiRecv{})))
+}
 
 // Device is an open IPMI character device (/dev/ipmi0).
 type Device struct {
@@ -123,7 +128,7 @@ func (d *Device) Send(ctx context.Context, req Request) ([]byte, error) {
 	if len(data) > 0 {
 		r.msg.data = &data[0]
 	}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), ipmictlSendCommand, uintptr(unsafe.Pointer(&r)))
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), ipmictlSendCommand(), uintptr(unsafe.Pointer(&r)))
 	runtime.KeepAlive(&addr)
 	runtime.KeepAlive(data)
 	if errno != 0 {
@@ -143,7 +148,7 @@ func (d *Device) Send(ctx context.Context, req Request) ([]byte, error) {
 			addrLen: uint32(len(raddr)),
 			msg:     ipmiMsg{data: &buf[0], dataLen: uint16(len(buf))},
 		}
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), ipmictlReceiveMsgTrun, uintptr(unsafe.Pointer(&rv)))
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(d.fd), ipmictlReceiveMsgTrun(), uintptr(unsafe.Pointer(&rv)))
 		runtime.KeepAlive(&raddr)
 		runtime.KeepAlive(buf)
 		switch {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/performance.md from figures measured now: runs
-# scripts/bench-inventory.sh and scripts/bench-hash.sh, builds the ramdisk
-# (its size) and, as root,
+# scripts/bench-inventory.sh and scripts/bench-hash.sh, builds the amd64 and
+# arm64 ramdisks (their sizes) and, as root,
 # scripts/bench-image.sh, keeps
 # their output, adds the METRIC lines of the latest ./test.sh run, and runs
 # tools/perfpage, which stamps the page with the commit, the date and the
@@ -45,6 +45,19 @@ initramfs_mib=$(mib "$PERF_DIR/ramdisk/ironic-agent.initramfs")
 	echo "METRIC name=ramdisk.total_mib value=$(awk -v a="$kernel_mib" -v b="$initramfs_mib" 'BEGIN { printf "%.2f", a + b }') unit=MiB"
 } | tee "$PERF_DIR/ramdisk.out"
 files+=("$PERF_DIR/ramdisk.out")
+
+# The arm64 ramdisk (make ramdisk ARCH=arm64), built on this host the same way.
+log "go run ./cmd/mkramdisk -arch arm64 -out $PERF_DIR/ramdisk-arm64"
+go run ./cmd/mkramdisk -arch arm64 -out "$PERF_DIR/ramdisk-arm64" >"$PERF_DIR/mkramdisk-arm64.log" 2>&1 ||
+	{ cat "$PERF_DIR/mkramdisk-arm64.log" >&2; exit 1; }
+kernel_mib=$(mib "$PERF_DIR/ramdisk-arm64/ironic-agent.kernel")
+initramfs_mib=$(mib "$PERF_DIR/ramdisk-arm64/ironic-agent.initramfs")
+{
+	echo "METRIC name=ramdisk.arm64.kernel_mib value=$kernel_mib unit=MiB"
+	echo "METRIC name=ramdisk.arm64.initramfs_mib value=$initramfs_mib unit=MiB"
+	echo "METRIC name=ramdisk.arm64.total_mib value=$(awk -v a="$kernel_mib" -v b="$initramfs_mib" 'BEGIN { printf "%.2f", a + b }') unit=MiB"
+} | tee "$PERF_DIR/ramdisk-arm64.out"
+files+=("$PERF_DIR/ramdisk-arm64.out")
 
 if [ -n "${IMAGE_OUT:-}" ]; then
 	[ -s "$IMAGE_OUT" ] || { log "IMAGE_OUT=$IMAGE_OUT: no such file or empty"; exit 1; }

@@ -4,7 +4,10 @@
 // ironic-agent plus the kernel modules the hardware needs, and optionally a
 // bootable ISO for virtual media. It needs no root.
 //
-//	go run ./cmd/mkramdisk -out build/ramdisk [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...] [-mirror URL] [-security-mirror URL]
+//	go run ./cmd/mkramdisk -out build/ramdisk [-arch amd64|arm64] [-iso] [-kernel bookworm|trixie|newest] [-kernel-package linux-image-...] [-mirror URL] [-security-mirror URL]
+//
+// -arch arm64 builds an arm64 ramdisk on any host: the agent cross-built
+// with GOARCH, Debian's arm64 kernel, firmware and programs.
 //
 // With -cached the ramdisk goes into the shared content-keyed cache
 // (ramdisk.BuildCached) instead of -out, and -json prints where: the VM
@@ -46,7 +49,8 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mkramdisk", flag.ContinueOnError)
 	out := fs.String("out", "build/ramdisk", "output directory")
 	flavour := fs.String("kernel", ramdisk.DefaultKernelFlavour, "kernel flavour, the Debian release the kernel and firmware come from: "+flavourNames())
-	pkg := fs.String("kernel-package", "", "Debian kernel package of the flavour's suites (default: the one their linux-image-amd64 depends on)")
+	arch := fs.String("arch", ramdisk.DefaultArch, "architecture the ramdisk is for: "+archNames()+" (the agent is cross-built; the kernel, firmware and programs are Debian's for it)")
+	pkg := fs.String("kernel-package", "", "Debian kernel package of the flavour's suites (default: the one their linux-image-<arch> depends on)")
 	mirror := fs.String("mirror", "", "Debian archive `URL` the packages come from (default: the host's Debian mirror in /etc/apt, else Debian's own)")
 	secMirror := fs.String("security-mirror", "", "Debian security archive `URL` the -security suites come from (default: the host's, else Debian's own)")
 	ignoreValidUntil := fs.Bool("ignore-valid-until", false, "take suites whose InRelease has expired (Valid-Until), for a frozen mirror such as a snapshot (also when the host's apt sets Acquire::Check-Valid-Until \"false\")")
@@ -92,10 +96,15 @@ func run(ctx context.Context, args []string) error {
 		}
 		*cache = c
 	}
+	a, err := ramdisk.LookupArch(*arch)
+	if err != nil {
+		return err
+	}
 	fl, err := ramdisk.LookupKernelFlavour(*flavour)
 	if err != nil {
 		return err
 	}
+	fl.Arch = a.Name
 	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror, IgnoreValidUntil: *ignoreValidUntil}); err != nil {
 		return err
 	}
@@ -109,7 +118,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		*agent = filepath.Join(*out, "ironic-agent")
-		if err := ramdisk.BuildAgent(ctx, ".", *agent); err != nil {
+		if err := ramdisk.BuildAgentFor(ctx, ".", *agent, a.Name); err != nil {
 			return err
 		}
 		// The agent is this tree's: the initramfs says which, as a
@@ -144,32 +153,43 @@ func run(ctx context.Context, args []string) error {
 		}
 		return json.NewEncoder(os.Stdout).Encode(struct {
 			*ramdisk.Result
-			KernelFlavour, KernelPackage, KernelVersion string
-			KernelImage                                 string // the bzImage in the download cache, beside which ramdisk.PVH keeps its vmlinux
-		}{res, k.Flavour, k.Package, k.Version, k.Vmlinuz})
+			Arch, KernelFlavour, KernelPackage, KernelVersion string
+			KernelImage                                       string // the bzImage in the download cache, beside which ramdisk.PVH keeps its vmlinux
+		}{res, a.Name, k.Flavour, k.Package, k.Version, k.Vmlinuz})
 	}
 	as := size(res.Agent)
-	fmt.Printf("kernel     %s (%s: %s, %s)\n", res.Kernel, k.Flavour, k.Package, mib(ks))
+	fmt.Printf("kernel     %s (%s %s: %s, %s)\n", res.Kernel, k.Flavour, a.Name, k.Package, mib(ks))
 	fmt.Printf("initramfs  %s (%s; %s unpacked; %d modules)\n", res.Initramfs, mib(is), mib(res.Uncompressed), len(res.Modules))
 	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
 	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), *budget)
-	printReport(os.Stdout, res.Report, ks)
+	printReport(os.Stdout, res.Report, a.KernelKind, ks)
 	if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(*budget)<<20); err != nil {
 		return err
 	}
 	if *iso {
-		bc, err := ramdisk.FetchBootChain(ctx, *cache, fl)
-		if err != nil {
-			return err
-		}
-		esp := filepath.Join(*out, ramdisk.ESPName)
-		if err := ramdisk.ESP(ctx, bc, esp, time.Time{}); err != nil {
-			return err
-		}
-		fmt.Printf("esp        %s (%s: %s %s, %s %s)\n", esp, mib(size(esp)), bc.Packages[0].Name, bc.Packages[0].Version, bc.Packages[1].Name, bc.Packages[1].Version)
 		p := filepath.Join(*out, ramdisk.ISOName)
-		if err := ramdisk.SecureBootISO(ctx, res.Kernel, res.Initramfs, *cmdline, esp, p, time.Time{}); err != nil {
-			return err
+		var isoErr error
+		if a.Name == ramdisk.DefaultArch {
+			// Debian's signed shim and GRUB: the ISO boots under Secure Boot.
+			bc, err := ramdisk.FetchBootChain(ctx, *cache, fl)
+			if err != nil {
+				return err
+			}
+			esp := filepath.Join(*out, ramdisk.ESPName)
+			if err := ramdisk.ESP(ctx, bc, esp, time.Time{}); err != nil {
+				return err
+			}
+			fmt.Printf("esp        %s (%s: %s %s, %s %s)\n", esp, mib(size(esp)), bc.Packages[0].Name, bc.Packages[0].Version, bc.Packages[1].Name, bc.Packages[1].Version)
+			isoErr = ramdisk.SecureBootISO(ctx, res.Kernel, res.Initramfs, *cmdline, esp, p, time.Time{})
+		} else {
+			grub, gerr := ramdisk.GRUBDir(ctx, *cache, fl)
+			if gerr != nil {
+				return gerr
+			}
+			isoErr = ramdisk.ISOForArch(ctx, a.Name, grub, res.Kernel, res.Initramfs, *cmdline, p, time.Time{})
+		}
+		if isoErr != nil {
+			return isoErr
 		}
 		fmt.Printf("iso        %s (%s)\n", p, mib(size(p)))
 	}
@@ -179,10 +199,10 @@ func run(ctx context.Context, args []string) error {
 
 // printReport says what the initramfs holds and what each piece costs,
 // and what the build could not put in.
-func printReport(w io.Writer, r ramdisk.Report, kernelSize int64) {
+func printReport(w io.Writer, r ramdisk.Report, kernelKind string, kernelSize int64) {
 	fmt.Fprintf(w, "\nsize breakdown (gzip: what the piece adds to the compressed initramfs):\n")
 	fmt.Fprintf(w, "  %-44s %5s %10s %10s\n", "piece", "files", "unpacked", "gzip")
-	fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", "kernel (bzImage)", 1, "", mib(kernelSize))
+	fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", "kernel ("+kernelKind+")", 1, "", mib(kernelSize))
 	for _, s := range r.Sizes {
 		fmt.Fprintf(w, "  %-44s %5d %10s %10s\n", s.Item, s.Files, mib(s.Bytes), mib(s.Gzip))
 	}
@@ -210,6 +230,15 @@ func printReport(w io.Writer, r ramdisk.Report, kernelSize int64) {
 			fmt.Fprintf(w, "  %s: %s\n", m, strings.Join(byMod[m], " "))
 		}
 	}
+}
+
+// archNames lists the architectures for -arch's help.
+func archNames() string {
+	var names []string
+	for _, a := range ramdisk.Arches() {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // flavourNames lists the kernel flavours for -kernel's help.

@@ -22,6 +22,7 @@ func TestFlagErrors(t *testing.T) {
 		"-cache-key a -cached -json":        "-cached needs -agent",
 		"-kernel-package x -no-such-flag":   "no-such-flag",
 		"-modules a -cached -file a=b -iso": "-cached needs -agent",
+		"-arch x86":                         `unknown architecture "x86" (want one of amd64, arm64)`,
 	} {
 		err := run(context.Background(), strings.Fields(args))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -7,8 +7,12 @@
 // .sha256), then SHA256SUMS over the whole directory. See
 // docs/releases.md.
 //
-//	go run ./cmd/mkrelease -out build/release [-kernel trixie] [-sums=false]
+//	go run ./cmd/mkrelease -out build/release [-arch amd64,arm64] [-kernel trixie] [-sums=false]
 //	go run ./cmd/mkrelease -sums-only build/release
+//
+// -arch names the architectures built (default amd64), each one's files
+// under its own names in the same directory; any host builds any of
+// them (the agent is cross-built, the rest is Debian's packages).
 //
 // -sums=false leaves SHA256SUMS out, for a step that adds files to the
 // directory before -sums-only lists them (the Makefile's downloader
@@ -21,7 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +48,7 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mkrelease", flag.ContinueOnError)
 	out := fs.String("out", "build/release", "the release directory")
+	arches := fs.String("arch", ramdisk.DefaultArch, "comma-separated architectures to build (amd64, arm64)")
 	flavour := fs.String("kernel", ramdisk.DefaultKernelFlavour, "kernel flavour, the Debian release the kernel and firmware come from")
 	cache := fs.String("cache", "", "download cache (default: $IRONIC_AGENT_CACHE or $XDG_CACHE_HOME/ironic-agent)")
 	sums := fs.Bool("sums", true, "write SHA256SUMS once the files are in place")
@@ -57,8 +62,16 @@ func run(ctx context.Context, args []string) error {
 	if *sumsOnly != "" {
 		return release.WriteSums(*sumsOnly)
 	}
-	if runtime.GOARCH != "amd64" {
-		return fmt.Errorf("releases are built for amd64 on amd64 hosts (this is %s)", runtime.GOARCH)
+	var archList []string
+	for a := range strings.SplitSeq(*arches, ",") {
+		a = strings.TrimSpace(a)
+		if _, err := ramdisk.LookupArch(a); err != nil || a == "" {
+			return fmt.Errorf("-arch %q: %q is not one of the architectures (amd64, arm64)", *arches, a)
+		}
+		if slices.Contains(archList, a) {
+			return fmt.Errorf("-arch %q: %s named twice", *arches, a)
+		}
+		archList = append(archList, a)
 	}
 	if *cache == "" {
 		c, err := cachedir.Dir()
@@ -79,9 +92,13 @@ func run(ctx context.Context, args []string) error {
 	if strings.HasSuffix(src.Commit, "-dirty") {
 		fmt.Fprintf(os.Stderr, "mkrelease: warning: the tree has uncommitted changes; the release says %s, and another tree with the same commit builds other bytes\n", src.Commit)
 	}
-	opts := release.Options{SrcDir: ".", OutDir: *out, CacheDir: *cache, Flavour: fl, Arch: "amd64", Log: os.Stdout}
-	if err := release.Build(ctx, opts, src); err != nil {
-		return err
+	for _, a := range archList {
+		fa := fl
+		fa.Arch = a
+		opts := release.Options{SrcDir: ".", OutDir: *out, CacheDir: *cache, Flavour: fa, Arch: a, Log: os.Stdout}
+		if err := release.Build(ctx, opts, src); err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
 	}
 	if *sums {
 		if err := release.WriteSums(*out); err != nil {

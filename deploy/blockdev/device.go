@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ironic-go/ironic-agent/internal/ioctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -238,10 +239,13 @@ type blkpgIoctlArg struct {
 }
 
 const (
-	ioctlBLKPG        = 0x1269
 	blkpgAddPartition = 1
 	blkpgDelPartition = 2
 )
+
+// ioctlBLKPG is BLKPG, _IO(0x12, 105) of linux/blkpg.h, in the
+// architecture's encoding (internal/ioctl: 0x20001269 on powerpc).
+func ioctlBLKPG() uintptr { return uintptr(ioctl.IO(0x12, 105)) }
 
 // EnsurePartition makes the kernel know partition pno of the disk open as
 // f, adding it with BLKPG when a re-read did not (kernels built without a
@@ -256,7 +260,7 @@ func EnsurePartition(f *os.File, sysDir string, partName string, pno int, start,
 	}
 	p := blkpgPartition{start: start, length: length, pno: int32(pno)}
 	arg := blkpgIoctlArg{op: blkpgAddPartition, datalen: int32(unsafe.Sizeof(p)), data: uintptr(unsafe.Pointer(&p))}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafe.Pointer(&arg)))
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG(), uintptr(unsafe.Pointer(&arg)))
 	if errno != 0 && errno != unix.EBUSY {
 		return fmt.Errorf("BLKPG add partition %d of %s: %w", pno, f.Name(), errno)
 	}
@@ -275,7 +279,7 @@ func RemovePartition(f *os.File, pno int) error {
 	}
 	p := blkpgPartition{pno: int32(pno)}
 	arg := blkpgIoctlArg{op: blkpgDelPartition, datalen: int32(unsafe.Sizeof(p)), data: uintptr(unsafe.Pointer(&p))}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG, uintptr(unsafe.Pointer(&arg)))
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ioctlBLKPG(), uintptr(unsafe.Pointer(&arg)))
 	if errno != 0 && errno != unix.ENXIO {
 		return fmt.Errorf("BLKPG delete partition %d of %s: %w", pno, f.Name(), errno)
 	}

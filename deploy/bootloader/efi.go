@@ -56,9 +56,11 @@ func findESP(dev string, partUUID string) (*espPartition, error) {
 }
 
 // efiLoaderNames are the files IPA recognises as boot loaders or as
-// pointers to one (BOOT*.CSV, used by shim).
+// pointers to one (BOOT*.CSV, used by shim), plus shim's arm64 CSV
+// (BOOTAA64.CSV beside shimaa64.efi), without which an arm64 image's
+// entry would name grubaa64.efi and skip shim.
 func efiLoaderNames() []string {
-	return []string{"bootx64.csv", "boot.csv", "bootia32.efi", "bootx64.efi", "bootia64.efi", "bootarm.efi",
+	return []string{"bootx64.csv", "bootaa64.csv", "boot.csv", "bootia32.efi", "bootx64.efi", "bootia64.efi", "bootarm.efi",
 		"bootaa64.efi", "bootriscv32.efi", "bootriscv64.efi", "bootriscv128.efi", "grubaa64.efi", "winload.efi"}
 }
 

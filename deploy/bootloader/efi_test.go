@@ -84,6 +84,25 @@ func TestEFIEntries(t *testing.T) {
 	if err != nil || len(e) != 1 || e[0].loader != `\EFI\debian\shimx64.efi` || e[0].label != "debian" {
 		t.Errorf("CSV entries %+v %v", e, err)
 	}
+
+	// An arm64 image's ESP: removable BOOTAA64.EFI, and shim's
+	// BOOTAA64.CSV naming shimaa64.efi, which wins over grubaa64.efi.
+	arm := t.TempDir()
+	os.MkdirAll(filepath.Join(arm, "EFI/debian"), 0o755)
+	os.MkdirAll(filepath.Join(arm, "EFI/BOOT"), 0o755)
+	os.WriteFile(filepath.Join(arm, "EFI/BOOT/BOOTAA64.EFI"), []byte("MZ"), 0o755)
+	os.WriteFile(filepath.Join(arm, "EFI/debian/grubaa64.efi"), []byte("MZ"), 0o755)
+	loaders, err = findEFILoaders(arm)
+	if err != nil || strings.Join(loaders, ",") != "EFI/BOOT/BOOTAA64.EFI,EFI/debian/grubaa64.efi" {
+		t.Fatalf("arm64 loaders %v %v", loaders, err)
+	}
+	os.WriteFile(filepath.Join(arm, "EFI/debian/shimaa64.efi"), []byte("MZ"), 0o755)
+	os.WriteFile(filepath.Join(arm, "EFI/debian/BOOTAA64.CSV"), efivartest.UTF16LE("shimaa64.efi,debian,,This is the boot entry for debian\n"), 0o644)
+	loaders, _ = findEFILoaders(arm)
+	e, err = efiEntries(arm, loaders)
+	if err != nil || len(e) != 1 || e[0].loader != `\EFI\debian\shimaa64.efi` || e[0].label != "debian" {
+		t.Errorf("arm64 CSV entries %+v %v", e, err)
+	}
 }
 
 func TestRegisterEFI(t *testing.T) {

@@ -6,14 +6,16 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/ironic-go/ironic-agent/internal/ioctl"
 	"golang.org/x/sys/unix"
 )
 
-// The ioctls of include/uapi/linux/nvme_ioctl.h.
-const (
-	ioctlID       = 0x4e40     // _IO('N', 0x40)
-	ioctlAdminCmd = 0xc0484e41 // _IOWR('N', 0x41, struct nvme_admin_cmd)
-)
+// The ioctls of include/uapi/linux/nvme_ioctl.h, in the architecture's
+// encoding (internal/ioctl).
+func ioctlID() uintptr { return uintptr(ioctl.IO('N', 0x40)) }
+
+// ioctlAdminCmd is _IOWR('N', 0x41, struct nvme_admin_cmd).
+func ioctlAdminCmd() uintptr { return uintptr(ioctl.IOWR('N', 0x41, CommandSize)) }
 
 // File is an open NVMe controller or namespace device.
 type File struct {
@@ -51,7 +53,7 @@ func (f *File) Admin(cmd *Command, data []byte) error {
 	var r1 uintptr
 	var errno unix.Errno
 	cerr := conn.Control(func(fd uintptr) {
-		r1, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, ioctlAdminCmd, uintptr(unsafe.Pointer(&b[0])))
+		r1, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, ioctlAdminCmd(), uintptr(unsafe.Pointer(&b[0])))
 	})
 	runtime.KeepAlive(data)
 	if cerr != nil {
@@ -83,7 +85,7 @@ func (f *File) NamespaceID() (uint32, error) {
 	var r1 uintptr
 	var errno unix.Errno
 	if err := conn.Control(func(fd uintptr) {
-		r1, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, ioctlID, 0)
+		r1, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, ioctlID(), 0)
 	}); err != nil {
 		return 0, fmt.Errorf("NVME_IOCTL_ID on %s: %w", f.f.Name(), err)
 	}

@@ -2,7 +2,6 @@ package hw
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -90,7 +89,7 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 		SanitizeLogErr, SanitizeErr, CryptoFormatErr, UserDataFormatErr string
 		CryptoFormatAccepted                                            bool
 	}
-	readJSON(t, filepath.Join(dir, "controller.json"), &rep)
+	qemu.ReadJSON(t, filepath.Join(dir, "controller.json"), &rep)
 	t.Logf("controller %+v, nsid %d, namespace %+v", rep.Controller, rep.NSID, rep.Namespace)
 	c := rep.Controller
 	if c.SerialNumber != "LAB-NVME-0001" || c.VendorID != 0x1b36 || c.OACS&nvme.OACSFormatNVM == 0 {
@@ -118,7 +117,7 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 		Seconds float64
 		Error   string
 	}
-	readJSON(t, filepath.Join(dir, "erase_devices.json"), &er)
+	qemu.ReadJSON(t, filepath.Join(dir, "erase_devices.json"), &er)
 	want := erase.MethodNVMeUserData
 	if c.FNA&nvme.FNACryptoErase != 0 {
 		want = erase.MethodNVMeCrypto
@@ -144,16 +143,5 @@ func TestNativeNVMeInQEMU(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s", recording)
-	}
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -58,7 +58,7 @@ func TestServerShapedInventoryInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	var inv inventory.Inventory
-	readJSON(t, filepath.Join(dir, "inventory.json"), &inv)
+	qemu.ReadJSON(t, filepath.Join(dir, "inventory.json"), &inv)
 
 	checkServerDisks(t, m, inv.Disks)
 	for _, n := range m.NICs {

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ironic-go/ironic-agent/internal/ioctl"
 )
 
 // The DM ioctl interface of <linux/dm-ioctl.h>: version 4 of the
@@ -46,9 +48,10 @@ const (
 	flagBufferFull = 1 << 8
 )
 
-// ioctlNumber is _IOWR(0xfd, nr, struct dm_ioctl).
+// ioctlNumber is _IOWR(0xfd, nr, struct dm_ioctl) in the architecture's
+// encoding (internal/ioctl).
 func ioctlNumber(nr uint32) uint32 {
-	return 3<<30 | ioctlSize<<16 | 0xfd<<8 | nr
+	return ioctl.IOWR(0xfd, byte(nr), ioctlSize)
 }
 
 // Target is one line of a table, in 512-byte sectors, as dmsetup takes it:

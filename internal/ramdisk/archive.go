@@ -13,10 +13,6 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 )
 
-// debianArch is the Debian architecture of the packages the ramdisk
-// takes.
-const debianArch = "amd64"
-
 // debianSuiteNames are the Debian release names and aliases a host
 // source may name; a source of another distribution (Ubuntu's,
 // a third party's) is not a Debian mirror.
@@ -101,20 +97,25 @@ func hostMirrors(etc string) (archive, security string) {
 	return archive, security
 }
 
-// archiveClient returns the Debian archive client on mirrors m (empty
-// fields resolved by ResolveMirrors), caching below cacheDir/debian.
-func archiveClient(cacheDir string, m debian.Mirrors) (*debian.Client, error) {
-	m, err := ResolveMirrors(m)
+// archiveClient returns the Debian archive client of architecture arch
+// ("": DefaultArch) on mirrors m (empty fields resolved by
+// ResolveMirrors), caching below cacheDir/debian.
+func archiveClient(cacheDir, arch string, m debian.Mirrors) (*debian.Client, error) {
+	a, err := LookupArch(arch)
 	if err != nil {
 		return nil, err
 	}
-	return &debian.Client{Mirrors: m, Arch: debianArch, Cache: filepath.Join(cacheDir, "debian")}, nil
+	m, err = ResolveMirrors(m)
+	if err != nil {
+		return nil, err
+	}
+	return &debian.Client{Mirrors: m, Arch: a.Name, Cache: filepath.Join(cacheDir, "debian")}, nil
 }
 
 // flavourIndex returns the archive client of flavour f and the package
 // index of its suites (components main and non-free-firmware).
 func flavourIndex(ctx context.Context, cacheDir string, f KernelFlavour) (*debian.Client, *debian.Index, error) {
-	c, err := archiveClient(cacheDir, f.Mirrors)
+	c, err := archiveClient(cacheDir, f.Arch, f.Mirrors)
 	if err != nil {
 		return nil, nil, err
 	}

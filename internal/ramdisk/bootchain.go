@@ -25,7 +25,7 @@ type BootChain struct {
 // Debian's packages of the signed boot chain, and the files in them.
 const (
 	ShimPackage = "shim-signed"
-	GrubPackage = "grub-efi-" + debianArch + "-signed"
+	GrubPackage = "grub-efi-amd64-signed" // amd64 only: the arm64 chain is not built yet
 	shimFile    = "usr/lib/shim/shimx64.efi.signed"
 	grubFile    = "usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"
 	grubNetFile = "usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed"

@@ -96,7 +96,7 @@ func FetchFirmware(ctx context.Context, cacheDir string, f KernelFlavour, pkgs [
 // ships kernel firmware is firmware-linux-free, which
 // firmware-packages.txt lists.
 func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []FirmwarePackage) (map[string][]string, error) {
-	c, err := archiveClient(cacheDir, f.Mirrors)
+	c, err := archiveClient(cacheDir, f.Arch, f.Mirrors)
 	if err != nil {
 		return nil, err
 	}

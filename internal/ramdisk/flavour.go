@@ -8,7 +8,7 @@ import (
 )
 
 // KernelFlavour is a Debian release whose kernel the ramdisk carries: the
-// linux-image-amd64 of its suites, and the firmware of the same suites,
+// linux-image-<arch> of its suites, and the firmware of the same suites,
 // so a driver finds the firmware files its own release ships.
 type KernelFlavour struct {
 	Name string // what mkramdisk -kernel, make ramdisk KERNEL= and RAMDISK_KERNEL take
@@ -21,6 +21,9 @@ type KernelFlavour struct {
 	// resolved by ResolveMirrors (the host's Debian mirrors, else
 	// Debian's own).
 	Mirrors debian.Mirrors `json:"-"`
+	// Arch is the Debian architecture the kernel, firmware and programs
+	// are taken for (Arches; "": DefaultArch).
+	Arch string `json:"-"`
 }
 
 // DefaultKernelFlavour is the newest Debian stable release's kernel.

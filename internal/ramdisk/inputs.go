@@ -10,7 +10,8 @@ import (
 type Inputs struct {
 	Flavour KernelFlavour
 	// KernelPackage is a Debian kernel package of the flavour's suites
-	// ("": the one their linux-image-amd64 depends on).
+	// ("": the one their linux-image-<arch> depends on; the architecture
+	// is the flavour's Arch).
 	KernelPackage string
 	// Firmware fetches the firmware packages (FirmwarePackages) and the
 	// index of the firmware Debian ships; Programs the registered
@@ -36,7 +37,7 @@ func FetchInputs(ctx context.Context, cacheDir string, in Inputs) (Options, erro
 		}
 	}
 	if in.Programs {
-		if opts.Programs, err = FetchPrograms(ctx, cacheDir, in.Flavour.Mirrors, programs.All()); err != nil {
+		if opts.Programs, err = FetchPrograms(ctx, cacheDir, in.Flavour.Arch, in.Flavour.Mirrors, programs.All()); err != nil {
 			return opts, err
 		}
 	}

@@ -22,7 +22,7 @@ func SecureBootISO(ctx context.Context, kernel, initrd, cmdline, esp, out string
 	if esp == "" {
 		return fmt.Errorf("ramdisk: Secure Boot ISO: no ESP image")
 	}
-	return isoAt(ctx, kernel, initrd, cmdline, out, epoch, esp)
+	return isoAt(ctx, defaultISOPlatform(esp), kernel, initrd, cmdline, out, epoch)
 }
 
 // espISOPath is where the ESP image is in the ISO 9660 tree.

@@ -21,6 +21,7 @@ import (
 // Kernel is an extracted Debian kernel package.
 type Kernel struct {
 	Flavour    string // the KernelFlavour's name
+	Arch       string // its architecture (Arches; "" in a Kernel made by hand: DefaultArch)
 	Package    string // e.g. linux-image-6.1.0-48-amd64
 	Version    string // e.g. 6.1.0-48-amd64 (uname -r)
 	Vmlinuz    string // the bzImage
@@ -63,15 +64,11 @@ func decompressedSuffix(config string) string {
 	return ""
 }
 
-// kernelMetaPackage is the package whose dependency names a release's
-// current kernel.
-const kernelMetaPackage = "linux-image-" + debianArch
-
 // resolveKernelPackage returns the versioned kernel package the
-// linux-image-amd64 meta package (its highest version in ix) depends on:
-// the flavour's current kernel.
-func resolveKernelPackage(ix *debian.Index, flavour string) (string, error) {
-	meta, err := ix.Get(kernelMetaPackage)
+// linux-image-<arch> meta package (its highest version in ix) depends on:
+// the flavour's current kernel for arch.
+func resolveKernelPackage(ix *debian.Index, flavour string, arch Arch) (string, error) {
+	meta, err := ix.Get(arch.kernelMetaPackage())
 	if err != nil {
 		return "", fmt.Errorf("ramdisk: kernel flavour %s: %w", flavour, err)
 	}
@@ -84,19 +81,23 @@ func resolveKernelPackage(ix *debian.Index, flavour string) (string, error) {
 }
 
 // FetchKernel downloads pkg (or, when pkg is "", the package flavour f's
-// linux-image-amd64 depends on), the highest version of it across f's
+// linux-image-<f.Arch> depends on), the highest version of it across f's
 // suites, with the Debian archive client (verified against the
 // archive's signature), and extracts it into
 // cacheDir/kernel/<version>-<digest of the package>. Both steps are
 // skipped when already done, so CI downloads the package once per
 // machine.
 func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg string) (*Kernel, error) {
+	arch, err := LookupArch(f.Arch)
+	if err != nil {
+		return nil, err
+	}
 	c, ix, err := flavourIndex(ctx, cacheDir, f)
 	if err != nil {
 		return nil, err
 	}
 	if pkg == "" {
-		if pkg, err = resolveKernelPackage(ix, f.Name); err != nil {
+		if pkg, err = resolveKernelPackage(ix, f.Name, arch); err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +106,7 @@ func FetchKernel(ctx context.Context, cacheDir string, f KernelFlavour, pkg stri
 		return nil, fmt.Errorf("ramdisk: kernel flavour %s: %w", f.Name, err)
 	}
 	ver := strings.TrimSuffix(strings.TrimPrefix(pkg, "linux-image-"), "-unsigned")
-	k := &Kernel{Flavour: f.Name, Package: pkg, Version: ver, Debs: []debian.Package{img}}
+	k := &Kernel{Flavour: f.Name, Arch: arch.Name, Package: pkg, Version: ver, Debs: []debian.Package{img}}
 	// Debian's kernels from 6.17 on split the image package: the bzImage,
 	// the modules, and the configuration with modules.order and
 	// modules.builtin are in linux-binary-<version>,

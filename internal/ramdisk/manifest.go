@@ -37,7 +37,10 @@ type ManifestEntry struct {
 	// unasked would change the machine (bonding makes a bond0 that the
 	// inventory and Ironic's discovery would report as a NIC).
 	OnDemand bool
-	Comment  string // the hardware it is for
+	// Arch is the only architecture (Arches) the line is for, from a
+	// "[arm64]" after the name; "" for every one.
+	Arch    string `json:",omitempty"`
+	Comment string // the hardware it is for
 }
 
 //go:embed modules.txt
@@ -68,8 +71,9 @@ func FirmwarePackages() []ManifestEntry {
 }
 
 // ParseManifest reads a manifest: "[group]" lines, "dir PATH [# COMMENT]"
-// and "exclude PATTERN # REASON" lines, and "NAME [ondemand] [optional:
-// REASON] [# COMMENT]" lines; "#" lines and blank lines are skipped. A
+// and "exclude PATTERN # REASON" lines, and "NAME [[ARCH]] [ondemand]
+// [optional: REASON] [# COMMENT]" lines (ARCH one of Arches: the line is
+// for that architecture only); "#" lines and blank lines are skipped. A
 // name, directory or exclusion given twice is an error, and so is an
 // exclusion without a reason.
 func ParseManifest(text string) ([]ManifestEntry, error) {
@@ -112,6 +116,14 @@ func ParseManifest(text string) ([]ManifestEntry, error) {
 			}
 			rest = ""
 		default:
+			if strings.HasPrefix(rest, "[") {
+				q, after, _ := strings.Cut(rest, " ")
+				a, err := LookupArch(strings.TrimSuffix(strings.TrimPrefix(q, "["), "]"))
+				if !strings.HasSuffix(q, "]") || q == "[]" || err != nil {
+					return nil, fmt.Errorf("ramdisk: manifest line %d: after the name %s, %q is not an architecture in brackets (%s)", i+1, name, q, archNames())
+				}
+				e.Arch, rest = a.Name, strings.TrimSpace(after)
+			}
 			if word, after, _ := strings.Cut(rest, " "); word == "ondemand" {
 				e.OnDemand, rest = true, strings.TrimSpace(after)
 			}
@@ -133,11 +145,11 @@ func ParseManifest(text string) ([]ManifestEntry, error) {
 }
 
 // DefaultModules returns the names of the modules the manifest's lines
-// name on their own (see Manifest); its Dir lines add more, resolved
-// against a kernel's tree at build time (SelectModules).
+// name on their own (see Manifest) for DefaultArch; its Dir lines add
+// more, resolved against a kernel's tree at build time (SelectModules).
 func DefaultModules() []string {
 	var out []string
-	for _, e := range Manifest() {
+	for _, e := range ManifestForArch(Manifest(), DefaultArch) {
 		if e.Name != "" {
 			out = append(out, e.Name)
 		}
@@ -149,6 +161,8 @@ func DefaultModules() []string {
 // manifest m (nil: modules.txt) (its named modules, subtrees and exclusions) when names is
 // nil, else only names, each with the manifest's entry for it (so an
 // optional module stays optional) or a plain entry; then add the same way.
+// A module the caller names is taken whatever architecture its manifest
+// line is for: the caller asked for it.
 func manifestFor(m []ManifestEntry, names, add []string) []ManifestEntry {
 	if m == nil {
 		m = Manifest()
@@ -168,10 +182,24 @@ func manifestFor(m []ManifestEntry, names, add []string) []ManifestEntry {
 		if !ok {
 			e = ManifestEntry{Name: n}
 		}
-		if names == nil && ok {
+		if names == nil && ok && e.Arch == "" {
 			continue // in the manifest already
 		}
+		// Named by the caller: for whatever architecture is built.
+		e.Arch = ""
 		out = append(out, e)
+	}
+	return out
+}
+
+// ManifestForArch returns the entries of m for architecture arch: those
+// for every architecture and those marked for arch.
+func ManifestForArch(m []ManifestEntry, arch string) []ManifestEntry {
+	var out []ManifestEntry
+	for _, e := range m {
+		if e.Arch == "" || e.Arch == arch {
+			out = append(out, e)
+		}
 	}
 	return out
 }

@@ -63,8 +63,28 @@ func TestManifest(t *testing.T) {
 			t.Errorf("manifest takes no subtree %s", want)
 		}
 	}
-	if e := names["hns3"]; !e.Optional || e.OptionalReason == "" {
-		t.Errorf("hns3 (arm64 only) is not optional with a reason: %+v", e)
+	// The arm64 section: the SoC NICs and SAS HBAs, the SSIF BMC's I2C
+	// controllers; and x86's own parts marked amd64.
+	for _, want := range []string{"hns3", "hclge", "hisi_sas_v3_hw", "nicvf", "thunder_bgx", "mvpp2", "mvneta",
+		"xgene_enet", "ahci_xgene", "amd_xgbe", "ahci_platform", "virtio_mmio", "i2c_designware_platform"} {
+		if e := names[want]; e.Arch != "arm64" {
+			t.Errorf("%s is not in the arm64 section: %+v", want, e)
+		}
+	}
+	for _, want := range []string{"vmw_pvscsi", "isci", "crc32c_intel", "i2c_i801", "uhci_hcd"} {
+		if e := names[want]; e.Arch != "amd64" {
+			t.Errorf("%s (x86 only) is not marked amd64: %+v", want, e)
+		}
+	}
+	for _, a := range Arches() {
+		arch := ManifestForArch(m, a.Name)
+		if !slices.ContainsFunc(arch, func(e ManifestEntry) bool { return e.Name == "ipmi_ssif" }) ||
+			!slices.ContainsFunc(arch, func(e ManifestEntry) bool { return e.Name == "virtio_blk" }) {
+			t.Errorf("%s: the manifest lacks ipmi_ssif or virtio_blk", a.Name)
+		}
+		if i := slices.IndexFunc(arch, func(e ManifestEntry) bool { return e.Arch != "" && e.Arch != a.Name }); i >= 0 {
+			t.Errorf("%s: ManifestForArch kept %+v", a.Name, arch[i])
+		}
 	}
 	var fw []string
 	for _, p := range FirmwarePackages() {
@@ -179,7 +199,8 @@ kbd # the BMC keyboard, excluded subtree or not
 }
 
 func TestParseManifest(t *testing.T) {
-	got, err := ParseManifest("# head\n\n[nic]\nice   # Intel E810\nhns3 optional: arm64 only # HiSilicon\n[x]\nfoo\nbonding ondemand\n8021q ondemand optional: y # VLAN\n")
+	got, err := ParseManifest("# head\n\n[nic]\nice   # Intel E810\nhns3 optional: arm64 only # HiSilicon\n[x]\nfoo\nbonding ondemand\n8021q ondemand optional: y # VLAN\n" +
+		"nicvf [arm64] # ThunderX\nisci [amd64] ondemand optional: z\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,11 +210,14 @@ func TestParseManifest(t *testing.T) {
 		{Name: "foo", Group: "x"},
 		{Name: "bonding", Group: "x", OnDemand: true},
 		{Name: "8021q", Group: "x", OnDemand: true, Optional: true, OptionalReason: "y", Comment: "VLAN"},
+		{Name: "nicvf", Group: "x", Arch: "arm64", Comment: "ThunderX"},
+		{Name: "isci", Group: "x", Arch: "amd64", OnDemand: true, Optional: true, OptionalReason: "z"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	for _, bad := range []string{"a\na\n", "a b\n", "a ondemand b\n", "a optional:\n", "[\n", "[]\n"} {
+	for _, bad := range []string{"a\na\n", "a b\n", "a ondemand b\n", "a optional:\n", "[\n", "[]\n",
+		"a [x86]\n", "a []\n", "a [arm64\n", "a ondemand [arm64]\n", "dir x [arm64]\n"} {
 		if _, err := ParseManifest(bad); err == nil {
 			t.Errorf("ParseManifest(%q) accepted", bad)
 		}
@@ -268,8 +292,9 @@ func TestBuildFirmwareAndReport(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(pb.Dir, "lib/firmware/gone.bin")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Build(context.Background(), Options{Kernel: k, Agent: staticBinary(t), Modules: []string{"fwmod", "hns3", "inkernel"},
-		Firmware: []FirmwarePackage{pa, pb}}, t.TempDir())
+	man := []ManifestEntry{{Name: "absentmod", Optional: true, OptionalReason: "a part some kernels lack"}}
+	res, err := Build(context.Background(), Options{Kernel: k, Agent: staticBinary(t), Modules: []string{"fwmod", "absentmod", "inkernel"},
+		Manifest: man, Firmware: []FirmwarePackage{pa, pb}}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +312,7 @@ func TestBuildFirmwareAndReport(t *testing.T) {
 	if !reflect.DeepEqual(res.FirmwareMissing, wantMissing) {
 		t.Errorf("missing %+v, want %+v", res.FirmwareMissing, wantMissing)
 	}
-	if !reflect.DeepEqual(res.Builtin, []string{"inkernel"}) || len(res.Absent) != 1 || !strings.HasPrefix(res.Absent[0], "hns3: ") {
+	if !reflect.DeepEqual(res.Builtin, []string{"inkernel"}) || len(res.Absent) != 1 || !strings.HasPrefix(res.Absent[0], "absentmod: ") {
 		t.Errorf("builtin %v absent %v", res.Builtin, res.Absent)
 	}
 	var gz, unpacked int64

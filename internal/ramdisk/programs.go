@@ -23,6 +23,8 @@ import (
 // libraries its ELF files need and the dynamic loader, found by
 // FetchPrograms.
 type ProgramSet struct {
+	// Arch is the architecture of the packages (Arches).
+	Arch string
 	// Packages are every package the files come from: the programs' own
 	// and the library packages their dependencies led to.
 	Packages []FirmwarePackage
@@ -45,10 +47,6 @@ type ProgramFile struct {
 // /usr/sbin:/usr/bin:/sbin:/bin).
 var programBinDirs = []string{"usr/sbin", "usr/bin", "sbin", "bin"}
 
-// libDirs are the directories glibc's loader searches on Debian amd64
-// without an ld.so.cache (the multiarch directories first).
-var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64", "lib", "usr/lib"}
-
 // programSuites are the suites the programs come from whatever the
 // kernel flavour: Debian's stable release (DefaultKernelFlavour's), with
 // its updates and security updates.
@@ -57,9 +55,10 @@ func programSuites() []string {
 	return f.Suites
 }
 
-// FetchPrograms downloads the Debian packages of progs (component main of
-// Debian's stable release, programSuites, on mirrors m, with the Debian
-// archive client; extracted below cacheDir/programs) and works out the files the ramdisk needs:
+// FetchPrograms downloads the Debian packages of progs for architecture
+// arch ("": DefaultArch; component main of Debian's stable release,
+// programSuites, on mirrors m, with the Debian archive client; extracted
+// below cacheDir/programs) and works out the files the ramdisk needs:
 // each program at the path its package ships it, and the closure of the
 // ELF files' DT_NEEDED libraries and PT_INTERP loader. A library none of
 // the packages fetched so far ships is looked for in the library
@@ -70,9 +69,13 @@ func programSuites() []string {
 // The packages, not the build host's files: the host need not have the
 // programs installed, and the ramdisk then holds the archive's current
 // versions whatever the host has, like the kernel and firmware.
-func FetchPrograms(ctx context.Context, cacheDir string, m debian.Mirrors, progs []programs.Program) (*ProgramSet, error) {
+func FetchPrograms(ctx context.Context, cacheDir, arch string, m debian.Mirrors, progs []programs.Program) (*ProgramSet, error) {
 	base := filepath.Join(cacheDir, "programs")
-	c, err := archiveClient(cacheDir, m)
+	a, err := LookupArch(arch)
+	if err != nil {
+		return nil, err
+	}
+	c, err := archiveClient(cacheDir, a.Name, m)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +99,12 @@ func FetchPrograms(ctx context.Context, cacheDir string, m debian.Mirrors, progs
 			return nil, err
 		}
 		pkgs = append(pkgs, got...)
-		files, unresolved, err := planPrograms(progs, pkgs)
+		files, unresolved, err := planPrograms(a, progs, pkgs)
 		if err != nil {
 			return nil, err
 		}
 		if len(unresolved) == 0 {
-			return &ProgramSet{Packages: pkgs, Files: files}, nil
+			return &ProgramSet{Arch: a.Name, Packages: pkgs, Files: files}, nil
 		}
 		want = want[:0]
 		var needs []string
@@ -140,12 +143,13 @@ func debDepends(deb string) ([]string, error) {
 // unresolvedLib is a library an ELF file needs that no package has.
 type unresolvedLib struct{ soname, by, pkg string }
 
-// planPrograms finds, in the extracted packages pkgs, each program of
-// progs in its own package and the closure of what its ELF files need.
-// It fails when a program is not in its package; libraries none of pkgs
-// ship are returned.
-func planPrograms(progs []programs.Program, pkgs []FirmwarePackage) ([]ProgramFile, []unresolvedLib, error) {
-	c := &programCollector{pkgs: pkgs, byPath: map[string]*ProgramFile{}, inodes: map[[2]uint64]string{}}
+// planPrograms finds, in the extracted packages pkgs of architecture
+// arch, each program of progs in its own package and the closure of what
+// its ELF files need. It fails when a program is not in its package or
+// an ELF file is for another architecture; libraries none of pkgs ship
+// are returned.
+func planPrograms(arch Arch, progs []programs.Program, pkgs []FirmwarePackage) ([]ProgramFile, []unresolvedLib, error) {
+	c := &programCollector{arch: arch, pkgs: pkgs, byPath: map[string]*ProgramFile{}, inodes: map[[2]uint64]string{}}
 	for _, p := range progs {
 		i := slices.IndexFunc(pkgs, func(f FirmwarePackage) bool { return f.Name == p.Package })
 		if i < 0 {
@@ -175,6 +179,7 @@ func planPrograms(progs []programs.Program, pkgs []FirmwarePackage) ([]ProgramFi
 }
 
 type programCollector struct {
+	arch       Arch
 	pkgs       []FirmwarePackage
 	files      []ProgramFile
 	byPath     map[string]*ProgramFile
@@ -256,7 +261,7 @@ func (c *programCollector) pkgOf(name string) FirmwarePackage {
 
 // markDeps adds what the ELF file f needs (nothing for another file).
 func (c *programCollector) markDeps(f *ProgramFile, prog string) error {
-	interp, needed, err := ELFNeeds(f.Host)
+	interp, needed, err := c.elfNeeds(f.Host)
 	if err != nil {
 		return fmt.Errorf("ramdisk: programs: %s of %s: %w", f.Path, f.Package, err)
 	}
@@ -287,7 +292,7 @@ func (c *programCollector) markDeps(f *ProgramFile, prog string) error {
 	for _, so := range needed {
 		found := false
 		for _, p := range c.pkgs {
-			for _, d := range libDirs {
+			for _, d := range c.arch.libDirs() {
 				rel := path.Clean(d + "/" + so)
 				if fileExistsL(filepath.Join(p.Dir, rel)) {
 					if err := c.add(p, rel, prog); err != nil {
@@ -325,6 +330,16 @@ func fileExistsL(p string) bool {
 // ELFNeeds returns an ELF file's loader (PT_INTERP) and DT_NEEDED
 // libraries; a file that is not ELF (a script, a data file) needs nothing.
 func ELFNeeds(p string) (interp string, needed []string, err error) {
+	return elfNeeds(p, nil)
+}
+
+// elfNeeds is ELFNeeds of a file of c's architecture: one of another
+// machine fails.
+func (c *programCollector) elfNeeds(p string) (string, []string, error) {
+	return elfNeeds(p, &c.arch)
+}
+
+func elfNeeds(p string, arch *Arch) (interp string, needed []string, err error) {
 	f, err := elf.Open(p)
 	if err != nil {
 		var fe *elf.FormatError
@@ -334,6 +349,11 @@ func ELFNeeds(p string) (interp string, needed []string, err error) {
 		return "", nil, err
 	}
 	defer f.Close()
+	if arch != nil {
+		if err := arch.checkELF(p, f); err != nil {
+			return "", nil, err
+		}
+	}
 	for _, prog := range f.Progs {
 		if prog.Type == elf.PT_INTERP {
 			b := make([]byte, prog.Filesz)

@@ -71,7 +71,7 @@ func resolve(files map[string]cpioEntry, p string) string {
 // checkCarried returns what an archive's files lack for the registered
 // programs: a program in none of the PATH directories, an ELF file's
 // loader or DT_NEEDED library in none of the loader's directories.
-func checkCarried(files map[string]cpioEntry) []string {
+func checkCarried(files map[string]cpioEntry, arch Arch) []string {
 	var problems []string
 	for _, p := range programs.All() {
 		found := false
@@ -94,6 +94,9 @@ func checkCarried(files map[string]cpioEntry) []string {
 			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
+		if f.Machine != arch.Machine {
+			problems = append(problems, fmt.Sprintf("%s is for %s, not %s", name, f.Machine, arch.Machine))
+		}
 		for _, prog := range f.Progs {
 			if prog.Type == elf.PT_INTERP {
 				interp, _ := io.ReadAll(prog.Open())
@@ -105,14 +108,14 @@ func checkCarried(files map[string]cpioEntry) []string {
 		libs, _ := f.ImportedLibraries()
 		for _, so := range libs {
 			found := false
-			for _, d := range libDirs {
+			for _, d := range arch.libDirs() {
 				if resolve(files, path.Join(d, so)) != "" {
 					found = true
 					break
 				}
 			}
 			if !found {
-				problems = append(problems, fmt.Sprintf("%s needs %s, which is in none of %s", name, so, strings.Join(libDirs, ", ")))
+				problems = append(problems, fmt.Sprintf("%s needs %s, which is in none of %s", name, so, strings.Join(arch.libDirs(), ", ")))
 			}
 		}
 		f.Close()
@@ -123,10 +126,11 @@ func checkCarried(files map[string]cpioEntry) []string {
 
 // TestBuildCarriesEveryProgram builds an initramfs with the registry's
 // programs from Debian's packages (FetchPrograms: downloaded once into
-// the ramdisk cache) and reads the archive back: every registered program
-// must be in a PATH directory, and every ELF file's loader and DT_NEEDED
-// libraries in the loader's directories. It then drops one library from
-// the set and checks that the same reading notices.
+// the ramdisk cache) for each architecture and reads the archive back:
+// every registered program must be in a PATH directory, every ELF file
+// of the architecture, and its loader and DT_NEEDED libraries in the
+// loader's directories. It then drops one library from the set and
+// checks that the same reading notices.
 func TestBuildCarriesEveryProgram(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short: downloads Debian packages on first use")
@@ -135,51 +139,65 @@ func TestBuildCarriesEveryProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := FetchPrograms(t.Context(), cache, debian.Mirrors{}, programs.All())
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, agent := fakeKernel(t), staticBinary(t)
-	build := func(set *ProgramSet) (map[string]cpioEntry, *Result) {
-		res, err := Build(t.Context(), Options{Kernel: k, Agent: agent, Programs: set, Raw: true}, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := os.ReadFile(res.InitramfsRaw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files, err := readNewc(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return files, res
-	}
-	files, res := build(set)
-	for _, p := range checkCarried(files) {
-		t.Error(p)
-	}
-	for _, s := range res.Sizes {
-		if strings.HasPrefix(s.Item, "program") {
-			t.Logf("%-60s %3d files %8.2f MiB unpacked %6.2f MiB gzip", s.Item, s.Files, float64(s.Bytes)/(1<<20), float64(s.Gzip)/(1<<20))
-		}
-	}
-	if len(res.Programs) != len(set.Files) {
-		t.Errorf("report lists %d program files, the set has %d", len(res.Programs), len(set.Files))
-	}
+	for _, arch := range Arches() {
+		t.Run(arch.Name, func(t *testing.T) {
+			set, err := FetchPrograms(t.Context(), cache, arch.Name, debian.Mirrors{}, programs.All())
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, agent := fakeKernel(t), staticBinaryFor(t, arch.Name)
+			k.Arch = arch.Name
+			build := func(set *ProgramSet) (map[string]cpioEntry, *Result) {
+				res, err := Build(t.Context(), Options{Kernel: k, Agent: agent, Programs: set, Raw: true, Modules: []string{"virtio_blk"}}, t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := os.ReadFile(res.InitramfsRaw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files, err := readNewc(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return files, res
+			}
+			files, res := build(set)
+			for _, p := range checkCarried(files, arch) {
+				t.Error(p)
+			}
+			for _, s := range res.Sizes {
+				if strings.HasPrefix(s.Item, "program") {
+					t.Logf("%-60s %3d files %8.2f MiB unpacked %6.2f MiB gzip", s.Item, s.Files, float64(s.Bytes)/(1<<20), float64(s.Gzip)/(1<<20))
+				}
+			}
+			if len(res.Programs) != len(set.Files) {
+				t.Errorf("report lists %d program files, the set has %d", len(res.Programs), len(set.Files))
+			}
 
-	// The check itself: without libc, every program's loader and libc
-	// go missing.
-	short := &ProgramSet{Packages: set.Packages}
-	for _, f := range set.Files {
-		if !strings.Contains(f.Path, "libc.so.6") {
-			short.Files = append(short.Files, f)
-		}
-	}
-	files, _ = build(short)
-	problems := checkCarried(files)
-	if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "needs libc.so.6") }) {
-		t.Errorf("an archive without libc.so.6 passed the check: %q", problems)
+			// The check itself: without libc, every program's loader and libc
+			// go missing.
+			short := &ProgramSet{Arch: set.Arch, Packages: set.Packages}
+			for _, f := range set.Files {
+				if !strings.Contains(f.Path, "libc.so.6") {
+					short.Files = append(short.Files, f)
+				}
+			}
+			files, _ = build(short)
+			problems := checkCarried(files, arch)
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "needs libc.so.6") }) {
+				t.Errorf("an archive without libc.so.6 passed the check: %q", problems)
+			}
+			// Another architecture's programs are refused.
+			other := *set
+			other.Arch = "amd64"
+			if arch.Name == "amd64" {
+				other.Arch = "arm64"
+			}
+			if _, err := Build(t.Context(), Options{Kernel: k, Agent: agent, Programs: &other, Modules: []string{"virtio_blk"}}, t.TempDir()); err == nil || !strings.Contains(err.Error(), "the programs are "+other.Arch+"'s") {
+				t.Errorf("programs of %s in an %s ramdisk: %v", other.Arch, arch.Name, err)
+			}
+		})
 	}
 }
 
@@ -202,6 +220,10 @@ func TestPlanPrograms(t *testing.T) {
 		t.Skipf("SKIPPED: %v", err)
 	}
 	binData, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	amd64, err := LookupArch("amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +258,7 @@ func TestPlanPrograms(t *testing.T) {
 	progs := []programs.Program{{Name: "mkfs.ext3", Package: "tools", Aliases: []string{"mkfs3"}}, {Name: "mkfs.ext4", Package: "tools"}}
 
 	// Without libc.so.6: unresolved, named with who needs it.
-	_, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
+	_, unresolved, err := planPrograms(amd64, progs, []FirmwarePackage{tools, c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +267,7 @@ func TestPlanPrograms(t *testing.T) {
 	}
 
 	write(filepath.Join(c.Dir, "lib/x86_64-linux-gnu/libc.so.6"), libcData)
-	files, unresolved, err := planPrograms(progs, []FirmwarePackage{tools, c})
+	files, unresolved, err := planPrograms(amd64, progs, []FirmwarePackage{tools, c})
 	if err != nil || len(unresolved) > 0 {
 		t.Fatalf("err %v, unresolved %+v", err, unresolved)
 	}
@@ -272,7 +294,7 @@ func TestPlanPrograms(t *testing.T) {
 	}
 
 	// A program its package does not ship fails.
-	if _, _, err := planPrograms([]programs.Program{{Name: "mkfs.xfs", Package: "tools"}}, []FirmwarePackage{tools, c}); err == nil || !strings.Contains(err.Error(), "ships no mkfs.xfs") {
+	if _, _, err := planPrograms(amd64, []programs.Program{{Name: "mkfs.xfs", Package: "tools"}}, []FirmwarePackage{tools, c}); err == nil || !strings.Contains(err.Error(), "ships no mkfs.xfs") {
 		t.Errorf("got %v", err)
 	}
 	// Debian 13's libc6 (merged /usr) ships the loader below /usr only:
@@ -280,7 +302,7 @@ func TestPlanPrograms(t *testing.T) {
 	merged := FirmwarePackage{Name: "libc6", Dir: filepath.Join(root, "libc6-merged")}
 	write(filepath.Join(merged.Dir, "usr/lib64/ld-linux-x86-64.so.2"), ld)
 	write(filepath.Join(merged.Dir, "usr/lib/x86_64-linux-gnu/libc.so.6"), libcData)
-	files, unresolved, err = planPrograms(progs[:1], []FirmwarePackage{tools, merged})
+	files, unresolved, err = planPrograms(amd64, progs[:1], []FirmwarePackage{tools, merged})
 	if err != nil || len(unresolved) > 0 {
 		t.Fatalf("merged /usr: err %v, unresolved %+v", err, unresolved)
 	}
@@ -290,5 +312,14 @@ func TestPlanPrograms(t *testing.T) {
 	}
 	if got["lib64/ld-linux-x86-64.so.2"] != "/usr/lib64/ld-linux-x86-64.so.2 libc6" || got["usr/lib64/ld-linux-x86-64.so.2"] != " libc6" {
 		t.Errorf("merged /usr loader: %v", got)
+	}
+	// An arm64 set with the host's x86 programs in it fails, naming the
+	// file and both machines.
+	arm64, err := LookupArch("arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := planPrograms(arm64, progs[:1], []FirmwarePackage{tools, merged}); err == nil || !strings.Contains(err.Error(), "EM_X86_64, not arm64") {
+		t.Errorf("x86 program in an arm64 set: %v", err)
 	}
 }

@@ -177,14 +177,21 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkStatic(opts.Agent); err != nil {
+	arch, err := LookupArch(opts.Kernel.Arch)
+	if err != nil {
 		return nil, err
+	}
+	if err := checkStatic(opts.Agent, arch); err != nil {
+		return nil, err
+	}
+	if opts.Programs != nil && cmpOr(opts.Programs.Arch, DefaultArch) != arch.Name {
+		return nil, fmt.Errorf("ramdisk: the programs are %s's, the kernel %s is %s's", opts.Programs.Arch, opts.Kernel.Package, arch.Name)
 	}
 	tree, err := kmod.Open(opts.Kernel.ModulesDir)
 	if err != nil {
 		return nil, err
 	}
-	entries := manifestFor(opts.Manifest, opts.Modules, opts.AddModules)
+	entries := ManifestForArch(manifestFor(opts.Manifest, opts.Modules, opts.AddModules), arch.Name)
 	names, group, rep, err := SelectModules(tree, entries, opts.Kernel.Version)
 	if err != nil {
 		return nil, err
@@ -205,7 +212,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		Modules:   mods,
 		Report:    rep,
 	}
-	if err := copyFile(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
+	if err := arch.copyKernel(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
 		return nil, err
 	}
 	if opts.Raw {
@@ -491,15 +498,19 @@ func (a *archive) discard() {
 	os.Remove(a.path + ".tmp")
 }
 
-// checkStatic refuses a dynamically linked agent: the initramfs has no
-// dynamic loader, and the kernel's only complaint would be "Failed to
-// execute /init (error -2)".
-func checkStatic(path string) error {
+// checkStatic refuses a dynamically linked agent, or one of another
+// architecture than the kernel's: the initramfs has no dynamic loader,
+// and the kernel's only complaint would be "Failed to execute /init
+// (error -2)" (-8 for the wrong machine).
+func checkStatic(path string, arch Arch) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("ramdisk: agent binary: %w", err)
 	}
 	defer f.Close()
+	if err := arch.checkELF(path, f); err != nil {
+		return err
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return fmt.Errorf("ramdisk: agent binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
@@ -530,6 +541,15 @@ func addModule(w *initramfs.Writer, dst, src string) error {
 }
 
 func copyFile(src, dst string) error {
+	return copyThrough(src, dst, func(w io.Writer, r io.Reader) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+}
+
+// copyThrough writes dst.tmp with write from src's content, and renames
+// it to dst once whole.
+func copyThrough(src, dst string, write func(io.Writer, io.Reader) error) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
@@ -540,7 +560,7 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("ramdisk: %w", err)
 	}
 	defer os.Remove(dst + ".tmp")
-	if _, err := io.Copy(out, in); err != nil {
+	if err := write(out, in); err != nil {
 		out.Close()
 		return fmt.Errorf("ramdisk: copy %s: %w", src, err)
 	}
@@ -550,26 +570,33 @@ func copyFile(src, dst string) error {
 	return os.Rename(dst+".tmp", dst)
 }
 
-// BuildAgent compiles a static ironic-agent from the module in srcDir (the
-// repository root) into out, stamped with the tree's git describe and
-// commit (see VersionLDFlags). The stamp is part of the binary, so a new
-// commit makes a new binary and BuildCached, which keys on the binary's
-// hash, a new ramdisk: no stale version string is reused.
+// BuildAgent compiles a static ironic-agent for DefaultArch from the
+// module in srcDir (the repository root) into out, stamped with the
+// tree's git describe and commit (see VersionLDFlags). The stamp is part
+// of the binary, so a new commit makes a new binary and BuildCached,
+// which keys on the binary's hash, a new ramdisk: no stale version string
+// is reused.
 func BuildAgent(ctx context.Context, srcDir, out string) error {
+	return BuildAgentFor(ctx, srcDir, out, DefaultArch)
+}
+
+// BuildAgentFor is BuildAgent for architecture arch (Arches), cross-built
+// with GOARCH whatever the host is: the agent is pure Go.
+func BuildAgentFor(ctx context.Context, srcDir, out, arch string) error {
 	// Outside a git tree (a source tarball) the binary is built unstamped
 	// and says "unknown" commit, rather than failing the build.
 	stamp, err := VersionLDFlags(ctx, srcDir)
 	if err != nil {
 		stamp = ""
 	}
-	return buildAgent(ctx, srcDir, out, stamp)
+	return buildAgent(ctx, srcDir, out, stamp, arch)
 }
 
-// BuildAgentAs is BuildAgent with the stamp given: the release build
+// BuildAgentAs is BuildAgentFor with the stamp given: the release build
 // stamps the describe and commit it read once for all its files, so a
 // commit made while it runs cannot split them.
-func BuildAgentAs(ctx context.Context, srcDir, out, describe, commit string) error {
-	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit))
+func BuildAgentAs(ctx context.Context, srcDir, out, arch, describe, commit string) error {
+	return buildAgent(ctx, srcDir, out, stampFlags(describe, commit), arch)
 }
 
 // FIPSModule is the GOFIPS140 setting of the agent's build: the alias of
@@ -577,7 +604,11 @@ func BuildAgentAs(ctx context.Context, srcDir, out, describe, commit string) err
 // toolchain resolves from its own lib/fips140 (v1.0.0 in Go 1.24-1.26).
 const FIPSModule = "certified"
 
-func buildAgent(ctx context.Context, srcDir, out, stamp string) error {
+func buildAgent(ctx context.Context, srcDir, out, stamp, arch string) error {
+	a, err := LookupArch(arch)
+	if err != nil {
+		return err
+	}
 	ldflags := strings.TrimSpace("-s -w " + stamp)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, "./cmd/ironic-agent")
 	cmd.Dir = srcDir
@@ -585,11 +616,11 @@ func buildAgent(ctx context.Context, srcDir, out, stamp string) error {
 	// version NIST certified (the toolchain's frozen copy, lib/fips140),
 	// not the toolchain's newer, unvalidated one (docs/fips.md); the
 	// agent's //go:debug fips140=off keeps FIPS mode to fips=1 boots.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFIPS140="+FIPSModule)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a.Name, "GOFIPS140="+FIPSModule)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("ramdisk: GOFIPS140=%s go build ./cmd/ironic-agent in %s: %w: %s", FIPSModule, srcDir, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("ramdisk: GOARCH=%s GOFIPS140=%s go build ./cmd/ironic-agent in %s: %w: %s", a.Name, FIPSModule, srcDir, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
@@ -646,12 +677,28 @@ func ISO(ctx context.Context, kernel, initrd, cmdline, out string) error {
 // (the GPT GUIDs, the volume dates) and mformat (the EFI image's FAT
 // serial) take SOURCE_DATE_EPOCH, and the files' dates are set to epoch.
 func ISOAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.Time) error {
-	return isoAt(ctx, kernel, initrd, cmdline, out, epoch, "")
+	return isoAt(ctx, defaultISOPlatform(""), kernel, initrd, cmdline, out, epoch)
 }
 
-// isoAt is ISOAt, with esp (ESP) as the UEFI El Torito image when not ""
-// (see SecureBootISO).
-func isoAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.Time, esp string) error {
+// defaultISOPlatform is the DefaultArch ISO's: the host's GRUB for BIOS,
+// and for UEFI grub-mkrescue's GRUB or, with esp, that ESP.
+func defaultISOPlatform(esp string) isoPlatform {
+	return isoPlatform{console: "console=tty0 console=ttyS0,115200 ", needs: "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools", esp: esp}
+}
+
+// isoPlatform is what an ISO differs in per architecture.
+type isoPlatform struct {
+	// grubDir is GRUB's image and module directory for grub-mkrescue -d
+	// ("": the host's platforms, i386-pc and x86_64-efi).
+	grubDir string
+	console string // the console parameters before the command line
+	needs   string // the host's packages, for the error
+	// esp, when not "", is the ISO's UEFI El Torito image (see
+	// SecureBootISO) instead of grub-mkrescue's unsigned GRUB.
+	esp string
+}
+
+func isoAt(ctx context.Context, plat isoPlatform, kernel, initrd, cmdline, out string, epoch time.Time) error {
 	stage, err := os.MkdirTemp("", "ironic-agent-iso-")
 	if err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
@@ -671,19 +718,26 @@ terminal_input console serial
 terminal_output console serial
 set timeout=1
 menuentry "ironic-agent" {
-	linux /boot/%s console=tty0 console=ttyS0,115200 boot_method=vmedia %s
+	linux /boot/%s %sboot_method=vmedia %s
 	initrd /boot/%s
 }
-`, KernelName, cmdline, InitramfsName)
+`, KernelName, plat.console, cmdline, InitramfsName)
 	if err := os.WriteFile(filepath.Join(stage, "boot/grub/grub.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
 	}
-	const needs = "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools"
-	mkrescue, xorriso, err := secureBootStage(stage, cfg, esp)
+	needs := plat.needs
+	extra, xorriso, err := secureBootStage(stage, cfg, plat.esp)
 	if err != nil {
 		return err
 	}
-	args := append(mkrescue, "-o", out, stage)
+	if plat.grubDir != "" && len(extra) > 0 {
+		return fmt.Errorf("ramdisk: ISO: a Secure Boot ESP with another architecture's GRUB (%s)", plat.grubDir)
+	}
+	args := []string{"-o", out}
+	if plat.grubDir != "" {
+		args = append(args, "-d", plat.grubDir)
+	}
+	args = append(append(args, extra...), stage)
 	if !epoch.IsZero() {
 		xorriso = append([]string{"-volume_date", "all_file_dates", "=" + strconv.FormatInt(epoch.Unix(), 10)}, xorriso...)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,12 @@ func manifestDirs() []string {
 // staticBinary builds a tiny static program to stand in for the agent.
 func staticBinary(t *testing.T) string {
 	t.Helper()
+	return staticBinaryFor(t, DefaultArch)
+}
+
+// staticBinaryFor is staticBinary cross-built for arch.
+func staticBinaryFor(t *testing.T, arch string) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\nfunc main() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -82,7 +89,7 @@ func staticBinary(t *testing.T) string {
 	out := filepath.Join(dir, "agent")
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
@@ -128,6 +135,49 @@ func TestBuild(t *testing.T) {
 	}
 	if i, j := strings.Index(string(ml), "/scsi_common.ko"), strings.Index(string(ml), "/sd_mod.ko"); i < 0 || j < 0 || i > j {
 		t.Errorf("module list order:\n%s", ml)
+	}
+}
+
+// TestBuildArm64: an arm64 kernel takes an arm64 agent and the
+// manifest's arm64 lines (not the amd64 ones), and ships the kernel
+// gzip-compressed; an amd64 agent is refused naming both machines.
+func TestBuildArm64(t *testing.T) {
+	k := fakeKernel(t)
+	k.Arch = "arm64"
+	for _, m := range []string{"hns3", "nicvf"} {
+		if err := os.WriteFile(filepath.Join(k.ModulesDir, "kernel", m+".ko"), kmodtest.Module("license=GPL"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The manifest's arm64 lines that the fake kernel lacks are what the
+	// build must refuse, naming them; isci (amd64 only) is not asked for.
+	_, err := Build(t.Context(), Options{Kernel: k, Agent: staticBinaryFor(t, "arm64")}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "hisi_sas_v3_hw") || strings.Contains(err.Error(), "isci") {
+		t.Fatalf("arm64 manifest against a kernel without its SoC modules: %v", err)
+	}
+	man := []ManifestEntry{{Name: "virtio_blk", Group: "storage"}, {Name: "hns3", Group: "nic", Arch: "arm64"},
+		{Name: "isci", Group: "storage", Arch: "amd64"}, {Name: "nicvf", Group: "nic", Arch: "arm64"}}
+	res, err := Build(t.Context(), Options{Kernel: k, Agent: staticBinaryFor(t, "arm64"), Manifest: man}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range res.Modules {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, []string{"virtio_blk", "hns3", "nicvf"}) {
+		t.Errorf("arm64 modules %v, want virtio_blk, hns3, nicvf", names)
+	}
+	if b := gunzipFile(t, res.Kernel); string(b) != "bzImage stand-in" {
+		t.Errorf("kernel: %q, want the image gzip'ed", b)
+	}
+	_, err = Build(t.Context(), Options{Kernel: k, Agent: staticBinary(t), Manifest: man}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "EM_X86_64, not arm64") {
+		t.Errorf("amd64 agent in an arm64 ramdisk: %v", err)
+	}
+	k.Arch = "sparc"
+	if _, err := Build(t.Context(), Options{Kernel: k, Agent: staticBinary(t)}, t.TempDir()); err == nil || !strings.Contains(err.Error(), `unknown architecture "sparc"`) {
+		t.Errorf("unknown architecture: %v", err)
 	}
 }
 

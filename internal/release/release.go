@@ -30,7 +30,8 @@ type Options struct {
 	OutDir   string // the release directory
 	CacheDir string // the ramdisk build's package cache
 	Flavour  ramdisk.KernelFlavour
-	// Arch is the architecture built ("amd64").
+	// Arch is the architecture built (ramdisk.Arches); Flavour.Arch
+	// must name the same.
 	Arch string
 	// Log receives the build's progress lines (nil: none).
 	Log io.Writer
@@ -136,6 +137,12 @@ func Build(ctx context.Context, opts Options, src Source) error {
 			fmt.Fprintf(opts.Log, format+"\n", a...)
 		}
 	}
+	if _, err := ramdisk.LookupArch(opts.Arch); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if opts.Flavour.Arch != opts.Arch && (opts.Flavour.Arch != "" || opts.Arch != ramdisk.DefaultArch) {
+		return fmt.Errorf("release: architecture %s, but the kernel flavour's is %q", opts.Arch, opts.Flavour.Arch)
+	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
@@ -151,7 +158,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 
 	t := time.Now()
 	agent := filepath.Join(work, "ironic-agent")
-	if err := ramdisk.BuildAgentAs(ctx, opts.SrcDir, agent, src.Describe, strings.TrimSuffix(src.Commit, "-dirty")); err != nil {
+	if err := ramdisk.BuildAgentAs(ctx, opts.SrcDir, agent, opts.Arch, src.Describe, strings.TrimSuffix(src.Commit, "-dirty")); err != nil {
 		return err
 	}
 	logf("agent built in %.1fs", time.Since(t).Seconds())
@@ -179,18 +186,36 @@ func Build(ctx context.Context, opts Options, src Source) error {
 		return fmt.Errorf("release: %w", err)
 	}
 	t = time.Now()
-	bc, err := ramdisk.FetchBootChain(ctx, opts.CacheDir, opts.Flavour)
-	if err != nil {
-		return err
+	// The ESP of Debian's signed shim and GRUB, for Ironic's
+	// [conductor]bootloader and the ISO's UEFI entry (amd64; the arm64
+	// ISO boots the host's GRUB for arm64, unsigned).
+	var esp, espPath string
+	var bootChain []ramdisk.FirmwarePackage
+	if opts.Arch == ramdisk.DefaultArch {
+		bc, err := ramdisk.FetchBootChain(ctx, opts.CacheDir, opts.Flavour)
+		if err != nil {
+			return err
+		}
+		esp = ESPName(src.Version, opts.Arch)
+		espPath = filepath.Join(stage, esp)
+		if err := ramdisk.ESP(ctx, bc, espPath, src.Epoch); err != nil {
+			return err
+		}
+		if err := ramdisk.SecureBootISO(ctx, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", espPath, filepath.Join(stage, iso), src.Epoch); err != nil {
+			return err
+		}
+		bootChain = bc.Packages
+		logf("ESP and ISO built in %.1fs (%s %s, %s %s)", time.Since(t).Seconds(), bc.Packages[0].Name, bc.Packages[0].Version, bc.Packages[1].Name, bc.Packages[1].Version)
+	} else {
+		grub, err := ramdisk.GRUBDir(ctx, opts.CacheDir, opts.Flavour)
+		if err != nil {
+			return err
+		}
+		if err := ramdisk.ISOForArch(ctx, opts.Arch, grub, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", filepath.Join(stage, iso), src.Epoch); err != nil {
+			return err
+		}
+		logf("ISO built in %.1fs", time.Since(t).Seconds())
 	}
-	esp := ESPName(src.Version, opts.Arch)
-	if err := ramdisk.ESP(ctx, bc, filepath.Join(stage, esp), src.Epoch); err != nil {
-		return err
-	}
-	if err := ramdisk.SecureBootISO(ctx, filepath.Join(stage, kernel), filepath.Join(stage, initramfs), "", filepath.Join(stage, esp), filepath.Join(stage, iso), src.Epoch); err != nil {
-		return err
-	}
-	logf("ESP and ISO built in %.1fs (%s %s, %s %s)", time.Since(t).Seconds(), bc.Packages[0].Name, bc.Packages[0].Version, bc.Packages[1].Name, bc.Packages[1].Version)
 
 	ns, err := namespace(src, opts.Arch, filepath.Join(stage, initramfs))
 	if err != nil {
@@ -199,7 +224,7 @@ func Build(ctx context.Context, opts Options, src Source) error {
 	doc, err := SBOM(SBOMInput{
 		Name: strings.TrimSuffix(sbom, ".spdx.json"), Version: src.Version, Commit: src.Commit, Created: src.Epoch,
 		Namespace: ns, Agent: agent, Kernel: in.Kernel, Firmware: in.Firmware, Programs: in.Programs, Report: res.Report,
-		ESP: filepath.Join(stage, esp), BootChain: bc.Packages,
+		ESP: espPath, BootChain: bootChain,
 	})
 	if err != nil {
 		return err
@@ -227,6 +252,9 @@ func Build(ctx context.Context, opts Options, src Source) error {
 		return err
 	}
 	for _, p := range []string{kernel, initramfs, iso, esp} {
+		if p == "" {
+			continue
+		}
 		if err := WriteSidecar(filepath.Join(stage, p)); err != nil {
 			return err
 		}

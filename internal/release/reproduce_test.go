@@ -14,10 +14,10 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 )
 
-// TestReproducible builds the release twice, into two directories, from
-// the same tree and package cache, and compares every file's digest: the
-// promise of docs/releases.md, the ESP image's too. It builds two
-// ramdisks and two ISOs (a few
+// TestReproducible builds the release of both architectures twice, into
+// two directories, from the same tree and package cache, and compares
+// every file's digest, the amd64 ESP image's too: the promise of
+// docs/releases.md. It builds four ramdisks and four ISOs (a few
 // minutes), so it runs with RELEASE_REPRODUCE=1 (docs/testing.md).
 func TestReproducible(t *testing.T) {
 	if os.Getenv("RELEASE_REPRODUCE") != "1" {
@@ -46,9 +46,13 @@ func TestReproducible(t *testing.T) {
 	for i := range sums {
 		dirs[i] = t.TempDir()
 		start := time.Now()
-		opts := Options{SrcDir: root, OutDir: dirs[i], CacheDir: cache, Flavour: fl, Arch: "amd64"}
-		if err := Build(ctx, opts, src); err != nil {
-			t.Fatal(err)
+		for _, arch := range ramdisk.Arches() {
+			fa := fl
+			fa.Arch = arch.Name
+			opts := Options{SrcDir: root, OutDir: dirs[i], CacheDir: cache, Flavour: fa, Arch: arch.Name}
+			if err := Build(ctx, opts, src); err != nil {
+				t.Fatalf("%s: %v", arch.Name, err)
+			}
 		}
 		if err := WriteSums(dirs[i]); err != nil {
 			t.Fatal(err)
@@ -65,21 +69,27 @@ func TestReproducible(t *testing.T) {
 	if esp := ESPName(src.Version, "amd64"); !bytes.Contains(sums[0], []byte("  "+esp+"\n")) || !bytes.Contains(sums[0], []byte("  "+esp+".sha256\n")) {
 		t.Errorf("SHA256SUMS lists no %s with its .sha256", esp)
 	}
-	_, initramfs, _, _ := Names(src.Version, "amd64")
-	f, err := os.Open(filepath.Join(dirs[0], initramfs))
-	if err != nil {
-		t.Fatal(err)
+	for _, arch := range ramdisk.Arches() {
+		_, initramfs, _, _ := Names(src.Version, arch.Name)
+		b, err := os.ReadFile(filepath.Join(dirs[0], initramfs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte(ramdisk.ReleasePath+"\x00")) || !bytes.Contains(data, []byte(`IRONIC_AGENT_VERSION="`+src.Version+`"`)) {
+			t.Errorf("the %s initramfs has no %s saying version %s", arch.Name, ramdisk.ReleasePath, src.Version)
+		}
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(data, []byte(ramdisk.ReleasePath+"\x00")) || !bytes.Contains(data, []byte(`IRONIC_AGENT_VERSION="`+src.Version+`"`)) {
-		t.Errorf("the initramfs has no %s saying version %s", ramdisk.ReleasePath, src.Version)
+	for _, want := range []string{"ironic-agent-" + src.Version + "-arm64.kernel", "dib/ipa-goagent-arm64-master.tar.gz", "dib/files/ipa-goagent-master.initramfs"} {
+		if !bytes.Contains(sums[0], []byte("  "+want+"\n")) {
+			t.Errorf("SHA256SUMS lists no %s", want)
+		}
 	}
 }

@@ -55,7 +55,8 @@ var benchmarks = []benchmark{
 	{
 		prefix: "ramdisk", title: "The ramdisk",
 		what: "The kernel and initramfs `make ramdisk` builds (`cmd/mkramdisk`): Debian's kernel, the module " +
-			"manifest with its firmware, the programs of the registry and the agent as `/init`. IPA 13's ramdisk, " +
+			"manifest with its firmware, the programs of the registry and the agent as `/init`; `ramdisk.arm64.*` " +
+			"the same for arm64 (`make ramdisk ARCH=arm64`: Debian's arm64 kernel, gzip-compressed). IPA 13's ramdisk, " +
 			"built from Debian's packages, is measured beside it by the side-by-side tests (IPA_SIDE_BY_SIDE=1).",
 		commands: []string{"scripts/perf-page.sh"},
 	},
@@ -81,7 +82,9 @@ var benchmarks = []benchmark{
 			"write with `fips=1` (`vm.deployfipsbios.*`, SHA-256 and SHA-512 by the standard library's FIPS module, " +
 			"a run with E2E_VM_SLOW=1) beside that write without it. A limit named " +
 			"by a figure comes from the same metrics file only; \"not measured\" says that run lacked it. Other " +
-			"phases have no limit yet.",
+			"phases have no limit yet. `vm.arm64.boot_to_inventory_s` is the arm64 ramdisk on QEMU's emulated " +
+			"`virt` machine with AAVMF (`e2e/ramdisk`, E2E_VM_SLOW=1), from QEMU's start to the inventory's upload: " +
+			"a whole other instruction set emulated, so not comparable with the amd64 boots.",
 		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
 	},
 }

@@ -15,6 +15,7 @@ package overlay
 import (
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -144,6 +145,10 @@ type builder struct {
 	base        map[string]bool
 	baseModules map[string]bool
 	release     string
+	// arch is the base's architecture, told by the multiarch library
+	// directory its programs' libraries are in (DefaultArch when it
+	// carries none).
+	arch ramdisk.Arch
 }
 
 // readBase lists the base initramfs's files and finds its kernel release.
@@ -174,6 +179,15 @@ func (b *builder) readBase(p string) error {
 	}
 	if b.release == "" {
 		return fmt.Errorf("overlay: base initramfs %s has no lib/modules/<release>: is it the ramdisk's initramfs?", p)
+	}
+	b.arch, _ = ramdisk.LookupArch(ramdisk.DefaultArch)
+	for _, a := range ramdisk.Arches() {
+		for _, n := range names {
+			if strings.HasPrefix(n, "lib/"+a.Multiarch+"/") || strings.HasPrefix(n, "usr/lib/"+a.Multiarch+"/") {
+				b.arch = a
+				break
+			}
+		}
 	}
 	return nil
 }
@@ -316,10 +330,6 @@ func (b *builder) addModule(src string) (string, []string, string, error) {
 	return name, deps, fmt.Sprintf("/%s\t%s\t%s\n", dest, strings.Join(deps, ","), strings.Join(aliases, " ")), nil
 }
 
-// libDirs are where glibc's loader looks for libraries without a cache,
-// in its order, and where the host's libraries are taken from.
-var libDirs = []string{"lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64", "lib", "usr/lib"}
-
 // addProgram adds a host program and, transitively, the libraries (and
 // the loader) it needs that the base does not carry.
 func (b *builder) addProgram(spec string) error {
@@ -330,6 +340,18 @@ func (b *builder) addProgram(spec string) error {
 	if err := b.addFile(dest, src, ""); err != nil {
 		return err
 	}
+	// A host program of another machine than the ramdisk's (an amd64
+	// host's program in an arm64 ramdisk) could never run there.
+	if f, err := elf.Open(src); err == nil {
+		err = b.arch.CheckELF(src, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("overlay: program for the %s ramdisk: %w", b.arch.Name, err)
+		}
+	}
+	// Where glibc's loader looks for libraries without a cache, in its
+	// order, and where the host's libraries are taken from.
+	libDirs := b.arch.LibDirs()
 	queue := []string{src}
 	seen := map[string]bool{}
 	for len(queue) > 0 {
@@ -395,7 +417,7 @@ func (b *builder) addProgram(spec string) error {
 // hasLibc reports whether the base carries the C library, whose other
 // parts then must come from the same build.
 func (b *builder) hasLibc() bool {
-	for _, d := range libDirs {
+	for _, d := range b.arch.LibDirs() {
 		if b.base[path.Join(d, "libc.so.6")] {
 			return true
 		}

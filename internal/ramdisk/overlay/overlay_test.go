@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -22,10 +23,17 @@ const release = "6.12.99-test-amd64"
 // not bring.
 func base(t *testing.T) string {
 	t.Helper()
+	return baseWith(t, "x86_64-linux-gnu")
+}
+
+// baseWith is base with the libraries in lib/<multiarch>.
+func baseWith(t *testing.T, multiarch string) string {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	w := initramfs.NewWriter(zw)
-	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + release + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/x86_64-linux-gnu/libc.so.6", "lib64/ld-linux-x86-64.so.2", "usr/bin/ironic-agent"} {
+	loader := map[string]string{"x86_64-linux-gnu": "lib64/ld-linux-x86-64.so.2", "aarch64-linux-gnu": "lib/ld-linux-aarch64.so.1"}[multiarch]
+	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + release + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/" + multiarch + "/libc.so.6", loader, "usr/bin/ironic-agent"} {
 		if err := w.Bytes(f, 0o644, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +134,8 @@ func TestBuildRefuses(t *testing.T) {
 		"two sources for one path":     {Spec{Files: []string{"etc/x=" + f, "/etc/x=" + f}}, "/etc/x comes from both"},
 		"a missing file":               {Spec{Files: []string{"etc/x=" + f + ".missing"}}, "no such file"},
 		"not an initramfs":             {Spec{Base: f, Modules: []string{ko}}, "neither a newc archive nor gzip"},
+		// The test binary is this host's, not the other architecture's.
+		"a program of another machine": {Spec{Base: otherBase(t), Programs: []string{hostProgram(t)}}, "not " + otherArch()},
 	} {
 		if _, err := Build(c.spec, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
@@ -152,4 +162,31 @@ func TestBuildRefusesAnotherGlibcPart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs libm.so.6") || !strings.Contains(err.Error(), "a part of the C library") {
 		t.Errorf("awk with a ramdisk without libm: %v", err)
 	}
+}
+
+// hostProgram is an ELF program of this host's machine: the test binary.
+func hostProgram(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// otherArch is an architecture other than the host's, and otherBase a
+// base initramfs of it.
+func otherArch() string {
+	if runtime.GOARCH == "arm64" {
+		return "amd64"
+	}
+	return "arm64"
+}
+
+func otherBase(t *testing.T) string {
+	t.Helper()
+	if otherArch() == "amd64" {
+		return baseWith(t, "x86_64-linux-gnu")
+	}
+	return baseWith(t, "aarch64-linux-gnu")
 }

@@ -32,6 +32,14 @@ import (
 // ("IO-APIC + timer doesn't work"), which no real server does.
 const KernelArgs = "console=ttyS0,115200 panic=-1 loglevel=4 cryptomgr.notests no_timer_check"
 
+// KernelArgsArm64 are KernelArgs for an arm64 machine (Machine.Arch):
+// the virt machine's serial port is a PL011, ttyAMA0, and there is no
+// IO-APIC timer to check.
+const KernelArgsArm64 = "console=ttyAMA0,115200 panic=-1 loglevel=4 cryptomgr.notests"
+
+// Arm64 is Machine.Arch of an arm64 machine.
+const Arm64 = "arm64"
+
 // DiskKind is how a disk is attached: QEMU's device name, or for a disk
 // behind an emulated server controller, that controller's. The controllers
 // are QEMU's emulations of real hardware, so the guest runs the Linux
@@ -150,11 +158,19 @@ const (
 
 // Machine is a whole virtual machine.
 type Machine struct {
-	Name     string
+	Name string
+	// Arch is "" (amd64: qemu-system-x86_64's q35) or Arm64
+	// (qemu-system-aarch64's virt machine with AAVMF, UEFI only; no
+	// ISA or legacy IDE bus, no SMBus: no BMC; SATA disks on a PCI AHCI
+	// controller).
+	Arch     string
 	Firmware Firmware
 	CPUs     int
 	MemoryMB int
-	CPUModel string // model-id of the qemu64 CPU (/proc/cpuinfo "model name")
+	// CPUModel is the model-id of the qemu64 CPU (/proc/cpuinfo "model
+	// name"); on Arm64, QEMU's CPU type (cortex-a57, max), whose MIDR
+	// names the core.
+	CPUModel string
 	SMBIOS   SMBIOS
 	Disks    []Disk
 	NICs     []NIC
@@ -374,12 +390,82 @@ const (
 	OVMFSecureBootVars = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"
 )
 
-// ovmfFiles are the firmware code and the template of the variables of m.
-func (m *Machine) ovmfFiles() (code, vars string) {
+// AAVMF firmware files of Debian's qemu-efi-aarch64 package: OVMF for
+// arm64, each a 64 MiB flash image.
+const (
+	AAVMFCode = "/usr/share/AAVMF/AAVMF_CODE.fd"
+	AAVMFVars = "/usr/share/AAVMF/AAVMF_VARS.fd"
+)
+
+// Arm64Machine is DefaultMachine as an arm64 server: QEMU's virt machine
+// under AAVMF with a Cortex-A57 (lscpu's name for its MIDR, 0x411fd070),
+// the same SMBIOS identities, disks and NICs; the SATA disks are on an
+// AHCI controller of their own on the PCI bus, since virt has none built
+// in.
+func Arm64Machine() Machine {
+	m := DefaultMachine(UEFI)
+	m.Name = "ironic-agent-arm64"
+	m.Arch = Arm64
+	m.CPUModel = "cortex-a57"
+	return m
+}
+
+// Binary is the QEMU program of the machine's architecture.
+func (m *Machine) Binary() string {
+	if m.Arch == Arm64 {
+		return "qemu-system-aarch64"
+	}
+	return "qemu-system-x86_64"
+}
+
+// firmwareFiles are the UEFI code and the NVRAM template of the
+// machine's architecture, with Secure Boot enforced when m.SecureBoot.
+func (m *Machine) firmwareFiles() (code, vars string) {
+	if m.Arch == Arm64 {
+		return AAVMFCode, AAVMFVars
+	}
 	if m.SecureBoot {
 		return OVMFSecureBootCode, OVMFSecureBootVars
 	}
 	return OVMFCode, OVMFVars
+}
+
+// VarsPath is the machine's own UEFI NVRAM, copied from the firmware's
+// template on its first boot.
+func (m *Machine) VarsPath() string { return filepath.Join(m.Dir, "ovmf_vars.fd") }
+
+// kernelArgs are KernelArgs of the machine's architecture.
+func (m *Machine) kernelArgs() string {
+	if m.Arch == Arm64 {
+		return KernelArgsArm64
+	}
+	return KernelArgs
+}
+
+// checkArch refuses what the machine's architecture has no bus for.
+func (m *Machine) checkArch() error {
+	switch m.Arch {
+	case "":
+		return nil
+	case Arm64:
+	default:
+		return fmt.Errorf("qemu: machine architecture %q: want \"\" (amd64) or %s", m.Arch, Arm64)
+	}
+	if m.Firmware != UEFI {
+		return fmt.Errorf("qemu: an %s machine boots AAVMF (firmware %s), not %s", m.Arch, UEFI, m.Firmware)
+	}
+	if m.BMC != nil {
+		return fmt.Errorf("qemu: an %s machine has no ISA or SMBus for a BMC", m.Arch)
+	}
+	if m.SecureBoot {
+		return fmt.Errorf("qemu: an %s machine has no Secure Boot firmware here (AAVMF with enrolled keys)", m.Arch)
+	}
+	for _, d := range m.Disks {
+		if d.Kind == DiskPIIX {
+			return fmt.Errorf("qemu: disk %s: the %s virt machine has no legacy IDE controller for a %s", d.ID, m.Arch, d.Kind)
+		}
+	}
+	return nil
 }
 
 func onOff(b bool) string {
@@ -436,21 +522,27 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	if m.Firmware != BIOS && m.Firmware != UEFI {
 		return nil, fmt.Errorf("qemu: firmware %q: want %s or %s", m.Firmware, BIOS, UEFI)
 	}
-	machine := "q35"
+	// thread=single: one host thread runs every vCPU. With a thread per
+	// vCPU (QEMU's default), a kernel's live patching of its own code
+	// (text_poke_bp's int3, static keys) can race another vCPU on a busy
+	// host: trixie's 6.12 kernel died early in boot with "Oops: int3" in
+	// sched_clock_cpu. The host's cores are shared by the suite anyway.
+	if err := m.checkArch(); err != nil {
+		return nil, err
+	}
+	machine, cpu := "q35", "qemu64,model-id="+qemuEscape(m.CPUModel)
+	if m.Arch == Arm64 {
+		machine, cpu = "virt", m.CPUModel
+	}
 	if m.SecureBoot {
 		if m.Firmware != UEFI {
 			return nil, fmt.Errorf("qemu: Secure Boot needs firmware %s, not %s", UEFI, m.Firmware)
 		}
 		machine += ",smm=on"
 	}
-	// thread=single: one host thread runs every vCPU. With a thread per
-	// vCPU (QEMU's default), a kernel's live patching of its own code
-	// (text_poke_bp's int3, static keys) can race another vCPU on a busy
-	// host: trixie's 6.12 kernel died early in boot with "Oops: int3" in
-	// sched_clock_cpu. The host's cores are shared by the suite anyway.
 	a := []string{
 		"-name", m.Name, "-machine", machine, "-accel", "tcg,thread=single",
-		"-cpu", "qemu64,model-id=" + qemuEscape(m.CPUModel),
+		"-cpu", cpu,
 		"-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.MemoryMB) + "M",
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-serial", "stdio", "-monitor", monitor(m.Monitor),
@@ -496,14 +588,14 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 	a = append(a, bmc...)
 	a = append(a, m.ExtraArgs...)
 	if m.Firmware == UEFI {
-		code, _ := m.ovmfFiles()
+		code, _ := m.firmwareFiles()
 		if m.SecureBoot {
 			// Only SMM code may write the variables' flash.
 			a = append(a, "-global", "driver=cfi.pflash01,property=secure,value=on")
 		}
 		a = append(a,
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+code,
-			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(filepath.Join(m.Dir, "ovmf_vars.fd")))
+			"-drive", "if=pflash,format=raw,unit=1,file="+qemuEscape(m.VarsPath()))
 	}
 	return a, nil
 }
@@ -524,12 +616,15 @@ type controller struct {
 
 // The shared controllers.
 var (
-	xhci     = controller{"xhci", "qemu-xhci"}
-	ehci     = controller{"ehci", "ich9-usb-ehci1"}
-	megasas  = controller{"megasas0", "megasas-gen2"}
-	mptsas   = controller{"mptsas0", "mptsas1068"}
-	pvscsi   = controller{"pvscsi0", "pvscsi"}
-	piix     = controller{"piix", "piix3-ide"}
+	xhci    = controller{"xhci", "qemu-xhci"}
+	ehci    = controller{"ehci", "ich9-usb-ehci1"}
+	megasas = controller{"megasas0", "megasas-gen2"}
+	mptsas  = controller{"mptsas0", "mptsas1068"}
+	pvscsi  = controller{"pvscsi0", "pvscsi"}
+	piix    = controller{"piix", "piix3-ide"}
+	// An AHCI controller on a PCI slot, for the SATA disks of a machine
+	// without q35's built-in one (the arm64 virt machine).
+	pciAHCI  = controller{"ahci", "ich9-ahci"}
 	virtscsi = controller{"scsi0", "virtio-scsi-pci"}
 )
 
@@ -577,12 +672,17 @@ func (m *Machine) bootArgs(ctrl *controllers) []string {
 			a := append(ctrl.need(xhci), drive...)
 			return append(a, "-device", "usb-storage,id=usbcd,bus="+xhci.id+".0,drive=cd,bootindex=0")
 		}
+		if m.Arch == Arm64 {
+			// No IDE bus on virt: a CD on the virtio SCSI controller.
+			a := append(ctrl.need(virtscsi), drive...)
+			return append(a, "-device", "scsi-cd,bus="+virtscsi.id+".0,drive=cd,bootindex=0")
+		}
 		return append(drive, "-device", "ide-cd,bus=ide.0,drive=cd,bootindex=0")
 	}
 	if m.Kernel == "" {
 		return nil
 	}
-	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", KernelArgs + " " + m.Append}
+	return []string{"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", m.kernelArgs() + " " + m.Append}
 }
 
 // diskArgs are the drives and devices of m.Disks, with each controller
@@ -627,9 +727,14 @@ func (m *Machine) diskArgs(slots *pciSlots, ctrl *controllers) ([]string, error)
 				"-device", fmt.Sprintf("nvme,id=nvme-%s,addr=%s,serial=%s%s", d.ID, slots.take(), qemuEscape(d.Serial), boot),
 				"-device", fmt.Sprintf("nvme-ns,bus=nvme-%s,drive=d-%s,nsid=1", d.ID, d.ID))
 		case DiskSATA:
+			bus := "ide"
+			if m.Arch == Arm64 {
+				a = append(a, ctrl.need(pciAHCI)...)
+				bus = pciAHCI.id
+			}
 			a = append(a, "-drive", drive, "-device", fmt.Sprintf(
-				"ide-hd,bus=ide.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
-				d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
+				"ide-hd,bus=%s.%d,drive=d-%s,model=%s,serial=%s,wwn=%s,rotation_rate=%d%s",
+				bus, d.AHCIPort, d.ID, qemuEscape(d.Model), qemuEscape(d.Serial), d.WWN, d.RotationRate, boot))
 		default:
 			return nil, fmt.Errorf("qemu: disk %s: unknown kind %q", d.ID, d.Kind)
 		}

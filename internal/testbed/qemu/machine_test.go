@@ -243,3 +243,44 @@ func TestArgsServer(t *testing.T) {
 		t.Error("a PXE usb-net accepted")
 	}
 }
+
+// TestArgsArm64: the arm64 machine is QEMU's virt with the Cortex-A57,
+// AAVMF's code and its own NVRAM, the PL011 console on the kernel's
+// command line, SATA on a PCI AHCI; what virt has no bus for is refused.
+func TestArgsArm64(t *testing.T) {
+	m := Arm64Machine()
+	m.Dir = "/work/vm"
+	m.Kernel, m.Initrd = "/k", "/i"
+	if m.Binary() != "qemu-system-aarch64" {
+		t.Errorf("binary %s", m.Binary())
+	}
+	a, err := m.Args(RelayCommand, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join(a, " ")
+	for _, want := range []string{"-machine virt ", "-cpu cortex-a57 ", "file=" + AAVMFCode, "file=/work/vm/ovmf_vars.fd",
+		"-append " + KernelArgsArm64 + " ", "virtio-blk-pci,", "virtio-scsi-pci,", "nvme,", "type=1,manufacturer=Lab Systems"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("args lack %q:\n%s", want, line)
+		}
+	}
+	if !strings.Contains(line, "ich9-ahci,id=ahci,") || !strings.Contains(line, "ide-hd,bus=ahci.2,") {
+		t.Errorf("SATA disks not on the PCI AHCI controller:\n%s", line)
+	}
+	if strings.Contains(line, "bus=ide.") || strings.Contains(line, "console=ttyS0") {
+		t.Errorf("x86 parts in the arm64 machine:\n%s", line)
+	}
+	for what, bad := range map[string]func(*Machine){
+		"boots AAVMF":         func(m *Machine) { m.Firmware = BIOS },
+		"no ISA or SMBus":     func(m *Machine) { m.BMC = &BMC{SSIF: true} },
+		"no legacy IDE":       func(m *Machine) { m.Disks = append(m.Disks, Disk{ID: "s", Kind: DiskPIIX}) },
+		`architecture "mips"`: func(m *Machine) { m.Arch = "mips" },
+	} {
+		b := Arm64Machine()
+		bad(&b)
+		if _, err := b.Args(RelayCommand, -1); err == nil || !strings.Contains(err.Error(), what) {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+}

@@ -103,6 +103,26 @@ func BuildRamdisk(ctx context.Context) (*Ramdisk, error) {
 // packing the initramfs takes minutes instead of seconds. The files are
 // read-only by convention: nothing may change them.
 func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string) (*Ramdisk, error) {
+	return buildGuestRamdisk(ctx, ramdisk.DefaultArch, pkg, files)
+}
+
+// BuildRamdiskArch is BuildRamdisk for architecture arch (ramdisk.Arches):
+// the agent cross-built, the architecture's Debian kernel, firmware and
+// programs. An arm64 one boots on Arm64Machine.
+func BuildRamdiskArch(ctx context.Context, arch string) (*Ramdisk, error) {
+	return BuildGuestRamdiskArch(ctx, arch, "", nil)
+}
+
+// BuildGuestRamdiskArch is BuildGuestRamdisk for architecture arch: the
+// guest program cross-built too.
+func BuildGuestRamdiskArch(ctx context.Context, arch, pkg string, files map[string]string) (*Ramdisk, error) {
+	if _, err := ramdisk.LookupArch(arch); err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	return buildGuestRamdisk(ctx, arch, pkg, files)
+}
+
+func buildGuestRamdisk(ctx context.Context, arch, pkg string, files map[string]string) (*Ramdisk, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -115,7 +135,11 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	if pkg != "" {
 		name, target = filepath.Base(pkg), pkg
 	}
-	sum := sha256.Sum256([]byte(root + "\x00" + target))
+	key := root + "\x00" + target
+	if arch != ramdisk.DefaultArch {
+		key += "\x00" + arch
+	}
+	sum := sha256.Sum256([]byte(key))
 	dir := filepath.Join(cache, "agents", hex.EncodeToString(sum[:8]))
 	bin, mk := filepath.Join(dir, name), filepath.Join(dir, "mkramdisk")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -129,9 +153,9 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	}
 	defer unlock()
 	if pkg == "" {
-		err = ramdisk.BuildAgent(ctx, root, bin)
+		err = ramdisk.BuildAgentFor(ctx, root, bin, arch)
 	} else {
-		err = goBuild(ctx, root, bin, pkg)
+		err = goBuildFor(ctx, root, bin, pkg, arch)
 	}
 	if err != nil {
 		return nil, err
@@ -148,6 +172,9 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 		return nil, err
 	}
 	args := []string{"-cached", "-json", "-cache", cache, "-agent", bin, "-cache-key", "mkramdisk " + mkSum, "-kernel", flavour.Name}
+	if arch != ramdisk.DefaultArch {
+		args = append(args, "-arch", arch)
+	}
 	if p := os.Getenv("IRONIC_AGENT_KERNEL_PACKAGE"); p != "" {
 		args = append(args, "-kernel-package", p)
 	}
@@ -183,7 +210,11 @@ func BuildGuestRamdisk(ctx context.Context, pkg string, files map[string]string)
 	for _, m := range res.Modules {
 		rd.Modules = append(rd.Modules, m.Name)
 	}
-	rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, res.KernelImage)
+	if arch == ramdisk.DefaultArch {
+		rd.PVH, rd.PVHErr = ramdisk.PVH(ctx, res.KernelImage)
+	} else {
+		rd.PVHErr = fmt.Errorf("qemu: no PVH kernel for %s (an x86 boot protocol)", arch)
+	}
 	return rd, nil
 }
 
@@ -225,9 +256,17 @@ func FetchKernel(ctx context.Context, cache string) (*ramdisk.Kernel, error) {
 // goBuild links a static binary of pkg (CGO_ENABLED=0, as in the ramdisk)
 // at out; go build leaves an up-to-date out alone.
 func goBuild(ctx context.Context, root, out, pkg string) error {
+	return goBuildFor(ctx, root, out, pkg, "")
+}
+
+// goBuildFor is goBuild for GOARCH arch ("": the host's).
+func goBuildFor(ctx context.Context, root, out, pkg, arch string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if arch != "" {
+		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+arch)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("qemu: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
 	}

@@ -3,12 +3,14 @@ package qemu
 import (
 	"archive/tar"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // ExtractTarGz unpacks a gzip'ed tar (as the ramdisk init uploads it) into
@@ -64,5 +66,18 @@ func ExtractTarGz(r io.Reader, dir string) error {
 		default:
 			return fmt.Errorf("qemu: tar entry %q has unsupported type %q", h.Name, h.Typeflag)
 		}
+	}
+}
+
+// ReadJSON decodes the JSON file at path (one of an upload ExtractTarGz
+// unpacked) into v, failing t when it cannot.
+func ReadJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -91,11 +91,11 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if m.Firmware == UEFI {
 		// The machine's NVRAM, like its disks, lasts across its boots:
 		// boot entries an OS wrote are there the next time.
-		vars := filepath.Join(m.Dir, "ovmf_vars.fd")
+		vars := m.VarsPath()
 		if _, err := os.Stat(vars); err != nil {
-			_, tmpl := m.ovmfFiles()
-			if err := CopyFile(tmpl, vars); err != nil {
-				return nil, fmt.Errorf("qemu: OVMF variables (install ovmf): %w", err)
+			_, template := m.firmwareFiles()
+			if err := CopyFile(template, vars); err != nil {
+				return nil, fmt.Errorf("qemu: UEFI variables (install ovmf, or qemu-efi-aarch64 for arm64): %w", err)
 			}
 		}
 	}
@@ -111,7 +111,7 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	vm := &VM{Machine: m, Cmdline: append([]string{"qemu-system-x86_64"}, args...), LogPath: filepath.Join(m.Dir, "serial.log"), done: make(chan struct{}),
+	vm := &VM{Machine: m, Cmdline: append([]string{m.Binary()}, args...), LogPath: filepath.Join(m.Dir, "serial.log"), done: make(chan struct{}),
 		watchReset: true}
 	if err := os.WriteFile(filepath.Join(m.Dir, "qemu.cmdline"), []byte(ShellQuote(vm.Cmdline)+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("qemu: %w", err)
