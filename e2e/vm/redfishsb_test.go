@@ -125,12 +125,15 @@ func isoFile(t *testing.T, ctx context.Context, iso, path string) []byte {
 // enrolled, behind its Redfish BMC, a node of the redfish hardware type
 // with the redfish-virtual-media boot interface, on an Ironic whose
 // [conductor]bootloader is the ESP the release carries and whose
-// grub_config_path is ramdisk.GrubConfigPath. For inspection and cleaning
+// grub_config_path is ramdisk.GrubConfigPath. For each ramdisk boot
 // Ironic builds an ISO with that ESP as its El Torito image; the firmware
 // runs Debian's shim, shim its GRUB, GRUB reads the configuration Ironic
 // wrote on the ISO and boots the signed kernel, which locks itself down;
-// the agent says so, and inspection and automated cleaning (metadata
-// erase) complete. Slow (E2E_VM_SLOW): two boots under OVMF with SMM.
+// the agent says so, and inspection, automated cleaning (metadata
+// erase) and a deploy of the test's whole-disk image complete. The
+// image's EFI loader is unsigned: the firmware, still enforcing Secure
+// Boot, refuses it at the boot after the deploy. Slow (E2E_VM_SLOW):
+// four boots under OVMF with SMM.
 func TestVMRedfishSecureBoot(t *testing.T) {
 	slowScenario(t)
 	for _, p := range []string{qemu.OVMFSecureBootCode, qemu.OVMFSecureBootVars} {
