@@ -78,8 +78,11 @@ func (b *pxeBed) serveImage(name, path string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.images[name] = path
-	return "http://" + pxeHTTP + "/images/" + name
+	return imageURL(name)
 }
+
+// imageURL is where serveImage serves name, known before the bed starts.
+func imageURL(name string) string { return "http://" + pxeHTTP + "/images/" + name }
 
 // serveDir makes the host directory dir available below
 // http://pxeHTTP/prefix/ and returns that URL (with its trailing slash).
@@ -185,8 +188,9 @@ func provisioningNetwork(t *testing.T) *pxeBed {
 }
 
 // startPXEBed starts a provisioning network in namespace name-PID, its
-// Ironic serving its API over HTTPS with a CA of its own when tls is set.
-func startPXEBed(ctx context.Context, dir, name string, tls bool) (*pxeBed, error) {
+// Ironic serving its API over HTTPS with a CA of its own when tls is set,
+// its configuration changed by each of conf.
+func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*ironic.Config)) (*pxeBed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -203,7 +207,7 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool) (*pxeBed, erro
 	}
 	b := &pxeBed{net: pn, images: map[string]string{}, dirs: map[string]string{}, staged: map[string]string{}}
 	host := pxeNet.Addr().String()
-	st, err := ironic.StartStack(ctx, ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true, TLS: tls,
+	cfg := ironic.Config{Series: series, Dir: filepath.Join(dir, "services"), Netns: pn.Name, Host: host, Dial: pn.Dial, IPMI: true, Redfish: true, TLS: tls,
 		NetBoot: &ironic.NetBoot{
 			HTTPURL:      "http://" + pxeHTTP,
 			KernelParams: pxeKernelParams,
@@ -214,7 +218,11 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool) (*pxeBed, erro
 				"pxelinux.0": "/usr/lib/PXELINUX/pxelinux.0", "ldlinux.c32": "/usr/lib/syslinux/modules/bios/ldlinux.c32",
 				"bootx64.efi": grubNetLoader},
 			InspectionParams: pxeInspectionParams,
-		}})
+		}}
+	for _, f := range conf {
+		f(&cfg)
+	}
+	st, err := ironic.StartStack(ctx, cfg)
 	if err != nil {
 		b.Close()
 		return nil, err

@@ -48,6 +48,10 @@ type redfishNode struct {
 	// prebuilt: the node boots a prebuilt ISO (driver_info deploy_iso),
 	// its parameters on the USB stick.
 	prebuilt bool
+	// secureBoot: Secure Boot enforced, the ISOs booted through the
+	// release's ESP ([conductor]bootloader), whose GRUB reads
+	// ramdisk.GrubConfigPath.
+	secureBoot bool
 }
 
 // redfishMAC is the MAC of redfishNode n's NIC.
@@ -70,6 +74,10 @@ type redfishCase struct {
 	// ipa-* parameters and config_via_removable: the parameters come on
 	// the BMC's USB stick.
 	removable bool
+	// secureBoot runs the machine with Secure Boot enforced on a
+	// provisioning network of its own whose Ironic boots it through the
+	// release's ESP (secureBootProvisioningNetwork).
+	secureBoot bool
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -109,14 +117,18 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v)", series, err)
 	}
 	var bed *pxeBed
-	if c.tls {
+	switch {
+	case c.tls:
 		bed = tlsProvisioningNetwork(t)
-	} else {
+	case c.secureBoot:
+		bed = secureBootProvisioningNetwork(t)
+	default:
 		bed = provisioningNetwork(t)
 	}
-	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable}
+	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable, secureBoot: c.secureBoot}
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
+	m.SecureBoot = c.secureBoot
 	m.Dir = vmDir(t)
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
@@ -159,7 +171,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		"deploy_kernel":     bed.serveImage("deploy.kernel", rd.Kernel),
 		"deploy_ramdisk":    bed.serveImage("deploy.initramfs", rd.Initrd),
 	}
-	if fw == "uefi" {
+	if fw == "uefi" && !c.secureBoot {
 		// The ESP Ironic 21.4 puts into a UEFI ISO as its El Torito image.
 		driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx))
 	}
@@ -259,6 +271,11 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	cfg, keyword := "/isolinux/isolinux.cfg", "append"
 	if r.m.Firmware == "uefi" {
 		cfg, keyword = "/EFI/BOOT/grub.cfg", "linuxefi"
+	}
+	if r.secureBoot {
+		// secureBootGrubTemplate's entry, where Debian's signed GRUB
+		// reads it.
+		cfg, keyword = "/"+ramdiskpkg.GrubConfigPath, "linux"
 	}
 	if r.prebuilt {
 		// ramdisk.ISO's GRUB entry: "linux /boot/vmlinuz PARAMS".

@@ -132,6 +132,12 @@ func ironicConf(c Config, dir string) string {
 	w("default_resource_class = baremetal")
 	w("force_raw_images = true")
 	w("minimum_memory_warning_only = true")
+	if v := c.VirtualMediaUEFI; v != nil {
+		w("grub_config_path = %s", v.GrubConfigPath)
+		if v.GrubConfigTemplate != "" {
+			w("grub_config_template = %s", v.GrubConfigTemplate)
+		}
+	}
 	w("")
 	w("[api]")
 	w("host_ip = %s", c.Host)
@@ -167,6 +173,9 @@ func ironicConf(c Config, dir string) string {
 	w("power_state_change_timeout = 5")
 	w("node_locked_retry_attempts = 5")
 	w("node_locked_retry_interval = 1")
+	if v := c.VirtualMediaUEFI; v != nil {
+		w("bootloader = %s", v.Bootloader)
+	}
 	w("")
 	w("[agent]")
 	w("image_download_source = http")

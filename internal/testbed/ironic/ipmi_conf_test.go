@@ -106,3 +106,27 @@ func TestIronicConfRedfish(t *testing.T) {
 		t.Errorf("ironic.conf with Redfish alone keeps the fake defaults or lacks use_swift = false alone in [redfish]:\n%s", conf)
 	}
 }
+
+// TestIronicConfVirtualMediaUEFI: Config.VirtualMediaUEFI sets the ESP in
+// [conductor] and where and how the ISO's GRUB configuration is written in
+// [DEFAULT]; without it none of the three is set.
+func TestIronicConfVirtualMediaUEFI(t *testing.T) {
+	c := Config{Dir: "/work/ironic", Redfish: true, VirtualMediaUEFI: &VirtualMediaUEFI{Bootloader: "http://10.99.0.1:8088/images/esp",
+		GrubConfigPath: "EFI/debian/grub.cfg", GrubConfigTemplate: "/work/grub.template"}}
+	c.defaults()
+	conf := ironicConf(c, c.Dir)
+	for _, want := range []string{
+		"\ngrub_config_path = EFI/debian/grub.cfg\ngrub_config_template = /work/grub.template\n\n[api]\n",
+		"\nbootloader = http://10.99.0.1:8088/images/esp\n\n[agent]\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf lacks %q:\n%s", want, conf)
+		}
+	}
+	c.VirtualMediaUEFI = nil
+	for _, opt := range []string{"grub_config_path", "grub_config_template", "bootloader"} {
+		if conf := ironicConf(c, c.Dir); strings.Contains(conf, "\n"+opt+" ") {
+			t.Errorf("ironic.conf without VirtualMediaUEFI sets %s:\n%s", opt, conf)
+		}
+	}
+}

@@ -99,6 +99,22 @@ type Config struct {
 	// serves inspection, cleaning and deploy; ironic-inspector then leaves
 	// the node powered on after introspection. Default off.
 	FastTrack bool
+	// VirtualMediaUEFI, when set, is the boot loader of the UEFI ISOs
+	// redfish-virtual-media builds, for every node.
+	VirtualMediaUEFI *VirtualMediaUEFI
+}
+
+// VirtualMediaUEFI is what Ironic puts into a UEFI virtual-media ISO
+// beside the kernel and the initramfs.
+type VirtualMediaUEFI struct {
+	// Bootloader is [conductor]bootloader: the URL of the ESP image.
+	Bootloader string
+	// GrubConfigPath is [DEFAULT]grub_config_path: where in the ISO
+	// Ironic writes the GRUB configuration.
+	GrubConfigPath string
+	// GrubConfigTemplate is [DEFAULT]grub_config_template, "" for
+	// Ironic's own.
+	GrubConfigTemplate string
 }
 
 // NetBoot is what Ironic's pxe and ipxe boot interfaces are told about the
