@@ -54,6 +54,7 @@ func fipsCmdline(t *testing.T, more string) []string {
 // TLS is checked there (checkAgentTLSFIPS).
 func TestDeployFIPS(t *testing.T) {
 	s := need(t)
+	s.seriesIndependent(t)
 	imgDir := t.TempDir()
 	raw, _ := deployImages(t, imgDir)
 	b, err := os.ReadFile(raw)
@@ -276,6 +277,7 @@ func checkFIPSHellos(t *testing.T, hellos []*tls.ClientHelloInfo) {
 //     recording sees what a client offers.
 func TestIronicTLSFIPS(t *testing.T) {
 	s := need(t)
+	s.seriesIndependent(t)
 	c := s.ironic
 	for i, tc := range []struct {
 		name    string

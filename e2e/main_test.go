@@ -101,6 +101,21 @@ func timing(s *suite, what string) time.Duration {
 	}
 }
 
+// seriesIndependent skips t when the suite runs against a series other
+// than the default (./test.sh's second round, IRONIC_SERIES_EXTRA), unless
+// $E2E_VM_SLOW is 1: for tests of the agent's own side, which every series
+// drives alike (docs/testing.md: Ironic series).
+func (s *suite) seriesIndependent(t *testing.T) {
+	t.Helper()
+	if os.Getenv("E2E_VM_SLOW") == "1" {
+		return
+	}
+	if def, _ := ironic.ParseSeries(""); s.series != def {
+		t.Skipf("SKIPPED: series-independent test: runs in the default series' round (%s) only; E2E_VM_SLOW=1 runs it with %s=%s too (docs/testing.md: Ironic series)",
+			def, ironic.SeriesEnv, string(s.series))
+	}
+}
+
 func (s *suite) setUp(ctx context.Context) error {
 	var err error
 	if s.series, err = ironic.SeriesFromEnv(); err != nil {
