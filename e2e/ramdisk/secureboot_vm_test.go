@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -37,20 +36,8 @@ func secureBootISO(t *testing.T, ctx context.Context, signed bool, cmdline, out 
 		}
 		return
 	}
-	f, err := qemu.KernelFlavour()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := cachedir.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, err := ramdiskpkg.FetchBootChain(ctx, cache, f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	esp := filepath.Join(filepath.Dir(out), ramdiskpkg.ESPName)
-	if err := ramdiskpkg.ESP(ctx, bc, esp, time.Time{}); err != nil {
+	if err := qemu.BuildESP(ctx, esp); err != nil {
 		t.Fatal(err)
 	}
 	if err := ramdiskpkg.SecureBootISO(ctx, rd.Kernel, rd.Initrd, cmdline, esp, out, time.Time{}); err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -41,20 +40,8 @@ func secureBootProvisioningNetwork(t *testing.T) *pxeBed {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	f, err := qemu.KernelFlavour()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := cachedir.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, err := ramdiskpkg.FetchBootChain(ctx, cache, f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	esp := filepath.Join(dir, ramdiskpkg.ESPName)
-	if err := ramdiskpkg.ESP(ctx, bc, esp, time.Time{}); err != nil {
+	if err := qemu.BuildESP(ctx, esp); err != nil {
 		t.Fatal(err)
 	}
 	tmpl := filepath.Join(dir, "grub.template")

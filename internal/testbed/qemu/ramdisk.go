@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
@@ -271,4 +272,22 @@ func goBuildFor(ctx context.Context, root, out, pkg, arch string) error {
 		return fmt.Errorf("qemu: %s in %s: %w: %s", strings.Join(cmd.Args, " "), root, err, strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// BuildESP writes to out the ESP of Debian's signed shim and GRUB of the
+// test bed's kernel flavour (KernelFlavour), as the release builds it.
+func BuildESP(ctx context.Context, out string) error {
+	f, err := KernelFlavour()
+	if err != nil {
+		return err
+	}
+	cache, err := cachedir.Dir()
+	if err != nil {
+		return err
+	}
+	bc, err := ramdisk.FetchBootChain(ctx, cache, f)
+	if err != nil {
+		return err
+	}
+	return ramdisk.ESP(ctx, bc, out, time.Time{})
 }
