@@ -14,6 +14,7 @@ import (
 
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -278,5 +279,60 @@ func TestSecureBootISOBootsBIOS(t *testing.T) {
 		t.Errorf("the agent under SeaBIOS says %s", strings.TrimSpace(l.Text))
 	}
 	t.Logf("agent up from the BIOS entry after %v", vm.Elapsed().Round(time.Second))
+	vm.Kill()
+}
+
+// TestSecureBootOSDiskInVM boots internal/testbed/osimage's Secure Boot
+// whole-disk image (osimage.SecureBootUEFIDisk: Debian's signed shim and
+// GRUB in its ESP, the signed kernel in its root) under OVMF enforcing
+// Secure Boot with Microsoft's keys, from its removable-media loader (no
+// boot entry: that is the agent's, made in e2e/vm's
+// TestVMRedfishSecureBoot): the firmware runs shim, shim GRUB, GRUB the
+// kernel, and the OS reads the SecureBoot variable as enabled and the
+// kernel's lockdown as on. The image e2e/vm deploys under Secure Boot
+// boots by itself.
+func TestSecureBootOSDiskInVM(t *testing.T) {
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	slowScenario(t)
+	requireSecureBootHost(t)
+	if m := osimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	o, err := osimage.Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := secureBootMachine(t, "ironic-agent-secureboot-os")
+	m.ISO, m.NICs, m.BMC = "", nil, nil
+	m.Disks = []qemu.Disk{{ID: "os", Kind: qemu.DiskVirtioBlk, Serial: "SB-OS-DISK"}}
+	if err := o.SecureBootUEFIDisk(ctx, dir, m.DiskPath("os")); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	l, err := vm.WaitFor(ctx, osimage.SecureBootLine)
+	if err != nil {
+		t.Fatalf("the OS never said what it found of Secure Boot: %v\n%s", err, consoleTail(vm))
+	}
+	got := strings.TrimSpace(l.Text[strings.Index(l.Text, osimage.SecureBootLine)+len(osimage.SecureBootLine):])
+	t.Logf("the OS booted from the disk after %v: secure boot %s", l.At.Round(time.Second), got)
+	if got != "enabled, lockdown integrity" && got != "enabled, lockdown confidentiality" {
+		t.Errorf("the OS says secure boot %s, want enabled with lockdown integrity or confidentiality", got)
+	}
+	if _, ok := vm.Find("EFI stub: UEFI Secure Boot is enabled"); !ok {
+		t.Errorf("the kernel's EFI stub did not say Secure Boot is on")
+	}
+	if _, ok := vm.Find(osimage.LoaderLine); !ok {
+		t.Errorf("the kernel was not booted through the image's grub.cfg")
+	}
 	vm.Kill()
 }

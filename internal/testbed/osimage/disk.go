@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf16"
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/mkfs"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
 )
 
@@ -26,6 +29,11 @@ const (
 	// it and the label EFILabel, so the agent's NVRAM entry points here.
 	DistroDir = "EFI/osimage"
 	EFILabel  = "osimage"
+	// SignedDir is the ESP directory of SecureBootUEFIDisk's signed
+	// chain, Debian's; shim's BOOTX64.CSV there names shimx64.efi and
+	// the label SignedLabel.
+	SignedDir   = "EFI/debian"
+	SignedLabel = "debian"
 	// RemovablePath is the firmware's fallback loader on the same ESP.
 	RemovablePath = "EFI/BOOT/BOOTX64.EFI"
 )
@@ -36,6 +44,9 @@ const (
 	espSize  = 8 << 20        // FAT12 (mkfs.fat's choice), two GRUB images
 	rootSize = 32 << 20       // ext4: kernel, initramfs, grub.cfg
 	gptSpare = int64(1 << 20) // room for the backup GPT at the end of the disk
+	// signedESPSize holds Debian's signed shim and GRUB (a monolithic
+	// image with every module built in).
+	signedESPSize = 16 << 20
 )
 
 // Missing names the first host program the whole-disk images need that
@@ -220,55 +231,110 @@ func (o *OS) BIOSDisk(ctx context.Context, dir, out string) error {
 // naming it, and the same GRUB at RemovablePath) and the root file
 // system.
 func (o *OS) UEFIDisk(ctx context.Context, dir, out string) error {
-	root, err := o.rootFS(ctx, dir)
-	if err != nil {
-		return err
-	}
 	grub, err := grubImage(ctx, dir, "x86_64-efi")
 	if err != nil {
 		return err
 	}
+	csv, err := bootCSV(dir, "grubx64.efi", EFILabel, "osimage test OS")
+	if err != nil {
+		return err
+	}
+	return o.uefiDisk(ctx, dir, out, espSize, []espFile{
+		{DistroDir + "/grubx64.efi", grub}, {DistroDir + "/BOOTX64.CSV", csv}, {RemovablePath, grub}})
+}
+
+// SecureBootUEFIDisk writes to out a raw whole-disk image for UEFI that
+// boots with Secure Boot enforced, laid out as Debian installs its signed
+// boot chain (qemu.FetchBootChain: the kernel flavour's release): the
+// ESP's SignedDir holds shim (shimx64.efi, signed by Microsoft's UEFI
+// CA), GRUB (grubx64.efi, signed with Debian's key, which shim trusts), shim's BOOTX64.CSV naming shimx64.efi and the label
+// SignedLabel, and the grub.cfg Debian's signed GRUB reads from its own
+// directory, which hands over to the root file system's; the root file
+// system is UEFIDisk's, with the OS's kernel, Debian's signed one of the
+// same flavour. shim and GRUB are also the removable-media loader
+// (RemovablePath, grubx64.efi beside it, as grub-install
+// --force-extra-removable puts them), so the disk boots on a firmware
+// without the agent's boot entry too; OVMF's boot line tells the two
+// apart.
+func (o *OS) SecureBootUEFIDisk(ctx context.Context, dir, out string) error {
+	bc, err := qemu.FetchBootChain(ctx)
+	if err != nil {
+		return fmt.Errorf("osimage: %w", err)
+	}
+	csv, err := bootCSV(dir, "shimx64.efi", SignedLabel, "Debian's signed shim")
+	if err != nil {
+		return err
+	}
+	cfg := filepath.Join(dir, "signed-grub.cfg")
+	if err := os.WriteFile(cfg, []byte(embeddedCfg(false)+"configfile $prefix/grub.cfg\n"), 0o644); err != nil {
+		return fmt.Errorf("osimage: %w", err)
+	}
+	return o.uefiDisk(ctx, dir, out, signedESPSize, []espFile{
+		{SignedDir + "/shimx64.efi", bc.Shim}, {SignedDir + "/grubx64.efi", bc.Grub},
+		{SignedDir + "/BOOTX64.CSV", csv}, {SignedDir + "/grub.cfg", cfg},
+		{RemovablePath, bc.Shim}, {path.Dir(RemovablePath) + "/grubx64.efi", bc.Grub}})
+}
+
+// espFile is a file of a whole-disk image's ESP: its path there and the
+// host file it is a copy of.
+type espFile struct{ dst, src string }
+
+// bootCSV writes into dir a BOOTX64.CSV as shim's: UTF-16LE with a
+// byte-order mark, "loader,label,options,description".
+func bootCSV(dir, loader, label, description string) (string, error) {
+	csv := filepath.Join(dir, "BOOTX64.CSV")
+	u := utf16.Encode([]rune("\ufeff" + loader + "," + label + ",," + description + "\n"))
+	b := make([]byte, 2*len(u))
+	for i, c := range u {
+		b[2*i], b[2*i+1] = byte(c), byte(c>>8)
+	}
+	if err := os.WriteFile(csv, b, 0o644); err != nil {
+		return "", fmt.Errorf("osimage: %w", err)
+	}
+	return csv, nil
+}
+
+// uefiDisk writes to out the GPT image of UEFIDisk and
+// SecureBootUEFIDisk: an ESP of espBytes holding files, then the root
+// file system.
+func (o *OS) uefiDisk(ctx context.Context, dir, out string, espBytes int64, files []espFile) error {
+	root, err := o.rootFS(ctx, dir)
+	if err != nil {
+		return err
+	}
 	esp := filepath.Join(dir, "esp.fat")
-	if err := sparse(esp, espSize); err != nil {
+	if err := sparse(esp, espBytes); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(esp, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("osimage: %w", err)
 	}
-	_, err = mkfs.WriteFAT(f, espSize, mkfs.FATOptions{Label: "ESP", VolumeID: 0x05e1_0001, HiddenSectors: firstLBA})
+	_, err = mkfs.WriteFAT(f, espBytes, mkfs.FATOptions{Label: "ESP", VolumeID: 0x05e1_0001, HiddenSectors: firstLBA})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("osimage: ESP: %w", err)
 	}
-	// shim's format: UTF-16LE with a byte-order mark, "loader,label,
-	// options,description".
-	csv := filepath.Join(dir, "BOOTX64.CSV")
-	u := utf16.Encode([]rune("\ufeffgrubx64.efi," + EFILabel + ",,osimage test OS\n"))
-	b := make([]byte, 2*len(u))
-	for i, c := range u {
-		b[2*i], b[2*i+1] = byte(c), byte(c>>8)
+	dirs := []string{"::/EFI"}
+	for _, f := range files {
+		if d := "::/" + path.Dir(f.dst); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
 	}
-	if err := os.WriteFile(csv, b, 0o644); err != nil {
-		return fmt.Errorf("osimage: %w", err)
-	}
-	if err := run(ctx, "", "mmd", "-i", esp, "::/EFI", "::/"+DistroDir, "::/EFI/BOOT"); err != nil {
+	if err := run(ctx, "", "mmd", append([]string{"-i", esp}, dirs...)...); err != nil {
 		return err
 	}
-	for src, dst := range map[string]string{grub: DistroDir + "/grubx64.efi", csv: DistroDir + "/BOOTX64.CSV"} {
-		if err := run(ctx, "", "mcopy", "-i", esp, src, "::/"+dst); err != nil {
+	for _, f := range files {
+		if err := run(ctx, "", "mcopy", "-i", esp, f.src, "::/"+f.dst); err != nil {
 			return err
 		}
 	}
-	if err := run(ctx, "", "mcopy", "-i", esp, grub, "::/"+RemovablePath); err != nil {
+	if err := sparse(out, firstLBA*sector+espBytes+rootSize+gptSpare); err != nil {
 		return err
 	}
-	if err := sparse(out, firstLBA*sector+espSize+rootSize+gptSpare); err != nil {
-		return err
-	}
-	espEnd := firstLBA + espSize/sector - 1
+	espEnd := firstLBA + espBytes/sector - 1
 	if err := run(ctx, "", "sgdisk", "-n", fmt.Sprintf("1:%d:%d", firstLBA, espEnd), "-t", "1:ef00", "-c", "1:EFI system partition",
 		"-n", fmt.Sprintf("2:%d:+%dK", espEnd+1, rootSize>>10), "-t", "2:8300", "-c", "2:root", out); err != nil {
 		return err
@@ -276,7 +342,7 @@ func (o *OS) UEFIDisk(ctx context.Context, dir, out string) error {
 	if err := place(out, esp, firstLBA*sector); err != nil {
 		return err
 	}
-	return place(out, root, int64(espEnd+1)*sector)
+	return place(out, root, (espEnd+1)*sector)
 }
 
 // mbrSector is boot.img's code (bytes 0-439) with a disk signature and

@@ -45,16 +45,21 @@ const (
 	FailedLine = "osimage: failed: "
 	// PoweringOff is the guest's last line.
 	PoweringOff = "osimage: powering off"
+	// SecureBootLine is followed by what the firmware's SecureBoot
+	// variable says ("enabled", "disabled", "no UEFI") and the kernel's
+	// lockdown mode: "enabled, lockdown integrity".
+	SecureBootLine = "osimage: secure boot "
 	// LoaderLine is what the GRUB menu entry prints before the kernel.
 	LoaderLine = "osimage: GRUB loads the kernel"
 )
 
 // modules are the drivers the guest loads (with their dependencies): the
-// disks of qemu's machines and the config drive's file systems with the
-// character sets FAT mounts with by default.
+// disks of qemu's machines, the config drive's file systems with the
+// character sets FAT mounts with by default, and efivarfs for the
+// SecureBoot variable.
 func modules() []string {
 	return []string{"virtio_pci", "virtio_blk", "virtio_scsi", "sd_mod", "ahci", "nvme",
-		"isofs", "vfat", "nls_cp437", "nls_utf8", "nls_ascii", "nls_iso8859_1"}
+		"isofs", "vfat", "nls_cp437", "nls_utf8", "nls_ascii", "nls_iso8859_1", "efivarfs"}
 }
 
 // KernelArgs is the kernel command line the images' GRUB passes: the test
@@ -164,6 +169,9 @@ func writeInitramfs(out, guest, modDir string, mods []kmod.Module) error {
 type Report struct {
 	Drive, Hostname, UserData string
 	HasUserData               bool
+	// SecureBoot is the SecureBootLine's rest: "enabled, lockdown
+	// integrity" when the firmware enforced Secure Boot.
+	SecureBoot string
 }
 
 // WaitReport waits until the guest of vm has powered off and returns what
@@ -175,6 +183,9 @@ func WaitReport(ctx context.Context, vm *qemu.VM) (Report, error) {
 	}
 	if _, err := vm.WaitFor(ctx, PoweringOff); err != nil {
 		return r, err
+	}
+	if l, ok := vm.Find(SecureBootLine); ok {
+		r.SecureBoot = l.Text[strings.Index(l.Text, SecureBootLine)+len(SecureBootLine):]
 	}
 	if l, ok := vm.Find(FailedLine); ok {
 		return r, fmt.Errorf("osimage: the guest failed: %s", l.Text[strings.Index(l.Text, FailedLine)+len(FailedLine):])

@@ -54,7 +54,7 @@ func TestGuestPrintsTheMarkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{Booted, DriveLine, HostnameLine, UserDataLine, FailedLine, PoweringOff} {
+	for _, m := range []string{Booted, DriveLine, HostnameLine, UserDataLine, FailedLine, PoweringOff, SecureBootLine} {
 		if !strings.Contains(string(src), strconv.Quote(m)) {
 			t.Errorf("internal/testbed/guest/osimage/main.go does not print %q", m)
 		}

@@ -277,17 +277,24 @@ func goBuildFor(ctx context.Context, root, out, pkg, arch string) error {
 // BuildESP writes to out the ESP of Debian's signed shim and GRUB of the
 // test bed's kernel flavour (KernelFlavour), as the release builds it.
 func BuildESP(ctx context.Context, out string) error {
-	f, err := KernelFlavour()
-	if err != nil {
-		return err
-	}
-	cache, err := cachedir.Dir()
-	if err != nil {
-		return err
-	}
-	bc, err := ramdisk.FetchBootChain(ctx, cache, f)
+	bc, err := FetchBootChain(ctx)
 	if err != nil {
 		return err
 	}
 	return ramdisk.ESP(ctx, bc, out, time.Time{})
+}
+
+// FetchBootChain returns Debian's signed shim and GRUB of the test bed's
+// kernel flavour (KernelFlavour), from the download cache: the chain that
+// boots the flavour's signed kernel under Secure Boot.
+func FetchBootChain(ctx context.Context) (*ramdisk.BootChain, error) {
+	f, err := KernelFlavour()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := cachedir.Dir()
+	if err != nil {
+		return nil, err
+	}
+	return ramdisk.FetchBootChain(ctx, cache, f)
 }

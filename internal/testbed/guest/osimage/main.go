@@ -31,7 +31,12 @@ const (
 	markUserData = "osimage: user-data "
 	markFailed   = "osimage: failed: "
 	markOff      = "osimage: powering off"
+	markSecure   = "osimage: secure boot "
 )
+
+// secureBootVar is the UEFI global variable SecureBoot in efivarfs: four
+// bytes of attributes, then 1 when the firmware enforces Secure Boot.
+const secureBootVar = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
 // moduleList names, one a line and dependencies first, the modules below
 // /lib/modules to load.
@@ -71,6 +76,7 @@ func run(ctx context.Context, console io.Writer) error {
 	if err := loadModules(moduleList); err != nil {
 		return err
 	}
+	fmt.Fprintf(console, "%s%s, lockdown %s\n", markSecure, secureBoot(), lockdown())
 	dev, fstype, err := findConfigDrive(ctx, "/sys/class/block", "/dev")
 	if err != nil {
 		return err
@@ -124,6 +130,51 @@ func loadModules(list string) error {
 		}
 	}
 	return nil
+}
+
+// secureBoot says what the firmware's SecureBoot variable says: enabled,
+// disabled, "no UEFI" (a BIOS boot), or why it could not be read.
+func secureBoot() string {
+	const efivars = "/sys/firmware/efi/efivars"
+	if _, err := os.Stat("/sys/firmware/efi"); err != nil {
+		return "no UEFI"
+	}
+	if err := unix.Mount("efivarfs", efivars, "efivarfs", unix.MS_RDONLY, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Sprintf("unknown (mount efivarfs: %v)", err)
+	}
+	defer func() { _ = unix.Unmount(efivars, 0) }()
+	b, err := os.ReadFile(secureBootVar)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "disabled (no SecureBoot variable)"
+	case err != nil:
+		return fmt.Sprintf("unknown (%v)", err)
+	case len(b) == 5 && b[4] == 1:
+		return "enabled"
+	case len(b) == 5 && b[4] == 0:
+		return "disabled"
+	}
+	return fmt.Sprintf("unknown (SecureBoot is %x)", b)
+}
+
+// lockdown is the kernel's lockdown mode, the bracketed word of
+// securityfs's lockdown file ("none [integrity] confidentiality").
+func lockdown() string {
+	const security = "/sys/kernel/security"
+	if err := unix.Mount("securityfs", security, "securityfs", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Sprintf("unknown (mount securityfs: %v)", err)
+	}
+	defer func() { _ = unix.Unmount(security, 0) }()
+	b, err := os.ReadFile(security + "/lockdown")
+	if err != nil {
+		return fmt.Sprintf("unknown (%v)", err)
+	}
+	if _, rest, ok := strings.Cut(string(b), "["); ok {
+		if mode, _, ok := strings.Cut(rest, "]"); ok {
+			return mode
+		}
+	}
+	return fmt.Sprintf("unknown (%q)", strings.TrimSpace(string(b)))
 }
 
 // findConfigDrive polls the block devices until one holds a file system
