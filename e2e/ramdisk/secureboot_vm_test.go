@@ -290,7 +290,10 @@ func TestSecureBootISOBootsBIOS(t *testing.T) {
 // TestVMRedfishSecureBoot): the firmware runs shim, shim GRUB, GRUB the
 // kernel, and the OS reads the SecureBoot variable as enabled and the
 // kernel's lockdown as on. The image e2e/vm deploys under Secure Boot
-// boots by itself.
+// boots by itself. Booted again with Secure Boot switched off in the
+// firmware's setting (qemu.Machine.SecureBootDisabled, the bmcsim Redfish
+// BMC's SecureBootEnable), the same machine, keys and NVRAM, the OS finds
+// it off and the kernel not locked down.
 func TestSecureBootOSDiskInVM(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	if testing.Short() {
@@ -333,6 +336,25 @@ func TestSecureBootOSDiskInVM(t *testing.T) {
 	}
 	if _, ok := vm.Find(osimage.LoaderLine); !ok {
 		t.Errorf("the kernel was not booted through the image's grub.cfg")
+	}
+	vm.Kill()
+
+	// The same machine with Secure Boot switched off in the firmware's
+	// setting (what a BMC's Redfish SecureBootEnable changes): the keys
+	// and the NVRAM stay, nothing is verified, the OS finds it off.
+	m.SecureBootDisabled = true
+	vm, err = qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	if l, err = vm.WaitFor(ctx, osimage.SecureBootLine); err != nil {
+		t.Fatalf("the OS never said what it found of Secure Boot with the setting off: %v\n%s", err, consoleTail(vm))
+	}
+	got = strings.TrimSpace(l.Text[strings.Index(l.Text, osimage.SecureBootLine)+len(osimage.SecureBootLine):])
+	t.Logf("with SecureBootEnable off: secure boot %s", got)
+	if got != "disabled, lockdown none" {
+		t.Errorf("with the firmware's Secure Boot setting off the OS says secure boot %s, want disabled, lockdown none", got)
 	}
 	vm.Kill()
 }

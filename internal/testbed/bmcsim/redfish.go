@@ -45,6 +45,7 @@ const (
 const (
 	redfishRoot     = "/redfish/v1"
 	redfishSystem   = redfishRoot + "/Systems/system"
+	redfishSecure   = redfishSystem + "/SecureBoot"
 	redfishManager  = redfishRoot + "/Managers/bmc"
 	redfishChassis  = redfishRoot + "/Chassis/chassis"
 	redfishSessions = redfishRoot + "/SessionService/Sessions"
@@ -75,6 +76,12 @@ type RedfishConfig struct {
 // as the machine's CD, and an image in the USB stick is attached to every
 // boot as a removable USB disk (qemu.Machine.USBStick). The boot mode
 // (Legacy or UEFI) is the firmware of the next power-on (SeaBIOS or OVMF).
+// A machine with Secure Boot firmware (qemu.Machine.SecureBoot) also has
+// the system's SecureBoot resource, which Ironic's redfish management
+// reads and PATCHes for a node with the secure_boot capability:
+// SecureBootEnable is the firmware's setting for the next power-on
+// (qemu.Machine.SecureBootDisabled), SecureBootCurrentBoot what the
+// running boot has.
 type RedfishBMC struct {
 	machinePower
 	machine qemu.Machine
@@ -89,6 +96,7 @@ type RedfishBMC struct {
 
 	// Guarded by machinePower.mu:
 	target, enabled, mode string // the boot source override
+	secureBootEnable      bool   // SecureBootEnable: the next power-on's setting
 	media                 map[string]*redfishMedia
 	sessions              map[string]string // session ID -> token
 	nextSession           int
@@ -158,7 +166,8 @@ func newRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c Red
 	b := &RedfishBMC{machine: m, opts: opts, conf: c, ctx: ctx, cancel: cancel, start: qemu.Start,
 		client: &http.Client{Transport: &http.Transport{DialContext: dial, Proxy: nil}},
 		target: RedfishBootNone, enabled: "Disabled", mode: mode,
-		sessions: map[string]string{},
+		secureBootEnable: m.SecureBoot && !m.SecureBootDisabled,
+		sessions:         map[string]string{},
 		media: map[string]*redfishMedia{
 			RedfishMediaCd:       {id: RedfishMediaCd, name: "Virtual CD", types: []string{"CD", "DVD"}, writeProtected: true},
 			RedfishMediaUsbStick: {id: RedfishMediaUsbStick, name: "Virtual USB stick", types: []string{"USBStick"}, writeProtected: true},
@@ -221,6 +230,12 @@ func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 	}
 	desc := fmt.Sprintf("boot %s, %s, %s", target, b.enabled, b.mode)
 	m.Kernel, m.Initrd, m.ISO, m.NetBoot, m.USBStick = "", "", "", false, ""
+	if m.SecureBoot {
+		m.SecureBootDisabled = !b.secureBootEnable
+		if m.SecureBootDisabled {
+			desc += ", Secure Boot disabled"
+		}
+	}
 	switch target {
 	case RedfishBootNone, RedfishBootHdd:
 	case RedfishBootPxe:
@@ -360,7 +375,7 @@ func (b *RedfishBMC) resource(path string) (map[string]any, bool) {
 		if b.onLocked() {
 			power = "On"
 		}
-		return map[string]any{"@odata.id": path, "@odata.type": "#ComputerSystem.v1_10_0.ComputerSystem",
+		sys := map[string]any{"@odata.id": path, "@odata.type": "#ComputerSystem.v1_10_0.ComputerSystem",
 			"Id": "system", "Name": m.Name, "UUID": m.SMBIOS.UUID, "SystemType": "Physical",
 			"Manufacturer": m.SMBIOS.SystemManufacturer, "Model": m.SMBIOS.SystemProduct,
 			"SerialNumber": m.SMBIOS.SystemSerial, "SKU": m.SMBIOS.SKU, "BiosVersion": m.SMBIOS.BIOSVersion,
@@ -373,7 +388,24 @@ func (b *RedfishBMC) resource(path string) (map[string]any, bool) {
 			"Links": map[string]any{"ManagedBy": []any{odataID(redfishManager)}, "Chassis": []any{odataID(redfishChassis)}},
 			"Actions": map[string]any{"#ComputerSystem.Reset": map[string]any{
 				"target": redfishSystem + "/Actions/ComputerSystem.Reset", "ResetType@Redfish.AllowableValues": redfishResetTypes}},
-		}, true
+		}
+		if m.SecureBoot {
+			sys["SecureBoot"] = odataID(redfishSecure)
+		}
+		return sys, true
+	case redfishSecure:
+		if !m.SecureBoot {
+			return nil, false
+		}
+		current := "Disabled"
+		if b.onLocked() && b.vm.Machine.SecureBoot && !b.vm.Machine.SecureBootDisabled {
+			current = "Enabled"
+		}
+		// OVMF_VARS_4M.ms.fd's keys stay enrolled whatever the setting:
+		// a platform key makes it user mode.
+		return map[string]any{"@odata.id": path, "@odata.type": "#SecureBoot.v1_1_0.SecureBoot",
+			"Id": "SecureBoot", "Name": "UEFI Secure Boot", "SecureBootEnable": b.secureBootEnable,
+			"SecureBootCurrentBoot": current, "SecureBootMode": "UserMode"}, true
 	case redfishRoot + "/Managers":
 		return collection(path, "ManagerCollection", "Managers", redfishManager), true
 	case redfishManager:
@@ -508,6 +540,22 @@ func (b *RedfishBMC) change(w http.ResponseWriter, r *http.Request, path string,
 			changed = append(changed, "mode "+p.mode)
 		}
 		b.events = append(b.events, "boot override "+strings.Join(changed, ", "))
+		b.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodPatch && path == redfishSecure && b.machine.SecureBoot:
+		on, err := parseSecureBootPatch(body)
+		if err != nil {
+			bad(err)
+			return
+		}
+		b.mu.Lock()
+		if on && b.mode != "UEFI" {
+			b.mu.Unlock()
+			redfishError(w, http.StatusBadRequest, "Base.1.8.PropertyValueConflict", "SecureBootEnable: Secure Boot needs boot mode UEFI, not "+b.mode)
+			return
+		}
+		b.secureBootEnable = on
+		b.events = append(b.events, fmt.Sprintf("SecureBootEnable %v", on))
 		b.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && path == redfishSystem+"/Actions/ComputerSystem.Reset":
@@ -722,6 +770,19 @@ func parseBootPatch(body []byte) (bootPatch, error) {
 		return p, errors.New("nothing to change in Boot")
 	}
 	return p, nil
+}
+
+// parseSecureBootPatch reads a PATCH of the SecureBoot resource:
+// {"SecureBootEnable": true or false}, the one property a client sets.
+func parseSecureBootPatch(body []byte) (bool, error) {
+	o, err := decodeObject(body, "SecureBoot", "SecureBootEnable")
+	if err != nil {
+		return false, err
+	}
+	if _, ok := o["SecureBootEnable"]; !ok {
+		return false, errors.New("nothing to change in SecureBoot (want SecureBootEnable)")
+	}
+	return boolOf(o, "SecureBoot", "SecureBootEnable", false)
 }
 
 // parseReset reads ComputerSystem.Reset's parameters: {"ResetType": ...}.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,7 +36,12 @@ const rfUser, rfPassword = "admin", "redfish-s3cret"
 
 func newRedfishBed(t *testing.T, firmware qemu.Firmware) *redfishBed {
 	t.Helper()
-	m := qemu.DefaultMachine(firmware)
+	return newRedfishBedFor(t, qemu.DefaultMachine(firmware))
+}
+
+// newRedfishBedFor is newRedfishBed for machine m.
+func newRedfishBedFor(t *testing.T, m qemu.Machine) *redfishBed {
+	t.Helper()
 	m.Dir = t.TempDir()
 	bmc, err := newRedfishBMC(t.Context(), m, qemu.Options{}, RedfishConfig{Addr: "unused", User: rfUser, Password: rfPassword})
 	if err != nil {
@@ -490,5 +496,74 @@ func TestRedfishUSBStickAttached(t *testing.T) {
 	}
 	if events := strings.Join(b.bmc.Events(), "; "); !strings.Contains(events, ", USB stick "+b.images.URL+"/redfish/image-node.img)") {
 		t.Errorf("events do not name the stick: %s", events)
+	}
+}
+
+// TestRedfishSecureBoot: a machine with Secure Boot firmware has the
+// system's SecureBoot resource, as Ironic's redfish management reads it
+// (SecureBootEnable, SecureBootCurrentBoot, SecureBootMode); a PATCH of
+// SecureBootEnable is the firmware's setting at the next power-on, not
+// the running boot's; enabling it in Legacy mode and other properties are
+// refused; a machine without that firmware has no such resource.
+func TestRedfishSecureBoot(t *testing.T) {
+	m := qemu.DefaultMachine(qemu.UEFI)
+	m.SecureBoot = true
+	b := newRedfishBedFor(t, m)
+	sys := b.want("GET", redfishSystem, "", 200)
+	if link, _ := sys["SecureBoot"].(map[string]any); link["@odata.id"] != redfishSecure {
+		t.Fatalf("the system links SecureBoot as %v, want %s", sys["SecureBoot"], redfishSecure)
+	}
+	if sb := b.want("GET", redfishSecure, "", 200); sb["SecureBootEnable"] != true || sb["SecureBootCurrentBoot"] != "Disabled" || sb["SecureBootMode"] != "UserMode" {
+		t.Errorf("SecureBoot of a machine off with Secure Boot on: %v", sb)
+	}
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "On"}`, 204)
+	if sb := b.want("GET", redfishSecure, "", 200); sb["SecureBootCurrentBoot"] != "Enabled" {
+		t.Errorf("SecureBoot while a Secure Boot boot runs: %v", sb)
+	}
+	b.want("PATCH", redfishSecure, `{"SecureBootEnable": false}`, 204)
+	if sb := b.want("GET", redfishSecure, "", 200); sb["SecureBootEnable"] != false || sb["SecureBootCurrentBoot"] != "Enabled" {
+		t.Errorf("SecureBoot after disabling it, the same boot running: %v", sb)
+	}
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "ForceRestart"}`, 204)
+	if sb := b.want("GET", redfishSecure, "", 200); sb["SecureBootCurrentBoot"] != "Disabled" {
+		t.Errorf("SecureBoot after a restart with it disabled: %v", sb)
+	}
+	b.want("PATCH", redfishSecure, `{"SecureBootEnable": true}`, 204)
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "ForceRestart"}`, 204)
+	b.mu.Lock()
+	booted := slices.Clone(b.booted)
+	b.mu.Unlock()
+	if len(booted) != 3 {
+		t.Fatalf("%d boots, want 3", len(booted))
+	}
+	for i, want := range []bool{false, true, false} {
+		if m := booted[i]; !m.SecureBoot || m.SecureBootDisabled != want {
+			t.Errorf("boot %d: SecureBoot %v, SecureBootDisabled %v; want true, %v", i+1, m.SecureBoot, m.SecureBootDisabled, want)
+		}
+	}
+	for _, body := range []string{`{}`, `{"SecureBootEnable": "yes"}`, `{"SecureBootMode": "SetupMode"}`, `[]`} {
+		if code, _, _ := b.do("PATCH", redfishSecure, "", body); code != 400 {
+			t.Errorf("PATCH SecureBoot %s: %d, want 400", body, code)
+		}
+	}
+	b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideMode": "Legacy"}}`, 204)
+	if code, _, _ := b.do("PATCH", redfishSecure, "", `{"SecureBootEnable": true}`); code != 400 {
+		t.Errorf("enabling Secure Boot in Legacy mode: %d, want 400", code)
+	}
+	events := strings.Join(b.bmc.Events(), "; ")
+	for _, e := range []string{"SecureBootEnable false", "(boot None, Disabled, UEFI, Secure Boot disabled)", "SecureBootEnable true"} {
+		if !strings.Contains(events, e) {
+			t.Errorf("events lack %q: %s", e, events)
+		}
+	}
+
+	plain := newRedfishBed(t, qemu.UEFI)
+	if sys := plain.want("GET", redfishSystem, "", 200); sys["SecureBoot"] != nil {
+		t.Errorf("a machine without Secure Boot firmware links SecureBoot: %v", sys["SecureBoot"])
+	}
+	for _, method := range []string{"GET", "PATCH"} {
+		if code, _, _ := plain.do(method, redfishSecure, "", `{"SecureBootEnable": true}`); code != 404 && code != 405 {
+			t.Errorf("%s SecureBoot of a machine without Secure Boot firmware: %d, want 404", method, code)
+		}
 	}
 }

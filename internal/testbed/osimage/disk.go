@@ -15,8 +15,8 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
 	"github.com/ironic-go/ironic-agent/deploy/mkfs"
-	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage/grubimage"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
 // Where the whole-disk images keep things.

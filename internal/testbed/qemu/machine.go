@@ -212,6 +212,13 @@ type Machine struct {
 	// (Microsoft's keys enrolled), on a q35 with SMM, which that firmware
 	// needs to keep its variables from the OS.
 	SecureBoot bool
+	// SecureBootDisabled, with SecureBoot, is that firmware with Secure
+	// Boot switched off in its setting (OVMF's SecureBootEnable variable,
+	// what its setup menu and a BMC's Redfish SecureBootEnable change):
+	// the same firmware, keys and NVRAM, but it verifies no image and
+	// reports SecureBoot=0. Start writes the setting into the machine's
+	// variables (SetSecureBootEnable) before each boot.
+	SecureBootDisabled bool
 	// BMC, when set, adds QEMU's simulated BMC behind an ISA KCS
 	// interface, which the guest's ipmi_si finds through ACPI and exposes as
 	// /dev/ipmi0, or behind SMBus (BMC.SSIF).

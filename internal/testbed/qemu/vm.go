@@ -98,6 +98,11 @@ func Start(ctx context.Context, m Machine, opts Options) (*VM, error) {
 				return nil, fmt.Errorf("qemu: UEFI variables (install ovmf, or qemu-efi-aarch64 for arm64): %w", err)
 			}
 		}
+		if m.SecureBoot {
+			if err := SetSecureBootEnable(vars, !m.SecureBootDisabled); err != nil {
+				return nil, err
+			}
+		}
 	}
 	relay := opts.Relay
 	if relay == nil {
