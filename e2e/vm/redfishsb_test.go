@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -117,17 +121,17 @@ func isoFile(t *testing.T, ctx context.Context, iso, path string) []byte {
 // runs Debian's shim, shim its GRUB, GRUB reads the configuration Ironic
 // wrote on the ISO and boots the signed kernel, which locks itself down;
 // the agent says so, and inspection, automated cleaning (metadata
-// erase) and a deploy of the test's whole-disk image complete. The
-// image's EFI loader is unsigned: the firmware, still enforcing Secure
-// Boot, refuses it at the boot after the deploy. Slow (E2E_VM_SLOW):
-// four boots under OVMF with SMM.
+// erase) and a deploy complete. The deploy is of a whole-disk image laid
+// out as Debian installs its signed chain (osimage.SecureBootUEFIDisk:
+// shim, GRUB and shim's BOOTX64.CSV in EFI/debian) with a config drive:
+// the agent's boot entry names shim, as IPA's does, and at the boot
+// after the deploy the firmware, still enforcing Secure Boot, runs shim
+// through it, shim GRUB, GRUB the signed kernel, and the OS reads the
+// SecureBoot variable as enabled, the kernel's lockdown as on, and the
+// config drive. Slow (E2E_VM_SLOW): four boots under OVMF with SMM.
 func TestVMRedfishSecureBoot(t *testing.T) {
 	slowScenario(t)
-	for _, p := range []string{qemu.OVMFSecureBootCode, qemu.OVMFSecureBootVars} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("SKIPPED: needs ovmf's Secure Boot firmware (test.sh installs it): %v", err)
-		}
-	}
+	requireSecureBootFirmware(t)
 	testStart := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
@@ -162,30 +166,126 @@ func TestVMRedfishSecureBoot(t *testing.T) {
 		t.Error("cleaning did not erase the start of the disk")
 	}
 
-	// Deploy: the test's whole-disk image, whose EFI loader is unsigned.
-	// The agent writes it and Ironic boots the disk; the firmware, still
-	// enforcing Secure Boot, refuses that loader.
-	img := setDeployImage(t, ctx, r.s, r.bed, r.node.UUID, "uefi", r.m.Dir, "redfish-image-secureboot.raw")
-	vm = r.l.Deploy(15*time.Minute).report(t, "deploy")
+	// Deploy: internal/testbed/osimage's Secure Boot whole-disk image,
+	// with a config drive. The agent writes it and makes the boot entry
+	// from the CSV beside shim; Ironic boots the disk, still enforcing
+	// Secure Boot: the firmware runs shim through that entry, shim GRUB,
+	// GRUB the signed kernel, and the OS finds Secure Boot on.
+	const hostname, userData = "secureboot-os", "#!/bin/sh\necho secure boot\n"
+	vm, diskVM := r.deploySecureBootOS(hostname, userData)
 	ib = r.checkISOBoot(vm)
 	r.checkSecureBoot("deploy", vm, ib, esp)
-	if got := readAt(t, r.disk, 1024, len(img)-1024); !bytes.Equal(got, img[1024:]) {
-		t.Errorf("the disk %s does not hold the image", pxeTarget)
+	if diskVM.Machine.SecureBootDisabled {
+		t.Errorf("the boot after the deploy had Secure Boot switched off")
 	}
-	diskVM := r.bmc.VM()
-	if diskVM.Machine.ISO != "" || !diskVM.Machine.SecureBoot {
-		t.Errorf("the boot after the deploy was not from the disk with Secure Boot enforced: %s", qemu.ShellQuote(diskVM.Cmdline))
-	}
-	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer lcancel()
-	if l, err := diskVM.WaitFor(lctx, "Access Denied"); err != nil {
-		t.Errorf("the firmware did not refuse the image's unsigned loader: %v\n%s", err, consoleTail(diskVM, 30))
-	} else {
-		t.Logf("the firmware refused the deployed image's unsigned loader: %q", strings.TrimSpace(l.Text))
-	}
-	if _, ok := diskVM.Find(uefiLoaderSays); ok {
-		t.Errorf("the deployed image's unsigned loader ran under Secure Boot")
-	}
+	checkSecureBootOS(t, ctx, diskVM, hostname, userData)
 	t.Logf("BMC events: %s", strings.Join(r.bmc.Events(), "; "))
 	reportSeconds(t, time.Since(testStart), "whole_test_s")
+}
+
+// requireSecureBootFirmware skips t without ovmf's Secure Boot firmware.
+func requireSecureBootFirmware(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{qemu.OVMFSecureBootCode, qemu.OVMFSecureBootVars} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("SKIPPED: needs ovmf's Secure Boot firmware (test.sh installs it): %v", err)
+		}
+	}
+}
+
+// deploySecureBootOS deploys secureBootOSImage to r's disk with a config
+// drive of hostname and userData, checks that the disk holds the image
+// and that Ironic then booted the machine from its disk with the Secure
+// Boot firmware, and returns the VMs of the ramdisk's boot and of that
+// boot.
+func (r *redfishNode) deploySecureBootOS(hostname, userData string) (ramdiskVM, diskVM *qemu.VM) {
+	t := r.t
+	t.Helper()
+	raw, img := secureBootOSImage(t, r.ctx, r.m.Dir)
+	ops := append(imageInfo(r.bed.serveImage(filepath.Base(raw), raw), img),
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": pxeTarget}})
+	if err := nodes.Update(r.ctx, r.s.ironic.Service, r.node.UUID, ops).Err; err != nil {
+		t.Fatal(err)
+	}
+	cd := nodes.ConfigDrive{MetaData: map[string]any{"uuid": r.node.UUID, "hostname": hostname, "name": hostname}, UserData: userData}
+	ramdiskVM = r.l.To(nodes.ProvisionStateOpts{Target: nodes.TargetActive, ConfigDrive: cd}, 15*time.Minute).report(t, "deploy")
+	// The agent moved the GPT's backup header and added the config
+	// drive's partition: the image's bytes from its first partition on.
+	if got := readAt(t, r.disk, 1<<20, len(img)-2<<20); !bytes.Equal(got, img[1<<20:len(img)-1<<20]) {
+		t.Errorf("the disk %s does not hold the image", pxeTarget)
+	}
+	diskVM = r.bmc.VM()
+	if diskVM.Machine.ISO != "" || !diskVM.Machine.SecureBoot {
+		t.Errorf("the boot after the deploy was not from the disk with the Secure Boot firmware: %s", qemu.ShellQuote(diskVM.Cmdline))
+	}
+	return ramdiskVM, diskVM
+}
+
+// secureBootOSImage builds in dir internal/testbed/osimage's whole-disk
+// image with Debian's signed shim and GRUB in its ESP
+// (osimage.SecureBootUEFIDisk) and returns its path and bytes.
+func secureBootOSImage(t *testing.T, ctx context.Context, dir string) (string, []byte) {
+	t.Helper()
+	if m := osimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
+	}
+	start := time.Now()
+	dir = filepath.Join(dir, "osimage")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, err := osimage.Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(dir, "os-secureboot.raw")
+	if err := o.SecureBootUEFIDisk(ctx, dir, raw); err != nil {
+		t.Fatal(err)
+	}
+	img, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportSeconds(t, time.Since(start), "os_image_build_s")
+	return raw, img
+}
+
+// checkSecureBootOS checks that vm, the boot from the disk after a deploy
+// of secureBootOSImage, went through the agent's boot entry to shim (the
+// label and loader of the image's BOOTX64.CSV, not the removable-media
+// path), that the OS found Secure Boot enabled and the kernel locked
+// down, read the config drive's hostname and user-data, and powered off.
+func checkSecureBootOS(t *testing.T, ctx context.Context, vm *qemu.VM, hostname, userData string) {
+	t.Helper()
+	octx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	first, err := vm.WaitFor(octx, "BdsDxe: ")
+	if err != nil {
+		t.Fatalf("the firmware never tried a boot option: %v\n%s", err, consoleTail(vm, 30))
+	}
+	want := regexp.MustCompile(`BdsDxe: loading Boot[0-9A-F]{4} "` + osimage.SignedLabel + `" from HD\(1,GPT,[0-9A-F-]{36},0x800,0x[0-9A-F]+\)/\\` +
+		strings.ReplaceAll(osimage.SignedDir, "/", `\\`) + `\\shimx64\.efi$`)
+	if !want.MatchString(first.Text) {
+		t.Errorf("OVMF's first boot option is not the agent's entry for shim: %q, want a line matching %s", first.Text, want)
+	}
+	r, err := osimage.WaitReport(octx, vm)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, consoleTail(vm, 30))
+	}
+	t.Logf("the deployed OS booted under Secure Boot: %s; secure boot %s; config drive %s", strings.TrimSpace(first.Text[strings.Index(first.Text, "BdsDxe"):]), r.SecureBoot, r.Drive)
+	if r.SecureBoot != "enabled, lockdown integrity" && r.SecureBoot != "enabled, lockdown confidentiality" {
+		t.Errorf("the deployed OS says secure boot %q, want enabled with lockdown integrity or confidentiality", r.SecureBoot)
+	}
+	if _, ok := vm.Find("EFI stub: UEFI Secure Boot is enabled"); !ok {
+		t.Errorf("the deployed OS's kernel did not say Secure Boot is on")
+	}
+	if r.Hostname != hostname || r.UserData != userData || !r.HasUserData {
+		t.Errorf("the deployed OS read hostname %q and user-data %q from the config drive; want %q and %q", r.Hostname, r.UserData, hostname, userData)
+	}
+	if err := vm.Wait(octx); err != nil {
+		t.Errorf("the deployed OS did not power off: %v", err)
+	}
+	if booted, ok := vm.Find(osimage.Booted); ok {
+		reportSeconds(t, booted.At, "os_init_s")
+	}
 }
