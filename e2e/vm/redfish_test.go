@@ -78,6 +78,11 @@ type redfishCase struct {
 	// provisioning network of its own whose Ironic boots it through the
 	// release's ESP (secureBootProvisioningNetwork).
 	secureBoot bool
+	// secureBootOff starts the secureBoot machine with Secure Boot
+	// switched off in its firmware's setting (the BMC's SecureBootEnable
+	// false), and enrolls the node with the secure_boot capability and
+	// automated cleaning off: Ironic switches it on for the deployed OS.
+	secureBootOff bool
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -129,6 +134,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
 	m.SecureBoot = c.secureBoot
+	m.SecureBootDisabled = c.secureBootOff
 	m.Dir = vmDir(t)
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
@@ -190,6 +196,10 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	}
 	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
+	if c.secureBootOff {
+		noClean := false
+		spec.Properties["capabilities"], spec.AutomatedClean = "boot_mode:"+fw+",secure_boot:true", &noClean
+	}
 	r.node = ironic.Enroll(t, ctx, r.s.ironic, spec, r.mac)
 	r.l = &lifecycle{t: t, ctx: ctx, ironic: r.s.ironic, node: r.node.UUID, power: redfishPower, boot: virtualMedia, bmc: r.bmc}
 	if networkData != nil {

@@ -272,7 +272,7 @@ func checkSecureBootOS(t *testing.T, ctx context.Context, vm *qemu.VM, hostname,
 	if err != nil {
 		t.Fatalf("%v\n%s", err, consoleTail(vm, 30))
 	}
-	t.Logf("the deployed OS booted under Secure Boot: %s; secure boot %s; config drive %s", strings.TrimSpace(first.Text[strings.Index(first.Text, "BdsDxe"):]), r.SecureBoot, r.Drive)
+	t.Logf("the deployed OS booted: %s; secure boot %s; config drive %s", strings.TrimSpace(first.Text[strings.Index(first.Text, "BdsDxe"):]), r.SecureBoot, r.Drive)
 	if r.SecureBoot != "enabled, lockdown integrity" && r.SecureBoot != "enabled, lockdown confidentiality" {
 		t.Errorf("the deployed OS says secure boot %q, want enabled with lockdown integrity or confidentiality", r.SecureBoot)
 	}
