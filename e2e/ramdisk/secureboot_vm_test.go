@@ -92,6 +92,18 @@ func slowScenario(t *testing.T) {
 	}
 }
 
+// slowSecureBootVM skips t unless it may boot a slow Secure Boot virtual
+// machine here: root, no -short, E2E_VM_SLOW, the firmware and tools.
+func slowSecureBootVM(t *testing.T) {
+	t.Helper()
+	qemu.SkipUnlessRoot(t)
+	if testing.Short() {
+		t.Skip("SKIPPED: -short: boots a virtual machine")
+	}
+	slowScenario(t)
+	requireSecureBootHost(t)
+}
+
 // requireSecureBootHost skips without the Secure Boot firmware and the
 // ISO tools.
 func requireSecureBootHost(t *testing.T) {
@@ -121,12 +133,7 @@ const secureBootCmdline = "panic=-1 cryptomgr.notests no_timer_check loglevel=6 
 // the NICs, the BMC over IPMI, UEFI boot mode). The kernel's "Lockdown:"
 // lines, listed, say what it refused the agent, if anything.
 func TestSecureBootInVM(t *testing.T) {
-	qemu.SkipUnlessRoot(t)
-	if testing.Short() {
-		t.Skip("SKIPPED: -short: boots a virtual machine")
-	}
-	slowScenario(t)
-	requireSecureBootHost(t)
+	slowSecureBootVM(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
 	defer cancel()
 	ironic, fwd := startLoopbackStandIn(t)
@@ -138,27 +145,7 @@ func TestSecureBootInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Kill)
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
-	}
-	if _, err := vm.WaitFor(ctx, "EFI stub: UEFI Secure Boot is enabled"); err != nil {
-		fail("the kernel's EFI stub never said Secure Boot is on: %v", err)
-	}
-	if _, err := vm.WaitFor(ctx, "Kernel is locked down from EFI Secure Boot"); err != nil {
-		fail("the kernel never locked itself down: %v", err)
-	}
-	// The agent's own reading: efivarfs's SecureBoot variable and
-	// securityfs's lockdown file.
-	l, err := vm.WaitFor(ctx, `msg="boot security"`)
-	if err != nil {
-		fail("the agent never said what it found of Secure Boot: %v", err)
-	}
-	t.Logf("agent: %s", strings.TrimSpace(l.Text[strings.Index(l.Text, "msg="):]))
-	if !strings.Contains(l.Text, "secure_boot=enabled") || !(strings.Contains(l.Text, "lockdown=integrity") || strings.Contains(l.Text, "lockdown=confidentiality")) {
-		t.Errorf("the agent says %s, want Secure Boot enabled and lockdown integrity or confidentiality", strings.TrimSpace(l.Text))
-	}
-	t.Logf("kernel up under Secure Boot after %v", vm.Elapsed().Round(time.Second))
+	fail := waitSecureBootAgent(t, ctx, vm)
 	body, err := ironic.wait(ctx, "continue", 15*time.Minute)
 	if err != nil {
 		fail("no inspection data: %v; the stand-in saw %v", err, ironic.paths())
@@ -210,6 +197,90 @@ func TestSecureBootInVM(t *testing.T) {
 	vm.Kill()
 }
 
+// waitSecureBootAgent waits until the kernel in vm says Secure Boot is on
+// and locks itself down, and the agent says so too; it returns a Fatalf
+// that shows the end of the console.
+func waitSecureBootAgent(t *testing.T, ctx context.Context, vm *qemu.VM) func(format string, args ...any) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\n%s", append(args, consoleTail(vm))...)
+	}
+	if _, err := vm.WaitFor(ctx, "EFI stub: UEFI Secure Boot is enabled"); err != nil {
+		fail("the kernel's EFI stub never said Secure Boot is on: %v", err)
+	}
+	if _, err := vm.WaitFor(ctx, "Kernel is locked down from EFI Secure Boot"); err != nil {
+		fail("the kernel never locked itself down: %v", err)
+	}
+	// The agent's own reading: efivarfs's SecureBoot variable and
+	// securityfs's lockdown file.
+	l, err := vm.WaitFor(ctx, `msg="boot security"`)
+	if err != nil {
+		fail("the agent never said what it found of Secure Boot: %v", err)
+	}
+	t.Logf("agent: %s", strings.TrimSpace(l.Text[strings.Index(l.Text, "msg="):]))
+	if !strings.Contains(l.Text, "secure_boot=enabled") || !(strings.Contains(l.Text, "lockdown=integrity") || strings.Contains(l.Text, "lockdown=confidentiality")) {
+		t.Errorf("the agent says %s, want Secure Boot enabled and lockdown integrity or confidentiality", strings.TrimSpace(l.Text))
+	}
+	t.Logf("kernel up under Secure Boot after %v", vm.Elapsed().Round(time.Second))
+	return fail
+}
+
+// TestSecureBootNetBootInVM boots the ramdisk from the network with
+// Secure Boot enforced, through the chain of docs/secure-boot.md: OVMF's
+// PXE client gets Debian's shim over TFTP (QEMU's own DHCP and TFTP
+// server, standing in for a provisioning network's), shim fetches
+// grubx64.efi beside it, Debian's signed network GRUB
+// (grubnetx64.efi.signed), which reads grub/grub.cfg from the same
+// server, as Ironic's pxe boot interface lays its TFTP root out, and
+// loads the signed kernel and the initramfs over TFTP with linux and
+// initrd. The kernel locks itself down and the agent inspects the
+// machine against the Ironic stand-in.
+func TestSecureBootNetBootInVM(t *testing.T) {
+	slowSecureBootVM(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	defer cancel()
+	rd, err := qemu.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := qemu.FetchBootChain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ironic, fwd := startLoopbackStandIn(t)
+	m := secureBootMachine(t, "ironic-agent-secureboot-netboot")
+	m.GuestFwd, m.ISO, m.NetBoot = fwd, "", true
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:5b:00:01", Backend: qemu.NICUser, PXE: true}}
+	m.TFTPRoot, m.TFTPBootFile = filepath.Join(m.Dir, "tftp"), "bootx64.efi"
+	cfg := "set timeout=1\nmenuentry deploy {\n\tlinux /deploy_kernel " + qemu.KernelArgs + " " + secureBootCmdline + "\n\tinitrd /deploy_ramdisk\n}\n"
+	if err := os.MkdirAll(filepath.Join(m.TFTPRoot, "grub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dst, src := range map[string]string{"bootx64.efi": bc.Shim, "grubx64.efi": bc.GrubNet, "deploy_kernel": rd.Kernel, "deploy_ramdisk": rd.Initrd} {
+		if err := qemu.CopyFile(src, filepath.Join(m.TFTPRoot, dst)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m.TFTPRoot, "grub/grub.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Kill)
+	if _, err := vm.WaitFor(ctx, "Fetching Netboot Image grubx64.efi"); err != nil {
+		t.Fatalf("shim never fetched GRUB over the network: %v\n%s", err, consoleTail(vm))
+	}
+	fail := waitSecureBootAgent(t, ctx, vm)
+	if _, err := ironic.wait(ctx, "continue", 15*time.Minute); err != nil {
+		fail("no inspection data: %v; the stand-in saw %v", err, ironic.paths())
+	}
+	t.Logf("inspection data from the network boot under Secure Boot after %v", vm.Elapsed().Round(time.Second))
+	vm.Kill()
+}
+
 // TestSecureBootRefusesUnsignedGRUB is the control of TestSecureBootInVM:
 // the same firmware and variables refuse the ISO grub-mkrescue makes on
 // its own (an unsigned GRUB as its UEFI entry), so a boot under
@@ -249,12 +320,7 @@ func TestSecureBootRefusesUnsignedGRUB(t *testing.T) {
 // entry is grub-mkrescue's, as before the ESP, and the agent says there
 // are no UEFI variables to read Secure Boot from.
 func TestSecureBootISOBootsBIOS(t *testing.T) {
-	qemu.SkipUnlessRoot(t)
-	if testing.Short() {
-		t.Skip("SKIPPED: -short: boots a virtual machine")
-	}
-	slowScenario(t)
-	requireSecureBootHost(t)
+	slowSecureBootVM(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	m := qemu.DefaultMachine(qemu.BIOS)
@@ -295,12 +361,7 @@ func TestSecureBootISOBootsBIOS(t *testing.T) {
 // BMC's SecureBootEnable), the same machine, keys and NVRAM, the OS finds
 // it off and the kernel not locked down.
 func TestSecureBootOSDiskInVM(t *testing.T) {
-	qemu.SkipUnlessRoot(t)
-	if testing.Short() {
-		t.Skip("SKIPPED: -short: boots a virtual machine")
-	}
-	slowScenario(t)
-	requireSecureBootHost(t)
+	slowSecureBootVM(t)
 	if m := osimage.Missing(); m != "" {
 		t.Skipf("SKIPPED: needs %s (in test.sh)", m)
 	}

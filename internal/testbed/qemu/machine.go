@@ -195,6 +195,11 @@ type Machine struct {
 	// NetBoot puts the NICs with PXE first in the firmware's boot order
 	// (with no Kernel and no ISO): the machine boots from the network.
 	NetBoot bool
+	// TFTPRoot, when set, is served by the NICUser NICs' own DHCP and
+	// TFTP server (QEMU's slirp), whose DHCP names TFTPBootFile (relative
+	// to TFTPRoot) as the boot file: a network boot with no provisioning
+	// network.
+	TFTPRoot, TFTPBootFile string
 	// GuestFwd maps a guest address (10.0.2.100:80) to a host TCP address
 	// (127.0.0.1:8080), reached through RelayCommand.
 	GuestFwd map[string]string
@@ -820,6 +825,9 @@ func (m *Machine) netdev(i int, n NIC, relay func(target string) string, fd int)
 	switch n.Backend {
 	case NICUser:
 		nd := fmt.Sprintf("user,id=n%d,restrict=on,ipv6=off,net=10.0.2.0/24", i)
+		if m.TFTPRoot != "" {
+			nd += ",tftp=" + qemuEscape(m.TFTPRoot) + ",bootfile=" + qemuEscape(m.TFTPBootFile)
+		}
 		for _, g := range slices.Sorted(maps.Keys(m.GuestFwd)) {
 			nd += ",guestfwd=tcp:" + g + "-cmd:" + qemuEscape(relay(m.GuestFwd[g]))
 		}
