@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/testbed/bmcsim"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
@@ -20,6 +22,10 @@ import (
 
 // redfishArm64Node is the machine of TestVMArm64Lifecycle.
 const redfishArm64Node = 6
+
+// uefiShellFile is the file GUID of EDK II's UEFI Shell, which AAVMF
+// lists as a boot entry of its firmware volume.
+const uefiShellFile = "7C04A583-9E3E-4F1C-AD65-E05268D0B4D1"
 
 // needArm64 skips t unless an arm64 machine can run here.
 func needArm64(t *testing.T) {
@@ -77,9 +83,13 @@ func arm64ProvisioningNetwork(t *testing.T) *pxeBed {
 // (the inventory is the arm64 machine's), automated cleaning (metadata
 // erase), and a deploy of internal/testbed/osimage's arm64 whole-disk
 // image (GRUB for arm64 on its ESP, Debian's arm64 kernel, the guest
-// cross-built) with a config drive; Ironic ejects the CD and powers the
-// disk on, and the deployed OS prints the config drive's hostname and
-// user-data. The cleaning boot's first heartbeat, from QEMU's start, is
+// cross-built) with a config drive and clean_uefi_nvram as a deploy
+// step (AAVMF's UEFI Shell entry deleted through efivarfs); the agent
+// writes the NVRAM entry the image's BOOTAA64.CSV names; Ironic ejects
+// the CD and powers the disk on, AAVMF boots that entry, and the deployed
+// OS prints the config drive's hostname and user-data. (The firmware
+// lists no entry of the disk's removable path: a disk without a
+// bootindex is left out of its boot order.) The cleaning boot's first heartbeat, from QEMU's start, is
 // vm.arm64.boot_to_heartbeat_s. Slow (E2E_VM_SLOW): four arm64 boots
 // under TCG.
 func TestVMArm64Lifecycle(t *testing.T) {
@@ -130,11 +140,28 @@ func TestVMArm64Lifecycle(t *testing.T) {
 		t.Error("cleaning did not erase the start of the disk")
 	}
 
-	img := osBootImage{format: "raw", hostname: "lifecycle-arm64", userData: "#cloud-config\nhostname: lifecycle-arm64\n"}
+	// clean_uefi_nvram as a deploy step before write_image (80): the
+	// agent deletes, through efivarfs, the entry of AAVMF's UEFI Shell
+	// (its file GUID; the firmware adds it again at the next boot). The
+	// image's own entry comes later, from install_bootloader in
+	// prepare_instance_boot (60).
+	nvram := nodes.DeployStep{Interface: nodes.InterfaceDeploy, Step: "clean_uefi_nvram", Priority: 90,
+		Args: map[string]any{"match_patterns": []string{`FvFile\(` + uefiShellFile + `\)`}}}
+	img := osBootImage{format: "raw", hostname: "lifecycle-arm64", userData: "#cloud-config\nhostname: lifecycle-arm64\n", steps: []nodes.DeployStep{nvram}}
 	vm, osVM := deployOS(t, ctx, osDeploy{s: r.s, node: r.node.UUID, bmc: r.bmc, l: r.l, firmware: "uefi",
 		url: r.bed.serveImage(filepath.Base(raw), raw), path: raw, serial: pxeTarget, img: img})
 	r.checkISOBoot(vm)
 	checkImage(t, r.disk, raw, "uefi")
+	loader := `\` + strings.ReplaceAll(osimage.DistroDir, "/", `\`) + `\grubaa64.efi`
+	written, ok := vm.Find("UEFI boot entry written")
+	if !ok || !strings.Contains(written.Text, "label="+osimage.EFILabel) || !strings.Contains(written.Text, loader) {
+		t.Errorf("the agent wrote no boot entry for %s from the image's BOOTAA64.CSV: %q", loader, written.Text)
+	}
+	if l, ok := vm.Find("deleting UEFI boot entry"); !ok || !strings.Contains(strings.ToUpper(l.Text), uefiShellFile) {
+		t.Errorf("clean_uefi_nvram deleted no boot entry of the UEFI Shell: %q", l.Text)
+	} else {
+		t.Logf("%s", strings.TrimSpace(l.Text[strings.Index(l.Text, "msg="):]))
+	}
 	if l, ok := osVM.Find(osimage.LoaderLine); ok {
 		t.Logf("the deployed image's GRUB for arm64: %q", strings.TrimSpace(l.Text))
 	} else {
