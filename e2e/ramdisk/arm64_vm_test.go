@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
-	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -277,16 +276,7 @@ func TestArm64ISOInVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := cachedir.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl, err := qemu.KernelFlavour()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl.Arch = qemu.Arm64
-	grub, err := ramdisk.GRUBDir(ctx, cache, fl)
+	grub, err := qemu.GRUBDir(ctx, qemu.Arm64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,8 +42,14 @@ func checkInventory(t *testing.T, inv map[string]any, m qemu.Machine) {
 	eq("system_vendor.firmware.vendor", get(inv, "system_vendor", "firmware", "vendor"), sv.BIOSVendor)
 	eq("system_vendor.firmware.version", get(inv, "system_vendor", "firmware", "version"), sv.BIOSVersion)
 	eq("cpu.count", get(inv, "cpu", "count"), m.CPUs)
-	eq("cpu.model_name", get(inv, "cpu", "model_name"), m.CPUModel)
-	eq("cpu.architecture", get(inv, "cpu", "architecture"), "x86_64")
+	model, arch := m.CPUModel, "x86_64"
+	if m.Arch == qemu.Arm64 {
+		// lscpu's name of the core's MIDR, QEMU's CPU type being no
+		// model name.
+		model, arch = "Cortex-A57", "aarch64"
+	}
+	eq("cpu.model_name", get(inv, "cpu", "model_name"), model)
+	eq("cpu.architecture", get(inv, "cpu", "architecture"), arch)
 	eq("memory.physical_mb", get(inv, "memory", "physical_mb"), m.MemoryMB)
 	if total, _ := get(inv, "memory", "total").(float64); total < float64(m.MemoryMB)*0.8*(1<<20) || total > float64(m.MemoryMB)*(1<<20) {
 		t.Errorf("memory.total = %v, want a little under %d MiB", total, m.MemoryMB)

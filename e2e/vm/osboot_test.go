@@ -149,12 +149,36 @@ func (b *osBootBed) deploy(t *testing.T, ctx context.Context, img osBootImage) *
 	return vm
 }
 
-// osDeploy is one deploy of an image of internal/testbed/osimage to an ipmi node
+// osBMC is the BMC of a deployOS machine: a bmcsim.IPMISim or a
+// bmcsim.RedfishBMC.
+type osBMC interface {
+	bmcPower
+	VM() *qemu.VM
+}
+
+// bootsDisk says whether bmc's boot device is the disk and vm, its last
+// boot, neither a kernel handed to QEMU, a network boot nor a virtual CD.
+func bootsDisk(bmc osBMC, vm *qemu.VM) (bool, string) {
+	var dev string
+	disk := false
+	switch b := bmc.(type) {
+	case *bmcsim.IPMISim:
+		dev = b.BootDevice()
+		disk = b.BootDevice() == bmcsim.BootDisk
+	case *bmcsim.RedfishBMC:
+		target, enabled, _ := b.BootOverride()
+		dev = target + " " + enabled
+		disk = target == bmcsim.RedfishBootHdd
+	}
+	return disk && vm.Machine.Kernel == "" && !vm.Machine.NetBoot && vm.Machine.ISO == "", dev
+}
+
+// osDeploy is one deploy of an image of internal/testbed/osimage to a node
 // whose BMC the test holds.
 type osDeploy struct {
 	s    *suite
 	node string
-	bmc  *bmcsim.IPMISim
+	bmc  osBMC
 	// l drives the node; nil: a lifecycle of IPMI power and kernel boots
 	// (a machine without PXE NICs) on s's Ironic.
 	l        *lifecycle
@@ -220,9 +244,9 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 		t.Fatalf("%d power-ons during the deploy, want 2 (ramdisk, deployed OS); events: %s", deploy.PowerOns, strings.Join(d.bmc.Events(), "; "))
 	}
 	vm := d.bmc.VM()
-	if d.bmc.BootDevice() != bmcsim.BootDisk || vm.Machine.Kernel != "" || vm.Machine.NetBoot {
-		t.Fatalf("after the deploy the BMC's boot device is %q, QEMU got kernel %q and network boot %v; want disk, none and false (events: %s)",
-			d.bmc.BootDevice(), vm.Machine.Kernel, vm.Machine.NetBoot, strings.Join(d.bmc.Events(), "; "))
+	if ok, dev := bootsDisk(d.bmc, vm); !ok {
+		t.Fatalf("after the deploy the BMC's boot device is %q, QEMU got kernel %q, network boot %v and CD %q; want disk, none, false and none (events: %s)",
+			dev, vm.Machine.Kernel, vm.Machine.NetBoot, vm.Machine.ISO, strings.Join(d.bmc.Events(), "; "))
 	}
 	hb := "?"
 	if l, ok := ramdiskVM.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
@@ -240,7 +264,7 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 // waitOSReport waits until the deployed OS in vm has printed what it read
 // from the config drive and powered the machine off, and checks it read
 // img's hostname and user-data.
-func waitOSReport(t *testing.T, ctx context.Context, bmc *bmcsim.IPMISim, vm *qemu.VM, img osBootImage) osimage.Report {
+func waitOSReport(t *testing.T, ctx context.Context, bmc osBMC, vm *qemu.VM, img osBootImage) osimage.Report {
 	t.Helper()
 	octx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()

@@ -52,14 +52,31 @@ type redfishNode struct {
 	// release's ESP ([conductor]bootloader), whose GRUB reads
 	// ramdisk.GrubConfigPath.
 	secureBoot bool
+	// kernelParams are the operator's kernel parameters Ironic puts on
+	// each ISO's kernel line ([redfish]kernel_append_params, or the
+	// node's driver_info).
+	kernelParams string
 }
 
 // redfishMAC is the MAC of redfishNode n's NIC.
 func redfishMAC(n int) string { return fmt.Sprintf("52:54:00:6d:%02x:01", 0x30+n) }
 
-// redfishDHCPLess is the redfishNode that boots with no DHCP server for
-// it: dnsmasq ignores its MAC (netbed.DHCP.Ignore).
-const redfishDHCPLess = 2
+// The redfishNode numbers, one per scenario: each number is its own MAC,
+// BMC address and tap, so no two scenarios share a machine's identity.
+const (
+	// redfishDHCPLess is the redfishNode that boots with no DHCP server
+	// for it: dnsmasq ignores its MAC (netbed.DHCP.Ignore).
+	redfishDHCPLess      = 2
+	redfishTLSNode       = 3
+	redfishRemovableNode = 4
+	// redfishSecureBootNode is the machine of TestVMRedfishSecureBoot.
+	redfishSecureBootNode = 5
+	// redfishSecureBootCapabilityNode is the machine of
+	// TestVMRedfishSecureBootCapability.
+	redfishSecureBootCapabilityNode = 6
+	// redfishArm64Node is the machine of TestVMArm64Lifecycle.
+	redfishArm64Node = 7
+)
 
 // redfishCase is what a virtual-media scenario changes.
 type redfishCase struct {
@@ -83,6 +100,10 @@ type redfishCase struct {
 	// false), and enrolls the node with the secure_boot capability and
 	// automated cleaning off: Ironic switches it on for the deployed OS.
 	secureBootOff bool
+	// arm64 makes the machine qemu.Arm64Machine, booting the arm64
+	// ramdisk through an ESP of GRUB for arm64, with the kernel
+	// parameters of its PL011 console in the node's driver_info.
+	arm64 bool
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -90,7 +111,12 @@ type redfishCase struct {
 func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfishCase) *redfishNode {
 	t.Helper()
 	networkData := c.networkData
-	rd := ramdisk(t)
+	var rd *qemu.Ramdisk
+	if c.arm64 {
+		rd = arm64Ramdisk(t, ctx)
+	} else {
+		rd = ramdisk(t)
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root: a provisioning network in a namespace, Ironic, dnsmasq and the BMC in it")
 	}
@@ -127,12 +153,21 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		bed = tlsProvisioningNetwork(t)
 	case c.secureBoot:
 		bed = secureBootProvisioningNetwork(t)
+	case c.arm64:
+		bed = arm64ProvisioningNetwork(t)
 	default:
 		bed = provisioningNetwork(t)
 	}
-	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable, secureBoot: c.secureBoot}
+	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable, secureBoot: c.secureBoot, kernelParams: pxeKernelParams}
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
+	if c.arm64 {
+		m = qemu.Arm64Machine()
+		m.Name = "ironic-agent-redfish-arm64"
+		// The conductor's [redfish]kernel_append_params name x86's
+		// serial port; the node's own name the virt machine's PL011.
+		r.kernelParams = "nofb nomodeset " + qemu.KernelArgsArm64
+	}
 	m.SecureBoot = c.secureBoot
 	m.SecureBootDisabled = c.secureBootOff
 	m.Dir = vmDir(t)
@@ -179,7 +214,12 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	}
 	if fw == "uefi" && !c.secureBoot {
 		// The ESP Ironic 21.4 puts into a UEFI ISO as its El Torito image.
-		driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx))
+		if c.arm64 {
+			driverInfo["bootloader"] = bed.serveImage(arm64ESPName, redfishESP(t, ctx, qemu.Arm64))
+			driverInfo["kernel_append_params"] = r.kernelParams
+		} else {
+			driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx, ""))
+		}
 	}
 	if c.removable {
 		// The project's own ISO (make iso) with boot_method=vmedia and
@@ -194,7 +234,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		driverInfo["deploy_iso"] = bed.serveImage("prebuilt-"+fw+".iso", iso)
 		driverInfo["config_via_removable"] = true
 	}
-	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", fw, n), InspectInterface: "inspector", Redfish: driverInfo,
+	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", m.Name[len("ironic-agent-redfish-"):], n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
 	if c.secureBootOff {
 		noClean := false
@@ -214,25 +254,40 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	return r
 }
 
-// redfishESP is an EFI system partition image with GRUB at the removable
-// path, whose embedded configuration finds Ironic's grub.cfg on the ISO
-// (EFI/BOOT/grub.cfg, [DEFAULT]grub_config_path) and reads it.
-func redfishESP(t *testing.T, ctx context.Context) string {
+// redfishESP is an EFI system partition image with GRUB for arch ("":
+// amd64, or qemu.Arm64) at the removable path, whose embedded
+// configuration finds Ironic's grub.cfg on the ISO (EFI/BOOT/grub.cfg,
+// [DEFAULT]grub_config_path) and reads it.
+func redfishESP(t *testing.T, ctx context.Context, arch string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "embed.cfg")
 	if err := os.WriteFile(cfg, []byte("search --no-floppy --file --set=root /EFI/BOOT/grub.cfg\nset prefix=($root)/EFI/BOOT\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	efi := filepath.Join(dir, "BOOTX64.EFI")
+	// linuxefi and initrdefi: the commands of Ironic's grub template.
+	format, name, modules := "x86_64-efi", "BOOTX64.EFI", []string{"linuxefi"}
+	var grubDir []string
+	if arch == qemu.Arm64 {
+		// GRUB for arm64 has no linuxefi (arm64ProvisioningNetwork's
+		// template says linux); Debian's arm64 kernel, as the ramdisk
+		// ships it, is gzip'ed.
+		format, name, modules = "arm64-efi", "BOOTAA64.EFI", []string{"gzio"}
+		d, err := qemu.GRUBDir(ctx, arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grubDir = []string{"-d", d}
+	}
+	efi := filepath.Join(dir, name)
 	esp := filepath.Join(dir, "esp.img")
+	mkimage := append(append([]string{"grub-mkimage", "-O", format, "-p", "/EFI/BOOT", "-c", cfg, "-o", efi}, grubDir...),
+		"normal", "configfile", "search", "search_fs_file", "iso9660", "fat", "part_msdos", "part_gpt", "linux", "echo", "test")
 	for _, c := range [][]string{
-		// linuxefi and initrdefi: the commands of Ironic's grub template.
-		{"grub-mkimage", "-O", "x86_64-efi", "-p", "/EFI/BOOT", "-c", cfg, "-o", efi,
-			"normal", "configfile", "search", "search_fs_file", "iso9660", "fat", "part_msdos", "part_gpt", "linux", "linuxefi", "echo", "test"},
+		append(mkimage, modules...),
 		{"mkfs.fat", "-C", esp, "8192"},
 		{"mmd", "-i", esp, "::/EFI", "::/EFI/BOOT"},
-		{"mcopy", "-i", esp, efi, "::/EFI/BOOT/BOOTX64.EFI"},
+		{"mcopy", "-i", esp, efi, "::/EFI/BOOT/" + name},
 	} {
 		if out, err := exec.CommandContext(ctx, c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("ESP image: %s: %v: %s", strings.Join(c, " "), err, out)
@@ -283,9 +338,12 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 		cfg, keyword = "/EFI/BOOT/grub.cfg", "linuxefi"
 	}
 	if r.secureBoot {
-		// secureBootGrubTemplate's entry, where Debian's signed GRUB
-		// reads it.
+		// linuxGrubTemplate's entry, where Debian's signed GRUB reads it.
 		cfg, keyword = "/"+ramdiskpkg.GrubConfigPath, "linux"
+	}
+	if r.m.Arch == qemu.Arm64 {
+		// arm64ProvisioningNetwork's template.
+		keyword = "linux"
 	}
 	if r.prebuilt {
 		// ramdisk.ISO's GRUB entry: "linux /boot/vmlinuz PARAMS".
@@ -309,7 +367,7 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	}
 	// Ironic's isolinux/grub template, its kernel_append_params
 	// ([redfish]) and what virtual media always adds.
-	for _, w := range append(strings.Fields(pxeKernelParams), "boot_method=vmedia", "ipa-debug=1") {
+	for _, w := range append(strings.Fields(r.kernelParams), "boot_method=vmedia", "ipa-debug=1") {
 		if !slices.Contains(strings.Fields(ib.cmdline), w) {
 			t.Errorf("the ISO's kernel line lacks %q: %s", w, ib.cmdline)
 		}
@@ -446,11 +504,6 @@ func TestVMRedfishRemovableConfigBIOS(t *testing.T) {
 }
 
 // The machines of the TLS and removable-medium scenarios.
-const (
-	redfishTLSNode       = 3
-	redfishRemovableNode = 4
-)
-
 // tlsProvisioningNetwork is a provisioning network of t's own whose Ironic
 // serves HTTPS with a CA of its own (ironic.Config.TLS).
 func tlsProvisioningNetwork(t *testing.T) *pxeBed {

@@ -19,14 +19,12 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
-// redfishSecureBootNode is the machine of TestVMRedfishSecureBoot.
-const redfishSecureBootNode = 5
-
-// secureBootGrubTemplate is the [DEFAULT]grub_config_template the
-// Secure Boot bed gives Ironic: Ironic 21.4's own says linuxefi and
-// initrdefi, commands Debian's signed GRUB of the kernel's release does
-// not have (its linux and initrd boot through shim's verification).
-const secureBootGrubTemplate = `set default=0
+// linuxGrubTemplate is the [DEFAULT]grub_config_template the Secure
+// Boot and arm64 beds give Ironic: Ironic 21.4's own says linuxefi and
+// initrdefi, commands neither Debian's signed GRUB of the kernel's
+// release (its linux and initrd boot through shim's verification) nor
+// GRUB for arm64 (whose linux is the EFI loader) has.
+const linuxGrubTemplate = `set default=0
 set timeout=1
 menuentry "boot_partition" {
 linux {{ linux }} {{ kernel_params }} --
@@ -48,18 +46,23 @@ func secureBootProvisioningNetwork(t *testing.T) *pxeBed {
 	if err := qemu.BuildESP(ctx, esp); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := filepath.Join(dir, "grub.template")
-	if err := os.WriteFile(tmpl, []byte(secureBootGrubTemplate), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	vm := &ironic.VirtualMediaUEFI{Bootloader: imageURL(ramdiskpkg.ESPName), GrubConfigPath: ramdiskpkg.GrubConfigPath, GrubConfigTemplate: tmpl}
-	start := time.Now()
-	bed, err := startPXEBed(ctx, filepath.Join(dir, "provisioning"), "pxesb", false, func(c *ironic.Config) { c.VirtualMediaUEFI = vm })
-	if err != nil {
-		t.Fatalf("Secure Boot provisioning network: %v", err)
-	}
+	vm := &ironic.VirtualMediaUEFI{Bootloader: imageURL(ramdiskpkg.ESPName), GrubConfigPath: ramdiskpkg.GrubConfigPath, GrubConfigTemplate: linuxGrubTemplateFile(t, dir)}
+	bed := vmediaProvisioningNetwork(t, ctx, dir, "pxesb", "secureboot", vm)
 	bed.serveImage(ramdiskpkg.ESPName, esp)
-	reportSeconds(t, time.Since(start), "secureboot_bed_up_s")
+	return bed
+}
+
+// vmediaProvisioningNetwork is a provisioning network of t's own, in
+// namespace name-PID, whose Ironic builds its UEFI ISOs as vm says;
+// what_bed_up_s is its start-up time.
+func vmediaProvisioningNetwork(t *testing.T, ctx context.Context, dir, name, what string, vm *ironic.VirtualMediaUEFI) *pxeBed {
+	t.Helper()
+	start := time.Now()
+	bed, err := startPXEBed(ctx, filepath.Join(dir, "provisioning"), name, false, func(c *ironic.Config) { c.VirtualMediaUEFI = vm })
+	if err != nil {
+		t.Fatalf("%s provisioning network: %v", what, err)
+	}
+	reportSeconds(t, time.Since(start), what+"_bed_up_s")
 	mark := bed.svc.Mark()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -99,6 +102,17 @@ func (r *redfishNode) checkSecureBoot(what string, vm *qemu.VM, ib isoBoot, esp 
 	if !strings.Contains(l.Text, "secure_boot=enabled") || !(strings.Contains(l.Text, "lockdown=integrity") || strings.Contains(l.Text, "lockdown=confidentiality")) {
 		t.Errorf("%s: the agent says %s, want Secure Boot enabled and lockdown integrity or confidentiality", what, strings.TrimSpace(l.Text))
 	}
+}
+
+// linuxGrubTemplateFile writes linuxGrubTemplate into dir and returns
+// its path.
+func linuxGrubTemplateFile(t *testing.T, dir string) string {
+	t.Helper()
+	tmpl := filepath.Join(dir, "grub.template")
+	if err := os.WriteFile(tmpl, []byte(linuxGrubTemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
 }
 
 // isoFile is the file at path in the ISO 9660 image iso.

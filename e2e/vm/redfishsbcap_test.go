@@ -10,10 +10,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
 
-// redfishSecureBootCapabilityNode is the machine of
-// TestVMRedfishSecureBootCapability.
-const redfishSecureBootCapabilityNode = 6
-
 // TestVMRedfishSecureBootCapability is Ironic's secure_boot capability
 // flowing through the redfish hardware type to the machine's firmware, as
 // with IPA: the node has capabilities boot_mode:uefi,secure_boot:true,

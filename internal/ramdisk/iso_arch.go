@@ -58,5 +58,12 @@ func ISOForArch(ctx context.Context, arch, grubDir, kernel, initrd, cmdline, out
 	if grubDir == "" {
 		return fmt.Errorf("ramdisk: an %s ISO needs GRUB's %s directory (GRUBDir)", a.Name, a.grubPlatform())
 	}
-	return isoAt(ctx, isoPlatform{grubDir: grubDir, needs: "needs xorriso, mtools and the host's grub-mkrescue (grub-common)"}, kernel, initrd, cmdline, out, epoch)
+	return isoAt(ctx, archISOPlatform(grubDir), kernel, initrd, cmdline, out, epoch)
+}
+
+// archISOPlatform is the ISO platform of an architecture other than
+// DefaultArch: grubDir's GRUB, no console= parameter and no PC serial
+// port in GRUB (pcSerialTerminal): the firmware's console is GRUB's.
+func archISOPlatform(grubDir string) isoPlatform {
+	return isoPlatform{grubDir: grubDir, needs: "needs xorriso, mtools and the host's grub-mkrescue (grub-common)"}
 }

@@ -683,8 +683,18 @@ func ISOAt(ctx context.Context, kernel, initrd, cmdline, out string, epoch time.
 // defaultISOPlatform is the DefaultArch ISO's: the host's GRUB for BIOS,
 // and for UEFI grub-mkrescue's GRUB or, with esp, that ESP.
 func defaultISOPlatform(esp string) isoPlatform {
-	return isoPlatform{console: "console=tty0 console=ttyS0,115200 ", needs: "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools", esp: esp}
+	return isoPlatform{console: "console=tty0 console=ttyS0,115200 ", terminal: pcSerialTerminal, needs: "needs grub-pc-bin, grub-efi-amd64-bin, xorriso, mtools", esp: esp}
 }
+
+// pcSerialTerminal has GRUB on a PC's first serial port (COM1, the
+// kernel's ttyS0) beside the screen: SeaBIOS shows GRUB on the screen
+// only. Another architecture's serial port is no COM1 (arm64 servers'
+// PL011 is the kernel's ttyAMA0), and its UEFI firmware puts its console,
+// GRUB's, on that port itself.
+const pcSerialTerminal = `serial --unit=0 --speed=115200
+terminal_input console serial
+terminal_output console serial
+`
 
 // isoPlatform is what an ISO differs in per architecture.
 type isoPlatform struct {
@@ -692,10 +702,25 @@ type isoPlatform struct {
 	// ("": the host's platforms, i386-pc and x86_64-efi).
 	grubDir string
 	console string // the console parameters before the command line
-	needs   string // the host's packages, for the error
+	// terminal starts grub.cfg: GRUB's terminals ("": the firmware's
+	// console only).
+	terminal string
+	needs    string // the host's packages, for the error
 	// esp, when not "", is the ISO's UEFI El Torito image (see
 	// SecureBootISO) instead of grub-mkrescue's unsigned GRUB.
 	esp string
+}
+
+// isoGrubCfg is the ISO's boot/grub/grub.cfg: plat's terminals, and one
+// entry booting the kernel and initramfs with plat's console parameters
+// and cmdline.
+func isoGrubCfg(plat isoPlatform, cmdline string) string {
+	return plat.terminal + fmt.Sprintf(`set timeout=1
+menuentry "ironic-agent" {
+	linux /boot/%s %sboot_method=vmedia %s
+	initrd /boot/%s
+}
+`, KernelName, plat.console, cmdline, InitramfsName)
 }
 
 func isoAt(ctx context.Context, plat isoPlatform, kernel, initrd, cmdline, out string, epoch time.Time) error {
@@ -713,15 +738,7 @@ func isoAt(ctx context.Context, plat isoPlatform, kernel, initrd, cmdline, out s
 	if err := copyFile(initrd, filepath.Join(stage, "boot", InitramfsName)); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf(`serial --unit=0 --speed=115200
-terminal_input console serial
-terminal_output console serial
-set timeout=1
-menuentry "ironic-agent" {
-	linux /boot/%s %sboot_method=vmedia %s
-	initrd /boot/%s
-}
-`, KernelName, plat.console, cmdline, InitramfsName)
+	cfg := isoGrubCfg(plat, cmdline)
 	if err := os.WriteFile(filepath.Join(stage, "boot/grub/grub.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("ramdisk: %w", err)
 	}

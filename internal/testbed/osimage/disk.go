@@ -36,14 +36,34 @@ const (
 	SignedLabel = "debian"
 	// RemovablePath is the firmware's fallback loader on the same ESP.
 	RemovablePath = "EFI/BOOT/BOOTX64.EFI"
+	// RemovablePathArm64 is RemovablePath on an arm64 image.
+	RemovablePathArm64 = "EFI/BOOT/BOOTAA64.EFI"
 )
+
+// uefiNames are what a UEFI image's ESP and GRUB differ in per
+// architecture: GRUB's platform, the loader and CSV file names in
+// DistroDir, and the removable path.
+type uefiNames struct {
+	format, loader, csv, removable string
+}
+
+// uefiNames are o's architecture's.
+func (o *OS) uefiNames() uefiNames {
+	if o.Arch == qemu.Arm64 {
+		return uefiNames{format: "arm64-efi", loader: "grubaa64.efi", csv: "BOOTAA64.CSV", removable: RemovablePathArm64}
+	}
+	return uefiNames{format: "x86_64-efi", loader: "grubx64.efi", csv: "BOOTX64.CSV", removable: RemovablePath}
+}
 
 const (
 	sector   = 512
-	firstLBA = 2048           // the first partition, 1 MiB in
-	espSize  = 8 << 20        // FAT12 (mkfs.fat's choice), two GRUB images
-	rootSize = 32 << 20       // ext4: kernel, initramfs, grub.cfg
-	gptSpare = int64(1 << 20) // room for the backup GPT at the end of the disk
+	firstLBA = 2048     // the first partition, 1 MiB in
+	espSize  = 8 << 20  // FAT12 (mkfs.fat's choice), two GRUB images
+	rootSize = 32 << 20 // ext4: kernel, initramfs, grub.cfg
+	// rootSizeArm64 is rootSize for Debian's arm64 kernel, an
+	// uncompressed Image of 36 MiB.
+	rootSizeArm64 = 64 << 20
+	gptSpare      = int64(1 << 20) // room for the backup GPT at the end of the disk
 	// signedESPSize holds Debian's signed shim and GRUB (a monolithic
 	// image with every module built in).
 	signedESPSize = 16 << 20
@@ -77,12 +97,13 @@ func run(ctx context.Context, stdin string, name string, args ...string) error {
 	return nil
 }
 
-// grubCfg is /boot/grub/grub.cfg of the whole-disk images.
-func grubCfg() string {
+// grubCfg is /boot/grub/grub.cfg of the whole-disk images, whose kernel
+// line is args.
+func grubCfg(args string) string {
 	fail := "; then echo '" + FailedLine + "GRUB could not load %s'; halt; fi\n"
 	return "set default=0\nset timeout=0\nmenuentry 'osimage' {\n" +
 		"\techo '" + LoaderLine + "'\n" +
-		"\tif ! linux /boot/vmlinuz " + KernelArgs + fmt.Sprintf(fail, "the kernel") +
+		"\tif ! linux /boot/vmlinuz " + args + fmt.Sprintf(fail, "the kernel") +
 		"\tif ! initrd /boot/initrd.img" + fmt.Sprintf(fail, "the initramfs") + "}\n"
 }
 
@@ -110,16 +131,38 @@ func grubModules(bios bool) []string {
 	return append(m, "fat", "mdraid1x")
 }
 
-// grubImage runs grub-mkimage for the format (i386-pc or x86_64-efi).
-func grubImage(ctx context.Context, dir, format string) (string, error) {
+// grubImage runs grub-mkimage for the format (i386-pc, x86_64-efi or
+// arm64-efi) with the modules of grubDir ("": the host's).
+func grubImage(ctx context.Context, dir, format, grubDir string) (string, error) {
 	bios := format == "i386-pc"
 	cfg := filepath.Join(dir, "embed-"+format+".cfg")
 	if err := os.WriteFile(cfg, []byte(embeddedCfg(bios)), 0o644); err != nil {
 		return "", fmt.Errorf("osimage: %w", err)
 	}
 	out := filepath.Join(dir, "grub-"+format+".img")
-	args := append([]string{"-O", format, "-p", "/boot/grub", "-c", cfg, "-o", out}, grubModules(bios)...)
+	args := []string{"-O", format, "-p", "/boot/grub", "-c", cfg, "-o", out}
+	if grubDir != "" {
+		args = append(args, "-d", grubDir)
+	}
+	args = append(args, grubModules(bios)...)
 	return out, run(ctx, "", "grub-mkimage", args...)
+}
+
+// rootSize is the size of o's root file system.
+func (o *OS) rootSize() int64 {
+	if o.Arch == qemu.Arm64 {
+		return rootSizeArm64
+	}
+	return rootSize
+}
+
+// kernelArgs is the kernel line of o's grub.cfg: KernelArgs, on arm64
+// with the PL011 console of QEMU's virt machine.
+func (o *OS) kernelArgs() string {
+	if o.Arch == qemu.Arm64 {
+		return qemu.KernelArgsArm64
+	}
+	return KernelArgs
 }
 
 // rootFS makes the ext4 file system of the whole-disk images: /boot with
@@ -134,13 +177,13 @@ func (o *OS) rootFS(ctx context.Context, dir string) (string, error) {
 			return "", err
 		}
 	}
-	for name, text := range map[string]string{"boot/grub/grub.cfg": grubCfg(), bootMarker[1:]: "osimage\n"} {
+	for name, text := range map[string]string{"boot/grub/grub.cfg": grubCfg(o.kernelArgs()), bootMarker[1:]: "osimage\n"} {
 		if err := os.WriteFile(filepath.Join(tree, name), []byte(text), 0o644); err != nil {
 			return "", fmt.Errorf("osimage: %w", err)
 		}
 	}
 	fs := filepath.Join(dir, "root.ext4")
-	return fs, grubimage.Ext4(ctx, tree, fs, rootSize)
+	return fs, grubimage.Ext4(ctx, tree, fs, o.rootSize())
 }
 
 func copyFile(src, dst string) error {
@@ -199,7 +242,10 @@ func (o *OS) BIOSDisk(ctx context.Context, dir, out string) error {
 	if err != nil {
 		return err
 	}
-	core, err := grubImage(ctx, dir, "i386-pc")
+	if o.Arch != "" {
+		return fmt.Errorf("osimage: a BIOS image for %s: BIOS is x86's", o.Arch)
+	}
+	core, err := grubImage(ctx, dir, "i386-pc", "")
 	if err != nil {
 		return err
 	}
@@ -228,19 +274,20 @@ func (o *OS) BIOSDisk(ctx context.Context, dir, out string) error {
 
 // UEFIDisk writes to out a raw whole-disk image for UEFI: a GPT with an
 // EFI system partition (GRUB at DistroDir/grubx64.efi with a BOOTX64.CSV
-// naming it, and the same GRUB at RemovablePath) and the root file
-// system.
+// naming it, and the same GRUB at RemovablePath; on arm64 grubaa64.efi,
+// BOOTAA64.CSV and RemovablePathArm64) and the root file system.
 func (o *OS) UEFIDisk(ctx context.Context, dir, out string) error {
-	grub, err := grubImage(ctx, dir, "x86_64-efi")
+	n := o.uefiNames()
+	grub, err := grubImage(ctx, dir, n.format, o.grubDir)
 	if err != nil {
 		return err
 	}
-	csv, err := bootCSV(dir, "grubx64.efi", EFILabel, "osimage test OS")
+	csv, err := bootCSV(dir, n.loader, EFILabel, "osimage test OS")
 	if err != nil {
 		return err
 	}
 	return o.uefiDisk(ctx, dir, out, espSize, []espFile{
-		{DistroDir + "/grubx64.efi", grub}, {DistroDir + "/BOOTX64.CSV", csv}, {RemovablePath, grub}})
+		{DistroDir + "/" + n.loader, grub}, {DistroDir + "/" + n.csv, csv}, {n.removable, grub}})
 }
 
 // SecureBootUEFIDisk writes to out a raw whole-disk image for UEFI that
@@ -279,8 +326,9 @@ func (o *OS) SecureBootUEFIDisk(ctx context.Context, dir, out string) error {
 // host file it is a copy of.
 type espFile struct{ dst, src string }
 
-// bootCSV writes into dir a BOOTX64.CSV as shim's: UTF-16LE with a
-// byte-order mark, "loader,label,options,description".
+// bootCSV writes into dir a boot CSV (BOOTX64.CSV or BOOTAA64.CSV) in
+// shim's format: UTF-16LE with a byte-order mark,
+// "loader,label,options,description".
 func bootCSV(dir, loader, label, description string) (string, error) {
 	csv := filepath.Join(dir, "BOOTX64.CSV")
 	u := utf16.Encode([]rune("\ufeff" + loader + "," + label + ",," + description + "\n"))
@@ -331,6 +379,7 @@ func (o *OS) uefiDisk(ctx context.Context, dir, out string, espBytes int64, file
 			return err
 		}
 	}
+	rootSize := o.rootSize()
 	if err := sparse(out, firstLBA*sector+espBytes+rootSize+gptSpare); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -69,9 +70,15 @@ const KernelArgs = qemu.KernelArgs
 
 // OS is a built kernel and initramfs.
 type OS struct {
-	Kernel        string // bzImage, read-only (the ramdisk cache's)
+	Kernel        string // bzImage (arm64: Image), read-only (the ramdisk cache's)
 	Initrd        string // gzip'ed newc archive
 	KernelVersion string
+	// Arch is "" (amd64) or qemu.Arm64: which GRUB UEFIDisk installs and
+	// which console the kernel line names.
+	Arch string
+	// grubDir is the arm64-efi GRUB directory (ramdisk.GRUBDir): the
+	// host's Debian has GRUB modules of its own architecture only.
+	grubDir string
 }
 
 // Build builds the OS into dir: the guest linked statically from this
@@ -79,11 +86,35 @@ type OS struct {
 // (qemu.FetchKernel: $RAMDISK_KERNEL's flavour, from the ramdisk's
 // download cache) and its modules.
 func Build(ctx context.Context, dir string) (*OS, error) {
+	return BuildArch(ctx, dir, "")
+}
+
+// BuildArch is Build for architecture arch ("" for amd64, or qemu.Arm64):
+// the guest cross-built, the flavour's kernel and modules of that
+// architecture, and for arm64 Debian's arm64-efi GRUB for UEFIDisk, all
+// from the ramdisk's download cache.
+func BuildArch(ctx context.Context, dir, arch string) (*OS, error) {
 	cache, err := cachedir.Dir()
 	if err != nil {
 		return nil, err
 	}
-	k, err := qemu.FetchKernel(ctx, cache)
+	var k *ramdisk.Kernel
+	grubDir := ""
+	switch arch {
+	case "":
+		k, err = qemu.FetchKernel(ctx, cache)
+	case qemu.Arm64:
+		var f ramdisk.KernelFlavour
+		if f, err = qemu.KernelFlavour(); err != nil {
+			return nil, err
+		}
+		f.Arch = arch
+		if k, err = ramdisk.FetchKernel(ctx, cache, f, ""); err == nil {
+			grubDir, err = qemu.GRUBDir(ctx, arch)
+		}
+	default:
+		return nil, fmt.Errorf("osimage: architecture %q: want \"\" (amd64) or %s", arch, qemu.Arm64)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("osimage: %w", err)
 	}
@@ -95,6 +126,9 @@ func Build(ctx context.Context, dir string) (*OS, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", guest, "./internal/testbed/guest/osimage")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if arch != "" {
+		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+arch)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("osimage: go build ./internal/testbed/guest/osimage in %s: %w: %s", root, err, bytes.TrimSpace(out))
 	}
@@ -106,7 +140,7 @@ func Build(ctx context.Context, dir string) (*OS, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &OS{Kernel: k.Vmlinuz, Initrd: filepath.Join(dir, "initrd.img"), KernelVersion: k.Version}
+	o := &OS{Kernel: k.Vmlinuz, Initrd: filepath.Join(dir, "initrd.img"), KernelVersion: k.Version, Arch: arch, grubDir: grubDir}
 	if err := writeInitramfs(o.Initrd, guest, k.ModulesDir, mods); err != nil {
 		return nil, err
 	}

@@ -129,3 +129,60 @@ func TestSoftwareRAIDBIOSDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestArm64UEFIDisk boots the arm64 whole-disk image on QEMU's arm64
+// virt machine under AAVMF with no NVRAM entry for it: the firmware
+// starts GRUB for arm64 from the ESP's removable path, GRUB loads Debian's
+// gzip'ed arm64 kernel and the guest, cross-built, runs as /init (and
+// says it found no config drive). Slow (E2E_VM_SLOW): an arm64 boot
+// under TCG.
+func TestArm64UEFIDisk(t *testing.T) {
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		t.Skip("SKIPPED: slow scenario (an arm64 VM under TCG); E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+	}
+	if m := Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
+	}
+	for _, p := range []string{"/usr/bin/qemu-system-aarch64", qemu.AAVMFCode} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("SKIPPED: needs qemu-system-arm and qemu-efi-aarch64 (test.sh APT_PACKAGES): %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	o, err := BuildArch(ctx, dir, qemu.Arm64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "arm64.raw")
+	if err := o.UEFIDisk(ctx, dir, img); err != nil {
+		t.Fatal(err)
+	}
+	m := qemu.Arm64Machine()
+	m.Name = "ironic-agent-osimage-arm64"
+	m.Dir = filepath.Join(dir, "vm")
+	m.NICs = nil
+	m.Disks = []qemu.Disk{{ID: "os", Kind: qemu.DiskVirtioBlk, SizeMB: 64, Serial: "OS-ARM64", BootFirst: true}}
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	if err := qemu.CopyFile(img, m.DiskPath("os")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(m.DiskPath("os"), 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := qemu.Start(ctx, m, qemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Kill()
+	for _, s := range []string{LoaderLine, Booted, PoweringOff} {
+		l, err := vm.WaitFor(ctx, s)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, vm.Tail())
+		}
+		t.Logf("%.1fs: %s", l.At.Seconds(), strings.TrimSpace(l.Text))
+	}
+}

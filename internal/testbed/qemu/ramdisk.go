@@ -298,3 +298,20 @@ func FetchBootChain(ctx context.Context) (*ramdisk.BootChain, error) {
 	}
 	return ramdisk.FetchBootChain(ctx, cache, f)
 }
+
+// GRUBDir is Debian's GRUB directory for architecture arch (an arm64-efi
+// one for Arm64) of the test bed's kernel flavour (ramdisk.GRUBDir, from
+// the download cache): the host's Debian has GRUB modules for its own
+// architecture only.
+func GRUBDir(ctx context.Context, arch string) (string, error) {
+	f, err := KernelFlavour()
+	if err != nil {
+		return "", err
+	}
+	f.Arch = arch
+	cache, err := cachedir.Dir()
+	if err != nil {
+		return "", err
+	}
+	return ramdisk.GRUBDir(ctx, cache, f)
+}
