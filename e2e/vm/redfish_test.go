@@ -78,6 +78,12 @@ type redfishCase struct {
 	// provisioning network of its own whose Ironic boots it through the
 	// release's ESP (secureBootProvisioningNetwork).
 	secureBoot bool
+	// usbCD attaches the BMC's virtual CD as a USB CD-ROM on xHCI
+	// (qemu.Machine.ISOOnUSB), as iDRAC and iLO present it, instead of
+	// an ide-cd on AHCI.
+	usbCD bool
+	// inspectionOnly ends the scenario after inspection.
+	inspectionOnly bool
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -129,6 +135,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
 	m.SecureBoot = c.secureBoot
+	m.ISOOnUSB = c.usbCD
 	m.Dir = vmDir(t)
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
@@ -251,6 +258,9 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	ib := isoBoot{iso: vm.Machine.ISO}
 	if ib.iso == "" || slices.Contains(vm.Cmdline, "-kernel") {
 		t.Fatalf("the ramdisk boot was not from the virtual CD: %s", qemu.ShellQuote(vm.Cmdline))
+	}
+	if r.m.ISOOnUSB && !slices.ContainsFunc(vm.Cmdline, func(a string) bool { return strings.HasPrefix(a, "usb-storage,id=usbcd,") }) {
+		t.Fatalf("the virtual CD is not on USB: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	if got := r.bed.served("/redfish/boot-" + r.node.UUID); len(got) == 0 {
 		t.Errorf("the BMC did not fetch the ISO from Ironic's HTTP root (requests: %s)", strings.Join(r.bed.served("/redfish"), ", "))
@@ -435,10 +445,24 @@ func TestVMRedfishRemovableConfigBIOS(t *testing.T) {
 	redfishLifecycle(t, "bios", redfishRemovableNode, redfishCase{removable: true})
 }
 
-// The machines of the TLS and removable-medium scenarios.
+// TestVMRedfishUSBCDUEFI is the DHCP-less virtual-media boot as servers'
+// BMCs present the medium: Ironic's ISO, its config drive with the
+// node's network_data, in the BMC's virtual CD, which is a USB CD-ROM on
+// xHCI (iDRAC and iLO present virtual media as USB devices). OVMF boots
+// GRUB from the USB device; the init finds the CD through xhci_hcd,
+// usb-storage and sr_mod, sets the static address, and inspection runs
+// over it. The later boots of a lifecycle take the same ISO the same way.
+// Slow (E2E_VM_SLOW).
+func TestVMRedfishUSBCDUEFI(t *testing.T) {
+	slowScenario(t)
+	redfishLifecycle(t, "uefi", redfishUSBCDNode, redfishCase{dhcpLess: true, usbCD: true, inspectionOnly: true})
+}
+
+// The machines of the TLS, removable-medium and USB CD scenarios.
 const (
 	redfishTLSNode       = 3
 	redfishRemovableNode = 4
+	redfishUSBCDNode     = 5
 )
 
 // tlsProvisioningNetwork is a provisioning network of t's own whose Ironic
@@ -572,6 +596,11 @@ func redfishLifecycle(t *testing.T, fw string, n int, c redfishCase) {
 	}
 	// No BMC inside this machine (no KCS): what the agent reports.
 	t.Logf("inventory bmc_address %v, bmc_v6address %v (the machine has no in-band BMC interface)", inv["bmc_address"], inv["bmc_v6address"])
+	if c.inspectionOnly {
+		t.Logf("BMC events: %s", strings.Join(r.bmc.Events(), "; "))
+		reportSeconds(t, time.Since(testStart), "whole_test_s")
+		return
+	}
 
 	// Cleaning: a new ISO with the API URL and the token Ironic made
 	// before the boot (virtual media's pregenerated token).
