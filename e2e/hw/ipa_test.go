@@ -48,7 +48,8 @@ func needIPA(t *testing.T) {
 func TestIPABootsToLookup(t *testing.T) {
 	qemu.SkipUnlessRoot(t)
 	needIPA(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	// The first build took over 30 minutes on a loaded machine.
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Minute)
 	defer cancel()
 	start := time.Now()
 	rd, err := ipa.Ensure(ctx)

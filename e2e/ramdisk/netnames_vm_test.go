@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,17 +28,14 @@ import (
 // and a NIC behind a PCI bridge in a PCIe slot (the bridge's SHPC slot 1:
 // ens1). Each is the QEMU devices down to the NIC; the addresses stay
 // clear of the harness's (0x03 on).
-var nicPlacements = []struct {
-	mac     string
-	devices []string
-}{
-	{"52:54:00:aa:00:01", []string{"e1000e,addr=0x10,acpi-index=1"}},
-	{"52:54:00:aa:00:02", []string{"pcie-root-port,id=rp1,bus=pcie.0,addr=0x11,chassis=1,slot=5", "virtio-net-pci,bus=rp1"}},
-	{"52:54:00:aa:00:03", []string{"virtio-net-pci,addr=0x12.0,multifunction=on"}},
-	{"52:54:00:aa:00:04", []string{"virtio-net-pci,addr=0x12.1"}},
-	{"52:54:00:aa:00:05", []string{"pcie-root-port,id=rp2,bus=pcie.0,addr=0x13,chassis=2,slot=6",
+var nicPlacements = []qemu.PlacedNIC{
+	{MAC: "52:54:00:aa:00:01", Devices: []string{"e1000e,addr=0x10,acpi-index=1"}},
+	{MAC: "52:54:00:aa:00:02", Devices: []string{"pcie-root-port,id=rp1,bus=pcie.0,addr=0x11,chassis=1,slot=5", "virtio-net-pci,bus=rp1"}},
+	{MAC: "52:54:00:aa:00:03", Devices: []string{"virtio-net-pci,addr=0x12.0,multifunction=on"}},
+	{MAC: "52:54:00:aa:00:04", Devices: []string{"virtio-net-pci,addr=0x12.1"}},
+	{MAC: "52:54:00:aa:00:05", Devices: []string{"pcie-root-port,id=rp2,bus=pcie.0,addr=0x13,chassis=2,slot=6",
 		"pcie-pci-bridge,id=br1,bus=rp2", "e1000,bus=br1,addr=0x1"}},
-	{"52:54:00:aa:00:06", []string{"pcie-root-port,id=rp3,bus=pcie.0,addr=0x14,chassis=3,slot=7", "e1000e,bus=rp3,acpi-index=2"}},
+	{MAC: "52:54:00:aa:00:06", Devices: []string{"pcie-root-port,id=rp3,bus=pcie.0,addr=0x14,chassis=3,slot=7", "e1000e,bus=rp3,acpi-index=2"}},
 }
 
 // nicNamesMachine is the machine of nicPlacements.
@@ -49,16 +45,7 @@ func nicNamesMachine(t *testing.T, rd *qemu.Ramdisk) qemu.Machine {
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
 	m.NICs = m.NICs[:1]
-	for i, p := range nicPlacements {
-		last := len(p.devices) - 1
-		for j, d := range p.devices {
-			if j == last {
-				d += fmt.Sprintf(",netdev=x%d,mac=%s,romfile=", i, p.mac)
-			}
-			m.ExtraArgs = append(m.ExtraArgs, "-device", d)
-		}
-		m.ExtraArgs = append(m.ExtraArgs, "-netdev", fmt.Sprintf("user,id=x%d,restrict=on,ipv6=off,net=10.0.%d.0/24", i, 10+i))
-	}
+	m.AddPlacedNICs(nicPlacements, 10)
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	return m
 }
@@ -117,7 +104,7 @@ func TestNICNamesInVM(t *testing.T) {
 		}
 		macs := []string{m.NICs[0].MAC}
 		for _, p := range nicPlacements {
-			macs = append(macs, p.mac)
+			macs = append(macs, p.MAC)
 		}
 		for _, mac := range macs {
 			name := names[mac]

@@ -3,8 +3,11 @@ package vm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +22,11 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
-// ipaOnce builds IPA 13's ramdisk once per test binary.
+// ipaOnce builds IPA 13's ramdisk once per test binary. The first build
+// (debootstrap, the packages, Debian's own initramfs of the kernel) took
+// over 30 minutes on a loaded machine.
 var ipaOnce = sync.OnceValues(func() (*ipa.Ramdisk, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
 	defer cancel()
 	return ipa.Ensure(ctx)
 })
@@ -71,13 +76,14 @@ func sideAgents(t *testing.T, fw string, macs [2]string) []sideAgent {
 		ipaInitrd = ipa.InitrdRaw
 	}
 	return []sideAgent{
-		// net.ifnames=0 on both: the kernel's NIC names, so what is keyed
-		// by name (lldp_raw, numa_topology's nics, inspector's interfaces)
-		// compares with the recorded documents.
-		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), unpackedSize: size(ipa.InitrdRaw), extra: "net.ifnames=0",
+		// Each with its own NIC names: IPA's systemd-udev's predictable
+		// names, ours computed by the init (internal/ramdisk/netnames);
+		// what is keyed by name (lldp_raw, numa_topology's nics,
+		// inspector's interfaces) compares only when they agree.
+		{name: "ipa", kernel: ipa.Kernel, initrd: ipaInitrd, kernelSize: size(ipa.Kernel), initrdSize: size(ipa.Initrd), unpackedSize: size(ipa.InitrdRaw),
 			heartbeatLine: "sleeping before next heartbeat"},
 		{name: "ours", kernel: ours.KernelFor(qemu.Firmware(fw)), initrd: ours.InitrdFor(qemu.Firmware(fw)), kernelSize: size(ours.Kernel), initrdSize: size(ours.Initrd), unpackedSize: size(ours.InitrdRaw),
-			extra: "ironic_agent.dhcp=" + macs[0] + " net.ifnames=0", heartbeatLine: "heartbeat successful"},
+			extra: "ironic_agent.dhcp=" + macs[0], heartbeatLine: "heartbeat successful"},
 	}
 }
 
@@ -168,49 +174,164 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m qem
 // ($IRONIC_SERIES: ironic-inspector for 2023.1, Ironic's own inspection
 // for 2026.1), and compares the stored data field by field. Every
 // difference must be listed, with its reason, in
-// testdata/ipa13-differences.json. IPA_SIDE_BY_SIDE=1 only.
+// testdata/ipa13-differences.json. Each agent names the NICs its own
+// way (no net.ifnames=0): IPA's systemd-udev, our init; the names must
+// be the same. IPA_SIDE_BY_SIDE=1 only.
 func TestVMIPASideBySide(t *testing.T) {
 	ipaRamdisk(t)
+	for _, fw := range []string{"bios", "uefi"} {
+		t.Run(fw, func(t *testing.T) {
+			// The machine fixtures/qemu-ipa13-bios and qemu-ipa13-uefi record.
+			sideBySide(t, qemu.SideBySideMachine(qemu.Firmware(fw)), nil, fw == "bios", "testdata/ipa13-differences.json")
+		})
+	}
+}
+
+// TestVMIPASideBySideServer is TestVMIPASideBySide's comparison on a
+// machine shaped like a server (qemu.ServerMachine's controllers and
+// NICs) under SeaBIOS, inspection only: disks behind an LSI MegaRAID SAS
+// 2108, an LSI SAS 1068, VMware PVSCSI, USB sticks on xHCI and EHCI, IDE
+// and NVMe; an onboard e1000e with an ACPI index (eno1), a vmxnet3 behind
+// a root port, an e1000e facing the lldpd and the virtio NIC on the root
+// bus (path names: enp2s0, enp0s12, enp0s11), and a BMC's USB NIC (its
+// MAC name, enx...), each named by IPA's systemd-udev and by our init. Differences beyond
+// testdata/ipa13-differences.json's are in
+// testdata/ipa13-server-differences.json, with their reasons.
+// IPA_SIDE_BY_SIDE=1 and E2E_VM_SLOW=1: two more boots.
+func TestVMIPASideBySideServer(t *testing.T) {
+	slowScenario(t)
+	ipaRamdisk(t)
+	side := qemu.SideBySideMachine(qemu.BIOS)
+	side.NICs[0].MAC, side.NICs[1].MAC = "52:54:00:1b:02:01", "52:54:00:1b:02:02"
+	sideBySide(t, side, serverShape, false, "testdata/ipa13-differences.json", "testdata/ipa13-server-differences.json")
+}
+
+// serverNICs are the server machine's NICs beyond the two the node
+// enrolls and the ones serverShape places itself: the BMC's USB NIC, as
+// qemu.ServerMachine has it, on a slirp of its own.
+var serverNICs = []qemu.NIC{
+	{Model: qemu.NICUSB, MAC: "52:54:00:1b:02:04", Backend: qemu.NICIsolated},
+}
+
+// serverPlacedNICs are NICs where servers have them, each with the QEMU
+// devices down to it: an onboard e1000e with an ACPI index in a root port
+// (q35 gives the guest no ACPI index on the root bus: eno1), and a
+// vmxnet3 card behind another root port (a path name, enp2s0, as our
+// agent names it). The addresses stay clear of the harness's slots.
+var serverPlacedNICs = []qemu.PlacedNIC{
+	{MAC: "52:54:00:1b:02:05", Devices: []string{"pcie-root-port,id=rpon,bus=pcie.0,addr=0x10,chassis=10,slot=10", "e1000e,bus=rpon,acpi-index=1"}},
+	{MAC: "52:54:00:1b:02:03", Devices: []string{"pcie-root-port,id=rpslot,bus=pcie.0,addr=0x11,chassis=11,slot=6", "vmxnet3,bus=rpslot"}},
+}
+
+// serverShape gives m qemu.ServerMachine's disks, keyboard and SSIF BMC,
+// makes the NIC facing the lldpd an e1000e, and adds serverNICs and
+// serverPlacedNICs, each on a slirp of its own.
+func serverShape(m *qemu.Machine) {
+	server := qemu.ServerMachine(m.Firmware)
+	m.Name = server.Name
+	m.Disks = server.Disks
+	m.USBKeyboard, m.BMC = server.USBKeyboard, server.BMC
+	m.NICs[1].Model = "e1000e"
+	m.NICs = append(m.NICs, serverNICs...)
+	m.AddPlacedNICs(serverPlacedNICs, 30)
+}
+
+// sideBySide inspects with IPA and with ours on side (its MACs and
+// memory; shape, when set, changes the rest of the machine) and compares
+// the two documents against the allow-lists; with clean, each agent
+// also cleans the node in a second boot.
+func sideBySide(t *testing.T, side qemu.Machine, shape func(*qemu.Machine), clean bool, allowLists ...string) {
+	var allow []ipadiff.Allowed
+	for _, f := range allowLists {
+		a, err := ipadiff.LoadAllowList(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allow = append(allow, a...)
+	}
 	s := services(t)
-	allow, err := ipadiff.LoadAllowList("testdata/ipa13-differences.json")
+	fw := string(side.Firmware)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
+	agentPort := newAgentPort(t)
+	m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)
+	m.MemoryMB = side.MemoryMB
+	if shape != nil {
+		shape(&m)
+	}
+	ns, err := netbed.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fw := range []string{"bios", "uefi"} {
-		t.Run(fw, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
-			defer cancel()
-			// The machine fixtures/qemu-ipa13-bios and qemu-ipa13-uefi record.
-			side := qemu.SideBySideMachine(qemu.Firmware(fw))
-			macs := [2]string{side.NICs[0].MAC, side.NICs[1].MAC}
-			agentPort := newAgentPort(t)
-			m := serviceMachine(t, ramdisk(t), fw, agentPort, macs)
-			m.MemoryMB = side.MemoryMB
-			ns, err := netbed.NewNetns(ctx, fmt.Sprintf("vm-ipa-%d", os.Getpid()), "vmlldp0", "02:11:22:33:44:56", filepath.Join(vmDir(t), "lldp"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(ns.Close)
-			if err := ns.StartLLDPD(ctx, netbed.LLDPPeer{SystemName: "side-switch", Description: "lldpd for the side-by-side test",
-				PortID: "Ethernet1/9", PortDescr: "side switch port 9"}); err != nil {
-				t.Fatal(err)
-			}
-			m.NICs[1].Backend = "fd"
-			runs := map[string]sideRun{}
-			for _, a := range sideAgents(t, fw, macs) {
-				r := inspectWith(t, ctx, s, a, m, ns, macs, agentPort, fw == "bios")
-				runs[a.name] = r
-				line := fmt.Sprintf("numbers: %s %s: ramdisk %.1f MiB (kernel %.1f + initrd %.1f; %.0f MiB unpacked), inspection %.1fs (QEMU start to manageable)",
-					fw, a.name, mib(a.kernelSize+a.initrdSize), mib(a.kernelSize), mib(a.initrdSize), mib(a.unpackedSize), r.inspect.Seconds())
-				if r.clean != 0 {
-					line += fmt.Sprintf(", first heartbeat %.1fs after QEMU start, cleaning %.1fs (provide to available)", r.heartbeat.Seconds(), r.clean.Seconds())
-				}
-				t.Log(line)
-			}
-			ipadiff.Check(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
-			dumpSide(t, runs)
-		})
+	t.Cleanup(ns.Close)
+	if err := ns.StartLLDPD(ctx, netbed.LLDPPeer{SystemName: "side-switch", Description: "lldpd for the side-by-side test",
+		PortID: "Ethernet1/9", PortDescr: "side switch port 9"}); err != nil {
+		t.Fatal(err)
 	}
+	m.NICs[1].Backend = "fd"
+	runs := map[string]sideRun{}
+	for _, a := range sideAgents(t, fw, macs) {
+		r := inspectWith(t, ctx, s, a, m, ns, macs, agentPort, clean)
+		runs[a.name] = r
+		line := fmt.Sprintf("numbers: %s %s: ramdisk %.1f MiB (kernel %.1f + initrd %.1f; %.0f MiB unpacked), inspection %.1fs (QEMU start to manageable)",
+			fw, a.name, mib(a.kernelSize+a.initrdSize), mib(a.kernelSize), mib(a.initrdSize), mib(a.unpackedSize), r.inspect.Seconds())
+		if r.clean != 0 {
+			line += fmt.Sprintf(", first heartbeat %.1fs after QEMU start, cleaning %.1fs (provide to available)", r.heartbeat.Seconds(), r.clean.Seconds())
+		}
+		t.Log(line)
+	}
+	checkSameNICNames(t, runs["ipa"].data, runs["ours"].data)
+	ipadiff.Check(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
+	dumpSide(t, runs)
+}
+
+// checkSameNICNames checks that both agents report every NIC, by MAC,
+// under the same name, and that the names are predictable ones, not the
+// kernel's ethN.
+func checkSameNICNames(t *testing.T, ipaData, oursData map[string]any) {
+	t.Helper()
+	ipaNames, ourNames := nicNames(ipaData), nicNames(oursData)
+	if len(ipaNames) == 0 {
+		t.Errorf("IPA's inventory has no interfaces")
+	}
+	for _, mac := range slices.Sorted(maps.Keys(ipaNames)) {
+		in, on := ipaNames[mac], ourNames[mac]
+		switch {
+		case on == "":
+			t.Errorf("NIC %s: IPA names it %s, ours does not report it", mac, in)
+		case in != on:
+			t.Errorf("NIC %s: IPA names it %s, ours %s", mac, in, on)
+		case kernelNICName.MatchString(in):
+			t.Errorf("NIC %s: both name it %s, the kernel's name: no predictable name", mac, in)
+		default:
+			t.Logf("NIC %s: %s in both", mac, in)
+		}
+	}
+	for mac, on := range ourNames {
+		if _, ok := ipaNames[mac]; !ok {
+			t.Errorf("NIC %s: ours names it %s, IPA does not report it", mac, on)
+		}
+	}
+}
+
+// kernelNICName is the kernel's own name of an Ethernet NIC.
+var kernelNICName = regexp.MustCompile(`^eth[0-9]+$`)
+
+// nicNames are the inventory's interface names by MAC.
+func nicNames(data map[string]any) map[string]string {
+	inv, _ := data["inventory"].(map[string]any)
+	ifaces, _ := inv["interfaces"].([]any)
+	names := map[string]string{}
+	for _, i := range ifaces {
+		im, _ := i.(map[string]any)
+		mac, _ := im["mac_address"].(string)
+		name, _ := im["name"].(string)
+		if mac != "" {
+			names[strings.ToLower(mac)] = name
+		}
+	}
+	return names
 }
 
 // dumpSide writes both documents (less the logs tarball) next to the VM

@@ -234,7 +234,7 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*
 		err = pn.StartDHCP(netbed.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
 			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0)}, GRUBLoader: "bootx64.efi",
-			Ignore: []string{redfishMAC(redfishDHCPLess)}})
+			Ignore: []string{redfishMAC(redfishDHCPLess), redfishMAC(redfishUSBCDNode)}})
 	}
 	if err != nil {
 		b.Close()

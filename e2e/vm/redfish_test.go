@@ -76,6 +76,8 @@ const (
 	redfishSecureBootCapabilityNode = 6
 	// redfishArm64Node is the machine of TestVMArm64Lifecycle.
 	redfishArm64Node = 7
+	// redfishUSBCDNode is the machine of TestVMRedfishUSBCDUEFI.
+	redfishUSBCDNode = 8
 )
 
 // redfishCase is what a virtual-media scenario changes.
@@ -104,6 +106,12 @@ type redfishCase struct {
 	// ramdisk through an ESP of GRUB for arm64, with the kernel
 	// parameters of its PL011 console in the node's driver_info.
 	arm64 bool
+	// usbCD attaches the BMC's virtual CD as a USB CD-ROM on xHCI
+	// (qemu.Machine.ISOOnUSB), as iDRAC and iLO present it, instead of
+	// an ide-cd on AHCI.
+	usbCD bool
+	// inspectionOnly ends the scenario after inspection.
+	inspectionOnly bool
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -170,6 +178,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	}
 	m.SecureBoot = c.secureBoot
 	m.SecureBootDisabled = c.secureBootOff
+	m.ISOOnUSB = c.usbCD
 	m.Dir = vmDir(t)
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
@@ -316,6 +325,9 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	ib := isoBoot{iso: vm.Machine.ISO}
 	if ib.iso == "" || slices.Contains(vm.Cmdline, "-kernel") {
 		t.Fatalf("the ramdisk boot was not from the virtual CD: %s", qemu.ShellQuote(vm.Cmdline))
+	}
+	if r.m.ISOOnUSB && !slices.ContainsFunc(vm.Cmdline, func(a string) bool { return strings.HasPrefix(a, "usb-storage,id=usbcd,") }) {
+		t.Fatalf("the virtual CD is not on USB: %s", qemu.ShellQuote(vm.Cmdline))
 	}
 	if got := r.bed.served("/redfish/boot-" + r.node.UUID); len(got) == 0 {
 		t.Errorf("the BMC did not fetch the ISO from Ironic's HTTP root (requests: %s)", strings.Join(r.bed.served("/redfish"), ", "))
@@ -503,7 +515,19 @@ func TestVMRedfishRemovableConfigBIOS(t *testing.T) {
 	redfishLifecycle(t, "bios", redfishRemovableNode, redfishCase{removable: true})
 }
 
-// The machines of the TLS and removable-medium scenarios.
+// TestVMRedfishUSBCDUEFI is the DHCP-less virtual-media boot as servers'
+// BMCs present the medium: Ironic's ISO, its config drive with the
+// node's network_data, in the BMC's virtual CD, which is a USB CD-ROM on
+// xHCI (iDRAC and iLO present virtual media as USB devices). OVMF boots
+// GRUB from the USB device; the init finds the CD through xhci_hcd,
+// usb-storage and sr_mod, sets the static address, and inspection runs
+// over it. The later boots of a lifecycle take the same ISO the same way.
+// Slow (E2E_VM_SLOW).
+func TestVMRedfishUSBCDUEFI(t *testing.T) {
+	slowScenario(t)
+	redfishLifecycle(t, "uefi", redfishUSBCDNode, redfishCase{dhcpLess: true, usbCD: true, inspectionOnly: true})
+}
+
 // tlsProvisioningNetwork is a provisioning network of t's own whose Ironic
 // serves HTTPS with a CA of its own (ironic.Config.TLS).
 func tlsProvisioningNetwork(t *testing.T) *pxeBed {
@@ -635,6 +659,11 @@ func redfishLifecycle(t *testing.T, fw string, n int, c redfishCase) {
 	}
 	// No BMC inside this machine (no KCS): what the agent reports.
 	t.Logf("inventory bmc_address %v, bmc_v6address %v (the machine has no in-band BMC interface)", inv["bmc_address"], inv["bmc_v6address"])
+	if c.inspectionOnly {
+		t.Logf("BMC events: %s", strings.Join(r.bmc.Events(), "; "))
+		reportSeconds(t, time.Since(testStart), "whole_test_s")
+		return
+	}
 
 	// Cleaning: a new ISO with the API URL and the token Ironic made
 	// before the boot (virtual media's pregenerated token).

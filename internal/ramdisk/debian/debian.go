@@ -328,6 +328,13 @@ func (e *DigestError) Error() string {
 	return fmt.Sprintf("debian: %s: %s has SHA256 %s (%d bytes), the archive's index says %s (%d bytes): the mirror serves other bytes (damaged, out of sync, or tampered with); retry, or pick another mirror", e.What, e.URL, e.Got, e.GotSize, e.Want, e.WantSize)
 }
 
+// byHashPath is where a suite whose InRelease says Acquire-By-Hash keeps
+// the index ref under its SHA256: by-hash/SHA256/<digest> in the index's
+// directory.
+func byHashPath(ref FileRef) string {
+	return path.Join(path.Dir(ref.Path), "by-hash", "SHA256", ref.SHA256)
+}
+
 // indexReader opens the index file base (e.g.
 // "main/binary-amd64/Packages") of suite, verified and decompressed.
 func (c *Client) indexReader(ctx context.Context, rel *Release, base string) (io.ReadCloser, string, error) {
@@ -354,6 +361,23 @@ func (c *Client) indexReader(ctx context.Context, rel *Release, base string) (io
 		}
 		u = c.suiteURL(rel.Suite, ref.Path)
 		p, err = c.fetchFile(ctx, u, ref.SHA256, ref.Size, strings.ReplaceAll(rel.Suite+"_"+ref.Path, "/", "_"), "suite "+rel.Suite+" index "+ref.Path)
+	}
+	if err != nil && rel.Fields.Get("Acquire-By-Hash") == "yes" && (errors.As(err, &digestErr) || errors.As(err, &statusErr) && statusErr.Code == http.StatusNotFound) {
+		// The suite keeps its indexes under their digests too, as apt
+		// fetches them: the copy the InRelease names outlives the next
+		// publication of the file under its own name.
+		bu := c.suiteURL(rel.Suite, byHashPath(ref))
+		var berr error
+		p, berr = c.fetchFile(ctx, bu, ref.SHA256, ref.Size, strings.ReplaceAll(rel.Suite+"_"+ref.Path, "/", "_"), "suite "+rel.Suite+" index "+ref.Path+" by hash")
+		if berr == nil {
+			err = nil
+		} else {
+			if errors.As(berr, &statusErr) {
+				berr = fmt.Errorf("%s", statusErr.Status)
+			}
+			err = fmt.Errorf("%w; its copy by hash, %s: %v: the mirror's InRelease (%s, dated %s) names an index the mirror does not serve: the mirror is out of sync; retry later, or pick another mirror",
+				err, bu, berr, rel.URL, rel.Fields.Get("Date"))
+		}
 	}
 	if err != nil {
 		return nil, "", err

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -138,6 +139,9 @@ type fakeArchive struct {
 	files map[string][]byte // URL path -> bytes
 	// override serves other bytes for a path than the index says.
 	override map[string][]byte
+	// byHash makes addSuite publish each index under its digest too
+	// (by-hash/SHA256/) and say so (Acquire-By-Hash: yes).
+	byHash bool
 }
 
 func newFakeArchive(t *testing.T) *fakeArchive {
@@ -243,9 +247,16 @@ func (a *fakeArchive) addSuite(t *testing.T, suite string, signer *openpgp.Entit
 	zw.Close()
 	idx := map[string][]byte{"main/binary-amd64/Packages.gz": gz.Bytes(), "main/Contents-all.gz": cgz.Bytes()}
 	var rel strings.Builder
-	fmt.Fprintf(&rel, "Origin: Debian\nSuite: %s\nCodename: %s\nDate: Sat, 21 Nov 2026 09:15:44 UTC\nSHA256:\n", suite, suite)
+	fmt.Fprintf(&rel, "Origin: Debian\nSuite: %s\nCodename: %s\nDate: Sat, 21 Nov 2026 09:15:44 UTC\n", suite, suite)
+	if a.byHash {
+		rel.WriteString("Acquire-By-Hash: yes\n")
+	}
+	rel.WriteString("SHA256:\n")
 	for p, b := range idx {
 		a.files["/dists/"+suite+"/"+p] = b
+		if a.byHash {
+			a.files[fmt.Sprintf("/dists/%s/%s/by-hash/SHA256/%x", suite, path.Dir(p), sha256.Sum256(b))] = b
+		}
 		fmt.Fprintf(&rel, " %x %d %s\n", sha256.Sum256(b), len(b), p)
 	}
 	a.files["/dists/"+suite+"/InRelease"] = sign(t, signer, rel.String())
@@ -423,6 +434,39 @@ func TestRepublishedSuite(t *testing.T) {
 	var de *DigestError
 	if _, err := stale.Packages(t.Context(), []string{"trixie-backports"}, []string{"main"}); !errors.As(err, &de) {
 		t.Errorf("damaged index of a cached suite: %v, want a DigestError", err)
+	}
+}
+
+// TestIndexByHash: an index whose own name serves other bytes than the
+// InRelease names (the mirror published it again, or is out of sync) is
+// read from its copy by hash when the suite has them, as apt does; when
+// that copy is gone too, the error names the suite, the index, both
+// digests, the copy by hash and the InRelease with its date.
+func TestIndexByHash(t *testing.T) {
+	a := newFakeArchive(t)
+	a.byHash = true
+	a.addSuite(t, "trixie-backports", a.key, firmwareDeb)
+	const contents = "/dists/trixie-backports/main/Contents-all.gz"
+	a.override[contents] = []byte("a later publication")
+	rs, err := a.client(t).Contents(t.Context(), []string{"trixie-backports"}, "main", "all")
+	if err != nil {
+		t.Fatalf("index served by hash: %v", err)
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+	sum := sha256.Sum256(a.files[contents])
+	delete(a.files, fmt.Sprintf("/dists/trixie-backports/main/by-hash/SHA256/%x", sum))
+	_, err = a.client(t).Contents(t.Context(), []string{"trixie-backports"}, "main", "all")
+	var de *DigestError
+	if !errors.As(err, &de) {
+		t.Fatalf("no copy by hash: %v, want a DigestError", err)
+	}
+	for _, w := range []string{"suite trixie-backports index main/Contents-all.gz", fmt.Sprintf("%x", sum),
+		fmt.Sprintf("by-hash/SHA256/%x: 404 Not Found", sum), "/dists/trixie-backports/InRelease, dated Sat, 21 Nov 2026 09:15:44 UTC", "out of sync"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
 	}
 }
 

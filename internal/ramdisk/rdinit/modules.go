@@ -123,10 +123,13 @@ func compressedModule(p string) bool {
 
 // deviceDriver reports whether the module is a driver the kernel would
 // load for a device (an alias with a bus prefix: "pci:", "virtio:",
-// "acpi*:"), as opposed to a library or file system loaded by name.
+// "acpi*:"), as opposed to a library or file system loaded by name. A
+// "devname:" alias is not a bus: it names the /dev node the module makes
+// (btrfs's devname:btrfs-control, dm-mod's devname:mapper/control), which
+// no device's modalias ever matches.
 func (e modEntry) deviceDriver() bool {
 	for _, a := range e.aliases {
-		if strings.Contains(a, ":") {
+		if strings.Contains(a, ":") && !strings.HasPrefix(a, "devname:") {
 			return true
 		}
 	}

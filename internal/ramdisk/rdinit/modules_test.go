@@ -103,6 +103,27 @@ func TestModulesFor(t *testing.T) {
 	}
 }
 
+// TestDevnameModuleLoadedByName: a file system whose aliases include the
+// /dev node it makes (btrfs: devname:btrfs-control) is loaded by name at
+// boot like the other file systems, not held back as a driver waiting
+// for a device; a library with such an alias (dm-mod) still comes only
+// with a module that needs it.
+func TestDevnameModuleLoadedByName(t *testing.T) {
+	es := parseModuleList("/lib/modules/k/kernel/lib/raid6/raid6_pq.ko.xz\t\t\n" +
+		"/lib/modules/k/kernel/fs/btrfs/btrfs.ko.xz\traid6_pq\tdevname:btrfs-control char-major-10-234 fs-btrfs\n" +
+		"/lib/modules/k/kernel/drivers/md/dm-mod.ko.xz\t\tdevname:mapper/control char-major-10-236\n" +
+		"/lib/modules/k/kernel/drivers/md/dm-multipath.ko.xz\tdm-mod\t\n" +
+		"/lib/modules/k/kernel/drivers/block/loop.ko.xz\t\tdevname:loop-control block-major-7-*\tondemand\n")
+	for _, e := range es {
+		if e.deviceDriver() {
+			t.Errorf("%s counted as a device driver (aliases %q)", e.name, e.aliases)
+		}
+	}
+	if got, want := names(modulesFor(es, nil, map[string]bool{})), []string{"raid6_pq", "btrfs", "dm_mod", "dm_multipath"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("loaded at boot: %v, want %v", got, want)
+	}
+}
+
 // fakeKernel stands in for finit_module and sysfs in loader tests: a load
 // takes a moment (probing), the devices a bus driver brings up appear when
 // it has loaded, and a module whose dependency is not in yet fails as the

@@ -390,6 +390,31 @@ func ServerMachine(firmware Firmware) Machine {
 	return m
 }
 
+// PlacedNIC is a NIC where the fields of NIC cannot put it: QEMU's
+// devices down to it (PCIe root ports, bridges), the last of them the NIC
+// with its options (an ACPI index, a function of a multi-function card).
+type PlacedNIC struct {
+	MAC     string
+	Devices []string
+}
+
+// AddPlacedNICs adds nics to m.ExtraArgs, each on a slirp of its own with
+// nothing reachable, 10.0.<firstNet+i>.0/24. Their PCI addresses must stay
+// clear of the slots the harness hands out from 0x03 on.
+func (m *Machine) AddPlacedNICs(nics []PlacedNIC, firstNet int) {
+	for i, p := range nics {
+		id := fmt.Sprintf("placed%d", firstNet+i)
+		last := len(p.Devices) - 1
+		for j, d := range p.Devices {
+			if j == last {
+				d += fmt.Sprintf(",netdev=%s,mac=%s,romfile=", id, p.MAC)
+			}
+			m.ExtraArgs = append(m.ExtraArgs, "-device", d)
+		}
+		m.ExtraArgs = append(m.ExtraArgs, "-netdev", fmt.Sprintf("user,id=%s,restrict=on,ipv6=off,net=10.0.%d.0/24", id, firstNet+i))
+	}
+}
+
 // OVMF firmware files of Debian's ovmf package.
 const (
 	OVMFCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,5 +283,25 @@ func TestArgsArm64(t *testing.T) {
 		if _, err := b.Args(RelayCommand, -1); err == nil || !strings.Contains(err.Error(), what) {
 			t.Errorf("%s: %v", what, err)
 		}
+	}
+}
+
+// TestAddPlacedNICs: each placed NIC's devices come in order, the last
+// one the NIC on a slirp of its own.
+func TestAddPlacedNICs(t *testing.T) {
+	var m Machine
+	m.AddPlacedNICs([]PlacedNIC{
+		{MAC: "52:54:00:aa:00:01", Devices: []string{"e1000e,addr=0x10,acpi-index=1"}},
+		{MAC: "52:54:00:aa:00:02", Devices: []string{"pcie-root-port,id=rp1,bus=pcie.0,addr=0x11,chassis=1,slot=5", "vmxnet3,bus=rp1"}},
+	}, 30)
+	want := []string{
+		"-device", "e1000e,addr=0x10,acpi-index=1,netdev=placed30,mac=52:54:00:aa:00:01,romfile=",
+		"-netdev", "user,id=placed30,restrict=on,ipv6=off,net=10.0.30.0/24",
+		"-device", "pcie-root-port,id=rp1,bus=pcie.0,addr=0x11,chassis=1,slot=5",
+		"-device", "vmxnet3,bus=rp1,netdev=placed31,mac=52:54:00:aa:00:02,romfile=",
+		"-netdev", "user,id=placed31,restrict=on,ipv6=off,net=10.0.31.0/24",
+	}
+	if !slices.Equal(m.ExtraArgs, want) {
+		t.Errorf("ExtraArgs:\n%q\nwant\n%q", m.ExtraArgs, want)
 	}
 }
