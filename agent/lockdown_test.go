@@ -64,7 +64,7 @@ func TestLockdownBringsNICsDownInANamespace(t *testing.T) {
 	ra := standalone(t, Options{Hooks: Hooks{LockdownNICs: func(context.Context) error {
 		calls++
 		// "nope" stands for a NIC that vanished: logged, the others still go down.
-		return ns.Do(func() error { return LinksDown([]string{veth, "nope" + id, veth2}, t.Logf) })
+		return netnstest.Do(ns.Name, func() error { return LinksDown([]string{veth, "nope" + id, veth2}, t.Logf) })
 	}}}, nil)
 	start := time.Now()
 	lockDown(t, ra)

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/ironic-go/ironic-agent/bmc"
@@ -98,6 +99,10 @@ type collection struct {
 	// recorded (fixture root); see netrecord.go.
 	net *netRecord
 
+	// memBlocks, when not nil, delivers the memory blocks' count that
+	// prefetchMemoryBlocks started reading.
+	memBlocks <-chan blockCount
+
 	// lldp is what the lldp unit heard on each candidate NIC, nil when it
 	// did not run or failed; the interfaces unit puts it in place.
 	lldp map[string][]inventory.LLDPTLV
@@ -162,6 +167,9 @@ func collect(ctx context.Context, opts Options, parts []unit) (*collection, erro
 		fs:   opts.fs(),
 		log:  opts.logger(),
 		inv:  newInventory(),
+	}
+	if slices.ContainsFunc(parts, func(u unit) bool { return u.name == "memory" }) {
+		c.prefetchMemoryBlocks()
 	}
 	for _, u := range parts {
 		if err := ctx.Err(); err != nil {

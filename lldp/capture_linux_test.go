@@ -81,7 +81,7 @@ func (tp *topology) captureLogged(t *testing.T, ctx context.Context, ifaces []st
 	var got map[string][]inventory.LLDPTLV
 	var capErr error
 	start := time.Now()
-	err := tp.host.Do(func() error {
+	err := netnstest.Do(tp.host.Name, func() error {
 		got, capErr = Capture(ctx, ifaces, timeout, slog.New(h))
 		return nil
 	})
@@ -173,7 +173,7 @@ func TestCaptureFromLLDPD(t *testing.T) {
 	if !hasTLV(got[tp.nics[0]], 127, "12345609deadbeef") {
 		t.Errorf("the unknown organisation's TLV is not in the raw list: %v", got[tp.nics[0]])
 	}
-	err = tp.host.Do(func() error {
+	err = netnstest.Do(tp.host.Name, func() error {
 		ifi, err := net.InterfaceByName(tp.nics[2])
 		if err != nil {
 			return err

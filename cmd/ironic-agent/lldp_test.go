@@ -46,7 +46,7 @@ func TestLLDPCommandShowsLLDPDNeighbour(t *testing.T) {
 	run := func(format string) string {
 		var out, errb bytes.Buffer
 		var code int
-		if err := host.Do(func() error {
+		if err := netnstest.Do(host.Name, func() error {
 			code = runMain(t.Context(), []string{"lldp", "--interface", nic, "--timeout", "20s", "--format", format}, &out, &errb)
 			return nil
 		}); err != nil {

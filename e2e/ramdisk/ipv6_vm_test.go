@@ -253,7 +253,7 @@ func startIronicStandIn(t *testing.T, ns, addr string) ironicStandIn {
 	s := ironicStandIn{&fakeironic.Server{NodeUUID: standInNode, Token: standInToken}}
 	for _, port := range []string{"6385", "5050"} {
 		var l net.Listener
-		err := (&netnstest.Netns{Name: ns}).Do(func() (err error) {
+		err := netnstest.Do(ns, func() (err error) {
 			l, err = net.Listen("tcp", net.JoinHostPort(addr, port))
 			return err
 		})

@@ -338,7 +338,7 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc netda
 	if tc.v6 != "" {
 		// The static IPv6 address answers: the agent's API port, from
 		// the namespace.
-		if err := (&netnstest.Netns{Name: ns.Name}).Do(func() error {
+		if err := netnstest.Do(ns.Name, func() error {
 			c, err := net.DialTimeout("tcp", net.JoinHostPort(tc.v6, "9999"), 10*time.Second)
 			if err == nil {
 				c.Close()

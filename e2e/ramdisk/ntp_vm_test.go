@@ -125,7 +125,7 @@ func TestNTPInVM(t *testing.T) {
 func listenUDPIn(t *testing.T, ns, addr string) *net.UDPConn {
 	t.Helper()
 	var conn *net.UDPConn
-	err := (&netnstest.Netns{Name: ns}).Do(func() error {
+	err := netnstest.Do(ns, func() error {
 		ua, err := net.ResolveUDPAddr("udp4", addr)
 		if err != nil {
 			return err

@@ -133,7 +133,7 @@ func TestUSBVirtualMediaInVM(t *testing.T) {
 		t.Errorf("the agent did not take ipa-debug=1 from the stick: %q", l.Text)
 	}
 	dial := func(ctx context.Context) (conn net.Conn, err error) {
-		err = (&netnstest.Netns{Name: ns.Name}).Do(func() error {
+		err = netnstest.Do(ns.Name, func() error {
 			var d net.Dialer
 			conn, err = d.DialContext(ctx, "tcp", net.JoinHostPort(static, "22"))
 			return err

@@ -120,9 +120,8 @@ type netnsScenario struct {
 // namespace, one VM boot each, checking what went over the network.
 func netnsInspectCleanDeploy(t *testing.T, ctx context.Context, rd *qemu.Ramdisk, lc netnsScenario) {
 	t.Helper()
-	inNS := &netnstest.Netns{Name: lc.ns.Name}
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		err = inNS.Do(func() error {
+		err = netnstest.Do(lc.ns.Name, func() error {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 			return err
 		})
@@ -212,7 +211,7 @@ func netnsInspectCleanDeploy(t *testing.T, ctx context.Context, rd *qemu.Ramdisk
 	// (Ironic checks the URL from there too), written to the disk.
 	img := mbrImage()
 	var ln net.Listener
-	if err := inNS.Do(func() (err error) {
+	if err := netnstest.Do(lc.ns.Name, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(lc.host, "8080"))
 		return err
 	}); err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 )
 
 // publisher is Ironic's own: the conductor's _publish_endpoint calls
@@ -104,7 +104,7 @@ func TestLookupIronicsPublisher(t *testing.T) {
 	ironicNS, agentNS := pair(t)
 	publish(t, ironicNS, "http://192.0.2.1:6385")
 	var ep Endpoint
-	err := netbed.DoInNetns(agentNS, func() (err error) {
+	err := netnstest.Do(agentNS, func() (err error) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		ep, err = Lookup(ctx, "baremetal", Options{})
@@ -129,7 +129,7 @@ func TestLookupIronicsPublisher(t *testing.T) {
 // the attempts and the interfaces asked.
 func TestLookupNoPublisher(t *testing.T) {
 	_, agentNS := pair(t)
-	err := netbed.DoInNetns(agentNS, func() error {
+	err := netnstest.Do(agentNS, func() error {
 		_, err := Lookup(t.Context(), "baremetal", Options{Attempts: 2, Wait: 300 * time.Millisecond})
 		return err
 	})

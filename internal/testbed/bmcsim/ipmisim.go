@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -148,7 +148,7 @@ func (s *IPMISim) waitLAN(ctx context.Context, timeout time.Duration) error {
 	var c net.Conn
 	var err error
 	if ns := s.opts.Netns; ns != "" {
-		err = netbed.DoInNetns(ns, func() (err error) { c, err = net.Dial("udp", s.machine.BMC.LANAddr()); return err })
+		err = netnstest.Do(ns, func() (err error) { c, err = net.Dial("udp", s.machine.BMC.LANAddr()); return err })
 	} else {
 		c, err = net.Dial("udp", s.machine.BMC.LANAddr())
 	}

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -125,7 +125,7 @@ func StartRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c R
 	var l net.Listener
 	listen := func() (err error) { l, err = net.Listen("tcp", c.Addr); return err }
 	if opts.Netns != "" {
-		err = netbed.DoInNetns(opts.Netns, listen)
+		err = netnstest.Do(opts.Netns, listen)
 	} else {
 		err = listen()
 	}
@@ -158,7 +158,7 @@ func newRedfishBMC(ctx context.Context, m qemu.Machine, opts qemu.Options, c Red
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		d := func() (err error) { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err }
 		if opts.Netns != "" {
-			return c, netbed.DoInNetns(opts.Netns, d)
+			return c, netnstest.Do(opts.Netns, d)
 		}
 		return c, d()
 	}

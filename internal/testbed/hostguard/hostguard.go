@@ -35,7 +35,27 @@ type Options struct {
 	// Self is the process whose ancestors are the run itself (the shell of
 	// test.sh) rather than leftovers; 0: this process.
 	Self int
+	// Checks names the checks to run (Checks' names: "mounts", "loop
+	// devices", "network", ...); empty: all of them. A caller that can
+	// only attribute some kinds of state to itself, such as one test
+	// binary among others, records just those.
+	Checks []string
 }
+
+// Checks' names, in the order Take runs them.
+const (
+	CheckFiles     = "files"
+	CheckEtc       = "etc"
+	CheckSysctls   = "sysctls"
+	CheckMounts    = "mounts"
+	CheckLoops     = "loop devices"
+	CheckNetns     = "network namespaces"
+	CheckEFIVars   = "EFI variables"
+	CheckPstore    = "pstore"
+	CheckModules   = "modules"
+	CheckProcesses = "processes"
+	CheckNetwork   = "network"
+)
 
 // Snapshot is the recorded state: each item is a checked thing ("file
 // /etc/resolv.conf", "route main 10.0.0.0/8 via 192.0.2.1 dev eth0") with
@@ -109,6 +129,12 @@ func Diff(before, after *Snapshot) []Difference {
 	return out
 }
 
+// check is one kind of state Take records.
+type check struct {
+	name string
+	run  func(*Snapshot, Options) error
+}
+
 // Take records the state Options point at. A check that cannot run is
 // listed in Skipped; an error means the snapshot as a whole is unusable.
 func Take(ctx context.Context, o Options) (*Snapshot, error) {
@@ -116,23 +142,28 @@ func Take(ctx context.Context, o Options) (*Snapshot, error) {
 		o.Root = "/"
 	}
 	s := &Snapshot{Root: o.Root, NetNS: o.NetNS, Items: map[string]string{}}
-	checks := []struct {
-		name string
-		run  func(*Snapshot, Options) error
-	}{
-		{"files", snapFiles},
-		{"etc", snapEtc},
-		{"sysctls", snapSysctls},
-		{"mounts", snapMounts},
-		{"loop devices", snapLoops},
-		{"network namespaces", snapNetns},
-		{"EFI variables", snapEFIVars},
-		{"pstore", snapPstore},
-		{"modules", snapModules},
-		{"processes", snapProcesses},
-		{"network", snapNetwork},
+	checks := []check{
+		{CheckFiles, snapFiles},
+		{CheckEtc, snapEtc},
+		{CheckSysctls, snapSysctls},
+		{CheckMounts, snapMounts},
+		{CheckLoops, snapLoops},
+		{CheckNetns, snapNetns},
+		{CheckEFIVars, snapEFIVars},
+		{CheckPstore, snapPstore},
+		{CheckModules, snapModules},
+		{CheckProcesses, snapProcesses},
+		{CheckNetwork, snapNetwork},
+	}
+	for _, name := range o.Checks {
+		if !slices.ContainsFunc(checks, func(c check) bool { return c.name == name }) {
+			return nil, fmt.Errorf("hostguard: no check %q", name)
+		}
 	}
 	for _, c := range checks {
+		if len(o.Checks) > 0 && !slices.Contains(o.Checks, c.name) {
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package looptest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +23,13 @@ const mountNSEnv = "LOOPTEST_PRIVATE_MOUNTS"
 // lives in that namespace only and vanishes with it, however the tests
 // end, a -timeout panic or a SIGKILL included; the copy gets SIGKILL when
 // this process dies. As another user the tests, which then mount nothing,
-// run here. Use it as
+// run here.
+//
+// As root Main also fails the package (exit status 1, naming each) when
+// the tests leave something behind: a mount or named network namespace, a
+// loop device, a link in the test binary's network namespace, a process.
+// It kills leftover processes; the rest stays for the person who reads
+// the failure, apart from mounts, which go with the namespace. Use it as
 //
 //	func TestMain(m *testing.M) { looptest.Main(m.Run) }
 func Main(run func() int) {
@@ -34,7 +41,15 @@ func Main(run func() int) {
 			fmt.Fprintf(os.Stderr, "looptest: making / private in the test's mount namespace: %v\n", err)
 			os.Exit(2)
 		}
-		os.Exit(run())
+		ctx := context.Background()
+		before, err := recordCopy(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "looptest: recording the mounts before the tests: %v\n", err)
+			os.Exit(2)
+		}
+		code := run()
+		leaks, err := copyLeaks(ctx, before)
+		os.Exit(reportLeaks("in the test binary", leaks, err, code))
 	}
 	if os.Geteuid() != 0 {
 		os.Exit(run())
@@ -43,8 +58,22 @@ func Main(run func() int) {
 }
 
 // reexec runs this test binary again, with the same arguments, in a new
-// private mount namespace, and returns its exit status.
+// private mount namespace, and returns its exit status, or 1 when the tests
+// passed but left something behind.
 func reexec() int {
+	ctx := context.Background()
+	before, err := recordHost(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "looptest: recording the host before the tests: %v\n", err)
+		return 2
+	}
+	code := runCopy()
+	leaks, err := hostLeaks(ctx, before)
+	return reportLeaks("after the test binary", leaks, err, code)
+}
+
+// runCopy runs the copy and returns its exit status.
+func runCopy() int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "looptest: finding the test binary to run it in a private mount namespace: %v\n", err)

@@ -2,6 +2,7 @@ package looptest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,8 +25,108 @@ func TestMain(m *testing.M) {
 		if dir := os.Getenv(killHelperEnv); dir != "" {
 			return killHelper(dir)
 		}
+		if dir := os.Getenv(leakHelperEnv); dir != "" {
+			return leakHelper(dir)
+		}
 		return m.Run()
 	})
+}
+
+// leakHelperEnv names the directory of TestLeaksFail's child, which runs
+// leakHelper instead of the tests.
+const leakHelperEnv = "LOOPTEST_LEAK_HELPER"
+
+// leakHelper passes, but leaves what a careless test would: a mount on
+// dir/mnt, a running sleep, a link in its network namespace and a loop
+// device attached without autoclear over a file it then deletes. It
+// writes the device's name to dir/loop.
+func leakHelper(dir string) int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "leak helper: %v\n", err)
+		return 3
+	}
+	if err := unix.Mount("leaktest", filepath.Join(dir, "mnt"), "tmpfs", 0, ""); err != nil {
+		return fail(err)
+	}
+	if err := exec.Command("sleep", "600").Start(); err != nil {
+		return fail(err)
+	}
+	if out, err := exec.Command("ip", "link", "add", "leaktest0", "type", "veth", "peer", "name", "leaktest1").CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("ip link add: %v: %s", err, out))
+	}
+	img := filepath.Join(dir, "leak.img")
+	if err := os.WriteFile(img, make([]byte, 1<<20), 0o644); err != nil {
+		return fail(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+	if err != nil {
+		return fail(fmt.Errorf("losetup: %v: %s", err, out))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "loop"), out, 0o644); err != nil {
+		return fail(err)
+	}
+	if err := os.Remove(img); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// Tests that pass but leave a mount, a process, a link or a loop device
+// behind fail the package, with each named; the process is killed. The
+// helper runs in a network namespace of its own, so its link is not the
+// host's.
+func TestLeaksFail(t *testing.T) {
+	RequireRoot(t, "losetup", "ip", "sleep")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "mnt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "loop")); err == nil {
+			Run(t, "losetup", "-d", strings.TrimSpace(string(b)))
+		}
+	})
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, mountNSEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(env, leakHelperEnv+"="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("the leaking tests ended with %v, want exit status 1:\n%s", err, out)
+	}
+	loop, err := os.ReadFile(filepath.Join(dir, "loop"))
+	if err != nil {
+		t.Fatalf("the helper named no loop device: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"mount " + filepath.Join(dir, "mnt") + " tmpfs leaktest: appeared",
+		"process ", "(sleep): still running", "sleep 600",
+		"link leaktest0: appeared",
+		"loop " + strings.TrimSpace(string(loop)) + ": appeared",
+		"no autoclear, and its backing file is deleted",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	if mounted(t, "self", filepath.Join(dir, "mnt")) {
+		t.Errorf("the helper's mount is here")
+	}
+	for _, p := range descendants(1) {
+		if p.cmdline == "sleep 600" && p.ppid == os.Getpid() {
+			t.Errorf("the helper's sleep (%d) was not killed", p.pid)
+		}
+	}
 }
 
 // killHelper does what a mounting test does: it attaches dir/disk.img as
@@ -67,6 +168,16 @@ func mounted(t *testing.T, pid, dir string) bool {
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(l); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// alive says whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	for _, p := range descendants(1) {
+		if p.pid == pid {
 			return true
 		}
 	}
@@ -164,12 +275,13 @@ func TestKilledTestsLeaveNothing(t *testing.T) {
 			}
 			exited <- nil // for the cleanup
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				_, gone := os.Stat(fmt.Sprintf("/proc/%d", pid))
-				if os.IsNotExist(gone) && BackingFile(dev) != img {
+				// A dead copy whose parent died first is a zombie of
+				// the subreaper that runs this test until it is reaped.
+				if !alive(pid) && BackingFile(dev) != img {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("10 s after SIGKILL: the copy (PID %d) exists: %v; %s attached to %q", pid, gone == nil, dev, BackingFile(dev))
+					t.Fatalf("10 s after SIGKILL: the copy (PID %d) is alive: %v; %s attached to %q", pid, alive(pid), dev, BackingFile(dev))
 				}
 			}
 			if mounted(t, "1", mnt) || mounted(t, "self", mnt) {

@@ -8,14 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 	"unsafe"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -74,7 +73,7 @@ func NewNetns(ctx context.Context, name, tap, mac, dir string) (*Netns, error) {
 // The device lives as long as the file is open (it is not persistent).
 func openTap(ns, name string) (*os.File, error) {
 	var f *os.File
-	err := DoInNetns(ns, func() (err error) {
+	err := netnstest.Do(ns, func() (err error) {
 		f, err = tunOpen(name)
 		return err
 	})
@@ -86,46 +85,12 @@ func openTap(ns, name string) (*os.File, error) {
 // (a guest's agent API on a provisioning network).
 func Dialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		err = DoInNetns(ns, func() error {
+		err = netnstest.Do(ns, func() error {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 			return err
 		})
 		return c, err
 	}
-}
-
-// DoInNetns runs fn on an OS thread inside namespace ns and waits for it.
-// Sockets and devices fn opens stay in that namespace. setns changes the
-// calling thread only: the thread is thrown away afterwards if it cannot
-// be switched back.
-func DoInNetns(ns string, fn func() error) error {
-	ch := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			ch <- err
-			return
-		}
-		defer orig.Close()
-		target, err := netns.GetFromName(ns)
-		if err != nil {
-			ch <- fmt.Errorf("netns %s: %w", ns, err)
-			runtime.UnlockOSThread()
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			ch <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- err
-	}()
-	return <-ch
 }
 
 func tunOpen(name string) (*os.File, error) {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/netbed/netnstest"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -198,7 +199,7 @@ func (p *ProvNet) DHCPLog() string {
 
 // Do runs fn on an OS thread inside the namespace: sockets it opens are
 // the namespace's.
-func (p *ProvNet) Do(fn func() error) error { return DoInNetns(p.Name, fn) }
+func (p *ProvNet) Do(fn func() error) error { return netnstest.Do(p.Name, fn) }
 
 // Dial connects from inside the namespace.
 func (p *ProvNet) Dial(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -10,10 +10,11 @@ import (
 // the channel. Linux sends the Pdeathsig of a child when the thread that
 // forked it exits, not the process (prctl(2) PR_SET_PDEATHSIG), and the Go
 // runtime ends a thread whose goroutine exits locked to it, as
-// netnstest.Netns.Do's do by design. Started from any pooled thread, QEMU
-// was SIGKILLed the moment a later Do (a test dialing into its network
-// namespace) happened to run on, and end, the thread that had forked it:
-// the guest vanished right after answering the TCP handshake.
+// netnstest.Do's does when it cannot switch its thread back. Started from
+// any pooled thread, QEMU was SIGKILLed the moment a Do that ended its
+// thread (a test dialing into its network namespace) happened to run on
+// the thread that had forked it: the guest vanished right after answering
+// the TCP handshake.
 func StartLocked(cmd *exec.Cmd) (<-chan error, error) {
 	started := make(chan error, 1)
 	done := make(chan error, 1)

@@ -147,7 +147,7 @@ func TestApplyNetworkDataInNetns(t *testing.T) {
 	var addrs []string
 	var routes []string
 	var mtu int
-	if err := host.Do(func() error {
+	if err := netnstest.Do(host.Name, func() error {
 		applyErr = n.applyNetworkData(t.Context(), d)
 		l, err := netlink.LinkByName(nic)
 		if err != nil {
@@ -207,11 +207,11 @@ func TestApplyNetworkDataInNetns(t *testing.T) {
 	// The peer reaches the static address: a listener there, in the
 	// host namespace, takes a connection from the peer's.
 	var ln net.Listener
-	if err := host.Do(func() (err error) { ln, err = net.Listen("tcp", "10.91.0.2:0"); return err }); err != nil {
+	if err := netnstest.Do(host.Name, func() (err error) { ln, err = net.Listen("tcp", "10.91.0.2:0"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := peer.Do(func() error {
+	if err := netnstest.Do(peer.Name, func() error {
 		c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 		if err == nil {
 			c.Close()

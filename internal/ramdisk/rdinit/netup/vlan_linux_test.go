@@ -70,7 +70,7 @@ func TestVLANsFromLLDPD(t *testing.T) {
 	t0 := time.Now()
 	// lldp.Capture opens its sockets on the calling goroutine: Do's
 	// thread is in the host's namespace.
-	if err := host.Do(func() error { got = n.lldpVLANs(t.Context(), []string{nic, silent}); return nil }); err != nil {
+	if err := netnstest.Do(host.Name, func() error { got = n.lldpVLANs(t.Context(), []string{nic, silent}); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(t0)
@@ -215,7 +215,7 @@ func TestExplicitVLANLinks(t *testing.T) {
 	}
 	var made []netlink.Link
 	supported := true
-	err := b.Do(func() error {
+	err := netnstest.Do(b.Name, func() error {
 		l, err := netlink.LinkByName(nic)
 		if err != nil {
 			return err

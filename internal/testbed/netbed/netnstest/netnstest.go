@@ -96,26 +96,39 @@ func (n *Netns) Veth(name string, other *Netns, peer string) {
 	other.IP("link", "set", peer, "up")
 }
 
-// Do runs fn on a goroutine whose OS thread has entered the namespace, and
-// waits for it. The thread is never returned to the scheduler: when the
-// goroutine exits still locked, the Go runtime ends the thread, so no other
-// goroutine ever runs in the namespace by accident. Ending the thread
-// fires the Pdeathsig of any child that thread once forked: start such
-// children with qemu.StartLocked's pattern, never from a pooled thread.
-func (n *Netns) Do(fn func() error) error {
-	f, err := os.Open(filepath.Join("/run/netns", n.Name))
+// Do runs fn on an OS thread inside the named network namespace
+// (/run/netns/<name>) and waits for it: sockets and devices fn opens stay
+// in that namespace. The goroutine holds its thread for fn's whole run, so
+// no other goroutine runs in the namespace by accident. Afterwards the
+// thread goes back to the caller's namespace and to the scheduler; if it
+// cannot, the goroutine exits still locked and the Go runtime ends the
+// thread, which fires the Pdeathsig of any child the thread forked (start
+// those with qemu.StartLocked's pattern). The one helper of the test bed
+// for entering a namespace.
+func Do(name string, fn func() error) error {
+	target, err := os.Open(filepath.Join("/run/netns", name))
 	if err != nil {
-		return err
+		return fmt.Errorf("netns %s: %w", name, err)
 	}
-	defer f.Close()
+	defer target.Close()
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", n.Name, err)
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			errc <- fmt.Errorf("the thread's own network namespace: %w", err)
 			return
 		}
-		errc <- fn()
+		defer orig.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", name, err)
+			return
+		}
+		err = fn()
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }
