@@ -233,7 +233,7 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*
 	if err == nil {
 		err = pn.StartDHCP(netbed.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
-			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0)}, GRUBLoader: "bootx64.efi",
+			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0), pxeMAC(pxeGRUBSecureBootNode, 0)}, GRUBLoader: "bootx64.efi",
 			Ignore: []string{redfishMAC(redfishDHCPLess), redfishMAC(redfishUSBCDNode)}})
 	}
 	if err != nil {
@@ -241,6 +241,20 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*
 		return nil, err
 	}
 	return b, nil
+}
+
+// closeAtEnd closes b, a bed of t's own, when t ends, logging first, if t
+// failed, what its services, dnsmasq and its HTTP server saw during t.
+func (b *pxeBed) closeAtEnd(t *testing.T) {
+	mark := b.svc.Mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
+			t.Logf("dnsmasq log (end):\n%s", tail(b.net.DHCPLog(), 40))
+			t.Logf("HTTP requests: %s", strings.Join(b.served("/"), ", "))
+		}
+		b.Close()
+	})
 }
 
 // inspectionCallback is the ipa-inspection-callback-url Ironic writes for
@@ -331,8 +345,17 @@ type pxeNode struct {
 
 // newPXENode skips unless the network-boot tests can run, and makes
 // machine n (its MACs, BMC address and tap) under firmware fw, enrolled
-// with bootInterface (ipxe or pxe).
+// with bootInterface (ipxe or pxe) on the shared provisioning network.
 func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterface string) *pxeNode {
+	t.Helper()
+	return newPXENodeCase(t, ctx, fw, n, bootInterface, false)
+}
+
+// newPXENodeCase is newPXENode; with secureBoot, the machine enforces
+// Secure Boot (OVMF with Microsoft's keys) and is on a provisioning
+// network of its own whose Ironic hands out Debian's signed chain
+// (secureBootPXENetwork).
+func newPXENodeCase(t *testing.T, ctx context.Context, fw string, n int, bootInterface string, secureBoot bool) *pxeNode {
 	t.Helper()
 	rd := ramdisk(t)
 	if os.Geteuid() != 0 {
@@ -360,11 +383,17 @@ func newPXENode(t *testing.T, ctx context.Context, fw string, n int, bootInterfa
 		// minutes than ./test.sh has (docs/testing.md: Environment switches).
 		slowScenario(t)
 	}
-	bed := provisioningNetwork(t)
+	var bed *pxeBed
+	if secureBoot {
+		bed = secureBootPXENetwork(t)
+	} else {
+		bed = provisioningNetwork(t)
+	}
 	p := &pxeNode{t: t, ctx: ctx, bed: bed, s: bed.s, macs: [2]string{pxeMAC(n, 0), pxeMAC(n, 1)}}
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-pxe-" + fw
 	m.Dir = vmDir(t)
+	m.SecureBoot = secureBoot
 	// The first NIC is on the provisioning network and boots; the second
 	// is an isolated slirp NIC whose DHCP answers too: BOOTIF must pick
 	// the first.

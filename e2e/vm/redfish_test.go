@@ -540,14 +540,7 @@ func tlsProvisioningNetwork(t *testing.T) *pxeBed {
 		t.Fatalf("TLS provisioning network: %v", err)
 	}
 	reportSeconds(t, time.Since(start), "tls_bed_up_s")
-	mark := bed.svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
-			t.Logf("dnsmasq log (end):\n%s", tail(bed.net.DHCPLog(), 40))
-		}
-		bed.Close()
-	})
+	bed.closeAtEnd(t)
 	return bed
 }
 

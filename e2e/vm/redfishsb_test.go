@@ -63,14 +63,7 @@ func vmediaProvisioningNetwork(t *testing.T, ctx context.Context, dir, name, wha
 		t.Fatalf("%s provisioning network: %v", what, err)
 	}
 	reportSeconds(t, time.Since(start), what+"_bed_up_s")
-	mark := bed.svc.Mark()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs written during the test:\n%s", mark.Since(64<<10))
-			t.Logf("HTTP requests: %s", strings.Join(bed.served("/"), ", "))
-		}
-		bed.Close()
-	})
+	bed.closeAtEnd(t)
 	return bed
 }
 
@@ -88,6 +81,14 @@ func (r *redfishNode) checkSecureBoot(what string, vm *qemu.VM, ib isoBoot, esp 
 	if got := isoFile(t, r.ctx, ib.iso, "/boot/grub/efiboot.img"); !bytes.Equal(got, esp) {
 		t.Errorf("%s: the ISO's boot/grub/efiboot.img (%d bytes) is not the release's ESP (%d bytes)", what, len(got), len(esp))
 	}
+	checkAgentSecureBoot(t, what, vm)
+}
+
+// checkAgentSecureBoot checks that vm, a ramdisk boot, ran under Secure
+// Boot: the kernel's EFI stub saw it on, and the agent reports it and the
+// kernel's lockdown.
+func checkAgentSecureBoot(t *testing.T, what string, vm *qemu.VM) {
+	t.Helper()
 	// The kernel's own lockdown notice is below the console's log level
 	// on Ironic's kernel line; the agent reads the lockdown securityfs file.
 	if _, ok := vm.Find("EFI stub: UEFI Secure Boot is enabled"); !ok {

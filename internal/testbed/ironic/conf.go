@@ -233,6 +233,9 @@ func ironicConf(c Config, dir string) string {
 			}
 			w("loader_file_paths = %s", strings.Join(l, ","))
 		}
+		if nb.UEFIConfigTemplate != "" {
+			w("uefi_pxe_config_template = %s", nb.UEFIConfigTemplate)
+		}
 	}
 	w("")
 	w("[dhcp]")

@@ -62,6 +62,13 @@ func TestIronicConfNetBoot(t *testing.T) {
 			t.Errorf("ironic.conf with NetBoot lacks %q:\n%s", want, conf)
 		}
 	}
+	if strings.Contains(conf, "uefi_pxe_config_template") {
+		t.Errorf("ironic.conf without UEFIConfigTemplate sets uefi_pxe_config_template:\n%s", conf)
+	}
+	c.NetBoot.UEFIConfigTemplate = "/work/grub-pxe.template"
+	if conf := ironicConf(c, c.Dir); !strings.Contains(conf, "\nuefi_pxe_config_template = /work/grub-pxe.template\n") {
+		t.Errorf("ironic.conf with UEFIConfigTemplate lacks uefi_pxe_config_template:\n%s", conf)
+	}
 }
 
 // TestIronicConfCallbackTimeout: Config.CallbackTimeout sets both callback

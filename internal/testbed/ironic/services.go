@@ -133,6 +133,10 @@ type NetBoot struct {
 	// InspectionParams is [inspector]extra_kernel_params, added to the
 	// command line of an inspection Ironic boots.
 	InspectionParams string
+	// UEFIConfigTemplate is [pxe]uefi_pxe_config_template, the GRUB
+	// configuration template of UEFI network boots, "" for Ironic's own
+	// (whose linuxefi and initrdefi Debian's signed GRUB lacks).
+	UEFIConfigTemplate string
 }
 
 func (c *Config) defaults() {

@@ -1,0 +1,139 @@
+package vm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
+)
+
+// pxeGRUBSecureBootNode is the pxeNode that Ironic's pxe boot interface
+// boots under UEFI with Secure Boot enforced: dnsmasq hands its firmware
+// shim.
+const pxeGRUBSecureBootNode = 4
+
+// secureBootPXETemplate is the [pxe]uefi_pxe_config_template of the
+// Secure Boot bed: Ironic's own (pxe_grub_config.template) with linux and
+// initrd where it says linuxefi and initrdefi, which Debian's signed GRUB
+// does not have (its linux verifies the kernel through shim). Ironic
+// switches between the entries by rewriting "set default=".
+const secureBootPXETemplate = `set default=deploy
+set timeout=5
+set hidden_timeout_quiet=false
+
+menuentry "deploy"  {
+    linux {{ pxe_options.deployment_aki_path }} selinux=0 troubleshoot=0 text {{ pxe_options.pxe_append_params|default("", true) }} boot_server={{pxe_options.tftp_server}}
+    initrd {{ pxe_options.deployment_ari_path }}
+}
+
+menuentry "boot_ramdisk"  {
+    linux {{ pxe_options.aki_path }} root=/dev/ram0 text {{ pxe_options.pxe_append_params|default("", true) }} {{ pxe_options.ramdisk_opts|default('', true) }}
+    initrd {{ pxe_options.ari_path }}
+}
+`
+
+// secureBootPXENetwork is a provisioning network of t's own whose Ironic
+// hands UEFI network boots Debian's signed chain, as docs/secure-boot.md
+// tells operators: [pxe]loader_file_paths puts shim in the TFTP root as
+// bootx64.efi (what dnsmasq hands the firmware) and the signed network
+// GRUB (grubnetx64.efi.signed) beside it as grubx64.efi, the name shim
+// fetches; [pxe]uefi_pxe_config_template is secureBootPXETemplate.
+func secureBootPXENetwork(t *testing.T) *pxeBed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bc, err := qemu.FetchBootChain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := filepath.Join(dir, "grub-pxe.template")
+	if err := os.WriteFile(tmpl, []byte(secureBootPXETemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	bed, err := startPXEBed(ctx, filepath.Join(dir, "provisioning"), "pxesbgrub", false, func(c *ironic.Config) {
+		c.NetBoot.Loaders["bootx64.efi"] = bc.Shim
+		c.NetBoot.Loaders["grubx64.efi"] = bc.GrubNet
+		c.NetBoot.UEFIConfigTemplate = tmpl
+	})
+	if err != nil {
+		t.Fatalf("Secure Boot provisioning network: %v", err)
+	}
+	reportSeconds(t, time.Since(start), "secureboot_pxe_bed_up_s")
+	bed.closeAtEnd(t)
+	return bed
+}
+
+// TestVMPXEGRUBSecureBoot is TestVMPXEGRUBUEFI's network boot under Secure
+// Boot: a UEFI machine enforcing Secure Boot with Microsoft's keys
+// enrolled, an ipmi node with Ironic's pxe boot interface on a bed whose
+// Ironic gives it Debian's signed chain (secureBootPXENetwork). OVMF's PXE
+// client gets shim (bootx64.efi) over TFTP, shim fetches grubx64.efi (the
+// signed network GRUB) beside it and GRUB reads Ironic's grub/grub.cfg,
+// then /<MAC>.conf from the template with linux and initrd, and loads the
+// signed kernel and the initramfs over TFTP. The kernel locks itself down
+// and the agent says Secure Boot is on; inspection and automated cleaning
+// (metadata erase) complete through Ironic. Slow (E2E_VM_SLOW): two boots
+// under OVMF with SMM.
+func TestVMPXEGRUBSecureBoot(t *testing.T) {
+	slowScenario(t)
+	requireSecureBootFirmware(t)
+	if series, err := ironic.SeriesFromEnv(); err == nil && !series.Host() {
+		// The bed's loaders are files of the host's cache, which another
+		// series' root filesystem does not see.
+		t.Skipf("SKIPPED: the Secure Boot chain is handed to the host's Ironic only, not %s", series)
+	}
+	testStart := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	p := newPXENodeCase(t, ctx, "uefi", pxeGRUBSecureBootNode, "pxe", true)
+	bed, s, node := p.bed, p.s, p.node
+	writeAt(t, p.disk, 0, pattern(64<<10, 0xa5))
+	grub := watchFile(t, ctx, filepath.Join(bed.svc.TFTPRoot(), node.UUID, "config"))
+
+	vm := p.l.Inspect(15*time.Minute).report(t, "inspection")
+	p.l.WaitOff("inspection")
+	p.checkSecureBootNetBoot("inspection", vm)
+	data := s.inspectionData(t, ctx, node.UUID, time.Minute)
+	inv, _ := data["inventory"].(map[string]any)
+	checkInventory(t, inv, p.m)
+	cmdline := p.checkGRUBBoot(vm, grub.last())
+	checkParam(t, cmdline, "ipa-inspection-callback-url", bed.inspectionCallback())
+	if s.agentInspection() {
+		p.restorePXEEnabled()
+	}
+
+	vm = p.l.Provide(15*time.Minute).report(t, "cleaning")
+	p.l.WaitOff("cleaning")
+	p.checkSecureBootNetBoot("cleaning", vm)
+	p.checkGRUBBoot(vm, grub.last())
+	if b := readAt(t, p.disk, 0, 64<<10); slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		t.Error("cleaning did not erase the start of the vblk disk")
+	}
+	reportSeconds(t, time.Since(testStart), "whole_test_s")
+}
+
+// checkSecureBootNetBoot checks that vm, a network boot of the ramdisk,
+// ran under Secure Boot through shim and the signed network GRUB from
+// Ironic's TFTP root.
+func (p *pxeNode) checkSecureBootNetBoot(what string, vm *qemu.VM) {
+	t := p.t
+	t.Helper()
+	if vm == nil || !vm.Machine.SecureBoot {
+		t.Fatalf("%s: the BMC's machine does not enforce Secure Boot", what)
+	}
+	if _, ok := vm.Find("Fetching Netboot Image grubx64.efi"); !ok {
+		t.Errorf("%s: shim did not fetch grubx64.efi over the network", what)
+	}
+	if !strings.Contains(p.bed.net.DHCPLog(), "/tftpboot/grubx64.efi to ") {
+		t.Errorf("%s: dnsmasq did not send grubx64.efi over TFTP", what)
+	}
+	checkAgentSecureBoot(t, what, vm)
+}
