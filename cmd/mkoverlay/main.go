@@ -42,6 +42,7 @@ func run(args []string) error {
 	fs.Var((*list)(&spec.Programs), "program", "a host program `SRC[=DEST]` (default DEST usr/local/bin/<name>) with the libraries the ramdisk lacks (repeatable)")
 	fs.Var((*list)(&spec.Modules), "module", "a kernel module `FILE` built for the ramdisk's kernel, loaded at boot like the ramdisk's own (repeatable)")
 	fs.Var((*list)(&spec.Firmware), "firmware", "`NAME=SRC`: a firmware file at lib/firmware/NAME (repeatable)")
+	fs.BoolVar(&spec.AllowUnsignedModules, "allow-unsigned-modules", false, "pack kernel modules without a signature, for machines that boot without Secure Boot (a kernel in lockdown refuses them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

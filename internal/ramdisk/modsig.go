@@ -55,6 +55,18 @@ func ModuleSignature(data []byte) error {
 	return nil
 }
 
+// ModuleFileSignature is ModuleSignature of the module file at path,
+// decompressed first when it is .ko.xz, .ko.zst or .ko.gz (the signature
+// is appended before compression). The ramdisk's build and overlays
+// (internal/ramdisk/overlay) check their modules with it.
+func ModuleFileSignature(path string) error {
+	data, err := kmod.ReadModule(path)
+	if err != nil {
+		return err
+	}
+	return ModuleSignature(data)
+}
+
 // signsModules says whether the kernel's modules must carry signatures:
 // its configuration has CONFIG_MODULE_SIG=y, or it has none to read (the
 // split packages of Debian's kernels from 6.17 on ship none; Debian signs
@@ -114,11 +126,7 @@ func checkModuleSignatures(k *Kernel, mods []kmod.Module) error {
 		if memo[key] {
 			continue
 		}
-		data, err := kmod.ReadModule(p)
-		if err != nil {
-			return fmt.Errorf("ramdisk: %w", err)
-		}
-		if err := ModuleSignature(data); err != nil {
+		if err := ModuleFileSignature(p); err != nil {
 			return fmt.Errorf("ramdisk: module %s (%s): %w; under Secure Boot the kernel refuses it: take the module as %s ships it", m.Name, p, err, k.Package)
 		}
 		memo[key], added = true, true

@@ -10,6 +10,8 @@
 // of their own, etc/ironic-agent/modules.d/overlay.list, in the format of
 // the ramdisk's module list: the init loads them as it loads its own (a
 // device driver when its device is present, any other module always).
+// Every module the overlay packs must carry its signature unless the
+// spec allows unsigned ones.
 package overlay
 
 import (
@@ -60,6 +62,10 @@ type Spec struct {
 	// Base's kernel; Firmware "NAME=SRC" files below lib/firmware.
 	Modules  []string
 	Firmware []string
+	// AllowUnsignedModules packs kernel modules without an appended
+	// signature, for sites that boot without Secure Boot: a kernel in
+	// lockdown refuses them at load.
+	AllowUnsignedModules bool
 }
 
 // Entry is one file the overlay holds, for the report.
@@ -132,7 +138,29 @@ func Build(spec Spec, w io.Writer) ([]Entry, error) {
 			return nil, err
 		}
 	}
+	if !spec.AllowUnsignedModules {
+		if err := b.checkSignatures(); err != nil {
+			return nil, err
+		}
+	}
 	return b.entries(), b.write(w)
+}
+
+// checkSignatures refuses a kernel module the overlay packs (by -module,
+// -dir or -file) that carries no signature: under UEFI Secure Boot
+// Debian's kernel locks itself down and refuses it at boot, far from the
+// build that could have said so.
+func (b *builder) checkSignatures() error {
+	for _, e := range b.entries() {
+		src, ok := b.src[e.Path]
+		if _, isModule := moduleName(e.Path); !ok || !isModule {
+			continue
+		}
+		if err := ramdisk.ModuleFileSignature(src); err != nil {
+			return fmt.Errorf("overlay: module /%s (from %s): %w; a Secure Boot kernel in lockdown refuses unsigned modules: sign it (the kernel's scripts/sign-file) with a key the kernel trusts, or pass -allow-unsigned-modules for machines that boot without Secure Boot", e.Path, src, err)
+		}
+	}
+	return nil
 }
 
 type builder struct {

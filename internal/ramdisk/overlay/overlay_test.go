@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ironic-go/ironic-agent/internal/cachedir"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod/kmodtest"
 )
 
@@ -29,11 +31,23 @@ func base(t *testing.T) string {
 // baseWith is base with the libraries in lib/<multiarch>.
 func baseWith(t *testing.T, multiarch string) string {
 	t.Helper()
+	return baseOf(t, multiarch, release)
+}
+
+// baseOf is a stand-in for the initramfs of a ramdisk running kernel rel,
+// with its libraries in lib/<multiarch> and, besides sd_mod and libphy,
+// modules of the names in more.
+func baseOf(t *testing.T, multiarch, rel string, more ...string) string {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	w := initramfs.NewWriter(zw)
 	loader := map[string]string{"x86_64-linux-gnu": "lib64/ld-linux-x86-64.so.2", "aarch64-linux-gnu": "lib/ld-linux-aarch64.so.1"}[multiarch]
-	for _, f := range []string{"lib/modules/" + release + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + release + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/" + multiarch + "/libc.so.6", loader, "usr/bin/ironic-agent"} {
+	files := []string{"lib/modules/" + rel + "/kernel/drivers/scsi/sd_mod.ko", "lib/modules/" + rel + "/kernel/drivers/net/phy/libphy.ko.xz", "lib/" + multiarch + "/libc.so.6", loader, "usr/bin/ironic-agent"}
+	for _, m := range more {
+		files = append(files, "lib/modules/"+rel+"/kernel/"+m+".ko.xz")
+	}
+	for _, f := range files {
 		if err := w.Bytes(f, 0o644, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -92,8 +106,10 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
+	// kmodtest's modules carry no signature (TestBuildModuleSignatures
+	// packs Debian's signed ones).
 	entries, err := Build(Spec{Base: base(t), Files: []string{"etc/ironic-python-agent.d/site.conf=" + conf}, Dirs: []string{tree},
-		Firmware: []string{"acme/nic.bin=" + fw}, Modules: []string{ko}, Programs: []string{prog + "=usr/local/bin/tool"}}, &out)
+		Firmware: []string{"acme/nic.bin=" + fw}, Modules: []string{ko}, Programs: []string{prog + "=usr/local/bin/tool"}, AllowUnsignedModules: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +134,93 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestBuildModuleSignatures packs a real signed module of Debian's kernel
+// (the default flavour's, as the ramdisk's build fetches it), then the
+// same module run through strip (which drops the appended signature) by
+// -module and by -dir: both are refused naming the module's path in the
+// overlay and Secure Boot, and packed with AllowUnsignedModules.
+func TestBuildModuleSignatures(t *testing.T) {
+	cache, err := cachedir.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ramdisk.LookupKernelFlavour("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ramdisk.FetchKernel(t.Context(), cache, f, "")
+	if err != nil {
+		t.Skipf("SKIPPED: needs Debian's kernel (a mirror, or the cache the VM tests fill): %v", err)
+	}
+	strip, err := exec.LookPath("strip")
+	if err != nil {
+		t.Skip("SKIPPED: needs strip (Debian package binutils)")
+	}
+	tree, err := kmod.Open(k.ModulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "softdog"
+	mods, err := tree.Resolve([]string{name})
+	if err != nil {
+		t.Skipf("SKIPPED: kernel %s: %v", k.Version, err)
+	}
+	var signed string
+	var deps []string
+	for _, m := range mods {
+		if m.Name == name {
+			signed = filepath.Join(k.ModulesDir, m.Path)
+		} else {
+			deps = append(deps, m.Name)
+		}
+	}
+	rel := filepath.Base(k.ModulesDir)
+	b := baseOf(t, "x86_64-linux-gnu", rel, deps...)
+	if _, err := Build(Spec{Base: b, Modules: []string{signed}}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("Debian's signed %s: %v", name, err)
+	}
+
+	dir := t.TempDir()
+	data, err := kmod.ReadModule(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := write(t, filepath.Join(dir, name+".ko"), data, 0o644)
+	if out, err := exec.Command(strip, "--strip-debug", stripped).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v: %s", err, out)
+	}
+	strippedData, err := os.ReadFile(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "tree", "lib/modules", rel, "extra", name+".ko"), strippedData, 0o644)
+	for _, c := range []struct {
+		name string
+		spec Spec
+		path string // in the overlay
+	}{
+		{"-module", Spec{Base: b, Modules: []string{stripped}}, "/lib/modules/" + rel + "/updates/" + name + ".ko"},
+		{"-dir", Spec{Base: b, Dirs: []string{filepath.Join(dir, "tree")}}, "/lib/modules/" + rel + "/extra/" + name + ".ko"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Build(c.spec, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), "module "+c.path+" ") || !strings.Contains(err.Error(), "no appended signature") ||
+				!strings.Contains(err.Error(), "Secure Boot kernel in lockdown refuses unsigned modules") {
+				t.Fatalf("stripped %s: %v, want an error naming %s, its missing signature and Secure Boot", name, err, c.path)
+			}
+			t.Logf("%v", err)
+			c.spec.AllowUnsignedModules = true
+			if _, err := Build(c.spec, &bytes.Buffer{}); err != nil {
+				t.Fatalf("with AllowUnsignedModules: %v", err)
+			}
+		})
+	}
+}
+
 func TestBuildRefuses(t *testing.T) {
 	dir := t.TempDir()
 	ko := write(t, filepath.Join(dir, "old.ko"), kmodtest.Module("vermagic=6.1.0-18-amd64 SMP mod_unload "), 0o644)
+	unsigned := write(t, filepath.Join(dir, "unsigned.ko"), kmodtest.Module("vermagic="+release+" SMP mod_unload "), 0o644)
 	orphan := write(t, filepath.Join(dir, "orphan.ko"), kmodtest.Module("vermagic="+release+" SMP mod_unload ", "depends=watchdog"), 0o644)
 	f := write(t, filepath.Join(dir, "a"), []byte("a"), 0o644)
 	for name, c := range map[string]struct {
@@ -129,7 +229,8 @@ func TestBuildRefuses(t *testing.T) {
 	}{
 		"a module for another kernel":  {Spec{Base: base(t), Modules: []string{ko}}, `built for kernel "6.1.0-18-amd64", and the ramdisk runs ` + release},
 		"modules without the base":     {Spec{Modules: []string{ko}}, "need the ramdisk's initramfs (-base)"},
-		"a dependency nobody carries":  {Spec{Base: base(t), Modules: []string{orphan}}, "module orphan needs module watchdog, which the ramdisk does not carry"},
+		"a dependency nobody carries":  {Spec{Base: base(t), Modules: []string{orphan}, AllowUnsignedModules: true}, "module orphan needs module watchdog, which the ramdisk does not carry"},
+		"an unsigned module":           {Spec{Base: base(t), Modules: []string{unsigned}}, "module /lib/modules/" + release + "/updates/unsigned.ko (from " + unsigned + "): no appended signature"},
 		"a file without a destination": {Spec{Files: []string{f}}, "want DEST=SRC"},
 		"two sources for one path":     {Spec{Files: []string{"etc/x=" + f, "/etc/x=" + f}}, "/etc/x comes from both"},
 		"a missing file":               {Spec{Files: []string{"etc/x=" + f + ".missing"}}, "no such file"},
