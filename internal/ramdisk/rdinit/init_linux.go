@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/lockdown"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/programs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/netnames"
@@ -478,6 +479,12 @@ func finit(path string) error {
 		flags = unix.MODULE_INIT_COMPRESSED_FILE
 	}
 	if err := unix.FinitModule(int(f.Fd()), "", flags); err != nil && !errors.Is(err, unix.EEXIST) && !errors.Is(err, unix.ENODEV) {
+		// An unsigned module (an overlay's, packed with
+		// -allow-unsigned-modules) under Secure Boot: say so.
+		mode, _ := lockdown.Mode(lockdown.ModePath)
+		if r := signatureRefusal(path, err, mode); r != nil {
+			return r
+		}
 		return fmt.Errorf("finit_module %s: %w", path, err)
 	}
 	return nil
