@@ -104,6 +104,24 @@ func IoctlRange(f *os.File, req uint, off, length uint64) error {
 	return nil
 }
 
+// RereadPartitionsOnce asks the kernel once to re-read f's partition
+// table (BLKRRPART), without RereadPartitions' retries and multipath
+// handling; a regular file (a disk image) has none to re-read. The error
+// wraps the errno, so a busy disk is errors.Is(err, unix.EBUSY).
+func RereadPartitionsOnce(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeDevice == 0 {
+		return nil
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), uintptr(unix.BLKRRPART), 0); errno != 0 {
+		return fmt.Errorf("the kernel kept the old partition table of %s (BLKRRPART: %w)", f.Name(), errno)
+	}
+	return nil
+}
+
 // RereadPartitions asks the kernel to re-read the partition table. EBUSY
 // (a partition still open) is retried briefly; EINVAL means the device
 // does not carry partitions (a loop device without partscan, a

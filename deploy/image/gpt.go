@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	diskfs "github.com/diskfs/go-diskfs"
-	"github.com/diskfs/go-diskfs/disk"
+	"os"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"golang.org/x/sys/unix"
 )
 
 // FixGPTBackup is IPA's fix_gpt_partition after a whole-disk image: an
@@ -32,15 +35,15 @@ func FixGPTBackup(g *blockdev.Guard, dev string) (bool, error) {
 	if pt.BackupHdrLBA == lastLBA {
 		return false, nil
 	}
-	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
+	// Not the top-level go-diskfs and disk packages: they link every
+	// filesystem go-diskfs knows, whose package initialisation every agent
+	// command would pay at start.
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
 	if err != nil {
 		return false, fmt.Errorf("open %s to move the GPT backup header: %w", dev, err)
 	}
-	defer d.Close()
-	// go-diskfs takes a block device's size from stat, which is 0.
-	d.Size = size
-	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
-	table, err := d.GetPartitionTable()
+	defer f.Close()
+	table, err := partition.Read(file.New(f, false), sector, sector)
 	if err != nil {
 		return false, fmt.Errorf("reading the GPT of %s: %w", dev, err)
 	}
@@ -49,7 +52,12 @@ func FixGPTBackup(g *blockdev.Guard, dev string) (bool, error) {
 		return false, nil
 	}
 	t.Resize(uint64(size))
-	if err := d.Partition(t); err != nil && !errors.Is(err, disk.ErrReReadDeferred) {
+	if err := t.Write(f, size); err != nil {
+		return false, fmt.Errorf("writing the GPT of %s with its backup at the end: %w", dev, err)
+	}
+	// A busy disk keeps its old table in the kernel until it is re-read;
+	// the one on disk is right, which is what the deploy needs.
+	if err := blockdev.RereadPartitionsOnce(f); err != nil && !errors.Is(err, unix.EBUSY) {
 		return false, fmt.Errorf("writing the GPT of %s with its backup at the end: %w", dev, err)
 	}
 	return true, nil

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	diskfs "github.com/diskfs/go-diskfs"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
@@ -281,14 +280,11 @@ func findConfigDrivePartition(dev string, sector int) (int, error) {
 // createConfigDrivePartition adds the partition with go-diskfs and makes
 // the kernel see it; it returns the partition number.
 func createConfigDrivePartition(ctx context.Context, dev string, size int64, sector int) (int, error) {
-	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
+	d, err := openForPartitioning(dev, size, sector)
 	if err != nil {
-		return 0, fmt.Errorf("open %s for partitioning: %w", dev, err)
+		return 0, err
 	}
 	defer d.Close()
-	// go-diskfs takes a block device's size from stat, which is 0.
-	d.Size = size
-	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
 	table, err := d.GetPartitionTable()
 	if err != nil {
 		return 0, fmt.Errorf("no partition table on %s to add a config drive to: %w", dev, err)
@@ -306,9 +302,8 @@ func createConfigDrivePartition(ctx context.Context, dev string, size int64, sec
 		return 0, fmt.Errorf("%s: %w", dev, err)
 	}
 	if blockdev.IsMultipathMap(dev) {
-		// go-diskfs' re-read (BLKRRPART, then BLKPG) fails on a map, which
-		// the kernel does not partition: its partition maps are made
-		// instead.
+		// d.partition's re-read (BLKRRPART) fails on a map, which the
+		// kernel does not partition: its partition maps are made instead.
 		f, err := writeTable(d, table, dev, size)
 		if err != nil {
 			return 0, err
@@ -319,9 +314,9 @@ func createConfigDrivePartition(ctx context.Context, dev string, size int64, sec
 		}
 		return number, blockdev.RereadPartitions(ctx, f)
 	}
-	if err := d.Partition(table); err != nil {
-		// Includes go-diskfs' ErrReReadDeferred: the table is on disk but
-		// the kernel kept the old one, so the partition cannot be written.
+	if err := d.partition(table); err != nil {
+		// Includes EBUSY: the table is on disk but the kernel kept the
+		// old one, so the partition cannot be written.
 		return 0, fmt.Errorf("write partition table of %s: %w", dev, err)
 	}
 	return number, nil

@@ -7,8 +7,8 @@ import (
 	"os"
 	"slices"
 
-	diskfs "github.com/diskfs/go-diskfs"
-	"github.com/diskfs/go-diskfs/disk"
+	"github.com/diskfs/go-diskfs/backend"
+	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/partition"
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
@@ -91,24 +91,52 @@ func DeletePartitions(ctx context.Context, g *blockdev.Guard, dev string, number
 // table was re-read (devtmpfs creates it soon after, not at once).
 func WaitForDevice(ctx context.Context, path string) error { return waitForDevice(ctx, path) }
 
-// openForPartitioning opens dev in go-diskfs with its real size and
-// sector size (go-diskfs takes a block device's size from stat, which is
-// 0, and assumes 512-byte sectors).
-func openForPartitioning(dev string, size int64, sector int) (*disk.Disk, error) {
-	d, err := diskfs.Open(dev, diskfs.WithOpenMode(diskfs.ReadWrite), diskfs.WithSectorSize(diskfs.SectorSize(sector)))
+// tableDisk is a disk opened for go-diskfs' partition packages. The
+// top-level go-diskfs and disk packages are not used: they link every
+// filesystem go-diskfs knows (ext4, FAT, ISO 9660, squashfs with its
+// compressors), whose package initialisation every agent command, the
+// inventory among them, would pay at start.
+type tableDisk struct {
+	f      *os.File
+	b      backend.Storage
+	size   int64
+	sector int
+}
+
+// openForPartitioning opens dev read-write with its real size and sector
+// size (go-diskfs takes a block device's size from stat, which is 0, and
+// assumes 512-byte sectors).
+func openForPartitioning(dev string, size int64, sector int) (*tableDisk, error) {
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s for partitioning: %w", dev, err)
 	}
-	d.Size = size
-	d.LogicalBlocksize, d.PhysicalBlocksize = int64(sector), int64(sector)
-	return d, nil
+	return &tableDisk{f: f, b: file.New(f, false), size: size, sector: sector}, nil
 }
 
-// writeTable writes table through d without go-diskfs' own re-read and
-// returns dev opened read-write, for the caller's finishing writes, sync
-// and re-read (or BLKPG).
-func writeTable(d *disk.Disk, table partition.Table, dev string, size int64) (*os.File, error) {
-	w, err := d.Backend.Writable()
+// GetPartitionTable reads the GPT or, failing that, the MBR of d.
+func (d *tableDisk) GetPartitionTable() (partition.Table, error) {
+	return partition.Read(d.b, d.sector, d.sector)
+}
+
+// Close closes the device.
+func (d *tableDisk) Close() error { return d.f.Close() }
+
+// partition writes table onto d and asks the kernel once to re-read it,
+// as go-diskfs' disk.Partition did: a busy disk's EBUSY is returned for
+// the caller to judge.
+func (d *tableDisk) partition(table partition.Table) error {
+	if err := table.Write(d.f, d.size); err != nil {
+		return fmt.Errorf("failed to write partition table: %w", err)
+	}
+	return blockdev.RereadPartitionsOnce(d.f)
+}
+
+// writeTable writes table through d without a re-read and returns dev
+// opened read-write, for the caller's finishing writes, sync and re-read
+// (or BLKPG).
+func writeTable(d *tableDisk, table partition.Table, dev string, size int64) (*os.File, error) {
+	w, err := d.b.Writable()
 	if err != nil {
 		return nil, fmt.Errorf("open %s for writing: %w", dev, err)
 	}
