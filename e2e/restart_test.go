@@ -213,6 +213,9 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 // fail and it keeps trying; once the API is back cleaning completes.
 func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	s := need(t)
+	// The subject is the agent's heartbeat retry while the API is away;
+	// TestIronicDownDuringCleaning keeps a restart of Ironic in every series.
+	s.seriesIndependent(t)
 	ctx := t.Context()
 	split := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{Split: true, NoInspector: true}))
 	t.Logf("split Ironic up in %s", split.Timings.Ironic.Round(time.Millisecond))
