@@ -18,7 +18,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 )
 
 // command is one subcommand of the binary.
@@ -58,6 +61,12 @@ func usage(w io.Writer) {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == rdinit.ModprobeName {
+		// The ramdisk's modprobe: the kernel's helper for the modules it
+		// asks for, and programs' (mdadm's modprobe md_mod).
+		stop()
+		os.Exit(rdinit.Modprobe(args, os.Stderr))
+	}
 	if isRamdiskInit() {
 		args = []string{"init"}
 	}

@@ -83,6 +83,7 @@ func reportAgentStarted(t *testing.T, vm *qemu.VM, fw string, figure ...string) 
 // the uptime the agent starts at. It runs in every round: a figure's
 // floor comes from its own round's metrics file.
 func TestVMKernelBootFloor(t *testing.T) {
+	seriesIndependent(t) // no Ironic: the kernel's own boot
 	rd := ramdisk(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

@@ -32,6 +32,12 @@ import (
 // (space-separated).
 const ModuleListPath = "etc/ironic-agent/modules"
 
+// ModprobeLinkPath links to the agent, which is the ramdisk's modprobe
+// there (rdinit.ModprobePath): the init points the kernel's module helper
+// at it, so the kernel loads the manifest's ondemand modules when it needs
+// one (a file system at its mount, an md level, a device-mapper target).
+const ModprobeLinkPath = "usr/bin/modprobe"
+
 // Options describe one initramfs.
 type Options struct {
 	Kernel *Kernel
@@ -361,7 +367,11 @@ func (a *archive) writeAgent(agent string) error {
 		return err
 	}
 	// /init is the agent itself: it runs its init when started as /init.
-	return a.w.Symlink("init", "usr/bin/ironic-agent")
+	if err := a.w.Symlink("init", "usr/bin/ironic-agent"); err != nil {
+		return err
+	}
+	// And the kernel's and programs' modprobe (rdinit.Modprobe).
+	return a.w.Symlink(ModprobeLinkPath, "ironic-agent")
 }
 
 // writeModules writes mods, one piece per manifest group (dependencies

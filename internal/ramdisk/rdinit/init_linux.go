@@ -88,6 +88,12 @@ func Main(ctx context.Context, console io.Writer, onPanic func(error)) error {
 		log.Warn("fallback host name", "name", FallbackHostname, "error", err)
 	}
 
+	// The kernel loads what it needs later (a file system at its mount,
+	// an md level, a device-mapper target) through this binary as its
+	// modprobe: the manifest's ondemand modules stay out of the boot.
+	if err := os.WriteFile("/proc/sys/kernel/modprobe", []byte(ModprobePath), 0o644); err != nil {
+		log.Warn("kernel module helper: modules the kernel asks for later (file systems, md levels, device-mapper targets) will not load", "path", ModprobePath, "error", err)
+	}
 	t := time.Now()
 	st, errs := loadModules(ModuleList, cfg.Modules, cfg.ModuleJobs, onPanic)
 	for _, e := range errs {

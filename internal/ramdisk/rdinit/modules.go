@@ -416,32 +416,40 @@ type moduleTime struct {
 	took time.Duration
 }
 
-// loadModule is modprobe of one module the kernel parameters call for
-// (8021q for VLANs): nothing when sysModule (/sys/module) shows it in the
-// kernel already, loaded or built in (a built-in module with a version or
-// parameters, as 8021q has, gets a directory there too), else the module
-// and its dependencies from the list, one at a time, with load.
+// loadModule is modprobe of one module: by the init's code (8021q for
+// VLANs, usb_storage for virtual media) or for the kernel and programs
+// (Modprobe). name is a module's name or an alias (modulesForRequest);
+// nothing is done when sysModule (/sys/module) shows it in the kernel
+// already, loaded or built in (a built-in module with a version or
+// parameters, as 8021q has, gets a directory there too). Else the modules
+// it names and their dependencies not in the kernel yet are loaded from
+// the list and the overlays' lists beside it, one at a time, with load.
+// errNoModule says that no module of the lists answers name.
 func loadModule(list, sysModule, name string, load func(path string) error, onPanic func(error)) error {
-	if _, err := os.Stat(filepath.Join(sysModule, name)); err == nil {
+	if _, err := os.Stat(filepath.Join(sysModule, strings.ReplaceAll(name, "-", "_"))); err == nil {
 		return nil
 	}
 	data, err := os.ReadFile(list)
 	if err != nil {
 		return fmt.Errorf("module %s: not in the kernel, and the module list: %w", name, err)
 	}
-	entries := parseModuleList(string(data))
-	var want []modEntry
+	entries, _, errs := withOverlayLists(parseModuleList(string(data)), os.DirFS(filepath.Dir(list)), "modules.d")
+	want := modulesForRequest(entries, name)
+	if len(want) == 0 {
+		return fmt.Errorf("module %s: %w %s", name, errNoModule, list)
+	}
+	loaded := map[string]bool{}
 	for _, e := range entries {
-		if e.name == name {
-			want = append(want, e)
+		if _, err := os.Stat(filepath.Join(sysModule, e.name)); err == nil {
+			loaded[e.name] = true
 		}
 	}
-	if len(want) == 0 {
-		return fmt.Errorf("module %s: not in the kernel and not in the initramfs's list %s", name, list)
-	}
-	l := &loader{entries: withDeps(entries, want, nil), load: load, jobs: 1, onPanic: onPanic, byName: map[string]modEntry{}}
+	l := &loader{entries: withDeps(entries, want, loaded), load: load, jobs: 1, onPanic: onPanic, byName: map[string]modEntry{}}
 	for _, e := range l.entries {
 		l.byName[e.name] = e
 	}
-	return errors.Join(l.run(nil, false).errs...)
+	return errors.Join(append(errs, l.run(nil, false).errs...)...)
 }
+
+// errNoModule: no module of the lists has the name or alias asked for.
+var errNoModule = errors.New("not in the kernel and not in the initramfs's module lists")
