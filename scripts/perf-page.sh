@@ -7,7 +7,13 @@
 # tools/perfpage, which stamps the page with the commit, the date and the
 # machine. Nobody types a figure into the page.
 #
-#   scripts/perf-page.sh     # env: METRICS_DIR (a ./test.sh run's metrics;
+# Files named as arguments add their METRIC lines after the test run's:
+# the output of a run with E2E_VM_SLOW=1, such as
+# `E2E_VM_SLOW=1 go test -v -run TestVMArm64Lifecycle ./e2e/vm`, whose
+# vm.arm64.boot_to_heartbeat_s row goes beside amd64's with its floor.
+#
+#   scripts/perf-page.sh [FILE...]
+#                            # env: METRICS_DIR (a ./test.sh run's metrics;
 #                            #      default: the newest /tmp/ironic-agent-metrics.*),
 #                            #      PERF_DIR (where the scripts' output is kept;
 #                            #      default: a new /tmp/ironic-agent-perf.*),
@@ -88,6 +94,12 @@ if [ -n "$METRICS_DIR" ] && [ -s "$METRICS_DIR/go-test.metrics" ]; then
 else
 	log "no ./test.sh metrics found (METRICS_DIR=${METRICS_DIR:-unset}): the page has no test figures"
 fi
+
+for f in "$@"; do
+	[ -s "$f" ] || { log "$f: no such file or empty"; exit 1; }
+	log "figures from $f"
+	files+=("$f")
+done
 
 go run ./tools/perfpage -o docs/performance.md "${files[@]}"
 log "outputs kept in $PERF_DIR"

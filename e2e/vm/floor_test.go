@@ -94,21 +94,7 @@ func TestVMKernelBootFloor(t *testing.T) {
 	for _, fw := range []qemu.Firmware{qemu.BIOS, qemu.UEFI} {
 		t.Run(string(fw), func(t *testing.T) {
 			m := serviceMachine(t, rd, string(fw), newAgentPort(t), newMACs(t))
-			if err := m.CreateDisks(); err != nil {
-				t.Fatal(err)
-			}
-			m.Initrd = filepath.Join(m.Dir, "bootfloor.initramfs")
-			if err := overlayInit(rd.InitrdFor(m.Firmware), init, m.Initrd); err != nil {
-				t.Fatal(err)
-			}
-			vm := boot(t, ctx, m, qemu.Options{})
-			l, err := vm.WaitFor(ctx, bootFloorReady)
-			if err != nil {
-				t.Fatalf("the do-nothing init never reported: %v", err)
-			}
-			if err := vm.Wait(ctx); err != nil {
-				t.Fatalf("the do-nothing init did not power off: %v", err)
-			}
+			vm, l := bootFloor(t, ctx, m, rd.InitrdFor(m.Firmware), init)
 			metric.Seconds(t, kernelBootFloor(fw), l.At)
 			up := uptimeAt(vm, bootFloorReady)
 			if up == "?" {
@@ -117,6 +103,30 @@ func TestVMKernelBootFloor(t *testing.T) {
 			reportSecondsTextAs(t, up, initUptimeFloor(fw))
 		})
 	}
+}
+
+// bootFloor boots m (its kernel, its disks made) with the initramfs base
+// and init, a do-nothing init such as internal/testbed/guest/bootfloor,
+// laid over its /init, and returns the VM and init's ready line once the
+// machine has powered off.
+func bootFloor(t *testing.T, ctx context.Context, m qemu.Machine, base, init string) (*qemu.VM, qemu.Line) {
+	t.Helper()
+	if err := m.CreateDisks(); err != nil {
+		t.Fatal(err)
+	}
+	m.Initrd = filepath.Join(m.Dir, "bootfloor.initramfs")
+	if err := overlayInit(base, init, m.Initrd); err != nil {
+		t.Fatal(err)
+	}
+	vm := boot(t, ctx, m, qemu.Options{})
+	l, err := vm.WaitFor(ctx, bootFloorReady)
+	if err != nil {
+		t.Fatalf("the do-nothing init never reported: %v", err)
+	}
+	if err := vm.Wait(ctx); err != nil {
+		t.Fatalf("the do-nothing init did not power off: %v", err)
+	}
+	return vm, l
 }
 
 // runStandIn starts internal/testbed/standin for the node of macs on a

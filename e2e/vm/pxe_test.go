@@ -233,7 +233,8 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*
 	if err == nil {
 		err = pn.StartDHCP(netbed.DHCP{First: pxeDHCPFirst, Last: pxeDHCPLast, TFTPRoot: b.svc.TFTPRoot(),
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
-			PXE: []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0), pxeMAC(pxeGRUBSecureBootNode, 0)}, GRUBLoader: "bootx64.efi",
+			PXE:        []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0), pxeMAC(pxeGRUBSecureBootNode, 0), redfishMAC(redfishArm64PXENode)},
+			GRUBLoader: "bootx64.efi", GRUBLoaderArm64: grubArm64Loader,
 			Ignore: []string{redfishMAC(redfishDHCPLess), redfishMAC(redfishUSBCDNode)}})
 	}
 	if err != nil {
@@ -339,6 +340,10 @@ type pxeNode struct {
 	node *nodes.Node
 	macs [2]string
 	disk string // the host file of the machine's only disk
+	// loader is the boot file dnsmasq hands the firmware of a GRUB
+	// network boot ("": bootx64.efi), kernelParams the operator's kernel
+	// parameters Ironic writes ("": pxeKernelParams).
+	loader, kernelParams string
 	// l drives the node: IPMI power, network boots.
 	l *lifecycle
 }

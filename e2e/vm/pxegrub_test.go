@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -119,7 +120,8 @@ func TestVMPXEGRUBUEFI(t *testing.T) {
 }
 
 // checkGRUBBoot checks that vm booted from the network through GRUB and
-// Ironic's files over TFTP, with no kernel handed to QEMU, and that the
+// Ironic's files over TFTP (the loader, the node's config through one of
+// Ironic's links, the ramdisk), with no kernel handed to QEMU, and that the
 // node's GRUB config (config, as Ironic wrote it) has the deploy entry of
 // Ironic's template. It returns that entry's kernel parameters.
 func (p *pxeNode) checkGRUBBoot(vm *qemu.VM, config string) string {
@@ -131,8 +133,16 @@ func (p *pxeNode) checkGRUBBoot(vm *qemu.VM, config string) string {
 	if slices.Contains(vm.Cmdline, "-kernel") {
 		t.Errorf("a network boot was handed a kernel: %s", qemu.ShellQuote(vm.Cmdline))
 	}
+	loader, kernelParams := cmp.Or(p.loader, "bootx64.efi"), cmp.Or(p.kernelParams, pxeKernelParams)
 	log := p.bed.net.DHCPLog()
-	for _, f := range []string{"bootx64.efi", "grub/grub.cfg", p.macs[0] + ".conf", p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"} {
+	files := []string{loader, p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"}
+	// GRUB 2.06 (Debian 12's) reads Ironic's grub/grub.cfg, which goes on
+	// to /<MAC>.conf; GRUB 2.12 first tries grub.cfg-01-<mac> beside its
+	// image, Ironic's other link to the node's config, and stops there.
+	if !strings.Contains(log, "/tftpboot/grub.cfg-01-"+strings.ReplaceAll(p.macs[0], ":", "-")+" to ") {
+		files = append(files, "grub/grub.cfg", p.macs[0]+".conf")
+	}
+	for _, f := range files {
 		if !strings.Contains(log, "/tftpboot/"+f+" to ") {
 			t.Errorf("dnsmasq did not send %s over TFTP", f)
 		}
@@ -148,7 +158,7 @@ func (p *pxeNode) checkGRUBBoot(vm *qemu.VM, config string) string {
 		t.Errorf("GRUB's deploy entry loads the initrd %v, want %s", initrd[1:], want)
 	}
 	params := kernel[2:]
-	for _, w := range append(strings.Fields(pxeKernelParams), "selinux=0", "troubleshoot=0", "text", "ipa-debug=1",
+	for _, w := range append(strings.Fields(kernelParams), "selinux=0", "troubleshoot=0", "text", "ipa-debug=1",
 		"boot_server="+pxeNet.Addr().String()) {
 		if !slices.Contains(params, w) {
 			t.Errorf("kernel line of Ironic's GRUB config lacks %q: %s", w, strings.Join(params, " "))

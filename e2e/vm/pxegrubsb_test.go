@@ -18,12 +18,13 @@ import (
 // shim.
 const pxeGRUBSecureBootNode = 4
 
-// secureBootPXETemplate is the [pxe]uefi_pxe_config_template of the
-// Secure Boot bed: Ironic's own (pxe_grub_config.template) with linux and
-// initrd where it says linuxefi and initrdefi, which Debian's signed GRUB
-// does not have (its linux verifies the kernel through shim). Ironic
+// linuxPXETemplate is the [pxe]uefi_pxe_config_template of the Secure
+// Boot bed and the aarch64 [pxe]pxe_config_template_by_arch of the arm64
+// one: Ironic's own (pxe_grub_config.template) with linux and initrd
+// where it says linuxefi and initrdefi, which Debian's signed GRUB (its
+// linux verifies the kernel through shim) and GRUB for arm64 do not have. Ironic
 // switches between the entries by rewriting "set default=".
-const secureBootPXETemplate = `set default=deploy
+const linuxPXETemplate = `set default=deploy
 set timeout=5
 set hidden_timeout_quiet=false
 
@@ -43,7 +44,7 @@ menuentry "boot_ramdisk"  {
 // tells operators: [pxe]loader_file_paths puts shim in the TFTP root as
 // bootx64.efi (what dnsmasq hands the firmware) and the signed network
 // GRUB (grubnetx64.efi.signed) beside it as grubx64.efi, the name shim
-// fetches; [pxe]uefi_pxe_config_template is secureBootPXETemplate.
+// fetches; [pxe]uefi_pxe_config_template is linuxPXETemplate.
 func secureBootPXENetwork(t *testing.T) *pxeBed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
@@ -54,7 +55,7 @@ func secureBootPXENetwork(t *testing.T) *pxeBed {
 		t.Fatal(err)
 	}
 	tmpl := filepath.Join(dir, "grub-pxe.template")
-	if err := os.WriteFile(tmpl, []byte(secureBootPXETemplate), 0o644); err != nil {
+	if err := os.WriteFile(tmpl, []byte(linuxPXETemplate), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

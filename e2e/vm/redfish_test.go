@@ -78,6 +78,10 @@ const (
 	redfishArm64Node = 7
 	// redfishUSBCDNode is the machine of TestVMRedfishUSBCDUEFI.
 	redfishUSBCDNode = 8
+	// redfishArm64PXENode is the machine of TestVMArm64PXEGRUB, which
+	// network-boots: its MAC is among the provisioning network's PXE
+	// machines.
+	redfishArm64PXENode = 9
 )
 
 // redfishCase is what a virtual-media scenario changes.
@@ -112,6 +116,10 @@ type redfishCase struct {
 	usbCD bool
 	// inspectionOnly ends the scenario after inspection.
 	inspectionOnly bool
+	// netBoot enrolls the node with Ironic's pxe boot interface: its NIC
+	// network-boots GRUB from the provisioning network (with arm64:
+	// arm64PXENetwork's).
+	netBoot bool
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -161,6 +169,8 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		bed = tlsProvisioningNetwork(t)
 	case c.secureBoot:
 		bed = secureBootProvisioningNetwork(t)
+	case c.arm64 && c.netBoot:
+		bed = arm64PXENetwork(t)
 	case c.arm64:
 		bed = arm64ProvisioningNetwork(t)
 	default:
@@ -183,7 +193,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	// One NIC, on the provisioning network: Ironic's noop network gives
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
 	// leases, and a second one answering DHCP could be that NIC.
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: qemu.NICTap}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: qemu.NICTap, PXE: c.netBoot}}
 	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget}}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
@@ -224,7 +234,9 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	if fw == "uefi" && !c.secureBoot {
 		// The ESP Ironic 21.4 puts into a UEFI ISO as its El Torito image.
 		if c.arm64 {
-			driverInfo["bootloader"] = bed.serveImage(arm64ESPName, redfishESP(t, ctx, qemu.Arm64))
+			if !c.netBoot {
+				driverInfo["bootloader"] = bed.serveImage(arm64ESPName, redfishESP(t, ctx, qemu.Arm64))
+			}
 			driverInfo["kernel_append_params"] = r.kernelParams
 		} else {
 			driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx, ""))
@@ -245,12 +257,21 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	}
 	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", m.Name[len("ironic-agent-redfish-"):], n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
+	if c.arm64 {
+		spec.Properties["cpu_arch"] = "aarch64"
+	}
+	if c.netBoot {
+		spec.BootInterface = "pxe"
+	}
 	if c.secureBootOff {
 		noClean := false
 		spec.Properties["capabilities"], spec.AutomatedClean = "boot_mode:"+fw+",secure_boot:true", &noClean
 	}
 	r.node = ironic.Enroll(t, ctx, r.s.ironic, spec, r.mac)
 	r.l = &lifecycle{t: t, ctx: ctx, ironic: r.s.ironic, node: r.node.UUID, power: redfishPower, boot: virtualMedia, bmc: r.bmc}
+	if c.netBoot {
+		r.l.boot = netBoot
+	}
 	if networkData != nil {
 		// network_data is API 1.66.
 		svc := *r.s.ironic.Service

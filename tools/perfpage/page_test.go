@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/page.golden")
@@ -131,5 +133,48 @@ func TestLimitFromSameRun(t *testing.T) {
 	bad, _ := readSource("go-test.metrics", strings.NewReader("METRIC name=vm.a_s value=10 unit=s limit_from=vm.floor_mib\nMETRIC name=vm.floor_mib value=3 unit=MiB\n"))
 	if err := render(&out, []source{bad}, stamp{}); err == nil || !strings.Contains(err.Error(), "vm.floor_mib") {
 		t.Errorf("a limit in MiB beside a figure in s: err = %v", err)
+	}
+}
+
+// A figure of another run (a slow scenario's go test -v output, given
+// after ./test.sh's files) that names the figure it stands beside comes
+// right after that figure's row, with its limit from its own file.
+func TestBesideRow(t *testing.T) {
+	main, _ := readSource("go-test.metrics", strings.NewReader(`METRIC name=vm.deploy_uefi.first_heartbeat_s value=24.3 unit=s limit_from=vm.floor.kernel_boot_uefi_s
+METRIC name=vm.floor.kernel_boot_uefi_s value=10.4 unit=s
+METRIC name=vm.ipmi_bios.cleaning_s value=31 unit=s
+`))
+	slow, _ := readSource("arm64.out", strings.NewReader(`=== RUN   TestVMArm64Lifecycle
+    arm64_test.go:120: METRIC name=vm.floor.kernel_boot_arm64_s value=21.5 unit=s
+    arm64_test.go:140: METRIC name=vm.arm64.boot_to_heartbeat_s value=30.6 unit=s limit_from=vm.floor.kernel_boot_arm64_s beside=vm.deploy_uefi.first_heartbeat_s
+--- PASS: TestVMArm64Lifecycle (283.00s)
+`))
+	var out bytes.Buffer
+	if err := render(&out, []source{main, slow}, stamp{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "| `vm.deploy_uefi.first_heartbeat_s` | 24.3 s | 10.4 s |  |\n| `vm.arm64.boot_to_heartbeat_s` | 30.6 s | 21.5 s |  |\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the page lacks\n%s\n%s", want, out.String())
+	}
+}
+
+// besideOrder moves rows after the root they name, in their order; a row
+// naming a missing figure, or one that names another, keeps its place.
+func TestBesideOrder(t *testing.T) {
+	row := func(name, beside string) entry {
+		m := metric.New(name, 1, "s")
+		if beside != "" {
+			m.Set(metric.BesideKey, beside)
+		}
+		return entry{m: m}
+	}
+	rows := []entry{row("vm.a", ""), row("vm.b", ""), row("vm.c", "vm.a"), row("vm.d", "vm.gone"), row("vm.e", "vm.a"), row("vm.f", "vm.c")}
+	var got []string
+	for _, r := range besideOrder(rows) {
+		got = append(got, r.m.Name)
+	}
+	if want := "vm.a,vm.c,vm.e,vm.b,vm.d,vm.f"; strings.Join(got, ",") != want {
+		t.Errorf("order %v, want %s", got, want)
 	}
 }

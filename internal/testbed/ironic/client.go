@@ -92,7 +92,8 @@ type NodeSpec struct {
 	// IPMI, when set, is the driver_info of an ipmi node (ipmitool power
 	// and management, pxe boot; Config.IPMI) instead of fake-hardware.
 	IPMI map[string]any
-	// BootInterface replaces an ipmi node's pxe (ipxe: Config.NetBoot).
+	// BootInterface replaces an ipmi node's pxe (ipxe: Config.NetBoot)
+	// or a redfish node's redfish-virtual-media (pxe: Config.IPMI).
 	BootInterface string
 	// Redfish, when set, is the driver_info of a redfish node (redfish
 	// power and management, redfish-virtual-media boot; Config.Redfish).
@@ -160,6 +161,9 @@ func (c *Client) CreateNode(ctx context.Context, spec NodeSpec) (*nodes.Node, er
 	if spec.Redfish != nil {
 		opts.Driver, opts.DriverInfo = "redfish", spec.Redfish
 		opts.BootInterface, opts.PowerInterface, opts.ManagementInterface = "redfish-virtual-media", "redfish", "redfish"
+		if spec.BootInterface != "" {
+			opts.BootInterface = spec.BootInterface
+		}
 	}
 	n, err := nodes.Create(ctx, c.Service, opts).Extract()
 	return n, explain(err)

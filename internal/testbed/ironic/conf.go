@@ -226,12 +226,13 @@ func ironicConf(c Config, dir string) string {
 	w("tftp_master_path = %s", p("state", "tftpboot", "master_images"))
 	if nb := c.NetBoot; nb != nil {
 		w("kernel_append_params = %s", nb.KernelParams)
-		if len(nb.Loaders) > 0 {
-			var l []string
-			for _, name := range slices.Sorted(maps.Keys(nb.Loaders)) {
-				l = append(l, name+":"+nb.Loaders[name])
+		for _, o := range []struct {
+			name string
+			dict map[string]string
+		}{{"loader_file_paths", nb.Loaders}, {"pxe_config_template_by_arch", nb.ConfigTemplateByArch}, {"pxe_bootfile_name_by_arch", nb.BootfileByArch}} {
+			if len(o.dict) > 0 {
+				w("%s = %s", o.name, confDict(o.dict))
 			}
-			w("loader_file_paths = %s", strings.Join(l, ","))
 		}
 		if nb.UEFIConfigTemplate != "" {
 			w("uefi_pxe_config_template = %s", nb.UEFIConfigTemplate)
@@ -376,4 +377,14 @@ func inspectorConf(c Config, dir string) string {
 	w("[oslo_concurrency]")
 	w("lock_path = %s", p("state", "lock"))
 	return b.String()
+}
+
+// confDict is d as oslo.config writes a dict option: key:value pairs,
+// comma-separated, in key order.
+func confDict(d map[string]string) string {
+	var l []string
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		l = append(l, k+":"+d[k])
+	}
+	return strings.Join(l, ",")
 }

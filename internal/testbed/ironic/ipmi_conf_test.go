@@ -65,9 +65,18 @@ func TestIronicConfNetBoot(t *testing.T) {
 	if strings.Contains(conf, "uefi_pxe_config_template") {
 		t.Errorf("ironic.conf without UEFIConfigTemplate sets uefi_pxe_config_template:\n%s", conf)
 	}
+	if strings.Contains(conf, "by_arch") {
+		t.Errorf("ironic.conf without per-architecture settings has some:\n%s", conf)
+	}
 	c.NetBoot.UEFIConfigTemplate = "/work/grub-pxe.template"
-	if conf := ironicConf(c, c.Dir); !strings.Contains(conf, "\nuefi_pxe_config_template = /work/grub-pxe.template\n") {
-		t.Errorf("ironic.conf with UEFIConfigTemplate lacks uefi_pxe_config_template:\n%s", conf)
+	c.NetBoot.ConfigTemplateByArch = map[string]string{"aarch64": "/work/grub-linux.template"}
+	c.NetBoot.BootfileByArch = map[string]string{"aarch64": "grubaa64.efi"}
+	conf = ironicConf(c, c.Dir)
+	for _, want := range []string{"\nuefi_pxe_config_template = /work/grub-pxe.template\n",
+		"\npxe_config_template_by_arch = aarch64:/work/grub-linux.template\n", "\npxe_bootfile_name_by_arch = aarch64:grubaa64.efi\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf lacks %q:\n%s", want, conf)
+		}
 	}
 }
 

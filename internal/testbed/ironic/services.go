@@ -137,6 +137,16 @@ type NetBoot struct {
 	// configuration template of UEFI network boots, "" for Ironic's own
 	// (whose linuxefi and initrdefi Debian's signed GRUB lacks).
 	UEFIConfigTemplate string
+	// ConfigTemplateByArch is [pxe]pxe_config_template_by_arch: the
+	// template of the nodes whose cpu_arch property is the key (aarch64),
+	// taken before UEFIConfigTemplate.
+	ConfigTemplateByArch map[string]string
+	// BootfileByArch is [pxe]pxe_bootfile_name_by_arch: the boot file
+	// Ironic's DHCP provider names to the nodes of that cpu_arch, taken
+	// before [pxe]uefi_pxe_bootfile_name. With dhcp_provider none it
+	// only records the operator's setting: the provisioning network's
+	// dnsmasq names the file by the client's architecture itself.
+	BootfileByArch map[string]string
 }
 
 func (c *Config) defaults() {

@@ -62,6 +62,16 @@ const LimitFromKey = "limit_from"
 // figure's limit (the line carries limit_from=name).
 func LimitFrom(name string) Option { return func(m *Metric) { m.Set(LimitFromKey, name) } }
 
+// BesideKey is the extra field naming the figure a figure stands beside
+// on the performance page: the same quantity measured another way, such
+// as on another architecture. tools/perfpage puts its row after that
+// figure's.
+const BesideKey = "beside"
+
+// Beside names the figure this one stands beside (the line carries
+// beside=name).
+func Beside(name string) Option { return func(m *Metric) { m.Set(BesideKey, name) } }
+
 var (
 	nameRE = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 	unitRE = regexp.MustCompile(`^[A-Za-z%][A-Za-z0-9%/_]*$`)
@@ -97,13 +107,14 @@ func (m Metric) Validate() error {
 			errs = append(errs, fmt.Errorf("field %q=%q: want a lower-case key and a value without spaces", kv[0], kv[1]))
 		}
 	}
+	for _, k := range []string{LimitFromKey, BesideKey} {
+		if v := m.Get(k); v != "" && !nameRE.MatchString(v) {
+			errs = append(errs, fmt.Errorf("%s=%q: want a metric name", k, v))
+		} else if v == m.Name {
+			errs = append(errs, fmt.Errorf("%s=%q names the figure itself", k, v))
+		}
+	}
 	if lf := m.Get(LimitFromKey); lf != "" {
-		if !nameRE.MatchString(lf) {
-			errs = append(errs, fmt.Errorf("%s=%q: want a metric name", LimitFromKey, lf))
-		}
-		if lf == m.Name {
-			errs = append(errs, fmt.Errorf("%s=%q names the figure itself", LimitFromKey, lf))
-		}
 		if !math.IsNaN(m.Limit) {
 			errs = append(errs, fmt.Errorf("both limit=%s and %s=%s: give one", Number(m.Limit), LimitFromKey, lf))
 		}

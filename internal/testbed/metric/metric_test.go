@@ -86,7 +86,8 @@ func TestNumber(t *testing.T) {
 }
 
 // A limit measured apart from the figure is named by limit_from, which
-// must be another metric's name and not come with limit= too.
+// must be another metric's name and not come with limit= too; beside
+// names another metric too.
 func TestLimitFrom(t *testing.T) {
 	r := &recorder{TB: t}
 	Report(r, "vm.deploy_bios.first_heartbeat_s", 12.9, "s", LimitFrom("vm.floor.kernel_boot_bios_s"))
@@ -97,10 +98,15 @@ func TestLimitFrom(t *testing.T) {
 	if m, ok := Parse(want); !ok || m.Get(LimitFromKey) != "vm.floor.kernel_boot_bios_s" {
 		t.Errorf("Parse(%q) = %v %v", want, m, ok)
 	}
+	if m := New("vm.arm64.a_s", 1, "s", Beside("vm.a_s")); m.Validate() != nil || m.String() != "METRIC name=vm.arm64.a_s value=1 unit=s beside=vm.a_s" {
+		t.Errorf("%s: %v", m, m.Validate())
+	}
 	for _, bad := range []Metric{
 		New("vm.a_s", 1, "s", LimitFrom("Not A Name")),
 		New("vm.a_s", 1, "s", LimitFrom("vm.a_s")),
 		New("vm.a_s", 1, "s", Limit(2), LimitFrom("vm.b_s")),
+		New("vm.a_s", 1, "s", Beside("Not A Name")),
+		New("vm.a_s", 1, "s", Beside("vm.a_s")),
 	} {
 		if bad.Validate() == nil {
 			t.Errorf("%s: accepted", bad)

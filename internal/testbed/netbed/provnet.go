@@ -117,6 +117,10 @@ type DHCP struct {
 	// the grub/grub.cfg Ironic puts in its TFTP root. Empty: none is
 	// offered.
 	GRUBLoader string
+	// GRUBLoaderArm64 is GRUBLoader for an arm64 UEFI machine of PXE
+	// (client architecture 11): Ironic's [pxe]pxe_bootfile_name_by_arch
+	// for aarch64 (grubaa64.efi). Empty: none is offered.
+	GRUBLoaderArm64 string
 	// Ignore are the MACs of machines dnsmasq does not answer: for them
 	// the network has no DHCP server.
 	Ignore []string
@@ -152,10 +156,14 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 		"--enable-ra", "--dhcp-range=::,constructor:" + p.Bridge + ",ra-only",
 		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxe," + d.UEFILoader,
 		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxe," + d.BIOSLoader,
-		"--dhcp-boot=tag:pxe,tag:!efi,pxelinux.0",
+		"--dhcp-match=set:efiaa64,option:client-arch,11",
+		"--dhcp-boot=tag:pxe,tag:!efi,tag:!efiaa64,pxelinux.0",
 	}
 	if d.GRUBLoader != "" {
 		a = append(a, "--dhcp-boot=tag:pxe,tag:efi,"+d.GRUBLoader)
+	}
+	if d.GRUBLoaderArm64 != "" {
+		a = append(a, "--dhcp-boot=tag:pxe,tag:efiaa64,"+d.GRUBLoaderArm64)
 	}
 	for _, mac := range d.PXE {
 		a = append(a, "--dhcp-host="+mac+",set:pxe")

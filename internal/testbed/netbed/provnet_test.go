@@ -13,7 +13,7 @@ func TestDnsmasqArgs(t *testing.T) {
 	p := &ProvNet{Name: "pxe-test", Bridge: "br0", Host: netip.MustParsePrefix("10.99.0.1/24"), dir: "/work/net"}
 	a := p.dnsmasqArgs(DHCP{First: netip.MustParseAddr("10.99.0.100"), Last: netip.MustParseAddr("10.99.0.199"),
 		TFTPRoot: "/work/tftp", BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://10.99.0.1:8088/boot.ipxe",
-		PXE: []string{"52:54:00:6d:22:01"}, GRUBLoader: "bootx64.efi", Ignore: []string{"52:54:00:6d:32:01"}})
+		PXE: []string{"52:54:00:6d:22:01"}, GRUBLoader: "bootx64.efi", GRUBLoaderArm64: "grubaa64.efi", Ignore: []string{"52:54:00:6d:32:01"}})
 	for _, want := range []string{
 		"--interface=br0",
 		"--dhcp-range=10.99.0.100,10.99.0.199,255.255.255.0,10m",
@@ -22,8 +22,10 @@ func TestDnsmasqArgs(t *testing.T) {
 		"--dhcp-boot=tag:ipxe,tag:!pxe,http://10.99.0.1:8088/boot.ipxe",
 		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxe,snponly.efi",
 		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxe,undionly.kpxe",
-		"--dhcp-boot=tag:pxe,tag:!efi,pxelinux.0",
+		"--dhcp-boot=tag:pxe,tag:!efi,tag:!efiaa64,pxelinux.0",
 		"--dhcp-boot=tag:pxe,tag:efi,bootx64.efi",
+		"--dhcp-match=set:efiaa64,option:client-arch,11",
+		"--dhcp-boot=tag:pxe,tag:efiaa64,grubaa64.efi",
 		"--dhcp-host=52:54:00:6d:22:01,set:pxe",
 		"--dhcp-host=52:54:00:6d:32:01,ignore",
 	} {

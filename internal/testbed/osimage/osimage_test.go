@@ -132,7 +132,8 @@ func TestSoftwareRAIDBIOSDisk(t *testing.T) {
 
 // TestArm64UEFIDisk boots the arm64 whole-disk image on QEMU's arm64
 // virt machine under AAVMF with no NVRAM entry for it: the firmware
-// starts GRUB for arm64 from the ESP's removable path, GRUB loads Debian's
+// starts GRUB for arm64 from the ESP's removable path
+// (\EFI\BOOT\BOOTAA64.EFI; its boot line names the disk, no file), GRUB loads Debian's
 // gzip'ed arm64 kernel and the guest, cross-built, runs as /init (and
 // says it found no config drive). Slow (E2E_VM_SLOW): an arm64 boot
 // under TCG.
@@ -184,5 +185,15 @@ func TestArm64UEFIDisk(t *testing.T) {
 			t.Fatalf("%v\n%s", err, vm.Tail())
 		}
 		t.Logf("%.1fs: %s", l.At.Seconds(), strings.TrimSpace(l.Text))
+	}
+	// The entry AAVMF made for the disk (the NVRAM is its template's)
+	// names the device only: the firmware found the loader at the
+	// removable path, as it does for a disk whose entry is gone.
+	if l, ok := vm.Find("BdsDxe: starting Boot"); !ok {
+		t.Error("AAVMF printed no boot line")
+	} else if strings.Contains(l.Text, `\`) || strings.Contains(l.Text, "PXE") || strings.Contains(l.Text, "FvFile") {
+		t.Errorf("AAVMF booted an entry naming a file or the network, not the disk's removable path: %q", strings.TrimSpace(l.Text))
+	} else {
+		t.Logf("removable path: %s", strings.TrimSpace(l.Text))
 	}
 }

@@ -223,11 +223,17 @@ func buildGuestRamdisk(ctx context.Context, arch, pkg string, files map[string]s
 // (./internal/testbed/guest/...) at out, as the ramdisk's programs are
 // linked: for a test that puts a program of its own into a guest.
 func BuildStatic(ctx context.Context, pkg, out string) error {
+	return BuildStaticArch(ctx, "", pkg, out)
+}
+
+// BuildStaticArch is BuildStatic for the GOARCH arch ("": the host's), for
+// a guest of Machine.Arch arch.
+func BuildStaticArch(ctx context.Context, arch, pkg, out string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	return goBuild(ctx, root, out, pkg)
+	return goBuildFor(ctx, root, out, pkg, arch)
 }
 
 // KernelFlavourEnv names the kernel flavour the test bed's ramdisks and
