@@ -2,6 +2,7 @@ package vm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,6 +79,9 @@ const (
 	redfishArm64Node = 7
 	// redfishUSBCDNode is the machine of TestVMRedfishUSBCDUEFI.
 	redfishUSBCDNode = 8
+	// redfishSecureBootPartitionNode is the machine of
+	// TestVMRedfishSecureBootPartition.
+	redfishSecureBootPartitionNode = 9
 )
 
 // redfishCase is what a virtual-media scenario changes.
@@ -112,6 +116,13 @@ type redfishCase struct {
 	usbCD bool
 	// inspectionOnly ends the scenario after inspection.
 	inspectionOnly bool
+	// noAutomatedClean enrolls the node with automated cleaning off.
+	noAutomatedClean bool
+	// diskMB is the size of the machine's disk (0: 5 GiB).
+	diskMB int
+	// kernelParams are added to the node's kernel parameters (its
+	// driver_info kernel_append_params).
+	kernelParams string
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -184,7 +195,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
 	// leases, and a second one answering DHCP could be that NIC.
 	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: qemu.NICTap}}
-	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: cmp.Or(c.diskMB, 5<<10), Serial: pxeTarget}}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +241,10 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 			driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx, ""))
 		}
 	}
+	if c.kernelParams != "" {
+		r.kernelParams += " " + c.kernelParams
+		driverInfo["kernel_append_params"] = r.kernelParams
+	}
 	if c.removable {
 		// The project's own ISO (make iso) with boot_method=vmedia and
 		// no ipa-* parameter: Ironic builds nothing and can put the
@@ -245,9 +260,12 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	}
 	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", m.Name[len("ironic-agent-redfish-"):], n), InspectInterface: "inspector", Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
-	if c.secureBootOff {
+	if c.secureBootOff || c.noAutomatedClean {
 		noClean := false
-		spec.Properties["capabilities"], spec.AutomatedClean = "boot_mode:"+fw+",secure_boot:true", &noClean
+		spec.AutomatedClean = &noClean
+	}
+	if c.secureBootOff {
+		spec.Properties["capabilities"] = "boot_mode:" + fw + ",secure_boot:true"
 	}
 	r.node = ironic.Enroll(t, ctx, r.s.ironic, spec, r.mac)
 	r.l = &lifecycle{t: t, ctx: ctx, ironic: r.s.ironic, node: r.node.UUID, power: redfishPower, boot: virtualMedia, bmc: r.bmc}
