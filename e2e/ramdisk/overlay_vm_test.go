@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/ironic-go/ironic-agent/internal/cachedir"
+	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/overlay"
 	"github.com/ironic-go/ironic-agent/internal/testbed/agentclient"
@@ -63,27 +64,7 @@ func TestOverlayModuleInVM(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
-	rd, err := qemu.BuildRamdisk(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := cachedir.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := qemu.FetchKernel(ctx, cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := kmod.Open(k.ModulesDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mod := range []string{"softdog", "test_firmware"} {
-		if !tree.Has(mod) {
-			t.Skipf("SKIPPED: kernel %s has no %s module", k.Version, mod)
-		}
-	}
+	rd, k, tree := ramdiskModules(t, ctx, "softdog", "test_firmware")
 	for _, m := range rd.Modules {
 		if m == "softdog" || m == "watchdog" || m == "test_firmware" {
 			t.Fatalf("the ramdisk carries %s already: pick another module for this test", m)
@@ -180,20 +161,56 @@ func TestOverlayModuleInVM(t *testing.T) {
 // appended, as an operator concatenates one to a released ramdisk.
 func bootWithOverlay(t *testing.T, rd *qemu.Ramdisk, m *qemu.Machine, spec overlay.Spec) {
 	t.Helper()
+	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), overlaidInitrd(t, rd.InitrdFor(m.Firmware), rd, spec)
+}
+
+// overlaidInitrd writes the initramfs base with the overlay spec
+// describes (cmd/mkoverlay's archive, Base set to rd's initramfs) appended
+// and returns its path.
+func overlaidInitrd(t *testing.T, base string, rd *qemu.Ramdisk, spec overlay.Spec) string {
+	t.Helper()
 	spec.Base = rd.Initrd
 	var ov bytes.Buffer
 	entries, err := overlay.Build(spec, &ov)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := os.ReadFile(rd.InitrdFor(m.Firmware))
+	b, err := os.ReadFile(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	initrd := filepath.Join(t.TempDir(), "initrd+overlay")
-	if err := os.WriteFile(initrd, append(base, ov.Bytes()...), 0o644); err != nil {
+	if err := os.WriteFile(initrd, append(b, ov.Bytes()...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), initrd
 	t.Logf("overlay: %d files, %d bytes", len(entries), ov.Len())
+	return initrd
+}
+
+// ramdiskModules builds the suite's ramdisk and opens the module tree of
+// its kernel; it skips t when that kernel lacks one of mods.
+func ramdiskModules(t *testing.T, ctx context.Context, mods ...string) (*qemu.Ramdisk, *ramdiskpkg.Kernel, *kmod.Tree) {
+	t.Helper()
+	rd, err := qemu.BuildRamdisk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := cachedir.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := qemu.FetchKernel(ctx, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := kmod.Open(k.ModulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mod := range mods {
+		if !tree.Has(mod) {
+			t.Skipf("SKIPPED: kernel %s has no %s module", k.Version, mod)
+		}
+	}
+	return rd, k, tree
 }

@@ -37,11 +37,18 @@ func secureBootISO(t *testing.T, ctx context.Context, signed bool, cmdline, out 
 		}
 		return
 	}
+	signedISO(t, ctx, rd.Kernel, rd.Initrd, cmdline, out)
+}
+
+// signedISO builds into out an ISO of kernel and initrd with the signed
+// chain (the release's ESP) as its UEFI entry.
+func signedISO(t *testing.T, ctx context.Context, kernel, initrd, cmdline, out string) {
+	t.Helper()
 	esp := filepath.Join(filepath.Dir(out), ramdiskpkg.ESPName)
 	if err := qemu.BuildESP(ctx, esp); err != nil {
 		t.Fatal(err)
 	}
-	if err := ramdiskpkg.SecureBootISO(ctx, rd.Kernel, rd.Initrd, cmdline, esp, out, time.Time{}); err != nil {
+	if err := ramdiskpkg.SecureBootISO(ctx, kernel, initrd, cmdline, esp, out, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 }

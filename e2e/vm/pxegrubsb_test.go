@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -81,8 +82,11 @@ func secureBootPXENetwork(t *testing.T) *pxeBed {
 // then /<MAC>.conf from the template with linux and initrd, and loads the
 // signed kernel and the initramfs over TFTP. The kernel locks itself down
 // and the agent says Secure Boot is on; inspection and automated cleaning
-// (metadata erase) complete through Ironic. Slow (E2E_VM_SLOW): two boots
-// under OVMF with SMM.
+// (metadata erase) complete through Ironic, then a deploy of the Secure
+// Boot whole-disk image (osimage.SecureBootUEFIDisk), its ramdisk
+// network-booted through shim too, after which the machine boots the disk
+// with Secure Boot still enforced and the OS finds it on. Slow
+// (E2E_VM_SLOW): four boots under OVMF with SMM.
 func TestVMPXEGRUBSecureBoot(t *testing.T) {
 	slowScenario(t)
 	requireSecureBootFirmware(t)
@@ -118,7 +122,41 @@ func TestVMPXEGRUBSecureBoot(t *testing.T) {
 	if b := readAt(t, p.disk, 0, 64<<10); slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
 		t.Error("cleaning did not erase the start of the vblk disk")
 	}
+
+	// Deploy of the Secure Boot whole-disk image (its ESP carries
+	// Debian's signed shim and GRUB), the ramdisk network-booted
+	// through shim again; then Ironic boots the disk, the firmware
+	// still enforcing Secure Boot.
+	raw, _ := secureBootOSImage(t, ctx, p.m.Dir)
+	const hostname, userData = "secureboot-pxe", "#!/bin/sh\necho secure boot pxe\n"
+	vm, osVM := deployOS(t, ctx, osDeploy{s: s, node: node.UUID, bmc: p.bmc, l: p.l, firmware: "uefi",
+		url: bed.serveImage(filepath.Base(raw), raw), path: raw, serial: pxeTarget,
+		img: osBootImage{format: "raw", hostname: hostname, userData: userData}})
+	p.checkSecureBootNetBoot("deploy", vm)
+	p.checkGRUBBoot(vm, grub.last())
+	checkDeployedSecureBoot(t, ctx, osVM)
 	reportSeconds(t, time.Since(testStart), "whole_test_s")
+}
+
+// checkDeployedSecureBoot checks that vm, the boot of a deployed
+// secureBootOSImage, ran under the Secure Boot firmware and that the OS
+// found Secure Boot enabled and the kernel locked down.
+func checkDeployedSecureBoot(t *testing.T, ctx context.Context, vm *qemu.VM) {
+	t.Helper()
+	if !vm.Machine.SecureBoot || vm.Machine.SecureBootDisabled {
+		t.Errorf("the boot after the deploy was not with the firmware enforcing Secure Boot: %s", qemu.ShellQuote(vm.Cmdline))
+	}
+	r, err := osimage.WaitReport(ctx, vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := vm.Find("BdsDxe: starting"); ok {
+		t.Logf("OVMF: %s", l.Text[strings.Index(l.Text, "BdsDxe"):])
+	}
+	t.Logf("the deployed OS: secure boot %s", r.SecureBoot)
+	if r.SecureBoot != "enabled, lockdown integrity" && r.SecureBoot != "enabled, lockdown confidentiality" {
+		t.Errorf("the deployed OS says secure boot %q, want enabled with lockdown integrity or confidentiality", r.SecureBoot)
+	}
 }
 
 // checkSecureBootNetBoot checks that vm, a network boot of the ramdisk,

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,6 +83,9 @@ const (
 	// network-boots: its MAC is among the provisioning network's PXE
 	// machines.
 	redfishArm64PXENode = 9
+	// redfishSecureBootPartitionNode is the machine of
+	// TestVMRedfishSecureBootPartition.
+	redfishSecureBootPartitionNode = 10
 )
 
 // redfishCase is what a virtual-media scenario changes.
@@ -120,6 +124,13 @@ type redfishCase struct {
 	// network-boots GRUB from the provisioning network (with arm64:
 	// arm64PXENetwork's).
 	netBoot bool
+	// noAutomatedClean enrolls the node with automated cleaning off.
+	noAutomatedClean bool
+	// diskMB is the size of the machine's disk (0: 5 GiB).
+	diskMB int
+	// kernelParams are added to the node's kernel parameters (its
+	// driver_info kernel_append_params).
+	kernelParams string
 }
 
 // newRedfishNode skips unless the virtual-media tests can run, and makes
@@ -194,7 +205,7 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	// the ramdisk no BOOTIF, so the init goes on with the first NIC that
 	// leases, and a second one answering DHCP could be that NIC.
 	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: r.mac, Backend: qemu.NICTap, PXE: c.netBoot}}
-	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: 5 << 10, Serial: pxeTarget}}
+	m.Disks = []qemu.Disk{{ID: "vblk", Kind: qemu.DiskVirtioBlk, SizeMB: cmp.Or(c.diskMB, 5<<10), Serial: pxeTarget}}
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +253,10 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 			driverInfo["bootloader"] = bed.serveImage("redfish-esp.img", redfishESP(t, ctx, ""))
 		}
 	}
+	if c.kernelParams != "" {
+		r.kernelParams += " " + c.kernelParams
+		driverInfo["kernel_append_params"] = r.kernelParams
+	}
 	if c.removable {
 		// The project's own ISO (make iso) with boot_method=vmedia and
 		// no ipa-* parameter: Ironic builds nothing and can put the
@@ -263,9 +278,12 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	if c.netBoot {
 		spec.BootInterface = "pxe"
 	}
-	if c.secureBootOff {
+	if c.secureBootOff || c.noAutomatedClean {
 		noClean := false
-		spec.Properties["capabilities"], spec.AutomatedClean = "boot_mode:"+fw+",secure_boot:true", &noClean
+		spec.AutomatedClean = &noClean
+	}
+	if c.secureBootOff {
+		spec.Properties["capabilities"] = "boot_mode:" + fw + ",secure_boot:true"
 	}
 	r.node = ironic.Enroll(t, ctx, r.s.ironic, spec, r.mac)
 	r.l = &lifecycle{t: t, ctx: ctx, ironic: r.s.ironic, node: r.node.UUID, power: redfishPower, boot: virtualMedia, bmc: r.bmc}

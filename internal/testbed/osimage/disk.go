@@ -429,9 +429,65 @@ func (o *OS) PartitionImage(ctx context.Context, dir, out string, size int64) er
 // with grub2-* tools (grubimage.RHEL), a btrfs root in a subvolume
 // (grubimage.SUSE; building it needs root privileges).
 func (o *OS) PartitionImageFor(ctx context.Context, dir, out string, size int64, f grubimage.Flavor) error {
+	return o.partitionImage(ctx, dir, out, size, f, nil)
+}
+
+// SecureBootPartitionImage is PartitionImage with Debian's signed boot
+// chain (qemu.FetchBootChain) where images built with their ESP inside the
+// root file system carry it, IPA's "EFI assets": /boot/efi/SignedDir holds
+// shim (shimx64.efi), GRUB (grubx64.efi), shim's BOOTX64.CSV naming
+// shimx64.efi and the label SignedLabel, and the grub.cfg Debian's signed
+// GRUB reads from its own directory, which finds the root file system by
+// its label and reads the /boot/grub/grub.cfg the agent's grub-mkconfig
+// writes. The agent copies /boot/efi/EFI onto the ESP it makes and points
+// the boot entry at shim; the kernel is Debian's signed one.
+func (o *OS) SecureBootPartitionImage(ctx context.Context, dir, out string, size int64) error {
+	bc, err := qemu.FetchBootChain(ctx)
+	if err != nil {
+		return fmt.Errorf("osimage: %w", err)
+	}
+	return o.partitionImage(ctx, dir, out, size, grubimage.Debian(), func(tree string) error {
+		efi := filepath.Join(tree, "boot/efi", SignedDir)
+		if err := os.MkdirAll(efi, 0o755); err != nil {
+			return fmt.Errorf("osimage: %w", err)
+		}
+		csv, err := bootCSV(dir, "shimx64.efi", SignedLabel, "Debian's signed shim")
+		if err != nil {
+			return err
+		}
+		for dst, src := range map[string]string{"shimx64.efi": bc.Shim, "grubx64.efi": bc.Grub, "BOOTX64.CSV": csv} {
+			if err := copyFile(src, filepath.Join(efi, dst)); err != nil {
+				return err
+			}
+		}
+		cfg := "search --no-floppy --label --set=root img-root\nset prefix=($root)/boot/grub\nconfigfile $prefix/grub.cfg\n"
+		// GRUB's environment block, which Debian's grub-install makes
+		// and this image's tree lacks: the menu entry grub-mkconfig
+		// writes for the agent (GRUB_SAVEDEFAULT=true, as IPA runs it)
+		// saves itself there, and on a serial terminal GRUB stops at
+		// "Press any key to continue..." after failing to.
+		env := "# GRUB Environment Block\n"
+		env += strings.Repeat("#", 1024-len(env))
+		for p, text := range map[string]string{filepath.Join(efi, "grub.cfg"): cfg, filepath.Join(tree, "boot/grub/grubenv"): env} {
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				return fmt.Errorf("osimage: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// partitionImage is PartitionImageFor; extra, when set, adds to the tree
+// before the file system is made.
+func (o *OS) partitionImage(ctx context.Context, dir, out string, size int64, f grubimage.Flavor, extra func(tree string) error) error {
 	tree := filepath.Join(dir, "partition-root-"+f.Name)
 	if err := grubimage.TreeFor(ctx, tree, f); err != nil {
 		return err
+	}
+	if extra != nil {
+		if err := extra(tree); err != nil {
+			return err
+		}
 	}
 	for dst, src := range map[string]string{"vmlinuz-": o.Kernel, "initrd.img-": o.Initrd} {
 		if err := copyFile(src, filepath.Join(tree, "boot", dst+grubimage.KernelVersion)); err != nil {

@@ -130,6 +130,52 @@ func TestSoftwareRAIDBIOSDisk(t *testing.T) {
 	}
 }
 
+// TestSecureBootPartitionImage: the partition image for Secure Boot holds,
+// in its ext4 root, Debian's signed shim and GRUB in /boot/efi/EFI/debian
+// with shim's BOOTX64.CSV and the grub.cfg handing over to
+// /boot/grub/grub.cfg, GRUB's environment block, the image's GRUB tools
+// and the kernel grub-mkconfig lists.
+func TestSecureBootPartitionImage(t *testing.T) {
+	if os.Getenv("E2E_VM_SLOW") != "1" {
+		// The image of a slow scenario (TestVMRedfishSecureBootPartition),
+		// about a minute to build under the default run's load.
+		t.Skip("SKIPPED: slow scenario's image; E2E_VM_SLOW=1 runs it (docs/testing.md: Environment switches)")
+	}
+	if m := grubimage.Missing(); m != "" {
+		t.Skipf("SKIPPED: needs %s (test.sh APT_PACKAGES)", m)
+	}
+	if _, err := exec.LookPath("debugfs"); err != nil {
+		t.Skip("SKIPPED: needs debugfs (e2fsprogs, test.sh APT_PACKAGES)")
+	}
+	o, dir := buildOS(t)
+	img := filepath.Join(dir, "root.img")
+	if err := o.SecureBootPartitionImage(t.Context(), dir, img, 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	cat := func(f string) string {
+		out, err := exec.CommandContext(t.Context(), "debugfs", "-R", "cat "+f, img).Output()
+		if err != nil {
+			t.Fatalf("debugfs cat %s: %v", f, err)
+		}
+		return string(out)
+	}
+	efi := "/boot/efi/" + SignedDir + "/"
+	for _, f := range []string{efi + "shimx64.efi", efi + "grubx64.efi", efi + "BOOTX64.CSV", "/usr/sbin/grub-mkconfig", "/boot/vmlinuz-" + grubimage.KernelVersion} {
+		if len(cat(f)) == 0 {
+			t.Errorf("the root file system has no %s", f)
+		}
+	}
+	if got := cat(efi + "grub.cfg"); !strings.Contains(got, "configfile $prefix/grub.cfg") || !strings.Contains(got, "prefix=($root)/boot/grub") {
+		t.Errorf("%sgrub.cfg does not hand over to /boot/grub/grub.cfg:\n%s", efi, got)
+	}
+	if env := cat("/boot/grub/grubenv"); len(env) != 1024 || !strings.HasPrefix(env, "# GRUB Environment Block\n") {
+		t.Errorf("/boot/grub/grubenv: %d bytes, %.30q; want GRUB's 1024-byte block", len(env), env)
+	}
+	if csv := cat(efi + "BOOTX64.CSV"); !strings.Contains(csv, "s\x00h\x00i\x00m\x00") {
+		t.Errorf("BOOTX64.CSV does not name shim: %q", csv)
+	}
+}
+
 // TestArm64UEFIDisk boots the arm64 whole-disk image on QEMU's arm64
 // virt machine under AAVMF with no NVRAM entry for it: the firmware
 // starts GRUB for arm64 from the ESP's removable path
