@@ -82,6 +82,7 @@ type bmcPower interface {
 	On() bool
 	Boots() int
 	VMOfBoot(n int) *qemu.VM
+	WaitBoot(ctx context.Context, after int) (*qemu.VM, error)
 	Events() []string
 }
 
@@ -245,6 +246,30 @@ func (l *lifecycle) To(opts nodes.ProvisionStateOpts, timeout time.Duration) ste
 func (l *lifecycle) Start(opts nodes.ProvisionStateOpts) *qemu.VM {
 	l.t.Helper()
 	vm, _ := l.driver().Start(opts)
+	return vm
+}
+
+// Wait waits up to timeout for the node to reach state, for a scenario
+// that began its step with Start.
+func (l *lifecycle) Wait(state string, timeout time.Duration) *nodes.Node {
+	l.t.Helper()
+	return l.driver().Wait(state, timeout)
+}
+
+// PowerOn waits up to 3 minutes for the k-th power-on by the BMC in the
+// step under way (1: the ramdisk's; 2 in a deploy: the deployed OS's),
+// for a scenario that began the step with Start.
+func (l *lifecycle) PowerOn(k int) *qemu.VM {
+	l.t.Helper()
+	if l.bmc == nil {
+		l.t.Fatalf("lifecycle %s: PowerOn with %s: no BMC powers the machine on", l.node, l.power)
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Minute)
+	defer cancel()
+	vm, err := l.bmc.WaitBoot(ctx, l.bootsBefore+k-1)
+	if err != nil {
+		l.t.Fatal(err)
+	}
 	return vm
 }
 
