@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
@@ -159,6 +161,17 @@ func checkOwnPIDNamespace(pid int) error {
 	}
 	return fmt.Errorf("/proc/%d/status has no NSpid line", pid)
 }
+
+// driver is the test bed's lifecycle driver for node on c with fake
+// power: once Ironic waits for a ramdisk it boots one, the agent started
+// with opts (each boot a new process, as a new boot of the machine).
+func (s *suite) driver(t *testing.T, c *ironic.Client, node string, opts agentOpts) *lifecycle.Driver[*agentProc] {
+	return &lifecycle.Driver[*agentProc]{T: t, Ctx: t.Context(), Ironic: c, Node: node,
+		Boot: func() *agentProc { return s.startAgent(t, opts) }}
+}
+
+// Done is closed once the agent has ended.
+func (a *agentProc) Done() <-chan struct{} { return a.done }
 
 // Stop ends the agent with SIGTERM (SIGKILL after 10 s) and waits for it.
 func (a *agentProc) Stop() {

@@ -36,22 +36,13 @@ var agentInspectionCollectors = []string{"--inspection-collectors", "default,log
 func TestAgentInspectEnrolledNode(t *testing.T) {
 	s := need(t)
 	s.needAgentInspection(t)
-	ctx := t.Context()
 	const mac = "52:54:e2:1e:00:01"
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-agent-inspect",
 		InspectInterface: "agent",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 	}, mac)
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "inspect wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.IronicURL + "/v1/continue_inspection", Extra: agentInspectionCollectors})
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, InspectionURL: s.services.IronicURL + "/v1/continue_inspection", Extra: agentInspectionCollectors}).
+		Inspect(stepTimeout)
 	s.checkAgentInspection(t, n.UUID, mac)
 }
 

@@ -45,7 +45,6 @@ func writeStepManifest(t *testing.T, dir, name, script, manifest string) {
 // agent's logs.
 func TestFailingCleanStep(t *testing.T) {
 	s := need(t)
-	ctx := t.Context()
 	const mac = "52:54:e2:0c:00:01"
 	const complaint = "e2e: the firmware refused the update"
 	steps := filepath.Join(t.TempDir(), "steps.d")
@@ -53,18 +52,9 @@ func TestFailingCleanStep(t *testing.T) {
 	dev := loopDevice(t, 16<<20)
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-clean-failure"}, mac)
 	logsBefore, _ := filepath.Glob(filepath.Join(s.dir, "services", "state", "deploy_logs", "*"))
-	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_flash_firmware"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, StepsDir: steps})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "clean failed", stepTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}, StepsDir: steps}).Until(
+		nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_flash_firmware"}}},
+		"clean failed", stepTimeout).Node
 	if !strings.Contains(got.LastError, complaint) || !strings.Contains(got.LastError, "e2e_flash_firmware") {
 		t.Errorf("last_error = %q, want the step name and the agent's error text %q", got.LastError, complaint)
 	}

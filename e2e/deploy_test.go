@@ -44,8 +44,7 @@ func deployImages(t *testing.T, dir string) (raw, qcow2 string) {
 
 // deployNode enrolls a node whose instance_info points at the image url
 // (checksums of the file at sumsOf) and whose root device hint names dev,
-// provides it (no cleaning) and starts the deploy: the node waits in
-// "wait call-back" for an agent.
+// and provides it (no cleaning): the node is available for a deploy.
 func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf string) *nodes.Node {
 	t.Helper()
 	md5sum, sha := fileSums(t, sumsOf)
@@ -62,24 +61,13 @@ func (s *suite) deployNode(t *testing.T, name, mac, dev, url, format, sumsOf str
 // deployNodeWith is deployNode with the node's instance_info given whole.
 func (s *suite) deployNodeWith(t *testing.T, name, mac, dev string, instanceInfo map[string]any) *nodes.Node {
 	t.Helper()
-	ctx := t.Context()
 	no := false
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: name,
 		AutomatedClean: &no,
 		Properties:     map[string]any{"root_device": map[string]any{"name": dev}},
 		InstanceInfo:   instanceInfo,
 	}, mac)
-	for _, step := range []struct {
-		target nodes.TargetProvisionState
-		state  string
-	}{{nodes.TargetProvide, "available"}, {nodes.TargetActive, "wait call-back"}} {
-		if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: step.target}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.ironic.WaitState(ctx, n.UUID, step.state, 30*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac}).Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, 30*time.Second)
 	return n
 }
 
@@ -118,7 +106,6 @@ func deployDisk(t *testing.T) string { return loopDevice(t, 5<<30) }
 // failed" with the agent's verification error in last_error.
 func TestDeployWrongChecksum(t *testing.T) {
 	s := need(t)
-	ctx := t.Context()
 	imgDir := t.TempDir()
 	raw, _ := deployImages(t, imgDir)
 	srv := httptest.NewServer(http.FileServer(http.Dir(imgDir)))
@@ -134,12 +121,9 @@ func TestDeployWrongChecksum(t *testing.T) {
 	// The agent retries a write whose checksum fails, as IPA does
 	// (image_download_connection_retries, 9 x 10 s by default); one retry
 	// a second later keeps the test short.
-	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, Extra: []string{
-		"--image-download-connection-retries", "1", "--image-download-connection-retry-interval", "1"}})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "deploy failed", stepTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}, Extra: []string{
+		"--image-download-connection-retries", "1", "--image-download-connection-retry-interval", "1"}}).
+		Until(nodes.ProvisionStateOpts{Target: nodes.TargetActive}, "deploy failed", stepTimeout).Node
 	msg := strings.ToLower(got.LastError)
 	if !strings.Contains(msg, "write_image") || !strings.Contains(msg, "checksum") && !strings.Contains(msg, "hash") {
 		t.Errorf("last_error = %q, want write_image's checksum failure", got.LastError)
@@ -214,17 +198,14 @@ func (c *cutStats) String() string {
 // active with the right bytes on the disk.
 func TestDeployCutTransfer(t *testing.T) {
 	s := need(t)
-	ctx := t.Context()
 	imgDir := t.TempDir()
 	raw, _ := deployImages(t, imgDir)
 	srv, stats := cuttingServer(t, imgDir, 3<<20)
 	dev := deployDisk(t)
 	const mac = "52:54:e2:d0:00:04"
 	n := s.deployNode(t, "e2e-deploy-cut", mac, dev, srv.URL+"/"+filepath.Base(raw), "raw", raw)
-	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, Extra: []string{"--image-download-connection-retry-interval", "1"}})
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}, Extra: []string{"--image-download-connection-retry-interval", "1"}}).
+		Deploy(stepTimeout)
 	assertDiskHolds(t, dev, raw)
 	t.Logf("image server: %s", stats)
 	stats.mu.Lock()
@@ -264,10 +245,7 @@ func TestDeploy(t *testing.T) {
 			dev := deployDisk(t)
 			mac := []string{"52:54:e2:d0:00:01", "52:54:e2:d0:00:02"}[i]
 			n := s.deployNode(t, "e2e-deploy-"+tc.name, mac, dev, srv.URL+"/"+filepath.Base(tc.path), tc.format, tc.path)
-			a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-			if _, err := s.ironic.WaitState(t.Context(), n.UUID, "active", stepTimeout); err != nil {
-				t.Fatal(err)
-			}
+			a := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}}).Deploy(stepTimeout).Ramdisk
 			t.Logf("%s deploy: %s from enrolment to active", tc.name, time.Since(start).Round(time.Millisecond))
 			// Ironic ended the deploy with standby.power_off: the agent's
 			// reboot(2) ended its PID namespace (and nothing else).

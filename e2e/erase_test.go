@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -59,20 +58,10 @@ func assertWiped(t *testing.T, dev string) {
 // cleans its loop device and the node becomes available.
 func TestAutomatedCleaning(t *testing.T) {
 	s := need(t)
-	ctx := t.Context()
 	dev := gptDisk(t)
 	const mac = "52:54:e2:0a:00:01"
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-automated-clean"}, mac)
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}}).Provide(stepTimeout)
 	assertWiped(t, dev)
 }
 
@@ -81,21 +70,11 @@ func TestAutomatedCleaning(t *testing.T) {
 // table of one loop device and the filesystem of another are really gone.
 func TestManualCleaning(t *testing.T) {
 	s := need(t)
-	ctx := t.Context()
 	gpt, ext4 := gptDisk(t), ext4Disk(t)
 	const mac = "52:54:e2:0b:00:01"
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-manual-clean"}, mac)
-	err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	s.startAgent(t, agentOpts{MAC: mac, Devices: []string{gpt, ext4}})
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{gpt, ext4}}).
+		Clean(stepTimeout, nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
 	assertWiped(t, gpt)
 	assertWiped(t, ext4)
 }

@@ -13,12 +13,13 @@ import (
 
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 )
 
-// lifecycle is one node's way through inspection, cleaning and deploy on
-// one Ironic, and what each phase took.
-type lifecycle struct {
+// flow is one node's way through inspection, cleaning and deploy on one
+// Ironic, with the lifecycle driver, and what each phase took.
+type flow struct {
 	s      *suite
 	ironic *ironic.Client
 	// ironicURL and inspectionURL are what the agent is given, as the
@@ -26,8 +27,8 @@ type lifecycle struct {
 	// ipa-inspection-callback-url).
 	ironicURL, inspectionURL string
 	inspectInterface         string
-	// fast: one agent for the whole flow; else one agent per phase, as a
-	// boot per operation would start.
+	// fast: one agent for the whole flow (the driver's fast track); else
+	// one agent per phase, as a boot per operation would start.
 	fast   bool
 	phases []string
 	agents []*agentProc
@@ -38,7 +39,7 @@ type lifecycle struct {
 }
 
 // run takes a node from enrolment to active and returns the total time.
-func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) time.Duration {
+func (l *flow) run(t *testing.T, name, mac, imageURL, imagePath string) time.Duration {
 	t.Helper()
 	ctx := t.Context()
 	dev := deployDisk(t)
@@ -62,41 +63,20 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 		},
 	}, mac)
 	mark("enrol")
-	agent := func() *agentProc {
-		if l.fast && len(l.agents) > 0 {
-			return l.agents[0]
-		}
-		a := l.s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, APIURL: l.ironicURL, InspectionURL: l.inspectionURL})
-		l.agents = append(l.agents, a)
-		return a
-	}
-	// A new boot ends the previous one.
-	reboot := func() {
-		if !l.fast && len(l.agents) > 0 {
-			l.agents[len(l.agents)-1].Stop()
-		}
-	}
-	step := func(target nodes.TargetProvisionState, wait, done string) {
+	d := l.s.driver(t, l.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}, APIURL: l.ironicURL, InspectionURL: l.inspectionURL})
+	d.FastTrack = l.fast
+	step := func(target nodes.TargetProvisionState) {
 		t.Helper()
-		reboot()
-		if err := l.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
-			t.Fatal(err)
-		}
-		if !l.fast || len(l.agents) == 0 {
-			if _, err := l.ironic.WaitState(ctx, n.UUID, wait, 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
-		a := agent()
+		a, _ := d.Start(nodes.ProvisionStateOpts{Target: target})
 		if dead, err := a.Exited(); dead {
 			t.Fatalf("the agent ended (%v) before %s", err, target)
 		}
-		if _, err := l.ironic.WaitState(ctx, n.UUID, done, stepTimeout); err != nil {
-			t.Fatal(err)
-		}
+		_, done, _ := lifecycle.States(target)
+		d.Wait(done, stepTimeout)
+		l.agents = d.Boots()
 		mark(string(target))
 	}
-	step(nodes.TargetInspect, "inspect wait", "manageable")
+	step(nodes.TargetInspect)
 	// The hint names the loop device only now: the inspected inventory
 	// (the fixture machine's disks) does not hold it. The boot-mode hook
 	// (2025.1 on) stored the fixture's BIOS boot mode; UEFI again, with
@@ -109,7 +89,7 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 	}).Extract(); err != nil {
 		t.Fatal(err)
 	}
-	step(nodes.TargetProvide, "clean wait", "available")
+	step(nodes.TargetProvide)
 	// Ironic wipes the token and agent URL after cleaning only when the
 	// node cannot fast-track (wipe_cleaning_internal_info); the API shows
 	// a stored token masked.
@@ -119,7 +99,7 @@ func (l *lifecycle) run(t *testing.T, name, mac, imageURL, imagePath string) tim
 	}
 	_, l.tokenKept = got.DriverInternalInfo["agent_secret_token"]
 	l.urlKept, _ = got.DriverInternalInfo["agent_url"].(string)
-	step(nodes.TargetActive, "wait call-back", "active")
+	step(nodes.TargetActive)
 	assertDiskHolds(t, dev, imagePath)
 	return time.Since(start)
 }
@@ -141,8 +121,8 @@ func TestFastTrack(t *testing.T) {
 	imageURL := srv.URL + "/" + filepath.Base(raw)
 
 	ft := ironic.StartForTest(t, t.Context(), s.config(ironic.Config{FastTrack: true}))
-	fast := &lifecycle{s: s, ironic: ft.Ironic, ironicURL: ft.IronicURL, fast: true}
-	slow := &lifecycle{s: s, ironic: s.ironic, ironicURL: s.services.IronicURL}
+	fast := &flow{s: s, ironic: ft.Ironic, ironicURL: ft.IronicURL, fast: true}
+	slow := &flow{s: s, ironic: s.ironic, ironicURL: s.services.IronicURL}
 	if s.series.HasInspector() {
 		fast.inspectInterface, fast.inspectionURL = "inspector", ft.InspectorURL+"/v1/continue"
 		slow.inspectInterface, slow.inspectionURL = "inspector", s.services.InspectorURL+"/v1/continue"

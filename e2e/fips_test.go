@@ -26,6 +26,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
 
 // fipsLogLine is what the agent logs once it runs in Go's FIPS 140-3 mode
@@ -80,7 +82,8 @@ func TestDeployFIPS(t *testing.T) {
 			info := map[string]any{"image_source": imgURL, "image_disk_format": "raw", "root_gb": 1}
 			maps.Copy(info, tc.info)
 			n := s.deployNodeWith(t, "e2e-fips-"+tc.name, mac, dev, info)
-			a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}, Extra: fipsCmdline(t, "")})
+			d := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, Devices: []string{dev}, Extra: fipsCmdline(t, "")})
+			a, _ := d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetActive})
 			if err := a.WaitLog(ctx, fipsLogLine, 30*time.Second); err != nil {
 				t.Fatal(err)
 			}
@@ -88,19 +91,14 @@ func TestDeployFIPS(t *testing.T) {
 				t.Errorf("the agent in FIPS mode does not run the certified module v1.0.0 the suite built it with")
 			}
 			if tc.name != "md5" {
-				if _, err := s.ironic.WaitState(ctx, n.UUID, "active", stepTimeout); err != nil {
-					t.Fatal(err)
-				}
+				d.Wait("active", stepTimeout)
 				assertDiskHolds(t, dev, raw)
 				if !strings.Contains(a.Log(), "crypto (FIPS 140-3 mode)") {
 					t.Errorf("the agent's write does not name the standard library's FIPS module as its %s", tc.name)
 				}
 				return
 			}
-			got, err := s.ironic.WaitState(ctx, n.UUID, "deploy failed", stepTimeout)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := d.Wait("deploy failed", stepTimeout)
 			if !strings.Contains(got.LastError, "MD5 is not allowed in FIPS mode") {
 				t.Errorf("last_error = %q, want the agent's refusal naming FIPS mode", got.LastError)
 			}

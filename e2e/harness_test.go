@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"net"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/standin"
 )
 
@@ -20,12 +20,7 @@ func TestHarnessStateMachine(t *testing.T) {
 	ctx := t.Context()
 	no := false
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "harness-sm", AutomatedClean: &no}, "52:54:e2:00:00:01")
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{}).Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, 30*time.Second)
 	got, err := s.ironic.Ports(ctx, ports.ListOpts{NodeUUID: n.UUID})
 	if err != nil || len(got) != 1 || got[0].Address != "52:54:e2:00:00:01" {
 		t.Fatalf("ports = %+v, %v", got, err)
@@ -42,26 +37,23 @@ func TestHarnessStandIn(t *testing.T) {
 	ctx := t.Context()
 	const mac = "52:54:e2:00:00:02"
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "harness-standin"}, mac)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Ironic >= 26 refuses a plain-http callback ([agent]require_tls);
-	// the stand-in then serves TLS, as auto-TLS does.
-	agent := standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: []string{mac}, Listener: ln, TLS: s.series.RequiresTLS(), LookupTimeout: time.Minute})
-	actx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- agent.Run(actx) }()
+	// The lifecycle driver with the stand-in as the ramdisk it boots.
+	d := &lifecycle.Driver[*standin.Running]{T: t, Ctx: ctx, Ironic: s.ironic, Node: n.UUID, Boot: func() *standin.Running {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Ironic >= 26 refuses a plain-http callback ([agent]require_tls);
+		// the stand-in then serves TLS, as auto-TLS does.
+		return standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: []string{mac}, Listener: ln, TLS: s.series.RequiresTLS(), LookupTimeout: time.Minute}).Start(ctx)
+	}}
+	agent, _ := d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
 	defer func() {
-		stop()
-		if err := <-ran; err != nil {
+		agent.Kill()
+		if err := agent.Err(); err != nil {
 			t.Errorf("stand-in: %v", err)
 		}
 	}()
-
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
 	// Each accepted heartbeat moves the conductor on (get_clean_steps,
 	// the steps, finishing cleaning).
 	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 2*time.Minute); err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetalintrospection/v1/introspection"
 
@@ -211,17 +210,7 @@ func TestInspectEnrolledNode(t *testing.T) {
 		InspectInterface: "inspector",
 		Properties:       map[string]any{"cpus": nil, "memory_mb": nil, "local_gb": nil, "cpu_arch": nil},
 	}, mac)
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "inspect wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	s.startAgent(t, agentOpts{MAC: mac, InspectionURL: s.services.InspectorURL + "/v1/continue"})
-	got, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, InspectionURL: s.services.InspectorURL + "/v1/continue"}).Inspect(stepTimeout).Node
 	checkInspectedProperties(t, got.Properties, s.fixtureFacts(t))
 	st, err := introspection.GetIntrospectionStatus(ctx, s.inspector.Service, n.UUID).Extract()
 	if err != nil {

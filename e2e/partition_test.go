@@ -148,34 +148,17 @@ func (s *suite) partitionNode(t *testing.T, name, mac, dev, url, raw string, ext
 	}).Err; err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac}).Change(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, 30*time.Second)
 	return n
 }
 
-// deployActive asks Ironic for opts, starts the agent confined to dev
-// once the node waits for it, and returns the node once active, and the
-// agent (its log is in the failure otherwise).
+// deployActive asks Ironic for opts, through the lifecycle driver whose
+// agent is confined to dev, and returns the node once active, and the
+// agent (its log is in the failure otherwise: startAgent's cleanup).
 func (s *suite) deployActive(t *testing.T, node, mac, dev string, opts nodes.ProvisionStateOpts) (*nodes.Node, *agentProc) {
 	t.Helper()
-	ctx := t.Context()
-	if err := s.ironic.Provision(ctx, node, opts); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node, "wait call-back", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	a := s.startAgent(t, agentOpts{MAC: mac, Devices: []string{dev}})
-	got, err := s.ironic.WaitState(ctx, node, "active", stepTimeout)
-	if err != nil {
-		log, _ := os.ReadFile(a.logPath)
-		t.Fatalf("%v\nagent log:\n%s", err, log)
-	}
-	return got, a
+	st := s.driver(t, s.ironic, node, agentOpts{MAC: mac, Devices: []string{dev}}).To(opts, stepTimeout)
+	return st.Node, st.Ramdisk
 }
 
 // blkid reads one tag of dev with blkid's low-level probe.

@@ -33,9 +33,9 @@ func markerSteps(t *testing.T, sleep time.Duration) (dir, started, finished, mar
 	return dir, started, finished, marked
 }
 
-// slowManualClean enrolls a node and starts manual cleaning with the
-// marker steps [e2e_slow (sleeping sleep), e2e_mark]; the node waits in
-// clean wait for an agent started with the returned steps directory.
+// slowManualClean enrolls a node for manual cleaning with the marker
+// steps [e2e_slow (sleeping sleep), e2e_mark] (slowClean), whose agent
+// runs with the returned steps directory.
 func (s *suite) slowManualClean(t *testing.T, name, mac string, sleep time.Duration) (n *nodes.Node, steps, started, finished, marked string) {
 	t.Helper()
 	return slowManualCleanOn(t, s.ironic, name, mac, sleep)
@@ -46,18 +46,14 @@ func slowManualCleanOn(t *testing.T, c *ironic.Client, name, mac string, sleep t
 	t.Helper()
 	steps, started, finished, marked = markerSteps(t, sleep)
 	n = ironic.Enroll(t, t.Context(), c, ironic.NodeSpec{Name: name}, mac)
-	err := c.Provision(t.Context(), n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
-		{Interface: nodes.InterfaceDeploy, Step: "e2e_slow"},
-		{Interface: nodes.InterfaceDeploy, Step: "e2e_mark"},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitState(t.Context(), n.UUID, "clean wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	return n, steps, started, finished, marked
 }
+
+// slowClean is the manual cleaning with the marker steps.
+var slowClean = nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
+	{Interface: nodes.InterfaceDeploy, Step: "e2e_slow"},
+	{Interface: nodes.InterfaceDeploy, Step: "e2e_mark"},
+}}
 
 func exists(path string) bool {
 	_, err := os.Stat(path)
@@ -95,14 +91,8 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 		`{"step": "e2e_after_reboot", "interface": "deploy", "priority": 40, "clean": true}`)
 	dev := loopDevice(t, 16<<20)
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "e2e-restart-reboot"}, mac)
-	if err := s.ironic.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	opts := agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), Devices: []string{dev}}
-	first := s.startAgent(t, opts)
+	d := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), Devices: []string{dev}})
+	d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
 	// Ironic marks the reboot it asked the power interface for.
 	_, err := s.ironic.WaitFor(ctx, n.UUID, stepTimeout, "cleaning_reboot set", func(n *nodes.Node) bool {
 		return n.DriverInternalInfo["cleaning_reboot"] == true
@@ -113,11 +103,9 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 	if !exists(rebooted) || exists(marked) {
 		t.Fatalf("before the reboot: reboot step ran %v (want true), next step ran %v (want false)", exists(rebooted), exists(marked))
 	}
-	first.Stop()
-	s.startAgent(t, opts)
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "available", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	// The reboot Ironic asked fake power for: the same agent again.
+	d.Reboot()
+	d.Wait("available", stepTimeout)
 	if !exists(marked) {
 		t.Error("cleaning ended but the step after the reboot never ran")
 	}
@@ -133,20 +121,16 @@ func TestAgentRestartAfterRebootStep(t *testing.T) {
 // never runs.
 func TestAgentCrashMidStep(t *testing.T) {
 	s := need(t)
-	ctx := t.Context()
 	const mac = "52:54:e2:0f:00:02"
 	n, steps, started, finished, marked := s.slowManualClean(t, "e2e-crash", mac, 30*time.Second)
-	opts := agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), StateDir: filepath.Join(t.TempDir(), "state")}
-	first := s.startAgent(t, opts)
+	d := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, StepsDir: steps, Port: freePort(t), StateDir: filepath.Join(t.TempDir(), "state")})
+	d.Start(slowClean)
 	waitFile(t, started, stepTimeout)
-	first.Kill()
-	// Only the kept token can make the second agent's heartbeats count:
-	// Ironic hands it the mask.
-	s.startAgent(t, opts)
-	got, err := s.ironic.WaitState(ctx, n.UUID, "clean failed", stepTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The crash (SIGKILL) and the agent's next start. Only the kept token
+	// can make the second agent's heartbeats count: Ironic hands it the
+	// mask.
+	d.Reboot()
+	got := d.Wait("clean failed", stepTimeout)
 	if le := got.LastError; !strings.Contains(le, "e2e_slow") || !strings.Contains(le, "restarted") {
 		t.Errorf("last_error = %q, want the interrupted step and the restart named", le)
 	}
@@ -171,7 +155,8 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 	ctx := t.Context()
 	const mac = "52:54:e2:1a:00:01"
 	n, steps, started, finished, marked := s.slowManualClean(t, "e2e-ironic-down", mac, 5*time.Second)
-	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
+	d := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, StepsDir: steps})
+	a, _ := d.Start(slowClean)
 	waitFile(t, started, stepTimeout)
 	// Stop only once the conductor is done dispatching (clean wait with the
 	// step recorded), so no node lock is held when the process goes.
@@ -198,9 +183,7 @@ func TestIronicDownDuringCleaning(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Ironic was down %s", time.Since(stopped).Round(time.Second))
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	d.Wait("manageable", stepTimeout)
 	if !exists(marked) {
 		t.Error("cleaning ended but the step after the outage never ran")
 	}
@@ -222,7 +205,8 @@ func TestIronicAPIDownDuringCleaning(t *testing.T) {
 	c := split.Ironic
 	const mac = "52:54:e2:1a:00:02"
 	n, steps, started, finished, marked := slowManualCleanOn(t, c, "e2e-api-down", mac, 5*time.Second)
-	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps, APIURL: split.IronicURL})
+	d := s.driver(t, c, n.UUID, agentOpts{MAC: mac, StepsDir: steps, APIURL: split.IronicURL})
+	a, _ := d.Start(slowClean)
 	waitFile(t, started, stepTimeout)
 	if _, err := c.WaitFor(ctx, n.UUID, 30*time.Second, "clean wait on e2e_slow", func(n *nodes.Node) bool {
 		return n.ProvisionState == "clean wait" && n.CleanStep["step"] == "e2e_slow"
@@ -242,9 +226,7 @@ func TestIronicAPIDownDuringCleaning(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Ironic's API was down %s", time.Since(stopped).Round(time.Second))
-	if _, err := c.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	d.Wait("manageable", stepTimeout)
 	if !exists(marked) {
 		t.Error("cleaning ended but the step after the outage never ran")
 	}
@@ -290,7 +272,8 @@ func TestCommandsNeedToken(t *testing.T) {
 	ctx := t.Context()
 	const mac = "52:54:e2:1c:00:01"
 	n, steps, started, _, marked := s.slowManualClean(t, "e2e-token", mac, 8*time.Second)
-	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps})
+	d := s.driver(t, s.ironic, n.UUID, agentOpts{MAC: mac, StepsDir: steps})
+	a, _ := d.Start(slowClean)
 	waitFile(t, started, stepTimeout)
 	cur, err := s.ironic.WaitFor(ctx, n.UUID, 30*time.Second, "agent_url recorded", func(n *nodes.Node) bool {
 		u, _ := n.DriverInternalInfo["agent_url"].(string)
@@ -331,9 +314,7 @@ func TestCommandsNeedToken(t *testing.T) {
 	if exists(marked) {
 		t.Error("a refused POST ran a step")
 	}
-	if _, err := s.ironic.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	d.Wait("manageable", stepTimeout)
 }
 
 // checkTokenlessGET: Ironic 21.4 polls GET /v1/commands/ without the token,

@@ -111,20 +111,12 @@ func cleanOverTLS(t *testing.T, s *suite, c *ironic.Client, ironicURL, mac strin
 	marker := filepath.Join(t.TempDir(), "ran")
 	writeStep(t, steps, "e2e_tls_step", "cat >/dev/null; touch "+marker)
 	n := ironic.Enroll(t, t.Context(), c, ironic.NodeSpec{Name: "e2e-tls-" + strings.ReplaceAll(mac[12:], ":", "")}, mac)
-	err := c.Provision(ctx, n.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_tls_step"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitState(ctx, n.UUID, "clean wait", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	a := s.startAgent(t, agentOpts{MAC: mac, StepsDir: steps, APIURL: ironicURL, Extra: extra})
+	d := s.driver(t, c, n.UUID, agentOpts{MAC: mac, StepsDir: steps, APIURL: ironicURL, Extra: extra})
+	a, _ := d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{{Interface: nodes.InterfaceDeploy, Step: "e2e_tls_step"}}})
 	if err := a.WaitLog(ctx, "lookup succeeded", stepTimeout); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitState(ctx, n.UUID, "manageable", stepTimeout); err != nil {
-		t.Fatal(err)
-	}
+	d.Wait("manageable", stepTimeout)
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the clean step did not run: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	tblifecycle "github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
@@ -132,38 +133,33 @@ func bootFloor(t *testing.T, ctx context.Context, m qemu.Machine, base, init str
 // runStandIn starts internal/testbed/standin for the node of macs on a
 // port of the test's, where the lifecycle driver would boot the VM, and stops
 // it when the test ends.
-func runStandIn(t *testing.T, ctx context.Context, s *suite, macs [2]string) *standin.Agent {
+func runStandIn(t *testing.T, ctx context.Context, s *suite, macs [2]string) *standin.Running {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(newAgentPort(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: macs[:], Listener: ln, TLS: s.series.RequiresTLS()})
-	actx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- agent.Run(actx) }()
+	agent := standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: macs[:], Listener: ln, TLS: s.series.RequiresTLS()}).Start(ctx)
 	t.Cleanup(func() {
-		stop()
-		if err := <-ran; err != nil {
+		agent.Kill()
+		if err := agent.Err(); err != nil {
 			t.Errorf("stand-in: %v", err)
 		}
 	})
 	return agent
 }
 
-// standInFlow asks for the provision-state change opts, runs the stand-in
-// once Ironic waits for a ramdisk and waits for the state the change ends
-// in: the time from the request to that state, as the lifecycle driver times it.
+// standInFlow takes the node through the provision-state change opts with
+// the lifecycle driver, the stand-in the ramdisk it boots once Ironic
+// waits for one, and waits for the state the change ends in: the time from
+// the request to that state, as the driver times a step.
 func standInFlow(t *testing.T, ctx context.Context, s *suite, uuid string, opts nodes.ProvisionStateOpts, macs [2]string) time.Duration {
 	t.Helper()
+	d := &tblifecycle.Driver[*standin.Running]{T: t, Ctx: ctx, Ironic: s.ironic, Node: uuid,
+		Boot: func() *standin.Running { return runStandIn(t, ctx, s, macs) }}
 	start := time.Now()
-	// The lifecycle's request, and in place of its ramdisk boot the
-	// stand-in, once Ironic waits for one.
-	wait, done := kernelLifecycle(t, ctx, s.ironic, uuid, qemu.Machine{}).request(opts)
-	if _, err := s.ironic.WaitState(ctx, uuid, wait, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	agent := runStandIn(t, ctx, s, macs)
+	agent, _ := d.Start(opts)
+	_, done, _ := tblifecycle.States(opts.Target)
 	if _, err := s.ironic.WaitState(ctx, uuid, done, 6*time.Minute); err != nil {
 		t.Fatalf("%v; the stand-in got %v", err, agent.Received())
 	}

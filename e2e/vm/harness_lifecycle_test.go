@@ -13,6 +13,7 @@ import (
 	"github.com/ironic-go/ironic-agent/agent"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	tblifecycle "github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -81,6 +82,7 @@ type bmcPower interface {
 	On() bool
 	Boots() int
 	VMOfBoot(n int) *qemu.VM
+	WaitBoot(ctx context.Context, after int) (*qemu.VM, error)
 	Events() []string
 }
 
@@ -91,9 +93,11 @@ type kernelArgsBMC interface {
 	SetKernelArgs(append string)
 }
 
-// lifecycle takes one enrolled node through Ironic's provision states.
-// Each step asks Ironic for a target, has the ramdisk boot the way power
-// and boot say, and waits for the state the step ends in.
+// lifecycle takes one enrolled node through Ironic's provision states
+// with the test bed's lifecycle driver (internal/testbed/lifecycle), its
+// ramdisk a QEMU machine that fake power boots or a BMC powers on. Each
+// step asks Ironic for a target, has the ramdisk boot the way power and
+// boot say, and waits for the state the step ends in.
 type lifecycle struct {
 	t      *testing.T
 	ctx    context.Context
@@ -115,16 +119,13 @@ type lifecycle struct {
 	// fastTrack: a ramdisk still running serves the next step, as Ironic's
 	// [deploy]fast_track has it; fakePower then boots only the first.
 	fastTrack bool
-	// ahead is a fakePower boot made before the next request (BootAhead),
-	// which serves that step.
-	ahead *qemu.VM
 
 	// bmc holds the power for ipmiPower and redfishPower.
 	bmc bmcPower
 
-	// boots are the ramdisk boots so far, the last one last; endBoot
-	// ends what options set up for the last one.
-	boots   []*qemu.VM
+	// core is the driver, made at the first step.
+	core *tblifecycle.Driver[*qemu.VM]
+	// endBoot ends what options set up for the last boot.
 	endBoot func()
 	// bootsBefore is the BMC's count of power-ons before the step.
 	bootsBefore int
@@ -143,6 +144,22 @@ type step struct {
 	// step (a deploy's: the ramdisk, then the deployed OS); 0 with
 	// fakePower.
 	PowerOns int
+}
+
+// driver is l's lifecycle driver: fakePower boots the ramdisk itself, a
+// BMC on Ironic's power-on.
+func (l *lifecycle) driver() *tblifecycle.Driver[*qemu.VM] {
+	if l.core == nil {
+		l.core = &tblifecycle.Driver[*qemu.VM]{T: l.t, Ctx: l.ctx, Ironic: l.ironic, Node: l.node,
+			Before: l.beforeRequest, Stopped: l.endOptions}
+		if l.power == fakePower {
+			l.core.Boot = l.bootRamdisk
+		}
+	}
+	// A scenario may switch these between steps (another API endpoint,
+	// fast track from here on).
+	l.core.Ironic, l.core.FastTrack = l.ironic, l.fastTrack
+	return l.core
 }
 
 // Inspect is inspection, ending in manageable.
@@ -195,44 +212,7 @@ func (l *lifecycle) Unrescue(timeout time.Duration) step {
 // provide or undeploy with automated cleaning off).
 func (l *lifecycle) Change(opts nodes.ProvisionStateOpts, timeout time.Duration) *nodes.Node {
 	l.t.Helper()
-	_, done := l.request(opts)
-	n, err := l.ironic.WaitState(l.ctx, l.node, done, timeout)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	return n
-}
-
-// provisionStates are, for a provision-state change to target, the state
-// in which Ironic waits for the ramdisk it boots for it (empty: it boots
-// none) and the state the change ends in.
-func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok bool) {
-	switch target {
-	case nodes.TargetManage:
-		return "", "manageable", true
-	case nodes.TargetInspect:
-		return "inspect wait", "manageable", true
-	case nodes.TargetProvide:
-		// With automated cleaning off the node goes straight to
-		// available, booting nothing: Change waits for that.
-		return "clean wait", "available", true
-	case nodes.TargetClean:
-		return "clean wait", "manageable", true
-	case nodes.TargetActive:
-		return "wait call-back", "active", true
-	case nodes.TargetService:
-		return "service wait", "active", true
-	case nodes.TargetRescue:
-		return "rescue wait", "rescue", true
-	case nodes.TargetUnrescue:
-		return "", "active", true
-	case nodes.TargetAdopt:
-		return "", "active", true
-	case nodes.TargetDeleted:
-		// Undeploy: automated cleaning, as Provide.
-		return "clean wait", "available", true
-	}
-	return "", "", false
+	return l.driver().Change(opts, timeout)
 }
 
 // To asks Ironic for opts and waits up to timeout for the state the
@@ -240,27 +220,22 @@ func provisionStates(target nodes.TargetProvisionState) (wait, done string, ok b
 func (l *lifecycle) To(opts nodes.ProvisionStateOpts, timeout time.Duration) step {
 	t := l.t
 	t.Helper()
-	start := time.Now()
-	vm := l.Start(opts)
-	wait, done, _ := provisionStates(opts.Target)
-	n, err := l.ironic.WaitState(l.ctx, l.node, done, timeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
+	s := l.driver().To(opts, timeout)
+	vm := s.Ramdisk
 	powerOns := 0
 	if l.power != fakePower {
+		wait, done, _ := tblifecycle.States(opts.Target)
 		powerOns = l.bmc.Boots() - l.bootsBefore
 		t.Logf("%s: %s, %d power-on(s)", opts.Target, done, powerOns)
 		if vm = l.bmc.VMOfBoot(l.bootsBefore + 1); vm == nil && wait != "" {
 			t.Fatalf("%s: Ironic never powered the machine on (BMC events: %s)", opts.Target, strings.Join(l.bmc.Events(), "; "))
 		}
 		if wait != "" {
-			l.boots = append(l.boots, vm)
+			l.core.Record(vm)
 			l.checkBoot(vm)
 		}
 	}
-	return step{VM: vm, Took: took, Node: n, PowerOns: powerOns}
+	return step{VM: vm, Took: s.Took, Node: s.Node, PowerOns: powerOns}
 }
 
 // Start asks Ironic for opts and, with fakePower, boots the ramdisk once
@@ -269,46 +244,40 @@ func (l *lifecycle) To(opts nodes.ProvisionStateOpts, timeout time.Duration) ste
 // step itself (what Ironic shows only while the ramdisk works, a failure
 // it expects). A BMC boots the machine by itself: Start returns nil.
 func (l *lifecycle) Start(opts nodes.ProvisionStateOpts) *qemu.VM {
-	t := l.t
-	t.Helper()
-	wait, _, _ := provisionStates(opts.Target)
-	kernel := l.power == fakePower && wait != ""
-	reuse := l.running()
-	if !l.fastTrack {
-		reuse = nil
-	}
-	if kernel && l.ahead != nil {
-		reuse, l.ahead = l.ahead, nil
-	}
-	if kernel && reuse == nil {
-		// The last boot ends before the request, as Ironic's power-off
-		// would end it: its agent could otherwise look the node up
-		// again and take the token meant for the next boot.
-		l.Stop()
-	}
-	l.request(opts)
-	if !kernel {
-		return nil
-	}
-	if reuse != nil {
-		return reuse
-	}
-	if _, err := l.ironic.WaitState(l.ctx, l.node, wait, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return l.bootRamdisk()
+	l.t.Helper()
+	vm, _ := l.driver().Start(opts)
+	return vm
 }
 
-// request checks l and asks Ironic for opts; it returns the state in which
-// Ironic waits for the ramdisk (empty: none boots) and the one the change
-// ends in.
-func (l *lifecycle) request(opts nodes.ProvisionStateOpts) (wait, done string) {
+// Wait waits up to timeout for the node to reach state, for a scenario
+// that began its step with Start.
+func (l *lifecycle) Wait(state string, timeout time.Duration) *nodes.Node {
+	l.t.Helper()
+	return l.driver().Wait(state, timeout)
+}
+
+// PowerOn waits up to 3 minutes for the k-th power-on by the BMC in the
+// step under way (1: the ramdisk's; 2 in a deploy: the deployed OS's),
+// for a scenario that began the step with Start.
+func (l *lifecycle) PowerOn(k int) *qemu.VM {
+	l.t.Helper()
+	if l.bmc == nil {
+		l.t.Fatalf("lifecycle %s: PowerOn with %s: no BMC powers the machine on", l.node, l.power)
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 3*time.Minute)
+	defer cancel()
+	vm, err := l.bmc.WaitBoot(ctx, l.bootsBefore+k-1)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return vm
+}
+
+// beforeRequest checks l before a request and readies the BMC: its count
+// of power-ons, and the kernel parameters of its next boot.
+func (l *lifecycle) beforeRequest(nodes.ProvisionStateOpts) {
 	t := l.t
 	t.Helper()
-	wait, done, ok := provisionStates(opts.Target)
-	if !ok {
-		t.Fatalf("lifecycle %s: no known end state for target %q", l.node, opts.Target)
-	}
 	if l.power == fakePower && l.boot != kernelBoot {
 		t.Fatalf("lifecycle %s: %s with %s: fake power can only hand QEMU the kernel", l.node, l.power, l.boot)
 	}
@@ -325,30 +294,10 @@ func (l *lifecycle) request(opts nodes.ProvisionStateOpts) (wait, done string) {
 		}
 		k.SetKernelArgs(l.machine.Append)
 	}
-	if err := l.ironic.Provision(l.ctx, l.node, opts); err != nil {
-		t.Fatal(err)
-	}
-	return wait, done
 }
 
-// running is the fakePower ramdisk that still runs, nil if none.
-func (l *lifecycle) running() *qemu.VM {
-	if len(l.boots) == 0 {
-		return nil
-	}
-	vm := l.boots[len(l.boots)-1]
-	select {
-	case <-vm.Done():
-		return nil
-	default:
-		return vm
-	}
-}
-
-// bootRamdisk boots the machine once Ironic waits for the ramdisk, as
-// Ironic's power-on would. Not before: a ramdisk that booted before Ironic
-// "rebooted" the node could be handed an agent token the reboot then
-// wipes.
+// bootRamdisk boots l.machine with its options, as Ironic's power-on
+// would; the driver calls it once Ironic waits for the ramdisk.
 func (l *lifecycle) bootRamdisk() *qemu.VM {
 	l.t.Helper()
 	m := l.machine
@@ -356,9 +305,15 @@ func (l *lifecycle) bootRamdisk() *qemu.VM {
 	if l.options != nil {
 		opts, l.endBoot = l.options(&m)
 	}
-	vm := boot(l.t, l.ctx, m, opts)
-	l.boots = append(l.boots, vm)
-	return vm
+	return boot(l.t, l.ctx, m, opts)
+}
+
+// endOptions ends what options set up for the last boot.
+func (l *lifecycle) endOptions() {
+	if l.endBoot != nil {
+		l.endBoot()
+		l.endBoot = nil
+	}
 }
 
 // BootAhead boots the ramdisk with fakePower now, before the next
@@ -371,22 +326,12 @@ func (l *lifecycle) BootAhead() *qemu.VM {
 	if l.power != fakePower {
 		l.t.Fatalf("lifecycle %s: BootAhead with %s: a BMC boots the machine on Ironic's power-on", l.node, l.power)
 	}
-	l.Stop()
-	l.ahead = l.bootRamdisk()
-	return l.ahead
+	return l.driver().BootAhead()
 }
 
 // Stop ends the last fakePower boot, as a power-off would, and what its
 // options set up for it.
-func (l *lifecycle) Stop() {
-	if len(l.boots) > 0 && l.power == fakePower {
-		l.boots[len(l.boots)-1].Kill()
-	}
-	if l.endBoot != nil {
-		l.endBoot()
-		l.endBoot = nil
-	}
-}
+func (l *lifecycle) Stop() { l.driver().Stop() }
 
 // WaitOff waits until Ironic reports the node off after what, and checks
 // that the BMC's machine is.
@@ -403,7 +348,7 @@ func (l *lifecycle) WaitOff(what string) {
 }
 
 // Boots are the ramdisk boots so far, the last one last.
-func (l *lifecycle) Boots() []*qemu.VM { return l.boots }
+func (l *lifecycle) Boots() []*qemu.VM { return l.driver().Boots() }
 
 // checkBoot checks that a BMC's ramdisk boot came the way l.boot says.
 func (l *lifecycle) checkBoot(vm *qemu.VM) {

@@ -191,9 +191,7 @@ func netnsInspectCleanDeploy(t *testing.T, ctx context.Context, rd *qemu.Ramdisk
 	if agentURL != lc.agentURL {
 		t.Errorf("Ironic's agent_url %q, want %s", agentURL, lc.agentURL)
 	}
-	if _, err := client.WaitState(ctx, node.UUID, "available", 6*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	l.Wait("available", 6*time.Minute)
 	hb := "?"
 	if l, ok := vm.Find(logtext.Msg(agent.EventHeartbeatSuccessful)); ok {
 		hb = l.At.Round(100 * time.Millisecond).String()

@@ -189,13 +189,6 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		}
 		bmc.Close()
 	})
-	// What Ironic's PXE configuration would give the ramdisk. No disk here
-	// is the 4 GiB a root disk needs without hints: one look, not ten.
-	bmc.SetKernelArgs(strings.Join([]string{
-		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(powerCutIronicPort),
-		"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(powerCutAgentPort),
-		"ipa-lookup-timeout=900", "ipa-disk-wait-attempts=1", "ironic_agent.dhcp=" + macs[0],
-	}, " "))
 
 	node := ironic.Enroll(t, ctx, client, ironic.NodeSpec{Name: "vm-powercut-" + fw.name,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw.name, "vendor": nil},
@@ -207,25 +200,20 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 			"deploy_kernel":     "http://" + images + "/deploy.kernel",
 			"deploy_ramdisk":    "http://" + images + "/deploy.initramfs",
 		}}, macs[:]...)
-	provision := func(target nodes.TargetProvisionState, want string, timeout time.Duration) *nodes.Node {
-		t.Helper()
-		if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
-			t.Fatal(err)
-		}
-		n, err := client.WaitState(ctx, node.UUID, want, timeout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	l := bmcLifecycle(t, ctx, client, node.UUID, ipmiPower, kernelBoot, bmc)
+	// What Ironic's PXE configuration would give the ramdisk. No disk here
+	// is the 4 GiB a root disk needs without hints: one look, not ten.
+	l.machine.Append = strings.Join([]string{
+		"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(powerCutIronicPort),
+		"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(powerCutAgentPort),
+		"ipa-lookup-timeout=900", "ipa-disk-wait-attempts=1", "ironic_agent.dhcp=" + macs[0],
+	}, " ")
 	pc := powerCut{t: t, ctx: ctx, client: client, node: node.UUID, bmc: bmc, m: m, callbackTimeout: fw.callbackTimeout}
 
 	// 1. Cleaning, cut mid-erase.
 	start := time.Now()
-	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	vm := pc.bootOf(0)
+	l.Start(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
+	vm := l.PowerOn(1)
 	progress := pc.waitLine(vm, 5*time.Minute, func(l string) bool { return strings.Contains(l, logtext.Msg(agent.EventEraseProgress)+` device=`) },
 		"clean", "erase_devices")
 	t.Logf("cleaning boot: first erase progress: %s", logFields(progress.Text))
@@ -251,14 +239,8 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 			t.Fatal(err)
 		}
 	}
-	provision(nodes.TargetManage, "manageable", time.Minute)
-	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	vm = pc.bootOf(1)
-	if _, err := client.WaitState(ctx, node.UUID, "available", 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	l.Change(nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute)
+	vm = l.Provide(10 * time.Minute).VM
 	pc.waitOff()
 	pc.freshBoot(vm)
 	if _, ok := stepCompleted(vm, "clean", "erase_devices"); !ok {
@@ -278,12 +260,9 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		t.Fatal(err)
 	}
 	rate.Store(powerCutImageRate)
-	boots := bmc.Boots()
 	start = time.Now()
-	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
-		t.Fatal(err)
-	}
-	vm = pc.bootOf(boots)
+	l.Start(nodes.ProvisionStateOpts{Target: nodes.TargetActive})
+	vm = l.PowerOn(1)
 	progress = pc.waitLine(vm, 5*time.Minute, func(l string) bool {
 		return strings.Contains(l, logtext.Msg(agent.EventWritingImage)) && logInt(l, "written") > 0
 	}, "deploy", "write_image")
@@ -311,13 +290,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 			t.Fatal(err)
 		}
 	}
-	if err := client.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetActive}); err != nil {
-		t.Fatal(err)
-	}
-	vm = pc.bootOf(boots + 1)
-	if _, err := client.WaitState(ctx, node.UUID, "active", 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	vm = l.Deploy(10 * time.Minute).VM
 	deployed := time.Since(start)
 	pc.freshBoot(vm)
 	if _, ok := vm.Find(logtext.Msg(image.EventImageWritten)); !ok {
@@ -327,7 +300,7 @@ func powerCutScenario(t *testing.T, fw powerCutFirmware) {
 		t.Errorf("the deploy retry took the cut boot's image as written: %s", l.Text)
 	}
 	// Ironic ends the deploy by booting the node from its disk.
-	disk := pc.bootOf(boots + 2)
+	disk := l.PowerOn(2)
 	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
 	_, err = disk.WaitFor(lctx, fw.booted)
 	lcancel()
@@ -360,18 +333,6 @@ type powerCut struct {
 	m      qemu.Machine
 	// callbackTimeout is Ironic's ([conductor]clean_callback_timeout).
 	callbackTimeout time.Duration
-}
-
-// bootOf waits for the machine's power-on after n earlier ones.
-func (pc powerCut) bootOf(n int) *qemu.VM {
-	pc.t.Helper()
-	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Minute)
-	defer cancel()
-	vm, err := pc.bmc.WaitBoot(ctx, n)
-	if err != nil {
-		pc.t.Fatal(err)
-	}
-	return vm
 }
 
 // waitLine waits for the first console line of vm that match accepts and

@@ -203,7 +203,7 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	// 1. apply_configuration alone: no ramdisk is booted, so the request
 	// alone (the end is the failure serviced waits for).
 	start := time.Now()
-	lc.request(nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{apply}})
+	lc.driver().Request(nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{apply}})
 	serviced(start, "servicing with apply_configuration alone", "requires agent_url")
 	// A failed servicing puts the node in maintenance (fault "service
 	// failure"): the operator's way out.

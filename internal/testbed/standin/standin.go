@@ -126,6 +126,46 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
+// Running is a stand-in Start runs in the background: to the test bed's
+// lifecycle driver (internal/testbed/lifecycle), a boot of the ramdisk.
+type Running struct {
+	*Agent
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Start runs a in the background until ctx ends or Kill.
+func (a *Agent) Start(ctx context.Context) *Running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{Agent: a, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = a.Run(ctx)
+	}()
+	return r
+}
+
+// Done is closed once Run has returned.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Kill stops the stand-in and waits for Run to return.
+func (r *Running) Kill() {
+	r.cancel()
+	<-r.done
+}
+
+// Err is why Run stopped before it was told to (a failed lookup), once
+// Done is closed; nil while it runs.
+func (r *Running) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
 // Received lists the commands Ironic sent so far, in order.
 func (a *Agent) Received() []Command {
 	a.mu.Lock()

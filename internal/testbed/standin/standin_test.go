@@ -44,13 +44,10 @@ func TestStandIn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- New(Config{IronicURL: api.URL, MACs: []string{"52:54:00:12:34:56"}, Listener: ln}).Run(ctx)
-	}()
+	r := New(Config{IronicURL: api.URL, MACs: []string{"52:54:00:12:34:56"}, Listener: ln}).Start(ctx)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		r.Kill()
+		if err := r.Err(); err != nil {
 			t.Error(err)
 		}
 	}()

@@ -1,0 +1,193 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+)
+
+const nodeUUID = "7d0c2d8e-0000-4000-8000-000000000001"
+
+// provisionAPI answers the two calls the driver makes of Ironic, a node's
+// GET and its provision-state PUT: a request moves the node to the state
+// in which Ironic waits for a ramdisk (or, for a change none serves, to
+// its end state); a ramdisk's boot (serve) moves it to the end state.
+type provisionAPI struct {
+	mu       sync.Mutex
+	state    string
+	requests []string // the targets asked for, in order
+}
+
+func (p *provisionAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/nodes/"+nodeUUID):
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"uuid": nodeUUID, "provision_state": p.state})
+	case r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/nodes/"+nodeUUID+"/states/provision"):
+		var body struct {
+			Target nodes.TargetProvisionState `json:"target"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		p.requests = append(p.requests, string(body.Target))
+		wait, done, _ := States(body.Target)
+		p.state = done
+		if wait != "" {
+			p.state = wait
+		}
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// serve is a ramdisk finishing the step Ironic waits in.
+func (p *provisionAPI) serve() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, target := range []nodes.TargetProvisionState{nodes.TargetInspect, nodes.TargetClean, nodes.TargetActive} {
+		if wait, done, _ := States(target); wait == p.state {
+			p.state = done
+			if target == nodes.TargetClean && len(p.requests) > 0 && p.requests[len(p.requests)-1] == string(nodes.TargetProvide) {
+				p.state = "available"
+			}
+			return
+		}
+	}
+}
+
+func (p *provisionAPI) current() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// boot is one fake ramdisk boot: it finishes the step it was booted for
+// and runs until killed.
+type boot struct {
+	n         int
+	bootedIn  string // the node's state when it booted
+	done      chan struct{}
+	killOnce  sync.Once
+	killState string // the node's state when it was killed
+	api       *provisionAPI
+}
+
+func (b *boot) Done() <-chan struct{} { return b.done }
+
+func (b *boot) Kill() {
+	b.killOnce.Do(func() {
+		b.killState = b.api.current()
+		close(b.done)
+	})
+}
+
+// newDriver is a Driver of a node in manageable on a provisionAPI, whose
+// Boot records each boot.
+func newDriver(t *testing.T) (*Driver[*boot], *provisionAPI) {
+	t.Helper()
+	api := &provisionAPI{state: "manageable"}
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	c, err := ironic.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Driver[*boot]{T: t, Ctx: t.Context(), Ironic: c, Node: nodeUUID}
+	d.Boot = func() *boot {
+		b := &boot{n: len(d.Boots()) + 1, bootedIn: api.current(), done: make(chan struct{}), api: api}
+		api.serve()
+		return b
+	}
+	return d, api
+}
+
+// TestDriverBootsOncePerStep: with fake power each step that Ironic
+// serves with a ramdisk gets a boot of its own, made once Ironic waits for
+// it, after the previous boot ended (before the request, as a power-off);
+// a change no ramdisk serves boots nothing.
+func TestDriverBootsOncePerStep(t *testing.T) {
+	d, api := newDriver(t)
+	inspect := d.Inspect(time.Minute)
+	if !inspect.Booted || inspect.Ramdisk.bootedIn != "inspect wait" || inspect.Node.ProvisionState != "manageable" {
+		t.Fatalf("inspection: booted %v in %q, ended in %q; want a boot in inspect wait, manageable", inspect.Booted, inspect.Ramdisk.bootedIn, inspect.Node.ProvisionState)
+	}
+	clean := d.Clean(time.Minute, nodes.CleanStep{Interface: nodes.InterfaceDeploy, Step: "erase_devices_metadata"})
+	if clean.Ramdisk == inspect.Ramdisk || clean.Ramdisk.bootedIn != "clean wait" {
+		t.Errorf("cleaning: served by boot %d (booted in %q); want a new boot in clean wait", clean.Ramdisk.n, clean.Ramdisk.bootedIn)
+	}
+	if inspect.Ramdisk.killState != "manageable" {
+		t.Errorf("the inspection boot ended with the node in %q, want manageable: before the cleaning request", inspect.Ramdisk.killState)
+	}
+	if n := d.Change(nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute); n.ProvisionState != "manageable" || len(d.Boots()) != 2 {
+		t.Errorf("manage: %q after %d boots; want manageable, no boot of its own", n.ProvisionState, len(d.Boots()))
+	}
+	if got := strings.Join(api.requests, ","); got != "inspect,clean,manage" {
+		t.Errorf("requests %s", got)
+	}
+}
+
+// TestDriverFastTrackAheadReboot: fast track keeps the running boot for
+// the next step; BootAhead's boot serves the next step; Reboot ends the
+// last boot and makes another at once.
+func TestDriverFastTrackAheadReboot(t *testing.T) {
+	d, api := newDriver(t)
+	d.FastTrack = true
+	first := d.Inspect(time.Minute).Ramdisk
+	// Fast track: the running ramdisk serves cleaning; the driver waits
+	// for nothing but the end state (the test's ramdisk finished its
+	// first step only, so serve stands in for its next one).
+	r, booted := d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
+	if !booted || r != first || len(d.Boots()) != 1 {
+		t.Fatalf("fast track: step served by boot %d of %d; want the first, still running", r.n, len(d.Boots()))
+	}
+	api.serve()
+	d.Wait("available", time.Minute)
+
+	d.FastTrack = false
+	ahead := d.BootAhead()
+	if first.killState == "" {
+		t.Error("BootAhead left the previous boot running")
+	}
+	api.mu.Lock()
+	api.state = "manageable"
+	api.mu.Unlock()
+	r, _ = d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetClean})
+	if r != ahead || len(d.Boots()) != 2 {
+		t.Errorf("after BootAhead: step served by boot %d of %d; want the boot made ahead", r.n, len(d.Boots()))
+	}
+	again := d.Reboot()
+	if ahead.killState == "" || again == ahead || len(d.Boots()) != 3 {
+		t.Errorf("Reboot: previous boot ended %v, %d boots; want it ended and a third", ahead.killState != "", len(d.Boots()))
+	}
+}
+
+// TestStatesKnowsEveryTarget: each target the driver asks for has an end
+// state, and the ones a ramdisk serves a state Ironic waits for it in.
+func TestStatesKnowsEveryTarget(t *testing.T) {
+	for _, target := range []nodes.TargetProvisionState{nodes.TargetManage, nodes.TargetInspect, nodes.TargetProvide, nodes.TargetClean,
+		nodes.TargetActive, nodes.TargetService, nodes.TargetRescue, nodes.TargetUnrescue, nodes.TargetAdopt, nodes.TargetDeleted} {
+		wait, done, ok := States(target)
+		if !ok || done == "" {
+			t.Errorf("%s: no end state", target)
+		}
+		if ramdisk := target != nodes.TargetManage && target != nodes.TargetUnrescue && target != nodes.TargetAdopt; ramdisk != (wait != "") {
+			t.Errorf("%s: waits for a ramdisk in %q", target, wait)
+		}
+	}
+	if _, _, ok := States("bogus"); ok {
+		t.Error("an unknown target has states")
+	}
+}
