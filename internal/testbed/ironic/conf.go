@@ -165,7 +165,12 @@ func ironicConf(c Config, dir string) string {
 	w("automated_clean = true")
 	w("clean_callback_timeout = %d", int(c.CallbackTimeout.Seconds()))
 	w("deploy_callback_timeout = %d", int(c.CallbackTimeout.Seconds()))
-	w("inspect_wait_timeout = 600")
+	// Above the longest wait of a test for the end of an inspection (20
+	// minutes: IPA's own ramdisk on the server-shaped machine boots
+	// systemd, waits for its disks and collects for over ten minutes
+	// under TCG on a loaded host), so the test's own wait, which logs
+	// the console, is what ends a hung inspection.
+	w("inspect_wait_timeout = 1500")
 	w("check_provision_state_interval = 10")
 	w("sync_power_state_interval = 60")
 	w("heartbeat_interval = 5")
