@@ -366,7 +366,7 @@ func checkSameNICNames(t *testing.T, ipaData, oursData map[string]any) {
 // match, and IPA's udev loads both, so either may bind first. Through
 // cdc_ether (ours, whose init loads only it, and IPA's in some boots) the
 // NIC has the device's MAC and its MAC name (enx...); through cdc_subset
-// it has a random MAC and a path name (enp0s6u2i1). A real BMC's USB NIC
+// a MAC usbnet makes up and a path name (enp0s6u2i1). A real BMC's USB NIC
 // has IDs only cdc_ether (or rndis_host) matches. The result is IPA's
 // cdc_subset MAC and ours' cdc_ether MAC, or nothing.
 func gadgetRace(ipaData, oursData map[string]any) []string {
