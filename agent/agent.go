@@ -580,7 +580,7 @@ func (a *Agent) findNode(ctx context.Context) (ironic.Version, error) {
 		return apiVersion, nil
 	}
 	macs := inv.MACs()
-	a.log.Info("looking up node", "addresses", macs, "node_uuid", inspectedUUID)
+	a.log.Info(EventLookingUp, "addresses", macs, "node_uuid", inspectedUUID)
 	res, err := a.ironic.LookupNode(ctx, a.opts.Hooks.Backoff, macs, inspectedUUID, a.cfg.LookupTimeout, a.cfg.LookupInterval)
 	if err != nil {
 		return apiVersion, fmt.Errorf("lookup: %w", err)

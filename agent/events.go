@@ -12,6 +12,8 @@ const (
 	EventTokenReceived = "agent token received"
 	// EventMaskedTokenKept is logged when a later lookup returned the masked token and the agent keeps the token it holds.
 	EventMaskedTokenKept = "lookup returned the masked token; keeping the one held"
+	// EventLookingUp is logged when the agent starts looking its node up.
+	EventLookingUp = "looking up node"
 	// EventLookupSucceeded is logged when Ironic's lookup found the node.
 	EventLookupSucceeded = "lookup succeeded"
 	// EventHeartbeatSuccessful is logged when Ironic accepted a heartbeat.

@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/agent"
+	ironicclient "github.com/ironic-go/ironic-agent/agent/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	"github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/looptest"
 )
 
@@ -186,12 +189,38 @@ func (a *agentProc) Stop() {
 	})
 }
 
-// Kill ends the agent with SIGKILL, as a crash would, and waits for it.
+// Kill ends the agent with SIGKILL, as a crash or a power-off would, and
+// waits for it. A first lookup on the wire is answered first (at most 10
+// s): Ironic would still answer it after a power-off, and with fake power
+// the next operation starts at once, so an answer landing in it (the
+// inspection agent's lookup arriving during the cleaning that follows)
+// would give the dead agent the node's token and leave the next agent
+// without one.
 func (a *agentProc) Kill() {
 	a.once.Do(func() {
+		a.awaitLookupAnswer(10 * time.Second)
 		_ = a.cmd.Process.Kill()
 		<-a.done
 	})
+}
+
+// awaitLookupAnswer waits, up to limit, while the agent's log shows a
+// lookup started and neither answered nor retried.
+func (a *agentProc) awaitLookupAnswer(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		log := a.Log()
+		started := strings.Count(log, logtext.Msg(agent.EventLookingUp))
+		answered := strings.Count(log, logtext.Msg(agent.EventLookupSucceeded)) + strings.Count(log, logtext.Msg(ironicclient.EventLookupRetrying))
+		if started <= answered {
+			return
+		}
+		select {
+		case <-a.done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Exited reports whether the agent has ended, and how.
