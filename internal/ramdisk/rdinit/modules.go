@@ -438,14 +438,12 @@ func loadModule(list, sysModule, name string, load func(path string) error, onPa
 	if len(want) == 0 {
 		return fmt.Errorf("module %s: %w %s", name, errNoModule, list)
 	}
-	loaded := map[string]bool{}
-	for _, e := range entries {
+	l := &loader{load: load, jobs: 1, onPanic: onPanic, byName: map[string]modEntry{}}
+	for _, e := range withDeps(entries, want, nil) {
 		if _, err := os.Stat(filepath.Join(sysModule, e.name)); err == nil {
-			loaded[e.name] = true
+			continue // in the kernel already
 		}
-	}
-	l := &loader{entries: withDeps(entries, want, loaded), load: load, jobs: 1, onPanic: onPanic, byName: map[string]modEntry{}}
-	for _, e := range l.entries {
+		l.entries = append(l.entries, e)
 		l.byName[e.name] = e
 	}
 	return errors.Join(append(errs, l.run(nil, false).errs...)...)

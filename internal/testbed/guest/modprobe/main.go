@@ -73,9 +73,8 @@ func loaded(name string) bool {
 }
 
 func report(name string, before bool, err error) {
-	mod := name
 	switch {
-	case !loaded(mod):
+	case !loaded(name):
 		fmt.Printf("modguest: fail %s not loaded after the request (%v)\n", name, err)
 	default:
 		fmt.Printf("modguest: ok %s before=%v\n", name, before)
