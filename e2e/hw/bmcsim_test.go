@@ -74,13 +74,16 @@ func TestIPMISimOverLAN(t *testing.T) {
 }
 
 // TestIPMISimGuestReset checks that a guest's reset is not a power-off:
-// the machine's boot sector prints a line and resets it (q35's reset
-// control register), which -no-reboot turns into QEMU's exit. The BMC
-// boots the machine again within the same power-on, as a server reboots
-// without its BMC powering it off, and reports it on throughout: a BMC
-// that called the reset a power-off had Ironic's power-state sync power
-// the node on a second time (TestVMPXEGRUBUEFI's inspection, whose
-// firmware reset itself on a first boot).
+// the machine's boot sector prints a line and, a few seconds later,
+// resets it (q35's reset control register), which -no-reboot turns into
+// QEMU's exit. The BMC boots the machine again within the same power-on,
+// as a server reboots without its BMC powering it off, and reports it on
+// throughout: a BMC that called the reset a power-off had Ironic's
+// power-state sync power the node on a second time (TestVMPXEGRUBUEFI's
+// inspection, whose firmware reset itself on a first boot). Before the
+// reset the test puts a sector that halts on the disk: a machine that
+// reset on every boot kept the BMC restarting QEMU, and ipmi_sim, waiting
+// on each restart, stopped answering ipmitool.
 func TestIPMISimGuestReset(t *testing.T) {
 	needIPMISim(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -90,21 +93,15 @@ func TestIPMISimGuestReset(t *testing.T) {
 	if err := m.CreateDisks(); err != nil {
 		t.Fatal(err)
 	}
-	sector, err := osimage.BootSector(resetSays, true)
+	resets, err := osimage.BootSector(resetSays, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(m.DiskPath("boot"), os.O_WRONLY, 0)
+	halts, err := osimage.BootSector(againSays, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.WriteAt(sector, 0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeSector(t, m.DiskPath("boot"), resets)
 	s, ipmitool := startIPMISim(t, ctx, m)
 	ipmitool("chassis", "bootdev", "disk")
 	ipmitool("power", "on")
@@ -115,6 +112,9 @@ func TestIPMISimGuestReset(t *testing.T) {
 	if _, err := first.WaitFor(ctx, resetSays); err != nil {
 		t.Fatalf("%v; events: %s", err, strings.Join(s.Events(), "; "))
 	}
+	// The firmware has read the sector that resets; the next boot reads
+	// the one that halts.
+	writeSector(t, m.DiskPath("boot"), halts)
 	// The reset ends the first QEMU; the BMC starts the next.
 	select {
 	case <-first.Done():
@@ -141,6 +141,8 @@ func TestIPMISimGuestReset(t *testing.T) {
 	}
 	if vm := s.VMOfBoot(1); vm == first {
 		t.Errorf("VMOfBoot(1) is still the QEMU the guest reset")
+	} else if _, err := vm.WaitFor(ctx, againSays); err != nil {
+		t.Errorf("the boot after the reset: %v", err)
 	}
 	ipmitool("power", "off")
 	if err := s.WaitOff(ctx); err != nil {
@@ -154,8 +156,29 @@ func TestIPMISimGuestReset(t *testing.T) {
 	t.Logf("events: %s", strings.Join(s.Events(), "; "))
 }
 
-// resetSays is what the reset boot sector prints on the serial port.
-const resetSays = "vmtest: resetting the machine"
+// What the boot sectors of TestIPMISimGuestReset print on the serial
+// port: the first before it resets the machine, the second before it
+// halts.
+const (
+	resetSays = "vmtest: resetting the machine"
+	againSays = "vmtest: booted again after the reset"
+)
+
+// writeSector puts sector at the start of the disk image at path.
+func writeSector(t *testing.T, path string, sector []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt(sector, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // needIPMISim skips unless the BMC tests can run: root, ipmi_sim,
 // ipmitool and QEMU.

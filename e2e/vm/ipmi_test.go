@@ -220,7 +220,7 @@ const diskBootMarker = "vmtest: booted from disk"
 // to COM1 and halts: proof that the firmware booted the disk.
 func markerBootSector(t testing.TB) []byte {
 	t.Helper()
-	b, err := osimage.BootSector(diskBootMarker, false)
+	b, err := osimage.BootSector(diskBootMarker, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
