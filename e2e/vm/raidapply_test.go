@@ -187,12 +187,7 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	apply := nodes.ServiceStep{Interface: step.Interface, Step: step.Step, Args: step.Args}
 	serviced := func(start time.Time, what, wantError string) {
 		t.Helper()
-		n, err := api.WaitFor(ctx, uuid, 8*time.Minute, `"service failed" or "active"`, func(n *nodes.Node) bool {
-			return n.ProvisionState == "service failed" || n.ProvisionState == "active"
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := lc.driver().Ended(nodes.TargetService, 8*time.Minute)
 		t.Logf("%s: %q; last_error: %s", what, n.ProvisionState, n.LastError)
 		reportSeconds(t, time.Since(start), what+"_s")
 		if n.ProvisionState != "service failed" || !strings.Contains(n.LastError, wantError) {
@@ -201,7 +196,7 @@ func TestVMSoftwareRAIDServiceStep(t *testing.T) {
 	}
 
 	// 1. apply_configuration alone: no ramdisk is booted, so the request
-	// alone (the end is the failure serviced waits for).
+	// alone, and serviced waits for the servicing's end.
 	start := time.Now()
 	lc.driver().Request(nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{apply}})
 	serviced(start, "servicing with apply_configuration alone", "requires agent_url")

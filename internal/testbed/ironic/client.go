@@ -203,11 +203,14 @@ func (c *Client) Provision(ctx context.Context, ident string, opts nodes.Provisi
 	return explain(nodes.ChangeProvisionState(ctx, c.Service, ident, opts).ExtractErr())
 }
 
-// isFailureState says whether a wait should end early when the node lands
-// in state instead of the one waited for.
-func isFailureState(state string) bool {
+// FailureState says whether state is one of Ironic's failure states,
+// where a provision-state change that failed stops: the FAILURE_STATES of
+// Ironic's ironic/common/states.py, and "error", where a failed tear-down
+// stops. A wait for another state ends there.
+func FailureState(state string) bool {
 	switch state {
-	case "clean failed", "deploy failed", "inspect failed", "rescue failed", "error", "adopt failed":
+	case "deploy failed", "clean failed", "inspect failed", "rescue failed", "unrescue failed",
+		"adopt failed", "service failed", "error":
 		return true
 	}
 	return false
@@ -219,7 +222,7 @@ func isFailureState(state string) bool {
 // on timeout; both errors name the state, target, step and last_error.
 func (c *Client) WaitState(ctx context.Context, ident, want string, timeout time.Duration) (*nodes.Node, error) {
 	n, err := c.WaitFor(ctx, ident, timeout, fmt.Sprintf("provision_state %q", want), func(n *nodes.Node) bool {
-		return n.ProvisionState == want || isFailureState(n.ProvisionState)
+		return n.ProvisionState == want || FailureState(n.ProvisionState)
 	})
 	if err == nil && n.ProvisionState != want {
 		return n, fmt.Errorf("node %s reached %q while waiting for %q: %s", ident, n.ProvisionState, want, Describe(n))

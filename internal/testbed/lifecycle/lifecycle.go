@@ -9,6 +9,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -209,6 +210,26 @@ func (d *Driver[R]) Start(opts nodes.ProvisionStateOpts) (r R, booted bool) {
 func (d *Driver[R]) Wait(state string, timeout time.Duration) *nodes.Node {
 	d.T.Helper()
 	n, err := d.Ironic.WaitState(d.Ctx, d.Node, state, timeout)
+	if err != nil {
+		d.T.Fatal(err)
+	}
+	return n
+}
+
+// Ended waits up to timeout for the change to target, already asked for
+// (Request, Start), to end: in the state it ends in or in one of Ironic's
+// failure states ("service failed" after a service step that fails). It
+// returns the node in whichever it reached, for a scenario that expects a
+// failure and checks which end it got; only the timeout fails the test.
+func (d *Driver[R]) Ended(target nodes.TargetProvisionState, timeout time.Duration) *nodes.Node {
+	d.T.Helper()
+	_, done, ok := States(target)
+	if !ok {
+		d.T.Fatalf("lifecycle %s: no known end state for target %q", d.Node, target)
+	}
+	n, err := d.Ironic.WaitFor(d.Ctx, d.Node, timeout, fmt.Sprintf("provision_state %q or a failure state", done), func(n *nodes.Node) bool {
+		return n.ProvisionState == done || ironic.FailureState(n.ProvisionState)
+	})
 	if err != nil {
 		d.T.Fatal(err)
 	}

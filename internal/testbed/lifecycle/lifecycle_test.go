@@ -191,3 +191,48 @@ func TestStatesKnowsEveryTarget(t *testing.T) {
 		t.Error("an unknown target has states")
 	}
 }
+
+// ironicFailureStates are the FAILURE_STATES of Ironic's
+// ironic/common/states.py (2026.1) and "error", a failed tear-down's.
+var ironicFailureStates = []string{"deploy failed", "clean failed", "inspect failed", "rescue failed",
+	"unrescue failed", "adopt failed", "service failed", "error"}
+
+// TestEndedStopsOnFailure: Ended returns the node in the change's end
+// state or in a failure state ("service failed" after a failed service
+// step), and a wait for another state ends in each of Ironic's failure
+// states with an error naming it rather than at its timeout.
+func TestEndedStopsOnFailure(t *testing.T) {
+	d, api := newDriver(t)
+	api.state = "active"
+	d.Request(nodes.ProvisionStateOpts{Target: nodes.TargetService})
+	api.mu.Lock()
+	api.state = "service failed"
+	api.mu.Unlock()
+	if n := d.Ended(nodes.TargetService, time.Minute); n.ProvisionState != "service failed" {
+		t.Errorf("Ended after a failed servicing: %q, want \"service failed\"", n.ProvisionState)
+	}
+	api.mu.Lock()
+	api.state = "active"
+	api.mu.Unlock()
+	if n := d.Ended(nodes.TargetService, time.Minute); n.ProvisionState != "active" {
+		t.Errorf("Ended after servicing: %q, want active", n.ProvisionState)
+	}
+
+	for _, state := range ironicFailureStates {
+		if !ironic.FailureState(state) {
+			t.Errorf("%q is not a failure state", state)
+		}
+		api.mu.Lock()
+		api.state = state
+		api.mu.Unlock()
+		_, err := d.Ironic.WaitState(t.Context(), nodeUUID, "active", time.Minute)
+		if err == nil || !strings.Contains(err.Error(), `reached "`+state+`"`) {
+			t.Errorf("waiting for active in %q: %v; want an error naming %q at once", state, err, state)
+		}
+	}
+	for _, state := range []string{"active", "service wait", "servicing", "service hold", "clean hold", "manageable", "enroll"} {
+		if ironic.FailureState(state) {
+			t.Errorf("%q counts as a failure state", state)
+		}
+	}
+}
