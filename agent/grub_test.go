@@ -298,10 +298,17 @@ func TestPartitionImageGrubFailure(t *testing.T) {
 // variables, fails the NVRAM install and succeeds with --removable. The
 // real grub-mkconfig runs. Checked: both grub-install calls with IPA's
 // arguments inside the chroot with the ESP at /boot/efi, the file on the
-// ESP, grub.cfg, the fstab line, and every mount undone.
+// ESP, grub.cfg, the fstab line, and every mount undone. As in IPA's
+// _install_grub2, no NVRAM entry is made after grub-install (an image
+// without /boot/efi/EFI boots from the removable-media path, Debian's
+// signed shim there when the image has shim-signed).
 func TestGrubUEFIInstallerSteps(t *testing.T) {
 	needGrubTools(t, "mkfs.vfat")
 	dev, rootPart, rootUUID, espUUID, gi, espDir := uefiInstallerFixture(t, nil)
+	gi.EFIBootSetup = func(context.Context) (bool, error) {
+		t.Error("NVRAM entries were set up for an image without EFI assets")
+		return false, nil
+	}
 	err := gi.Install(t.Context(), bootloader.GrubRequest{Disk: dev, RootUUID: rootUUID, EFIUUID: espUUID, TargetBootMode: "uefi", CPUArch: "x86_64"})
 	noLeftoverMounts(t, gi.TempDir)
 	if err != nil {

@@ -86,6 +86,9 @@ const (
 	// redfishSecureBootPartitionNode is the machine of
 	// TestVMRedfishSecureBootPartition.
 	redfishSecureBootPartitionNode = 10
+	// redfishSecureBootGrubInstallNode is the machine of
+	// TestVMRedfishSecureBootGrubInstall.
+	redfishSecureBootGrubInstallNode = 11
 )
 
 // redfishCase is what a virtual-media scenario changes.

@@ -53,7 +53,7 @@ func TestVMRedfishSecureBootCapability(t *testing.T) {
 	if diskVM.Machine.SecureBootDisabled {
 		t.Errorf("the boot after the deploy had Secure Boot still switched off: Ironic did not switch it on")
 	}
-	checkSecureBootOS(t, ctx, diskVM, hostname, userData)
+	checkSecureBootOS(t, ctx, diskVM, agentShimEntry, hostname, userData)
 	if !slices.Contains(r.bmc.Events(), "SecureBootEnable true") {
 		t.Errorf("Ironic never enabled Secure Boot through the BMC: %s", strings.Join(r.bmc.Events(), "; "))
 	}

@@ -34,6 +34,11 @@ const (
 	// the label SignedLabel.
 	SignedDir   = "EFI/debian"
 	SignedLabel = "debian"
+	// ShimSignedPath and GrubSignedPath are where Debian's shim-signed
+	// and grub-efi-amd64-signed put the signed shim and GRUB, which
+	// Debian's grub-install copies onto the ESP.
+	ShimSignedPath = "/usr/lib/shim/shimx64.efi.signed"
+	GrubSignedPath = "/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"
 	// RemovablePath is the firmware's fallback loader on the same ESP.
 	RemovablePath = "EFI/BOOT/BOOTX64.EFI"
 	// RemovablePathArm64 is RemovablePath on an arm64 image.
@@ -471,6 +476,33 @@ func (o *OS) SecureBootPartitionImage(ctx context.Context, dir, out string, size
 		for p, text := range map[string]string{filepath.Join(efi, "grub.cfg"): cfg, filepath.Join(tree, "boot/grub/grubenv"): env} {
 			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 				return fmt.Errorf("osimage: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// SignedPackagesPartitionImage is PartitionImage with Debian's signed
+// boot chain (qemu.FetchBootChain) installed in the root file system as
+// its packages install it, and nothing in /boot/efi: shim-signed's
+// ShimSignedPath and grub-efi-amd64-signed's GrubSignedPath. The agent
+// finds no EFI assets to copy and runs the image's grub-install, which
+// (Debian's, as --uefi-secure-boot is its default when the signed GRUB is
+// there) copies shim and the signed GRUB onto the ESP, shim as the
+// removable-media loader too; the kernel is Debian's signed one.
+func (o *OS) SignedPackagesPartitionImage(ctx context.Context, dir, out string, size int64) error {
+	bc, err := qemu.FetchBootChain(ctx)
+	if err != nil {
+		return fmt.Errorf("osimage: %w", err)
+	}
+	return o.partitionImage(ctx, dir, out, size, grubimage.Debian(), func(tree string) error {
+		for dst, src := range map[string]string{ShimSignedPath: bc.Shim, GrubSignedPath: bc.Grub} {
+			p := filepath.Join(tree, dst)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return fmt.Errorf("osimage: %w", err)
+			}
+			if err := copyFile(src, p); err != nil {
+				return err
 			}
 		}
 		return nil

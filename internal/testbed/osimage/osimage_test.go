@@ -134,7 +134,8 @@ func TestSoftwareRAIDBIOSDisk(t *testing.T) {
 // in its ext4 root, Debian's signed shim and GRUB in /boot/efi/EFI/debian
 // with shim's BOOTX64.CSV and the grub.cfg handing over to
 // /boot/grub/grub.cfg, GRUB's environment block, the image's GRUB tools
-// and the kernel grub-mkconfig lists.
+// and the kernel grub-mkconfig lists. The signed packages' image holds
+// shim and GRUB where the packages put them and no /boot/efi/EFI.
 func TestSecureBootPartitionImage(t *testing.T) {
 	if os.Getenv("E2E_VM_SLOW") != "1" {
 		// The image of a slow scenario (TestVMRedfishSecureBootPartition),
@@ -173,6 +174,33 @@ func TestSecureBootPartitionImage(t *testing.T) {
 	}
 	if csv := cat(efi + "BOOTX64.CSV"); !strings.Contains(csv, "s\x00h\x00i\x00m\x00") {
 		t.Errorf("BOOTX64.CSV does not name shim: %q", csv)
+	}
+
+	// SignedPackagesPartitionImage: the packages' files, no EFI assets.
+	sub := filepath.Join(dir, "signed-packages")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img = filepath.Join(sub, "root.img")
+	if err := o.SignedPackagesPartitionImage(t.Context(), sub, img, 96<<20); err != nil {
+		t.Fatal(err)
+	}
+	bc, err := qemu.FetchBootChain(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, src := range map[string]string{ShimSignedPath: bc.Shim, GrubSignedPath: bc.Grub} {
+		want, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cat(f); got != string(want) {
+			t.Errorf("%s: %d bytes, want the %d of %s", f, len(got), len(want), src)
+		}
+	}
+	out, err := exec.CommandContext(t.Context(), "debugfs", "-R", "ls /boot/efi/EFI", img).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "File not found") {
+		t.Errorf("the signed packages' image has /boot/efi/EFI (%v): %s", err, out)
 	}
 }
 
