@@ -182,12 +182,26 @@ func (f rootFS) Lstat(rel string) (fs.FileInfo, error) {
 
 // ReadDir lists rel sorted by name. Sorting (rather than the kernel's
 // hash order, which IPA's os.listdir returns) keeps the inventory stable and
-// identical between a live root and its captured copy.
+// identical between a live root and its captured copy; the one listing
+// whose order the inventory shows, sys/class/net's, uses ReadDirOrder.
 func (f rootFS) ReadDir(rel string) ([]fs.DirEntry, error) {
 	f.trace.add(rel, accessDir)
 	entries, err := os.ReadDir(f.Path(rel))
 	// Git keeps no empty directory, so captures put a keepFile into each
 	// (sys/firmware/efi must survive); it is not part of the machine.
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == keepFile }), err
+}
+
+// ReadDirOrder lists rel in the directory's own order, unsorted: for sysfs
+// kernfs's, which IPA's os.listdir keeps and the inventory's NICs follow.
+func (f rootFS) ReadDirOrder(rel string) ([]fs.DirEntry, error) {
+	f.trace.add(rel, accessDir)
+	d, err := os.Open(f.Path(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
 	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == keepFile }), err
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,9 @@ func collectInterfaces(ctx context.Context, c *collection) error {
 	if rec == nil {
 		rec = &netRecord{Interfaces: map[string]netFacts{}}
 	}
+	if !c.fs.live() {
+		names = inRecordedOrder(names, rec.Order)
+	}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -72,14 +76,21 @@ func collectInterfaces(ctx context.Context, c *collection) error {
 	return errors.Join(errs...)
 }
 
-// InterfaceNames lists IPA's candidate interfaces below opts.Root, in
-// directory order: the NICs the inventory reports and LLDP listens on.
+// InterfaceNames lists IPA's candidate interfaces below opts.Root: the
+// NICs the inventory reports and LLDP listens on. On the live root they
+// come in the kernel's directory order, the inventory's.
 func InterfaceNames(opts Options) ([]string, error) {
 	return interfaceCandidates(opts.fs())
 }
 
+// interfaceCandidates lists IPA's candidates (IPA's netutils.list_interfaces)
+// in the order IPA's os.listdir gives them: the kernel's directory order,
+// which for sysfs is a hash of each name and the network namespace (it
+// differs between boots). Below any other root the directory is a copy
+// whose order is its file system's: there the names are sorted, and
+// collectInterfaces puts them in the recorded order.
 func interfaceCandidates(fsys rootFS) ([]string, error) {
-	entries, err := fsys.ReadDir("sys/class/net")
+	entries, err := fsys.ReadDirOrder("sys/class/net")
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +100,33 @@ func interfaceCandidates(fsys rootFS) ([]string, error) {
 			names = append(names, e.Name())
 		}
 	}
+	if !fsys.live() {
+		slices.Sort(names)
+	}
 	return names, nil
+}
+
+// inRecordedOrder orders names as order (net.json's) lists them; names it
+// lacks follow in their own order.
+func inRecordedOrder(names, order []string) []string {
+	if len(order) == 0 {
+		return names
+	}
+	pos := make(map[string]int, len(order))
+	for i, n := range order {
+		if _, dup := pos[n]; !dup {
+			pos[n] = i
+		}
+	}
+	rank := func(n string) int {
+		if i, ok := pos[n]; ok {
+			return i
+		}
+		return len(order)
+	}
+	out := slices.Clone(names)
+	slices.SortStableFunc(out, func(a, b string) int { return rank(a) - rank(b) })
+	return out
 }
 
 func isInterfaceCandidate(fsys rootFS, name string) bool {
@@ -169,7 +206,7 @@ func (c *collection) interfaceInfo(name string, facts netFacts) (inventory.Inter
 	ifc.IPv4Address = first(facts.IPv4)
 	ifc.IPv6Address = first(facts.IPv6)
 	ifc.HasCarrier = c.hasCarrier(name)
-	ifc.SpeedMbps = maxLinkSpeed(facts)
+	ifc.SpeedMbps = lshwSpeed(facts)
 	ifc.PCIAddress = linkBase("device")
 	ifc.Driver = linkBase("device/driver")
 	return ifc, true, errors.Join(errs...)
@@ -189,11 +226,21 @@ func first(s []string) *string {
 	return inventory.Ptr(s[0])
 }
 
-// maxLinkSpeed is lshw's capacity (the fastest advertised mode) when the NIC
-// lists modes, else its current speed, else nil.
-func maxLinkSpeed(f netFacts) *int {
+// lshwSpeed is IPA 13's speed_mbps, lshw's capacity, else its current
+// speed (IPA takes "capacity or speed"), else nil. The capacity is the
+// fastest supported mode of ETHTOOL_GSET's mask that lshw tests (all of
+// them that carry a speed, with Debian's patch): a NIC that supports a
+// speed it does not advertise (vmxnet3: 10000baseT/Full, advertising
+// none) has that capacity. lshw names only four current speeds; another
+// (a bond's sum, 25000) gives no speed.
+func lshwSpeed(f netFacts) *int {
 	best := 0
 	for _, m := range f.LinkModes {
+		if !slices.Contains(legacyLinkModes[:], m) {
+			// Recorded by an older capture from the netlink bitset:
+			// beyond the 32 bits lshw sees.
+			continue
+		}
 		if n := linkModeMbps(m); n > best {
 			best = n
 		}
@@ -201,8 +248,11 @@ func maxLinkSpeed(f netFacts) *int {
 	if best > 0 {
 		return &best
 	}
-	if f.SpeedMbps != nil && *f.SpeedMbps > 0 {
-		return inventory.Ptr(*f.SpeedMbps)
+	if f.SpeedMbps != nil {
+		switch s := *f.SpeedMbps; s {
+		case 10, 100, 1000, 10000:
+			return &s
+		}
 	}
 	return nil
 }

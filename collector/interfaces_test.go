@@ -3,8 +3,12 @@ package collector
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,7 +61,8 @@ func TestInterfaces(t *testing.T) {
 	got, _ := json.MarshalIndent(inv.Interfaces, "", "  ")
 	s := inventory.Ptr[string]
 	want, _ := json.MarshalIndent([]inventory.Interface{
-		{Name: "bond0", MACAddress: "3c:fd:fe:00:00:01", SpeedMbps: inventory.Ptr(20000)},
+		// 20000 is no speed lshw names: IPA reports none.
+		{Name: "bond0", MACAddress: "3c:fd:fe:00:00:01"},
 		{Name: "bond0.100", MACAddress: "3c:fd:fe:00:00:01"},
 		{Name: "eno1", MACAddress: "3c:fd:fe:aa:bb:cc", IPv4Address: s("192.0.2.5"), IPv6Address: s("fe80::1%eno1"),
 			HasCarrier: true, Vendor: s("0x8086"), Product: s("0x1572"), SpeedMbps: inventory.Ptr(10000),
@@ -67,6 +72,63 @@ func TestInterfaces(t *testing.T) {
 	}, "", "  ")
 	if string(got) != string(want) {
 		t.Errorf("interfaces:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestLshwSpeed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		facts netFacts
+		want  *int
+	}{
+		// vmxnet3: supports 10000baseT/Full, advertises nothing.
+		{"vmxnet3", netFacts{LinkModes: []string{"10000baseT/Full", "TP"}, SpeedMbps: inventory.Ptr(1000)}, inventory.Ptr(10000)},
+		{"e1000", netFacts{LinkModes: []string{"10baseT/Half", "10baseT/Full", "100baseT/Half", "100baseT/Full", "1000baseT/Full", "Autoneg", "TP"}}, inventory.Ptr(1000)},
+		{"25G CR", netFacts{LinkModes: []string{"10000baseKR/Full", "25000baseCR/Full"}, SpeedMbps: inventory.Ptr(25000)}, inventory.Ptr(25000)},
+		{"56G", netFacts{LinkModes: []string{"40000baseCR4/Full", "56000baseCR4/Full"}}, inventory.Ptr(56000)},
+		// Modes past bit 31 (an older capture's netlink names) are not
+		// in ETHTOOL_GSET's mask: lshw never sees them.
+		{"100G only past bit 31", netFacts{LinkModes: []string{"100000baseCR4/Full", "25000baseSR/Full"}, SpeedMbps: inventory.Ptr(100000)}, nil},
+		{"100G with 40G", netFacts{LinkModes: []string{"40000baseCR4/Full", "100000baseCR4/Full"}}, inventory.Ptr(40000)},
+		{"virtio", netFacts{}, nil},
+		{"no modes, 10G link", netFacts{SpeedMbps: inventory.Ptr(10000)}, inventory.Ptr(10000)},
+		{"bond of two 1G", netFacts{SpeedMbps: inventory.Ptr(2000)}, nil},
+		{"no modes, 25G link", netFacts{SpeedMbps: inventory.Ptr(25000)}, nil},
+		{"pause only", netFacts{LinkModes: []string{"Pause", "Asym_Pause", "Backplane"}, SpeedMbps: inventory.Ptr(100)}, inventory.Ptr(100)},
+	} {
+		got := lshwSpeed(c.facts)
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("%s: speed %v, want %v", c.name, deref(got), deref(c.want))
+		}
+	}
+}
+
+// TestInterfacesRecordedOrder: a captured tree lists its NICs in the
+// order net.json recorded (the kernel's on the machine), not by name; a
+// NIC the record lacks comes last.
+func TestInterfacesRecordedOrder(t *testing.T) {
+	files := map[string]string{
+		netRecordPath: `{"interfaces": {}, "order": ["enp2s0", "enp0s11", "eno1"]}`,
+	}
+	for i, n := range []string{"eno1", "enp0s11", "enp0s12", "enp2s0"} {
+		dev := fmt.Sprintf("sys/devices/pci0000:00/0000:00:%02x.0", i+3)
+		files["sys/class/net/"+n] = "-> ../../" + strings.TrimPrefix(dev, "sys/") + "/net/" + n
+		files[dev+"/net/"+n+"/address"] = fmt.Sprintf("52:54:00:00:00:%02x\n", i+1)
+		files[dev+"/net/"+n+"/device"] = "-> ../../../" + path.Base(dev)
+	}
+	inv, err := Collect(context.Background(), Options{Root: tree(t, files)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, i := range inv.Interfaces {
+		got = append(got, i.Name)
+	}
+	if want := []string{"enp2s0", "enp0s11", "eno1", "enp0s12"}; !slices.Equal(got, want) {
+		t.Errorf("interfaces %v, want %v", got, want)
+	}
+	if macs := inv.MACs(); macs[0] != "52:54:00:00:00:04" {
+		t.Errorf("MACs %v: not in the interfaces' order", macs)
 	}
 }
 
@@ -120,7 +182,7 @@ func FuzzNetRecord(f *testing.F) {
 			return
 		}
 		for _, facts := range rec.Interfaces {
-			if s := maxLinkSpeed(facts); s != nil && *s <= 0 {
+			if s := lshwSpeed(facts); s != nil && *s <= 0 {
 				t.Fatalf("speed_mbps %d from %+v", *s, facts)
 			}
 			first(facts.IPv4)

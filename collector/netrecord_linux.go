@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 
-	"github.com/mdlayher/ethtool"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -16,8 +14,9 @@ import (
 // because the interface set changed meanwhile.
 const dumpAttempts = 5
 
-// liveNetRecord asks netlink (links, addresses) and ethtool over generic
-// netlink (link modes, speed) about the named interfaces.
+// liveNetRecord asks netlink (links, addresses) and the ethtool ioctl
+// (supported link modes, speed) about the named interfaces, names in
+// directory order.
 func liveNetRecord(ctx context.Context, names []string) (*netRecord, error) {
 	// Only rtnetlink: NewHandle() with no family opens every family it
 	// knows, XFRM included, and fails with "protocol not supported" on a
@@ -51,7 +50,7 @@ func liveNetRecord(ctx context.Context, names []string) (*netRecord, error) {
 		want[n] = true
 	}
 	byIndex := map[int]string{}
-	rec := &netRecord{Interfaces: map[string]netFacts{}}
+	rec := &netRecord{Interfaces: map[string]netFacts{}, Order: names}
 	for _, l := range links {
 		a := l.Attrs()
 		if !want[a.Name] {
@@ -83,18 +82,17 @@ func liveNetRecord(ctx context.Context, names []string) (*netRecord, error) {
 	}
 
 	var errs []error
-	et, err := ethtool.New()
+	gset, closeSocket, err := ethtoolSocket()
 	if err != nil {
-		// Kernels before 5.6 have no ethtool netlink family: speeds stay
-		// unknown (null), everything else is fine.
-		errs = append(errs, fmt.Errorf("ethtool netlink: %w", err))
+		// Speeds stay unknown (null), everything else is fine.
+		errs = append(errs, err)
 	} else {
-		defer et.Close()
+		defer closeSocket()
 		for name, f := range rec.Interfaces {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			modes, speed, err := linkModes(et, name)
+			modes, speed, err := ethtoolFacts(gset, name)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -104,34 +102,6 @@ func liveNetRecord(ctx context.Context, names []string) (*netRecord, error) {
 		}
 	}
 	return rec, errors.Join(errs...)
-}
-
-// linkModes asks ethtool for the advertised link modes and the current
-// speed of one interface. The ethtool package indexes a fixed table with
-// the kernel's mode bits, so a kernel newer than the table could make it
-// panic; that is turned into an error for this interface only.
-func linkModes(et *ethtool.Client, name string) (modes []string, speed *int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("ethtool link modes of %s: %v", name, r)
-		}
-	}()
-	lm, err := et.LinkMode(ethtool.Interface{Name: name})
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
-			// No ethtool support in the driver: speed unknown, as lshw.
-			return nil, nil, nil
-		}
-		return nil, nil, fmt.Errorf("ethtool link modes of %s: %w", name, err)
-	}
-	for _, m := range lm.Ours {
-		modes = append(modes, m.Name)
-	}
-	// SPEED_UNKNOWN is (u32)-1; 0 means no link on some drivers.
-	if lm.SpeedMegabits > 0 && lm.SpeedMegabits < 1<<31-1 {
-		speed = &lm.SpeedMegabits
-	}
-	return modes, speed, nil
 }
 
 func allZero(b net.HardwareAddr) bool {

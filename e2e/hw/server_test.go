@@ -78,6 +78,9 @@ func TestServerShapedInventoryInVM(t *testing.T) {
 		if want := serverNICDriver[n.Model]; d != want {
 			t.Errorf("NIC %s %s: driver %q, want %s", n.Model, n.MAC, d, want)
 		}
+		if want, ok := serverNICSpeed[n.Model]; ok && (got.SpeedMbps == nil || *got.SpeedMbps != want) {
+			t.Errorf("NIC %s %s: speed_mbps %v, want %d (IPA's: lshw's fastest supported mode)", n.Model, n.MAC, derefInt(got.SpeedMbps), want)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ipmi.json")); err != nil {
 		t.Errorf("no IPMI device in the guest: the SSIF BMC was not found (%v)", err)
@@ -88,6 +91,20 @@ func TestServerShapedInventoryInVM(t *testing.T) {
 // serverNICDriver is the Linux driver of each NIC model.
 var serverNICDriver = map[string]string{
 	"virtio-net-pci": "virtio_net", "e1000e": "e1000e", "vmxnet3": "vmxnet3", qemu.NICUSB: "cdc_ether",
+}
+
+// serverNICSpeed is the speed_mbps IPA 13 reports for a NIC model: the
+// fastest mode the driver supports. vmxnet3 supports 10000baseT/Full and
+// advertises no mode, and QEMU gives it a 1000 Mb/s link, so only the
+// supported mask gives 10000.
+var serverNICSpeed = map[string]int{"e1000e": 1000, "vmxnet3": 10000}
+
+// derefInt is *p, or nil for a nil p.
+func derefInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // checkServerDisks compares the inventory's disks with the machine's, each
