@@ -170,7 +170,7 @@ func checkOwnPIDNamespace(pid int) error {
 // with opts (each boot a new process, as a new boot of the machine).
 func (s *suite) driver(t *testing.T, c *ironic.Client, node string, opts agentOpts) *lifecycle.Driver[*agentProc] {
 	return &lifecycle.Driver[*agentProc]{T: t, Ctx: t.Context(), Ironic: c, Node: node,
-		Boot: func() *agentProc { return s.startAgent(t, opts) }}
+		Boot: func() (*agentProc, error) { return s.startAgent(t, opts), nil }}
 }
 
 // Done is closed once the agent has ended.

@@ -38,14 +38,14 @@ func TestHarnessStandIn(t *testing.T) {
 	const mac = "52:54:e2:00:00:02"
 	n := ironic.Enroll(t, t.Context(), s.ironic, ironic.NodeSpec{Name: "harness-standin"}, mac)
 	// The lifecycle driver with the stand-in as the ramdisk it boots.
-	d := &lifecycle.Driver[*standin.Running]{T: t, Ctx: ctx, Ironic: s.ironic, Node: n.UUID, Boot: func() *standin.Running {
+	d := &lifecycle.Driver[*standin.Running]{T: t, Ctx: ctx, Ironic: s.ironic, Node: n.UUID, Boot: func() (*standin.Running, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Ironic >= 26 refuses a plain-http callback ([agent]require_tls);
 		// the stand-in then serves TLS, as auto-TLS does.
-		return standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: []string{mac}, Listener: ln, TLS: s.series.RequiresTLS(), LookupTimeout: time.Minute}).Start(ctx)
+		return standin.New(standin.Config{IronicURL: s.services.IronicURL, MACs: []string{mac}, Listener: ln, TLS: s.series.RequiresTLS(), LookupTimeout: time.Minute}).Start(ctx), nil
 	}}
 	agent, _ := d.Start(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
 	defer func() {

@@ -156,7 +156,7 @@ func runStandIn(t *testing.T, ctx context.Context, s *suite, macs [2]string) *st
 func standInFlow(t *testing.T, ctx context.Context, s *suite, uuid string, opts nodes.ProvisionStateOpts, macs [2]string) time.Duration {
 	t.Helper()
 	d := &tblifecycle.Driver[*standin.Running]{T: t, Ctx: ctx, Ironic: s.ironic, Node: uuid,
-		Boot: func() *standin.Running { return runStandIn(t, ctx, s, macs) }}
+		Boot: func() (*standin.Running, error) { return runStandIn(t, ctx, s, macs), nil }}
 	start := time.Now()
 	agent, _ := d.Start(opts)
 	_, done, _ := tblifecycle.States(opts.Target)

@@ -298,14 +298,14 @@ func (l *lifecycle) beforeRequest(nodes.ProvisionStateOpts) {
 
 // bootRamdisk boots l.machine with its options, as Ironic's power-on
 // would; the driver calls it once Ironic waits for the ramdisk.
-func (l *lifecycle) bootRamdisk() *qemu.VM {
+func (l *lifecycle) bootRamdisk() (*qemu.VM, error) {
 	l.t.Helper()
 	m := l.machine
 	var opts qemu.Options
 	if l.options != nil {
 		opts, l.endBoot = l.options(&m)
 	}
-	return boot(l.t, l.ctx, m, opts)
+	return boot(l.t, l.ctx, m, opts), nil
 }
 
 // endOptions ends what options set up for the last boot.

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
-
 	"github.com/ironic-go/ironic-agent/internal/testbed/ipa"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
@@ -115,29 +113,27 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m qem
 		"ipa-inspection-collectors=" + sideCollectors, "BOOTIF=01-" + strings.ReplaceAll(macs[0], ":", "-"), a.extra}, " ")
 	node := ironic.Enroll(t, ctx, s.ironic, ironic.NodeSpec{Name: "side-" + a.name + "-" + string(m.Firmware), InspectInterface: s.inspectInterface(),
 		Properties: map[string]any{"capabilities": "boot_mode:" + m.Firmware}}, macs[:]...)
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	vm := boot(t, ctx, m, qemu.Options{Tap: ns.File})
-	defer vm.Kill()
-	// IPA's ramdisk on the server-shaped machine took over ten minutes
-	// from QEMU start to its inspection data under TCG on a loaded host.
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "manageable", 20*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	r := sideRun{inspect: time.Since(start)}
-	r.data = s.inspectionData(t, ctx, node.UUID, time.Minute)
-	vm.Kill()
 	// The other agent's node takes the same MACs.
 	defer func() {
 		if err := s.ironic.DeleteNode(ctx, node.UUID); err != nil {
 			t.Errorf("delete node %s: %v", node.UUID, err)
 		}
 	}()
+	l := kernelLifecycle(t, ctx, s.ironic, node.UUID, m)
+	// The numbers time each boot from QEMU's start, which the driver makes
+	// once Ironic waits for the ramdisk.
+	var qemuStart time.Time
+	l.options = func(*qemu.Machine) (qemu.Options, func()) {
+		qemuStart = time.Now()
+		return qemu.Options{Tap: ns.File}, nil
+	}
+	defer l.Stop()
+	// IPA's ramdisk on the server-shaped machine took over ten minutes
+	// from QEMU start to its inspection data under TCG on a loaded host.
+	l.Inspect(20 * time.Minute)
+	r := sideRun{inspect: time.Since(qemuStart)}
+	r.data = s.inspectionData(t, ctx, node.UUID, time.Minute)
+	l.Stop()
 	if !clean {
 		return r
 	}
@@ -150,22 +146,11 @@ func inspectWith(t *testing.T, ctx context.Context, s *suite, a sideAgent, m qem
 	}
 	// Automated cleaning (erase_devices_metadata, as TestVMInspectCleanBIOS)
 	// in a fresh boot, as Ironic's PXE boot would.
-	start = time.Now()
-	if err := s.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	m.Append = agentArgs(agentPort) + " " + a.extra
-	vm = boot(t, ctx, m, qemu.Options{Tap: ns.File})
-	defer vm.Kill()
-	if _, err := s.ironic.WaitState(ctx, node.UUID, "available", 10*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	r.clean = time.Since(start)
-	if l, ok := vm.Find(a.heartbeatLine); ok {
-		r.heartbeat = l.At
+	l.machine.Append = agentArgs(agentPort) + " " + a.extra
+	st := l.Provide(10 * time.Minute)
+	r.clean = st.Took
+	if line, ok := st.VM.Find(a.heartbeatLine); ok {
+		r.heartbeat = line.At
 	}
 	return r
 }

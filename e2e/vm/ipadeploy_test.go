@@ -24,6 +24,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	tblifecycle "github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -229,27 +230,29 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	node := ironic.Enroll(t, ctx, b.ironic, ironic.NodeSpec{Name: "side-deploy-" + name, InspectInterface: "agent",
 		Properties: map[string]any{"capabilities": "boot_mode:bios"}}, macs[:]...)
 	defer func() { _ = b.ironic.DeleteNode(context.Background(), node.UUID) }()
-	if err := b.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}); err != nil {
-		return r, err
-	}
-	if _, err := b.ironic.WaitState(ctx, node.UUID, "inspect wait", time.Minute); err != nil {
-		return r, err
-	}
-	start := time.Now()
-	vm, err := qemu.Start(ctx, m, qemu.Options{})
-	if err != nil {
-		return r, err
-	}
-	defer vm.Kill()
+	// Fast track: the inspection's boot serves the cleaning and the
+	// deploy; a run that cannot complete (too little memory) is an
+	// outcome, so the driver's errors are returned, not fatal.
+	var qemuStart time.Time
+	d := &tblifecycle.Driver[*qemu.VM]{Ctx: ctx, Ironic: b.ironic, Node: node.UUID, FastTrack: true,
+		Boot: func() (*qemu.VM, error) {
+			qemuStart = time.Now()
+			return qemu.Start(ctx, m, qemu.Options{})
+		},
+		Check: outOfMemory()}
+	defer d.Stop()
 	defer func() {
-		if err != nil {
+		if vms := d.Boots(); err != nil && len(vms) > 0 {
+			vm := vms[len(vms)-1]
 			t.Logf("%s: end of the serial console (all of it in %s):\n%s", name, vm.LogPath, consoleTail(vm, 30))
 		}
 	}()
-	if err := b.wait(ctx, vm, node.UUID, "manageable", 15*time.Minute); err != nil {
+	inspect, err := d.TryTo(nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, 15*time.Minute)
+	if err != nil {
 		return r, fmt.Errorf("inspection: %w", err)
 	}
-	r.inspect = time.Since(start)
+	vm := inspect.Ramdisk
+	r.inspect = time.Since(qemuStart)
 	if err := nodes.Update(ctx, b.ironic.Service, node.UUID, append(imageInfoSums("http://"+b.imageAddr+"/image."+format, format, img.md5, img.sha256),
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/root_device", Value: map[string]any{"serial": deployTarget}},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/image_http_proxy", Value: "http://" + guestHost + ":80"},
@@ -259,20 +262,21 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	)).Err; err != nil {
 		return r, err
 	}
-	phase := func(target nodes.TargetProvisionState, want string, timeout time.Duration) (time.Duration, error) {
-		start := time.Now()
-		if err := b.ironic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: target}); err != nil {
-			return 0, err
+	phase := func(target nodes.TargetProvisionState, timeout time.Duration) (time.Duration, error) {
+		if _, ok := d.Running(); !ok {
+			// Fast track would boot another machine: the flow is one boot.
+			return 0, fmt.Errorf("%s: the VM stopped before it", target)
 		}
-		if err := b.wait(ctx, vm, node.UUID, want, timeout); err != nil {
+		s, err := d.TryTo(nodes.ProvisionStateOpts{Target: target}, timeout)
+		if err != nil {
 			return 0, fmt.Errorf("%s: %w", target, err)
 		}
-		return time.Since(start), nil
+		return s.Took, nil
 	}
-	if r.clean, err = phase(nodes.TargetProvide, "available", 10*time.Minute); err != nil {
+	if r.clean, err = phase(nodes.TargetProvide, 10*time.Minute); err != nil {
 		return r, err
 	}
-	if r.deploy, err = phase(nodes.TargetActive, "active", 20*time.Minute); err != nil {
+	if r.deploy, err = phase(nodes.TargetActive, 20*time.Minute); err != nil {
 		return r, err
 	}
 	// Ironic ends the deploy by having the agent power the machine off;
@@ -298,41 +302,29 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 	return r, nil
 }
 
-// wait waits for the node to reach state, and gives up early when the
-// console shows the machine out of memory or the VM has stopped.
-func (b *sideDeployBed) wait(ctx context.Context, vm *qemu.VM, uuid, state string, timeout time.Duration) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.ironic.WaitState(ctx, uuid, state, timeout)
-		done <- err
-	}()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(2 * time.Second):
-		}
+// outOfMemory is the deploy flow's lifecycle check (Driver.Check): a
+// machine whose console shows it out of memory, or that has stopped,
+// cannot complete the step. The agent powers the machine off as the
+// deploy's last step and Ironic records active a moment later, so a
+// stopped machine counts once it has been stopped for 30 s.
+func outOfMemory() func(vm *qemu.VM) error {
+	var stopped time.Time
+	return func(vm *qemu.VM) error {
 		for _, p := range fatalConsole {
 			if l, ok := vm.Find(p); ok {
-				cancel()
-				<-done
 				return fmt.Errorf("the console says %q", strings.TrimSpace(l.Text))
 			}
 		}
-		if exited, _ := vm.Exited(); exited {
-			// The agent powers the machine off as the deploy's last
-			// step, and Ironic records active a moment later.
-			select {
-			case err := <-done:
-				return err
-			case <-time.After(30 * time.Second):
-			}
-			cancel()
-			<-done
-			return errors.New("the VM stopped")
+		if exited, _ := vm.Exited(); !exited {
+			return nil
 		}
+		if stopped.IsZero() {
+			stopped = time.Now()
+		}
+		if time.Since(stopped) < 30*time.Second {
+			return nil
+		}
+		return errors.New("the VM stopped")
 	}
 }
 

@@ -26,7 +26,7 @@ func readRecorded(t *testing.T, p string) any {
 }
 
 func TestAllowListIsValid(t *testing.T) {
-	for _, f := range []string{"testdata/ipa13-differences.json", "testdata/ipa13-server-differences.json", IfNames0AllowList} {
+	for _, f := range []string{"testdata/ipa13-differences.json", "testdata/ipa13-server-differences.json"} {
 		if _, err := ipadiff.LoadAllowList(f); err != nil {
 			t.Fatal(err)
 		}
@@ -41,27 +41,18 @@ func shortJSONIndent(v any) string {
 	return string(b)
 }
 
-// IfNames0AllowList explains what the bios and uefi documents of
-// testdata/ipa13-side-by-side differ in because they were recorded with
-// both ramdisks booted with net.ifnames=0: the kernel's NIC names, which
-// race. Only the replays of those documents use it (here and in the
-// collector's TestFixtureIPA13Golden); the live comparisons name the NICs
-// predictably and must agree on every name. It goes once those documents
-// are recorded again.
-const IfNames0AllowList = "testdata/ipa13-ifnames0-differences.json"
-
 // recordedSideBySide is one recorded comparison of
 // testdata/ipa13-side-by-side (<name>-ipa.json, <name>-ours.json) and the
-// allow-lists its live test uses, with IfNames0AllowList for the documents
-// recorded with net.ifnames=0.
+// allow-lists its live test uses.
 type recordedSideBySide struct {
 	name       string
 	allowLists []string
 }
 
 var recordedSideBySides = []recordedSideBySide{
-	{"bios", []string{"testdata/ipa13-differences.json", IfNames0AllowList}},
-	{"uefi", []string{"testdata/ipa13-differences.json", IfNames0AllowList}},
+	// TestVMIPASideBySide's.
+	{"bios", []string{"testdata/ipa13-differences.json"}},
+	{"uefi", []string{"testdata/ipa13-differences.json"}},
 	// TestVMIPASideBySideServer's.
 	{"server", []string{"testdata/ipa13-differences.json", "testdata/ipa13-server-differences.json"}},
 }
@@ -71,9 +62,9 @@ var recordedSideBySides = []recordedSideBySide{
 // runs stored (testdata/ipa13-side-by-side/<name>-<agent>.json, copied
 // from the *-inspection.json files the tests leave beside the VM logs):
 // every difference is in the allow-lists, and the NICs have the same
-// names in the documents recorded without net.ifnames=0. Entries that
-// match no difference of those runs are logged: some come with the
-// machine's timing (carrier, addresses), so a run may not show them.
+// predictable names in both documents. Entries that match no difference
+// of those runs are logged: some come with the machine's timing (carrier,
+// addresses), so a run may not show them.
 func TestIPA13RecordedDifferencesAllowed(t *testing.T) {
 	used := map[string]map[string]bool{}
 	for _, r := range recordedSideBySides {
@@ -90,12 +81,7 @@ func TestIPA13RecordedDifferencesAllowed(t *testing.T) {
 		}
 		dir := "testdata/ipa13-side-by-side/" + r.name
 		ipaDoc, oursDoc := readRecorded(t, dir+"-ipa.json"), readRecorded(t, dir+"-ours.json")
-		var allowed map[string][]ipadiff.Difference
-		if slices.Contains(r.allowLists, IfNames0AllowList) {
-			allowed = ipadiff.Check(t, r.name+": ", ipaDoc, oursDoc, allow, false)
-		} else {
-			allowed = compareSides(t, r.name+": ", ipaDoc.(map[string]any), oursDoc.(map[string]any), allow, false)
-		}
+		allowed := compareSides(t, r.name+": ", ipaDoc.(map[string]any), oursDoc.(map[string]any), allow, false)
 		for _, f := range r.allowLists {
 			a, _ := ipadiff.LoadAllowList(f)
 			for _, e := range a {

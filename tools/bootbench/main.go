@@ -1,9 +1,11 @@
 // Command bootbench measures where the agent ramdisk's boot time goes, from
 // QEMU's start to the agent's first accepted heartbeat, against Debian's
 // Ironic on the host (root: it starts Ironic like the e2e tests do). Each run
-// takes an enrolled node from manageable to cleaning, boots
+// takes an enrolled node from manageable to cleaning through the test bed's
+// lifecycle driver (internal/testbed/lifecycle), which boots
 // qemu.DefaultMachine under SeaBIOS with the kernel parameters Ironic's
-// boot would give, and splits the serial console's timestamps into phases:
+// boot would give once Ironic waits for it, and splits the serial
+// console's timestamps into phases:
 //
 //	firmware+load  QEMU start to the kernel's start (host time of the init's
 //	               first line minus the guest uptime it logged)
@@ -40,6 +42,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
 	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -146,21 +149,17 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := ic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
-		return err
-	}
-	if _, err := ic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
+	// The test bed's lifecycle driver, its ramdisk each round's QEMU
+	// machine: it boots the machine once Ironic waits for the ramdisk, as
+	// the VM tests do.
+	d := &lifecycle.Driver[*qemu.VM]{Ctx: ctx, Ironic: ic, Node: node.UUID}
+	manage := nodes.ProvisionStateOpts{Target: nodes.TargetManage}
+	if _, err := d.TryChange(manage, time.Minute); err != nil {
 		return err
 	}
 	all := make([][]phases, len(configs))
 	for i := range *n * len(configs) {
 		c := configs[i%len(configs)]
-		if err := ic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}); err != nil {
-			return err
-		}
-		if _, err := ic.WaitState(ctx, node.UUID, "clean wait", time.Minute); err != nil {
-			return err
-		}
 		m := qemu.DefaultMachine(qemu.BIOS)
 		m.Dir = filepath.Join(*work, fmt.Sprintf("vm%d", i))
 		m.Kernel, m.Initrd = c.kernel, c.initrd
@@ -175,8 +174,12 @@ func run(ctx context.Context) error {
 		m.Append = strings.Join([]string{"ipa-api-url=http://" + guestHost + ":" + strconv.Itoa(ironicPort),
 			"ipa-advertise-host=127.0.0.1", "ipa-advertise-port=" + strconv.Itoa(agentPort),
 			"ironic_agent.dhcp=" + macs[0], *extra}, " ")
-		load := loadavg()
-		vm, err := qemu.Start(ctx, m, qemu.Options{})
+		var load string
+		d.Boot = func() (*qemu.VM, error) {
+			load = loadavg()
+			return qemu.Start(ctx, m, qemu.Options{})
+		}
+		vm, _, err := d.TryStart(nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
 		if err != nil {
 			return err
 		}
@@ -184,9 +187,9 @@ func run(ctx context.Context) error {
 		_, err = vm.WaitFor(wctx, logtext.Msg(agent.EventHeartbeatSuccessful))
 		cancel()
 		if err == nil {
-			_, err = ic.WaitState(ctx, node.UUID, "available", 3*time.Minute)
+			_, err = d.TryWait("available", 3*time.Minute)
 		}
-		vm.Kill()
+		d.Stop()
 		if err != nil {
 			return fmt.Errorf("boot %d: %w (serial console in %s)", i, err, vm.LogPath)
 		}
@@ -197,10 +200,7 @@ func run(ctx context.Context) error {
 		p.load = load
 		all[i%len(configs)] = append(all[i%len(configs)], p)
 		fmt.Println(c.name, p.row(i/len(configs)))
-		if err := ic.Provision(ctx, node.UUID, nodes.ProvisionStateOpts{Target: nodes.TargetManage}); err != nil {
-			return err
-		}
-		if _, err := ic.WaitState(ctx, node.UUID, "manageable", time.Minute); err != nil {
+		if _, err := d.TryChange(manage, time.Minute); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,8 @@
 // power-on would. The ramdisk is whatever answers as the agent: a QEMU
 // machine (e2e/vm, whose power may also be a simulated BMC's), the agent
 // binary in namespaces of its own (e2e), or the stand-in
-// (internal/testbed/standin).
+// (internal/testbed/standin). A tool (tools/bootbench) drives it too,
+// through the forms that return their errors.
 package lifecycle
 
 import (
@@ -63,8 +64,13 @@ func States(target nodes.TargetProvisionState) (wait, done string, ok bool) {
 // step asks Ironic for a target, boots the ramdisk once Ironic waits for
 // one (when Boot is set: fake power) and waits for the state the step ends
 // in.
+//
+// The methods without an error result fail the test through T; each has
+// a Try form that returns the error instead, for a flow to which a failed
+// step is an outcome (the smallest memory that completes a deploy) and
+// for a tool, whose Driver has no T.
 type Driver[R Ramdisk] struct {
-	T      testing.TB
+	T      testing.TB // nil in a tool: it calls only the Try forms
 	Ctx    context.Context
 	Ironic *ironic.Client
 	Node   string // the node's UUID
@@ -74,7 +80,7 @@ type Driver[R Ramdisk] struct {
 	// Ironic "rebooted" the node could be handed an agent token the reboot
 	// then wipes). Nil when something else powers the machine on (a BMC
 	// on Ironic's request): the driver then boots nothing.
-	Boot func() R
+	Boot func() (R, error)
 	// Stopped, when set, runs each time Stop has ended the last boot:
 	// what Boot set up for that boot ends with it.
 	Stopped func()
@@ -82,6 +88,12 @@ type Driver[R Ramdisk] struct {
 	// the power side does before Ironic acts (a BMC's power-on count, the
 	// kernel parameters its next boot gets).
 	Before func(opts nodes.ProvisionStateOpts)
+	// Check, when set, is asked every CheckEvery about the boot serving
+	// the step while the driver waits for the step's state: an error (the
+	// console says the machine ran out of memory, the machine stopped)
+	// ends the wait with that error instead of at the timeout. Only boots
+	// the driver made or kept for the step are checked.
+	Check func(r R) error
 	// FastTrack: a ramdisk still running serves the next step, as
 	// Ironic's [deploy]fast_track has it; Boot then boots only the first.
 	FastTrack bool
@@ -91,7 +103,14 @@ type Driver[R Ramdisk] struct {
 	// serves that step.
 	ahead     R
 	haveAhead bool
+	// serving is the boot that serves the step under way, which Check
+	// looks at.
+	serving     R
+	haveServing bool
 }
+
+// CheckEvery is how often a wait asks Driver.Check.
+const CheckEvery = 2 * time.Second
 
 // Step is what one provision-state change gave.
 type Step[R Ramdisk] struct {
@@ -136,20 +155,37 @@ func (d *Driver[R]) Deploy(timeout time.Duration, steps ...nodes.DeployStep) Ste
 // provide or undeploy with automated cleaning off).
 func (d *Driver[R]) Change(opts nodes.ProvisionStateOpts, timeout time.Duration) *nodes.Node {
 	d.T.Helper()
-	_, done := d.Request(opts)
-	n, err := d.Ironic.WaitState(d.Ctx, d.Node, done, timeout)
-	if err != nil {
-		d.T.Fatal(err)
-	}
+	n, err := d.TryChange(opts, timeout)
+	d.fatal(err)
 	return n
+}
+
+// TryChange is Change returning its error.
+func (d *Driver[R]) TryChange(opts nodes.ProvisionStateOpts, timeout time.Duration) (*nodes.Node, error) {
+	_, done, err := d.request(opts)
+	if err != nil {
+		return nil, err
+	}
+	return d.Ironic.WaitState(d.Ctx, d.Node, done, timeout)
 }
 
 // To asks Ironic for opts and waits up to timeout for the state the
 // change ends in.
 func (d *Driver[R]) To(opts nodes.ProvisionStateOpts, timeout time.Duration) Step[R] {
 	d.T.Helper()
-	_, done, _ := States(opts.Target)
-	return d.Until(opts, done, timeout)
+	s, err := d.TryTo(opts, timeout)
+	d.fatal(err)
+	return s
+}
+
+// TryTo is To returning its error; the step holds what the driver got
+// before it (the boot it made, the node when the wait ended).
+func (d *Driver[R]) TryTo(opts nodes.ProvisionStateOpts, timeout time.Duration) (Step[R], error) {
+	_, done, ok := States(opts.Target)
+	if !ok {
+		return Step[R]{}, d.unknown(opts.Target)
+	}
+	return d.TryUntil(opts, done, timeout)
 }
 
 // Until is To waiting for state instead of the state the change ends in:
@@ -157,13 +193,22 @@ func (d *Driver[R]) To(opts nodes.ProvisionStateOpts, timeout time.Duration) Ste
 // fails), or any state Ironic passes through.
 func (d *Driver[R]) Until(opts nodes.ProvisionStateOpts, state string, timeout time.Duration) Step[R] {
 	d.T.Helper()
+	s, err := d.TryUntil(opts, state, timeout)
+	d.fatal(err)
+	return s
+}
+
+// TryUntil is Until returning its error, as TryTo.
+func (d *Driver[R]) TryUntil(opts nodes.ProvisionStateOpts, state string, timeout time.Duration) (Step[R], error) {
 	start := time.Now()
-	r, booted := d.Start(opts)
-	n, err := d.Ironic.WaitState(d.Ctx, d.Node, state, timeout)
+	r, booted, err := d.TryStart(opts)
+	s := Step[R]{Ramdisk: r, Booted: booted}
 	if err != nil {
-		d.T.Fatal(err)
+		return s, err
 	}
-	return Step[R]{Ramdisk: r, Booted: booted, Took: time.Since(start), Node: n}
+	s.Node, err = d.TryWait(state, timeout)
+	s.Took = time.Since(start)
+	return s, err
 }
 
 // Start asks Ironic for opts and, with Boot set, boots the ramdisk once
@@ -174,7 +219,17 @@ func (d *Driver[R]) Until(opts nodes.ProvisionStateOpts, state string, timeout t
 // ramdisk serves, it boots nothing and booted is false.
 func (d *Driver[R]) Start(opts nodes.ProvisionStateOpts) (r R, booted bool) {
 	d.T.Helper()
-	wait, _, _ := States(opts.Target)
+	r, booted, err := d.TryStart(opts)
+	d.fatal(err)
+	return r, booted
+}
+
+// TryStart is Start returning its error.
+func (d *Driver[R]) TryStart(opts nodes.ProvisionStateOpts) (r R, booted bool, err error) {
+	wait, _, ok := States(opts.Target)
+	if !ok {
+		return r, false, d.unknown(opts.Target)
+	}
 	boots := d.Boot != nil && wait != ""
 	reuse, ok := d.Running()
 	if !d.FastTrack {
@@ -190,29 +245,30 @@ func (d *Driver[R]) Start(opts nodes.ProvisionStateOpts) (r R, booted bool) {
 		// and take the token meant for the next boot.
 		d.Stop()
 	}
-	d.Request(opts)
+	if _, _, err := d.request(opts); err != nil {
+		return r, false, err
+	}
 	if !boots {
-		return r, false
+		return r, false, nil
 	}
-	if ok {
-		return reuse, true
+	if !ok {
+		if _, err := d.Ironic.WaitState(d.Ctx, d.Node, wait, 2*time.Minute); err != nil {
+			return r, false, err
+		}
+		if reuse, err = d.boot(); err != nil {
+			return r, false, err
+		}
 	}
-	if _, err := d.Ironic.WaitState(d.Ctx, d.Node, wait, 2*time.Minute); err != nil {
-		d.T.Fatal(err)
-	}
-	r = d.Boot()
-	d.boots = append(d.boots, r)
-	return r, true
+	d.serving, d.haveServing = reuse, true
+	return reuse, true, nil
 }
 
 // Wait waits up to timeout for the node to reach state, for a scenario
 // that began its step with Start.
 func (d *Driver[R]) Wait(state string, timeout time.Duration) *nodes.Node {
 	d.T.Helper()
-	n, err := d.Ironic.WaitState(d.Ctx, d.Node, state, timeout)
-	if err != nil {
-		d.T.Fatal(err)
-	}
+	n, err := d.TryWait(state, timeout)
+	d.fatal(err)
 	return n
 }
 
@@ -236,6 +292,39 @@ func (d *Driver[R]) Ended(target nodes.TargetProvisionState, timeout time.Durati
 	return n
 }
 
+// TryWait is Wait returning its error: Ironic's (a failure state, the
+// timeout) or Check's about the boot serving the step.
+func (d *Driver[R]) TryWait(state string, timeout time.Duration) (*nodes.Node, error) {
+	if d.Check == nil || !d.haveServing {
+		return d.Ironic.WaitState(d.Ctx, d.Node, state, timeout)
+	}
+	ctx, cancel := context.WithCancel(d.Ctx)
+	defer cancel()
+	type result struct {
+		n   *nodes.Node
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := d.Ironic.WaitState(ctx, d.Node, state, timeout)
+		done <- result{n, err}
+	}()
+	tick := time.NewTicker(CheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case res := <-done:
+			return res.n, res.err
+		case <-tick.C:
+		}
+		if err := d.Check(d.serving); err != nil {
+			cancel()
+			res := <-done
+			return res.n, err
+		}
+	}
+}
+
 // Reboot ends the last boot, as a power cycle would, and boots the
 // ramdisk again at once: the same step goes on with the new boot (a
 // reboot a step asked for, a crash and the boot after it).
@@ -245,8 +334,11 @@ func (d *Driver[R]) Reboot() R {
 		d.T.Fatalf("lifecycle %s: Reboot without Boot: the machine boots on its BMC's power-on", d.Node)
 	}
 	d.Stop()
-	r := d.Boot()
-	d.boots = append(d.boots, r)
+	r, err := d.boot()
+	d.fatal(err)
+	if d.haveServing {
+		d.serving = r
+	}
 	return r
 }
 
@@ -255,17 +347,46 @@ func (d *Driver[R]) Reboot() R {
 // change ends in.
 func (d *Driver[R]) Request(opts nodes.ProvisionStateOpts) (wait, done string) {
 	d.T.Helper()
+	wait, done, err := d.request(opts)
+	d.fatal(err)
+	return wait, done
+}
+
+// request is Request returning its error.
+func (d *Driver[R]) request(opts nodes.ProvisionStateOpts) (wait, done string, err error) {
 	wait, done, ok := States(opts.Target)
 	if !ok {
-		d.T.Fatalf("lifecycle %s: no known end state for target %q", d.Node, opts.Target)
+		return "", "", d.unknown(opts.Target)
 	}
 	if d.Before != nil {
 		d.Before(opts)
 	}
-	if err := d.Ironic.Provision(d.Ctx, d.Node, opts); err != nil {
+	// A new step: what served the last one is not checked in this one's
+	// waits (TryStart sets the boot that serves it).
+	d.serving, d.haveServing = *new(R), false
+	return wait, done, d.Ironic.Provision(d.Ctx, d.Node, opts)
+}
+
+// boot boots the ramdisk with Boot and adds it to Boots.
+func (d *Driver[R]) boot() (R, error) {
+	r, err := d.Boot()
+	if err != nil {
+		return r, fmt.Errorf("lifecycle %s: boot the ramdisk: %w", d.Node, err)
+	}
+	d.boots = append(d.boots, r)
+	return r, nil
+}
+
+func (d *Driver[R]) unknown(target nodes.TargetProvisionState) error {
+	return fmt.Errorf("lifecycle %s: no known end state for target %q", d.Node, target)
+}
+
+// fatal fails the test with err, if any.
+func (d *Driver[R]) fatal(err error) {
+	if err != nil {
+		d.T.Helper()
 		d.T.Fatal(err)
 	}
-	return wait, done
 }
 
 // Running is the last boot if it still runs.
@@ -293,9 +414,10 @@ func (d *Driver[R]) BootAhead() R {
 		d.T.Fatalf("lifecycle %s: BootAhead without Boot: the machine boots on Ironic's power-on", d.Node)
 	}
 	d.Stop()
-	d.ahead, d.haveAhead = d.Boot(), true
-	d.boots = append(d.boots, d.ahead)
-	return d.ahead
+	r, err := d.boot()
+	d.fatal(err)
+	d.ahead, d.haveAhead = r, true
+	return r
 }
 
 // Stop ends the last boot the driver made, as a power-off would, then

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,10 +107,10 @@ func newDriver(t *testing.T) (*Driver[*boot], *provisionAPI) {
 		t.Fatal(err)
 	}
 	d := &Driver[*boot]{T: t, Ctx: t.Context(), Ironic: c, Node: nodeUUID}
-	d.Boot = func() *boot {
+	d.Boot = func() (*boot, error) {
 		b := &boot{n: len(d.Boots()) + 1, bootedIn: api.current(), done: make(chan struct{}), api: api}
 		api.serve()
-		return b
+		return b, nil
 	}
 	return d, api
 }
@@ -171,6 +172,71 @@ func TestDriverFastTrackAheadReboot(t *testing.T) {
 	again := d.Reboot()
 	if ahead.killState == "" || again == ahead || len(d.Boots()) != 3 {
 		t.Errorf("Reboot: previous boot ended %v, %d boots; want it ended and a third", ahead.killState != "", len(d.Boots()))
+	}
+}
+
+// TestDriverTryFormsReturnErrors: without T, the Try forms return what
+// would fail the test: a boot that does not start, an unknown target,
+// a wait that times out.
+func TestDriverTryFormsReturnErrors(t *testing.T) {
+	d, api := newDriver(t)
+	d.T = nil
+	d.Boot = func() (*boot, error) { return nil, errors.New("no QEMU") }
+	if _, err := d.TryTo(nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, time.Minute); err == nil || !strings.Contains(err.Error(), "no QEMU") {
+		t.Errorf("a failed boot: %v; want its error", err)
+	}
+	if len(d.Boots()) != 0 {
+		t.Errorf("%d boots after a failed one; want none", len(d.Boots()))
+	}
+	if _, err := d.TryTo(nodes.ProvisionStateOpts{Target: "bogus"}, time.Minute); err == nil {
+		t.Error("an unknown target: no error")
+	}
+	// Nothing serves the inspection: the node stays in inspect wait.
+	if n, err := d.TryWait("manageable", time.Second); err == nil || n == nil || n.ProvisionState != "inspect wait" {
+		t.Errorf("a wait that times out: node %v, %v; want the node in inspect wait and an error", n, err)
+	}
+	if got := strings.Join(api.requests, ","); got != "inspect" {
+		t.Errorf("requests %s; want only the inspection (an unknown target is not asked for)", got)
+	}
+}
+
+// TestDriverCheckEndsTheWait: Check's error about the serving boot ends
+// the wait before its timeout, and is the step's error; a boot the step
+// did not make is not checked.
+func TestDriverCheckEndsTheWait(t *testing.T) {
+	d, api := newDriver(t)
+	d.FastTrack = true
+	var checked []*boot
+	d.Check = func(b *boot) error {
+		checked = append(checked, b)
+		return errors.New("out of memory")
+	}
+	// The inspection's boot serves it at once: the wait ends before
+	// the first check.
+	first := d.Inspect(time.Minute).Ramdisk
+	if len(checked) != 0 {
+		t.Errorf("%d checks of a step done before the first; want none", len(checked))
+	}
+	// Fast track: the running boot serves cleaning, which never ends
+	// here; the check's error ends the wait.
+	start := time.Now()
+	s, err := d.TryTo(nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, time.Minute)
+	if err == nil || err.Error() != "out of memory" || s.Ramdisk != first {
+		t.Errorf("cleaning: %v, boot %v; want the check's error about the first boot", err, s.Ramdisk)
+	}
+	if took := time.Since(start); took >= time.Minute {
+		t.Errorf("the check ended the wait after %s, the timeout", took)
+	}
+	if len(checked) != 1 || checked[0] != first {
+		t.Errorf("checked %v; want the first boot once", checked)
+	}
+	// Manage boots nothing: nothing to check, Ironic's answer stands.
+	api.mu.Lock()
+	api.state = "available"
+	api.mu.Unlock()
+	checked = nil
+	if _, err := d.TryChange(nodes.ProvisionStateOpts{Target: nodes.TargetManage}, time.Minute); err != nil || len(checked) != 0 {
+		t.Errorf("manage: %v, %d checks; want no error, none", err, len(checked))
 	}
 }
 
