@@ -59,20 +59,32 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	args := os.Args[1:]
 	if filepath.Base(os.Args[0]) == rdinit.ModprobeName {
 		// The ramdisk's modprobe: the kernel's helper for the modules it
 		// asks for, and programs' (mdadm's modprobe md_mod).
-		stop()
 		os.Exit(rdinit.Modprobe(args, os.Stderr))
 	}
 	if isRamdiskInit() {
 		args = []string{"init"}
 	}
+	ctx, stop := context.Background(), context.CancelFunc(func() {})
+	if !plainSignals(args) {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
 	code := runMain(ctx, args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// plainSignals says whether args name a command that only reads and
+// prints, so SIGINT and SIGTERM may end it as the kernel's default action
+// does: it then starts without signal.NotifyContext's signal goroutine
+// and the thread it takes, which are start-up cost for a command that
+// ends in milliseconds. modprobe, which the kernel runs for every module
+// it asks for, starts without them too.
+func plainSignals(args []string) bool {
+	return len(args) > 0 && (args[0] == "inventory" || args[0] == "version")
 }
 
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
