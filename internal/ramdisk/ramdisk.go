@@ -175,8 +175,19 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Build writes outDir/ironic-agent.kernel and outDir/ironic-agent.initramfs.
-func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
+// selection is what Build takes from the kernel's module tree.
+type selection struct {
+	arch    Arch
+	entries []ManifestEntry
+	mods    []kmod.Module
+	group   map[string]string
+	report  Report
+}
+
+// selectFor checks opts (a static agent of the kernel's architecture, programs
+// of the same) and picks the modules the manifest asks for, each checked for
+// its signature.
+func selectFor(ctx context.Context, opts Options) (*selection, error) {
 	if opts.Kernel == nil || opts.Agent == "" {
 		return nil, fmt.Errorf("ramdisk: need a kernel and an agent binary")
 	}
@@ -197,18 +208,28 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries := ManifestForArch(manifestFor(opts.Manifest, opts.Modules, opts.AddModules), arch.Name)
-	names, group, rep, err := SelectModules(tree, entries, opts.Kernel.Version)
+	sel := &selection{arch: arch, entries: ManifestForArch(manifestFor(opts.Manifest, opts.Modules, opts.AddModules), arch.Name)}
+	names, group, rep, err := SelectModules(tree, sel.entries, opts.Kernel.Version)
 	if err != nil {
 		return nil, err
 	}
-	mods, err := tree.Resolve(names)
+	sel.group, sel.report = group, rep
+	if sel.mods, err = tree.Resolve(names); err != nil {
+		return nil, err
+	}
+	if err := checkModuleSignatures(opts.Kernel, sel.mods); err != nil {
+		return nil, err
+	}
+	return sel, nil
+}
+
+// Build writes outDir/ironic-agent.kernel and outDir/ironic-agent.initramfs.
+func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
+	sel, err := selectFor(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkModuleSignatures(opts.Kernel, mods); err != nil {
-		return nil, err
-	}
+	arch, mods, group, entries := sel.arch, sel.mods, sel.group, sel.entries
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("ramdisk: %w", err)
 	}
@@ -216,7 +237,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 		Kernel:    filepath.Join(outDir, KernelName),
 		Initramfs: filepath.Join(outDir, InitramfsName),
 		Modules:   mods,
-		Report:    rep,
+		Report:    sel.report,
 	}
 	if err := arch.copyKernel(opts.Kernel.Vmlinuz, res.Kernel); err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ func TestReadmeBudgetAndFiles(t *testing.T) {
 	}
 	write("README.md", strings.Repeat("line\n", readmeBudget+1))
 	out.Reset()
-	if n, _ := run(files, &out); n != 1 || !strings.Contains(out.String(), "README.md:261: length: 261 lines, at most 260") {
+	if n, _ := run(files, &out); n != 1 || !strings.Contains(out.String(), "README.md:251: length: 251 lines, at most 250") {
 		t.Errorf("over the budget: %d: %s", n, out.String())
 	}
 }
