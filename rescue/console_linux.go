@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/clock"
 )
 
 // consoleLogins is a getty and login on one terminal device: prompt for
@@ -27,10 +29,7 @@ func consoleLogins(ctx context.Context, cfg Config, dev string) {
 		if err != nil && ctx.Err() == nil {
 			log.Warn(cfg.Name+": console login", "error", err)
 			// A console that cannot be opened stays so: do not spin.
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Second):
-			}
+			_ = clock.Sleep(ctx, 10*time.Second)
 		}
 	}
 }

@@ -157,10 +157,7 @@ func (cfg Config) verify(ctx context.Context, user string, password []byte) bool
 
 // failPause is the pause after a refused login.
 func (cfg Config) failPause(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(cfg.FailDelay):
-	}
+	_ = clock.Sleep(ctx, cfg.FailDelay)
 }
 
 // authorized reports whether key is one of AuthorizedKeys for user.

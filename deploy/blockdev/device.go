@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/ioctl"
 	"golang.org/x/sys/unix"
 )
@@ -146,10 +147,8 @@ func RereadPartitions(ctx context.Context, f *os.File) error {
 		if errno != unix.EBUSY {
 			break
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 200*time.Millisecond) != nil {
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("BLKRRPART %s: %w", f.Name(), err)

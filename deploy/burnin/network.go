@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/internal/clock"
 )
 
 // NetworkOptions are burnin_network's parameters: a pair of nodes where
@@ -213,11 +215,9 @@ func netRead(ctx context.Context, opts NetworkOptions, refused func(job int)) (N
 		if refused != nil {
 			refused(len(conns))
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, opts.ReaderRetry) != nil {
 			closeAll()
 			return d, ctx.Err()
-		case <-time.After(opts.ReaderRetry):
 		}
 	}
 	d.Connections = len(conns)

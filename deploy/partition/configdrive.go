@@ -18,6 +18,7 @@ import (
 	"github.com/diskfs/go-diskfs/partition/gpt"
 	"github.com/diskfs/go-diskfs/partition/mbr"
 	"github.com/ironic-go/ironic-agent/deploy/blockdev"
+	"github.com/ironic-go/ironic-agent/internal/clock"
 )
 
 // Config drive for whole-disk images (IPA's create_config_drive_partition,
@@ -432,10 +433,8 @@ func waitForDevice(ctx context.Context, path string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("partition %s did not appear after the partition table was re-read", path)
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 100*time.Millisecond) != nil {
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

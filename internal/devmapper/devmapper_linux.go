@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironic-go/ironic-agent/internal/clock"
 )
 
 // ControlPath is the device-mapper control node; MapperDir holds it and
@@ -105,10 +107,8 @@ func (c *Control) Create(ctx context.Context, name, uuid string, table []Target)
 			}
 			return d, nil
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 20*time.Millisecond) != nil {
 			return nil, errors.Join(fmt.Errorf("devmapper: waiting for %s: %w", d.Path, ctx.Err()), d.Remove(context.Background()))
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
@@ -219,10 +219,8 @@ func (c *Control) Remove(ctx context.Context, name string) error {
 		if !errors.Is(err, unix.EBUSY) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 100*time.Millisecond) != nil {
 			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/net/ipv4"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -119,10 +120,8 @@ func Lookup(ctx context.Context, service string, opts Options) (Endpoint, error)
 		if attempt >= opts.Attempts {
 			return Endpoint{}, &NotFoundError{Service: service, Attempts: attempt, Queried: asked, Detail: detail}
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, delay) != nil {
 			return Endpoint{}, ctx.Err()
-		case <-time.After(delay):
 		}
 		delay *= 2
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/lockdown"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 	"github.com/ironic-go/ironic-agent/internal/programs"
@@ -516,10 +517,8 @@ func settleBlock(ctx context.Context, quiet, limit time.Duration) int {
 		if time.Since(since) >= quiet || time.Now().After(deadline) {
 			return last
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 50*time.Millisecond) != nil {
 			return last
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

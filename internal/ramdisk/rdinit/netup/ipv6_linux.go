@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -326,10 +327,8 @@ func (n *Network) renewV6(ctx context.Context, c *nclient6.Client, l netlink.Lin
 		t1, t2 := lease.t1t2()
 		next := time.Until(lease.at.Add(t1))
 		for {
-			select {
-			case <-ctx.Done():
+			if clock.Sleep(ctx, max(next, 0)) != nil {
 				return
-			case <-time.After(max(next, 0)):
 			}
 			typ, server := dhcpv6.MessageTypeRenew, lease.server
 			if time.Since(lease.at) >= t2 {
@@ -439,10 +438,8 @@ func waitAddr(ctx context.Context, l netlink.Link, kind int) (netlink.Addr, erro
 		if i >= 0 {
 			return addrs[i], nil
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 50*time.Millisecond) != nil {
 			return netlink.Addr{}, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

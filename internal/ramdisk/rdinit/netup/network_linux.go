@@ -311,10 +311,8 @@ func (n *Network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link,
 	for {
 		lt := lease.ACK.IPAddressLeaseTime(time.Hour)
 		wait := lease.ACK.IPAddressRenewalTime(lt / 2)
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, wait) != nil {
 			return
-		case <-time.After(wait):
 		}
 		for {
 			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -331,10 +329,8 @@ func (n *Network) renew(ctx context.Context, c *nclient4.Client, l netlink.Link,
 				break
 			}
 			n.log.Warn("DHCP renew", "link", name, "error", err)
-			select {
-			case <-ctx.Done():
+			if clock.Sleep(ctx, 30*time.Second) != nil {
 				return
-			case <-time.After(30 * time.Second):
 			}
 		}
 	}
@@ -456,10 +452,8 @@ func waitCarrier(ctx context.Context, path string, limit time.Duration) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 20*time.Millisecond) != nil {
 			return false
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironic-go/ironic-agent/internal/clock"
 	"github.com/ironic-go/ironic-agent/internal/logging"
 )
 
@@ -382,10 +383,8 @@ func waitUSBStorage(ctx context.Context, log *slog.Logger, o Options) {
 				"scanning", strings.Join(waiting, ","), "waited_seconds", logging.Seconds(time.Since(t)))
 			return
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, 100*time.Millisecond) != nil {
 			return
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
