@@ -42,6 +42,9 @@ const (
 	EventDHCPWaitTimedOut = "interfaces without an IPv4 address at the DHCP wait's timeout; inspecting anyway"
 	// EventDHCPAddressesReady is logged when every interface inspection waited for has an IPv4 address.
 	EventDHCPAddressesReady = "IPv4 addresses from DHCP ready for inspection"
+	// EventFIPSMode is logged at the start of an agent that runs in Go's
+	// FIPS 140-3 mode, with what that changes.
+	EventFIPSMode = "FIPS 140-3 mode: the standard library's validated cryptographic module, SHA-2 without the agent's own assembly, MD5 image checksums refused, TLS limited to approved suites"
 	// EventLockedDown is logged when the agent locked the system down.
 	EventLockedDown = "system locked down: waiting, not serving, until the agent is stopped"
 )

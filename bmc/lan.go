@@ -74,7 +74,7 @@ func Detect(ctx context.Context, t Transport, logger *slog.Logger) (Addresses, e
 	q0 := query{ctx: ctx, t: t, log: logger, silent: &silent}
 	if data, ok := q0.call(Request{NetFn: NetFnApp, Cmd: CmdGetDeviceID}); ok {
 		if id, err := DecodeDeviceID(data); err == nil {
-			logger.Info("BMC found", "device_id", id.DeviceID, "manufacturer", id.ManufacturerID,
+			logger.Info(EventBMCFound, "device_id", id.DeviceID, "manufacturer", id.ManufacturerID,
 				"product", id.ProductID, "firmware", id.Firmware, "ipmi_version", id.IPMIVersion)
 		}
 	}

@@ -28,11 +28,15 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/agent"
+	ironicclient "github.com/ironic-go/ironic-agent/agent/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 )
 
 // fipsLogLine is what the agent logs once it runs in Go's FIPS 140-3 mode
 // (cmd/ironic-agent run).
-const fipsLogLine = "FIPS 140-3 mode"
+var fipsLogLine = logtext.Msg(agent.EventFIPSMode)
 
 // fipsCmdline writes a kernel command line with fips=1, as Metal3's
 // ironic-image gives the ramdisk from a host in FIPS mode, and returns the
@@ -365,7 +369,7 @@ func checkIronicTLSFIPS(t *testing.T, a *agentProc) {
 		t.Errorf("the agent did not run in FIPS mode")
 	}
 	for line := range strings.SplitSeq(log, "\n") {
-		if !strings.Contains(line, `msg="Ironic over TLS"`) {
+		if !strings.Contains(line, logtext.Msg(ironicclient.EventOverTLS)) {
 			continue
 		}
 		ok := false

@@ -27,7 +27,7 @@ func consoleLogins(ctx context.Context, cfg Config, dev string) {
 	for ctx.Err() == nil {
 		err := consoleLogin(ctx, cfg, dev, host)
 		if err != nil && ctx.Err() == nil {
-			log.Warn(cfg.Name+": console login", "error", err)
+			log.Warn(cfg.Name+consoleLoginMsg, "error", err)
 			// A console that cannot be opened stays so: do not spin.
 			_ = clock.Sleep(ctx, 10*time.Second)
 		}
@@ -72,11 +72,11 @@ func consoleLogin(ctx context.Context, cfg Config, dev, host string) error {
 		return fmt.Errorf("%s: read the password: %w", dev, err)
 	}
 	if !cfg.verify(ctx, user, []byte(strings.TrimRight(pw, "\r\n"))) {
-		cfg.Log.Warn(cfg.Name+": console login refused", "console", dev, "user", user)
+		cfg.Log.Warn(cfg.Name+consoleLoginMsg+" refused", "console", dev, "user", user)
 		fmt.Fprint(f, "Login incorrect\r\n")
 		return nil
 	}
-	cfg.Log.Info(cfg.Name+": console login", "console", dev, "user", user)
+	cfg.Log.Info(cfg.Name+consoleLoginMsg, "console", dev, "user", user)
 	// The shell gets its own descriptor of the terminal: f's is
 	// non-blocking (the runtime polls it), which a shell does not expect.
 	tty, err := os.OpenFile(dev, os.O_RDWR|unix.O_NOCTTY, 0)

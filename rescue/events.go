@@ -14,7 +14,16 @@ const (
 	// EventDebugLoginRefused is logged when sshkey= or rootpwd= has a
 	// value that opens nothing (what and why).
 	EventDebugLoginRefused = DebugName + ": parameter refused, nothing opened for it"
+	// EventConsoleLogin is logged when the rescue console login
+	// opened a shell, with the console and the user.
+	EventConsoleLogin = "rescue" + consoleLoginMsg
+	// EventDebugConsoleLogin is the debug login's (rootpwd=).
+	EventDebugConsoleLogin = DebugName + consoleLoginMsg
 )
 
 // sshListening ends the message of Serve's SSH server, after Config.Name.
 const sshListening = ": SSH server listening"
+
+// consoleLoginMsg ends the message of a console login, after Config.Name;
+// a refused one adds " refused".
+const consoleLoginMsg = ": console login"

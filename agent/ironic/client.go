@@ -120,7 +120,7 @@ func (c *Client) sayTLS(url string, st *tls.ConnectionState) {
 	c.tlsSaid = true
 	c.mu.Unlock()
 	if !said {
-		c.log().Debug("Ironic over TLS", "url", url, "version", tls.VersionName(st.Version), "cipher_suite", tls.CipherSuiteName(st.CipherSuite))
+		c.log().Debug(EventOverTLS, "url", url, "version", tls.VersionName(st.Version), "cipher_suite", tls.CipherSuiteName(st.CipherSuite))
 	}
 }
 

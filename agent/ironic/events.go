@@ -8,4 +8,7 @@ package ironic
 const (
 	// EventLookupRetrying is logged when a lookup failed and will be retried.
 	EventLookupRetrying = "lookup failed; retrying"
+	// EventOverTLS is logged (at debug level) with the TLS version and
+	// cipher suite a connection to Ironic negotiated.
+	EventOverTLS = "Ironic over TLS"
 )

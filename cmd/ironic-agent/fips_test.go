@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ironic-go/ironic-agent/agent"
 )
 
 // TestFIPSFromKernelCommandLine: fips=1 restarts the agent in Go's FIPS
@@ -59,7 +61,7 @@ func TestFIPSFromKernelCommandLine(t *testing.T) {
 	found := false
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
-		if strings.Contains(sc.Text(), "FIPS 140-3 mode") {
+		if strings.Contains(sc.Text(), agent.EventFIPSMode) {
 			found = true
 			break
 		}

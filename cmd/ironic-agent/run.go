@@ -91,13 +91,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level.Set(slog.LevelDebug)
 	}
 	if fips140.Enabled() {
-		log.Info("FIPS 140-3 mode: the standard library's validated cryptographic module, SHA-2 without the agent's own assembly, MD5 image checksums refused, TLS limited to approved suites",
+		log.Info(agent.EventFIPSMode,
 			"module", fips140.Version(), "kernel_fips_enabled", kernelFIPS())
 	}
 	// Under Secure Boot the kernel restricts interfaces (lockdown): the
 	// log says so before anything is refused.
 	sb := lockdown.Read(lockdown.ModePath, lockdown.EFIVarsDir)
-	log.Info("boot security", "secure_boot", sb.SecureBoot, "lockdown", sb.Lockdown)
+	log.Info(lockdown.EventBootSecurity, "secure_boot", sb.SecureBoot, "lockdown", sb.Lockdown)
 	// Before anything reads the URLs: mDNS may give them, and options.
 	if err := agent.ResolveMDNS(ctx, cfg, log, nil); err != nil {
 		return err

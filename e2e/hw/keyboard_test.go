@@ -95,8 +95,8 @@ func TestRescueLoginOnUSBKeyboardInVM(t *testing.T) {
 		}
 	}
 	// The login, or its refusal: a refused one waits for no more.
-	login, err := vm.WaitFor(wctx, `msg="rescue: console login`)
-	if err != nil || !strings.Contains(login.Text, logtext.Msg("rescue: console login")+" ") || !strings.Contains(login.Text, "console=/dev/tty1") {
+	login, err := vm.WaitFor(wctx, strings.TrimSuffix(logtext.Msg(rescue.EventConsoleLogin), `"`))
+	if err != nil || !strings.Contains(login.Text, logtext.Msg(rescue.EventConsoleLogin)+" ") || !strings.Contains(login.Text, "console=/dev/tty1") {
 		t.Fatalf("no login on tty1: %v %q", err, login.Text)
 	}
 	if err := sendKeys(ctx, vm, "echo kbd-$((6*7)) on $(tty) >/dev/ttyS0\n"); err != nil {

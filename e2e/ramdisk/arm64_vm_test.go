@@ -14,6 +14,8 @@ import (
 
 	"github.com/ironic-go/ironic-agent/deploy/ata"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk"
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 	"github.com/ironic-go/ironic-agent/inventory"
@@ -303,7 +305,7 @@ func TestArm64ISOInVM(t *testing.T) {
 	if !strings.Contains(l.Text, "boot_method=vmedia") || strings.Contains(l.Text, "console=") {
 		t.Errorf("kernel command line %q: want the ISO's boot_method=vmedia and no console=", l.Text)
 	}
-	if l, err = vm.WaitFor(ctx, `msg="ironic-agent init version"`); err != nil {
+	if l, err = vm.WaitFor(ctx, logtext.Msg(rdinit.EventVersion)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%.1fs: %s", l.At.Seconds(), l.Text)

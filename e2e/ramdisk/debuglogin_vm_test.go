@@ -227,7 +227,7 @@ func noDebugLoginVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk) {
 		t.Log(n)
 	}
 	// The init's log from its first line: the console's first init line.
-	first, ok := vm.Find(`msg="ironic-agent init version"`)
+	first, ok := vm.Find(logtext.Msg(rdinit.EventVersion))
 	var initLog string
 	for _, e := range entries {
 		if e.Name == "init.log" {

@@ -40,7 +40,7 @@ func TestFIPSInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Kill)
-	l, err := vm.WaitFor(ctx, "FIPS 140-3 mode")
+	l, err := vm.WaitFor(ctx, logtext.Msg(agent.EventFIPSMode))
 	if err != nil {
 		t.Fatalf("the agent never said it runs in FIPS mode: %v\n%s", err, consoleTail(vm))
 	}

@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironic-go/ironic-agent/bmc"
+	"github.com/ironic-go/ironic-agent/internal/lockdown"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/fakeironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -184,7 +187,7 @@ func TestSecureBootInVM(t *testing.T) {
 		t.Errorf("inventory under lockdown: %d disks (want %d), %d interfaces (want %d), boot mode %q (want uefi)",
 			len(inv.Disks), len(m.Disks), len(inv.Interfaces), len(m.NICs), inv.Boot.CurrentBootMode)
 	}
-	if _, ok := vm.Find(`msg="BMC found"`); !ok {
+	if _, ok := vm.Find(logtext.Msg(bmc.EventBMCFound)); !ok {
 		t.Errorf("the agent found no BMC over IPMI under lockdown")
 	}
 	// What lockdown refused, by whom: the agent itself must never be
@@ -221,7 +224,7 @@ func waitSecureBootAgent(t *testing.T, ctx context.Context, vm *qemu.VM) func(fo
 	}
 	// The agent's own reading: efivarfs's SecureBoot variable and
 	// securityfs's lockdown file.
-	l, err := vm.WaitFor(ctx, `msg="boot security"`)
+	l, err := vm.WaitFor(ctx, logtext.Msg(lockdown.EventBootSecurity))
 	if err != nil {
 		fail("the agent never said what it found of Secure Boot: %v", err)
 	}
@@ -344,7 +347,7 @@ func TestSecureBootISOBootsBIOS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Kill)
-	l, err := vm.WaitFor(ctx, `msg="boot security"`)
+	l, err := vm.WaitFor(ctx, logtext.Msg(lockdown.EventBootSecurity))
 	if err != nil {
 		t.Fatalf("the agent never started from the ISO's BIOS entry: %v\n%s", err, consoleTail(vm))
 	}

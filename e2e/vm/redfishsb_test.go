@@ -13,8 +13,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/internal/lockdown"
 	ramdiskpkg "github.com/ironic-go/ironic-agent/internal/ramdisk"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 	"github.com/ironic-go/ironic-agent/internal/testbed/osimage"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -94,7 +96,7 @@ func checkAgentSecureBoot(t *testing.T, what string, vm *qemu.VM) {
 	if _, ok := vm.Find("EFI stub: UEFI Secure Boot is enabled"); !ok {
 		t.Errorf("%s: the kernel's EFI stub did not say Secure Boot is on", what)
 	}
-	l, ok := vm.Find(`msg="boot security"`)
+	l, ok := vm.Find(logtext.Msg(lockdown.EventBootSecurity))
 	if !ok {
 		t.Errorf("%s: the agent did not say what it found of Secure Boot", what)
 		return

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/ironic-go/ironic-agent/internal/lockdown"
+	"github.com/ironic-go/ironic-agent/internal/testbed/logtext"
 )
 
 // TestVMRedfishSecureBootCapability is Ironic's secure_boot capability
@@ -47,7 +50,7 @@ func TestVMRedfishSecureBootCapability(t *testing.T) {
 	if !vm.Machine.SecureBoot || !vm.Machine.SecureBootDisabled {
 		t.Errorf("the ramdisk's boot: SecureBoot %v, SecureBootDisabled %v; want the firmware with its setting off", vm.Machine.SecureBoot, vm.Machine.SecureBootDisabled)
 	}
-	if l, ok := vm.Find(`msg="boot security"`); !ok || !strings.Contains(l.Text, "secure_boot=disabled") {
+	if l, ok := vm.Find(logtext.Msg(lockdown.EventBootSecurity)); !ok || !strings.Contains(l.Text, "secure_boot=disabled") {
 		t.Errorf("the agent did not find Secure Boot disabled: %q", l.Text)
 	}
 	if diskVM.Machine.SecureBootDisabled {

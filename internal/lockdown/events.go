@@ -1,0 +1,12 @@
+// Log events of this package that tests wait for on the console: the e2e
+// VM tests match these messages (with internal/testbed/logtext.Msg), so
+// they refer to the constants, and a reworded message breaks the build,
+// not a VM test. Change a message's text only together with its tests.
+
+package lockdown
+
+const (
+	// EventBootSecurity is logged at the agent's start with what Read
+	// found: Secure Boot's state and the kernel's lockdown mode.
+	EventBootSecurity = "boot security"
+)
