@@ -76,8 +76,8 @@ func dhcpAllVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, lateServer b
 	m.MemoryMB = 768
 	m.Disks = nil
 	m.NICs = []qemu.NIC{
-		{Model: "virtio-net-pci", MAC: macFirst, Backend: "fd", File: first.File},
-		{Model: "virtio-net-pci", MAC: macSecond, Backend: "fd", File: second.File},
+		{Model: "virtio-net-pci", MAC: macFirst, Backend: qemu.NICTap, File: first.File},
+		{Model: "virtio-net-pci", MAC: macSecond, Backend: qemu.NICTap, File: second.File},
 	}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ipa-api-url=http://10.91.0.1:6385 ipa-inspection-callback-url=http://10.91.0.1:5050/v1/continue" +

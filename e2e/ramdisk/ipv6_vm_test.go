@@ -105,7 +105,7 @@ func ipv6VM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc ipv6Case) {
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
 	m.MemoryMB = 768
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: tc.mac, Backend: "fd"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: tc.mac, Backend: qemu.NICTap}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	base := "http://[" + server + "]"
 	m.Append = "ipa-api-url=" + base + ":6385 ipa-inspection-callback-url=" + base + ":5050/v1/continue" +

@@ -164,9 +164,9 @@ func TestNetworkDataDynamicInVM(t *testing.T) {
 	m := netdataMachine(t, rd, doc, true, "ipa-api-url=http://[fd00:7d::1]:6385 ipa-inspection-callback-url=http://10.86.0.1:5050/v1/continue"+
 		" ipa-enable-vlan-interfaces=52:54:00:12:34:71.100")
 	m.NICs = []qemu.NIC{
-		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:71", Backend: "stream", File: trunk},
-		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:72", Backend: "fd", File: v6.File},
-		{Model: "virtio-net-pci", MAC: unnamed, Backend: "isolated"},
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:71", Backend: qemu.NICStream, File: trunk},
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:72", Backend: qemu.NICTap, File: v6.File},
+		{Model: "virtio-net-pci", MAC: unnamed, Backend: qemu.NICIsolated},
 	}
 	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
@@ -307,7 +307,7 @@ func networkDataVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, tc netda
 		// A speed and full duplex: Linux's 802.3ad bond runs LACP only
 		// on full-duplex ports, and virtio-net reports neither unless
 		// QEMU is told.
-		m.NICs = append(m.NICs, qemu.NIC{Model: "virtio-net-pci,speed=10000,duplex=full", MAC: macs[i], Backend: "stream", File: f})
+		m.NICs = append(m.NICs, qemu.NIC{Model: "virtio-net-pci,speed=10000,duplex=full", MAC: macs[i], Backend: qemu.NICStream, File: f})
 	}
 	vm, err := qemu.Start(ctx, m, qemu.Options{})
 	if err != nil {
@@ -464,7 +464,7 @@ func netdataMachine(t *testing.T, rd *qemu.Ramdisk, doc string, iso bool, params
 	m.Name = "ironic-agent-netdata"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.MemoryMB = 768
-	m.Disks = []qemu.Disk{{ID: "config", Kind: "virtio-blk", SizeMB: 4, Serial: "CONFIG-DRIVE"}}
+	m.Disks = []qemu.Disk{{ID: "config", Kind: qemu.DiskVirtioBlk, SizeMB: 4, Serial: "CONFIG-DRIVE"}}
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestNTPInVM(t *testing.T) {
 	m.Name = "ironic-agent-ntp"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:31", Backend: "fd"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:31", Backend: qemu.NICTap}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ipa-standalone=1 ipa-ntp-server=10.79.0.1 ipa-disk-wait-attempts=0 ironic_agent.dhcp_timeout=30 ironic_agent.exit=poweroff"
 	vm, err := qemu.Start(ctx, m, qemu.Options{Tap: ns.File})

@@ -88,7 +88,7 @@ func vlanVM(ctx context.Context, t *testing.T, rd *qemu.Ramdisk, param string, f
 	m.Name = "ironic-agent-vlan"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.Disks = nil
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:21", Backend: "stream"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:21", Backend: qemu.NICStream}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	// net.ifnames=0: the checks name the NIC eth0 (TestNICNamesInVM
 	// covers the predictable names).

@@ -258,7 +258,7 @@ func sideBySide(t *testing.T, side qemu.Machine, shape func(*qemu.Machine), clea
 		PortID: "Ethernet1/9", PortDescr: "side switch port 9"}); err != nil {
 		t.Fatal(err)
 	}
-	m.NICs[1].Backend = "fd"
+	m.NICs[1].Backend = qemu.NICTap
 	runs := map[string]sideRun{}
 	for _, a := range sideAgents(t, fw, macs) {
 		if shape != nil && a.name == "ours" {

@@ -239,6 +239,6 @@ func lldpNeighbour(t *testing.T, ctx context.Context, m *qemu.Machine, prefix, c
 	if err := ns.StartLLDPD(ctx, peer); err != nil {
 		t.Fatal(err)
 	}
-	m.NICs[1].Backend = "fd"
+	m.NICs[1].Backend = qemu.NICTap
 	return qemu.Options{Tap: ns.File}
 }

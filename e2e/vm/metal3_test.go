@@ -302,14 +302,14 @@ func checkHardwareDetails(t *testing.T, d *metal3hw.HardwareDetails, m qemu.Mach
 		// SATA disks say what their rotation rate makes them.
 		want := metal3hw.SSD
 		switch {
-		case disk.Kind == "nvme":
+		case disk.Kind == qemu.DiskNVMe:
 			want = metal3hw.NVME
-		case disk.Kind == "virtio-blk" || disk.RotationRate != 1:
+		case disk.Kind == qemu.DiskVirtioBlk || disk.RotationRate != 1:
 			want = metal3hw.HDD
 		}
 		eq(disk.ID+" type", s.Type, want)
 		eq(disk.ID+" rotational", s.Rotational, want == metal3hw.HDD)
-		if disk.Kind == "scsi-hd" {
+		if disk.Kind == qemu.DiskSCSI {
 			if !strings.HasSuffix(s.HCTL, fmt.Sprintf(":0:%d:%d", disk.SCSITarget, disk.SCSILun)) {
 				t.Errorf("%s hctl = %q, want H:0:%d:%d", disk.ID, s.HCTL, disk.SCSITarget, disk.SCSILun)
 			}

@@ -388,7 +388,7 @@ func (r *redfishNode) checkISOBoot(vm *qemu.VM) isoBoot {
 	}
 	ib.files = isoinfo("-R", "-f")
 	cfg, keyword := "/isolinux/isolinux.cfg", "append"
-	if r.m.Firmware == "uefi" {
+	if r.m.Firmware == qemu.UEFI {
 		cfg, keyword = "/EFI/BOOT/grub.cfg", "linuxefi"
 	}
 	if r.secureBoot {

@@ -131,7 +131,7 @@ func TestFirmwareLoads(t *testing.T) {
 	m.Name = "ironic-agent-firmware"
 	m.Dir = filepath.Join(work, "vm")
 	m.Disks = nil
-	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"}}
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: qemu.NICIsolated}}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.cmd=check ironic_agent.dhcp=none ironic_agent.exit=poweroff"
 	vm := runVM(t, m)

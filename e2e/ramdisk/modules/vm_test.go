@@ -43,8 +43,8 @@ func TestLoadEveryModule(t *testing.T) {
 	m.Name = "ironic-agent-modules"
 	m.Dir = filepath.Join(t.TempDir(), "vm")
 	m.NICs = []qemu.NIC{
-		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: "isolated"},
-		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: "isolated"},
+		{Model: "virtio-net-pci", MAC: "52:54:00:12:34:01", Backend: qemu.NICIsolated},
+		{Model: "e1000", MAC: "52:54:00:12:34:02", Backend: qemu.NICIsolated},
 	}
 	m.Kernel, m.Initrd = rd.KernelFor(m.Firmware), rd.InitrdFor(m.Firmware)
 	m.Append = "ironic_agent.modules=all ironic_agent.cmd=version ironic_agent.dhcp=none ironic_agent.exit=poweroff"

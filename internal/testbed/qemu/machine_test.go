@@ -20,7 +20,7 @@ func TestArgs(t *testing.T) {
 	m.GuestFwd = map[string]string{"10.0.2.100:6385": "127.0.0.1:9510", "10.0.2.100:5050": "127.0.0.1:9511"}
 	m.HostFwd = map[int]int{9520: 9999}
 	m.SMBIOS.SystemProduct = "Server, Model 1"
-	m.NICs[1].Backend = "fd"
+	m.NICs[1].Backend = NICTap
 	a, err := m.Args(func(target string) string { return "/bin/relay " + target }, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestArgs(t *testing.T) {
 			t.Errorf("command line lacks %q:\n%s", want, cl)
 		}
 	}
-	m.NICs[1].Backend = "fd"
+	m.NICs[1].Backend = NICTap
 	if _, err := m.Args(RelayCommand, -1); err == nil {
 		t.Error("fd NIC without a tap accepted")
 	}
@@ -179,7 +179,7 @@ func TestArgsMultipath(t *testing.T) {
 func TestArgsUSBStick(t *testing.T) {
 	m := DefaultMachine("bios")
 	m.Dir = "/work/vm"
-	m.NICs[0].Backend = "fd"
+	m.NICs[0].Backend = NICTap
 	m.USBStick = "/work/vm/bmc/image.img"
 	a, err := m.Args(RelayCommand, 3)
 	if err != nil {
