@@ -16,6 +16,7 @@ import (
 	"github.com/ironic-go/ironic-agent/internal/testbed/ipa"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ipa/ipadiff"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/netbed"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
@@ -275,6 +276,12 @@ func sideBySide(t *testing.T, side qemu.Machine, shape func(*qemu.Machine), clea
 			line += fmt.Sprintf(", first heartbeat %.1fs after QEMU start, cleaning %.1fs (provide to available)", r.heartbeat.Seconds(), r.clean.Seconds())
 		}
 		t.Log(line)
+		reportSide(t, a.name, "ramdisk_mib", mib(a.kernelSize+a.initrdSize), "MiB")
+		reportSide(t, a.name, "inspection_s", r.inspect.Seconds(), "s")
+		if r.clean != 0 {
+			reportSide(t, a.name, "first_heartbeat_s", r.heartbeat.Seconds(), "s")
+			reportSide(t, a.name, "cleaning_s", r.clean.Seconds(), "s")
+		}
 	}
 	compareSides(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
 	dumpSide(t, runs)
@@ -427,3 +434,14 @@ func size(p string) int64 {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// reportSide reports one agent's figure of a side-by-side run; ours stands
+// beside IPA's on the performance page.
+func reportSide(t *testing.T, agent, figure string, v float64, unit string) {
+	t.Helper()
+	var opts []metric.Option
+	if agent == "ours" {
+		opts = append(opts, metric.Beside(metricName(t, "ipa", figure)))
+	}
+	metric.Report(t, metricName(t, agent, figure), v, unit, opts...)
+}

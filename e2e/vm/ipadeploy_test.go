@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
 	tblifecycle "github.com/ironic-go/ironic-agent/internal/testbed/lifecycle"
+	"github.com/ironic-go/ironic-agent/internal/testbed/metric"
 	"github.com/ironic-go/ironic-agent/internal/testbed/qemu"
 )
 
@@ -189,8 +191,9 @@ type sideFlowResult struct {
 	// ipa-memory-report (iparamdisk).
 	memory string
 	// image is where the deploy's time went, from the agent's own log
-	// lines on the console (imagePhases).
-	image string
+	// lines on the console (imagePhases); imageSeconds their sum.
+	image        string
+	imageSeconds float64
 }
 
 // fatalConsole are console lines after which a run cannot complete (or
@@ -291,7 +294,7 @@ func (b *sideDeployBed) flow(t *testing.T, ctx context.Context, a func(macs [2]s
 			r.memory = strings.TrimSpace(l.Text)
 		}
 	}
-	r.image = imagePhases(vm.Lines())
+	r.image, r.imageSeconds = imagePhases(vm.Lines())
 	got, err := prefixSHA256(m.DiskPath(deployTargetID(t, m)), img.rawBytes)
 	if err != nil {
 		return r, err
@@ -401,6 +404,15 @@ func TestVMIPADeploy(t *testing.T) {
 		reportSeconds(t, r.inspect, name, format, "inspection_s")
 		reportSeconds(t, r.clean, name, format, "cleaning_s")
 		reportSeconds(t, r.deploy, name, format, "deploy_s")
+		if r.imageSeconds > 0 {
+			// The image's way from the server to the disk, as each agent
+			// logs it; ours stands beside IPA's on the page.
+			var beside []metric.Option
+			if name == "ours" {
+				beside = append(beside, metric.Beside(metricName(t, "ipa", format, "image_mb_s")))
+			}
+			metric.Report(t, metricName(t, name, format, "image_mb_s"), float64(sideImageSize)/1e6/r.imageSeconds, "MB/s", beside...)
+		}
 	}
 }
 
@@ -483,8 +495,9 @@ var imagePhaseLines = []struct {
 
 // imagePhases is what the agent's console lines say of its image write,
 // e.g. "download into RAM 39.8s, written to the disk 62.6s", or "no
-// image log line" when it printed none.
-func imagePhases(lines []qemu.Line) string {
+// image log line" when it printed none; seconds is the phases' sum, the
+// image's way from the server to the disk (0 without a line).
+func imagePhases(lines []qemu.Line) (text string, seconds float64) {
 	var out []string
 	// The same summary can reach the console twice (the step's log line
 	// and the command's result); each phase is said once.
@@ -493,45 +506,51 @@ func imagePhases(lines []qemu.Line) string {
 		for _, p := range imagePhaseLines {
 			if m := p.re.FindStringSubmatch(l.Text); m != nil {
 				v := m[1]
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
+				secs, _, _ := strings.Cut(v, "s,")
+				f, err := strconv.ParseFloat(secs, 64)
+				if err == nil && secs == v {
 					v = fmt.Sprintf("%.1fs", f)
 				}
 				if phase := p.name + " " + v; !seen[phase] {
 					seen[phase] = true
 					out = append(out, phase)
+					if err == nil {
+						seconds += f
+					}
 				}
 				break
 			}
 		}
 	}
 	if len(out) == 0 {
-		return "no image log line"
+		return "no image log line", 0
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, ", "), seconds
 }
 
 func TestImagePhases(t *testing.T) {
 	for _, c := range []struct {
-		lines []string
-		want  string
+		lines   []string
+		want    string
+		seconds float64
 	}{
 		{[]string{
 			"[  200.1] ironic-python-agent[612]: 2026-11-25 16:00:01.123 612 INFO ironic_python_agent.extensions.standby [-] Image downloaded from http://10.0.2.100/image.qcow2 in 39.84 seconds. Transferred 1074135040 bytes. Server originally reported: 1074135040.",
 			"[  223.0] ironic-python-agent[612]: 2026-11-25 16:00:24.0 612 INFO ironic_python_agent.extensions.standby [-] Image b8c1 written to device /dev/sdb in 62.61 seconds",
-		}, "download into RAM 39.8s, written to the disk 62.6s"},
+		}, "download into RAM 39.8s, written to the disk 62.6s", 39.84 + 62.61},
 		{[]string{"ironic-python-agent[612]: ... Image streamed onto device /dev/sdb in 61.2 seconds for 1073741824 bytes. Server originally reported 1073741824."},
-			"streamed 61.2s"},
+			"streamed 61.2s", 61.2},
 		{[]string{`time=2026-11-25T16:00:00Z level=INFO msg="image written" summary="raw image b8c1 of 1073741824 bytes (raw image, 1073741824 bytes on disk) written to /dev/sdb in 140.2s, 8 MB/s"`,
 			`time=2026-11-25T16:00:00Z level=INFO msg="async command finished" result="raw image b8c1 of 1073741824 bytes (raw image, 1073741824 bytes on disk) written to /dev/sdb in 140.2s, 8 MB/s"`},
-			"written 140.2s, 8 MB/s"},
-		{[]string{"nothing here"}, "no image log line"},
+			"written 140.2s, 8 MB/s", 140.2},
+		{[]string{"nothing here"}, "no image log line", 0},
 	} {
 		var lines []qemu.Line
 		for _, l := range c.lines {
 			lines = append(lines, qemu.Line{Text: l})
 		}
-		if got := imagePhases(lines); got != c.want {
-			t.Errorf("imagePhases(%q) = %q, want %q", c.lines, got, c.want)
+		if got, secs := imagePhases(lines); got != c.want || math.Abs(secs-c.seconds) > 1e-9 {
+			t.Errorf("imagePhases(%q) = %q, %v; want %q, %v", c.lines, got, secs, c.want, c.seconds)
 		}
 	}
 }

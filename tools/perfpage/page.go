@@ -89,7 +89,11 @@ var benchmarks = []benchmark{
 			"`first_heartbeat_s` rows are timed. Its row stands after amd64's UEFI first heartbeat " +
 			"(`vm.deployuefi.deploy_first_heartbeat_s`) and its limit is its own floor, " +
 			"`vm.floor.kernel_boot_arm64_s`, measured by the same test: a whole other instruction set emulated, " +
-			"so not comparable with the amd64 boots. A slow run's `go test -v` output given to " +
+			"so not comparable with the amd64 boots. IPA 13's ramdisk stands beside ours in the `vm.ipasidebyside*` " +
+			"rows (ramdisk size, inspection, first heartbeat, cleaning) and the `vm.ipadeploy.*` rows (each phase, and " +
+			"the image's way from the server to the disk as each agent logs it: IPA's download and write, ours' " +
+			"streamed write, of the same 1 GiB image): the same machine through the same Ironic, one agent after " +
+			"the other (IPA_SIDE_BY_SIDE=1). A slow run's `go test -v` output given to " +
 			"scripts/perf-page.sh adds these rows.",
 		commands: []string{"./test.sh (as root)", "go test -race -run 'TestVM' ./e2e/vm/ (as root)"},
 	},
