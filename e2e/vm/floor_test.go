@@ -65,6 +65,21 @@ func reportFirstHeartbeat(t *testing.T, fw string, heartbeat string, figure ...s
 	reportSecondsTextLimit(t, heartbeat, kernelBootFloor(qemu.Firmware(fw)), figure...)
 }
 
+// floorsOf names the floors under a ramdisk boot of m: under its first
+// heartbeat, and under the uptime at which its agent started ("" where no
+// such floor is measured: arm64). A floor boots the kernel directly; a
+// network or virtual-media boot adds the firmware's loading on top.
+func floorsOf(m qemu.Machine) (boot, uptime string) {
+	if m.Arch == qemu.Arm64 {
+		return arm64KernelBootFloor, ""
+	}
+	fw := m.Firmware
+	if fw == "" {
+		fw = qemu.BIOS
+	}
+	return kernelBootFloor(fw), initUptimeFloor(fw)
+}
+
 // reportAgentStarted reports the guest's uptime at which the agent
 // started in vm, a ramdisk booted directly on fw, beside the floor of a
 // do-nothing init's.

@@ -256,7 +256,7 @@ func deployOS(t *testing.T, ctx context.Context, d osDeploy) (ramdiskVM, osVM *q
 	booted, _ := vm.Find(osimage.Booted)
 	t.Logf("%s %s deploy of %s (%d MiB), config drive %s", d.firmware, img.format, filepath.Base(d.path), size>>20, r.Drive)
 	reportSeconds(t, deployed, img.format, "deploy_s")
-	reportSecondsText(t, hb, img.format, "deploy_first_heartbeat_s")
+	reportFirstHeartbeat(t, d.firmware, hb, img.format, "deploy_first_heartbeat_s")
 	reportSeconds(t, booted.At, img.format, "os_init_s")
 	return ramdiskVM, vm
 }

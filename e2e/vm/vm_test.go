@@ -261,7 +261,7 @@ func TestVMISOUEFI(t *testing.T) {
 		t.Fatal(err)
 	}
 	reportSeconds(t, vm.Elapsed(), "iso_boot_to_poweroff_s")
-	reportSecondsText(t, uptimeAt(vm, logtext.Msg(rdinit.EventAgentStarted)), "agent_started_uptime_s")
+	reportAgentStarted(t, vm, "uefi", "agent_started_uptime_s")
 	for _, want := range []string{`"product_name": "LabServer 9000 (LAB-SKU-1)"`, `"current_boot_mode": "uefi"`,
 		`"serial": "LAB-NVME-0001"`, `boot_method=vmedia`, `status="exit 0"`} {
 		if _, ok := vm.Find(want); !ok {
