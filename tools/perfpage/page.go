@@ -254,6 +254,9 @@ func render(w io.Writer, sources []source, st stamp) error {
 		b.WriteString("\n")
 	}
 
+	if err := renderHeadlines(&b, byName, sources); err != nil {
+		return err
+	}
 	sections := slices.Clone(benchmarks)
 	for _, n := range names {
 		p := prefixOf(n)
@@ -318,6 +321,52 @@ func render(w io.Writer, sources []source, st stamp) error {
 	}
 	_, err := io.WriteString(w, strings.TrimSuffix(b.String(), "\n"))
 	return err
+}
+
+// headline is a figure the README names, with IPA 13's figure of the same
+// quantity in the same machine where a side-by-side run measured it.
+type headline struct{ label, figure, ipa string }
+
+// headlines are the README's figures, in its order.
+var headlines = []headline{
+	{"`ironic-agent inventory`, wall time (median)", "inventory.wall_ms_median", ""},
+	{"ramdisk: kernel and initramfs", "ramdisk.total_mib", "vm.ipasidebyside_bios.ipa.ramdisk_mib"},
+	{"boot to the first heartbeat (SeaBIOS, from QEMU's start, cleaning through Ironic)",
+		"vm.ipasidebyside_bios.ours.first_heartbeat_s", "vm.ipasidebyside_bios.ipa.first_heartbeat_s"},
+	{"deploy: a 1 GiB raw image from HTTP to the disk", "vm.ipadeploy.ours.raw.image_mb_s", "vm.ipadeploy.ipa.raw.image_mb_s"},
+	{"deploy: the image write, beside `curl` into `dd oflag=direct` in the same VM", "vm.deploythroughputbios.write_image_mb_s", ""},
+}
+
+// renderHeadlines writes the table of the README's figures: each row's
+// value, limit and IPA's figure come from the rows below it.
+func renderHeadlines(b *strings.Builder, byName map[string]entry, sources []source) error {
+	b.WriteString("## Headline figures\n\n")
+	b.WriteString("The figures the README names, taken from the tables below (the row's name is the figure's). " +
+		"IPA 13's figure is its ramdisk's in the same machine through the same Ironic, from the side-by-side tests " +
+		"(IPA_SIDE_BY_SIDE=1).\n\n")
+	b.WriteString("| figure | ours | limit (same run) | IPA 13 |\n| --- | --: | --: | --: |\n")
+	for _, h := range headlines {
+		ours, limit, ipa := "not measured", "", ""
+		if e, ok := byName[h.figure]; ok {
+			ours = withUnit(e.m.Value, e.m.Unit)
+			lim, ok, err := limitOf(e, sources)
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.figure, err)
+			}
+			if limit = withUnit(lim, e.m.Unit); !ok {
+				limit = "not measured"
+			}
+		}
+		if h.ipa != "" {
+			ipa = "not measured"
+			if e, ok := byName[h.ipa]; ok {
+				ipa = withUnit(e.m.Value, e.m.Unit)
+			}
+		}
+		fmt.Fprintf(b, "| %s (`%s`) | %s | %s | %s |\n", h.label, h.figure, ours, limit, ipa)
+	}
+	b.WriteString("\n")
+	return nil
 }
 
 // besideOrder moves each row whose line names another row of the section

@@ -23,11 +23,14 @@ METRIC name=Bad value=1 unit=s
 METRIC name=vm.deploy_bios.first_heartbeat_s value=12.9 unit=s limit_from=vm.floor.kernel_boot_bios_s package=example.com/e2e/vm test=TestVMDeployBIOS
 METRIC name=vm.floor.kernel_boot_bios_s value=4.2 unit=s package=example.com/e2e/vm test=TestVMKernelBootFloor/bios
 METRIC name=vm.deploy_uefi.first_heartbeat_s value=30 unit=s limit_from=vm.floor.kernel_boot_uefi_s package=example.com/e2e/vm test=TestVMDeployUEFI
+METRIC name=vm.ipadeploy.ipa.raw.image_mb_s value=12.5 unit=MB/s package=example.com/e2e/vm test=TestVMIPADeploy
+METRIC name=vm.ipadeploy.ours.raw.image_mb_s value=20 unit=MB/s beside=vm.ipadeploy.ipa.raw.image_mb_s package=example.com/e2e/vm test=TestVMIPADeploy
 `
 	inventoryOutput = `binary: 9000000 bytes
 ironic-agent inventory: runs=100 wall_ms_median=20.1
 METRIC name=inventory.agent.wall_ms value=20.1 unit=ms limit=15.5 target=25
 METRIC name=inventory.agent.peak_rss value=12.5 unit=MiB target=20
+METRIC name=inventory.wall_ms_median value=20.1 unit=ms limit=15.5 target=25
 ratio (median wall): 0.8x
 `
 )
@@ -48,10 +51,10 @@ func testSources(t *testing.T) []source {
 
 func TestReadSource(t *testing.T) {
 	s := testSources(t)
-	if len(s[0].metrics) != 7 || s[0].skipped != 1 {
-		t.Errorf("round: %d metrics, %d skipped; want 7 and 1", len(s[0].metrics), s[0].skipped)
+	if len(s[0].metrics) != 9 || s[0].skipped != 1 {
+		t.Errorf("round: %d metrics, %d skipped; want 9 and 1", len(s[0].metrics), s[0].skipped)
 	}
-	if len(s[1].metrics) != 2 || s[1].skipped != 0 || s[1].metrics[0].Limit != 15.5 {
+	if len(s[1].metrics) != 3 || s[1].skipped != 0 || s[1].metrics[0].Limit != 15.5 {
 		t.Errorf("script output: %+v", s[1])
 	}
 }
@@ -84,9 +87,15 @@ func TestRenderGolden(t *testing.T) {
 		"## Image writing\n\n", "Not measured in this run.",
 		"## `builder`",
 		"Measured at commit `0123456789ab`, 2030-01-02 04:05 UTC, on Example CPU @ 2.00GHz (2 cores, 11.0 GiB memory), Linux 6.1.0-test; load average 1.50 1.20 0.90 when the page was written.",
-		"- `go-test.metrics`: 7 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
+		"- `go-test.metrics`: 9 figures, written 2030-01-02 03:04 UTC, 1 malformed METRIC lines left out",
 		"| `vm.deploy_bios.first_heartbeat_s` | 12.9 s | 4.2 s |  | `TestVMDeployBIOS` |",
 		"| `vm.deploy_uefi.first_heartbeat_s` | 30 s | not measured |  | `TestVMDeployUEFI` |",
+		// The headline table takes the rows' values, limits and IPA's.
+		"| `ironic-agent inventory`, wall time (median) (`inventory.wall_ms_median`) | 20.1 ms | 15.5 ms |  |",
+		"| deploy: a 1 GiB raw image from HTTP to the disk (`vm.ipadeploy.ours.raw.image_mb_s`) | 20 MB/s |  | 12.5 MB/s |",
+		"| ramdisk: kernel and initramfs (`ramdisk.total_mib`) | not measured |  | not measured |",
+		// Ours stands after IPA's.
+		"| `vm.ipadeploy.ipa.raw.image_mb_s` | 12.5 MB/s |  |  | `TestVMIPADeploy` |\n| `vm.ipadeploy.ours.raw.image_mb_s` | 20 MB/s |  |  | `TestVMIPADeploy` |",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the page lacks %q", s)
