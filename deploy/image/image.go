@@ -328,7 +328,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	if h == nil {
 		return nil, ipaerror.Generic("unsupported checksum algorithm " + sum.Algorithm)
 	}
-	var clock stageClock
+	clock := startStageClock()
 	// Hashed beside the producer, which may have a qcow2 image to
 	// convert or a file to decompress; a raw image's bytes are hashed
 	// by the writer instead.
@@ -354,7 +354,7 @@ func writeOnce(ctx context.Context, info *ImageInfo, device string, sum Checksum
 	if err := checkFits(res, src.size, dev.Size(), info.ID, device, opts); err != nil {
 		return nil, err
 	}
-	w, writerHash, err := newImageWriter(dev, device, res, hr, &h, sum.Algorithm, &clock, opts)
+	w, writerHash, err := newImageWriter(dev, device, res, hr, &h, sum.Algorithm, clock, opts)
 	if err != nil {
 		return nil, errWrite(device, err)
 	}

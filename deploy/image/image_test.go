@@ -478,6 +478,11 @@ func TestStageTimesString(t *testing.T) {
 	if got := st.String(); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
+	st.CPU = processCPU{User: 2500 * time.Millisecond, System: 700 * time.Millisecond, Switches: 1234}
+	want += "; agent CPU 2.5s user, 0.7s system, 1234 context switches"
+	if got := st.String(); got != want {
+		t.Errorf("with CPU: got %q\nwant %q", got, want)
+	}
 }
 
 // A compressed image that turns out larger than the device fails as a

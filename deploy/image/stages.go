@@ -36,6 +36,17 @@ type StageTimes struct {
 	Write time.Duration
 	// Sync is the final fsync and partition table re-read.
 	Sync time.Duration
+	// CPU is what the whole agent process spent over the write: user and
+	// system time and context switches, from getrusage (zero where it
+	// could not be read). Where the CPU, not the disk or the network,
+	// sets the pace (an emulated machine), it says what a byte costs.
+	CPU processCPU
+}
+
+// processCPU is a process's CPU time and context switches.
+type processCPU struct {
+	User, System time.Duration
+	Switches     int64 // voluntary and involuntary
 }
 
 // String is the stages for a log line.
@@ -51,6 +62,10 @@ func (s StageTimes) String() string {
 	}
 	fmt.Fprintf(&b, ", waiting on the disk or the hash %.1fs, device writes %.1fs (%d at once), fsync %.1fs",
 		s.BufferWait.Seconds(), s.Write.Seconds(), writeDepth, s.Sync.Seconds())
+	if s.CPU != (processCPU{}) {
+		fmt.Fprintf(&b, "; agent CPU %.1fs user, %.1fs system, %d context switches",
+			s.CPU.User.Seconds(), s.CPU.System.Seconds(), s.CPU.Switches)
+	}
 	return b.String()
 }
 
@@ -58,6 +73,17 @@ func (s StageTimes) String() string {
 type stageClock struct {
 	receive, hash, bufferWait, write atomic.Int64 // nanoseconds
 	reads                            atomic.Int64
+	// cpu0 is the process's CPU at the write's start (startStageClock).
+	cpu0   processCPU
+	cpuSet bool
+}
+
+// startStageClock is a write's clock, noting the process's CPU use at
+// the write's start.
+func startStageClock() *stageClock {
+	c := &stageClock{}
+	c.cpu0, c.cpuSet = readProcessCPU()
+	return c
 }
 
 // since adds the time since start to d.
@@ -105,6 +131,9 @@ func (c *stageClock) times(copyTime, sync time.Duration, decoding bool, hashImpl
 		BufferWait: time.Duration(c.bufferWait.Load()),
 		Write:      time.Duration(c.write.Load()),
 		Sync:       sync,
+	}
+	if now, ok := readProcessCPU(); ok && c.cpuSet {
+		s.CPU = processCPU{User: now.User - c.cpu0.User, System: now.System - c.cpu0.System, Switches: now.Switches - c.cpu0.Switches}
 	}
 	if decoding {
 		// Whatever else the producer did between its reads and its

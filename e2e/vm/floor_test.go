@@ -15,6 +15,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/ironic-go/ironic-agent/deploy/image"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/rdinit"
 	"github.com/ironic-go/ironic-agent/internal/testbed/ironic"
@@ -288,6 +289,12 @@ func reportThroughput(t *testing.T, vm *qemu.VM) {
 	}
 	if okAgent && okDD {
 		metric.Report(t, metricName(t, "write_image_mb_s"), agent, "MB/s", metric.Limit(dd))
+	}
+	// Where the write's time and the agent's CPU went, for a slow run.
+	if l, ok := vm.Find(logtext.Msg(image.EventImageWritten)); ok {
+		if i := strings.Index(l.Text, "stages="); i >= 0 {
+			t.Logf("the agent's write: %s", l.Text[i:])
+		}
 	}
 }
 
