@@ -74,11 +74,7 @@ func floorsOf(m qemu.Machine) (boot, uptime string) {
 	if m.Arch == qemu.Arm64 {
 		return arm64KernelBootFloor, ""
 	}
-	fw := m.Firmware
-	if fw == "" {
-		fw = qemu.BIOS
-	}
-	return kernelBootFloor(fw), initUptimeFloor(fw)
+	return kernelBootFloor(m.Firmware), initUptimeFloor(m.Firmware)
 }
 
 // reportAgentStarted reports the guest's uptime at which the agent

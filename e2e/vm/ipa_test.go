@@ -276,11 +276,11 @@ func sideBySide(t *testing.T, side qemu.Machine, shape func(*qemu.Machine), clea
 			line += fmt.Sprintf(", first heartbeat %.1fs after QEMU start, cleaning %.1fs (provide to available)", r.heartbeat.Seconds(), r.clean.Seconds())
 		}
 		t.Log(line)
-		reportSide(t, a.name, "ramdisk_mib", mib(a.kernelSize+a.initrdSize), "MiB")
-		reportSide(t, a.name, "inspection_s", r.inspect.Seconds(), "s")
+		reportSide(t, a.name, mib(a.kernelSize+a.initrdSize), "MiB", "ramdisk_mib")
+		reportSide(t, a.name, r.inspect.Seconds(), "s", "inspection_s")
 		if r.clean != 0 {
-			reportSide(t, a.name, "first_heartbeat_s", r.heartbeat.Seconds(), "s")
-			reportSide(t, a.name, "cleaning_s", r.clean.Seconds(), "s")
+			reportSide(t, a.name, r.heartbeat.Seconds(), "s", "first_heartbeat_s")
+			reportSide(t, a.name, r.clean.Seconds(), "s", "cleaning_s")
 		}
 	}
 	compareSides(t, "", runs["ipa"].data, runs["ours"].data, allow, true)
@@ -435,13 +435,14 @@ func size(p string) int64 {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// reportSide reports one agent's figure of a side-by-side run; ours stands
-// beside IPA's on the performance page.
-func reportSide(t *testing.T, agent, figure string, v float64, unit string) {
+// reportSide reports one agent's figure of a side-by-side run, named
+// vm.<test>.<agent>.<figure...>; ours stands beside IPA's on the
+// performance page.
+func reportSide(t *testing.T, agent string, v float64, unit string, figure ...string) {
 	t.Helper()
 	var opts []metric.Option
 	if agent == "ours" {
-		opts = append(opts, metric.Beside(metricName(t, "ipa", figure)))
+		opts = append(opts, metric.Beside(metricName(t, append([]string{"ipa"}, figure...)...)))
 	}
-	metric.Report(t, metricName(t, agent, figure), v, unit, opts...)
+	metric.Report(t, metricName(t, append([]string{agent}, figure...)...), v, unit, opts...)
 }
