@@ -77,6 +77,20 @@ func (l *flow) run(t *testing.T, name, mac, imageURL, imagePath string) time.Dur
 		mark(string(target))
 	}
 	step(nodes.TargetInspect)
+	if l.fast {
+		// Ironic fast-tracks cleaning only for an agent whose heartbeat
+		// it recorded (agent_last_heartbeat), and it ignores one that
+		// comes in "inspect wait" (Ironic 2023.1). A provide before the next heartbeat
+		// would have it power-cycle the node and wipe the token: a
+		// machine boots the agent again, this one process cannot.
+		if _, err := l.ironic.WaitFor(ctx, n.UUID, 2*time.Minute, "a heartbeat Ironic recorded (agent_last_heartbeat)", func(n *nodes.Node) bool {
+			_, ok := n.DriverInternalInfo["agent_last_heartbeat"]
+			return ok
+		}); err != nil {
+			t.Fatal(err)
+		}
+		mark("heartbeat recorded")
+	}
 	// The hint names the loop device only now: the inspected inventory
 	// (the fixture machine's disks) does not hold it. The boot-mode hook
 	// (2025.1 on) stored the fixture's BIOS boot mode; UEFI again, with
