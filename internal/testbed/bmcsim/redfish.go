@@ -31,6 +31,11 @@ const (
 	RedfishBootPxe  = "Pxe"  // the NICs with PXE (Machine.NetBoot)
 	RedfishBootHdd  = "Hdd"  // the disks
 	RedfishBootCd   = "Cd"   // the image inserted in the virtual CD
+	// RedfishBootUefiHttp is the firmware's UEFI HTTP boot, which Ironic's
+	// http boot interface asks for: the NICs with PXE first, as for Pxe
+	// (QEMU's boot order cannot name one boot option of a NIC; the
+	// firmware's PXE clients try before its HTTP one).
+	RedfishBootUefiHttp = "UefiHttp"
 )
 
 // Virtual media devices of a RedfishBMC: the CD Ironic boots the ramdisk
@@ -238,9 +243,9 @@ func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 	}
 	switch target {
 	case RedfishBootNone, RedfishBootHdd:
-	case RedfishBootPxe:
+	case RedfishBootPxe, RedfishBootUefiHttp:
 		if !slices.ContainsFunc(m.NICs, func(n qemu.NIC) bool { return n.PXE }) {
-			return m, desc, errors.New("boot override Pxe: the machine has no NIC with PXE")
+			return m, desc, fmt.Errorf("boot override %s: the machine has no NIC with PXE", target)
 		}
 		m.NetBoot = true
 	case RedfishBootCd:
@@ -384,7 +389,7 @@ func (b *RedfishBMC) resource(path string) (map[string]any, bool) {
 			"MemorySummary":    map[string]any{"TotalSystemMemoryGiB": float64(m.MemoryMB) / 1024},
 			"Boot": map[string]any{"BootSourceOverrideTarget": b.target, "BootSourceOverrideEnabled": b.enabled,
 				"BootSourceOverrideMode":                           b.mode,
-				"BootSourceOverrideTarget@Redfish.AllowableValues": []string{RedfishBootNone, RedfishBootPxe, RedfishBootHdd, RedfishBootCd}},
+				"BootSourceOverrideTarget@Redfish.AllowableValues": []string{RedfishBootNone, RedfishBootPxe, RedfishBootHdd, RedfishBootCd, RedfishBootUefiHttp}},
 			"Links": map[string]any{"ManagedBy": []any{odataID(redfishManager)}, "Chassis": []any{odataID(redfishChassis)}},
 			"Actions": map[string]any{"#ComputerSystem.Reset": map[string]any{
 				"target": redfishSystem + "/Actions/ComputerSystem.Reset", "ResetType@Redfish.AllowableValues": redfishResetTypes}},
@@ -757,7 +762,7 @@ func parseBootPatch(body []byte) (bootPatch, error) {
 	if err != nil {
 		return p, err
 	}
-	if p.target, err = stringIn(boot, "Boot", "BootSourceOverrideTarget", RedfishBootNone, RedfishBootPxe, RedfishBootHdd, RedfishBootCd); err != nil {
+	if p.target, err = stringIn(boot, "Boot", "BootSourceOverrideTarget", RedfishBootNone, RedfishBootPxe, RedfishBootHdd, RedfishBootCd, RedfishBootUefiHttp); err != nil {
 		return p, err
 	}
 	if p.enabled, err = stringIn(boot, "Boot", "BootSourceOverrideEnabled", "Disabled", "Once", "Continuous"); err != nil {

@@ -304,10 +304,12 @@ func TestRedfishVirtualMediaBoot(t *testing.T) {
 	if sys := b.want("GET", redfishSystem, "", 200); sys["PowerState"] != "Off" || b.bmc.On() {
 		t.Errorf("after ForceOff: %v", sys["PowerState"])
 	}
-	// Pxe on a machine with no PXE NIC is refused.
-	b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideTarget": "Pxe"}}`, 204)
-	if code, _, _ := b.do("POST", redfishSystem+"/Actions/ComputerSystem.Reset", "", `{"ResetType": "On"}`); code != 500 {
-		t.Errorf("a Pxe boot without a PXE NIC: %d, want 500", code)
+	// Pxe and UefiHttp on a machine with no PXE NIC are refused.
+	for _, target := range []string{"Pxe", "UefiHttp"} {
+		b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideTarget": "`+target+`"}}`, 204)
+		if code, _, _ := b.do("POST", redfishSystem+"/Actions/ComputerSystem.Reset", "", `{"ResetType": "On"}`); code != 500 {
+			t.Errorf("a %s boot without a PXE NIC: %d, want 500", target, code)
+		}
 	}
 	events := strings.Join(b.bmc.Events(), "; ")
 	for _, e := range []string{"inserted " + img + " into Cd", "power on by Redfish ResetType On (boot Cd, Once, Legacy from " + img + ")",
@@ -328,6 +330,25 @@ func TestRedfishInsertMediaCredentials(t *testing.T) {
 	v := b.want("GET", redfishManager+"/VirtualMedia/UsbStick", "", 200)
 	if v["Inserted"] != false || v["WriteProtected"] != false || v["Image"] != b.images.URL+"/c.img" {
 		t.Errorf("USB stick after InsertMedia with Inserted false: %v", v)
+	}
+}
+
+// TestRedfishUefiHttpBoot: the override UefiHttp (Ironic's http boot
+// interface) boots the machine from its NICs with PXE, as Pxe does.
+func TestRedfishUefiHttpBoot(t *testing.T) {
+	m := qemu.DefaultMachine("uefi")
+	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:6d:3c:01", Backend: qemu.NICTap, PXE: true}}
+	b := newRedfishBedFor(t, m)
+	if v := b.want("GET", redfishSystem, "", 200); !slices.Contains(field(v, "Boot", "BootSourceOverrideTarget@Redfish.AllowableValues").([]any), any("UefiHttp")) {
+		t.Errorf("UefiHttp is not among the allowed boot targets: %v", v["Boot"])
+	}
+	b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "BootSourceOverrideMode": "UEFI"}}`, 204)
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "On"}`, 204)
+	if len(b.booted) != 1 || !b.booted[0].NetBoot || b.booted[0].ISO != "" || b.booted[0].Kernel != "" {
+		t.Fatalf("a UefiHttp boot started %+v, want a network boot", b.booted)
+	}
+	if events := strings.Join(b.bmc.Events(), "; "); !strings.Contains(events, "(boot UefiHttp, Once, UEFI)") {
+		t.Errorf("events do not name the UefiHttp boot: %s", events)
 	}
 }
 
@@ -454,7 +475,7 @@ func TestRedfishWithSushy(t *testing.T) {
 	got := string(out)
 	t.Logf("sushy read:\n%s", got)
 	for _, want := range []string{
-		`{"auth": "basic", "power": "Off", "mode": "UEFI", "vendor": "Lab Systems", "allowed": ["Cd", "Hdd", "None", "Pxe"], "resets": ["ForceOff", "ForceOn", "ForceRestart", "GracefulRestart", "GracefulShutdown", "On", "PowerCycle"]}`,
+		`{"auth": "basic", "power": "Off", "mode": "UEFI", "vendor": "Lab Systems", "allowed": ["Cd", "Hdd", "None", "Pxe", "UefiHttp"], "resets": ["ForceOff", "ForceOn", "ForceRestart", "GracefulRestart", "GracefulShutdown", "On", "PowerCycle"]}`,
 		`{"auth": "session", "power": "Off"`,
 		`{"inserted": true, "image": "` + img + `"}`,
 		`{"media": {"Cd": ["CD", "DVD"], "UsbStick": ["USBStick"]}}`,

@@ -32,7 +32,9 @@ func confWriter(dir string) (path func(...string) string, line func(string, ...a
 //     kernel parameters). Config.Redfish adds the redfish hardware type
 //     with redfish power and management and the redfish-virtual-media
 //     boot interface, which builds an ISO of the deploy kernel and
-//     ramdisk and has the BMC insert it.
+//     ramdisk and has the BMC insert it; with NetBoot.HTTPBoot also the
+//     http boot interface (UEFI HTTP boot), tftp_root then being the
+//     HTTP root.
 //   - deploy direct: the agent deploy interface; inspect inspector: Ironic
 //     drives ironic-inspector; raid agent: nodes accept RAID steps from the agent.
 //   - ramdisk_heartbeat_timeout short: the agent heartbeats every 0.3-0.6 of
@@ -89,6 +91,11 @@ func ironicConf(c Config, dir string) string {
 	}
 	if c.Redfish {
 		hw, power, mgmt, boot = hw+",redfish", power+",redfish", mgmt+",redfish", boot+",redfish-virtual-media"
+		if c.NetBoot != nil && c.NetBoot.HTTPBoot {
+			// Last: a hardware type's default boot interface is the
+			// first of its own enabled, which stays what it was.
+			boot += ",http"
+		}
 		defaultFake = func(string, ...any) {}
 		// The BIOS ISOs Ironic builds boot through ISOLINUX (Debian's
 		// isolinux; ldlinux.c32 it finds in syslinux-common's directory).
@@ -227,20 +234,43 @@ func ironicConf(c Config, dir string) string {
 	w("[pxe]")
 	w("images_path = %s", p("state", "images"))
 	w("instance_master_path = %s", p("state", "master_images"))
-	w("tftp_root = %s", p("state", "tftpboot"))
+	if c.NetBoot != nil && c.NetBoot.HTTPBoot {
+		// NetBoot.HTTPBoot: the http interface's GRUB configurations
+		// and its ramdisks in one directory served over HTTP.
+		w("tftp_root = %s", p("http", "httpboot"))
+	} else {
+		w("tftp_root = %s", p("state", "tftpboot"))
+	}
 	w("tftp_master_path = %s", p("state", "tftpboot", "master_images"))
 	if nb := c.NetBoot; nb != nil {
 		w("kernel_append_params = %s", nb.KernelParams)
+		// inner is a file of the test's as the services see it.
+		inner := func(host string) string {
+			if rel, err := filepath.Rel(c.Dir, host); err == nil && c.Dir != "" && filepath.IsLocal(rel) {
+				return p(rel)
+			}
+			return host
+		}
+		innerDict := func(d map[string]string) map[string]string {
+			out := make(map[string]string, len(d))
+			for k, v := range d {
+				out[k] = inner(v)
+			}
+			return out
+		}
 		for _, o := range []struct {
 			name string
 			dict map[string]string
-		}{{"loader_file_paths", nb.Loaders}, {"pxe_config_template_by_arch", nb.ConfigTemplateByArch}, {"pxe_bootfile_name_by_arch", nb.BootfileByArch}} {
+		}{{"loader_file_paths", innerDict(nb.Loaders)}, {"pxe_config_template_by_arch", innerDict(nb.ConfigTemplateByArch)}, {"pxe_bootfile_name_by_arch", nb.BootfileByArch}} {
 			if len(o.dict) > 0 {
 				w("%s = %s", o.name, confDict(o.dict))
 			}
 		}
 		if nb.UEFIConfigTemplate != "" {
-			w("uefi_pxe_config_template = %s", nb.UEFIConfigTemplate)
+			w("uefi_pxe_config_template = %s", inner(nb.UEFIConfigTemplate))
+		}
+		if nb.InitialGRUBTemplate != "" {
+			w("initial_grub_template = %s", inner(nb.InitialGRUBTemplate))
 		}
 	}
 	w("")

@@ -123,6 +123,38 @@ func TestIronicConfRedfish(t *testing.T) {
 	}
 }
 
+// TestIronicConfHTTPBoot: NetBoot.HTTPBoot enables the http boot
+// interface after the others and makes tftp_root the HTTP root; the files
+// of the test's below Config.Dir are named as the services see them.
+func TestIronicConfHTTPBoot(t *testing.T) {
+	c := Config{Dir: "/work/ironic", IPMI: true, Redfish: true, Series: Series2026_1, NetBoot: &NetBoot{HTTPURL: "http://10.99.0.1:8088", HTTPBoot: true,
+		Loaders:              map[string]string{"grubaa64.efi": "/work/ironic/etc/grubnetaa64.efi", "bootx64.efi": "/usr/lib/grub/x86_64-efi/monolithic/grubnetx64.efi"},
+		ConfigTemplateByArch: map[string]string{"aarch64": "/work/ironic/etc/grub-linux.template"},
+		InitialGRUBTemplate:  "/work/ironic/etc/initial-grub.template"}}
+	c.defaults()
+	conf := ironicConf(c, "/ironictest")
+	for _, want := range []string{
+		"enabled_boot_interfaces = fake,pxe,ipxe,redfish-virtual-media,http\n",
+		"\nhttp_root = /ironictest/http/httpboot\n",
+		"\ntftp_root = /ironictest/http/httpboot\n",
+		"\ntftp_master_path = /ironictest/state/tftpboot/master_images\n",
+		"\nloader_file_paths = bootx64.efi:/usr/lib/grub/x86_64-efi/monolithic/grubnetx64.efi,grubaa64.efi:/ironictest/etc/grubnetaa64.efi\n",
+		"\npxe_config_template_by_arch = aarch64:/ironictest/etc/grub-linux.template\n",
+		"\ninitial_grub_template = /ironictest/etc/initial-grub.template\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("ironic.conf with HTTPBoot lacks %q:\n%s", want, conf)
+		}
+	}
+	if _, err := Start(t.Context(), Config{Dir: t.TempDir(), Series: Series2023_1, NetBoot: &NetBoot{HTTPBoot: true}}); err == nil || !strings.Contains(err.Error(), "no http boot interface") {
+		t.Errorf("Start of 2023.1 (Ironic 21.4) with HTTPBoot: %v, want a refusal", err)
+	}
+	c.NetBoot.HTTPBoot = false
+	if conf := ironicConf(c, "/ironictest"); strings.Contains(conf, ",http\n") || !strings.Contains(conf, "\ntftp_root = /ironictest/state/tftpboot\n") {
+		t.Errorf("ironic.conf without HTTPBoot enables http or serves tftp_root over HTTP:\n%s", conf)
+	}
+}
+
 // TestIronicConfVirtualMediaUEFI: Config.VirtualMediaUEFI sets the ESP in
 // [conductor] and where and how the ISO's GRUB configuration is written in
 // [DEFAULT]; without it none of the three is set.

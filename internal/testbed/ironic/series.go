@@ -103,6 +103,11 @@ func (s Series) HasInspector() bool { return s.info().inspector }
 // interface (/v1/continue_inspection, Ironic >= 22.1).
 func (s Series) HasAgentInspection() bool { return s != Series2023_1 }
 
+// HasHTTPBoot says whether Ironic has the http boot interface (UEFI HTTP
+// boot of GRUB through the node's DHCP: pxe.HttpBoot, Ironic >= 24.1,
+// the 2024.1 series): 2025.1 and 2026.1, not the host's 21.4.
+func (s Series) HasHTTPBoot() bool { return s != Series2023_1 }
+
 // RequiresTLS says whether Ironic, at its defaults, refuses a plain-http
 // agent callback ([agent]require_tls, true since Ironic 26).
 func (s Series) RequiresTLS() bool { return s.info().requireTLS }

@@ -128,7 +128,10 @@ type NetBoot struct {
 	// the ramdisk's command line (Ironic adds ipa-api-url and the rest).
 	KernelParams string
 	// Loaders is [pxe]loader_file_paths: boot loaders Ironic copies from
-	// the host into its HTTP root (name -> host file).
+	// the host into its HTTP root (name -> host file). A series run from
+	// a root filesystem reads the file there, unless it lies below
+	// Config.Dir, which the services see bound in (as for the template
+	// files below): a file the test makes goes there.
 	Loaders map[string]string
 	// InspectionParams is [inspector]extra_kernel_params, added to the
 	// command line of an inspection Ironic boots.
@@ -147,6 +150,18 @@ type NetBoot struct {
 	// only records the operator's setting: the provisioning network's
 	// dnsmasq names the file by the client's architecture itself.
 	BootfileByArch map[string]string
+	// HTTPBoot also enables Ironic's http boot interface (UEFI HTTP boot,
+	// Ironic >= 24.1: Series.HasHTTPBoot) and makes [pxe]tftp_root the
+	// HTTP root: that interface stages the ramdisk below
+	// [deploy]http_root but writes the node's GRUB configuration and its
+	// MAC links below [pxe]tftp_root, with the ramdisk's paths relative
+	// to tftp_root, so only one directory, served over HTTP, has both.
+	// The firmware fetches the boot file from HTTPURL (the DHCP server
+	// names the URL), GRUB the rest.
+	HTTPBoot bool
+	// InitialGRUBTemplate is [pxe]initial_grub_template, the template of
+	// the grub/grub.cfg Ironic puts in its roots, "" for Ironic's own.
+	InitialGRUBTemplate string
 }
 
 func (c *Config) defaults() {
@@ -239,6 +254,9 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	}
 	if _, err := ParseSeries(string(cfg.Series)); err != nil {
 		return nil, err
+	}
+	if cfg.NetBoot != nil && cfg.NetBoot.HTTPBoot && !cfg.Series.HasHTTPBoot() {
+		return nil, fmt.Errorf("testbed ironic: series %s has no http boot interface (Ironic >= 24.1)", cfg.Series)
 	}
 	if !cfg.Series.Host() && cfg.RootFS == "" {
 		return nil, fmt.Errorf("testbed ironic: series %s runs from a root filesystem: set Config.RootFS (EnsureRootFS)", string(cfg.Series))
@@ -367,8 +385,13 @@ func (s *Services) Series() Series { return s.cfg.Series }
 func (s *Services) HTTPRoot() string { return filepath.Join(s.cfg.Dir, "http", "httpboot") }
 
 // TFTPRoot is [pxe]tftp_root on the host, where the pxe boot interface
-// puts Config.NetBoot's loaders.
-func (s *Services) TFTPRoot() string { return filepath.Join(s.cfg.Dir, "state", "tftpboot") }
+// puts Config.NetBoot's loaders: HTTPRoot with NetBoot.HTTPBoot.
+func (s *Services) TFTPRoot() string {
+	if s.cfg.NetBoot != nil && s.cfg.NetBoot.HTTPBoot {
+		return s.HTTPRoot()
+	}
+	return filepath.Join(s.cfg.Dir, "state", "tftpboot")
+}
 
 func (s *Services) ironicConf() string    { return filepath.Join(s.procDir(), "etc", "ironic.conf") }
 func (s *Services) inspectorConf() string { return filepath.Join(s.procDir(), "etc", "inspector.conf") }

@@ -121,6 +121,17 @@ type DHCP struct {
 	// (client architecture 11): Ironic's [pxe]pxe_bootfile_name_by_arch
 	// for aarch64 (grubaa64.efi). Empty: none is offered.
 	GRUBLoaderArm64 string
+	// HTTPBoot are the MACs of machines booted by Ironic's http boot
+	// interface (UEFI HTTP boot): their firmware's HTTP client (vendor
+	// class HTTPClient) gets the boot file's URL, as Ironic's DHCP
+	// options for that interface say, and any other request of theirs an
+	// address but no boot file (their PXE client tries first, and fails
+	// at once).
+	HTTPBoot []string
+	// HTTPLoaderArm64 is the URL an arm64 UEFI HTTP client (client
+	// architecture 19) of HTTPBoot gets: Ironic's [deploy]http_url and
+	// [pxe]pxe_bootfile_name_by_arch for aarch64. Empty: none is offered.
+	HTTPLoaderArm64 string
 	// Ignore are the MACs of machines dnsmasq does not answer: for them
 	// the network has no DHCP server.
 	Ignore []string
@@ -154,8 +165,8 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 		// IPv6 beside DHCPv4 and, with no router to answer, waits 16 s
 		// for one on every boot.
 		"--enable-ra", "--dhcp-range=::,constructor:" + p.Bridge + ",ra-only",
-		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxe," + d.UEFILoader,
-		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxe," + d.BIOSLoader,
+		"--dhcp-boot=tag:efi,tag:!ipxe,tag:!pxe,tag:!httpboot," + d.UEFILoader,
+		"--dhcp-boot=tag:!efi,tag:!ipxe,tag:!pxe,tag:!httpboot," + d.BIOSLoader,
 		"--dhcp-match=set:efiaa64,option:client-arch,11",
 		"--dhcp-boot=tag:pxe,tag:!efi,tag:!efiaa64,pxelinux.0",
 	}
@@ -165,8 +176,23 @@ func (p *ProvNet) dnsmasqArgs(d DHCP) []string {
 	if d.GRUBLoaderArm64 != "" {
 		a = append(a, "--dhcp-boot=tag:pxe,tag:efiaa64,"+d.GRUBLoaderArm64)
 	}
+	if d.HTTPLoaderArm64 != "" {
+		// What Ironic's DHCP options for the http interface say (its
+		// pxe_utils.dhcp_options_for_instance): the boot file as a URL,
+		// and option 60 (vendor class) HTTPClient, without which the
+		// firmware takes the offer for an address only. The firmware's
+		// class is HTTPClient:Arch:00019:UNDI:003001 (dnsmasq matches a
+		// substring); it asks for no option 60, hence force.
+		a = append(a, "--dhcp-vendorclass=set:httpclient,HTTPClient",
+			"--dhcp-match=set:httpaa64,option:client-arch,19",
+			"--dhcp-boot=tag:httpboot,tag:httpclient,tag:httpaa64,"+d.HTTPLoaderArm64,
+			"--dhcp-option-force=tag:httpboot,tag:httpclient,60,HTTPClient")
+	}
 	for _, mac := range d.PXE {
 		a = append(a, "--dhcp-host="+mac+",set:pxe")
+	}
+	for _, mac := range d.HTTPBoot {
+		a = append(a, "--dhcp-host="+mac+",set:httpboot")
 	}
 	for _, mac := range d.Ignore {
 		a = append(a, "--dhcp-host="+mac+",ignore")
