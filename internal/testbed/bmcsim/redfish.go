@@ -32,9 +32,10 @@ const (
 	RedfishBootHdd  = "Hdd"  // the disks
 	RedfishBootCd   = "Cd"   // the image inserted in the virtual CD
 	// RedfishBootUefiHttp is the firmware's UEFI HTTP boot, which Ironic's
-	// http boot interface asks for: the NICs with PXE first, as for Pxe
-	// (QEMU's boot order cannot name one boot option of a NIC; the
-	// firmware's PXE clients try before its HTTP one).
+	// http boot interface asks for: the NICs with PXE first, as for Pxe,
+	// with the firmware's PXE clients switched off (Machine.HTTPBoot), so
+	// it boots the NIC's HTTP boot option (QEMU's boot order cannot name
+	// one boot option of a NIC).
 	RedfishBootUefiHttp = "UefiHttp"
 )
 
@@ -234,7 +235,7 @@ func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 		target = RedfishBootNone
 	}
 	desc := fmt.Sprintf("boot %s, %s, %s", target, b.enabled, b.mode)
-	m.Kernel, m.Initrd, m.ISO, m.NetBoot, m.USBStick = "", "", "", false, ""
+	m.Kernel, m.Initrd, m.ISO, m.NetBoot, m.HTTPBoot, m.USBStick = "", "", "", false, false, ""
 	if m.SecureBoot {
 		m.SecureBootDisabled = !b.secureBootEnable
 		if m.SecureBootDisabled {
@@ -248,6 +249,7 @@ func (b *RedfishBMC) bootMachineLocked() (qemu.Machine, string, error) {
 			return m, desc, fmt.Errorf("boot override %s: the machine has no NIC with PXE", target)
 		}
 		m.NetBoot = true
+		m.HTTPBoot = target == RedfishBootUefiHttp
 	case RedfishBootCd:
 		cd := b.media[RedfishMediaCd]
 		if !cd.inserted {

@@ -334,7 +334,8 @@ func TestRedfishInsertMediaCredentials(t *testing.T) {
 }
 
 // TestRedfishUefiHttpBoot: the override UefiHttp (Ironic's http boot
-// interface) boots the machine from its NICs with PXE, as Pxe does.
+// interface) boots the machine from its NICs with PXE, as Pxe does, with
+// the firmware's PXE clients off; a Pxe boot after it has them on.
 func TestRedfishUefiHttpBoot(t *testing.T) {
 	m := qemu.DefaultMachine("uefi")
 	m.NICs = []qemu.NIC{{Model: "virtio-net-pci", MAC: "52:54:00:6d:3c:01", Backend: qemu.NICTap, PXE: true}}
@@ -344,11 +345,17 @@ func TestRedfishUefiHttpBoot(t *testing.T) {
 	}
 	b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "BootSourceOverrideMode": "UEFI"}}`, 204)
 	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "On"}`, 204)
-	if len(b.booted) != 1 || !b.booted[0].NetBoot || b.booted[0].ISO != "" || b.booted[0].Kernel != "" {
-		t.Fatalf("a UefiHttp boot started %+v, want a network boot", b.booted)
+	if len(b.booted) != 1 || !b.booted[0].NetBoot || !b.booted[0].HTTPBoot || b.booted[0].ISO != "" || b.booted[0].Kernel != "" {
+		t.Fatalf("a UefiHttp boot started %+v, want an HTTP network boot", b.booted)
 	}
 	if events := strings.Join(b.bmc.Events(), "; "); !strings.Contains(events, "(boot UefiHttp, Once, UEFI)") {
 		t.Errorf("events do not name the UefiHttp boot: %s", events)
+	}
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "ForceOff"}`, 204)
+	b.want("PATCH", redfishSystem, `{"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}`, 204)
+	b.want("POST", redfishSystem+"/Actions/ComputerSystem.Reset", `{"ResetType": "On"}`, 204)
+	if len(b.booted) != 2 || !b.booted[1].NetBoot || b.booted[1].HTTPBoot {
+		t.Errorf("a Pxe boot after UefiHttp started %+v, want a PXE network boot", b.booted[1:])
 	}
 }
 

@@ -269,9 +269,6 @@ func ironicConf(c Config, dir string) string {
 		if nb.UEFIConfigTemplate != "" {
 			w("uefi_pxe_config_template = %s", inner(nb.UEFIConfigTemplate))
 		}
-		if nb.InitialGRUBTemplate != "" {
-			w("initial_grub_template = %s", inner(nb.InitialGRUBTemplate))
-		}
 	}
 	w("")
 	w("[dhcp]")

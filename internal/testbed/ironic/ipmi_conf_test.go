@@ -129,8 +129,7 @@ func TestIronicConfRedfish(t *testing.T) {
 func TestIronicConfHTTPBoot(t *testing.T) {
 	c := Config{Dir: "/work/ironic", IPMI: true, Redfish: true, Series: Series2026_1, NetBoot: &NetBoot{HTTPURL: "http://10.99.0.1:8088", HTTPBoot: true,
 		Loaders:              map[string]string{"grubaa64.efi": "/work/ironic/etc/grubnetaa64.efi", "bootx64.efi": "/usr/lib/grub/x86_64-efi/monolithic/grubnetx64.efi"},
-		ConfigTemplateByArch: map[string]string{"aarch64": "/work/ironic/etc/grub-linux.template"},
-		InitialGRUBTemplate:  "/work/ironic/etc/initial-grub.template"}}
+		ConfigTemplateByArch: map[string]string{"aarch64": "/work/ironic/etc/grub-linux.template"}}}
 	c.defaults()
 	conf := ironicConf(c, "/ironictest")
 	for _, want := range []string{
@@ -140,7 +139,6 @@ func TestIronicConfHTTPBoot(t *testing.T) {
 		"\ntftp_master_path = /ironictest/state/tftpboot/master_images\n",
 		"\nloader_file_paths = bootx64.efi:/usr/lib/grub/x86_64-efi/monolithic/grubnetx64.efi,grubaa64.efi:/ironictest/etc/grubnetaa64.efi\n",
 		"\npxe_config_template_by_arch = aarch64:/ironictest/etc/grub-linux.template\n",
-		"\ninitial_grub_template = /ironictest/etc/initial-grub.template\n",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("ironic.conf with HTTPBoot lacks %q:\n%s", want, conf)

@@ -159,9 +159,6 @@ type NetBoot struct {
 	// The firmware fetches the boot file from HTTPURL (the DHCP server
 	// names the URL), GRUB the rest.
 	HTTPBoot bool
-	// InitialGRUBTemplate is [pxe]initial_grub_template, the template of
-	// the grub/grub.cfg Ironic puts in its roots, "" for Ironic's own.
-	InitialGRUBTemplate string
 }
 
 func (c *Config) defaults() {

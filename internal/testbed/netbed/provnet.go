@@ -125,8 +125,8 @@ type DHCP struct {
 	// interface (UEFI HTTP boot): their firmware's HTTP client (vendor
 	// class HTTPClient) gets the boot file's URL, as Ironic's DHCP
 	// options for that interface say, and any other request of theirs an
-	// address but no boot file (their PXE client tries first, and fails
-	// at once).
+	// address but no boot file (a PXE client of theirs gets nothing to
+	// boot, not another machine's loader).
 	HTTPBoot []string
 	// HTTPLoaderArm64 is the URL an arm64 UEFI HTTP client (client
 	// architecture 19) of HTTPBoot gets: Ironic's [deploy]http_url and

@@ -195,6 +195,13 @@ type Machine struct {
 	// NetBoot puts the NICs with PXE first in the firmware's boot order
 	// (with no Kernel and no ISO): the machine boots from the network.
 	NetBoot bool
+	// HTTPBoot, with NetBoot under UEFI, switches the firmware's PXE
+	// clients off (QEMU's fw_cfg opt/org.tianocore/IPv4PXESupport and
+	// IPv6PXESupport "n", which OVMF and AAVMF read), so the NICs' first
+	// boot option is UEFI HTTP boot, as a BMC's UefiHttp override boots
+	// it. Without it AAVMF tries PXE over IPv4, then IPv6, before HTTP:
+	// a minute each when no boot file is offered.
+	HTTPBoot bool
 	// TFTPRoot, when set, is served by the NICUser NICs' own DHCP and
 	// TFTP server (QEMU's slirp), whose DHCP names TFTPBootFile (relative
 	// to TFTPRoot) as the boot file: a network boot with no provisioning
@@ -623,6 +630,13 @@ func (m *Machine) Args(relay func(target string) string, tapFD int) ([]string, e
 		return nil, err
 	}
 	a = append(a, bmc...)
+	if m.HTTPBoot {
+		if !m.NetBoot || m.Firmware != UEFI {
+			return nil, fmt.Errorf("qemu: HTTPBoot is a network boot under %s (NetBoot %v, firmware %s)", UEFI, m.NetBoot, m.Firmware)
+		}
+		a = append(a, "-fw_cfg", "name=opt/org.tianocore/IPv4PXESupport,string=n",
+			"-fw_cfg", "name=opt/org.tianocore/IPv6PXESupport,string=n")
+	}
 	a = append(a, m.ExtraArgs...)
 	if m.Firmware == UEFI {
 		code, _ := m.firmwareFiles()

@@ -83,6 +83,40 @@ func TestArgsNetBoot(t *testing.T) {
 	}
 }
 
+// TestArgsHTTPBoot: an HTTP network boot switches the UEFI firmware's
+// PXE clients off; outside a UEFI network boot it is refused.
+func TestArgsHTTPBoot(t *testing.T) {
+	m := DefaultMachine("uefi")
+	m.Dir = "/work/vm"
+	m.NICs[0].Backend, m.NICs[0].PXE = "fd", true
+	m.NetBoot, m.HTTPBoot = true, true
+	a, err := m.Args(RelayCommand, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := strings.Join(a, " ") + " "
+	for _, want := range []string{"-fw_cfg name=opt/org.tianocore/IPv4PXESupport,string=n ", "-fw_cfg name=opt/org.tianocore/IPv6PXESupport,string=n ", ",bootindex=0 "} {
+		if !strings.Contains(cl, want) {
+			t.Errorf("HTTPBoot: want %q:\n%s", want, cl)
+		}
+	}
+	m.HTTPBoot = false
+	if a, _ := m.Args(RelayCommand, 3); strings.Contains(strings.Join(a, " "), "PXESupport") {
+		t.Errorf("a PXE boot switches PXE off: %s", strings.Join(a, " "))
+	}
+	for _, tc := range []struct {
+		fw      Firmware
+		netBoot bool
+	}{{BIOS, true}, {UEFI, false}} {
+		m := DefaultMachine(tc.fw)
+		m.Dir = "/work/vm"
+		m.NetBoot, m.HTTPBoot = tc.netBoot, true
+		if _, err := m.Args(RelayCommand, 3); err == nil {
+			t.Errorf("HTTPBoot under %s with NetBoot %v accepted", tc.fw, tc.netBoot)
+		}
+	}
+}
+
 func TestCreateDisks(t *testing.T) {
 	m := DefaultMachine("bios")
 	m.Dir = t.TempDir()
