@@ -33,8 +33,12 @@ func arm64NetGRUB(t *testing.T, ctx context.Context, dir string) string {
 	}
 	out := filepath.Join(dir, "grubnetaa64.efi")
 	// gzio: Debian's arm64 kernel, as the ramdisk ships it, is gzip'ed.
+	// http: the same image boots over UEFI HTTP (arm64HTTPNetwork), as
+	// Debian's grubnetaa64.efi does; booted so, Debian's GRUB reads its
+	// files through the firmware's own HTTP client (net.mod's EFI
+	// networking), http.mod being its fallback.
 	cmd := exec.CommandContext(ctx, "grub-mkimage", "-O", "arm64-efi", "-d", d, "-p", "/grub", "-o", out,
-		"efinet", "tftp", "net", "normal", "configfile", "echo", "test", "linux", "gzio", "part_gpt", "fat", "search", "sleep")
+		"efinet", "tftp", "http", "net", "normal", "configfile", "echo", "test", "linux", "gzio", "part_gpt", "fat", "search", "sleep")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("network GRUB for arm64: %s: %v: %s", strings.Join(cmd.Args, " "), err, b)
 	}
@@ -78,7 +82,7 @@ func arm64PXENetwork(t *testing.T) *pxeBed {
 // the node's).
 func (r *redfishNode) netNode() *pxeNode {
 	return &pxeNode{t: r.t, ctx: r.ctx, bed: r.bed, s: r.s, m: r.m, node: r.node, macs: [2]string{r.mac}, disk: r.disk,
-		loader: grubArm64Loader, kernelParams: r.kernelParams}
+		loader: grubArm64Loader, kernelParams: r.kernelParams, httpBoot: r.httpBoot}
 }
 
 // TestVMArm64PXEGRUB is an arm64 machine booted through Ironic's pxe boot

@@ -101,13 +101,14 @@ func (b *pxeBed) stagedDigest(urlPath string) string {
 	return b.staged[urlPath]
 }
 
-// served lists the requests whose path starts with prefix.
+// served lists the requests whose path, cleaned (GRUB asks for
+// //NODE/deploy_kernel over HTTP), starts with prefix.
 func (b *pxeBed) served(prefix string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string
 	for _, r := range b.requests {
-		if _, p, _ := strings.Cut(r, " "); strings.HasPrefix(p, prefix) {
+		if _, p, _ := strings.Cut(r, " "); strings.HasPrefix(path.Clean(p), prefix) {
 			out = append(out, r)
 		}
 	}
@@ -235,6 +236,9 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*
 			BIOSLoader: "undionly.kpxe", UEFILoader: "snponly.efi", IPXEScript: "http://" + pxeHTTP + "/boot.ipxe",
 			PXE:        []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0), pxeMAC(pxeGRUBSecureBootNode, 0), redfishMAC(redfishArm64PXENode)},
 			GRUBLoader: "bootx64.efi", GRUBLoaderArm64: grubArm64Loader,
+			// Ironic's boot file URL for the http boot interface:
+			// [deploy]http_url and the aarch64 boot file (arm64HTTPNetwork).
+			HTTPBoot: []string{redfishMAC(redfishArm64HTTPNode)}, HTTPLoaderArm64: "http://" + pxeHTTP + "/" + grubArm64Loader,
 			Ignore: []string{redfishMAC(redfishDHCPLess), redfishMAC(redfishUSBCDNode)}})
 	}
 	if err != nil {
@@ -344,6 +348,10 @@ type pxeNode struct {
 	// network boot ("": bootx64.efi), kernelParams the operator's kernel
 	// parameters Ironic writes ("": pxeKernelParams).
 	loader, kernelParams string
+	// httpBoot: the firmware boots GRUB over UEFI HTTP (Ironic's http
+	// boot interface), and GRUB fetches the rest from the same HTTP
+	// server; nothing goes over TFTP.
+	httpBoot bool
 	// l drives the node: IPMI power, network boots.
 	l *lifecycle
 }

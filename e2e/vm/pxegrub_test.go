@@ -136,15 +136,32 @@ func (p *pxeNode) checkGRUBBoot(vm *qemu.VM, config string) string {
 	loader, kernelParams := cmp.Or(p.loader, "bootx64.efi"), cmp.Or(p.kernelParams, pxeKernelParams)
 	log := p.bed.net.DHCPLog()
 	files := []string{loader, p.node.UUID + "/deploy_kernel", p.node.UUID + "/deploy_ramdisk"}
-	// GRUB 2.06 (Debian 12's) reads Ironic's grub/grub.cfg, which goes on
-	// to /<MAC>.conf; GRUB 2.12 first tries grub.cfg-01-<mac> beside its
-	// image, Ironic's other link to the node's config, and stops there.
-	if !strings.Contains(log, "/tftpboot/grub.cfg-01-"+strings.ReplaceAll(p.macs[0], ":", "-")+" to ") {
-		files = append(files, "grub/grub.cfg", p.macs[0]+".conf")
-	}
-	for _, f := range files {
-		if !strings.Contains(log, "/tftpboot/"+f+" to ") {
-			t.Errorf("dnsmasq did not send %s over TFTP", f)
+	if p.httpBoot {
+		// Over HTTP GRUB searches no grub.cfg-01-<mac> (it does for a
+		// tftp prefix only): grub.cfg beside it (httpGRUBConfig), then
+		// /<MAC>.conf.
+		for _, f := range append(files, "grub.cfg", p.macs[0]+".conf") {
+			if len(p.bed.served("/"+f)) == 0 {
+				t.Errorf("the HTTP boot did not fetch http://%s/%s (requests: %s)", pxeHTTP, f, strings.Join(p.bed.served("/"), ", "))
+			}
+		}
+		for l := range strings.Lines(log) {
+			if strings.Contains(l, "dnsmasq-tftp") && (strings.Contains(l, " sent ") || strings.Contains(l, " not found")) {
+				t.Errorf("an HTTP boot used TFTP: %s", strings.TrimSpace(l))
+			}
+		}
+	} else {
+		// GRUB 2.06 (Debian 12's) reads Ironic's grub/grub.cfg, which
+		// goes on to /<MAC>.conf; GRUB 2.12 first tries grub.cfg-01-<mac>
+		// beside its image, Ironic's other link to the node's config, and
+		// stops there.
+		if !strings.Contains(log, "/tftpboot/grub.cfg-01-"+strings.ReplaceAll(p.macs[0], ":", "-")+" to ") {
+			files = append(files, "grub/grub.cfg", p.macs[0]+".conf")
+		}
+		for _, f := range files {
+			if !strings.Contains(log, "/tftpboot/"+f+" to ") {
+				t.Errorf("dnsmasq did not send %s over TFTP", f)
+			}
 		}
 	}
 	kernel, initrd := grubDeployEntry(config)

@@ -57,6 +57,9 @@ type redfishNode struct {
 	// each ISO's kernel line ([redfish]kernel_append_params, or the
 	// node's driver_info).
 	kernelParams string
+	// httpBoot: the node network-boots through Ironic's http boot
+	// interface (redfishCase.httpBoot).
+	httpBoot bool
 }
 
 // redfishMAC is the MAC of redfishNode n's NIC.
@@ -89,6 +92,10 @@ const (
 	// redfishSecureBootGrubInstallNode is the machine of
 	// TestVMRedfishSecureBootGrubInstall.
 	redfishSecureBootGrubInstallNode = 11
+	// redfishArm64HTTPNode is the machine of TestVMArm64HTTPBoot, which
+	// boots over UEFI HTTP: its MAC is among the provisioning network's
+	// HTTP-boot machines.
+	redfishArm64HTTPNode = 12
 )
 
 // redfishCase is what a virtual-media scenario changes.
@@ -127,6 +134,10 @@ type redfishCase struct {
 	// network-boots GRUB from the provisioning network (with arm64:
 	// arm64PXENetwork's).
 	netBoot bool
+	// httpBoot, with netBoot, enrolls it with Ironic's http boot
+	// interface instead (UEFI HTTP boot; with arm64: arm64HTTPNetwork),
+	// which needs a series newer than the host's (Series.HasHTTPBoot).
+	httpBoot bool
 	// noAutomatedClean enrolls the node with automated cleaning off.
 	noAutomatedClean bool
 	// diskMB is the size of the machine's disk (0: 5 GiB).
@@ -140,6 +151,14 @@ type redfishCase struct {
 // machine n under firmware fw behind its Redfish BMC, enrolled as c says.
 func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfishCase) *redfishNode {
 	t.Helper()
+	// Before the ramdisk: a skip builds nothing.
+	if series, err := ironic.SeriesFromEnv(); err != nil {
+		t.Fatal(err)
+	} else if c.httpBoot && !series.HasHTTPBoot() {
+		t.Skipf("SKIPPED: Ironic's http boot interface is new in 2024.1 (Ironic 24.1): %s lacks it; set %s=2026.1", series, ironic.SeriesEnv)
+	} else if !c.httpBoot && !series.Host() {
+		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s", series)
+	}
 	networkData := c.networkData
 	var rd *qemu.Ramdisk
 	if c.arm64 {
@@ -174,15 +193,14 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 			t.Skipf("SKIPPED: needs %s (Debian package %s; in test.sh)", f, pkg)
 		}
 	}
-	if series, err := ironic.SeriesFromEnv(); err != nil || !series.Host() {
-		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s (%v)", series, err)
-	}
 	var bed *pxeBed
 	switch {
 	case c.tls:
 		bed = tlsProvisioningNetwork(t)
 	case c.secureBoot:
 		bed = secureBootProvisioningNetwork(t)
+	case c.arm64 && c.netBoot && c.httpBoot:
+		bed = arm64HTTPNetwork(t)
 	case c.arm64 && c.netBoot:
 		bed = arm64PXENetwork(t)
 	case c.arm64:
@@ -190,7 +208,8 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 	default:
 		bed = provisioningNetwork(t)
 	}
-	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable, secureBoot: c.secureBoot, kernelParams: pxeKernelParams}
+	r := &redfishNode{t: t, ctx: ctx, bed: bed, s: bed.s, mac: redfishMAC(n), prebuilt: c.removable, secureBoot: c.secureBoot, kernelParams: pxeKernelParams,
+		httpBoot: c.netBoot && c.httpBoot}
 	m := qemu.DefaultMachine(qemu.Firmware(fw))
 	m.Name = "ironic-agent-redfish-" + fw
 	if c.arm64 {
@@ -273,13 +292,16 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		driverInfo["deploy_iso"] = bed.serveImage("prebuilt-"+fw+".iso", iso)
 		driverInfo["config_via_removable"] = true
 	}
-	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", m.Name[len("ironic-agent-redfish-"):], n), InspectInterface: "inspector", Redfish: driverInfo,
+	spec := ironic.NodeSpec{Name: fmt.Sprintf("vm-redfish-%s-%d", m.Name[len("ironic-agent-redfish-"):], n), InspectInterface: r.s.inspectInterface(), Redfish: driverInfo,
 		Properties: map[string]any{"capabilities": "boot_mode:" + fw, "vendor": nil}}
 	if c.arm64 {
 		spec.Properties["cpu_arch"] = "aarch64"
 	}
 	if c.netBoot {
 		spec.BootInterface = "pxe"
+		if c.httpBoot {
+			spec.BootInterface = "http"
+		}
 	}
 	if c.secureBootOff || c.noAutomatedClean {
 		noClean := false
