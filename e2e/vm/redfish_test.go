@@ -156,6 +156,10 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		t.Fatal(err)
 	} else if c.httpBoot && !series.HasHTTPBoot() {
 		t.Skipf("SKIPPED: Ironic's http boot interface is new in 2024.1 (Ironic 24.1): %s lacks it; set %s=2026.1", series, ironic.SeriesEnv)
+	} else if c.httpBoot && !series.HasNetBootLoaders() {
+		// The bed's Ironic is given every network boot loader, which the
+		// series' root filesystem must carry.
+		t.Skipf("SKIPPED: the root filesystem of %s lacks the boot loaders the provisioning network hands out (syslinux-common, grub-efi-amd64-bin); set %s=2026.1", series, ironic.SeriesEnv)
 	} else if !c.httpBoot && !series.Host() {
 		t.Skipf("SKIPPED: the provisioning network runs the host's Ironic (2023.1) only, not %s", series)
 	}
