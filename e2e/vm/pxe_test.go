@@ -237,7 +237,7 @@ func startPXEBed(ctx context.Context, dir, name string, tls bool, conf ...func(*
 			PXE:        []string{pxeMAC(pxeLinuxNode, 0), pxeMAC(pxeGRUBNode, 0), pxeMAC(pxeGRUBSecureBootNode, 0), redfishMAC(redfishArm64PXENode)},
 			GRUBLoader: "bootx64.efi", GRUBLoaderArm64: grubArm64Loader,
 			// Ironic's boot file URL for the http boot interface:
-			// [deploy]http_url and the aarch64 boot file (arm64HTTPNetwork).
+			// [deploy]http_url and the aarch64 boot file (arm64NetBootNetwork).
 			HTTPBoot: []string{redfishMAC(redfishArm64HTTPNode)}, HTTPLoaderArm64: "http://" + pxeHTTP + "/" + grubArm64Loader,
 			Ignore: []string{redfishMAC(redfishDHCPLess), redfishMAC(redfishUSBCDNode)}})
 	}

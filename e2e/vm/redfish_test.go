@@ -132,10 +132,10 @@ type redfishCase struct {
 	inspectionOnly bool
 	// netBoot enrolls the node with Ironic's pxe boot interface: its NIC
 	// network-boots GRUB from the provisioning network (with arm64:
-	// arm64PXENetwork's).
+	// arm64NetBootNetwork's).
 	netBoot bool
 	// httpBoot, with netBoot, enrolls it with Ironic's http boot
-	// interface instead (UEFI HTTP boot; with arm64: arm64HTTPNetwork),
+	// interface instead (UEFI HTTP boot; with arm64: arm64NetBootNetwork's),
 	// which needs a series newer than the host's (Series.HasHTTPBoot).
 	httpBoot bool
 	// noAutomatedClean enrolls the node with automated cleaning off.
@@ -203,10 +203,8 @@ func newRedfishNode(t *testing.T, ctx context.Context, fw string, n int, c redfi
 		bed = tlsProvisioningNetwork(t)
 	case c.secureBoot:
 		bed = secureBootProvisioningNetwork(t)
-	case c.arm64 && c.netBoot && c.httpBoot:
-		bed = arm64HTTPNetwork(t)
 	case c.arm64 && c.netBoot:
-		bed = arm64PXENetwork(t)
+		bed = arm64NetBootNetwork(t, c.httpBoot)
 	case c.arm64:
 		bed = arm64ProvisioningNetwork(t)
 	default:
