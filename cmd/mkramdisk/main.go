@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string) error {
 	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	firmware := fs.Bool("firmware", true, "add the firmware files the modules name, from Debian's firmware packages (main and non-free-firmware)")
-	budget := fs.Int("budget", ramdisk.SizeBudget>>20, "fail when the kernel and the initramfs, without the -file extras, weigh more than `MiB` (0: no limit, for a test's own guest program)")
+	budget := fs.Int("budget", -1, "fail when the kernel and the initramfs, without the -file extras, weigh more than `MiB` (0: no limit, for a test's own guest program; default: the kernel flavour's, "+budgetNames()+")")
 	progs := fs.Bool("programs", true, "add the programs the agent runs (internal/programs), with their libraries, from Debian's packages")
 	files := map[string]string{}
 	fs.Func("file", "extra file for the initramfs, `DST=SRC` (archive path = host path; repeatable)", func(v string) error {
@@ -105,6 +105,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	fl.Arch = a.Name
+	if *budget < 0 {
+		*budget = int(fl.Budget >> 20)
+	}
 	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror, IgnoreValidUntil: *ignoreValidUntil}); err != nil {
 		return err
 	}
@@ -216,6 +219,9 @@ func printReport(w io.Writer, r ramdisk.Report, kernelKind string, kernelSize in
 		fmt.Fprintf(w, "not in this kernel (optional): %s\n", a)
 	}
 	fmt.Fprintf(w, "firmware files: %d\n", len(r.Firmware))
+	for _, u := range r.FirmwareIndexUnverified {
+		fmt.Fprintf(w, "firmware index: left out of the check that firmware-packages.txt lists every package (the firmware itself comes from verified packages): %s\n", u)
+	}
 	if len(r.FirmwareMissing) > 0 {
 		fmt.Fprintf(w, "firmware named by a module that no Debian package ships: %d\n", len(r.FirmwareMissing))
 		var mods []string
@@ -230,6 +236,15 @@ func printReport(w io.Writer, r ramdisk.Report, kernelKind string, kernelSize in
 			fmt.Fprintf(w, "  %s: %s\n", m, strings.Join(byMod[m], " "))
 		}
 	}
+}
+
+// budgetNames lists the flavours' budgets for -budget's help.
+func budgetNames() string {
+	var names []string
+	for _, f := range ramdisk.KernelFlavours() {
+		names = append(names, fmt.Sprintf("%s %d MiB", f.Name, f.Budget>>20))
+	}
+	return strings.Join(names, ", ")
 }
 
 // archNames lists the architectures for -arch's help.

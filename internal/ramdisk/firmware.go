@@ -3,6 +3,7 @@ package ramdisk
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ironic-go/ironic-agent/internal/ramdisk/debian"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/initramfs"
 	"github.com/ironic-go/ironic-agent/internal/ramdisk/kmod"
 )
@@ -95,16 +97,60 @@ func FetchFirmware(ctx context.Context, cacheDir string, f KernelFlavour, pkgs [
 // main's Contents (34 MiB) is not fetched: the only package in main that
 // ships kernel firmware is firmware-linux-free, which
 // firmware-packages.txt lists.
-func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []FirmwarePackage) (map[string][]string, error) {
+//
+// The index only checks that firmware-packages.txt forgets no package;
+// what goes into the initramfs comes from pkgs, each verified. So a suite
+// whose Contents the mirror serves out of sync with its InRelease (a
+// mirror caught between two publications) is left out when another of
+// f's suites gives a verified one: unverified says which and why, for
+// the build's report. With none verified the build fails.
+func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs []FirmwarePackage) (idx map[string][]string, unverified []string, err error) {
 	c, err := archiveClient(cacheDir, f.Arch, f.Mirrors)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	readers, err := c.Contents(ctx, f.Suites, "non-free-firmware", "all")
+	idx, unverified, err = firmwareIndex(f.Suites, func(suite string) ([]io.ReadCloser, error) {
+		return c.Contents(ctx, []string{suite}, "non-free-firmware", "all")
+	}, pkgs)
 	if err != nil {
-		return nil, fmt.Errorf("ramdisk: firmware: kernel flavour %s: %w", f.Name, err)
+		return nil, nil, fmt.Errorf("ramdisk: firmware: kernel flavour %s: %w", f.Name, err)
 	}
-	idx := map[string][]string{}
+	return idx, unverified, nil
+}
+
+// firmwareIndex is FirmwareIndex over contents, which returns the
+// verified non-free-firmware Contents-all of a suite.
+func firmwareIndex(suites []string, contents func(suite string) ([]io.ReadCloser, error), pkgs []FirmwarePackage) (idx map[string][]string, unverified []string, err error) {
+	var readers []io.ReadCloser
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	var firstDigestErr error
+	for _, suite := range suites {
+		rs, err := contents(suite)
+		var de *debian.DigestError
+		switch {
+		case err == nil:
+			readers = append(readers, rs...)
+		case errors.Is(err, debian.ErrNoContents):
+		case errors.As(err, &de):
+			if firstDigestErr == nil {
+				firstDigestErr = err
+			}
+			unverified = append(unverified, fmt.Sprintf("suite %s: %v", suite, err))
+		default:
+			return nil, nil, err
+		}
+	}
+	switch {
+	case len(readers) == 0 && firstDigestErr != nil:
+		return nil, nil, firstDigestErr
+	case len(readers) == 0:
+		return nil, nil, fmt.Errorf("no suite of %s publishes non-free-firmware/Contents-all", strings.Join(suites, ", "))
+	}
+	idx = map[string][]string{}
 	add := func(name, pkg string) {
 		if !slices.Contains(idx[name], pkg) {
 			idx[name] = append(idx[name], pkg)
@@ -112,9 +158,8 @@ func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs [
 	}
 	for _, r := range readers {
 		b, err := io.ReadAll(r)
-		r.Close()
 		if err != nil {
-			return nil, fmt.Errorf("ramdisk: firmware: Contents-all: %w", err)
+			return nil, nil, fmt.Errorf("reading the Contents-all index: %w", err)
 		}
 		for name, pkgs := range parseContents(string(b)) {
 			for _, p := range pkgs {
@@ -135,7 +180,7 @@ func FirmwareIndex(ctx context.Context, cacheDir string, f KernelFlavour, pkgs [
 			})
 		}
 	}
-	return idx, nil
+	return idx, unverified, nil
 }
 
 // parseContents reads a Contents file: "PATH SECTION/PACKAGE[,...]" lines

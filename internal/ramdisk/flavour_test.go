@@ -20,6 +20,17 @@ func TestLookupKernelFlavour(t *testing.T) {
 			t.Errorf("%s: %+v %v", n, f, err)
 		}
 	}
+	// The stable releases' kernels keep SizeBudget; the newest one's is
+	// larger, never none.
+	for _, f := range KernelFlavours() {
+		want := int64(SizeBudget)
+		if f.Name == "newest" {
+			want = NewestSizeBudget
+		}
+		if f.Budget != want {
+			t.Errorf("%s: budget %d MiB, want %d MiB", f.Name, f.Budget>>20, want>>20)
+		}
+	}
 	if _, err := LookupKernelFlavour("sid"); err == nil || !strings.Contains(err.Error(), "bookworm, trixie, newest") {
 		t.Errorf("unknown flavour: %v", err)
 	}

@@ -32,7 +32,7 @@ func FetchInputs(ctx context.Context, cacheDir string, in Inputs) (Options, erro
 		if opts.Firmware, err = FetchFirmware(ctx, cacheDir, in.Flavour, FirmwarePackages()); err != nil {
 			return opts, err
 		}
-		if opts.FirmwareIndex, err = FirmwareIndex(ctx, cacheDir, in.Flavour, opts.Firmware); err != nil {
+		if opts.FirmwareIndex, opts.FirmwareIndexUnverified, err = FirmwareIndex(ctx, cacheDir, in.Flavour, opts.Firmware); err != nil {
 			return opts, err
 		}
 	}

@@ -56,6 +56,9 @@ type Options struct {
 	// (FirmwareIndex): a file a module names that a package not in
 	// Firmware ships fails the build. nil checks nothing.
 	FirmwareIndex map[string][]string
+	// FirmwareIndexUnverified are the suites whose Contents FirmwareIndex
+	// left out, with the reason: the build's report says so.
+	FirmwareIndexUnverified []string
 	// Programs are the registered programs with their libraries
 	// (FetchPrograms); nil carries none.
 	Programs *ProgramSet
@@ -96,6 +99,9 @@ type Report struct {
 	// Options.FirmwareIndex, no Debian package).
 	Firmware        []FirmwareFile `json:",omitempty"`
 	FirmwareMissing []FirmwareRef  `json:",omitempty"`
+	// FirmwareIndexUnverified are Options.FirmwareIndexUnverified: the
+	// suites whose Contents the check of firmware-packages.txt did without.
+	FirmwareIndexUnverified []string `json:",omitempty"`
 	// Programs are the files carried for the program registry
 	// (internal/programs): programs, libraries, the loader.
 	Programs []ProgramFile `json:",omitempty"`
@@ -126,10 +132,15 @@ type SizeItem struct {
 	Gzip  int64
 }
 
-// SizeBudget is the most the kernel and the initramfs may weigh together:
-// what a server downloads over PXE or virtual media before the agent
-// starts, and what it holds in RAM while it runs.
+// SizeBudget is the most the kernel and the initramfs of a stable
+// release's kernel may weigh together: what a server downloads over PXE
+// or virtual media before the agent starts, and what it holds in RAM
+// while it runs.
 const SizeBudget = 48 << 20
+
+// NewestSizeBudget is SizeBudget for the newest flavour's kernel (see
+// KernelFlavours).
+const NewestSizeBudget = 64 << 20
 
 // CheckBudget fails when a kernel and an initramfs of these sizes (bytes)
 // weigh more than budget (bytes; 0: no limit), the initramfs without its
@@ -270,6 +281,7 @@ func Build(ctx context.Context, opts Options, outDir string) (*Result, error) {
 	if err := addFirmware(a.w, a.piece, mods, opts.Firmware, opts.FirmwareIndex, &res.Report); err != nil {
 		return nil, err
 	}
+	res.FirmwareIndexUnverified = opts.FirmwareIndexUnverified
 	if err := addPrograms(a.w, a.piece, opts.Programs, &res.Report); err != nil {
 		return nil, err
 	}

@@ -143,6 +143,9 @@ func Build(ctx context.Context, opts Options, src Source) error {
 	if opts.Flavour.Arch != opts.Arch && (opts.Flavour.Arch != "" || opts.Arch != ramdisk.DefaultArch) {
 		return fmt.Errorf("release: architecture %s, but the kernel flavour's is %q", opts.Arch, opts.Flavour.Arch)
 	}
+	if opts.Flavour.Budget <= 0 {
+		return fmt.Errorf("release: kernel flavour %q has no size budget (take it from ramdisk.LookupKernelFlavour)", opts.Flavour.Name)
+	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
@@ -167,13 +170,17 @@ func Build(ctx context.Context, opts Options, src Source) error {
 	if err != nil {
 		return err
 	}
+	// A release is checked in full: every suite's firmware index verified.
+	if len(in.FirmwareIndexUnverified) > 0 {
+		return fmt.Errorf("release: the firmware index of a suite does not verify (retry once the mirror has synced): %s", strings.Join(in.FirmwareIndexUnverified, "; "))
+	}
 	in.Agent = agent
 	in.Release = src.ReleaseFile(in.Kernel)
 	res, err := ramdisk.Build(ctx, in, filepath.Join(work, "ramdisk"))
 	if err != nil {
 		return err
 	}
-	if err := ramdisk.CheckBudget(size(res.Kernel), size(res.Initramfs), res.Sizes, ramdisk.SizeBudget); err != nil {
+	if err := ramdisk.CheckBudget(size(res.Kernel), size(res.Initramfs), res.Sizes, opts.Flavour.Budget); err != nil {
 		return err
 	}
 	logf("ramdisk built in %.1fs (kernel %s %s)", time.Since(t).Seconds(), in.Kernel.Flavour, in.Kernel.Package)

@@ -193,13 +193,13 @@ func initSection() string {
 // kernelSection is the kernel flavours the ramdisk build offers.
 func kernelSection() string {
 	var b strings.Builder
-	b.WriteString("| `make ramdisk KERNEL=`, `mkramdisk -kernel`, `RAMDISK_KERNEL=` | Debian suites (kernel and firmware) | the kernel |\n| --- | --- | --- |\n")
+	b.WriteString("| `make ramdisk KERNEL=`, `mkramdisk -kernel`, `RAMDISK_KERNEL=` | Debian suites (kernel and firmware) | the kernel | kernel + initramfs at most |\n| --- | --- | --- | --- |\n")
 	for _, f := range ramdisk.KernelFlavours() {
 		name := code(f.Name)
 		if f.Name == ramdisk.DefaultKernelFlavour {
 			name += " (default)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, code(strings.Join(f.Suites, " ")), cell(f.About))
+		fmt.Fprintf(&b, "| %s | %s | %s | %d MiB |\n", name, code(strings.Join(f.Suites, " ")), cell(f.About), f.Budget>>20)
 	}
 	return b.String()
 }
@@ -220,7 +220,7 @@ func modulesSection() string {
 			fmt.Fprintf(&b, "| %s | %s |\n", codeCell(e.Exclude), cell(e.Comment))
 		}
 	}
-	fmt.Fprintf(&b, "\nThe kernel and the initramfs together must stay within %d MiB, or the build fails.\n", ramdisk.SizeBudget>>20)
+	fmt.Fprintf(&b, "\nThe kernel and the initramfs together must stay within the kernel flavour's limit (%d MiB for the stable releases' kernels, see above), or the build fails.\n", ramdisk.SizeBudget>>20)
 	return b.String()
 }
 

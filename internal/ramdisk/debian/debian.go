@@ -545,10 +545,14 @@ func (c *Client) Contents(ctx context.Context, suites []string, component, arch 
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("debian: no suite of %s lists %s/Contents-%s", strings.Join(suites, ", "), component, arch)
+		return nil, fmt.Errorf("debian: no suite of %s lists %s/Contents-%s: %w", strings.Join(suites, ", "), component, arch, ErrNoContents)
 	}
 	return out, nil
 }
+
+// ErrNoContents is Contents' error when none of the suites publishes the
+// index asked for.
+var ErrNoContents = errors.New("no such Contents index")
 
 // writeFile writes b to p through a temporary file renamed into place.
 func writeFile(p string, b []byte) error {

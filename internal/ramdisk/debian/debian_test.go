@@ -352,6 +352,10 @@ func TestFakeArchive(t *testing.T) {
 	for _, r := range rs {
 		r.Close()
 	}
+	// A component no suite publishes a Contents of is ErrNoContents.
+	if _, err := c.Contents(ctx, []string{"trixie"}, "non-free-firmware", "all"); !errors.Is(err, ErrNoContents) {
+		t.Errorf("no such index: %v, want ErrNoContents", err)
+	}
 }
 
 // TestDigestMismatch: a mirror serving other bytes than the index says
