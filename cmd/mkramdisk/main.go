@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -63,7 +64,15 @@ func run(ctx context.Context, args []string) error {
 	cached := fs.Bool("cached", false, "build into the shared content-keyed cache below -cache instead of -out (needs -agent)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	firmware := fs.Bool("firmware", true, "add the firmware files the modules name, from Debian's firmware packages (main and non-free-firmware)")
-	budget := fs.Int("budget", -1, "fail when the kernel and the initramfs, without the -file extras, weigh more than `MiB` (0: no limit, for a test's own guest program; default: the kernel flavour's, "+budgetNames()+")")
+	budget := -1 // the kernel flavour's
+	fs.Func("budget", "fail when the kernel and the initramfs, without the -file extras, weigh more than `MiB` (0: no limit, for a test's own guest program; default: the kernel flavour's, "+budgetNames()+")", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a whole number of MiB, 0 or more, got %q", v)
+		}
+		budget = n
+		return nil
+	})
 	progs := fs.Bool("programs", true, "add the programs the agent runs (internal/programs), with their libraries, from Debian's packages")
 	files := map[string]string{}
 	fs.Func("file", "extra file for the initramfs, `DST=SRC` (archive path = host path; repeatable)", func(v string) error {
@@ -105,8 +114,8 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	fl.Arch = a.Name
-	if *budget < 0 {
-		*budget = int(fl.Budget >> 20)
+	if budget < 0 {
+		budget = int(fl.Budget >> 20)
 	}
 	if fl.Mirrors, err = ramdisk.ResolveMirrors(debian.Mirrors{Archive: *mirror, Security: *secMirror, IgnoreValidUntil: *ignoreValidUntil}); err != nil {
 		return err
@@ -151,7 +160,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	ks, is := size(res.Kernel), size(res.Initramfs)
 	if *asJSON {
-		if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(*budget)<<20); err != nil {
+		if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(budget)<<20); err != nil {
 			return err
 		}
 		return json.NewEncoder(os.Stdout).Encode(struct {
@@ -164,9 +173,9 @@ func run(ctx context.Context, args []string) error {
 	fmt.Printf("kernel     %s (%s %s: %s, %s)\n", res.Kernel, k.Flavour, a.Name, k.Package, mib(ks))
 	fmt.Printf("initramfs  %s (%s; %s unpacked; %d modules)\n", res.Initramfs, mib(is), mib(res.Uncompressed), len(res.Modules))
 	fmt.Printf("agent      %s (%s)\n", res.Agent, mib(as))
-	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), *budget)
+	fmt.Printf("kernel + initramfs: %s (budget %d MiB)\n", mib(ks+is), budget)
 	printReport(os.Stdout, res.Report, a.KernelKind, ks)
-	if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(*budget)<<20); err != nil {
+	if err := ramdisk.CheckBudget(ks, is, res.Report.Sizes, int64(budget)<<20); err != nil {
 		return err
 	}
 	if *iso {

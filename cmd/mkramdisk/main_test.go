@@ -23,6 +23,8 @@ func TestFlagErrors(t *testing.T) {
 		"-kernel-package x -no-such-flag":   "no-such-flag",
 		"-modules a -cached -file a=b -iso": "-cached needs -agent",
 		"-arch x86":                         `unknown architecture "x86" (want one of amd64, arm64)`,
+		"-budget -3":                        `want a whole number of MiB, 0 or more, got "-3"`,
+		"-budget 48M":                       `want a whole number of MiB, 0 or more, got "48M"`,
 	} {
 		err := run(context.Background(), strings.Fields(args))
 		if err == nil || !strings.Contains(err.Error(), want) {
