@@ -219,7 +219,7 @@ func ironicConf(c Config, dir string) string {
 	} else {
 		w("http_url = http://127.0.0.1:8088/httpboot")
 	}
-	w("http_root = %s", p("http", "httpboot"))
+	w("http_root = %s", p(httpRootDir))
 	w("fast_track = %t", c.FastTrack)
 	if !c.DefaultErasePriorities {
 		w("erase_devices_priority = %d", c.EraseDevicesPriority)
@@ -234,13 +234,7 @@ func ironicConf(c Config, dir string) string {
 	w("[pxe]")
 	w("images_path = %s", p("state", "images"))
 	w("instance_master_path = %s", p("state", "master_images"))
-	if c.NetBoot != nil && c.NetBoot.HTTPBoot {
-		// NetBoot.HTTPBoot: the http interface's GRUB configurations
-		// and its ramdisks in one directory served over HTTP.
-		w("tftp_root = %s", p("http", "httpboot"))
-	} else {
-		w("tftp_root = %s", p("state", "tftpboot"))
-	}
+	w("tftp_root = %s", p(c.tftpRootDir()))
 	w("tftp_master_path = %s", p("state", "tftpboot", "master_images"))
 	if nb := c.NetBoot; nb != nil {
 		w("kernel_append_params = %s", nb.KernelParams)

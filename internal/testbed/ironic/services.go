@@ -258,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Services, error) {
 	if !cfg.Series.Host() && cfg.RootFS == "" {
 		return nil, fmt.Errorf("testbed ironic: series %s runs from a root filesystem: set Config.RootFS (EnsureRootFS)", string(cfg.Series))
 	}
-	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "state/tftpboot", "http/httpboot"} {
+	for _, sub := range []string{"etc", "log", "state/tmp", "state/lock", "state/deploy_logs", "state/inspector_ramdisk_logs", "state/tftpboot", httpRootDir} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
 			return nil, err
 		}
@@ -379,15 +379,23 @@ func (s *Services) Series() Series { return s.cfg.Series }
 
 // HTTPRoot is [deploy]http_root on the host: the files Ironic serves to
 // network-booting machines (Config.NetBoot's HTTPURL).
-func (s *Services) HTTPRoot() string { return filepath.Join(s.cfg.Dir, "http", "httpboot") }
+func (s *Services) HTTPRoot() string { return filepath.Join(s.cfg.Dir, httpRootDir) }
 
 // TFTPRoot is [pxe]tftp_root on the host, where the pxe boot interface
 // puts Config.NetBoot's loaders: HTTPRoot with NetBoot.HTTPBoot.
-func (s *Services) TFTPRoot() string {
-	if s.cfg.NetBoot != nil && s.cfg.NetBoot.HTTPBoot {
-		return s.HTTPRoot()
+func (s *Services) TFTPRoot() string { return filepath.Join(s.cfg.Dir, s.cfg.tftpRootDir()) }
+
+// httpRootDir is [deploy]http_root below Config.Dir.
+const httpRootDir = "http/httpboot"
+
+// tftpRootDir is [pxe]tftp_root below Config.Dir: with NetBoot.HTTPBoot
+// the HTTP root, so the http interface's GRUB configurations and its
+// ramdisks are in one directory served over HTTP.
+func (c Config) tftpRootDir() string {
+	if c.NetBoot != nil && c.NetBoot.HTTPBoot {
+		return httpRootDir
 	}
-	return filepath.Join(s.cfg.Dir, "state", "tftpboot")
+	return "state/tftpboot"
 }
 
 func (s *Services) ironicConf() string    { return filepath.Join(s.procDir(), "etc", "ironic.conf") }
